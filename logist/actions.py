@@ -1,0 +1,90 @@
+"""What a person does to a job: approve, reject, resubmit, answer, suspend,
+resume, cancel. Each is checked against :data:`logist.workflow.USER_ACTIONS`,
+recorded in the history like a step, and refused in one line naming the
+job's state when the state does not allow it.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from . import journal
+from .errors import LogistError, TransitionError
+from .history import UserInput
+from .jobsdir import Job
+from .manifest import JobManifest, Turn
+from .workflow import USER_ACTIONS, WORKER, Status, describe_state_hint
+
+
+def _fresh_turn(manifest: JobManifest, slot: str, feedback: Optional[str]) -> Turn:
+    return Turn(slot=slot, role=manifest.roles[slot], feedback=feedback)
+
+
+def _apply(manifest: JobManifest, action: str, text: Optional[str], skip: bool) -> JobManifest:
+    after = manifest.model_copy(deep=True)
+    if action == "approve":
+        after.status = Status.SUCCESS
+    elif action == "reject":
+        after.status = Status.PENDING
+        after.turn = _fresh_turn(after, WORKER, f"A person reviewed the result and rejected it:\n{text}")
+        after.retries_in_a_row = 0
+    elif action == "resubmit":
+        slot = after.turn.slot
+        feedback = f"A person looked at why the job stopped ({after.reason}) and resubmitted it"
+        feedback += f":\n{text}" if text else "."
+        after.turn = _fresh_turn(after, slot, feedback)
+        after.status = Status.PENDING if slot == WORKER else Status.REVIEWING
+        after.retries_in_a_row = 0
+        after.reason = None
+    elif action == "answer":
+        question = after.question
+        if skip:
+            if question is not None and question.required:
+                raise LogistError("this question is required; it cannot be skipped (answer it with TEXT)")
+            after.turn.pending = "User skipped the question."
+        else:
+            after.turn.pending = f"User response: {text}"
+        after.question = None
+        after.status = after.resume_status or Status.RUNNING
+        after.resume_status = None
+    elif action == "suspend":
+        after.resume_status = after.status
+        after.status = Status.SUSPENDED
+    elif action == "resume":
+        after.status = after.resume_status or Status.PENDING
+        after.resume_status = None
+    elif action == "cancel":
+        after.status = Status.CANCELED
+    else:  # pragma: no cover - the table and this function list the same actions
+        raise LogistError(f"unknown action {action}")
+    return after
+
+
+def user_action(
+    job: Job, action: str, text: Optional[str] = None, *, skip: bool = False, lock_timeout: float = 0
+) -> JobManifest:
+    """Apply a person's ``action`` to the job; returns the new manifest."""
+    rule = USER_ACTIONS[action]
+    if action in ("reject",) and not (text or "").strip():
+        raise LogistError("reject needs --feedback TEXT: say what is wrong so the Worker can fix it")
+    with job.lock(lock_timeout):
+        manifest, _notes = journal.open_job(job.dir, job.workspace)
+        if manifest.status not in rule.allowed_from:
+            allowed = ", ".join(sorted(str(s) for s in rule.allowed_from))
+            raise TransitionError(
+                f"cannot {action} job '{job.id}': it is {manifest.status} "
+                f"({action} needs {allowed}); {describe_state_hint(manifest.status)}"
+            )
+        after = _apply(manifest, action, text, skip)
+        entry = journal.new_entry(
+            job.dir,
+            job.workspace,
+            manifest,
+            after,
+            kind="user_action",
+            role=manifest.turn.role,
+            user_input=UserInput(action=action if not skip else "skip", text=text),
+            workspace_commit=manifest.workspace_commit,
+        )
+        journal.record(job.dir, entry, after)
+        return after

@@ -1,0 +1,80 @@
+"""The ``logist`` command line: a thin layer of click over :mod:`logist`.
+
+Commands parse options, call one core function and print. Expected failures
+(:class:`logist.errors.LogistError`) become one line on stderr and exit 1;
+anything else is a bug, reported in one line unless ``LOGIST_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ..errors import LogistError
+from .common import JobsDirParam
+
+
+class LogistGroup(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except LogistError as exc:
+            if os.environ.get("LOGIST_DEBUG") == "1":
+                raise
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=LogistGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--jobs-dir",
+    type=click.Path(file_okay=False),
+    envvar="LOGIST_JOBS_DIR",
+    default="jobs",
+    show_default=True,
+    help="The jobs directory (env LOGIST_JOBS_DIR).",
+)
+@click.version_option(package_name="logist")
+@click.pass_context
+def cli(ctx: click.Context, jobs_dir: str) -> None:
+    """Run LLM agent jobs as plain directories: every step one recorded,
+    committed, resumable LLM call.
+
+    \b
+    Example:
+      logist demo
+      logist job create hello --objective "Write hello.py that prints a greeting"
+      logist job run hello
+    """
+    ctx.obj = JobsDirParam(jobs_dir)
+
+
+def _register() -> None:
+    from .demo import demo
+    from .init import init
+    from .job import job
+    from .role import role
+
+    cli.add_command(init)
+    cli.add_command(demo)
+    cli.add_command(job)
+    cli.add_command(role)
+
+
+_register()
+
+
+def main() -> None:
+    try:
+        cli(prog_name="logist")
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        click.echo("logist: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # the one catch-all
+        if os.environ.get("LOGIST_DEBUG") == "1":
+            raise
+        click.echo(f"Error: internal error: {type(exc).__name__}: {exc} (LOGIST_DEBUG=1 shows the traceback)", err=True)
+        sys.exit(1)

@@ -1,0 +1,21 @@
+"""``logist job ...``: wiring only; each command lives in its own module."""
+
+import click
+
+from .create import create
+from .decide import answer, approve, cancel, reject, resubmit, resume, suspend
+from .inspect import history, list_jobs, preview, select, show, status
+from .step import poststep, replay, run, step
+
+
+@click.group()
+def job() -> None:
+    """Create, step, inspect and decide on jobs."""
+
+
+for command in (
+    create, list_jobs, select, status, show, history, preview,
+    step, run, poststep, replay,
+    approve, reject, resubmit, answer, suspend, resume, cancel,
+):
+    job.add_command(command)

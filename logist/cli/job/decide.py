@@ -1,0 +1,88 @@
+"""A person's decisions: approve, reject, resubmit, answer, suspend, resume, cancel."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import click
+
+from ...actions import user_action
+from ..common import JobsDirParam, info, job_argument, pass_jobs, wait_option
+
+
+def _done(job_id: str, manifest) -> None:
+    info(f"Job '{job_id}' is now {manifest.status}.")
+
+
+def _simple(name: str, doc: str):
+    @click.command(name=name, help=doc)
+    @job_argument
+    @wait_option
+    @pass_jobs
+    def command(obj: JobsDirParam, job_id: Optional[str], lock_timeout: float) -> None:
+        job = obj.job(job_id)
+        _done(job.id, user_action(job, name, lock_timeout=lock_timeout))
+
+    return command
+
+
+approve = _simple("approve", "Approve a job waiting for approval: it becomes SUCCESS.\n\n\b\nExample:\n  logist job approve hello")
+suspend = _simple("suspend", "Suspend a job; nothing steps it until it is resumed.\n\n\b\nExample:\n  logist job suspend hello")
+resume = _simple("resume", "Resume a suspended job in the state it was suspended in.\n\n\b\nExample:\n  logist job resume hello")
+cancel = _simple("cancel", "Cancel a job for good.\n\n\b\nExample:\n  logist job cancel hello")
+
+
+@click.command()
+@job_argument
+@click.option("--feedback", "-f", required=True, help="What is wrong; sent to the Worker.")
+@wait_option
+@pass_jobs
+def reject(obj: JobsDirParam, job_id: Optional[str], feedback: str, lock_timeout: float) -> None:
+    """Reject a job waiting for approval: the Worker starts again with your feedback.
+
+    \b
+    Example:
+      logist job reject hello --feedback "Print the greeting in French too"
+    """
+    job = obj.job(job_id)
+    _done(job.id, user_action(job, "reject", feedback, lock_timeout=lock_timeout))
+
+
+@click.command()
+@job_argument
+@click.option("--feedback", "-f", default="", help="What to do differently; sent to the role that stopped.")
+@wait_option
+@pass_jobs
+def resubmit(obj: JobsDirParam, job_id: Optional[str], feedback: str, lock_timeout: float) -> None:
+    """Send a job that needs intervention back to work, with your feedback.
+
+    \b
+    Example:
+      logist job resubmit hello --feedback "Use Python 3.11; pytest is installed"
+    """
+    job = obj.job(job_id)
+    _done(job.id, user_action(job, "resubmit", feedback or None, lock_timeout=lock_timeout))
+
+
+@click.command()
+@click.argument("args", nargs=-1, metavar="[JOB] TEXT")
+@click.option("--skip", is_flag=True, help="Skip an optional question instead of answering it.")
+@wait_option
+@pass_jobs
+def answer(obj: JobsDirParam, args: tuple, skip: bool, lock_timeout: float) -> None:
+    """Answer the job's question (or --skip an optional one).
+
+    \b
+    Example:
+      logist job answer hello "Use the MIT license"
+    """
+    if skip:
+        if len(args) > 1:
+            raise click.UsageError("with --skip give at most the job")
+        job_id, text = (args[0] if args else None), None
+    else:
+        if not args:
+            raise click.UsageError("give the answer TEXT (or --skip)")
+        job_id, text = (args[0], " ".join(args[1:])) if len(args) > 1 else (None, args[0])
+    job = obj.job(job_id)
+    _done(job.id, user_action(job, "answer", text, skip=skip, lock_timeout=lock_timeout))

@@ -1,0 +1,208 @@
+"""Read-only commands: they take no lock and never change a job."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import click
+
+from ...errors import CorruptFileError
+from ...history import iter_entries
+from ..common import JobsDirParam, info, job_argument, json_option, pass_jobs, print_json
+
+
+@click.command("list")
+@json_option
+@pass_jobs
+def list_jobs(obj: JobsDirParam, as_json: bool) -> None:
+    """List the jobs in the jobs directory (* marks the current one).
+
+    \b
+    Example:
+      logist job list
+    """
+    index = obj.jobs.read_index()
+    rows = []
+    for job_id in index.jobs:
+        try:
+            manifest = obj.jobs.job(job_id).manifest()
+            rows.append({"job_id": job_id, "status": str(manifest.status), "role": manifest.turn.role,
+                         "steps": manifest.steps, "objective": manifest.objective})
+        except Exception as exc:  # a damaged job must not hide the others
+            rows.append({"job_id": job_id, "status": "UNREADABLE", "role": None, "steps": None, "objective": str(exc)})
+    if as_json:
+        print_json({"current_job_id": index.current_job_id, "queue": index.queue, "jobs": rows})
+        return
+    if not rows:
+        info(f"No jobs in {obj.jobs.path}. Create one: logist job create JOB --objective TEXT")
+        return
+    for row in rows:
+        mark = "*" if row["job_id"] == index.current_job_id else " "
+        objective = (row["objective"] or "").splitlines()[0][:60]
+        click.echo(f"{mark} {row['job_id']:<24} {row['status']:<22} {objective}")
+
+
+@click.command()
+@click.argument("job_id", metavar="JOB")
+@pass_jobs
+def select(obj: JobsDirParam, job_id: str) -> None:
+    """Make JOB the current job (used when a command names none).
+
+    \b
+    Example:
+      logist job select hello
+    """
+    obj.jobs.select(job_id)
+    info(f"Current job: {job_id}")
+
+
+def _status_data(obj: JobsDirParam, job_id: Optional[str]) -> dict:
+    job = obj.job(job_id)
+    m = job.manifest()
+    data = {
+        "job_id": m.job_id,
+        "status": str(m.status),
+        "role": m.turn.role,
+        "steps": m.steps,
+        "max_steps": m.settings.max_steps,
+        "last_sequence": m.last_sequence,
+        "workspace": str(job.workspace),
+        "workspace_commit": m.workspace_commit,
+        "reason": m.reason,
+        "question": m.question.model_dump() if m.question else None,
+        "last_exit": m.last_exit.model_dump() if m.last_exit else None,
+    }
+    return data
+
+
+@click.command()
+@job_argument
+@json_option
+@pass_jobs
+def status(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
+    """Show a job's state in a few lines.
+
+    \b
+    Example:
+      logist job status hello
+    """
+    data = _status_data(obj, job_id)
+    if as_json:
+        print_json(data)
+        return
+    click.echo(f"Job:     {data['job_id']}")
+    click.echo(f"Status:  {data['status']}")
+    click.echo(f"Role:    {data['role']}")
+    click.echo(f"Steps:   {data['steps']} of {data['max_steps']}")
+    if data["reason"]:
+        click.echo(f"Reason:  {data['reason']}")
+    if data["question"]:
+        optional = "" if data["question"]["required"] else " (optional)"
+        click.echo(f"Question{optional}: {data['question']['text']}")
+    if data["last_exit"]:
+        le = data["last_exit"]
+        click.echo(f"Last:    {le['role']} {le['action']}: {le['summary']}")
+
+
+@click.command()
+@job_argument
+@json_option
+@pass_jobs
+def show(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
+    """Show a job in full: objective, criteria, state, files and paths.
+
+    \b
+    Example:
+      logist job show hello
+    """
+    job = obj.job(job_id)
+    m = job.manifest()
+    if as_json:
+        print_json(m.dump())
+        return
+    click.echo(f"Job {m.job_id}: {m.status}  (role {m.turn.role}, step {m.steps} of {m.settings.max_steps})")
+    click.echo(f"Objective: {m.objective}")
+    if m.details:
+        click.echo(f"Details: {m.details}")
+    for criterion in m.acceptance_criteria:
+        click.echo(f"  - {criterion}")
+    if m.files:
+        click.echo(f"Files: {', '.join(m.files)}")
+    click.echo(f"Roles: " + ", ".join(f"{slot}={name}" for slot, name in m.roles.items()))
+    if m.reason:
+        click.echo(f"Reason: {m.reason}")
+    if m.question:
+        click.echo(f"Question: {m.question.text}")
+    if m.last_exit:
+        click.echo(f"Last exit: {m.last_exit.role} {m.last_exit.action}: {m.last_exit.summary}")
+        if m.last_exit.evidence_files:
+            click.echo(f"Evidence: {', '.join(m.last_exit.evidence_files)}")
+    click.echo(f"Directory: {job.dir}")
+    click.echo(f"Workspace: {job.workspace} @ {(m.workspace_commit or '')[:12]}")
+    if m.source.repo:
+        click.echo(f"From: {m.source.repo} {m.source.ref or 'HEAD'} ({(m.source.commit or '')[:12]})")
+
+
+@click.command()
+@job_argument
+@json_option
+@pass_jobs
+def history(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
+    """List a job's recorded interactions.
+
+    \b
+    Example:
+      logist job history hello
+    """
+    job = obj.job(job_id)
+    try:
+        entries = list(iter_entries(job.dir))
+    except CorruptFileError as exc:
+        raise CorruptFileError(f"{exc} (the next command that changes the job repairs it)") from None
+    if as_json:
+        print_json([e.dump() for e in entries])
+        return
+    for e in entries:
+        what = ""
+        if e.kind == "llm_call" and e.response:
+            what = (e.response.actions or [e.response.status])[0]
+            detail = e.response.summary_for_supervisor or e.response.error or ""
+        elif e.user_input:
+            what, detail = e.user_input.action, e.user_input.text or ""
+        else:
+            what, detail = e.kind, e.note or ""
+        detail = " ".join(detail.split())[:70]
+        commit = (e.workspace_commit or "")[:8]
+        click.echo(f"{e.sequence:>4}  {e.timestamp[:19]}  {(e.role or '-'):<11} {what:<10} {e.state_before:>21} -> {e.state_after:<21} {commit}  {detail}")
+
+
+@click.command()
+@job_argument
+@click.option("--model", help="Preview with this model instead of the role's.")
+@json_option
+@pass_jobs
+def preview(obj: JobsDirParam, job_id: Optional[str], model: Optional[str], as_json: bool) -> None:
+    """Show the exact request the next step would send (no call is made).
+
+    \b
+    Example:
+      logist job preview hello
+    """
+    from ...step import prepare
+
+    job = obj.job(job_id)
+    m = job.manifest()
+    prepared = prepare(job, m, model)
+    request = {
+        "model": prepared.model,
+        "temperature": prepared.role.temperature,
+        "max_tokens": prepared.role.max_tokens,
+        "messages": prepared.prompt.messages,
+    }
+    if as_json:
+        print_json(request)
+        return
+    click.echo(f"POST {{base_url}}/chat/completions  model={prepared.model} temperature={prepared.role.temperature}")
+    for message in prepared.prompt.messages:
+        click.echo(f"\n===== {message['role']} =====")
+        click.echo(message["content"])

@@ -1,0 +1,150 @@
+"""Commands that advance a job: step, run, poststep, replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from ...errors import LogistError
+from ...replay import entry_by_sequence, post_recorded, read_history_file, replay_history
+from ...step import StepResult, post_answer, run_job, step_once, step_turn
+from ..common import JobsDirParam, info, job_argument, json_option, pass_jobs, print_json, wait_option
+
+base_url_option = click.option(
+    "--base-url", envvar="LOGIST_BASE_URL", help="OpenAI-compatible endpoint (env LOGIST_BASE_URL, then OPENAI_BASE_URL, then config.json)."
+)
+model_option = click.option("--model", help="Use this model for this command's calls.")
+
+
+def report(result: StepResult) -> None:
+    summary = (result.summary or result.error or "").strip().replace("\n", " ")
+    if len(summary) > 100:
+        summary = summary[:97] + "..."
+    files = f" [{', '.join(result.files_changed)}]" if result.files_changed else ""
+    info(f"step {result.sequence}: {result.role} {result.action} -> {result.status}{files}" + (f"  {summary}" if summary else ""))
+
+
+def _finish(results: list[StepResult], as_json: bool) -> None:
+    if as_json:
+        print_json([r.as_dict() for r in results])
+    elif results:
+        last = results[-1]
+        if last.status.value == "INTERVENTION_REQUIRED":
+            info(f"Job '{last.job_id}' needs a person: {last.error or 'see logist job status'}")
+
+
+@click.command()
+@job_argument
+@click.option("--oneshot", is_flag=True, help="Exactly one LLM call, then stop.")
+@base_url_option
+@model_option
+@wait_option
+@json_option
+@pass_jobs
+def step(obj: JobsDirParam, job_id: Optional[str], oneshot: bool, base_url: Optional[str], model: Optional[str],
+         lock_timeout: float, as_json: bool) -> None:
+    """Run one role turn (or with --oneshot exactly one LLM call).
+
+    \b
+    Example:
+      logist job step hello --oneshot
+    """
+    job = obj.job(job_id)
+    kwargs = dict(base_url=base_url, model=model, lock_timeout=lock_timeout)
+    if oneshot:
+        results = [step_once(job, **kwargs)]
+        report(results[0])
+    else:
+        results = step_turn(job, on_step=report, **kwargs)
+    _finish(results, as_json)
+
+
+@click.command()
+@job_argument
+@base_url_option
+@model_option
+@wait_option
+@json_option
+@pass_jobs
+def run(obj: JobsDirParam, job_id: Optional[str], base_url: Optional[str], model: Optional[str],
+        lock_timeout: float, as_json: bool) -> None:
+    """Step the job until it needs a person or is done.
+
+    \b
+    Example:
+      logist job run hello --base-url http://localhost:11434/v1
+    """
+    job = obj.job(job_id)
+    results = run_job(job, on_step=report, base_url=base_url, model=model, lock_timeout=lock_timeout)
+    _finish(results, as_json)
+    if not as_json and results:
+        info(f"Job '{job.id}' is {results[-1].status}.")
+
+
+@click.command()
+@job_argument
+@click.option("--response-file", type=click.Path(exists=True, dir_okay=False), help="Read the answer from this file.")
+@click.option("--response-string", help="The answer itself.")
+@click.option("--from-history", type=click.Path(exists=True, dir_okay=False), help="A jobHistory.json to take the answer from.")
+@click.option("--index", type=int, help="With --from-history: the entry's sequence number.")
+@wait_option
+@json_option
+@pass_jobs
+def poststep(obj: JobsDirParam, job_id: Optional[str], response_file: Optional[str], response_string: Optional[str],
+             from_history: Optional[str], index: Optional[int], lock_timeout: float, as_json: bool) -> None:
+    """Apply an answer without calling the LLM, exactly as a live step would.
+
+    \b
+    Example:
+      logist job poststep hello --response-string '{"action": "MESSAGE", "message": "hi"}'
+    """
+    given = [x is not None for x in (response_file, response_string, from_history)]
+    if sum(given) != 1:
+        raise click.UsageError("give exactly one of --response-file, --response-string, --from-history")
+    if (from_history is None) != (index is None):
+        raise click.UsageError("--from-history and --index go together")
+    job = obj.job(job_id)
+    if from_history:
+        result = post_recorded(job, entry_by_sequence(read_history_file(Path(from_history)), index), lock_timeout)
+    else:
+        raw = Path(response_file).read_text(encoding="utf-8") if response_file else response_string
+        result = post_answer(job, raw, lock_timeout=lock_timeout)
+    report(result)
+    _finish([result], as_json)
+
+
+@click.command()
+@job_argument
+@click.option("--history", "history_file", required=True, type=click.Path(exists=True, dir_okay=False), help="The jobHistory.json to replay.")
+@wait_option
+@json_option
+@pass_jobs
+def replay(obj: JobsDirParam, job_id: Optional[str], history_file: str, lock_timeout: float, as_json: bool) -> None:
+    """Re-apply every recorded answer and decision of a history, in order, with no LLM.
+
+    \b
+    Example:
+      logist job replay hello --history fixtures/wordcount/jobHistory.json
+    """
+    job = obj.job(job_id)
+    recorded = read_history_file(Path(history_file))
+    results = []
+
+    def on_entry(entry, result):
+        if isinstance(result, StepResult):
+            report(result)
+            results.append(result.as_dict())
+        else:
+            info(f"entry {entry.sequence}: {entry.user_input.action} -> {result.status}")
+            results.append({"sequence": entry.sequence, "user_action": entry.user_input.action, "status": str(result.status)})
+
+    try:
+        count = replay_history(job, recorded, on_entry=on_entry, lock_timeout=lock_timeout)
+    except LogistError as exc:
+        raise LogistError(f"replay stopped after {len(results)} entries: {exc}") from None
+    if as_json:
+        print_json(results)
+    else:
+        info(f"Replayed {count} entries; job '{job.id}' is {job.manifest().status}.")

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import click
+
+from ..roles import get_role, load_roles
+from .common import JobsDirParam, json_option, pass_jobs, print_json
+
+
+@click.group()
+def role() -> None:
+    """Role manifests: the built-ins and the jobs directory's roles/."""
+
+
+@role.command("list")
+@json_option
+@pass_jobs
+def role_list(obj: JobsDirParam, as_json: bool) -> None:
+    """List the roles jobs can use.
+
+    \b
+    Example:
+      logist role list
+    """
+    roles = load_roles(obj.jobs.path)
+    if as_json:
+        print_json([{"name": r.name, "llm_model": r.llm_model, "description": r.description, "source": r.source} for r in roles.values()])
+        return
+    width = max(len(n) for n in roles)
+    for r in roles.values():
+        click.echo(f"{r.name:<{width}}  {r.llm_model:<14}  {r.description}")
+
+
+@role.command("inspect")
+@click.argument("name")
+@json_option
+@pass_jobs
+def role_inspect(obj: JobsDirParam, name: str, as_json: bool) -> None:
+    """Show one role's manifest in full.
+
+    \b
+    Example:
+      logist role inspect Supervisor
+    """
+    r = get_role(name, obj.jobs.path)
+    data = r.model_dump(mode="json")
+    if as_json:
+        print_json(data)
+        return
+    click.echo(f"Role: {r.name}    (from {r.source})")
+    for key, value in data.items():
+        if key in ("name", "instructions"):
+            continue
+        click.echo(f"{key}: {value}")
+    click.echo("instructions:")
+    for line in r.instructions.splitlines():
+        click.echo(f"  {line}")

@@ -1,0 +1,125 @@
+"""Creating a job: its folder, workspace, manifest, history and index entry.
+
+The creation is the history's first entry (a ``user_action`` named
+``create``), so the state right after create, the baseline, is on record
+like every later state.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Optional
+
+from . import history as hist
+from . import journal
+from .errors import LogistError
+from .history import UserInput
+from .jobsdir import Job, JobsDir, check_job_id
+from .manifest import JobManifest, Source, Turn, write_manifest
+from .roles import load_roles
+from .workflow import DEFAULT_SLOTS, WORKER, Status
+
+
+def create_job(
+    jobs_dir: JobsDir,
+    job_id: str,
+    objective: str,
+    *,
+    details: str = "",
+    acceptance: Optional[list[str]] = None,
+    files: Optional[list[str]] = None,
+    from_repo: Optional[str] = None,
+    ref: Optional[str] = None,
+    model: Optional[str] = None,
+    worker: Optional[str] = None,
+    supervisor: Optional[str] = None,
+    max_steps: Optional[int] = None,
+    format_retries: Optional[int] = None,
+    rank: Optional[int] = None,
+    make_current: bool = True,
+) -> Job:
+    """Create a job and return it. ``files`` are local files copied into the
+    workspace (or, with ``from_repo``, paths already in it) that the Worker is
+    shown in its opening message."""
+    from . import workspace as ws
+
+    check_job_id(job_id)
+    if not objective or not objective.strip():
+        raise LogistError("a job needs an objective (--objective TEXT)")
+    jobs_dir.init()
+    roles = load_roles(jobs_dir.path)
+    slots = dict(DEFAULT_SLOTS)
+    for slot, name in (("worker", worker), ("supervisor", supervisor)):
+        if name:
+            slots[slot] = name
+    for slot, name in slots.items():
+        if name not in roles:
+            raise LogistError(f"the {slot} role '{name}' is not defined (known: {', '.join(sorted(roles))})")
+    config = jobs_dir.config()
+    settings = config.defaults.model_copy()
+    if max_steps is not None:
+        settings.max_steps = max_steps
+    if format_retries is not None:
+        settings.format_retries = format_retries
+
+    job_dir = jobs_dir.new_job_dir(job_id)
+    job_dir.mkdir(parents=True)
+    workspace = job_dir / "workspace"
+    try:
+        if from_repo:
+            baseline = ws.clone_workspace(Path(from_repo), ref, workspace, job_id)
+            source = Source(repo=str(Path(from_repo).resolve()), ref=ref, commit=baseline)
+        else:
+            if ref:
+                raise LogistError("--ref goes with --from-repo")
+            baseline = ws.init_workspace(workspace, job_id)
+            source = Source()
+        rel_files: list[str] = []
+        for name in files or []:
+            candidate = Path(name)
+            in_workspace = workspace / name
+            if from_repo and not candidate.is_absolute() and in_workspace.is_file():
+                rel_files.append(Path(name).as_posix())
+            elif candidate.is_file():
+                target = workspace / candidate.name
+                if target.exists():
+                    raise LogistError(f"--file {name}: {candidate.name} already exists in the workspace")
+                shutil.copyfile(candidate, target)
+                rel_files.append(candidate.name)
+            else:
+                raise LogistError(f"--file {name}: no such file")
+        if rel_files and not all((workspace / f).is_file() for f in rel_files):  # pragma: no cover
+            raise LogistError("could not place the job files in the workspace")
+        added = ws.commit_all(workspace, f"logist: files given to job {job_id}") if rel_files else None
+        baseline = added or baseline
+        manifest = JobManifest(
+            job_id=job_id,
+            status=Status.PENDING,
+            objective=objective.strip(),
+            details=(details or "").strip(),
+            acceptance_criteria=[a.strip() for a in acceptance or [] if a.strip()],
+            files=rel_files,
+            roles=slots,
+            model=model,
+            settings=settings,
+            source=source,
+            baseline_commit=baseline,
+            workspace_commit=baseline,
+            turn=Turn(slot=WORKER, role=slots[WORKER]),
+        )
+        hist.create_history(job_dir, job_id)
+        before = manifest.model_copy(deep=True)
+        before.status = Status.DRAFT
+        entry = journal.new_entry(
+            job_dir, workspace, before, manifest, kind="user_action",
+            user_input=UserInput(action="create", text=objective.strip()), workspace_commit=baseline,
+            role=slots[WORKER],
+        )
+        hist.append_entry(job_dir, entry)
+        write_manifest(job_dir, manifest)
+    except BaseException:
+        shutil.rmtree(job_dir, ignore_errors=True)
+        raise
+    jobs_dir.register(job_id, make_current=make_current, rank=rank)
+    return Job(jobs_dir, job_id, job_dir)

@@ -1,0 +1,192 @@
+"""Keeping the manifest, the history and the workspace in agreement.
+
+A step changes three things: the workspace (files, then a git commit), the
+history (one appended entry) and the manifest. No filesystem makes that one
+atomic write, so every change goes through a small journal,
+``<job>/step_journal.json``, written atomically before each phase:
+
+1. ``applying`` (steps only): the workspace's HEAD before the step and the
+   model's raw answer. A crash now leaves a half-changed workspace: recovery
+   resets it to that HEAD and records the answer it had to drop, so nothing
+   that was paid for is lost from the record.
+2. ``recording``: the complete history entry and the new manifest. A crash
+   now is finished forward: recovery appends the entry if it is missing and
+   writes the manifest.
+
+:func:`open_job` runs recovery; every command that changes a job calls it
+with the job's lock held, and records in the history what it repaired.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from . import history as hist
+from .atomicfile import atomic_write_json, move_aside
+from .errors import CorruptFileError, LogistError
+from .history import HistoryEntry
+from .manifest import JobManifest, read_manifest, utc_now, write_manifest
+
+JOURNAL_NAME = "step_journal.json"
+
+
+class StepJournal(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    phase: Literal["applying", "recording"]
+    sequence: int
+    head_before: Optional[str] = None
+    raw_response: Optional[str] = None
+    entry: Optional[dict[str, Any]] = None
+    manifest_after: Optional[dict[str, Any]] = None
+
+
+def journal_path(job_dir: Path) -> Path:
+    return Path(job_dir) / JOURNAL_NAME
+
+
+def begin_applying(job_dir: Path, sequence: int, head_before: Optional[str], raw: Optional[str]) -> None:
+    journal = StepJournal(phase="applying", sequence=sequence, head_before=head_before, raw_response=raw)
+    atomic_write_json(journal_path(job_dir), journal.model_dump(mode="json"))
+
+
+def record(job_dir: Path, entry: HistoryEntry, manifest: JobManifest) -> None:
+    """Append ``entry`` and write ``manifest`` as one recoverable unit.
+
+    ``entry.manifest_after`` must already be ``manifest``'s dump.
+    """
+    journal = StepJournal(
+        phase="recording", sequence=entry.sequence, entry=entry.dump(), manifest_after=manifest.dump()
+    )
+    atomic_write_json(journal_path(job_dir), journal.model_dump(mode="json"))
+    hist.append_entry(job_dir, entry)
+    write_manifest(job_dir, manifest)
+    journal_path(job_dir).unlink()
+
+
+def new_entry(
+    job_dir: Path,
+    workspace: Path,
+    manifest_before: JobManifest,
+    manifest_after: JobManifest,
+    *,
+    kind: str,
+    **fields: Any,
+) -> HistoryEntry:
+    """An entry for the next sequence number; stamps ``manifest_after``."""
+    sequence = manifest_before.last_sequence + 1
+    timestamp = fields.pop("timestamp", None) or utc_now()
+    manifest_after.last_sequence = sequence
+    manifest_after.updated_at = timestamp
+    return HistoryEntry(
+        sequence=sequence,
+        timestamp=timestamp,
+        kind=kind,
+        state_before=str(manifest_before.status),
+        state_after=str(manifest_after.status),
+        workspace_path=str(workspace),
+        manifest_after=manifest_after.dump(),
+        **fields,
+    )
+
+
+def _record_recovery(job_dir: Path, workspace: Path, manifest: JobManifest, note: str) -> JobManifest:
+    after = manifest.model_copy(deep=True)
+    entry = new_entry(
+        job_dir, workspace, manifest, after, kind="recovery", role=manifest.turn.role, note=note,
+        workspace_commit=manifest.workspace_commit,
+    )
+    record(job_dir, entry, after)
+    return after
+
+
+def _load_manifest_or_rebuild(job_dir: Path, notes: list[str]) -> JobManifest:
+    try:
+        return read_manifest(job_dir)
+    except CorruptFileError as exc:
+        last = hist.last_entry(job_dir)
+        if last is None:
+            raise CorruptFileError(f"{exc}; there is no history entry to rebuild it from") from None
+        aside = move_aside(job_dir / "job_manifest.json", utc_now().replace(":", ""))
+        manifest = JobManifest.model_validate(last.manifest_after)
+        write_manifest(job_dir, manifest)
+        notes.append(f"job_manifest.json could not be parsed; moved to {aside.name} and rebuilt from history entry {last.sequence}")
+        return manifest
+
+
+def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
+    """Repair whatever an interrupted command left; return the manifest and
+    what was done. Call with the job's lock held."""
+    from . import workspace as ws
+
+    job_dir = Path(job_dir)
+    notes: list[str] = []
+    repaired = hist.repair(job_dir)
+    if repaired:
+        notes.append(repaired)
+    try:
+        hist.last_entry(job_dir)
+    except CorruptFileError as exc:
+        manifest_probe = None
+        try:
+            manifest_probe = read_manifest(job_dir)
+        except (CorruptFileError, FileNotFoundError):
+            pass
+        job_id = manifest_probe.job_id if manifest_probe else job_dir.name
+        aside, kept = hist.salvage(job_dir, job_id)
+        notes.append(f"{exc}; moved it to {aside.name} and kept the {kept} entries that could be read")
+
+    jpath = journal_path(job_dir)
+    if jpath.exists():
+        try:
+            journal = StepJournal.model_validate(json.loads(jpath.read_text(encoding="utf-8")))
+        except (ValueError, ValidationError):
+            aside = move_aside(jpath, utc_now().replace(":", ""))
+            raise CorruptFileError(
+                f"{jpath} could not be parsed (moved to {aside.name}); check the workspace with 'git status' before stepping"
+            ) from None
+        if journal.phase == "recording":
+            entry = HistoryEntry.model_validate(journal.entry)
+            last = hist.last_entry(job_dir)
+            if last is None or last.sequence < entry.sequence:
+                hist.append_entry(job_dir, entry)
+            write_manifest(job_dir, JobManifest.model_validate(journal.manifest_after))
+            jpath.unlink()
+            notes.append(f"finished recording entry {entry.sequence}, which an interrupted command had left half-recorded")
+        else:
+            if journal.head_before:
+                ws.reset_to(workspace, journal.head_before)
+            jpath.unlink()
+            dropped = journal.raw_response
+            note = (
+                f"step {journal.sequence} was interrupted while applying its answer; "
+                f"the workspace was reset to {journal.head_before} and the job stays as before that step"
+            )
+            if dropped is not None:
+                note += ". The dropped answer was: " + dropped
+            notes.append(note)
+
+    manifest = _load_manifest_or_rebuild(job_dir, notes)
+    last = hist.last_entry(job_dir)
+    last_seq = last.sequence if last else 0
+    if last is not None and last_seq > manifest.last_sequence:
+        manifest = JobManifest.model_validate(last.manifest_after)
+        write_manifest(job_dir, manifest)
+        notes.append(f"the manifest was behind the history; restored it from entry {last_seq}")
+    elif last_seq < manifest.last_sequence:
+        notes.append(
+            f"the history ends at entry {last_seq} but the manifest had reached {manifest.last_sequence}; "
+            "later entries are lost from the history"
+        )
+        manifest.last_sequence = last_seq
+    if notes:
+        manifest = _record_recovery(job_dir, workspace, manifest, "; ".join(notes))
+    return manifest, notes
+
+
+def require_no_pending(job_dir: Path) -> None:
+    if journal_path(job_dir).exists():
+        raise LogistError(f"{journal_path(job_dir)} exists: another command is in progress or was interrupted")

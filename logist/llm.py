@@ -1,0 +1,107 @@
+"""The one module that talks to the model, through the ``openai`` SDK.
+
+Retries are the SDK's own: it retries timeouts, connection errors, 408, 409,
+429 and 5xx with exponential backoff and honours ``Retry-After``; Logist only
+bounds the count (``max_retries`` in config.json) and the per-request timeout
+(``request_timeout``, 30 s by default). When those are spent the call raises
+:class:`~logist.errors.LLMCallError` with one line saying what happened; the
+API key never appears in it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .errors import LLMCallError
+
+
+@dataclass
+class LLMSettings:
+    base_url: str
+    api_key: Optional[str]
+    timeout: float = 30.0
+    max_retries: int = 3
+
+
+@dataclass
+class LLMReply:
+    content: str
+    prompt_tokens: Optional[int]
+    completion_tokens: Optional[int]
+    model: Optional[str]
+
+
+# Local servers (Ollama, vLLM, LM Studio) accept any key; the SDK insists on
+# one, so a fixed placeholder is sent when none is configured.
+NO_KEY = "no-key-set"
+
+
+def _describe(exc: Exception) -> str:
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return "the request timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc
+        return f"cannot connect ({type(cause).__name__})"
+    if isinstance(exc, openai.APIStatusError):
+        detail = ""
+        body = exc.body
+        if isinstance(body, dict):
+            inner = body.get("error", body)
+            if isinstance(inner, dict):
+                detail = str(inner.get("message") or "")
+            elif isinstance(inner, str):
+                detail = inner
+        hint = ""
+        if exc.status_code == 401:
+            hint = " (set LOGIST_API_KEY or OPENAI_API_KEY)"
+        return f"HTTP {exc.status_code}{': ' + detail[:300] if detail else ''}{hint}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def chat(
+    settings: LLMSettings,
+    *,
+    model: str,
+    messages: list[dict],
+    temperature: Optional[float],
+    max_tokens: Optional[int],
+    response_format: Optional[dict] = None,
+) -> LLMReply:
+    """One Chat Completions call (with the SDK's bounded retries)."""
+    import openai
+
+    client = openai.OpenAI(
+        base_url=settings.base_url,
+        api_key=settings.api_key or NO_KEY,
+        timeout=settings.timeout,
+        max_retries=settings.max_retries,
+    )
+    kwargs: dict = {"model": model, "messages": messages}
+    if temperature is not None:
+        kwargs["temperature"] = temperature
+    if max_tokens is not None:
+        kwargs["max_tokens"] = max_tokens
+    if response_format is not None:
+        kwargs["response_format"] = response_format
+    try:
+        completion = client.chat.completions.create(**kwargs)
+    except openai.OpenAIError as exc:
+        attempts = settings.max_retries + 1
+        raise LLMCallError(
+            f"LLM call to {settings.base_url} failed after {attempts} attempt{'s' if attempts > 1 else ''}: {_describe(exc)}"
+        ) from None
+    finally:
+        client.close()
+    if not completion.choices:
+        raise LLMCallError(f"LLM call to {settings.base_url} returned no choices")
+    content = completion.choices[0].message.content or ""
+    usage = completion.usage
+    return LLMReply(
+        content=content,
+        prompt_tokens=getattr(usage, "prompt_tokens", None) if usage else None,
+        completion_tokens=getattr(usage, "completion_tokens", None) if usage else None,
+        model=completion.model,
+    )

@@ -1,0 +1,129 @@
+"""``job_manifest.json``: the job's current state, read and written here only.
+
+The manifest holds everything needed to take the next step without reading
+the history: the status, whose turn it is, the turn's conversation so far and
+the message to send next. Each history entry keeps a copy of the manifest as
+it was after that entry (``manifest_after``), so a damaged manifest can be
+rebuilt and any step can be returned to.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .atomicfile import atomic_write_json
+from .config import JobDefaults
+from .errors import CorruptFileError
+from .workflow import DEFAULT_SLOTS, WORKER, Status
+
+MANIFEST_NAME = "job_manifest.json"
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class Question(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    required: bool = True
+
+
+class Turn(BaseModel):
+    """One role's turn: from its first call until its exit command."""
+
+    model_config = ConfigDict(extra="forbid")
+    slot: str = WORKER
+    role: str = "Worker"
+    #: Feedback that opens the turn (from a review, a rejection, a resubmit).
+    feedback: Optional[str] = None
+    #: Messages already sent and answered in this turn (without the system prompt).
+    messages: list[Message] = []
+    #: The next user message to send; None at the start of a turn, when the
+    #: opening message is built from the job.
+    pending: Optional[str] = None
+    #: Re-asks spent on invalid answers in this turn.
+    format_retries_used: int = 0
+
+
+class Handoff(BaseModel):
+    """The last exit command, passed to the next role (and shown to people)."""
+
+    model_config = ConfigDict(extra="forbid")
+    role: str
+    action: str
+    summary: str
+    evidence_files: list[str] = []
+
+
+class Source(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    repo: Optional[str] = None
+    ref: Optional[str] = None
+    commit: Optional[str] = None
+
+
+class JobManifest(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_enum_values=False)
+
+    job_id: str
+    status: Status = Status.PENDING
+    objective: str
+    details: str = ""
+    acceptance_criteria: list[str] = []
+    files: list[str] = []
+    workflow: Literal["default"] = "default"
+    roles: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_SLOTS))
+    model: Optional[str] = None
+    settings: JobDefaults = JobDefaults()
+    created_at: str = Field(default_factory=utc_now)
+    updated_at: str = Field(default_factory=utc_now)
+    source: Source = Source()
+    baseline_commit: Optional[str] = None
+    workspace_commit: Optional[str] = None
+    #: Sequence number of the last history entry this manifest reflects.
+    last_sequence: int = 0
+    #: LLM calls made (and answers posted) so far: the N of "[Step N of MAX]".
+    steps: int = 0
+    retries_in_a_row: int = 0
+    turn: Turn = Turn()
+    last_exit: Optional[Handoff] = None
+    question: Optional[Question] = None
+    #: The state to return to after SUSPENDED or INPUT_REQUIRED.
+    resume_status: Optional[Status] = None
+    #: Why the job needs a person (INTERVENTION_REQUIRED), or None.
+    reason: Optional[str] = None
+
+    def dump(self) -> dict:
+        return self.model_dump(mode="json")
+
+
+def manifest_path(job_dir: Path) -> Path:
+    return Path(job_dir) / MANIFEST_NAME
+
+
+def read_manifest(job_dir: Path) -> JobManifest:
+    path = manifest_path(job_dir)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return JobManifest.model_validate(data)
+    except FileNotFoundError:
+        raise
+    except (ValueError, ValidationError) as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise CorruptFileError(f"{path} is corrupt: {first}") from None
+
+
+def write_manifest(job_dir: Path, manifest: JobManifest) -> None:
+    atomic_write_json(manifest_path(job_dir), manifest.dump())

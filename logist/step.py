@@ -1,0 +1,402 @@
+"""One step: lock, read, check, build the prompt, call once, apply, commit, record.
+
+:func:`step_once` is a live step; :func:`post_answer` applies an answer that
+did not come from a call (``job poststep``, ``job replay``). Both end in
+:func:`_apply`, the one piece of code that turns an answer into file changes,
+a commit, a history entry and a new manifest, so a recorded history replays
+to the same states and the same workspace.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from . import journal
+from .config import LogistConfig, resolve_api_key, resolve_base_url
+from .errors import LLMCallError, TransitionError
+from .history import Request, RequestMetadata, Response, Usage
+from .jobsdir import Job
+from .manifest import Handoff, JobManifest, Message, Question, Turn
+from .prompt import Prompt, build_prompt
+from .protocol import Answer, InvalidAnswer, parse_answer
+from .roles import RoleManifest, builtin_roles, load_roles
+from .workflow import STEPPABLE, SUPERVISOR, WORKER, Status, describe_state_hint, exit_transition
+
+CONTINUE_AFTER_MESSAGE = "[Continue after informational message]"
+
+
+@dataclass
+class StepResult:
+    """What one step did, for the CLI and for callers of the library."""
+
+    job_id: str
+    sequence: int
+    role: str
+    action: str
+    status: Status
+    summary: Optional[str] = None
+    commit: Optional[str] = None
+    files_changed: list[str] = field(default_factory=list)
+    error: Optional[str] = None
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None
+
+    def as_dict(self) -> dict:
+        data = dict(self.__dict__)
+        data["status"] = str(self.status)
+        return data
+
+
+@dataclass
+class Prepared:
+    prompt: Prompt
+    role: RoleManifest
+    model: str
+    metadata: RequestMetadata
+
+
+@dataclass
+class Outcome:
+    """The result of a call (or a posted answer), before it is applied."""
+
+    raw: Optional[str] = None
+    error: Optional[str] = None
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None
+    duration: float = 0.0
+
+
+def resolve_model(config: LogistConfig, manifest: JobManifest, role: RoleManifest, override: Optional[str]) -> str:
+    """``--model`` > the job's model > config ``models[role]`` > a jobs-dir
+    role's own model > config ``default_model`` > the built-in role's model."""
+    if override:
+        return override
+    if manifest.model:
+        return manifest.model
+    if role.name in config.models:
+        return config.models[role.name]
+    builtin = builtin_roles().get(role.name)
+    own_manifest = builtin is None or role.source != builtin.source
+    if own_manifest:
+        return role.llm_model
+    return config.default_model or role.llm_model
+
+
+def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = None) -> Prepared:
+    """Everything about the next call that does not need the network."""
+    from .errors import NotFoundError
+
+    jobs_dir = job.jobs_dir.path
+    roles = load_roles(jobs_dir)
+    role_name = manifest.turn.role
+    if role_name not in roles:
+        raise NotFoundError(f"job '{job.id}' needs role '{role_name}', which is not defined")
+    role = roles[role_name]
+    config = job.jobs_dir.config()
+    model = resolve_model(config, manifest, role, model_override)
+    prompt = build_prompt(manifest, role, job.workspace, jobs_dir)
+    metadata = RequestMetadata(
+        role=role.name, phase=str(manifest.status), model=model, temperature=role.temperature, max_tokens=role.max_tokens
+    )
+    return Prepared(prompt=prompt, role=role, model=model, metadata=metadata)
+
+
+def _check_steppable(job: Job, manifest: JobManifest) -> None:
+    if manifest.status not in STEPPABLE:
+        raise TransitionError(
+            f"job '{job.id}' is {manifest.status}; it cannot be stepped: {describe_state_hint(manifest.status)}"
+        )
+
+
+def _cost(config: LogistConfig, model: str, outcome: Outcome) -> Optional[float]:
+    price = config.prices.get(model)
+    if price is None or outcome.prompt_tokens is None or outcome.completion_tokens is None:
+        return None
+    return round(
+        (outcome.prompt_tokens * price.input_per_million + outcome.completion_tokens * price.output_per_million)
+        / 1_000_000,
+        8,
+    )
+
+
+def _commit_message(job_id: str, seq: int, role: str, action: str, summary: Optional[str]) -> str:
+    first = (summary or "").strip().splitlines()[0] if (summary or "").strip() else ""
+    if len(first) > 100:
+        first = first[:97] + "..."
+    subject = f"logist: {job_id} step {seq} {role} {action}" + (f": {first}" if first else "")
+    body = (summary or "").strip()
+    return subject + ("\n\n" + body if body and body != first else "")
+
+
+def _intervention(after: JobManifest, reason: str) -> None:
+    after.status = Status.INTERVENTION_REQUIRED
+    after.reason = reason
+
+
+def _next_turn(after: JobManifest, slot: str, feedback: Optional[str]) -> None:
+    after.turn = Turn(slot=slot, role=after.roles[slot], feedback=feedback)
+
+
+def _transition(after: JobManifest, before: JobManifest, answer: Answer, sent: str, raw: str) -> None:
+    """Move ``after`` to the state the answer leads to (the workflow table)."""
+    turn = after.turn
+    action = answer.action
+    conversation = turn.messages + [Message(role="user", content=sent), Message(role="assistant", content=raw)]
+    if before.status == Status.PENDING:
+        after.status = Status.RUNNING if turn.slot == WORKER else before.status
+    if action == "MESSAGE":
+        turn.messages, turn.pending = conversation, CONTINUE_AFTER_MESSAGE
+        return
+    if action == "ASK":
+        turn.messages, turn.pending = conversation, None
+        after.question = Question(text=answer.question or "", required=answer.required)
+        after.resume_status = after.status
+        after.status = Status.INPUT_REQUIRED
+        return
+    if action == "CMD":
+        turn.messages, turn.pending = conversation, None
+        _intervention(
+            after,
+            f"the {turn.role} asked to run a command ({answer.command!r}); running commands is not available "
+            "in this version of Logist: run it yourself if you wish and resubmit with what it printed",
+        )
+        return
+    # An exit command.
+    after.last_exit = Handoff(
+        role=turn.role, action=action, summary=answer.summary_for_supervisor or "", evidence_files=answer.evidence_files
+    )
+    nxt = exit_transition(before.status, turn.slot, action)
+    if nxt is None:
+        turn.messages, turn.pending = conversation, None
+        _intervention(after, f"the workflow has no transition for {action} from {turn.role} in {before.status}")
+        return
+    if action == "RETRY":
+        after.retries_in_a_row += 1
+        limit = after.settings.max_retries_in_a_row
+        if after.retries_in_a_row > limit:
+            turn.messages, turn.pending = conversation, None
+            _intervention(after, f"{after.retries_in_a_row} RETRYs in a row (limit {limit}); last: {answer.summary_for_supervisor}")
+            return
+    elif action == "COMPLETED":
+        after.retries_in_a_row = 0
+    summary = (answer.summary_for_supervisor or "").strip()
+    if nxt.turn == "stop":
+        turn.messages, turn.pending = conversation, None
+        after.status = nxt.status
+        if nxt.status == Status.INTERVENTION_REQUIRED:
+            after.reason = f"{turn.role} is STUCK: {summary}"
+        return
+    after.status = nxt.status
+    if nxt.turn == "handoff":
+        _next_turn(after, nxt.slot, None)
+    elif turn.slot == SUPERVISOR:
+        _next_turn(after, nxt.slot, f"The {turn.role} reviewed your work and sent it back:\n{summary}")
+    else:
+        _next_turn(after, nxt.slot, f"Your previous attempt ended with RETRY:\n{summary}\nStart afresh with a different approach.")
+
+
+def _invalid(after: JobManifest, sent: str, raw: Optional[str], reason: str) -> None:
+    turn = after.turn
+    if turn.format_retries_used < after.settings.format_retries:
+        turn.format_retries_used += 1
+        turn.messages = turn.messages + [Message(role="user", content=sent), Message(role="assistant", content=raw or "")]
+        turn.pending = (
+            f"Your last answer was refused: {reason}\n"
+            "Nothing from it was applied. Answer again with exactly one JSON object as the protocol describes."
+        )
+        if after.status == Status.PENDING and turn.slot == WORKER:
+            after.status = Status.RUNNING
+    else:
+        _intervention(after, f"invalid answer from {turn.role}: {reason}")
+
+
+def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) -> StepResult:
+    """Everything after the call; shared by live steps and posted answers."""
+    from . import workspace as ws
+
+    config = job.jobs_dir.config()
+    sent = prepared.prompt.messages[-1]["content"]
+    after = before.model_copy(deep=True)
+    after.steps = before.steps + 1
+    sequence = before.last_sequence + 1
+    answer: Optional[Answer] = None
+    files_changed: list[str] = []
+    status_label = "SUCCESS"
+    error = outcome.error
+    if error is not None:
+        status_label = "ERROR"
+        _intervention(after, error)
+    else:
+        try:
+            answer = parse_answer(outcome.raw or "")
+            ws.plan_changes(job.workspace, answer.file_changes)
+        except InvalidAnswer as exc:
+            status_label = "INVALID"
+            error = str(exc)
+            answer = None
+            _invalid(after, sent, outcome.raw, error)
+    head_before = before.workspace_commit
+    commit = head_before
+    action = answer.action if answer else status_label
+    if answer is not None:
+        journal.begin_applying(job.dir, sequence, head_before, outcome.raw)
+        files_changed = ws.apply_changes(job.workspace, answer.file_changes)
+        _transition(after, before, answer, sent, outcome.raw or "")
+        if after.status != Status.INTERVENTION_REQUIRED:
+            after.reason = None
+        if after.status != Status.INPUT_REQUIRED:
+            after.question = None
+        new = ws.commit_all(
+            job.workspace, _commit_message(job.id, sequence, prepared.role.name, action, answer.summary_for_supervisor or answer.message)
+        )
+        commit = new or ws.head(job.workspace)
+    after.workspace_commit = commit
+    response = Response(
+        status=status_label,
+        actions=[answer.action] if answer else [],
+        evidence_files=answer.evidence_files if answer else [],
+        summary_for_supervisor=answer.summary_for_supervisor if answer else None,
+        raw_response=outcome.raw,
+        error=error,
+        files_changed=files_changed,
+    )
+    usage = Usage(
+        prompt_tokens=outcome.prompt_tokens,
+        completion_tokens=outcome.completion_tokens,
+        cost_usd=_cost(config, prepared.model, outcome),
+    )
+    entry = journal.new_entry(
+        job.dir,
+        job.workspace,
+        before,
+        after,
+        kind="llm_call",
+        role=prepared.role.name,
+        request=Request(
+            prompt=[Message(**m) for m in prepared.prompt.messages],
+            files_context=prepared.prompt.files_context,
+            metadata=prepared.metadata,
+        ),
+        response=response,
+        usage=usage,
+        duration_seconds=round(outcome.duration, 3),
+        workspace_commit=commit,
+    )
+    journal.record(job.dir, entry, after)
+    return StepResult(
+        job_id=job.id,
+        sequence=sequence,
+        role=prepared.role.name,
+        action=action,
+        status=after.status,
+        summary=(answer.summary_for_supervisor or answer.message or answer.question or answer.command) if answer else None,
+        commit=commit,
+        files_changed=files_changed,
+        error=error,
+        prompt_tokens=outcome.prompt_tokens,
+        completion_tokens=outcome.completion_tokens,
+    )
+
+
+def _limit_reason(manifest: JobManifest) -> Optional[str]:
+    if manifest.steps >= manifest.settings.max_steps:
+        return f"max steps reached ({manifest.steps} of {manifest.settings.max_steps})"
+    return None
+
+
+def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
+    after = manifest.model_copy(deep=True)
+    _intervention(after, reason)
+    entry = journal.new_entry(
+        job.dir, job.workspace, manifest, after, kind="recovery", role=manifest.turn.role,
+        note=f"no call was made: {reason}", workspace_commit=manifest.workspace_commit,
+    )
+    journal.record(job.dir, entry, after)
+    return StepResult(job.id, entry.sequence, manifest.turn.role, "LIMIT", after.status, error=reason)
+
+
+def _call(job: Job, prepared: Prepared, base_url: Optional[str]) -> Outcome:
+    from .llm import LLMSettings, chat
+
+    config = job.jobs_dir.config()
+    settings = LLMSettings(
+        base_url=resolve_base_url(base_url, config),
+        api_key=resolve_api_key(),
+        timeout=config.request_timeout,
+        max_retries=config.max_retries,
+    )
+    started = time.monotonic()
+    try:
+        reply = chat(
+            settings,
+            model=prepared.model,
+            messages=prepared.prompt.messages,
+            temperature=prepared.role.temperature,
+            max_tokens=prepared.role.max_tokens,
+            response_format=prepared.role.response_format,
+        )
+    except LLMCallError as exc:
+        return Outcome(error=str(exc), duration=time.monotonic() - started)
+    return Outcome(
+        raw=reply.content,
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+        duration=time.monotonic() - started,
+    )
+
+
+def _locked_step(job: Job, lock_timeout: float, produce: Callable[[Prepared], Outcome], model: Optional[str]) -> StepResult:
+    with job.lock(lock_timeout):
+        manifest, _notes = journal.open_job(job.dir, job.workspace)
+        _check_steppable(job, manifest)
+        reason = _limit_reason(manifest)
+        if reason:
+            return _stop_for_limit(job, manifest, reason)
+        prepared = prepare(job, manifest, model)
+        return _apply(job, manifest, prepared, produce(prepared))
+
+
+def step_once(job: Job, *, base_url: Optional[str] = None, model: Optional[str] = None, lock_timeout: float = 0) -> StepResult:
+    """Exactly one LLM call (``job step --oneshot``)."""
+    return _locked_step(job, lock_timeout, lambda prepared: _call(job, prepared, base_url), model)
+
+
+def post_answer(
+    job: Job,
+    raw: Optional[str],
+    *,
+    error: Optional[str] = None,
+    prompt_tokens: Optional[int] = None,
+    completion_tokens: Optional[int] = None,
+    model: Optional[str] = None,
+    lock_timeout: float = 0,
+) -> StepResult:
+    """Apply an answer without calling the model (``job poststep``)."""
+    outcome = Outcome(raw=raw, error=error, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    return _locked_step(job, lock_timeout, lambda _prepared: outcome, model)
+
+
+def step_turn(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[StepResult]:
+    """One role turn: calls until an exit command or until a person is needed."""
+    results = []
+    while True:
+        result = step_once(job, **kwargs)
+        results.append(result)
+        if on_step:
+            on_step(result)
+        if not (result.status in STEPPABLE and result.action in ("MESSAGE", "INVALID", "CMD")):
+            return results
+
+
+def run_job(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[StepResult]:
+    """Turns until the job needs a person or is done."""
+    results = []
+    while True:
+        result = step_once(job, **kwargs)
+        results.append(result)
+        if on_step:
+            on_step(result)
+        if result.status not in STEPPABLE:
+            return results

@@ -1,0 +1,124 @@
+"""The job state machine, as data.
+
+Two tables decide every transition: :data:`EXIT_TRANSITIONS` for a role's
+exit command (COMPLETED / STUCK / RETRY) and :data:`USER_ACTIONS` for what a
+person does. Roles appear by their *slot* in the workflow (``worker``,
+``supervisor``) so that a job can put its own roles in those slots.
+
+Exit commands, default workflow::
+
+    state      slot        action     -> state                  next slot
+    RUNNING    worker      COMPLETED  -> REVIEWING              supervisor
+    RUNNING    worker      RETRY      -> RUNNING                worker (fresh turn)
+    RUNNING    worker      STUCK      -> INTERVENTION_REQUIRED  worker
+    REVIEWING  supervisor  COMPLETED  -> APPROVAL_REQUIRED      supervisor
+    REVIEWING  supervisor  RETRY      -> RUNNING                worker (feedback)
+    REVIEWING  supervisor  STUCK      -> INTERVENTION_REQUIRED  supervisor
+
+PENDING is RUNNING before the role's first call of the turn. CMD and MESSAGE
+keep the state; ASK goes to INPUT_REQUIRED until answered.
+
+Person's actions::
+
+    approve   APPROVAL_REQUIRED                      -> SUCCESS
+    reject    APPROVAL_REQUIRED                      -> PENDING (worker, feedback)
+    resubmit  INTERVENTION_REQUIRED                  -> PENDING / REVIEWING (same slot, feedback)
+    answer    INPUT_REQUIRED                         -> the state it was asked in
+    suspend   any non-terminal but SUSPENDED         -> SUSPENDED
+    resume    SUSPENDED                              -> the state it was suspended in
+    cancel    any non-terminal                       -> CANCELED
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Optional
+
+
+class Status(str, Enum):
+    DRAFT = "DRAFT"
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    REVIEWING = "REVIEWING"
+    INPUT_REQUIRED = "INPUT_REQUIRED"
+    APPROVAL_REQUIRED = "APPROVAL_REQUIRED"
+    INTERVENTION_REQUIRED = "INTERVENTION_REQUIRED"
+    SUSPENDED = "SUSPENDED"
+    SUCCESS = "SUCCESS"
+    CANCELED = "CANCELED"
+
+    def __str__(self) -> str:  # so f-strings print the bare name
+        return self.value
+
+
+TERMINAL = frozenset({Status.SUCCESS, Status.CANCELED})
+#: States in which ``job step`` may call the model.
+STEPPABLE = frozenset({Status.PENDING, Status.RUNNING, Status.REVIEWING})
+#: States that wait for a person.
+WAITING = frozenset({Status.INPUT_REQUIRED, Status.APPROVAL_REQUIRED, Status.INTERVENTION_REQUIRED, Status.SUSPENDED})
+
+WORKER, SUPERVISOR = "worker", "supervisor"
+DEFAULT_SLOTS = {WORKER: "Worker", SUPERVISOR: "Supervisor"}
+
+
+@dataclass(frozen=True)
+class Next:
+    status: Status
+    slot: str
+    #: "fresh": the next turn starts over; "feedback": it starts over with the
+    #: exit summary as feedback; "stop": no next turn until a person acts.
+    turn: str
+
+
+EXIT_TRANSITIONS: dict[tuple[Status, str, str], Next] = {
+    (Status.RUNNING, WORKER, "COMPLETED"): Next(Status.REVIEWING, SUPERVISOR, "handoff"),
+    (Status.RUNNING, WORKER, "RETRY"): Next(Status.RUNNING, WORKER, "feedback"),
+    (Status.RUNNING, WORKER, "STUCK"): Next(Status.INTERVENTION_REQUIRED, WORKER, "stop"),
+    (Status.REVIEWING, SUPERVISOR, "COMPLETED"): Next(Status.APPROVAL_REQUIRED, SUPERVISOR, "stop"),
+    (Status.REVIEWING, SUPERVISOR, "RETRY"): Next(Status.RUNNING, WORKER, "feedback"),
+    (Status.REVIEWING, SUPERVISOR, "STUCK"): Next(Status.INTERVENTION_REQUIRED, SUPERVISOR, "stop"),
+}
+
+
+@dataclass(frozen=True)
+class UserAction:
+    allowed_from: frozenset
+    #: None: the state is computed (resume, answer, resubmit); see ``actions``.
+    to: Optional[Status]
+    hint: str
+
+
+_NON_TERMINAL = frozenset(Status) - TERMINAL
+
+USER_ACTIONS: dict[str, UserAction] = {
+    "approve": UserAction(frozenset({Status.APPROVAL_REQUIRED}), Status.SUCCESS, "approve a job waiting for approval"),
+    "reject": UserAction(frozenset({Status.APPROVAL_REQUIRED}), Status.PENDING, "reject a job waiting for approval"),
+    "resubmit": UserAction(frozenset({Status.INTERVENTION_REQUIRED}), None, "resubmit a job that needs intervention"),
+    "answer": UserAction(frozenset({Status.INPUT_REQUIRED}), None, "answer a job's question"),
+    "suspend": UserAction(_NON_TERMINAL - {Status.SUSPENDED}, Status.SUSPENDED, "suspend a job"),
+    "resume": UserAction(frozenset({Status.SUSPENDED}), None, "resume a suspended job"),
+    "cancel": UserAction(_NON_TERMINAL, Status.CANCELED, "cancel a job"),
+}
+
+
+def effective_status(status: Status) -> Status:
+    """PENDING behaves as RUNNING in the exit table."""
+    return Status.RUNNING if status == Status.PENDING else status
+
+
+def exit_transition(status: Status, slot: str, action: str) -> Optional[Next]:
+    return EXIT_TRANSITIONS.get((effective_status(status), slot, action))
+
+
+def describe_state_hint(status: Status) -> str:
+    """What a person can do next in ``status``: used in refusals."""
+    return {
+        Status.APPROVAL_REQUIRED: "approve it (logist job approve) or reject it (logist job reject --feedback TEXT)",
+        Status.INTERVENTION_REQUIRED: "look at the reason (logist job status) and resubmit it (logist job resubmit --feedback TEXT)",
+        Status.INPUT_REQUIRED: "answer it (logist job answer TEXT)",
+        Status.SUSPENDED: "resume it (logist job resume)",
+        Status.SUCCESS: "it is finished",
+        Status.CANCELED: "it was canceled",
+        Status.DRAFT: "it is a draft",
+    }.get(status, "step it (logist job step)")

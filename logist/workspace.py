@@ -1,0 +1,195 @@
+"""The job's workspace: a git repository, its file changes and its commits.
+
+The only module that imports ``git`` (GitPython), and only inside functions,
+so commands that never touch a workspace start fast. Paths from the model are
+checked twice: for shape by :mod:`logist.protocol` (no absolute paths, no
+``..``, nothing in ``.git``) and here against the disk (no symlink on the way,
+nothing resolving outside the workspace). A set of changes is checked whole
+before the first byte is written, so a refused answer changes nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence
+
+from .errors import LogistError
+from .protocol import DeleteFile, FileChange, InvalidAnswer, ReplaceInFile, WriteFile, check_relative_path
+
+COMMITTER = ("Logist", "logist@localhost")
+WORK_BRANCH = "logist/{job_id}"
+
+
+def _git_config_args() -> list[str]:
+    # Only used as a fallback: GIT_AUTHOR_* / GIT_COMMITTER_* in the
+    # environment still win, as git documents.
+    return ["-c", f"user.name={COMMITTER[0]}", "-c", f"user.email={COMMITTER[1]}", "-c", "commit.gpgsign=false"]
+
+
+def _repo(path: Path):
+    import git
+
+    return git.Repo(path)
+
+
+def _git(path: Path, *args: str) -> str:
+    import git
+
+    try:
+        return git.Git(str(path)).execute(["git", *_git_config_args(), *args])
+    except git.GitCommandError as exc:
+        detail = (exc.stderr or "").strip().replace("\n", " ") or str(exc)
+        raise LogistError(f"git {args[0]} failed in {path}: {detail}") from None
+
+
+def init_workspace(path: Path, job_id: str) -> str:
+    """An empty repository with one empty baseline commit; returns its sha."""
+    path.mkdir(parents=True, exist_ok=True)
+    _git(path, "init", "-q", "-b", WORK_BRANCH.format(job_id=job_id))
+    _git(path, "commit", "-q", "--allow-empty", "-m", f"logist: baseline of job {job_id} (empty workspace)")
+    return head(path)
+
+
+def clone_workspace(source: Path, ref: Optional[str], path: Path, job_id: str) -> str:
+    """Clone ``source`` (never written to) and check out ``ref`` on a job branch."""
+    source = Path(source).resolve()
+    if not (source / ".git").exists() and not (source / "HEAD").exists():
+        raise LogistError(f"--from-repo {source} is not a git repository")
+    import git
+
+    try:
+        git.Git(str(path.parent)).execute(
+            ["git", "clone", "-q", "--no-checkout", "--", str(source), str(path)]
+        )
+    except git.GitCommandError as exc:
+        detail = (exc.stderr or "").strip().replace("\n", " ")
+        raise LogistError(f"cannot clone {source}: {detail}") from None
+    target = ref or "HEAD"
+    try:
+        sha = _git(path, "rev-parse", "--verify", "-q", f"{target}^{{commit}}")
+    except LogistError:
+        try:
+            sha = _git(path, "rev-parse", "--verify", "-q", f"origin/{target}^{{commit}}")
+        except LogistError:
+            raise LogistError(f"--ref {target} names no commit in {source}") from None
+    _git(path, "checkout", "-q", "-b", WORK_BRANCH.format(job_id=job_id), sha)
+    return sha
+
+
+def head(path: Path) -> str:
+    return _git(path, "rev-parse", "HEAD")
+
+
+def is_dirty(path: Path) -> bool:
+    return bool(_git(path, "status", "--porcelain", "--untracked-files=all"))
+
+
+def reset_to(path: Path, sha: str) -> None:
+    """Put the tree back exactly at ``sha`` (tracked and untracked files)."""
+    _git(path, "reset", "-q", "--hard", sha)
+    _git(path, "clean", "-q", "-fd")
+
+
+def commit_all(path: Path, message: str) -> Optional[str]:
+    """Commit every change in the workspace; None when nothing changed."""
+    _git(path, "add", "-A")
+    if not _git(path, "diff", "--cached", "--name-only"):
+        return None
+    _git(path, "commit", "-q", "--no-verify", "-m", message)
+    return head(path)
+
+
+def _resolve_inside(root: Path, rel: str) -> Path:
+    """The absolute path for ``rel``, refusing symlinks on the way."""
+    rel = check_relative_path(rel)
+    current = root
+    for part in rel.split("/"):
+        current = current / part
+        if current.is_symlink():
+            raise InvalidAnswer(f"path {rel!r} goes through a symlink ({current.relative_to(root)}), which Logist refuses")
+    resolved = current.resolve()
+    if resolved != root and root not in resolved.parents:
+        raise InvalidAnswer(f"path {rel!r} resolves outside the workspace")
+    return current
+
+
+def plan_changes(root: Path, changes: Sequence[FileChange]) -> list[tuple[Path, Optional[bytes], str]]:
+    """Check every change and compute the final bytes of each file.
+
+    Returns (absolute path, new bytes or None to delete, relative path). Raises
+    :class:`InvalidAnswer` before anything is written.
+    """
+    root = Path(root).resolve()
+    contents: dict[str, Optional[str]] = {}
+    targets: dict[str, Path] = {}
+    order: list[str] = []
+
+    def current(rel: str, target: Path) -> Optional[str]:
+        if rel in contents:
+            return contents[rel]
+        if target.is_file():
+            try:
+                return target.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                raise InvalidAnswer(f"{rel}: is not UTF-8 text; it cannot be edited by replacement") from None
+        if target.exists():
+            raise InvalidAnswer(f"{rel}: is a directory, not a file")
+        return None
+
+    for index, change in enumerate(changes):
+        rel = check_relative_path(change.path)
+        target = _resolve_inside(root, rel)
+        if target.is_dir():
+            raise InvalidAnswer(f"file_changes/{index}: {rel} is a directory, not a file")
+        if isinstance(change, WriteFile):
+            contents[rel] = change.content
+        elif isinstance(change, DeleteFile):
+            if current(rel, target) is None:
+                raise InvalidAnswer(f"file_changes/{index}: cannot delete {rel}: no such file")
+            contents[rel] = None
+        elif isinstance(change, ReplaceInFile):
+            text = current(rel, target)
+            if text is None:
+                raise InvalidAnswer(f"file_changes/{index}: cannot edit {rel}: no such file")
+            count = text.count(change.old)
+            if count != 1:
+                what = "does not occur" if count == 0 else f"occurs {count} times"
+                raise InvalidAnswer(
+                    f"file_changes/{index}: in {rel} the 'old' text {what}; it must occur exactly once"
+                )
+            contents[rel] = text.replace(change.old, change.new, 1)
+        targets[rel] = target
+        if rel not in order:
+            order.append(rel)
+    return [
+        (targets[rel], None if contents[rel] is None else contents[rel].encode("utf-8"), rel) for rel in order
+    ]
+
+
+def apply_changes(root: Path, changes: Sequence[FileChange]) -> list[str]:
+    """Apply checked changes; returns the relative paths touched."""
+    planned = plan_changes(root, changes)
+    for target, data, _rel in planned:
+        if data is None:
+            target.unlink()
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # A plain write: an interrupted step is undone by resetting the
+            # workspace to its last commit, so per-file atomicity adds nothing.
+            target.write_bytes(data)
+    return [rel for _t, _d, rel in planned]
+
+
+def read_text_file(root: Path, rel: str, limit: int) -> Optional[str]:
+    """A workspace file's text for a prompt (cut at ``limit``), or None."""
+    try:
+        target = _resolve_inside(Path(root).resolve(), rel)
+    except InvalidAnswer:
+        return None
+    if not target.is_file():
+        return None
+    data = target.read_bytes()
+    text = data[:limit].decode("utf-8", errors="replace")
+    if len(data) > limit:
+        text += f"\n[... cut: file is {len(data)} bytes, showing the first {limit}]"
+    return text
