@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .atomicfile import atomic_write, atomic_write_json, fsync_dir, move_aside
 from .errors import CorruptFileError
+from .failpoints import armed, failpoint
 from .manifest import Message, utc_now
 
 HISTORY_NAME = "jobHistory.json"
@@ -206,6 +207,10 @@ def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
         chunk = (b"" if empty else b",") + _entry_bytes(entry.dump()) + TAIL
         atomic_write_json(_journal_path(path), {"offset": offset, "sequence": entry.sequence})
         handle.seek(offset)
+        if armed("mid_history_append"):
+            handle.write(chunk[: len(chunk) // 2])
+            handle.flush()
+            failpoint("mid_history_append")
         handle.write(chunk)
         handle.flush()
         os.fsync(handle.fileno())

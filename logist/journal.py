@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from . import history as hist
 from .atomicfile import atomic_write_json, move_aside
 from .errors import CorruptFileError, LogistError
+from .failpoints import failpoint
 from .history import HistoryEntry
 from .manifest import JobManifest, read_manifest, utc_now, write_manifest
 
@@ -63,7 +64,9 @@ def record(job_dir: Path, entry: HistoryEntry, manifest: JobManifest) -> None:
     )
     atomic_write_json(journal_path(job_dir), journal.model_dump(mode="json"))
     hist.append_entry(job_dir, entry)
+    failpoint("after_history")
     write_manifest(job_dir, manifest)
+    failpoint("after_manifest")
     journal_path(job_dir).unlink()
 
 

@@ -16,6 +16,7 @@ from typing import Callable, Optional
 from . import journal
 from .config import LogistConfig, resolve_api_key, resolve_base_url
 from .errors import LLMCallError, TransitionError
+from .failpoints import failpoint
 from .history import Request, RequestMetadata, Response, Usage
 from .jobsdir import Job
 from .manifest import Handoff, JobManifest, Message, Question, Turn
@@ -240,9 +241,11 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
     head_before = before.workspace_commit
     commit = head_before
     action = answer.action if answer else status_label
+    failpoint("after_call")
     if answer is not None:
         journal.begin_applying(job.dir, sequence, head_before, outcome.raw)
         files_changed = ws.apply_changes(job.workspace, answer.file_changes)
+        failpoint("after_apply")
         _transition(after, before, answer, sent, outcome.raw or "")
         if after.status != Status.INTERVENTION_REQUIRED:
             after.reason = None
@@ -252,6 +255,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
             job.workspace, _commit_message(job.id, sequence, prepared.role.name, action, answer.summary_for_supervisor or answer.message)
         )
         commit = new or ws.head(job.workspace)
+        failpoint("after_commit")
     after.workspace_commit = commit
     response = Response(
         status=status_label,

@@ -1,0 +1,30 @@
+"""Named points where a test can make Logist kill itself with SIGKILL.
+
+Crash safety is only believable if it is exercised: the crash tests start a
+real ``logist job step`` process with ``LOGIST_FAILPOINT=<name>`` and the
+process kills itself (no cleanup, no ``finally``) exactly there. Unset, a
+failpoint costs one dictionary lookup.
+
+Points, in the order a step reaches them:
+``after_call`` (answer received, nothing written), ``after_apply`` (files
+changed, not committed), ``after_commit`` (committed, nothing recorded),
+``mid_history_append`` (half of the new entry written), ``after_history``
+(entry appended, manifest not written), ``after_manifest`` (all written,
+journal not yet removed).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+POINTS = ("after_call", "after_apply", "after_commit", "mid_history_append", "after_history", "after_manifest")
+
+
+def armed(name: str) -> bool:
+    return os.environ.get("LOGIST_FAILPOINT") == name
+
+
+def failpoint(name: str) -> None:
+    if os.environ.get("LOGIST_FAILPOINT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)

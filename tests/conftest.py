@@ -1,0 +1,108 @@
+"""Shared fixtures: one isolated environment per test, a real OpenAI-compatible
+server on 127.0.0.1, and normalisation of volatile fields for snapshots."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from logist import JobsDir
+from logist.testing import ScriptedLLMServer
+
+#: A fake key that must never show up in any file, git object or output.
+CANARY_KEY = "sk-canary-7f3a9c1e5b2d4f60a8b1c3d5e7f9a0b2"
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    """Temp jobs dir, fixed git identity and dates, no real keys or endpoints."""
+    for name in list(os.environ):
+        if name.startswith(("LOGIST_", "OPENAI_", "GIT_")):
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "100")
+    for who in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{who}_NAME", "Logist Test")
+        monkeypatch.setenv(f"GIT_{who}_EMAIL", "test@logist.invalid")
+        monkeypatch.setenv(f"GIT_{who}_DATE", "2026-01-01T00:00:00+0000")
+    jobs_dir = tmp_path / "jobs"
+    monkeypatch.setenv("LOGIST_JOBS_DIR", str(jobs_dir))
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+
+
+@pytest.fixture
+def jobs(tmp_path) -> JobsDir:
+    jobs = JobsDir(tmp_path / "jobs")
+    jobs.init()
+    return jobs
+
+
+def write_config(jobs: JobsDir, **values) -> None:
+    (jobs.path / "config.json").write_text(json.dumps(values, indent=2))
+
+
+@pytest.fixture
+def llm():
+    """A scripted OpenAI-compatible server; add answers with ``llm.add(...)``."""
+    server = ScriptedLLMServer().start()
+    yield server
+    server.stop()
+
+
+def logist_cli(*args: str, env: dict | None = None, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run the real ``logist`` in a child process."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "logist", *args],
+        capture_output=True, text=True, env=full_env, input=input, timeout=timeout,
+    )
+
+
+_SHA = re.compile(r"\b[0-9a-f]{40}\b")
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+VOLATILE_KEYS = {"timestamp", "created_at", "updated_at", "duration_seconds"}
+
+
+class Normaliser:
+    """Replaces volatile values so snapshots compare what matters.
+
+    Commit shas become ``<sha:N>`` numbered by first appearance, so a snapshot
+    still shows which entries share a commit; temp paths become ``<tmp>``.
+    """
+
+    def __init__(self, tmp_path: Path):
+        self.tmp = str(tmp_path)
+        self.shas: dict[str, str] = {}
+
+    def text(self, value: str) -> str:
+        value = value.replace(self.tmp, "<tmp>")
+        value = _TIME.sub("<time>", value)
+        return _SHA.sub(lambda m: self.shas.setdefault(m.group(0), f"<sha:{len(self.shas) + 1}>"), value)
+
+    def __call__(self, data):
+        if isinstance(data, dict):
+            return {k: ("<volatile>" if k in VOLATILE_KEYS and data[k] is not None else self(v)) for k, v in data.items()}
+        if isinstance(data, list):
+            return [self(v) for v in data]
+        if isinstance(data, str):
+            return self.text(data)
+        return data
+
+
+@pytest.fixture
+def normalise(tmp_path) -> Normaliser:
+    return Normaliser(tmp_path)
