@@ -1,0 +1,73 @@
+"""``logist demo``: a real job, run offline from a bundled recording.
+
+The demo creates a job from the bundled ``wordcount`` fixture and runs it
+live — prompts built, the real ``openai`` client, a real HTTP server on
+127.0.0.1 — except that the server answers with the recorded answers instead
+of a model. The job left behind is an ordinary one: a workspace with its
+commits, the history, the manifest, and an approval waiting for the user.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+from .create import create_job
+from .jobsdir import JobsDir
+from .replay import read_history_file
+from .resources import data_dir
+from .step import StepResult, run_job
+from .testing import ScriptedLLMServer
+
+DEMO_FIXTURE = "wordcount"
+
+
+def _free_id(jobs: JobsDir, wanted: str) -> str:
+    taken = set(jobs.job_ids()) | {p.name for p in jobs.path.iterdir()} if jobs.path.exists() else set()
+    if wanted not in taken:
+        return wanted
+    n = 2
+    while f"{wanted}-{n}" in taken:
+        n += 1
+    return f"{wanted}-{n}"
+
+
+def run_demo(jobs: JobsDir, job_id: str = "demo", echo: Callable[[str], None] = print) -> StepResult:
+    fixture = data_dir("fixtures") / DEMO_FIXTURE
+    recorded = json.loads((fixture / "job_manifest.json").read_text(encoding="utf-8"))
+    history = read_history_file(fixture / "jobHistory.json")
+    answers = [e.response.raw_response for e in history.interactions if e.kind == "llm_call" and e.response]
+
+    jobs.init()
+    job_id = _free_id(jobs, job_id)
+    job = create_job(
+        jobs, job_id, recorded["objective"], details=recorded.get("details", ""),
+        acceptance=recorded.get("acceptance_criteria", []),
+    )
+    echo(f"Created job '{job_id}' in {job.dir}")
+    echo(f"Objective: {recorded['objective']}")
+    echo("Running it against a local replay of a recorded model (no network, no API key):")
+
+    def report(result: StepResult) -> None:
+        files = f"  wrote {', '.join(result.files_changed)}" if result.files_changed else ""
+        echo(f"  step {result.sequence}: {result.role:<10} {result.action:<9} -> {result.status}{files}")
+
+    with ScriptedLLMServer(answers) as server:
+        results = run_job(job, base_url=server.base_url, on_step=report)
+    last = results[-1]
+    rel = job.dir
+    try:
+        rel = job.dir.relative_to(jobs.path.parent.resolve().absolute())
+    except ValueError:
+        pass
+    echo("")
+    echo(f"Job '{job_id}' is {last.status}. Everything it did is in {job.dir}:")
+    echo(f"  {rel}/job_manifest.json    its state")
+    echo(f"  {rel}/jobHistory.json      every prompt and answer")
+    echo(f"  {rel}/workspace/           the files, one git commit per step")
+    echo("Try next:")
+    jd = "" if str(jobs.path) == str(JobsDir().path) else f" --jobs-dir {jobs.path}"
+    echo(f"  logist{jd} job history {job_id}")
+    echo(f"  git -C {job.workspace} log --stat")
+    echo(f"  logist{jd} job approve {job_id}")
+    return last
