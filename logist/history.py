@@ -221,13 +221,9 @@ def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
 def _read_committed_bytes(path: Path) -> bytes:
     """The file as of its last complete append (see module docstring)."""
     data = path.read_bytes()
-    journal = _journal_path(path)
-    if journal.exists():
-        try:
-            offset = int(json.loads(journal.read_text(encoding="utf-8"))["offset"])
-            data = data[:offset] + TAIL
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+    length = _committed_length(path, len(data))
+    if length != len(data):
+        data = data[: length - len(TAIL)] + TAIL
     return data
 
 
@@ -247,24 +243,58 @@ def iter_entries(job_dir: Path) -> Iterator[HistoryEntry]:
     yield from load_history(job_dir).interactions
 
 
+def _committed_length(path: Path, size: int) -> int:
+    """Where the last complete document ends (see module docstring)."""
+    journal = _journal_path(path)
+    if journal.exists():
+        try:
+            return int(json.loads(journal.read_text(encoding="utf-8"))["offset"]) + len(TAIL)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    return size
+
+
 def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
-    """The last entry, reading only the end of the file when it can."""
+    """The last entry, reading only the end of the file.
+
+    Entries are written with a fixed indent, so the last one starts at the
+    last line that opens an object at that indent (a newline inside a JSON
+    string is always escaped). The file is read backwards in blocks until
+    that line is found, so the cost is the size of the last entry.
+    """
     path = history_path(job_dir)
-    data = _read_committed_bytes(path)
-    end = len(data) - len(TAIL)
-    if not data.endswith(TAIL):
+    marker = b"\n" + ENTRY_INDENT.encode() + b"{"
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        length = _committed_length(path, size)
+        if length > size:
+            raise CorruptFileError(f"{path} is shorter than its append journal says")
+        end = length - len(TAIL)
+        if length == size:  # no append in progress: the file must end in TAIL
+            handle.seek(end)
+            if handle.read(len(TAIL)) != TAIL:
+                entries = load_history(job_dir).interactions
+                return entries[-1] if entries else None
+        block = 1 << 16
+        start = end
+        buffer = b""
+        while True:
+            start = max(0, start - block)
+            handle.seek(start)
+            buffer = handle.read(end - start)
+            found = buffer.rfind(marker)
+            if found >= 0 or start == 0:
+                break
+            block *= 2
+    if found < 0:
+        if buffer.rstrip().endswith(b"["):
+            return None
         entries = load_history(job_dir).interactions
         return entries[-1] if entries else None
-    # Entries are written with a fixed indent, so the last one starts at the
-    # last line that opens an object at that indent.
-    start = data.rfind(b"\n" + ENTRY_INDENT.encode() + b"{", 0, end)
-    if start < 0:
-        return None
     try:
-        return HistoryEntry.model_validate(json.loads(data[start:end]))
+        return HistoryEntry.model_validate(json.loads(buffer[found:]))
     except (ValueError, ValidationError):
-        entries = load_history(job_dir).interactions
-        return entries[-1] if entries else None
+        raise CorruptFileError(f"{path} is corrupt: its last entry cannot be parsed") from None
 
 
 def _normalise(job_dir: Path) -> None:

@@ -37,6 +37,14 @@ class LLMReply:
 NO_KEY = "no-key-set"
 
 
+def scrub(text: str, secret: Optional[str]) -> str:
+    """Remove the key from anything an endpoint sent back (error bodies can
+    echo it), since what comes back is recorded and printed."""
+    if secret and len(secret) >= 4 and text:
+        return text.replace(secret, "[redacted]")
+    return text
+
+
 def _describe(exc: Exception) -> str:
     import openai
 
@@ -90,14 +98,13 @@ def chat(
         completion = client.chat.completions.create(**kwargs)
     except openai.OpenAIError as exc:
         attempts = settings.max_retries + 1
-        raise LLMCallError(
-            f"LLM call to {settings.base_url} failed after {attempts} attempt{'s' if attempts > 1 else ''}: {_describe(exc)}"
-        ) from None
+        message = f"LLM call to {settings.base_url} failed after {attempts} attempt{'s' if attempts > 1 else ''}: {_describe(exc)}"
+        raise LLMCallError(scrub(message, settings.api_key)) from None
     finally:
         client.close()
     if not completion.choices:
         raise LLMCallError(f"LLM call to {settings.base_url} returned no choices")
-    content = completion.choices[0].message.content or ""
+    content = scrub(completion.choices[0].message.content or "", settings.api_key)
     usage = completion.usage
     return LLMReply(
         content=content,

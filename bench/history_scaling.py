@@ -1,0 +1,88 @@
+"""Logist's own time and memory per step as the history grows.
+
+For histories of 10, 1,000 and 10,000 earlier interactions whose prompts are
+about 20 KB each, posts answers to the job (``post_answer``: everything a
+live step does after the LLM call, including the git commit and the history
+append, but no network) and prints the median wall time and the peak Python
+memory per step. The history is built by writing entries in the exact bytes
+``append_entry`` produces, so building 10,000 entries takes seconds.
+
+    python bench/history_scaling.py [--sizes 10,1000,10000] [--steps 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+from logist import JobsDir, create_job, post_answer
+from logist.history import TAIL, _entry_bytes, _header, load_history
+from logist.manifest import read_manifest, write_manifest
+
+PROMPT_BYTES = 20_000
+
+
+def build_job(root: Path, size: int):
+    jobs = JobsDir(root / f"jobs-{size}")
+    job = create_job(jobs, "bench", "Benchmark the history")
+    base = load_history(job.dir).interactions[0].dump()
+    filler = ("x" * 99 + "\n") * (PROMPT_BYTES // 100)
+    entries = []
+    for seq in range(1, size + 1):
+        entry = dict(base, sequence=seq, kind="llm_call" if seq > 1 else "user_action")
+        if seq > 1:
+            entry["request"] = {
+                "prompt": [{"role": "system", "content": "protocol"}, {"role": "user", "content": filler}],
+                "files_context": [],
+                "metadata": {"role": "Worker", "phase": "RUNNING", "model": "m", "temperature": 0.2, "max_tokens": None},
+            }
+        entries.append(_entry_bytes(entry))
+    job.history_path.write_bytes(_header("bench") + b",".join(entries) + TAIL)
+    manifest = read_manifest(job.dir)
+    manifest.last_sequence = size
+    write_manifest(job.dir, manifest)
+    return job
+
+
+def measure(job, steps: int) -> tuple[float, float]:
+    times, peaks = [], []
+    for i in range(steps):
+        answer = json.dumps({"action": "MESSAGE", "message": f"step {i}",
+                             "file_changes": [{"path": f"f{i % 5}.txt", "content": f"{i}\n"}]})
+        tracemalloc.start()
+        started = time.perf_counter()
+        post_answer(job, answer)
+        times.append(time.perf_counter() - started)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    return statistics.median(times), statistics.median(peaks)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,1000,10000")
+    parser.add_argument("--steps", type=int, default=20)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            job = build_job(Path(tmp), size)
+            mb = job.history_path.stat().st_size / 1e6
+            per_step, peak = measure(job, args.steps)
+            rows.append((size, mb, per_step, peak))
+    base = rows[0][2]
+    print(f"{'earlier entries':>16} {'history MB':>11} {'ms/step':>9} {'vs first':>9} {'peak KB/step':>13}")
+    for size, mb, per_step, peak in rows:
+        print(f"{size:>16,} {mb:>11.1f} {per_step * 1000:>9.1f} {per_step / base:>8.2f}x {peak / 1024:>13.0f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
