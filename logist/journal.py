@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from . import history as hist
 from .atomicfile import atomic_write_json, move_aside
-from .errors import CorruptFileError, LogistError
+from .errors import CorruptFileError
 from .failpoints import failpoint
 from .history import HistoryEntry
 from .manifest import JobManifest, read_manifest, utc_now, write_manifest
@@ -188,8 +188,3 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
     if notes:
         manifest = _record_recovery(job_dir, workspace, manifest, "; ".join(notes))
     return manifest, notes
-
-
-def require_no_pending(job_dir: Path) -> None:
-    if journal_path(job_dir).exists():
-        raise LogistError(f"{journal_path(job_dir)} exists: another command is in progress or was interrupted")

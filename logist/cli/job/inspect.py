@@ -128,7 +128,7 @@ def show(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
         click.echo(f"  - {criterion}")
     if m.files:
         click.echo(f"Files: {', '.join(m.files)}")
-    click.echo(f"Roles: " + ", ".join(f"{slot}={name}" for slot, name in m.roles.items()))
+    click.echo("Roles: " + ", ".join(f"{slot}={name}" for slot, name in m.roles.items()))
     if m.reason:
         click.echo(f"Reason: {m.reason}")
     if m.question:
