@@ -143,6 +143,7 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
         notes.append(f"{exc}; moved it to {aside.name} and kept the {kept} entries that could be read")
 
     jpath = journal_path(job_dir)
+    reset_head: Optional[str] = None
     if jpath.exists():
         try:
             journal = StepJournal.model_validate(json.loads(jpath.read_text(encoding="utf-8")))
@@ -162,6 +163,7 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
         else:
             if journal.head_before:
                 ws.reset_to(workspace, journal.head_before)
+                reset_head = journal.head_before
             jpath.unlink()
             dropped = journal.raw_response
             note = (
@@ -185,6 +187,10 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
             "later entries are lost from the history"
         )
         manifest.last_sequence = last_seq
+    if reset_head is not None:
+        # Usually the manifest's own commit; a commit of hand edits made just
+        # before the interrupted step otherwise.
+        manifest.workspace_commit = reset_head
     if notes:
         manifest = _record_recovery(job_dir, workspace, manifest, "; ".join(notes))
     return manifest, notes

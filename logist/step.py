@@ -239,9 +239,16 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
             answer = None
             _invalid(after, sent, outcome.raw, error)
     head_before = before.workspace_commit
-    commit = head_before
     action = answer.action if answer else status_label
     failpoint("after_call")
+    if answer is not None and ws.is_dirty(job.workspace):
+        # A person edited the workspace by hand since the last step. Commit
+        # that on its own, so it is neither mixed into the model's commit nor
+        # lost if this step has to be undone.
+        head_before = ws.commit_all(
+            job.workspace, f"logist: {job.id} changes made by hand before step {sequence}"
+        ) or head_before
+    commit = head_before
     if answer is not None:
         journal.begin_applying(job.dir, sequence, head_before, outcome.raw)
         files_changed = ws.apply_changes(job.workspace, answer.file_changes)

@@ -81,7 +81,7 @@ def head(path: Path) -> str:
 
 
 def is_dirty(path: Path) -> bool:
-    return bool(_git(path, "status", "--porcelain", "--untracked-files=all"))
+    return bool(_git(path, "status", "--porcelain", "--untracked-files=normal"))
 
 
 def reset_to(path: Path, sha: str) -> None:

@@ -315,3 +315,15 @@ def test_poststep_and_live_step_leave_identical_job(tmp_path, llm, monkeypatch):
     assert strip(live[1]) == strip(posted[1])
     assert live[2] == posted[2]
     assert live[0]["status"] == "APPROVAL_REQUIRED"
+
+
+def test_hand_edits_are_committed_on_their_own(jobs, llm):
+    job = make_job(jobs)
+    (job.workspace / "mine.txt").write_text("written by a person\n")
+    llm.add(WRITE_HELLO)
+    result = step_once(job, base_url=llm.base_url)
+    assert git_log(job.workspace)[:2] == [
+        "logist: hello step 2 Worker COMPLETED: Wrote hello.py.",
+        "logist: hello changes made by hand before step 2",
+    ]
+    assert "mine.txt" in git_tree(job.workspace) and "mine.txt" not in result.files_changed
