@@ -10,7 +10,7 @@ from typing import Optional
 
 from . import journal
 from .errors import LogistError, TransitionError
-from .history import UserInput
+from .history import CommandRecord, UserInput
 from .jobsdir import Job
 from .manifest import JobManifest, Turn
 from .workflow import USER_ACTIONS, WORKER, Status, describe_state_hint
@@ -20,7 +20,9 @@ def _fresh_turn(manifest: JobManifest, slot: str, feedback: Optional[str]) -> Tu
     return Turn(slot=slot, role=manifest.roles[slot], feedback=feedback)
 
 
-def _apply(manifest: JobManifest, action: str, text: Optional[str], skip: bool) -> JobManifest:
+def _apply(
+    manifest: JobManifest, action: str, text: Optional[str], skip: bool, command: Optional[CommandRecord] = None
+) -> JobManifest:
     after = manifest.model_copy(deep=True)
     if action == "approve":
         after.status = Status.SUCCESS
@@ -36,6 +38,11 @@ def _apply(manifest: JobManifest, action: str, text: Optional[str], skip: bool) 
         after.status = Status.PENDING if slot == WORKER else Status.REVIEWING
         after.retries_in_a_row = 0
         after.reason = None
+    elif action in ("approve-command", "skip-command"):
+        after.turn.pending = command.output if command is not None else "User skipped the command."
+        after.pending_command = None
+        after.status = after.resume_status or Status.RUNNING
+        after.resume_status = None
     elif action == "answer":
         question = after.question
         if skip:
@@ -60,6 +67,17 @@ def _apply(manifest: JobManifest, action: str, text: Optional[str], skip: bool) 
     return after
 
 
+def _check_waiting_for(job: Job, manifest: JobManifest, action: str) -> None:
+    """INPUT_REQUIRED waits either for an answer or for a command decision."""
+    if action == "answer" and manifest.question is None:
+        raise TransitionError(
+            f"job '{job.id}' is waiting for a decision on a command, not an answer: "
+            "logist job approve-command or logist job skip-command"
+        )
+    if action in ("approve-command", "skip-command") and manifest.pending_command is None:
+        raise TransitionError(f"job '{job.id}' holds no command; it is waiting for an answer (logist job answer TEXT)")
+
+
 def user_action(
     job: Job, action: str, text: Optional[str] = None, *, skip: bool = False, lock_timeout: float = 0
 ) -> JobManifest:
@@ -75,7 +93,21 @@ def user_action(
                 f"cannot {action} job '{job.id}': it is {manifest.status} "
                 f"({action} needs {allowed}); {describe_state_hint(manifest.status)}"
             )
-        after = _apply(manifest, action, text, skip)
+        _check_waiting_for(job, manifest, action)
+        command = None
+        commit = manifest.workspace_commit
+        if action == "approve-command":
+            from . import workspace as ws
+            from .step import execute
+
+            sequence = manifest.last_sequence + 1
+            journal.begin_applying(job.dir, sequence, manifest.workspace_commit, None)
+            command = execute(job, manifest, manifest.pending_command or "")
+            commit = ws.commit_all(
+                job.workspace, f"logist: {job.id} entry {sequence} command approved by a person: {command.command}"[:200]
+            ) or commit
+        after = _apply(manifest, action, text, skip, command)
+        after.workspace_commit = commit
         entry = journal.new_entry(
             job.dir,
             job.workspace,
@@ -84,7 +116,8 @@ def user_action(
             kind="user_action",
             role=manifest.turn.role,
             user_input=UserInput(action=action if not skip else "skip", text=text),
-            workspace_commit=manifest.workspace_commit,
+            workspace_commit=commit,
+            command=command,
         )
         journal.record(job.dir, entry, after)
         return after

@@ -37,6 +37,8 @@ class JobDefaults(BaseModel):
     max_retries_in_a_row: int = Field(default=3, ge=1)
     command_policy: Literal["deny", "ask", "allow"] = "ask"
     allowed_commands: list[str] = []
+    command_timeout: float = Field(default=120.0, gt=0)
+    command_output_limit: int = Field(default=20_000, ge=200)
 
 
 class LogistConfig(BaseModel):

@@ -17,14 +17,16 @@ from .errors import LogistError
 from .history import UserInput
 from .jobsdir import Job, JobsDir, check_job_id
 from .manifest import JobManifest, Source, Turn, write_manifest
+from .config import JobDefaults
 from .roles import load_roles
+from .skills import ActiveSkill, load_skill
 from .workflow import DEFAULT_SLOTS, WORKER, Status
 
 
 def create_job(
     jobs_dir: JobsDir,
     job_id: str,
-    objective: str,
+    objective: Optional[str] = None,
     *,
     details: str = "",
     acceptance: Optional[list[str]] = None,
@@ -38,6 +40,11 @@ def create_job(
     format_retries: Optional[int] = None,
     rank: Optional[int] = None,
     make_current: bool = True,
+    skill: Optional[str] = None,
+    params: Optional[dict[str, str]] = None,
+    command_policy: Optional[str] = None,
+    allowed_commands: Optional[list[str]] = None,
+    command_timeout: Optional[float] = None,
 ) -> Job:
     """Create a job and return it. ``files`` are local files copied into the
     workspace (or, with ``from_repo``, paths already in it) that the Worker is
@@ -45,6 +52,16 @@ def create_job(
     from . import workspace as ws
 
     check_job_id(job_id)
+    active_skill = None
+    if skill:
+        template = load_skill(skill, jobs_dir.path)
+        values = template.resolve_params(params or {})
+        active_skill = ActiveSkill(name=template.name, params=values, instructions=template.render(values))
+        objective = objective or template.render_text(template.description, values)
+        if max_steps is None:
+            max_steps = template.max_steps
+    elif params:
+        raise LogistError("--param goes with --skill")
     if not objective or not objective.strip():
         raise LogistError("a job needs an objective (--objective TEXT)")
     jobs_dir.init()
@@ -62,6 +79,15 @@ def create_job(
         settings.max_steps = max_steps
     if format_retries is not None:
         settings.format_retries = format_retries
+    if command_policy is not None:
+        settings.command_policy = command_policy
+    if allowed_commands:
+        settings.allowed_commands = list(allowed_commands)
+        if command_policy is None:
+            settings.command_policy = "allow"
+    if command_timeout is not None:
+        settings.command_timeout = command_timeout
+    settings = JobDefaults.model_validate(settings.model_dump())
 
     job_dir = jobs_dir.new_job_dir(job_id)
     job_dir.mkdir(parents=True)
@@ -103,6 +129,7 @@ def create_job(
             roles=slots,
             model=model,
             settings=settings,
+            skill=active_skill,
             source=source,
             baseline_commit=baseline,
             workspace_commit=baseline,

@@ -80,6 +80,20 @@ class Usage(BaseModel):
     cost_usd: Optional[float] = None
 
 
+class CommandRecord(BaseModel):
+    """A command the model asked for, and what became of it."""
+
+    model_config = ConfigDict(extra="forbid")
+    command: str
+    #: run: executed; ask: held for a person; deny: refused by the policy.
+    decision: Literal["run", "ask", "deny"]
+    exit_code: Optional[int] = None
+    timed_out: bool = False
+    duration_seconds: float = 0.0
+    #: The cleaned output exactly as the model is shown it.
+    output: Optional[str] = None
+
+
 class UserInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     action: str
@@ -105,6 +119,7 @@ class HistoryEntry(BaseModel):
     duration_seconds: float = 0.0
     workspace_commit: Optional[str] = None
     user_input: Optional[UserInput] = None
+    command: Optional[CommandRecord] = None
     note: Optional[str] = None
     manifest_after: dict[str, Any]
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .atomicfile import atomic_write_json
 from .config import JobDefaults
 from .errors import CorruptFileError
+from .skills import ActiveSkill
 from .workflow import DEFAULT_SLOTS, WORKER, Status
 
 MANIFEST_NAME = "job_manifest.json"
@@ -87,6 +88,8 @@ class JobManifest(BaseModel):
     roles: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_SLOTS))
     model: Optional[str] = None
     settings: JobDefaults = JobDefaults()
+    #: The skill the job was made from, with its instructions as rendered then.
+    skill: Optional[ActiveSkill] = None
     created_at: str = Field(default_factory=utc_now)
     updated_at: str = Field(default_factory=utc_now)
     source: Source = Source()
@@ -100,6 +103,8 @@ class JobManifest(BaseModel):
     turn: Turn = Turn()
     last_exit: Optional[Handoff] = None
     question: Optional[Question] = None
+    #: A command the policy holds until a person approves or skips it.
+    pending_command: Optional[str] = None
     #: The state to return to after SUSPENDED or INPUT_REQUIRED.
     resume_status: Optional[Status] = None
     #: Why the job needs a person (INTERVENTION_REQUIRED), or None.

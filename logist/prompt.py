@@ -99,6 +99,8 @@ def opening_message(manifest: JobManifest, workspace: Path) -> tuple[str, list[s
     lines = [f"# Job {manifest.job_id}", "", "## Objective", manifest.objective.strip()]
     if manifest.details.strip():
         lines += ["", "## Details", manifest.details.strip()]
+    if manifest.skill and manifest.skill.params:
+        lines += ["", "## Parameters"] + [f"- {k}: {v}" for k, v in manifest.skill.params.items()]
     if manifest.acceptance_criteria:
         lines += ["", "## Acceptance criteria"] + [f"- {c}" for c in manifest.acceptance_criteria]
     budget = [TOTAL_FILES_LIMIT]
@@ -131,14 +133,9 @@ def opening_message(manifest: JobManifest, workspace: Path) -> tuple[str, list[s
     return "\n".join(lines), files_context
 
 
-def build_prompt(
-    manifest: JobManifest,
-    role: RoleManifest,
-    workspace: Path,
-    jobs_dir: Path,
-    skill: Optional[tuple[str, str]] = None,
-) -> Prompt:
+def build_prompt(manifest: JobManifest, role: RoleManifest, workspace: Path, jobs_dir: Path) -> Prompt:
     """The complete ``messages`` of the next call for the job's current turn."""
+    skill = (manifest.skill.name, manifest.skill.instructions) if manifest.skill else None
     system = system_prompt(role, context_text(workspace, jobs_dir), skill)
     messages = [{"role": "system", "content": system}]
     messages += [m.model_dump() for m in manifest.turn.messages]

@@ -20,7 +20,9 @@ from .history import HistoryEntry, JobHistory
 from .jobsdir import Job
 from .step import StepResult, post_answer
 
-REPLAYED_USER_ACTIONS = ("approve", "reject", "resubmit", "answer", "skip", "suspend", "resume", "cancel")
+REPLAYED_USER_ACTIONS = (
+    "approve", "reject", "resubmit", "answer", "skip", "suspend", "resume", "cancel", "approve-command", "skip-command",
+)
 
 
 def read_history_file(path: Path) -> JobHistory:

@@ -17,7 +17,7 @@ from . import journal
 from .config import LogistConfig, resolve_api_key, resolve_base_url
 from .errors import LLMCallError, TransitionError
 from .failpoints import failpoint
-from .history import Request, RequestMetadata, Response, Usage
+from .history import CommandRecord, Request, RequestMetadata, Response, Usage
 from .jobsdir import Job
 from .manifest import Handoff, JobManifest, Message, Question, Turn
 from .prompt import Prompt, build_prompt
@@ -140,7 +140,9 @@ def _next_turn(after: JobManifest, slot: str, feedback: Optional[str]) -> None:
     after.turn = Turn(slot=slot, role=after.roles[slot], feedback=feedback)
 
 
-def _transition(after: JobManifest, before: JobManifest, answer: Answer, sent: str, raw: str) -> None:
+def _transition(
+    after: JobManifest, before: JobManifest, answer: Answer, sent: str, raw: str, command: Optional[CommandRecord]
+) -> None:
     """Move ``after`` to the state the answer leads to (the workflow table)."""
     turn = after.turn
     action = answer.action
@@ -157,12 +159,19 @@ def _transition(after: JobManifest, before: JobManifest, answer: Answer, sent: s
         after.status = Status.INPUT_REQUIRED
         return
     if action == "CMD":
-        turn.messages, turn.pending = conversation, None
-        _intervention(
-            after,
-            f"the {turn.role} asked to run a command ({answer.command!r}); running commands is not available "
-            "in this version of Logist: run it yourself if you wish and resubmit with what it printed",
-        )
+        turn.messages = conversation
+        if command is None or command.decision == "ask":
+            turn.pending = None
+            after.pending_command = answer.command
+            after.resume_status = after.status
+            after.status = Status.INPUT_REQUIRED
+        elif command.decision == "deny":
+            turn.pending = (
+                f"The command was refused: this job's command policy does not allow running commands.\n$ {answer.command}\n"
+                "Continue without it, or finish your turn."
+            )
+        else:
+            turn.pending = command.output
         return
     # An exit command.
     after.last_exit = Handoff(
@@ -223,6 +232,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
     after.steps = before.steps + 1
     sequence = before.last_sequence + 1
     answer: Optional[Answer] = None
+    command: Optional[CommandRecord] = None
     files_changed: list[str] = []
     status_label = "SUCCESS"
     error = outcome.error
@@ -253,7 +263,9 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
         journal.begin_applying(job.dir, sequence, head_before, outcome.raw)
         files_changed = ws.apply_changes(job.workspace, answer.file_changes)
         failpoint("after_apply")
-        _transition(after, before, answer, sent, outcome.raw or "")
+        if answer.action == "CMD":
+            command = run_or_hold(job, before, answer.command or "")
+        _transition(after, before, answer, sent, outcome.raw or "", command)
         if after.status != Status.INTERVENTION_REQUIRED:
             after.reason = None
         if after.status != Status.INPUT_REQUIRED:
@@ -294,6 +306,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
         usage=usage,
         duration_seconds=round(outcome.duration, 3),
         workspace_commit=commit,
+        command=command,
     )
     journal.record(job.dir, entry, after)
     return StepResult(
@@ -309,6 +322,32 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
         prompt_tokens=outcome.prompt_tokens,
         completion_tokens=outcome.completion_tokens,
     )
+
+
+def execute(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
+    """Run a command in the job's workspace with the job's limits."""
+    from .commands import run_command
+
+    settings = manifest.settings
+    result = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit)
+    return CommandRecord(
+        command=command,
+        decision="run",
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        duration_seconds=round(result.duration, 3),
+        output=result.report(settings.command_timeout),
+    )
+
+
+def run_or_hold(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
+    """Apply the job's command policy: run now, hold for a person, or refuse."""
+    from .commands import decide
+
+    decision = decide(manifest.settings.command_policy, manifest.settings.allowed_commands, command)
+    if decision == "run":
+        return execute(job, manifest, command)
+    return CommandRecord(command=command, decision=decision)
 
 
 def _limit_reason(manifest: JobManifest) -> Optional[str]:

@@ -16,14 +16,17 @@ Exit commands, default workflow::
     REVIEWING  supervisor  STUCK      -> INTERVENTION_REQUIRED  supervisor
 
 PENDING is RUNNING before the role's first call of the turn. CMD and MESSAGE
-keep the state; ASK goes to INPUT_REQUIRED until answered.
+keep the state; ASK, and a CMD the command policy holds, go to
+INPUT_REQUIRED until a person answers, approves or skips.
 
 Person's actions::
 
     approve   APPROVAL_REQUIRED                      -> SUCCESS
     reject    APPROVAL_REQUIRED                      -> PENDING (worker, feedback)
     resubmit  INTERVENTION_REQUIRED                  -> PENDING / REVIEWING (same slot, feedback)
-    answer    INPUT_REQUIRED                         -> the state it was asked in
+    answer    INPUT_REQUIRED (a question)            -> the state it was asked in
+    approve-command / skip-command
+              INPUT_REQUIRED (a held command)        -> the state it was asked in
     suspend   any non-terminal but SUSPENDED         -> SUSPENDED
     resume    SUSPENDED                              -> the state it was suspended in
     cancel    any non-terminal                       -> CANCELED
@@ -96,6 +99,8 @@ USER_ACTIONS: dict[str, UserAction] = {
     "reject": UserAction(frozenset({Status.APPROVAL_REQUIRED}), Status.PENDING, "reject a job waiting for approval"),
     "resubmit": UserAction(frozenset({Status.INTERVENTION_REQUIRED}), None, "resubmit a job that needs intervention"),
     "answer": UserAction(frozenset({Status.INPUT_REQUIRED}), None, "answer a job's question"),
+    "approve-command": UserAction(frozenset({Status.INPUT_REQUIRED}), None, "run a command the job holds"),
+    "skip-command": UserAction(frozenset({Status.INPUT_REQUIRED}), None, "skip a command the job holds"),
     "suspend": UserAction(_NON_TERMINAL - {Status.SUSPENDED}, Status.SUSPENDED, "suspend a job"),
     "resume": UserAction(frozenset({Status.SUSPENDED}), None, "resume a suspended job"),
     "cancel": UserAction(_NON_TERMINAL, Status.CANCELED, "cancel a job"),
@@ -116,7 +121,7 @@ def describe_state_hint(status: Status) -> str:
     return {
         Status.APPROVAL_REQUIRED: "approve it (logist job approve) or reject it (logist job reject --feedback TEXT)",
         Status.INTERVENTION_REQUIRED: "look at the reason (logist job status) and resubmit it (logist job resubmit --feedback TEXT)",
-        Status.INPUT_REQUIRED: "answer it (logist job answer TEXT)",
+        Status.INPUT_REQUIRED: "answer its question (logist job answer TEXT) or decide on its command (logist job approve-command / skip-command)",
         Status.SUSPENDED: "resume it (logist job resume)",
         Status.SUCCESS: "it is finished",
         Status.CANCELED: "it was canceled",

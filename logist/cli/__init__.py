@@ -55,11 +55,13 @@ def _register() -> None:
     from .init import init
     from .job import job
     from .role import role
+    from .skill import skill
 
     cli.add_command(init)
     cli.add_command(demo)
     cli.add_command(job)
     cli.add_command(role)
+    cli.add_command(skill)
 
 
 _register()

@@ -3,7 +3,7 @@
 import click
 
 from .create import create
-from .decide import answer, approve, cancel, reject, resubmit, resume, suspend
+from .decide import answer, approve, approve_command, cancel, reject, resubmit, resume, skip_command, suspend
 from .inspect import history, list_jobs, preview, select, show, status
 from .step import poststep, replay, run, step
 
@@ -16,6 +16,6 @@ def job() -> None:
 for command in (
     create, list_jobs, select, status, show, history, preview,
     step, run, poststep, replay,
-    approve, reject, resubmit, answer, suspend, resume, cancel,
+    approve, reject, resubmit, answer, approve_command, skip_command, suspend, resume, cancel,
 ):
     job.add_command(command)

@@ -10,7 +10,7 @@ from ..common import JobsDirParam, info, json_option, pass_jobs, print_json
 
 @click.command()
 @click.argument("job_id", metavar="JOB")
-@click.option("--objective", "-o", required=True, help="What the job must achieve.")
+@click.option("--objective", "-o", help="What the job must achieve (with --skill: defaults to the skill's description).")
 @click.option("--details", "-d", default="", help="Background, constraints, hints.")
 @click.option("--acceptance", "-a", multiple=True, help="An acceptance criterion (repeatable).")
 @click.option("--file", "files", multiple=True, help="A file to give the Worker: copied into the workspace, or with --from-repo a path in it (repeatable).")
@@ -22,22 +22,36 @@ from ..common import JobsDirParam, info, json_option, pass_jobs, print_json
 @click.option("--max-steps", type=click.IntRange(min=1), help="LLM calls allowed (default 100, or config.json).")
 @click.option("--format-retries", type=click.IntRange(min=0), help="Re-ask this many times after an invalid answer.")
 @click.option("--rank", type=click.IntRange(min=0), help="Position in the queue (0 = first); default last.")
+@click.option("--skill", help="Make the job from this skill (logist skill list).")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="A skill parameter (repeatable).")
+@click.option("--command-policy", type=click.Choice(["deny", "ask", "allow"]), help="Whether the model's commands run without you (default ask).")
+@click.option("--allow", "allowed", multiple=True, metavar="PATTERN", help="A command pattern that runs without asking, e.g. 'python -m pytest*' (repeatable; implies --command-policy allow).")
+@click.option("--command-timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds a command may run (default 120).")
 @json_option
 @pass_jobs
 def create(obj: JobsDirParam, job_id: str, objective: str, details: str, acceptance: tuple, files: tuple,
            from_repo: Optional[str], ref: Optional[str], model: Optional[str], worker: Optional[str],
            supervisor: Optional[str], max_steps: Optional[int], format_retries: Optional[int],
-           rank: Optional[int], as_json: bool) -> None:
+           rank: Optional[int], skill: Optional[str], params: tuple, command_policy: Optional[str],
+           allowed: tuple, command_timeout: Optional[float], as_json: bool) -> None:
     """Create a job and make it the current one.
 
     \b
     Example:
       logist job create wordcount -o "Write wc.py that counts words" -a "tests pass"
+      logist job create fix --skill fix-tests --allow "python -m pytest*" --from-repo ../app
     """
+    values = {}
+    for item in params:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise click.UsageError(f"--param {item!r}: use NAME=VALUE")
+        values[name.strip()] = value
     job = create_job(
         obj.jobs, job_id, objective, details=details, acceptance=list(acceptance), files=list(files),
         from_repo=from_repo, ref=ref, model=model, worker=worker, supervisor=supervisor,
-        max_steps=max_steps, format_retries=format_retries, rank=rank,
+        max_steps=max_steps, format_retries=format_retries, rank=rank, skill=skill, params=values,
+        command_policy=command_policy, allowed_commands=list(allowed), command_timeout=command_timeout,
     )
     if as_json:
         print_json({"job_id": job.id, "path": str(job.dir), "status": "PENDING"})

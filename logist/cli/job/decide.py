@@ -30,6 +30,14 @@ approve = _simple("approve", "Approve a job waiting for approval: it becomes SUC
 suspend = _simple("suspend", "Suspend a job; nothing steps it until it is resumed.\n\n\b\nExample:\n  logist job suspend hello")
 resume = _simple("resume", "Resume a suspended job in the state it was suspended in.\n\n\b\nExample:\n  logist job resume hello")
 cancel = _simple("cancel", "Cancel a job for good.\n\n\b\nExample:\n  logist job cancel hello")
+approve_command = _simple(
+    "approve-command",
+    "Run the command the job is holding for you, and let the model see its output.\n\n\b\nExample:\n  logist job approve-command hello",
+)
+skip_command = _simple(
+    "skip-command",
+    "Do not run the held command; the model is told you skipped it.\n\n\b\nExample:\n  logist job skip-command hello",
+)
 
 
 @click.command()

@@ -70,6 +70,7 @@ def _status_data(obj: JobsDirParam, job_id: Optional[str]) -> dict:
         "workspace_commit": m.workspace_commit,
         "reason": m.reason,
         "question": m.question.model_dump() if m.question else None,
+        "pending_command": m.pending_command,
         "last_exit": m.last_exit.model_dump() if m.last_exit else None,
     }
     return data
@@ -99,6 +100,8 @@ def status(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
     if data["question"]:
         optional = "" if data["question"]["required"] else " (optional)"
         click.echo(f"Question{optional}: {data['question']['text']}")
+    if data["pending_command"]:
+        click.echo(f"Command: {data['pending_command']}  (approve-command or skip-command)")
     if data["last_exit"]:
         le = data["last_exit"]
         click.echo(f"Last:    {le['role']} {le['action']}: {le['summary']}")
@@ -133,6 +136,12 @@ def show(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
         click.echo(f"Reason: {m.reason}")
     if m.question:
         click.echo(f"Question: {m.question.text}")
+    if m.pending_command:
+        click.echo(f"Held command: {m.pending_command}")
+    policy = m.settings.command_policy
+    if policy == "allow":
+        policy += " " + (", ".join(m.settings.allowed_commands) or "(no patterns)")
+    click.echo(f"Command policy: {policy}")
     if m.last_exit:
         click.echo(f"Last exit: {m.last_exit.role} {m.last_exit.action}: {m.last_exit.summary}")
         if m.last_exit.evidence_files:

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import click
+
+from ..skills import list_skills, load_skill
+from .common import JobsDirParam, json_option, pass_jobs, print_json
+
+
+@click.group()
+def skill() -> None:
+    """Skills: reusable task templates (SKILL.md files)."""
+
+
+@skill.command("list")
+@json_option
+@pass_jobs
+def skill_list(obj: JobsDirParam, as_json: bool) -> None:
+    """List the skills jobs can be made from.
+
+    \b
+    Example:
+      logist skill list
+    """
+    skills = list_skills(obj.jobs.path)
+    if as_json:
+        print_json([{"name": s.name, "description": s.description, "params": [p.model_dump() for p in s.params],
+                     "max_steps": s.max_steps, "source": s.source} for s in skills])
+        return
+    width = max((len(s.name) for s in skills), default=4)
+    for s in skills:
+        params = ", ".join(p.name + ("" if p.required or p.default is None else "?") + ("*" if p.required else "") for p in s.params)
+        click.echo(f"{s.name:<{width}}  {s.description}" + (f"  [{params}]" if params else ""))
+
+
+@skill.command("show")
+@click.argument("name")
+@json_option
+@pass_jobs
+def skill_show(obj: JobsDirParam, name: str, as_json: bool) -> None:
+    """Show a skill: its params and instructions.
+
+    \b
+    Example:
+      logist skill show fix-tests
+    """
+    s = load_skill(name, obj.jobs.path)
+    if as_json:
+        data = s.model_dump(mode="json")
+        data["source"] = s.source
+        print_json(data)
+        return
+    click.echo(f"Skill: {s.name}    (from {s.source})")
+    click.echo(f"Description: {s.description}")
+    if s.max_steps:
+        click.echo(f"Max steps: {s.max_steps}")
+    for p in s.params:
+        extra = "required" if p.required else (f"default: {p.default}" if p.default is not None else "optional")
+        click.echo(f"  --param {p.name}=...   {p.description} ({extra})")
+    click.echo("Instructions:")
+    for line in s.body.strip().splitlines():
+        click.echo(f"  {line}")
