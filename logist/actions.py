@@ -108,6 +108,8 @@ def user_action(
             ) or commit
         after = _apply(manifest, action, text, skip, command)
         after.workspace_commit = commit
+        if command is not None:
+            after.totals.wall_seconds = round(after.totals.wall_seconds + command.duration_seconds, 3)
         entry = journal.new_entry(
             job.dir,
             job.workspace,

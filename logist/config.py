@@ -35,6 +35,10 @@ class JobDefaults(BaseModel):
     max_steps: int = Field(default=100, ge=1)
     format_retries: int = Field(default=0, ge=0)
     max_retries_in_a_row: int = Field(default=3, ge=1)
+    #: Budgets checked before every call; None = no limit.
+    max_cost_usd: Optional[float] = Field(default=None, ge=0)
+    max_tokens: Optional[int] = Field(default=None, ge=0)
+    max_wall_seconds: Optional[float] = Field(default=None, ge=0)
     command_policy: Literal["deny", "ask", "allow"] = "ask"
     allowed_commands: list[str] = []
     command_timeout: float = Field(default=120.0, gt=0)

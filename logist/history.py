@@ -236,10 +236,8 @@ def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
 def _read_committed_bytes(path: Path) -> bytes:
     """The file as of its last complete append (see module docstring)."""
     data = path.read_bytes()
-    length = _committed_length(path, len(data))
-    if length != len(data):
-        data = data[: length - len(TAIL)] + TAIL
-    return data
+    end, in_progress = _committed_end(path, len(data))
+    return data[:end] + TAIL if in_progress else data
 
 
 def load_history(job_dir: Path) -> JobHistory:
@@ -258,15 +256,17 @@ def iter_entries(job_dir: Path) -> Iterator[HistoryEntry]:
     yield from load_history(job_dir).interactions
 
 
-def _committed_length(path: Path, size: int) -> int:
-    """Where the last complete document ends (see module docstring)."""
+def _committed_end(path: Path, size: int) -> tuple[int, bool]:
+    """Where the last complete document's entries end, and whether an append
+    is in progress (see module docstring). The document is the bytes up to
+    that point followed by :data:`TAIL`."""
     journal = _journal_path(path)
     if journal.exists():
         try:
-            return int(json.loads(journal.read_text(encoding="utf-8"))["offset"]) + len(TAIL)
+            return int(json.loads(journal.read_text(encoding="utf-8"))["offset"]), True
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    return size
+    return size - len(TAIL), False
 
 
 def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
@@ -281,11 +281,10 @@ def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
     marker = b"\n" + ENTRY_INDENT.encode() + b"{"
     with open(path, "rb") as handle:
         size = handle.seek(0, os.SEEK_END)
-        length = _committed_length(path, size)
-        if length > size:
+        end, in_progress = _committed_end(path, size)
+        if end > size:
             raise CorruptFileError(f"{path} is shorter than its append journal says")
-        end = length - len(TAIL)
-        if length == size:  # no append in progress: the file must end in TAIL
+        if not in_progress:  # the file must end in TAIL
             handle.seek(end)
             if handle.read(len(TAIL)) != TAIL:
                 entries = load_history(job_dir).interactions

@@ -68,6 +68,27 @@ class Handoff(BaseModel):
     evidence_files: list[str] = []
 
 
+class Totals(BaseModel):
+    """Running sums over every LLM call in the history, rewound ones included
+    (they were paid for). Each history entry keeps the manifest after it, so
+    the last entry holds the totals: they come from the history without
+    reading all of it, and survive restarts, rewinds and crashes."""
+
+    model_config = ConfigDict(extra="forbid")
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    #: Sum of the calls whose model has a price; see ``unpriced_calls``.
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    #: Time spent in calls and commands (not waiting for a person).
+    wall_seconds: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
 class Source(BaseModel):
     model_config = ConfigDict(extra="forbid")
     repo: Optional[str] = None
@@ -100,6 +121,7 @@ class JobManifest(BaseModel):
     #: LLM calls made (and answers posted) so far: the N of "[Step N of MAX]".
     steps: int = 0
     retries_in_a_row: int = 0
+    totals: Totals = Totals()
     turn: Turn = Turn()
     last_exit: Optional[Handoff] = None
     question: Optional[Question] = None

@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .resources import schema_path
 
@@ -120,9 +120,9 @@ def check_relative_path(path: str) -> str:
     if "\\" in path:
         raise InvalidAnswer(f"path {path!r} uses backslashes; use '/'")
     pure = PurePosixPath(path)
-    if pure.is_absolute() or re.match(r"^[A-Za-z]:", path):
-        raise InvalidAnswer(f"path {path!r} is absolute; paths are relative to the workspace")
     parts = [p for p in pure.parts if p not in ("", ".")]
+    if pure.is_absolute() or (parts and re.match(r"^[A-Za-z]:", parts[0])):
+        raise InvalidAnswer(f"path {path!r} is absolute; paths are relative to the workspace")
     if not parts:
         raise InvalidAnswer(f"path {path!r} names the workspace itself, not a file")
     if ".." in parts:
@@ -151,7 +151,12 @@ def parse_answer(raw: str) -> Answer:
         from jsonschema.exceptions import best_match
 
         raise InvalidAnswer("schema violation: " + _describe(best_match(errors)))
-    answer = Answer.model_validate(data)
+    try:
+        answer = Answer.model_validate(data)
+    except ValidationError as exc:  # what the schema cannot say (e.g. integers too large for Python's int fields)
+        err = exc.errors()[0]
+        where = "/".join(str(x) for x in err["loc"]) or "answer"
+        raise InvalidAnswer(f"schema violation: {where}: {err['msg']}") from None
     for change in answer.file_changes:
         change.path = check_relative_path(change.path)
     answer.evidence_files = [check_relative_path(p) for p in answer.evidence_files]

@@ -122,6 +122,18 @@ def _cost(config: LogistConfig, model: str, outcome: Outcome) -> Optional[float]
     )
 
 
+def _add_to_totals(after: JobManifest, outcome: Outcome, cost: Optional[float], command: Optional[CommandRecord]) -> None:
+    totals = after.totals
+    totals.llm_calls += 1
+    totals.prompt_tokens += outcome.prompt_tokens or 0
+    totals.completion_tokens += outcome.completion_tokens or 0
+    if cost is None:
+        totals.unpriced_calls += 1
+    else:
+        totals.cost_usd = round(totals.cost_usd + cost, 8)
+    totals.wall_seconds = round(totals.wall_seconds + outcome.duration + (command.duration_seconds if command else 0), 3)
+
+
 def _commit_message(job_id: str, seq: int, role: str, action: str, summary: Optional[str]) -> str:
     first = (summary or "").strip().splitlines()[0] if (summary or "").strip() else ""
     if len(first) > 100:
@@ -276,6 +288,8 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
         commit = new or ws.head(job.workspace)
         failpoint("after_commit")
     after.workspace_commit = commit
+    cost = _cost(config, prepared.model, outcome)
+    _add_to_totals(after, outcome, cost, command)
     response = Response(
         status=status_label,
         actions=[answer.action] if answer else [],
@@ -288,7 +302,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
     usage = Usage(
         prompt_tokens=outcome.prompt_tokens,
         completion_tokens=outcome.completion_tokens,
-        cost_usd=_cost(config, prepared.model, outcome),
+        cost_usd=cost,
     )
     entry = journal.new_entry(
         job.dir,
@@ -351,8 +365,16 @@ def run_or_hold(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
 
 
 def _limit_reason(manifest: JobManifest) -> Optional[str]:
-    if manifest.steps >= manifest.settings.max_steps:
-        return f"max steps reached ({manifest.steps} of {manifest.settings.max_steps})"
+    """Why the next call must not be sent, or None (budgets, SPEC section 5)."""
+    settings, totals = manifest.settings, manifest.totals
+    if manifest.steps >= settings.max_steps:
+        return f"max steps reached ({manifest.steps} of {settings.max_steps})"
+    if settings.max_cost_usd is not None and totals.cost_usd >= settings.max_cost_usd:
+        return f"cost budget spent (${totals.cost_usd:.4f} of ${settings.max_cost_usd:.4f})"
+    if settings.max_tokens is not None and totals.tokens >= settings.max_tokens:
+        return f"token budget spent ({totals.tokens} of {settings.max_tokens} tokens)"
+    if settings.max_wall_seconds is not None and totals.wall_seconds >= settings.max_wall_seconds:
+        return f"time budget spent ({totals.wall_seconds:.1f} s of {settings.max_wall_seconds:g} s)"
     return None
 
 

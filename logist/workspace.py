@@ -85,9 +85,48 @@ def is_dirty(path: Path) -> bool:
 
 
 def reset_to(path: Path, sha: str) -> None:
-    """Put the tree back exactly at ``sha`` (tracked and untracked files)."""
+    """Put the tree back at ``sha``: tracked files restored, untracked ones
+    removed. Files the workspace's .gitignore ignores are left alone, so a
+    virtualenv or build cache a person keeps there survives."""
     _git(path, "reset", "-q", "--hard", sha)
     _git(path, "clean", "-q", "-fd")
+
+
+def keep_ref(path: Path, ref: str, sha: str) -> None:
+    """Keep ``sha`` reachable under ``ref`` (so rewinding never loses a commit)."""
+    _git(path, "update-ref", ref, sha)
+
+
+def diff(path: Path, old: str, new: str, stat: bool = False) -> str:
+    args = ["diff", "--no-color", "--no-ext-diff"] + (["--stat"] if stat else ["--binary"])
+    return _raw(path, *args, old, new)
+
+
+def _raw(path: Path, *args: str) -> str:
+    """Like :func:`_git` but keeps the output byte-exact (patches)."""
+    import git
+
+    try:
+        return git.Git(str(path)).execute(["git", *_git_config_args(), *args], strip_newline_in_stdout=False)
+    except git.GitCommandError as exc:
+        detail = (exc.stderr or "").strip().replace("\n", " ") or str(exc)
+        raise LogistError(f"git {args[0]} failed in {path}: {detail}") from None
+
+
+def format_patch(path: Path, base: str, head: str) -> str:
+    """The commits ``base..head`` as a patch series (``git am`` / ``git apply``)."""
+    return _raw(path, "format-patch", "--stdout", "--binary", f"{base}..{head}")
+
+
+def push_branch(path: Path, source: Path, branch: str, sha: str, force: bool = False) -> None:
+    """Create ``branch`` in ``source`` at ``sha`` without touching its HEAD,
+    index or working tree (a push only writes objects and one ref)."""
+    ref = f"refs/heads/{branch}"
+    _git(path, "check-ref-format", ref)
+    exists = bool(_git(Path(source), "for-each-ref", ref))
+    if exists and not force:
+        raise LogistError(f"branch '{branch}' already exists in {source} (choose another name, or --force)")
+    _git(path, "push", "-q", *(["--force"] if force else []), str(source), f"{sha}:{ref}")
 
 
 def commit_all(path: Path, message: str) -> Optional[str]:
@@ -136,11 +175,25 @@ def plan_changes(root: Path, changes: Sequence[FileChange]) -> list[tuple[Path, 
             raise InvalidAnswer(f"{rel}: is a directory, not a file")
         return None
 
+    def check_parents(index: int, rel: str) -> None:
+        """Every parent must be (or become) a directory, not a file."""
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            parent = "/".join(parts[:depth])
+            will_be_file = contents.get(parent) is not None if parent in contents else (root / parent).is_file()
+            if will_be_file:
+                raise InvalidAnswer(f"file_changes/{index}: cannot write {rel}: {parent} is a file, not a directory")
+        prefix = rel + "/"
+        if any(other.startswith(prefix) and data is not None for other, data in contents.items()):
+            raise InvalidAnswer(f"file_changes/{index}: cannot write {rel}: an earlier change puts files inside it")
+
     for index, change in enumerate(changes):
         rel = check_relative_path(change.path)
         target = _resolve_inside(root, rel)
         if target.is_dir():
             raise InvalidAnswer(f"file_changes/{index}: {rel} is a directory, not a file")
+        if isinstance(change, WriteFile):
+            check_parents(index, rel)
         if isinstance(change, WriteFile):
             contents[rel] = change.content
         elif isinstance(change, DeleteFile):

@@ -74,7 +74,7 @@ def logist_cli(*args: str, env: dict | None = None, input: str | None = None, ti
 
 _SHA = re.compile(r"\b[0-9a-f]{40}\b")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
-VOLATILE_KEYS = {"timestamp", "created_at", "updated_at", "duration_seconds"}
+VOLATILE_KEYS = {"timestamp", "created_at", "updated_at", "duration_seconds", "wall_seconds"}
 
 
 class Normaliser:

@@ -306,7 +306,7 @@ def test_poststep_and_live_step_leave_identical_job(tmp_path, llm, monkeypatch):
 
     def strip(data):
         if isinstance(data, dict):
-            return {k: strip(v) for k, v in data.items() if k not in ("timestamp", "created_at", "updated_at", "duration_seconds")}
+            return {k: strip(v) for k, v in data.items() if k not in ("timestamp", "created_at", "updated_at", "duration_seconds", "wall_seconds")}
         if isinstance(data, list):
             return [strip(v) for v in data]
         return data
