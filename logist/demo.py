@@ -10,9 +10,12 @@ commits, the history, the manifest, and an approval waiting for the user.
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Callable
 
 from .create import create_job
+from .errors import LogistError
 from .jobsdir import JobsDir
 from .replay import read_history_file
 from .resources import data_dir
@@ -55,19 +58,21 @@ def run_demo(jobs: JobsDir, job_id: str = "demo", echo: Callable[[str], None] = 
     with ScriptedLLMServer(answers) as server:
         results = run_job(job, base_url=server.base_url, on_step=report)
     last = results[-1]
-    rel = job.dir
-    try:
-        rel = job.dir.relative_to(jobs.path.parent.resolve().absolute())
-    except ValueError:
-        pass
+    if last.status.value != "APPROVAL_REQUIRED":
+        raise LogistError(
+            f"the demo job '{job_id}' ended {last.status} instead of waiting for approval: "
+            f"{last.error or 'see logist job status ' + job_id}"
+        )
+    here = Path.cwd()
+    shown = Path(os.path.relpath(job.dir, here)) if job.dir.is_relative_to(here) else job.dir
     echo("")
-    echo(f"Job '{job_id}' is {last.status}. Everything it did is in {job.dir}:")
-    echo(f"  {rel}/job_manifest.json    its state")
-    echo(f"  {rel}/jobHistory.json      every prompt and answer")
-    echo(f"  {rel}/workspace/           the files, one git commit per step")
+    echo(f"Job '{job_id}' is {last.status}. Everything it did is in {shown}:")
+    echo(f"  {shown / 'job_manifest.json'}    its state")
+    echo(f"  {shown / 'jobHistory.json'}      every prompt and answer")
+    echo(f"  {shown / 'workspace'}/           the files, one git commit per step")
     echo("Try next:")
-    jd = "" if str(jobs.path) == str(JobsDir().path) else f" --jobs-dir {jobs.path}"
+    jd = "" if jobs.path == JobsDir().path else f" --jobs-dir {jobs.path}"
     echo(f"  logist{jd} job history {job_id}")
-    echo(f"  git -C {job.workspace} log --stat")
+    echo(f"  git -C {shown / 'workspace'} log --stat")
     echo(f"  logist{jd} job approve {job_id}")
     return last

@@ -20,6 +20,7 @@ with the job's lock held, and records in the history what it repaired.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any, Literal, Optional
 
@@ -33,6 +34,8 @@ from .history import HistoryEntry
 from .manifest import JobManifest, read_manifest, utc_now, write_manifest
 
 JOURNAL_NAME = "step_journal.json"
+
+log = logging.getLogger("logist")
 
 
 class StepJournal(BaseModel):
@@ -167,7 +170,7 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
             jpath.unlink()
             dropped = journal.raw_response
             note = (
-                f"step {journal.sequence} was interrupted while applying its answer; "
+                f"step {journal.sequence} was interrupted after its LLM call, before it was recorded; "
                 f"the workspace was reset to {journal.head_before} and the job stays as before that step"
             )
             if dropped is not None:
@@ -193,4 +196,6 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
         manifest.workspace_commit = reset_head
     if notes:
         manifest = _record_recovery(job_dir, workspace, manifest, "; ".join(notes))
+        for note in notes:
+            log.warning("repaired job %s: %s", manifest.job_id, note)
     return manifest, notes

@@ -97,7 +97,8 @@ def chat(
     try:
         completion = client.chat.completions.create(**kwargs)
     except openai.OpenAIError as exc:
-        attempts = settings.max_retries + 1
+        retried = not isinstance(exc, openai.APIStatusError) or exc.status_code in (408, 409, 429) or exc.status_code >= 500
+        attempts = settings.max_retries + 1 if retried else 1
         message = f"LLM call to {settings.base_url} failed after {attempts} attempt{'s' if attempts > 1 else ''}: {_describe(exc)}"
         raise LLMCallError(scrub(message, settings.api_key)) from None
     finally:

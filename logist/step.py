@@ -262,7 +262,6 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
             _invalid(after, sent, outcome.raw, error)
     head_before = before.workspace_commit
     action = answer.action if answer else status_label
-    failpoint("after_call")
     if answer is not None and ws.is_dirty(job.workspace):
         # A person edited the workspace by hand since the last step. Commit
         # that on its own, so it is neither mixed into the model's commit nor
@@ -271,8 +270,11 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
             job.workspace, f"logist: {job.id} changes made by hand before step {sequence}"
         ) or head_before
     commit = head_before
+    # From here on a crash is repaired from the journal, which also keeps the
+    # answer: one that was paid for is never lost from the record.
+    journal.begin_applying(job.dir, sequence, head_before, outcome.raw)
+    failpoint("after_call")
     if answer is not None:
-        journal.begin_applying(job.dir, sequence, head_before, outcome.raw)
         files_changed = ws.apply_changes(job.workspace, answer.file_changes)
         failpoint("after_apply")
         if answer.action == "CMD":

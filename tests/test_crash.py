@@ -59,7 +59,7 @@ KILL_WHILE_WAITING = "kill_while_waiting"
 #: the journal), and must the next command record a recovery entry
 #: (True / False / None = either is acceptable, the files already agree).
 EXPECTED = {
-    "after_call": dict(kept=False, recovery=False),
+    "after_call": dict(kept=False, recovery=True),
     "after_apply": dict(kept=False, recovery=True),
     "after_commit": dict(kept=False, recovery=True),
     "mid_history_append": dict(kept=True, recovery=True),

@@ -67,16 +67,36 @@ def _register() -> None:
 _register()
 
 
-def main() -> None:
+def _show_core_warnings() -> None:
+    """The core reports what it repaired through logging; show it on stderr."""
+    import logging
+
+    logger = logging.getLogger("logist")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("logist: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.WARNING)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: every failure is one line on stderr and a non-zero exit."""
+    _show_core_warnings()
     try:
-        cli(prog_name="logist")
-    except SystemExit:
-        raise
-    except KeyboardInterrupt:
-        click.echo("logist: interrupted", err=True)
+        code = cli.main(args=argv, prog_name="logist", standalone_mode=False)
+    except click.UsageError as exc:
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        click.echo(f"Error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, click.Abort):
+        click.echo("Error: interrupted", err=True)
         sys.exit(130)
     except Exception as exc:  # the one catch-all
         if os.environ.get("LOGIST_DEBUG") == "1":
             raise
         click.echo(f"Error: internal error: {type(exc).__name__}: {exc} (LOGIST_DEBUG=1 shows the traceback)", err=True)
         sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

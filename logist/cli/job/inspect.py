@@ -94,7 +94,7 @@ def status(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
     click.echo(f"Job:     {data['job_id']}")
     click.echo(f"Status:  {data['status']}")
     click.echo(f"Role:    {data['role']}")
-    click.echo(f"Steps:   {data['steps']} of {data['max_steps']}")
+    click.echo(f"Steps:   {data['steps']} of {data['max_steps']} used")
     if data["reason"]:
         click.echo(f"Reason:  {data['reason']}")
     if data["question"]:
@@ -123,12 +123,17 @@ def show(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
     if as_json:
         print_json(m.dump())
         return
-    click.echo(f"Job {m.job_id}: {m.status}  (role {m.turn.role}, step {m.steps} of {m.settings.max_steps})")
+    click.echo(f"Job {m.job_id}: {m.status}  (role {m.turn.role}; {m.steps} of {m.settings.max_steps} steps used)")
     click.echo(f"Objective: {m.objective}")
     if m.details:
         click.echo(f"Details: {m.details}")
-    for criterion in m.acceptance_criteria:
-        click.echo(f"  - {criterion}")
+    if m.acceptance_criteria:
+        click.echo("Acceptance criteria:")
+        for criterion in m.acceptance_criteria:
+            click.echo(f"  - {criterion}")
+    if m.skill:
+        params = ", ".join(f"{k}={v}" for k, v in m.skill.params.items())
+        click.echo(f"Skill: {m.skill.name}" + (f" ({params})" if params else ""))
     if m.files:
         click.echo(f"Files: {', '.join(m.files)}")
     click.echo("Roles: " + ", ".join(f"{slot}={name}" for slot, name in m.roles.items()))

@@ -26,13 +26,20 @@ def report(result: StepResult) -> None:
     info(f"step {result.sequence}: {result.role} {result.action} -> {result.status}{files}" + (f"  {summary}" if summary else ""))
 
 
+#: Exit status of step, run and poststep when the job ends needing intervention.
+EXIT_INTERVENTION = 3
+
+
 def _finish(results: list[StepResult], as_json: bool) -> None:
+    """Print the results; exit 3 when the job now needs intervention."""
     if as_json:
         print_json([r.as_dict() for r in results])
-    elif results:
+    if results and results[-1].status.value == "INTERVENTION_REQUIRED":
         last = results[-1]
-        if last.status.value == "INTERVENTION_REQUIRED":
-            info(f"Job '{last.job_id}' needs a person: {last.error or 'see logist job status'}")
+        if not as_json:
+            reason = last.error or "see logist job status"
+            info(f"Job '{last.job_id}' needs intervention: {reason}")
+        click.get_current_context().exit(EXIT_INTERVENTION)
 
 
 @click.command()
@@ -45,7 +52,9 @@ def _finish(results: list[StepResult], as_json: bool) -> None:
 @pass_jobs
 def step(obj: JobsDirParam, job_id: Optional[str], oneshot: bool, base_url: Optional[str], model: Optional[str],
          lock_timeout: float, as_json: bool) -> None:
-    """Run one role turn (or with --oneshot exactly one LLM call).
+    """Run one role turn (--oneshot: exactly one LLM call).
+
+    Exits 3 when the job ends needing intervention.
 
     \b
     Example:
@@ -72,15 +81,17 @@ def run(obj: JobsDirParam, job_id: Optional[str], base_url: Optional[str], model
         lock_timeout: float, as_json: bool) -> None:
     """Step the job until it needs a person or is done.
 
+    Exits 3 when the job ends needing intervention.
+
     \b
     Example:
       logist job run hello --base-url http://localhost:11434/v1
     """
     job = obj.job(job_id)
     results = run_job(job, on_step=report, base_url=base_url, model=model, lock_timeout=lock_timeout)
-    _finish(results, as_json)
-    if not as_json and results:
+    if not as_json and results and results[-1].status.value != "INTERVENTION_REQUIRED":
         info(f"Job '{job.id}' is {results[-1].status}.")
+    _finish(results, as_json)
 
 
 @click.command()
@@ -122,7 +133,7 @@ def poststep(obj: JobsDirParam, job_id: Optional[str], response_file: Optional[s
 @json_option
 @pass_jobs
 def replay(obj: JobsDirParam, job_id: Optional[str], history_file: str, lock_timeout: float, as_json: bool) -> None:
-    """Re-apply every recorded answer and decision of a history, in order, with no LLM.
+    """Re-apply a recorded history's answers and decisions in order (no LLM).
 
     \b
     Example:
