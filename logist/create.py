@@ -45,6 +45,10 @@ def create_job(
     command_policy: Optional[str] = None,
     allowed_commands: Optional[list[str]] = None,
     command_timeout: Optional[float] = None,
+    max_cost_usd: Optional[float] = None,
+    max_tokens: Optional[int] = None,
+    max_wall_seconds: Optional[float] = None,
+    max_retries_in_a_row: Optional[int] = None,
 ) -> Job:
     """Create a job and return it. ``files`` are local files copied into the
     workspace (or, with ``from_repo``, paths already in it) that the Worker is
@@ -87,6 +91,10 @@ def create_job(
             settings.command_policy = "allow"
     if command_timeout is not None:
         settings.command_timeout = command_timeout
+    for name, value in (("max_cost_usd", max_cost_usd), ("max_tokens", max_tokens),
+                        ("max_wall_seconds", max_wall_seconds), ("max_retries_in_a_row", max_retries_in_a_row)):
+        if value is not None:
+            setattr(settings, name, value)
     settings = JobDefaults.model_validate(settings.model_dump())
 
     job_dir = jobs_dir.new_job_dir(job_id)

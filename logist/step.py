@@ -474,3 +474,40 @@ def run_job(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = None,
             on_step(result)
         if result.status not in STEPPABLE:
             return results
+
+
+@dataclass
+class QueueOutcome:
+    job_id: str
+    status: Optional[Status]
+    steps: int = 0
+    error: Optional[str] = None
+
+
+def run_queue(jobs_dir, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[QueueOutcome]:
+    """``job run --all``: every queued job in queue order, each to its resting
+    state. A job that fails (busy, damaged, misconfigured) is reported and
+    the others still run. Jobs that have finished leave the queue."""
+    from .errors import LogistError
+
+    outcomes: list[QueueOutcome] = []
+    finished: list[str] = []
+    for job_id in jobs_dir.read_index().queue:
+        try:
+            job = jobs_dir.job(job_id)
+            status = job.manifest().status
+            if status not in STEPPABLE:
+                if status in (Status.SUCCESS, Status.CANCELED):
+                    finished.append(job_id)
+                outcomes.append(QueueOutcome(job_id, status))
+                continue
+            results = run_job(job, on_step=on_step, **kwargs)
+            outcomes.append(QueueOutcome(job_id, results[-1].status, steps=len(results)))
+        except LogistError as exc:
+            outcomes.append(QueueOutcome(job_id, None, error=str(exc)))
+    if finished:
+        with jobs_dir.index_lock():
+            index = jobs_dir.read_index()
+            index.queue = [j for j in index.queue if j not in finished]
+            jobs_dir.write_index(index)
+    return outcomes

@@ -9,7 +9,9 @@ from .common import JobsDirParam, pass_jobs
 @click.option("--job-id", default="demo", show_default=True, help="Name of the job the demo creates.")
 @pass_jobs
 def demo(obj: JobsDirParam, job_id: str) -> None:
-    """Run a bundled recorded job offline (no network, no key) and leave it for you to inspect.
+    """Run a recorded job offline (no network, no key).
+
+    The job is left in the jobs directory for you to inspect and approve.
 
     \b
     Example:

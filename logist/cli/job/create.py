@@ -27,13 +27,19 @@ from ..common import JobsDirParam, info, json_option, pass_jobs, print_json
 @click.option("--command-policy", type=click.Choice(["deny", "ask", "allow"]), help="Whether the model's commands run without you (default ask).")
 @click.option("--allow", "allowed", multiple=True, metavar="PATTERN", help="A command pattern that runs without asking, e.g. 'python -m pytest*' (repeatable; implies --command-policy allow).")
 @click.option("--command-timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds a command may run (default 120).")
+@click.option("--max-cost", "max_cost_usd", type=click.FloatRange(min=0), help="Stop before a call once this many USD are spent (needs prices in config.json).")
+@click.option("--max-tokens", type=click.IntRange(min=0), help="Stop before a call once this many tokens are used.")
+@click.option("--max-wall-seconds", type=click.FloatRange(min=0), help="Stop before a call once calls and commands took this long.")
+@click.option("--max-retries-in-a-row", type=click.IntRange(min=1), help="RETRYs in a row before a person is needed (default 3).")
 @json_option
 @pass_jobs
 def create(obj: JobsDirParam, job_id: str, objective: str, details: str, acceptance: tuple, files: tuple,
            from_repo: Optional[str], ref: Optional[str], model: Optional[str], worker: Optional[str],
            supervisor: Optional[str], max_steps: Optional[int], format_retries: Optional[int],
            rank: Optional[int], skill: Optional[str], params: tuple, command_policy: Optional[str],
-           allowed: tuple, command_timeout: Optional[float], as_json: bool) -> None:
+           allowed: tuple, command_timeout: Optional[float], max_cost_usd: Optional[float],
+           max_tokens: Optional[int], max_wall_seconds: Optional[float], max_retries_in_a_row: Optional[int],
+           as_json: bool) -> None:
     """Create a job and make it the current one.
 
     \b
@@ -52,6 +58,8 @@ def create(obj: JobsDirParam, job_id: str, objective: str, details: str, accepta
         from_repo=from_repo, ref=ref, model=model, worker=worker, supervisor=supervisor,
         max_steps=max_steps, format_retries=format_retries, rank=rank, skill=skill, params=values,
         command_policy=command_policy, allowed_commands=list(allowed), command_timeout=command_timeout,
+        max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_seconds=max_wall_seconds,
+        max_retries_in_a_row=max_retries_in_a_row,
     )
     if as_json:
         print_json({"job_id": job.id, "path": str(job.dir), "status": "PENDING"})

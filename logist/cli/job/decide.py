@@ -26,17 +26,17 @@ def _simple(name: str, doc: str):
     return command
 
 
-approve = _simple("approve", "Approve a job waiting for approval: it becomes SUCCESS.\n\n\b\nExample:\n  logist job approve hello")
-suspend = _simple("suspend", "Suspend a job; nothing steps it until it is resumed.\n\n\b\nExample:\n  logist job suspend hello")
-resume = _simple("resume", "Resume a suspended job in the state it was suspended in.\n\n\b\nExample:\n  logist job resume hello")
+approve = _simple("approve", "Approve the work: the job becomes SUCCESS.\n\n\b\nExample:\n  logist job approve hello")
+suspend = _simple("suspend", "Suspend a job until it is resumed.\n\n\b\nExample:\n  logist job suspend hello")
+resume = _simple("resume", "Resume a suspended job where it was.\n\n\b\nExample:\n  logist job resume hello")
 cancel = _simple("cancel", "Cancel a job for good.\n\n\b\nExample:\n  logist job cancel hello")
 approve_command = _simple(
     "approve-command",
-    "Run the command the job is holding for you, and let the model see its output.\n\n\b\nExample:\n  logist job approve-command hello",
+    "Run the held command; the model sees its output.\n\n\b\nExample:\n  logist job approve-command hello",
 )
 skip_command = _simple(
     "skip-command",
-    "Do not run the held command; the model is told you skipped it.\n\n\b\nExample:\n  logist job skip-command hello",
+    "Skip the held command; the model is told so.\n\n\b\nExample:\n  logist job skip-command hello",
 )
 
 
@@ -46,7 +46,7 @@ skip_command = _simple(
 @wait_option
 @pass_jobs
 def reject(obj: JobsDirParam, job_id: Optional[str], feedback: str, lock_timeout: float) -> None:
-    """Reject a job waiting for approval: the Worker starts again with your feedback.
+    """Reject the work; the Worker redoes it with your feedback.
 
     \b
     Example:
@@ -62,7 +62,7 @@ def reject(obj: JobsDirParam, job_id: Optional[str], feedback: str, lock_timeout
 @wait_option
 @pass_jobs
 def resubmit(obj: JobsDirParam, job_id: Optional[str], feedback: str, lock_timeout: float) -> None:
-    """Send a job that needs intervention back to work, with your feedback.
+    """Send a stopped job back to work with your feedback.
 
     \b
     Example:

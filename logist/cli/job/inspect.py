@@ -15,7 +15,7 @@ from ..common import JobsDirParam, info, job_argument, json_option, pass_jobs, p
 @json_option
 @pass_jobs
 def list_jobs(obj: JobsDirParam, as_json: bool) -> None:
-    """List the jobs in the jobs directory (* marks the current one).
+    """List the jobs (* marks the current one).
 
     \b
     Example:
@@ -46,7 +46,9 @@ def list_jobs(obj: JobsDirParam, as_json: bool) -> None:
 @click.argument("job_id", metavar="JOB")
 @pass_jobs
 def select(obj: JobsDirParam, job_id: str) -> None:
-    """Make JOB the current job (used when a command names none).
+    """Make JOB the current job.
+
+    Commands that name no job use the current one.
 
     \b
     Example:
@@ -72,8 +74,32 @@ def _status_data(obj: JobsDirParam, job_id: Optional[str]) -> dict:
         "question": m.question.model_dump() if m.question else None,
         "pending_command": m.pending_command,
         "last_exit": m.last_exit.model_dump() if m.last_exit else None,
+        "totals": {**m.totals.model_dump(), "tokens": m.totals.tokens},
+        "budgets": _budgets(m),
     }
     return data
+
+
+def _budgets(m) -> dict:
+    """Each budget: its limit and how much of it is used."""
+    s, t = m.settings, m.totals
+    rows = {"steps": (m.steps, s.max_steps), "cost_usd": (t.cost_usd, s.max_cost_usd),
+            "tokens": (t.tokens, s.max_tokens), "wall_seconds": (t.wall_seconds, s.max_wall_seconds)}
+    return {name: {"used": used, "limit": limit} for name, (used, limit) in rows.items()}
+
+
+def _budget_lines(data: dict) -> list[str]:
+    t = data["totals"]
+    if t["llm_calls"] and t["unpriced_calls"] == t["llm_calls"]:
+        cost = "cost unknown (no price for the model in config.json)"
+    else:
+        cost = f"${t['cost_usd']:.4f}" + (f" (+{t['unpriced_calls']} calls with no price)" if t["unpriced_calls"] else "")
+    lines = [f"Calls:   {t['llm_calls']}, {t['tokens']} tokens ({t['prompt_tokens']} in, {t['completion_tokens']} out), {cost}, {t['wall_seconds']:.1f} s"]
+    limited = [f"{name} {b['used']:g} of {b['limit']:g}" for name, b in data["budgets"].items()
+               if b["limit"] is not None and name != "steps"]
+    if limited:
+        lines.append("Budgets: " + ", ".join(limited))
+    return lines
 
 
 @click.command()
@@ -95,6 +121,8 @@ def status(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
     click.echo(f"Status:  {data['status']}")
     click.echo(f"Role:    {data['role']}")
     click.echo(f"Steps:   {data['steps']} of {data['max_steps']} used")
+    for line in _budget_lines(data):
+        click.echo(line)
     if data["reason"]:
         click.echo(f"Reason:  {data['reason']}")
     if data["question"]:
@@ -112,7 +140,7 @@ def status(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
 @json_option
 @pass_jobs
 def show(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
-    """Show a job in full: objective, criteria, state, files and paths.
+    """Show a job in full: objective, state, totals, paths.
 
     \b
     Example:
@@ -151,6 +179,8 @@ def show(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
         click.echo(f"Last exit: {m.last_exit.role} {m.last_exit.action}: {m.last_exit.summary}")
         if m.last_exit.evidence_files:
             click.echo(f"Evidence: {', '.join(m.last_exit.evidence_files)}")
+    for line in _budget_lines(_status_data(obj, job_id)):
+        click.echo(line)
     click.echo(f"Directory: {job.dir}")
     click.echo(f"Workspace: {job.workspace} @ {(m.workspace_commit or '')[:12]}")
     if m.source.repo:
@@ -162,7 +192,7 @@ def show(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
 @json_option
 @pass_jobs
 def history(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
-    """List a job's recorded interactions.
+    """List a job's recorded interactions as a table.
 
     \b
     Example:
@@ -176,18 +206,26 @@ def history(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
     if as_json:
         print_json([e.dump() for e in entries])
         return
+    click.echo(f"{'seq':>4}  {'time (UTC)':<19}  {'role':<11} {'action':<15} {'state after':<21} {'tokens':>7} {'cost':>9}  {'commit':<8}  summary")
     for e in entries:
-        what = ""
         if e.kind == "llm_call" and e.response:
             what = (e.response.actions or [e.response.status])[0]
             detail = e.response.summary_for_supervisor or e.response.error or ""
+            if e.command:
+                detail = f"$ {e.command.command}" + (f" [{e.command.decision}]" if e.command.decision != "run" else "")
         elif e.user_input:
             what, detail = e.user_input.action, e.user_input.text or ""
         else:
             what, detail = e.kind, e.note or ""
-        detail = " ".join(detail.split())[:70]
+        tokens = cost = ""
+        if e.usage and e.usage.prompt_tokens is not None:
+            tokens = str((e.usage.prompt_tokens or 0) + (e.usage.completion_tokens or 0))
+        if e.usage and e.usage.cost_usd is not None:
+            cost = f"${e.usage.cost_usd:.4f}"
+        detail = " ".join(detail.split())
+        detail = detail[:57] + "..." if len(detail) > 60 else detail
         commit = (e.workspace_commit or "")[:8]
-        click.echo(f"{e.sequence:>4}  {e.timestamp[:19]}  {(e.role or '-'):<11} {what:<10} {e.state_before:>21} -> {e.state_after:<21} {commit}  {detail}")
+        click.echo(f"{e.sequence:>4}  {e.timestamp[:19]}  {(e.role or '-'):<11} {what:<15} {e.state_after:<21} {tokens:>7} {cost:>9}  {commit:<8}  {detail}")
 
 
 @click.command()
@@ -196,7 +234,7 @@ def history(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
 @json_option
 @pass_jobs
 def preview(obj: JobsDirParam, job_id: Optional[str], model: Optional[str], as_json: bool) -> None:
-    """Show the exact request the next step would send (no call is made).
+    """Show the exact next request (no call).
 
     \b
     Example:

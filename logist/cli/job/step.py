@@ -9,7 +9,8 @@ import click
 
 from ...errors import LogistError
 from ...replay import entry_by_sequence, post_recorded, read_history_file, replay_history
-from ...step import StepResult, post_answer, run_job, step_once, step_turn
+from ...step import StepResult, post_answer, run_job, run_queue, step_once, step_turn
+from ...workflow import Status
 from ..common import JobsDirParam, info, job_argument, json_option, pass_jobs, print_json, wait_option
 
 base_url_option = click.option(
@@ -72,21 +73,29 @@ def step(obj: JobsDirParam, job_id: Optional[str], oneshot: bool, base_url: Opti
 
 @click.command()
 @job_argument
+@click.option("--all", "run_all", is_flag=True, help="Run every queued job in queue order.")
 @base_url_option
 @model_option
 @wait_option
 @json_option
 @pass_jobs
-def run(obj: JobsDirParam, job_id: Optional[str], base_url: Optional[str], model: Optional[str],
+def run(obj: JobsDirParam, job_id: Optional[str], run_all: bool, base_url: Optional[str], model: Optional[str],
         lock_timeout: float, as_json: bool) -> None:
     """Step the job until it needs a person or is done.
 
-    Exits 3 when the job ends needing intervention.
+    Exits 3 when the job (with --all: any job) ends needing intervention or
+    an answer, and 1 when a job could not be run at all.
 
     \b
     Example:
       logist job run hello --base-url http://localhost:11434/v1
+      logist job run --all
     """
+    if run_all:
+        if job_id:
+            raise click.UsageError("--all runs every queued job; do not name one")
+        _run_queue(obj, as_json, base_url=base_url, model=model, lock_timeout=lock_timeout)
+        return
     job = obj.job(job_id)
     results = run_job(job, on_step=report, base_url=base_url, model=model, lock_timeout=lock_timeout)
     if not as_json and results and results[-1].status.value != "INTERVENTION_REQUIRED":
@@ -105,7 +114,9 @@ def run(obj: JobsDirParam, job_id: Optional[str], base_url: Optional[str], model
 @pass_jobs
 def poststep(obj: JobsDirParam, job_id: Optional[str], response_file: Optional[str], response_string: Optional[str],
              from_history: Optional[str], index: Optional[int], lock_timeout: float, as_json: bool) -> None:
-    """Apply an answer without calling the LLM, exactly as a live step would.
+    """Apply an answer without calling the LLM.
+
+    The answer goes through exactly the code a live step uses after its call.
 
     \b
     Example:
@@ -133,7 +144,9 @@ def poststep(obj: JobsDirParam, job_id: Optional[str], response_file: Optional[s
 @json_option
 @pass_jobs
 def replay(obj: JobsDirParam, job_id: Optional[str], history_file: str, lock_timeout: float, as_json: bool) -> None:
-    """Re-apply a recorded history's answers and decisions in order (no LLM).
+    """Replay a recorded history's answers (no LLM).
+
+    Every recorded answer and decision is re-applied in order.
 
     \b
     Example:
@@ -159,3 +172,18 @@ def replay(obj: JobsDirParam, job_id: Optional[str], history_file: str, lock_tim
         print_json(results)
     else:
         info(f"Replayed {count} entries; job '{job.id}' is {job.manifest().status}.")
+
+
+def _run_queue(obj: JobsDirParam, as_json: bool, **kwargs) -> None:
+    outcomes = run_queue(obj.jobs, on_step=report, **kwargs)
+    if as_json:
+        print_json([{"job_id": o.job_id, "status": str(o.status) if o.status else None, "steps": o.steps, "error": o.error}
+                    for o in outcomes])
+    else:
+        for o in outcomes:
+            what = f"error: {o.error}" if o.error else f"{o.status}" + (f" after {o.steps} step{'s' if o.steps != 1 else ''}" if o.steps else " (not run)")
+            info(f"{o.job_id:<24} {what}")
+    if any(o.error for o in outcomes):
+        click.get_current_context().exit(1)
+    if any(o.status in (Status.INTERVENTION_REQUIRED, Status.INPUT_REQUIRED) for o in outcomes):
+        click.get_current_context().exit(EXIT_INTERVENTION)

@@ -1,0 +1,90 @@
+"""Going back and taking work out: restep, rerun, diff, export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from ...export import export_branch, export_patch, job_diff
+from ...rewind import rewind
+from ..common import JobsDirParam, info, job_argument, pass_jobs, wait_option
+
+
+@click.command()
+@job_argument
+@click.option("--to", "to", type=click.IntRange(min=1), metavar="SEQ", help="The history entry to return to (default: the step before the last).")
+@wait_option
+@pass_jobs
+def restep(obj: JobsDirParam, job_id: Optional[str], to: Optional[int], lock_timeout: float) -> None:
+    """Rewind workspace and state to an earlier step.
+
+    \b
+    Example:
+      logist job restep hello            # undo the last step
+      logist job restep hello --to 3     # back to the end of history entry 3
+    """
+    job = obj.job(job_id)
+    manifest = rewind(job, to=to, lock_timeout=lock_timeout)
+    info(f"Job '{job.id}' rewound: {manifest.status}, {manifest.turn.role}'s turn, workspace at {(manifest.workspace_commit or '')[:12]}.")
+
+
+@click.command()
+@job_argument
+@wait_option
+@pass_jobs
+def rerun(obj: JobsDirParam, job_id: Optional[str], lock_timeout: float) -> None:
+    """Rewind the job to its baseline (right after create).
+
+    \b
+    Example:
+      logist job rerun hello
+    """
+    job = obj.job(job_id)
+    manifest = rewind(job, baseline=True, lock_timeout=lock_timeout)
+    info(f"Job '{job.id}' is back at its baseline: {manifest.status}.")
+
+
+@click.command()
+@job_argument
+@click.option("--step", "sequence", type=click.IntRange(min=1), metavar="SEQ", help="Only the change of this history entry.")
+@click.option("--stat", is_flag=True, help="Only the list of files changed.")
+@pass_jobs
+def diff(obj: JobsDirParam, job_id: Optional[str], sequence: Optional[int], stat: bool) -> None:
+    """Show what one step, or the whole job, changed.
+
+    \b
+    Example:
+      logist job diff hello --step 2
+    """
+    job = obj.job(job_id)
+    click.echo(job_diff(job, sequence, stat=stat), nl=False)
+
+
+@click.command()
+@job_argument
+@click.option("--branch", help="Create this branch in the source repository (--from-repo jobs).")
+@click.option("--patch", "patch", type=click.Path(dir_okay=False), help="Write the job's commits to this patch file.")
+@click.option("--force", is_flag=True, help="With --branch: replace an existing branch of that name.")
+@pass_jobs
+def export(obj: JobsDirParam, job_id: Optional[str], branch: Optional[str], patch: Optional[str], force: bool) -> None:
+    """Export the work as a branch or a patch file.
+
+    A branch goes into the source repository of a --from-repo job; that
+    repository's checked-out branch, index and working tree are not touched.
+
+    \b
+    Example:
+      logist job export hello --branch feature/hello
+      logist job export hello --patch hello.patch && git apply hello.patch
+    """
+    if (branch is None) == (patch is None):
+        raise click.UsageError("give exactly one of --branch NAME or --patch FILE")
+    job = obj.job(job_id)
+    if branch:
+        sha = export_branch(job, branch, force=force)
+        info(f"Created branch '{branch}' at {sha[:12]} in {job.manifest().source.repo}.")
+    else:
+        count = export_patch(job, Path(patch))
+        info(f"Wrote {count} commit{'s' if count != 1 else ''} to {patch}.")
