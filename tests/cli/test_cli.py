@@ -102,11 +102,14 @@ def test_whole_job_through_the_cli(jobs, llm):
     assert (workspace / "hello.py").read_text() == "print('Hello')\n"
 
     history = ok(logist_cli("job", "history", "hello"))
-    lines = history.stdout.splitlines()
+    header, *lines = history.stdout.splitlines()
+    assert header.split() == ["seq", "time", "(UTC)", "role", "action", "state", "after", "tokens", "cost", "commit", "summary"]
     assert len(lines) == 3
-    assert "create" in lines[0] and "DRAFT -> PENDING" in lines[0]
-    assert "Worker" in lines[1] and "COMPLETED" in lines[1] and "Wrote hello.py." in lines[1]
-    assert "REVIEWING -> APPROVAL_REQUIRED" in lines[2]
+    assert lines[0].split()[:5] == ["1", lines[0].split()[1], "Worker", "create", "PENDING"]
+    assert "Worker" in lines[1] and "COMPLETED" in lines[1] and "REVIEWING" in lines[1] and "Wrote hello.py." in lines[1]
+    assert "Supervisor" in lines[2] and "APPROVAL_REQUIRED" in lines[2]
+    tokens = [int(line.split()[5]) for line in lines[1:]]
+    assert all(t > 0 for t in tokens), "each call's tokens are shown"
 
     history_json = ok(logist_cli("job", "history", "hello", "--json"))
     entries = json.loads(history_json.stdout)  # stdout is JSON and nothing else
