@@ -13,7 +13,7 @@ from .errors import LogistError, TransitionError
 from .history import CommandRecord, UserInput
 from .jobsdir import Job
 from .manifest import JobManifest, Turn
-from .workflow import USER_ACTIONS, WORKER, Status, describe_state_hint
+from .workflow import PLANNER, SUPERVISOR, USER_ACTIONS, WORKER, Status, describe_state_hint
 
 
 def _fresh_turn(manifest: JobManifest, slot: str, feedback: Optional[str]) -> Turn:
@@ -28,14 +28,22 @@ def _apply(
         after.status = Status.SUCCESS
     elif action == "reject":
         after.status = Status.PENDING
-        after.turn = _fresh_turn(after, WORKER, f"A person reviewed the result and rejected it:\n{text}")
+        feedback = f"A person reviewed the result and rejected it:\n{text}"
+        if after.workflow == "planned":
+            # The Planner goes on with its plan and conversation.
+            after.turn.pending = feedback
+        else:
+            after.turn = _fresh_turn(after, WORKER, feedback)
         after.retries_in_a_row = 0
     elif action == "resubmit":
         slot = after.turn.slot
         feedback = f"A person looked at why the job stopped ({after.reason}) and resubmitted it"
         feedback += f":\n{text}" if text else "."
-        after.turn = _fresh_turn(after, slot, feedback)
-        after.status = Status.PENDING if slot == WORKER else Status.REVIEWING
+        if after.workflow == "planned" and slot == PLANNER and after.turn.messages:
+            after.turn.pending = feedback
+        else:
+            after.turn = _fresh_turn(after, slot, feedback)
+        after.status = Status.REVIEWING if slot == SUPERVISOR and after.workflow == "default" else Status.PENDING
         after.retries_in_a_row = 0
         after.reason = None
     elif action in ("approve-command", "skip-command"):

@@ -20,7 +20,7 @@ from .manifest import JobManifest, Source, Turn, write_manifest
 from .config import JobDefaults
 from .roles import load_roles
 from .skills import ActiveSkill, load_skill
-from .workflow import DEFAULT_SLOTS, WORKER, Status
+from .workflow import DEFAULT_SLOTS, PLANNED_SLOTS, PLANNER, WORKER, Status
 
 
 def create_job(
@@ -49,6 +49,9 @@ def create_job(
     max_tokens: Optional[int] = None,
     max_wall_seconds: Optional[float] = None,
     max_retries_in_a_row: Optional[int] = None,
+    workflow: str = "default",
+    planner: Optional[str] = None,
+    extra_roles: Optional[list[str]] = None,
 ) -> Job:
     """Create a job and return it. ``files`` are local files copied into the
     workspace (or, with ``from_repo``, paths already in it) that the Worker is
@@ -70,10 +73,19 @@ def create_job(
         raise LogistError("a job needs an objective (--objective TEXT)")
     jobs_dir.init()
     roles = load_roles(jobs_dir.path)
-    slots = dict(DEFAULT_SLOTS)
-    for slot, name in (("worker", worker), ("supervisor", supervisor)):
+    if workflow not in ("default", "planned"):
+        raise LogistError(f"unknown workflow '{workflow}' (default or planned)")
+    slots = dict(DEFAULT_SLOTS if workflow == "default" else PLANNED_SLOTS)
+    for slot, name in (("worker", worker), ("supervisor", supervisor), ("planner", planner)):
         if name:
+            if slot not in slots:
+                raise LogistError(f"--{slot} goes with --workflow planned")
             slots[slot] = name
+    for name in extra_roles or []:
+        if workflow != "planned":
+            raise LogistError("--role adds a role the Planner can address; it goes with --workflow planned")
+        if name not in slots.values():
+            slots[name.lower()] = name
     for slot, name in slots.items():
         if name not in roles:
             raise LogistError(f"the {slot} role '{name}' is not defined (known: {', '.join(sorted(roles))})")
@@ -97,6 +109,7 @@ def create_job(
             setattr(settings, name, value)
     settings = JobDefaults.model_validate(settings.model_dump())
 
+    first_slot = PLANNER if workflow == "planned" else WORKER
     job_dir = jobs_dir.new_job_dir(job_id)
     job_dir.mkdir(parents=True)
     workspace = job_dir / "workspace"
@@ -141,7 +154,8 @@ def create_job(
             source=source,
             baseline_commit=baseline,
             workspace_commit=baseline,
-            turn=Turn(slot=WORKER, role=slots[WORKER]),
+            workflow=workflow,
+            turn=Turn(slot=first_slot, role=slots[first_slot]),
         )
         hist.create_history(job_dir, job_id)
         before = manifest.model_copy(deep=True)
@@ -149,7 +163,7 @@ def create_job(
         entry = journal.new_entry(
             job_dir, workspace, before, manifest, kind="user_action",
             user_input=UserInput(action="create", text=objective.strip()), workspace_commit=baseline,
-            role=slots[WORKER],
+            role=slots[first_slot],
         )
         hist.append_entry(job_dir, entry)
         write_manifest(job_dir, manifest)

@@ -107,8 +107,10 @@ class HistoryEntry(BaseModel):
     timestamp: str
     #: llm_call: one call of the model (or one posted answer: ``job poststep``
     #: and ``job replay`` go through the same code); user_action: a person's
-    #: command; recovery: what Logist did to repair an interrupted command.
-    kind: Literal["llm_call", "user_action", "recovery", "rewind"]
+    #: command; compaction: a summary call (SPEC section 7); recovery: what
+    #: Logist did to repair an interrupted command; rewind: a restep or rerun;
+    #: limit: a budget or the step limit stopped the job before a call.
+    kind: Literal["llm_call", "compaction", "user_action", "recovery", "rewind", "limit"]
     state_before: str
     state_after: str
     role: Optional[str] = None
@@ -120,6 +122,8 @@ class HistoryEntry(BaseModel):
     workspace_commit: Optional[str] = None
     user_input: Optional[UserInput] = None
     command: Optional[CommandRecord] = None
+    #: rewind entries: the sequence of the entry whose end state was restored.
+    rewound_to: Optional[int] = None
     note: Optional[str] = None
     manifest_after: dict[str, Any]
 

@@ -49,6 +49,8 @@ class Turn(BaseModel):
     role: str = "Worker"
     #: Feedback that opens the turn (from a review, a rejection, a resubmit).
     feedback: Optional[str] = None
+    #: Planned workflow: the Planner's message that this turn carries out.
+    task: Optional[str] = None
     #: Messages already sent and answered in this turn (without the system prompt).
     messages: list[Message] = []
     #: The next user message to send; None at the start of a turn, when the
@@ -56,6 +58,18 @@ class Turn(BaseModel):
     pending: Optional[str] = None
     #: Re-asks spent on invalid answers in this turn.
     format_retries_used: int = 0
+    #: Compaction (SPEC section 7): a summary of the first
+    #: ``summarised_rounds`` rounds of ``messages``, which the prompt then
+    #: replaces with it. A round is one user message and the answer to it.
+    summary: Optional[str] = None
+    summarised_rounds: int = 0
+    #: Round count at which a summary call last failed; no new attempt until
+    #: the conversation has grown past it.
+    compaction_failed_at: Optional[int] = None
+
+    @property
+    def rounds(self) -> int:
+        return len(self.messages) // 2
 
 
 class Handoff(BaseModel):
@@ -105,7 +119,7 @@ class JobManifest(BaseModel):
     details: str = ""
     acceptance_criteria: list[str] = []
     files: list[str] = []
-    workflow: Literal["default"] = "default"
+    workflow: Literal["default", "planned"] = "default"
     roles: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_SLOTS))
     model: Optional[str] = None
     settings: JobDefaults = JobDefaults()
@@ -124,6 +138,11 @@ class JobManifest(BaseModel):
     totals: Totals = Totals()
     turn: Turn = Turn()
     last_exit: Optional[Handoff] = None
+    #: Planned workflow: the Planner's plan, the step being worked on, and
+    #: the Planner's conversation, kept while a role it addressed has its turn.
+    plan: list[str] = []
+    current_plan_step: Optional[int] = None
+    planner_turn: Optional[Turn] = None
     question: Optional[Question] = None
     #: A command the policy holds until a person approves or skips it.
     pending_command: Optional[str] = None

@@ -20,7 +20,8 @@ from typing import Optional
 
 from .manifest import JobManifest
 from .roles import RoleManifest
-from .workflow import SUPERVISOR
+from . import compaction
+from .workflow import PLANNER, SUPERVISOR
 
 FILE_LIMIT = 20_000
 TOTAL_FILES_LIMIT = 100_000
@@ -60,11 +61,20 @@ def context_text(workspace: Path, jobs_dir: Path) -> Optional[str]:
     return None
 
 
-def system_prompt(role: RoleManifest, context: Optional[str], skill: Optional[tuple[str, str]] = None) -> str:
+def system_prompt(
+    role: RoleManifest,
+    context: Optional[str],
+    skill: Optional[tuple[str, str]] = None,
+    addressable: Optional[list[RoleManifest]] = None,
+) -> str:
     parts = [PROTOCOL_PROMPT]
     if context:
         parts.append("--- System Context ---\n" + context)
     parts.append(f"--- Role: {role.name} ---\n" + role.instructions.strip())
+    if addressable is not None:
+        lines = [f"- {r.name}: {r.description.strip()}" for r in addressable]
+        lines.append("- User: the person who owns the job; approves the result and answers questions.")
+        parts.append("--- Roles you can address (send_to) ---\n" + "\n".join(lines))
     if skill:
         name, body = skill
         parts.append(f"--- Active Skill: {name} ---\n" + body.strip())
@@ -127,22 +137,41 @@ def opening_message(manifest: JobManifest, workspace: Path) -> tuple[str, list[s
         files_context += used
         if sections:
             lines += ["", "## Job files"] + sections
+    if manifest.workflow == "planned" and turn.slot != PLANNER and manifest.plan:
+        lines += ["", "## Plan (from the Planner)"] + [
+            f"{i}. {step}" + ("   <- current" if i == manifest.current_plan_step else "") for i, step in enumerate(manifest.plan)
+        ]
+    if turn.task:
+        lines += ["", "## Your task (from the Planner)", turn.task.strip()]
     if turn.feedback:
         lines += ["", "## Feedback", turn.feedback.strip()]
     lines += ["", "Answer with one JSON object as the protocol describes."]
     return "\n".join(lines), files_context
 
 
-def build_prompt(manifest: JobManifest, role: RoleManifest, workspace: Path, jobs_dir: Path) -> Prompt:
-    """The complete ``messages`` of the next call for the job's current turn."""
+def build_prompt(
+    manifest: JobManifest,
+    role: RoleManifest,
+    workspace: Path,
+    jobs_dir: Path,
+    roles: Optional[dict[str, RoleManifest]] = None,
+) -> Prompt:
+    """The complete ``messages`` of the next call for the job's current turn.
+
+    ``roles`` (all roles known to the jobs directory) lets the Planner of a
+    planned job see the roles it may address.
+    """
     skill = (manifest.skill.name, manifest.skill.instructions) if manifest.skill else None
-    system = system_prompt(role, context_text(workspace, jobs_dir), skill)
-    messages = [{"role": "system", "content": system}]
-    messages += [m.model_dump() for m in manifest.turn.messages]
+    addressable = None
+    if manifest.workflow == "planned" and manifest.turn.slot == PLANNER:
+        names = [name for slot, name in manifest.roles.items() if slot != PLANNER]
+        addressable = [roles[n] for n in names if roles and n in roles]
+    system = system_prompt(role, context_text(workspace, jobs_dir), skill, addressable)
     files_context: list[str] = []
     if manifest.turn.pending is None:
         text, files_context = opening_message(manifest, workspace)
     else:
         text = manifest.turn.pending
-    messages.append({"role": "user", "content": f"{text}\n\n{step_marker(manifest)}"})
+    pending = {"role": "user", "content": f"{text}\n\n{step_marker(manifest)}"}
+    messages = [{"role": "system", "content": system}] + compaction.conversation(manifest.turn, pending)
     return Prompt(messages=messages, files_context=files_context)

@@ -161,3 +161,26 @@ def parse_answer(raw: str) -> Answer:
         change.path = check_relative_path(change.path)
     answer.evidence_files = [check_relative_path(p) for p in answer.evidence_files]
     return answer
+
+
+def check_planner_answer(answer: Answer, roles: list[str]) -> None:
+    """The Planner's extra fields (SPEC section 7); ``roles`` it may address."""
+    if answer.action == "CMD":
+        return
+    missing = [f for f in ("plan", "current_plan_step", "send_to", "message") if getattr(answer, f) in (None, "")]
+    if answer.action == "ASK" and "message" in missing and answer.question:
+        missing.remove("message")
+    if missing:
+        raise InvalidAnswer(f"the Planner's answer must carry {', '.join(missing)}")
+    if not answer.plan:
+        raise InvalidAnswer("plan: the plan needs at least one step")
+    if answer.current_plan_step >= len(answer.plan):
+        raise InvalidAnswer(
+            f"current_plan_step: {answer.current_plan_step} is not a step of the plan (0 to {len(answer.plan) - 1})"
+        )
+    if answer.send_to != "User" and answer.send_to not in roles:
+        raise InvalidAnswer(
+            f"send_to: '{answer.send_to}' is not a role of this job (choose one of: {', '.join(roles + ['User'])})"
+        )
+    if answer.action == "ASK" and answer.send_to != "User":
+        raise InvalidAnswer("send_to: a question (ASK) goes to User")

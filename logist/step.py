@@ -13,19 +13,31 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from . import journal
+from . import compaction, journal
 from .config import LogistConfig, resolve_api_key, resolve_base_url
-from .errors import LLMCallError, TransitionError
+from .errors import LLMCallError, LogistError, TransitionError
 from .failpoints import failpoint
 from .history import CommandRecord, Request, RequestMetadata, Response, Usage
 from .jobsdir import Job
 from .manifest import Handoff, JobManifest, Message, Question, Turn
 from .prompt import Prompt, build_prompt
-from .protocol import Answer, InvalidAnswer, parse_answer
+from .protocol import Answer, InvalidAnswer, check_planner_answer, parse_answer
 from .roles import RoleManifest, builtin_roles, load_roles
-from .workflow import STEPPABLE, SUPERVISOR, WORKER, Status, describe_state_hint, exit_transition
+from .workflow import (
+    PLANNER,
+    PLANNER_ROUTES,
+    STEPPABLE,
+    SUPERVISOR,
+    USER,
+    WORKER,
+    Status,
+    describe_state_hint,
+    exit_transition,
+)
 
 CONTINUE_AFTER_MESSAGE = "[Continue after informational message]"
+#: Step results after which ``job step`` makes another call in the same turn.
+CONTINUES_TURN = ("MESSAGE", "INVALID", "CMD", "COMPACTED", "COMPACTION_FAILED")
 
 
 @dataclass
@@ -56,6 +68,8 @@ class Prepared:
     role: RoleManifest
     model: str
     metadata: RequestMetadata
+    response_format: Optional[dict] = None
+    temperature: Optional[float] = None
 
 
 @dataclass
@@ -97,11 +111,12 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
     role = roles[role_name]
     config = job.jobs_dir.config()
     model = resolve_model(config, manifest, role, model_override)
-    prompt = build_prompt(manifest, role, job.workspace, jobs_dir)
+    prompt = build_prompt(manifest, role, job.workspace, jobs_dir, roles)
     metadata = RequestMetadata(
         role=role.name, phase=str(manifest.status), model=model, temperature=role.temperature, max_tokens=role.max_tokens
     )
-    return Prepared(prompt=prompt, role=role, model=model, metadata=metadata)
+    return Prepared(prompt=prompt, role=role, model=model, metadata=metadata,
+                    response_format=role.response_format, temperature=role.temperature)
 
 
 def _check_steppable(job: Job, manifest: JobManifest) -> None:
@@ -122,14 +137,16 @@ def _cost(config: LogistConfig, model: str, outcome: Outcome) -> Optional[float]
     )
 
 
-def _add_to_totals(after: JobManifest, outcome: Outcome, cost: Optional[float], command: Optional[CommandRecord]) -> None:
+def _add_to_totals(
+    after: JobManifest, outcome: Outcome, cost: Optional[float], command: Optional[CommandRecord], priced: bool
+) -> None:
     totals = after.totals
     totals.llm_calls += 1
     totals.prompt_tokens += outcome.prompt_tokens or 0
     totals.completion_tokens += outcome.completion_tokens or 0
-    if cost is None:
+    if not priced:
         totals.unpriced_calls += 1
-    else:
+    elif cost is not None:
         totals.cost_usd = round(totals.cost_usd + cost, 8)
     totals.wall_seconds = round(totals.wall_seconds + outcome.duration + (command.duration_seconds if command else 0), 3)
 
@@ -159,14 +176,17 @@ def _transition(
     turn = after.turn
     action = answer.action
     conversation = turn.messages + [Message(role="user", content=sent), Message(role="assistant", content=raw)]
+    planner = after.workflow == "planned" and turn.slot == PLANNER
     if before.status == Status.PENDING:
-        after.status = Status.RUNNING if turn.slot == WORKER else before.status
-    if action == "MESSAGE":
+        after.status = Status.RUNNING if turn.slot in (WORKER, PLANNER) or after.workflow == "planned" else before.status
+    if planner and answer.plan is not None:
+        after.plan, after.current_plan_step = list(answer.plan), answer.current_plan_step
+    if action == "MESSAGE" and not planner:
         turn.messages, turn.pending = conversation, CONTINUE_AFTER_MESSAGE
         return
     if action == "ASK":
         turn.messages, turn.pending = conversation, None
-        after.question = Question(text=answer.question or "", required=answer.required)
+        after.question = Question(text=answer.question or answer.message or "", required=answer.required)
         after.resume_status = after.status
         after.status = Status.INPUT_REQUIRED
         return
@@ -185,6 +205,9 @@ def _transition(
         else:
             turn.pending = command.output
         return
+    if after.workflow == "planned":
+        _route_planned(after, answer, conversation)
+        return
     # An exit command.
     after.last_exit = Handoff(
         role=turn.role, action=action, summary=answer.summary_for_supervisor or "", evidence_files=answer.evidence_files
@@ -201,7 +224,9 @@ def _transition(
             turn.messages, turn.pending = conversation, None
             _intervention(after, f"{after.retries_in_a_row} RETRYs in a row (limit {limit}); last: {answer.summary_for_supervisor}")
             return
-    elif action == "COMPLETED":
+    elif action == "COMPLETED" and turn.slot == SUPERVISOR:
+        # A RETRY sends work round the Worker-Supervisor loop; only an
+        # accepted review ends the run of RETRYs.
         after.retries_in_a_row = 0
     summary = (answer.summary_for_supervisor or "").strip()
     if nxt.turn == "stop":
@@ -219,6 +244,40 @@ def _transition(
         _next_turn(after, nxt.slot, f"Your previous attempt ended with RETRY:\n{summary}\nStart afresh with a different approach.")
 
 
+def _route_planned(after: JobManifest, answer: Answer, conversation: list[Message]) -> None:
+    """The planned workflow (SPEC section 7; table in ``workflow.PLANNER_ROUTES``)."""
+    turn = after.turn
+    action = answer.action
+    summary = (answer.summary_for_supervisor or answer.message or "").strip()
+    if turn.slot != PLANNER:
+        # The addressed role's exit command goes back to the Planner.
+        after.last_exit = Handoff(role=turn.role, action=action, summary=summary, evidence_files=answer.evidence_files)
+        report = f"The {turn.role} finished its turn with {action}:\n{summary}"
+        if answer.evidence_files:
+            report += "\nEvidence files: " + ", ".join(answer.evidence_files)
+        planner_turn = after.planner_turn or Turn(slot=PLANNER, role=after.roles[PLANNER])
+        planner_turn.pending = report
+        after.turn, after.planner_turn = planner_turn, None
+        after.status = Status.RUNNING
+        return
+    addressee = USER if answer.send_to == USER else "role"
+    status, how = PLANNER_ROUTES[(action, addressee)]
+    turn.messages, turn.pending = conversation, None
+    after.status = status
+    if how == "delegate":
+        slot = next(s for s, name in after.roles.items() if name == answer.send_to and s != PLANNER)
+        after.planner_turn = turn
+        after.turn = Turn(slot=slot, role=answer.send_to, task=answer.message)
+    elif how == "continue":
+        turn.pending = CONTINUE_AFTER_MESSAGE
+    elif how == "done":
+        after.last_exit = Handoff(role=turn.role, action=action, summary=summary)
+    elif how == "fresh":
+        _next_turn(after, PLANNER, f"Your previous attempt ended with RETRY:\n{summary}\nMake a fresh plan.")
+    else:
+        after.reason = f"{turn.role} is STUCK: {summary}"
+
+
 def _invalid(after: JobManifest, sent: str, raw: Optional[str], reason: str) -> None:
     turn = after.turn
     if turn.format_retries_used < after.settings.format_retries:
@@ -228,7 +287,7 @@ def _invalid(after: JobManifest, sent: str, raw: Optional[str], reason: str) -> 
             f"Your last answer was refused: {reason}\n"
             "Nothing from it was applied. Answer again with exactly one JSON object as the protocol describes."
         )
-        if after.status == Status.PENDING and turn.slot == WORKER:
+        if after.status == Status.PENDING and (turn.slot in (WORKER, PLANNER) or after.workflow == "planned"):
             after.status = Status.RUNNING
     else:
         _intervention(after, f"invalid answer from {turn.role}: {reason}")
@@ -254,6 +313,8 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
     else:
         try:
             answer = parse_answer(outcome.raw or "")
+            if before.workflow == "planned" and before.turn.slot == PLANNER:
+                check_planner_answer(answer, [n for slot, n in before.roles.items() if slot != PLANNER])
             ws.plan_changes(job.workspace, answer.file_changes)
         except InvalidAnswer as exc:
             status_label = "INVALID"
@@ -291,7 +352,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
         failpoint("after_commit")
     after.workspace_commit = commit
     cost = _cost(config, prepared.model, outcome)
-    _add_to_totals(after, outcome, cost, command)
+    _add_to_totals(after, outcome, cost, command, priced=prepared.model in config.prices)
     response = Response(
         status=status_label,
         actions=[answer.action] if answer else [],
@@ -384,7 +445,7 @@ def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
     after = manifest.model_copy(deep=True)
     _intervention(after, reason)
     entry = journal.new_entry(
-        job.dir, job.workspace, manifest, after, kind="recovery", role=manifest.turn.role,
+        job.dir, job.workspace, manifest, after, kind="limit", role=manifest.turn.role,
         note=f"no call was made: {reason}", workspace_commit=manifest.workspace_commit,
     )
     journal.record(job.dir, entry, after)
@@ -407,9 +468,9 @@ def _call(job: Job, prepared: Prepared, base_url: Optional[str]) -> Outcome:
             settings,
             model=prepared.model,
             messages=prepared.prompt.messages,
-            temperature=prepared.role.temperature,
-            max_tokens=prepared.role.max_tokens,
-            response_format=prepared.role.response_format,
+            temperature=prepared.temperature,
+            max_tokens=prepared.metadata.max_tokens,
+            response_format=prepared.response_format,
         )
     except LLMCallError as exc:
         return Outcome(error=str(exc), duration=time.monotonic() - started)
@@ -421,7 +482,12 @@ def _call(job: Job, prepared: Prepared, base_url: Optional[str]) -> Outcome:
     )
 
 
-def _locked_step(job: Job, lock_timeout: float, produce: Callable[[Prepared], Outcome], model: Optional[str]) -> StepResult:
+def _locked_step(
+    job: Job, lock_timeout: float, produce: Callable[[Prepared], Outcome], model: Optional[str], mode: str
+) -> StepResult:
+    """``mode``: "live" makes the summary call when compaction is due, else
+    the role's call; "answer" always applies the role's answer (poststep);
+    "summary" applies a recorded summary (replay)."""
     with job.lock(lock_timeout):
         manifest, _notes = journal.open_job(job.dir, job.workspace)
         _check_steppable(job, manifest)
@@ -429,12 +495,57 @@ def _locked_step(job: Job, lock_timeout: float, produce: Callable[[Prepared], Ou
         if reason:
             return _stop_for_limit(job, manifest, reason)
         prepared = prepare(job, manifest, model)
+        target = compaction.due(manifest.turn, prepared.role) if mode != "answer" else None
+        if mode == "summary" and target is None:
+            raise LogistError(f"job '{job.id}' has no compaction due; the recorded summary does not fit here")
+        if target is not None:
+            summary_call = _prepare_compaction(job, manifest, prepared, target)
+            return _apply_compaction(job, manifest, summary_call, target, produce(summary_call))
         return _apply(job, manifest, prepared, produce(prepared))
 
 
+def _prepare_compaction(job: Job, manifest: JobManifest, prepared: Prepared, target: int) -> Prepared:
+    messages = compaction.request(manifest.turn, prepared.role, job.id, target)
+    metadata = RequestMetadata(
+        role=prepared.role.name, phase="compaction", model=prepared.model, temperature=0.2, max_tokens=None
+    )
+    return Prepared(prompt=Prompt(messages=messages), role=prepared.role, model=prepared.model, metadata=metadata,
+                    response_format=None, temperature=0.2)
+
+
+def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, target: int, outcome: Outcome) -> StepResult:
+    """Record a summary call; on success the turn's summary covers ``target`` rounds."""
+    config = job.jobs_dir.config()
+    after = before.model_copy(deep=True)
+    turn = after.turn
+    if outcome.error is None and (outcome.raw or "").strip():
+        turn.summary, turn.summarised_rounds, turn.compaction_failed_at = outcome.raw.strip(), target, None
+        status, action, error = "SUCCESS", "COMPACTED", None
+    else:
+        turn.compaction_failed_at = turn.rounds
+        error = outcome.error or "the summary call returned an empty summary"
+        status, action = "ERROR", "COMPACTION_FAILED"
+    cost = _cost(config, prepared.model, outcome)
+    _add_to_totals(after, outcome, cost, None, priced=prepared.model in config.prices)
+    entry = journal.new_entry(
+        job.dir, job.workspace, before, after, kind="compaction", role=prepared.role.name,
+        request=Request(prompt=[Message(**m) for m in prepared.prompt.messages], metadata=prepared.metadata),
+        response=Response(status=status, raw_response=outcome.raw, error=error),
+        usage=Usage(prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=cost),
+        duration_seconds=round(outcome.duration, 3),
+        workspace_commit=before.workspace_commit,
+        note=(f"summarised rounds 1 to {target}" if error is None else
+              f"summary call failed; the prompt keeps the full conversation: {error}"),
+    )
+    journal.record(job.dir, entry, after)
+    return StepResult(job.id, entry.sequence, prepared.role.name, action, after.status, summary=entry.note, error=error,
+                      prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens)
+
+
 def step_once(job: Job, *, base_url: Optional[str] = None, model: Optional[str] = None, lock_timeout: float = 0) -> StepResult:
-    """Exactly one LLM call (``job step --oneshot``)."""
-    return _locked_step(job, lock_timeout, lambda prepared: _call(job, prepared, base_url), model)
+    """Exactly one LLM call (``job step --oneshot``): the role's, or a summary
+    call when the role's conversation is due for compaction."""
+    return _locked_step(job, lock_timeout, lambda prepared: _call(job, prepared, base_url), model, "live")
 
 
 def post_answer(
@@ -446,10 +557,12 @@ def post_answer(
     completion_tokens: Optional[int] = None,
     model: Optional[str] = None,
     lock_timeout: float = 0,
+    summary: bool = False,
 ) -> StepResult:
-    """Apply an answer without calling the model (``job poststep``)."""
+    """Apply an answer without calling the model (``job poststep``); with
+    ``summary``, ``raw`` is a recorded compaction summary (``job replay``)."""
     outcome = Outcome(raw=raw, error=error, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
-    return _locked_step(job, lock_timeout, lambda _prepared: outcome, model)
+    return _locked_step(job, lock_timeout, lambda _prepared: outcome, model, "summary" if summary else "answer")
 
 
 def step_turn(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[StepResult]:
@@ -460,7 +573,7 @@ def step_turn(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = Non
         results.append(result)
         if on_step:
             on_step(result)
-        if not (result.status in STEPPABLE and result.action in ("MESSAGE", "INVALID", "CMD")):
+        if not (result.status in STEPPABLE and result.action in CONTINUES_TURN):
             return results
 
 
@@ -495,7 +608,8 @@ def run_queue(jobs_dir, *, on_step: Optional[Callable[[StepResult], None]] = Non
     for job_id in jobs_dir.read_index().queue:
         try:
             job = jobs_dir.job(job_id)
-            status = job.manifest().status
+            with job.lock(kwargs.get("lock_timeout", 0)):
+                status = journal.open_job(job.dir, job.workspace)[0].status  # repairs what it can
             if status not in STEPPABLE:
                 if status in (Status.SUCCESS, Status.CANCELED):
                     finished.append(job_id)
@@ -503,7 +617,7 @@ def run_queue(jobs_dir, *, on_step: Optional[Callable[[StepResult], None]] = Non
                 continue
             results = run_job(job, on_step=on_step, **kwargs)
             outcomes.append(QueueOutcome(job_id, results[-1].status, steps=len(results)))
-        except LogistError as exc:
+        except (LogistError, OSError) as exc:
             outcomes.append(QueueOutcome(job_id, None, error=str(exc)))
     if finished:
         with jobs_dir.index_lock():

@@ -19,6 +19,11 @@ PENDING is RUNNING before the role's first call of the turn. CMD and MESSAGE
 keep the state; ASK, and a CMD the command policy holds, go to
 INPUT_REQUIRED until a person answers, approves or skips.
 
+Planned workflow: the Planner routes each answer with ``send_to``
+(:data:`PLANNER_ROUTES`); the addressed role's exit command returns to the
+Planner; ``send_to: User`` with COMPLETED ends in APPROVAL_REQUIRED, with ASK
+in INPUT_REQUIRED.
+
 Person's actions::
 
     approve   APPROVAL_REQUIRED                      -> SUCCESS
@@ -81,6 +86,29 @@ EXIT_TRANSITIONS: dict[tuple[Status, str, str], Next] = {
     (Status.REVIEWING, SUPERVISOR, "COMPLETED"): Next(Status.APPROVAL_REQUIRED, SUPERVISOR, "stop"),
     (Status.REVIEWING, SUPERVISOR, "RETRY"): Next(Status.RUNNING, WORKER, "feedback"),
     (Status.REVIEWING, SUPERVISOR, "STUCK"): Next(Status.INTERVENTION_REQUIRED, SUPERVISOR, "stop"),
+}
+
+
+#: Planned workflow (SPEC section 7). The Planner's answers are routed by
+#: ``send_to``: a role of the job, or ``User``. Any other role's exit command
+#: goes back to the Planner as its next user message.
+PLANNER = "planner"
+USER = "User"
+PLANNED_SLOTS = {PLANNER: "Planner", WORKER: "Worker", SUPERVISOR: "Supervisor"}
+
+#: (Planner's action, addressee) -> what happens. "delegate": the addressed
+#: role starts a turn with the Planner's message as its task; "continue": the
+#: Planner goes on; "done": the job waits for approval; "stop": intervention.
+#: ASK, CMD and an invalid answer behave as for any role.
+PLANNER_ROUTES: dict[tuple[str, str], tuple[Status, str]] = {
+    ("MESSAGE", "role"): (Status.RUNNING, "delegate"),
+    ("COMPLETED", "role"): (Status.RUNNING, "delegate"),
+    ("MESSAGE", USER): (Status.RUNNING, "continue"),
+    ("COMPLETED", USER): (Status.APPROVAL_REQUIRED, "done"),
+    ("RETRY", "role"): (Status.RUNNING, "fresh"),
+    ("RETRY", USER): (Status.RUNNING, "fresh"),
+    ("STUCK", "role"): (Status.INTERVENTION_REQUIRED, "stop"),
+    ("STUCK", USER): (Status.INTERVENTION_REQUIRED, "stop"),
 }
 
 

@@ -17,6 +17,10 @@ from ..common import JobsDirParam, info, json_option, pass_jobs, print_json
 @click.option("--from-repo", type=click.Path(exists=True, file_okay=False), help="Start the workspace as a clone of this git repository (never modified).")
 @click.option("--ref", help="With --from-repo: the branch, tag or commit to start from.")
 @click.option("--model", help="Use this model for every role of the job.")
+@click.option("--workflow", type=click.Choice(["default", "planned"]), default="default", show_default=True,
+              help="default: Worker then Supervisor; planned: a Planner routes work to the roles.")
+@click.option("--planner", help="With --workflow planned: the role in the Planner's place (default Planner).")
+@click.option("--role", "extra_roles", multiple=True, metavar="ROLE", help="With --workflow planned: another role the Planner can address (repeatable).")
 @click.option("--worker", help="The role in the Worker's place (default Worker).")
 @click.option("--supervisor", help="The role in the Supervisor's place (default Supervisor).")
 @click.option("--max-steps", type=click.IntRange(min=1), help="LLM calls allowed (default 100, or config.json).")
@@ -39,7 +43,7 @@ def create(obj: JobsDirParam, job_id: str, objective: str, details: str, accepta
            rank: Optional[int], skill: Optional[str], params: tuple, command_policy: Optional[str],
            allowed: tuple, command_timeout: Optional[float], max_cost_usd: Optional[float],
            max_tokens: Optional[int], max_wall_seconds: Optional[float], max_retries_in_a_row: Optional[int],
-           as_json: bool) -> None:
+           workflow: str, planner: Optional[str], extra_roles: tuple, as_json: bool) -> None:
     """Create a job and make it the current one.
 
     \b
@@ -59,7 +63,7 @@ def create(obj: JobsDirParam, job_id: str, objective: str, details: str, accepta
         max_steps=max_steps, format_retries=format_retries, rank=rank, skill=skill, params=values,
         command_policy=command_policy, allowed_commands=list(allowed), command_timeout=command_timeout,
         max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_seconds=max_wall_seconds,
-        max_retries_in_a_row=max_retries_in_a_row,
+        max_retries_in_a_row=max_retries_in_a_row, workflow=workflow, planner=planner, extra_roles=list(extra_roles),
     )
     if as_json:
         print_json({"job_id": job.id, "path": str(job.dir), "status": "PENDING"})
