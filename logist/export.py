@@ -34,8 +34,11 @@ def job_diff(job: Job, sequence: Optional[int] = None, stat: bool = False) -> st
     raise LogistError(f"job '{job.id}' has no history entry {sequence} (it has 1 to {entries[-1].sequence})")
 
 
-def export_branch(job: Job, branch: str, force: bool = False) -> str:
-    """Create ``branch`` in the job's source repository at the job's commit."""
+def export_branch(job: Job, branch: str, force: bool = False) -> tuple[str, bool]:
+    """Create ``branch`` in the job's source repository at the job's commit.
+
+    Returns the commit and whether an existing branch was replaced (--force).
+    """
     from . import workspace as ws
 
     manifest = job.manifest()
@@ -46,8 +49,8 @@ def export_branch(job: Job, branch: str, force: bool = False) -> str:
     source = Path(manifest.source.repo)
     if not source.exists():
         raise LogistError(f"the source repository {source} no longer exists; use --patch FILE")
-    ws.push_branch(job.workspace, source, branch, manifest.workspace_commit, force=force)
-    return manifest.workspace_commit
+    replaced = ws.push_branch(job.workspace, source, branch, manifest.workspace_commit, force=force)
+    return manifest.workspace_commit, replaced
 
 
 def export_patch(job: Job, path: Path) -> int:

@@ -19,7 +19,6 @@ from .errors import LogistError
 from .history import HistoryEntry
 from .jobsdir import Job
 from .manifest import JobManifest
-from .workflow import STEPPABLE, WAITING, Status
 
 
 def _target_entry(job: Job, to: Optional[int], baseline: bool) -> HistoryEntry:
@@ -33,10 +32,15 @@ def _target_entry(job: Job, to: Optional[int], baseline: bool) -> HistoryEntry:
                     raise LogistError(f"entry {to} is itself a rewind; name the step you want to return to")
                 return entry
         raise LogistError(f"job '{job.id}' has no history entry {to} (it has 1 to {entries[-1].sequence})")
-    calls = [e for e in entries if e.kind == "llm_call"]
-    current = JobManifest.model_validate(entries[-1].manifest_after)
-    # The live steps: calls whose effect the current state still includes.
-    live = [e for e in calls if e.manifest_after.get("steps", 0) <= current.steps]
+    # The live steps: the calls whose effect the current state still
+    # includes. A rewind cuts back to the entry it restored.
+    chain: list[HistoryEntry] = []
+    for entry in entries:
+        if entry.kind == "rewind" and entry.rewound_to is not None:
+            chain = [e for e in chain if e.sequence <= entry.rewound_to]
+        elif entry.kind != "rewind":
+            chain.append(entry)
+    live = [e for e in chain if e.kind == "llm_call"]
     if len(live) < 2:
         raise LogistError(
             f"job '{job.id}' has no earlier step to return to"
@@ -52,8 +56,6 @@ def rewind(job: Job, *, to: Optional[int] = None, baseline: bool = False, lock_t
 
     with job.lock(lock_timeout):
         manifest, _notes = journal.open_job(job.dir, job.workspace)
-        if manifest.status in (Status.RUNNING,) and manifest.status not in STEPPABLE | WAITING:  # pragma: no cover
-            raise LogistError(f"job '{job.id}' is {manifest.status}")
         target = _target_entry(job, to, baseline)
         restored = JobManifest.model_validate(target.manifest_after)
         sequence = manifest.last_sequence + 1
@@ -74,6 +76,7 @@ def rewind(job: Job, *, to: Optional[int] = None, baseline: bool = False, lock_t
                 f"kept as refs/logist/rewound/{sequence}"
             ),
             workspace_commit=restored.workspace_commit,
+            rewound_to=target.sequence,
         )
         journal.record(job.dir, entry, restored)
         return restored

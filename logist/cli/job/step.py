@@ -19,12 +19,13 @@ base_url_option = click.option(
 model_option = click.option("--model", help="Use this model for this command's calls.")
 
 
-def report(result: StepResult) -> None:
+def report(result: StepResult, with_job: bool = False) -> None:
     summary = (result.summary or result.error or "").strip().replace("\n", " ")
     if len(summary) > 100:
         summary = summary[:97] + "..."
     files = f" [{', '.join(result.files_changed)}]" if result.files_changed else ""
-    info(f"step {result.sequence}: {result.role} {result.action} -> {result.status}{files}" + (f"  {summary}" if summary else ""))
+    who = f"[{result.job_id}] " if with_job else ""
+    info(f"{who}step {result.sequence}: {result.role} {result.action} -> {result.status}{files}" + (f"  {summary}" if summary else ""))
 
 
 #: Exit status of step, run and poststep when the job ends needing intervention.
@@ -175,7 +176,7 @@ def replay(obj: JobsDirParam, job_id: Optional[str], history_file: str, lock_tim
 
 
 def _run_queue(obj: JobsDirParam, as_json: bool, **kwargs) -> None:
-    outcomes = run_queue(obj.jobs, on_step=report, **kwargs)
+    outcomes = run_queue(obj.jobs, on_step=lambda r: report(r, with_job=True), **kwargs)
     if as_json:
         print_json([{"job_id": o.job_id, "status": str(o.status) if o.status else None, "steps": o.steps, "error": o.error}
                     for o in outcomes])

@@ -83,8 +83,8 @@ def export(obj: JobsDirParam, job_id: Optional[str], branch: Optional[str], patc
         raise click.UsageError("give exactly one of --branch NAME or --patch FILE")
     job = obj.job(job_id)
     if branch:
-        sha = export_branch(job, branch, force=force)
-        info(f"Created branch '{branch}' at {sha[:12]} in {job.manifest().source.repo}.")
+        sha, replaced = export_branch(job, branch, force=force)
+        info(f"{'Moved' if replaced else 'Created'} branch '{branch}' {'to' if replaced else 'at'} {sha[:12]} in {job.manifest().source.repo}.")
     else:
         count = export_patch(job, Path(patch))
         info(f"Wrote {count} commit{'s' if count != 1 else ''} to {patch}.")
