@@ -2,25 +2,24 @@
 
 The demo creates a job from the bundled ``wordcount`` fixture and runs it
 live — prompts built, the real ``openai`` client, a real HTTP server on
-127.0.0.1 — except that the server answers with the recorded answers instead
-of a model. The job left behind is an ordinary one: a workspace with its
-commits, the history, the manifest, and an approval waiting for the user.
+127.0.0.1 — except that the server is a strict
+:class:`~logist.replay_server.ReplayLLMServer`: it answers with the recorded
+answers, and only to the requests that were recorded. The job left behind is
+an ordinary one: a workspace with its commits, the history, the manifest,
+and an approval waiting for the user.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Callable
 
-from .create import create_job
 from .errors import LogistError
 from .jobsdir import JobsDir
-from .replay import read_history_file
-from .resources import data_dir
+from .recording import create_from_fixture, load_fixture
+from .replay_server import CALL_KINDS, ReplayLLMServer
 from .step import StepResult, run_job
-from .testing import ScriptedLLMServer
 
 DEMO_FIXTURE = "wordcount"
 
@@ -36,27 +35,25 @@ def _free_id(jobs: JobsDir, wanted: str) -> str:
 
 
 def run_demo(jobs: JobsDir, job_id: str = "demo", echo: Callable[[str], None] = print) -> StepResult:
-    fixture = data_dir("fixtures") / DEMO_FIXTURE
-    recorded = json.loads((fixture / "job_manifest.json").read_text(encoding="utf-8"))
-    history = read_history_file(fixture / "jobHistory.json")
-    answers = [e.response.raw_response for e in history.interactions if e.kind == "llm_call" and e.response]
+    fixture = load_fixture(DEMO_FIXTURE)
+    history = fixture.history()
+    # The recording's model, so that a config.json choosing another one
+    # does not make the requests differ from the recorded ones.
+    models = {e.request.metadata.model for e in history.interactions if e.kind in CALL_KINDS and e.request}
 
     jobs.init()
     job_id = _free_id(jobs, job_id)
-    job = create_job(
-        jobs, job_id, recorded["objective"], details=recorded.get("details", ""),
-        acceptance=recorded.get("acceptance_criteria", []),
-    )
+    job = create_from_fixture(jobs, fixture, job_id)
     echo(f"Created job '{job_id}' in {job.dir}")
-    echo(f"Objective: {recorded['objective']}")
+    echo(f"Objective: {job.manifest().objective}")
     echo("Running it against a local replay of a recorded model (no network, no API key):")
 
     def report(result: StepResult) -> None:
         files = f"  wrote {', '.join(result.files_changed)}" if result.files_changed else ""
         echo(f"  step {result.sequence}: {result.role:<10} {result.action:<9} -> {result.status}{files}")
 
-    with ScriptedLLMServer(answers) as server:
-        results = run_job(job, base_url=server.base_url, on_step=report)
+    with ReplayLLMServer(history, strict=True) as server:
+        results = run_job(job, base_url=server.base_url, model=models.pop() if len(models) == 1 else None, on_step=report)
     last = results[-1]
     if last.status.value != "APPROVAL_REQUIRED":
         raise LogistError(

@@ -1,0 +1,73 @@
+"""``logist replay-server``: a recorded history served as an OpenAI-compatible endpoint."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import signal
+
+import click
+
+from .common import info
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _stop_on_sigterm(*_args) -> None:
+    raise KeyboardInterrupt
+
+
+@click.command("replay-server")
+@click.argument("history")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True,
+    help="Address to listen on; anything but loopback is reachable from the network.",
+)
+@click.option("--port", type=int, default=0, show_default=True, help="Port to listen on (0: a free one).")
+@click.option(
+    "--strict/--lenient", default=True, show_default=True,
+    help="Refuse a request that differs from the recording (HTTP 400 naming the step), "
+    "or answer it anyway and log the difference.",
+)
+def replay_server(history: str, host: str, port: int, strict: bool) -> None:
+    """Serve a recorded jobHistory.json as an OpenAI-compatible endpoint.
+
+    HISTORY is a jobHistory.json, a job or fixture folder, or a bundled
+    fixture's name. Each role's requests get its recorded answers in order.
+    The base URL is the first line on stdout; Ctrl-C stops the server.
+
+    \b
+    Example:
+      logist replay-server fixtures/wordcount/jobHistory.json --port 8765
+      logist job run JOB --base-url http://127.0.0.1:8765/v1
+    """
+    from ..errors import LogistError
+    from ..recording import fixture_path
+    from ..replay_server import ReplayLLMServer
+
+    try:
+        server = ReplayLLMServer(fixture_path(history), strict=strict, host=host, port=port)
+    except OSError as exc:
+        raise LogistError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    click.echo(server.base_url)
+    info(f"Replaying {server.summary()} from {history} ({'strict' if strict else 'lenient'}). Ctrl-C stops.")
+    if not _loopback(host):
+        info(f"Warning: listening on {host}, so other machines can reach this server.")
+    logging.getLogger("logist.replay_server").setLevel(logging.INFO)
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.stop()
+    refused = f"; {len(server.mismatches)} request(s) differed from the recording" if server.mismatches else ""
+    info(f"Stopped: answered {len(server.served)} of {server.total} recorded calls{refused}.")
