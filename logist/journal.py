@@ -27,6 +27,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from . import history as hist
+from . import transcript
 from .atomicfile import atomic_write_json, move_aside
 from .errors import CorruptFileError
 from .failpoints import failpoint
@@ -71,6 +72,7 @@ def record(job_dir: Path, entry: HistoryEntry, manifest: JobManifest) -> None:
     write_manifest(job_dir, manifest)
     failpoint("after_manifest")
     journal_path(job_dir).unlink()
+    transcript.append_safely(job_dir, entry)  # derived data: never fails the step
 
 
 def new_entry(
@@ -130,6 +132,8 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
 
     job_dir = Path(job_dir)
     notes: list[str] = []
+    if not hist.history_path(job_dir).exists():
+        raise CorruptFileError(f"{hist.history_path(job_dir)} is missing; the job cannot be checked or repaired without it")
     repaired = hist.repair(job_dir)
     if repaired:
         notes.append(repaired)

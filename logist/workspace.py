@@ -38,8 +38,15 @@ def _git(path: Path, *args: str) -> str:
     try:
         return git.Git(str(path)).execute(["git", *_git_config_args(), *args])
     except git.GitCommandError as exc:
-        detail = (exc.stderr or "").strip().replace("\n", " ") or str(exc)
-        raise LogistError(f"git {args[0]} failed in {path}: {detail}") from None
+        raise LogistError(f"git {args[0]} failed in {path}: {_git_detail(exc)}") from None
+
+
+def _git_detail(exc) -> str:
+    """git's own message on one line (GitPython's text adds the command line)."""
+    lines = [line.strip() for line in (exc.stderr or "").splitlines() if line.strip()]
+    lines = [line[len("stderr: "):] if line.startswith("stderr: ") else line for line in lines]
+    lines = [line.strip("'") for line in lines if line.strip("'")]
+    return "; ".join(lines) or f"exit code {exc.status}"
 
 
 def init_workspace(path: Path, job_id: str) -> str:
@@ -102,6 +109,44 @@ def diff(path: Path, old: str, new: str, stat: bool = False) -> str:
     return _raw(path, *args, old, new)
 
 
+def diffs(path: Path, pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """The patch from ``old`` to ``new`` of each pair, in order, from one git
+    process (``git diff-tree --stdin``): a report on a job of thousands of
+    steps would otherwise start thousands of processes."""
+    import tempfile
+
+    import git
+
+    if not pairs:
+        return []
+    with tempfile.TemporaryFile() as stdin:
+        # "<commit> <parent>" compares the parent with the commit; --always
+        # echoes every commit, also when the pair has no difference.
+        stdin.write("".join(f"{new} {old}\n" for old, new in pairs).encode("ascii"))
+        stdin.seek(0)
+        try:
+            out = git.Git(str(path)).execute(
+                ["git", *_git_config_args(), "diff-tree", "--stdin", "-r", "-p", "--always", "--no-color",
+                 "--no-ext-diff"],
+                istream=stdin, strip_newline_in_stdout=False,
+            )
+        except git.GitCommandError as exc:
+            detail = (exc.stderr or "").strip().replace("\n", " ") or str(exc)
+            raise LogistError(f"git diff-tree failed in {path}: {detail}") from None
+    patches: list[list[str]] = []
+    expected = iter(new for _old, new in pairs)
+    upcoming = next(expected, None)
+    for line in out.splitlines(keepends=True):
+        if upcoming is not None and line.rstrip("\n") == upcoming:
+            patches.append([])
+            upcoming = next(expected, None)
+        elif patches:
+            patches[-1].append(line)
+    if len(patches) != len(pairs):
+        raise LogistError(f"git diff-tree in {path} answered {len(patches)} of {len(pairs)} diffs")
+    return ["".join(lines) for lines in patches]
+
+
 def _raw(path: Path, *args: str) -> str:
     """Like :func:`_git` but keeps the output byte-exact (patches)."""
     import git
@@ -109,8 +154,7 @@ def _raw(path: Path, *args: str) -> str:
     try:
         return git.Git(str(path)).execute(["git", *_git_config_args(), *args], strip_newline_in_stdout=False)
     except git.GitCommandError as exc:
-        detail = (exc.stderr or "").strip().replace("\n", " ") or str(exc)
-        raise LogistError(f"git {args[0]} failed in {path}: {detail}") from None
+        raise LogistError(f"git {args[0]} failed in {path}: {_git_detail(exc)}") from None
 
 
 def format_patch(path: Path, base: str, head: str) -> str:
@@ -118,15 +162,25 @@ def format_patch(path: Path, base: str, head: str) -> str:
     return _raw(path, "format-patch", "--stdout", "--binary", f"{base}..{head}")
 
 
-def push_branch(path: Path, source: Path, branch: str, sha: str, force: bool = False) -> None:
+def push_branch(path: Path, source: Path, branch: str, sha: str, force: bool = False) -> bool:
     """Create ``branch`` in ``source`` at ``sha`` without touching its HEAD,
     index or working tree (a push only writes objects and one ref)."""
     ref = f"refs/heads/{branch}"
-    _git(path, "check-ref-format", ref)
+    try:
+        _git(path, "check-ref-format", "--branch", branch)
+    except LogistError:
+        raise LogistError(f"'{branch}' is not a valid branch name") from None
+    for line in _git(Path(source), "worktree", "list", "--porcelain").splitlines():
+        if line == f"branch {ref}":
+            raise LogistError(
+                f"branch '{branch}' is checked out in {source}; Logist never changes a checked-out branch "
+                "(export to a new branch and merge it yourself)"
+            )
     exists = bool(_git(Path(source), "for-each-ref", ref))
     if exists and not force:
         raise LogistError(f"branch '{branch}' already exists in {source} (choose another name, or --force)")
     _git(path, "push", "-q", *(["--force"] if force else []), str(source), f"{sha}:{ref}")
+    return exists
 
 
 def commit_all(path: Path, message: str) -> Optional[str]:

@@ -179,12 +179,57 @@ def show(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
         click.echo(f"Last exit: {m.last_exit.role} {m.last_exit.action}: {m.last_exit.summary}")
         if m.last_exit.evidence_files:
             click.echo(f"Evidence: {', '.join(m.last_exit.evidence_files)}")
-    for line in _budget_lines(_status_data(obj, job_id)):
-        click.echo(line)
+    click.echo(_budget_lines(_status_data(obj, job_id))[0])
+    from ...report import summarise
+    from ...transcript import transcript_path
+
+    try:
+        summary = summarise(job)
+    except CorruptFileError as exc:
+        click.echo(f"History: {exc} (the next command that changes the job repairs it)")
+    else:
+        for line in _summary_lines(summary):
+            click.echo(line)
     click.echo(f"Directory: {job.dir}")
     click.echo(f"Workspace: {job.workspace} @ {(m.workspace_commit or '')[:12]}")
     if m.source.repo:
         click.echo(f"From: {m.source.repo} {m.source.ref or 'HEAD'} ({(m.source.commit or '')[:12]})")
+    click.echo(f"Transcript: {transcript_path(job.dir)}")
+    click.echo(f"Report: logist job report {m.job_id}  (an HTML timeline of every step)")
+
+
+#: How many of the last history entries ``job show`` lists.
+LAST_STEPS = 8
+
+
+def _states_line(summary) -> str:
+    names = [visit.status for visit in summary.states]
+    if len(names) > 12:
+        names = names[:2] + [f"... ({len(names) - 10} more) ..."] + names[-8:]
+    return "States:  " + " -> ".join(names)
+
+
+def _summary_lines(summary) -> list[str]:
+    """What ``job show`` adds to the manifest: the same summary as the report."""
+    used = []
+    for budget in summary.budgets:
+        if budget.limit is not None:
+            amount = f"${budget.used:.4f} of ${budget.limit:.4f}" if budget.name == "cost_usd" else f"{budget.used:g} of {budget.limit:g}"
+            used.append(f"{budget.name} {amount} ({(budget.fraction or 0) * 100:.0f}%)")
+    lines = ["Budgets: " + ", ".join(used), _states_line(summary)]
+    rows = summary.rows[-LAST_STEPS:]
+    lines.append(f"Last entries ({len(rows)} of {len(summary.rows)}):")
+    lines.append(f"  {'seq':>4}  {'time (UTC)':<20}  {'who':<10} {'action':<10} {'state after':<21} {'tokens':>6} {'cost':>8}  {'commit':<8}  summary")
+    for row in rows:
+        tokens = "" if row.tokens is None else str(row.tokens)
+        cost = "" if row.cost_usd is None else f"${row.cost_usd:.4f}"
+        text = " ".join(row.summary.split())
+        text = text[:47] + "..." if len(text) > 50 else text
+        lines.append(
+            f"  {row.sequence:>4}  {row.timestamp[:19] + 'Z':<20}  {row.actor:<10} {row.action:<10} "
+            f"{row.state_after:<21} {tokens:>6} {cost:>8}  {(row.commit or '')[:8]:<8}  {text}"
+        )
+    return lines
 
 
 @click.command()
