@@ -29,6 +29,19 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+_UMASK: list[int] = []
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        if not _UMASK:  # read once: os.umask can only be read by setting it
+            _UMASK.append(os.umask(0o022))
+            os.umask(_UMASK[0])
+        return 0o666 & ~_UMASK[0]
+
+
 def atomic_write(path: Path, data: bytes | str) -> None:
     """Replace ``path`` with ``data`` atomically and durably."""
     path = Path(path)
@@ -37,6 +50,8 @@ def atomic_write(path: Path, data: bytes | str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes 0600 files; keep the mode a normal write would give.
+        os.fchmod(fd, _mode_for(path))
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -23,18 +23,13 @@ import pytest
 from logist import JobsDir, create_job, load_history, step_once
 from logist.failpoints import POINTS
 from logist.testing import Reply
+from logist.testing import answer
 
 from conftest import logist_cli
 
 pytestmark = pytest.mark.slow
 
 
-def answer(action="COMPLETED", summary="done", evidence=(), **extra) -> str:
-    data = {"action": action, **extra}
-    if action in ("COMPLETED", "STUCK", "RETRY"):
-        data["evidence_files"] = list(evidence)
-        data["summary_for_supervisor"] = summary
-    return json.dumps(data)
 
 
 #: The step before the crash: a progress note that writes a file (entry 2).

@@ -10,16 +10,11 @@ import pytest
 from logist import JobsDir, Status, create_job, load_history, post_answer, run_job, step_once, user_action
 from logist.errors import TransitionError
 from logist.testing import Reply
+from logist.testing import answer
 
 from conftest import write_config
 
 
-def answer(action="COMPLETED", summary="done", evidence=(), **extra) -> str:
-    data = {"action": action, **extra}
-    if action in ("COMPLETED", "STUCK", "RETRY"):
-        data["evidence_files"] = list(evidence)
-        data["summary_for_supervisor"] = summary
-    return json.dumps(data)
 
 
 def make_job(jobs, job_id="hello", **kwargs):

@@ -54,6 +54,8 @@ def _register() -> None:
     from .demo import demo
     from .init import init
     from .job import job
+    from .replay_server import replay_server
+    from .report import report
     from .role import role
     from .skill import skill
 
@@ -62,6 +64,8 @@ def _register() -> None:
     cli.add_command(job)
     cli.add_command(role)
     cli.add_command(skill)
+    cli.add_command(report)
+    cli.add_command(replay_server)
 
 
 _register()

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from logist import create_job, load_history, post_answer
 from logist.cli import cli
-from logist.testing import Reply, ScriptedLLMServer
+from logist.testing import Reply, ScriptedLLMServer, answer
 
 from conftest import CANARY_KEY, logist_cli, write_config
 
@@ -25,12 +25,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 WORDCOUNT_HISTORY = REPO_ROOT / "fixtures" / "wordcount" / "jobHistory.json"
 
 
-def answer(action="COMPLETED", summary="done", evidence=(), **extra) -> str:
-    data = {"action": action, **extra}
-    if action in ("COMPLETED", "STUCK", "RETRY"):
-        data["evidence_files"] = list(evidence)
-        data["summary_for_supervisor"] = summary
-    return json.dumps(data)
 
 
 WRITE_HELLO = answer(

@@ -5,6 +5,7 @@ import click
 from .create import create
 from .decide import answer, approve, approve_command, cancel, reject, resubmit, resume, skip_command, suspend
 from .inspect import history, list_jobs, preview, select, show, status
+from .report import report, transcript
 from .step import poststep, replay, run, step
 from .timetravel import diff, export, rerun, restep
 
@@ -15,7 +16,7 @@ def job() -> None:
 
 
 for command in (
-    create, list_jobs, select, status, show, history, preview,
+    create, list_jobs, select, status, show, history, preview, transcript, report,
     step, run, poststep, replay, restep, rerun, diff, export,
     approve, reject, resubmit, answer, approve_command, skip_command, suspend, resume, cancel,
 ):
