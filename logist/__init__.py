@@ -11,17 +11,46 @@ which load only when a step or a workspace needs them)::
     user_action(job, "approve")
 """
 
-from .actions import user_action
-from .create import create_job
-from .errors import LogistError
-from .history import HistoryEntry, JobHistory, load_history
-from .jobsdir import Job, JobsDir
-from .manifest import JobManifest
-from .protocol import Answer, InvalidAnswer, parse_answer
-from .replay import replay_history
-from .roles import RoleManifest, load_roles
-from .step import StepResult, post_answer, run_job, step_once, step_turn
-from .workflow import Status
+# Names resolve on first use (PEP 562), so that importing the package, as the
+# CLI does for every command, costs nothing until a command needs the core.
+_EXPORTS = {
+    "user_action": "actions",
+    "create_job": "create",
+    "LogistError": "errors",
+    "HistoryEntry": "history",
+    "JobHistory": "history",
+    "load_history": "history",
+    "Job": "jobsdir",
+    "JobsDir": "jobsdir",
+    "JobManifest": "manifest",
+    "Answer": "protocol",
+    "InvalidAnswer": "protocol",
+    "parse_answer": "protocol",
+    "replay_history": "replay",
+    "RoleManifest": "roles",
+    "load_roles": "roles",
+    "StepResult": "step",
+    "post_answer": "step",
+    "run_job": "step",
+    "step_once": "step",
+    "step_turn": "step",
+    "Status": "workflow",
+}
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'logist' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_EXPORTS))
+
 
 __version__ = "0.1.0"
 

@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .atomicfile import atomic_write_json
 from .config import LogistConfig, load_config
 from .errors import ConfigError, CorruptFileError, JobBusyError, LogistError, NotFoundError
-from .history import HISTORY_NAME
 from .manifest import MANIFEST_NAME, JobManifest, read_manifest
 
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -83,7 +82,9 @@ class Job:
 
     @property
     def history_path(self) -> Path:
-        return self.dir / HISTORY_NAME
+        from .history import history_path  # the history's models load only when needed
+
+        return history_path(self.dir)
 
     @property
     def workspace(self) -> Path:

@@ -2,16 +2,22 @@
 
 A step changes three things: the workspace (files, then a git commit), the
 history (one appended entry) and the manifest. No filesystem makes that one
-atomic write, so every change goes through a small journal,
-``<job>/step_journal.json``, written atomically before each phase:
+atomic write, so a step first writes a small journal,
+``<job>/step_journal.json`` (atomically), holding the workspace's HEAD before
+the step and the model's raw answer, and removes it once the step is
+recorded. Recovery then knows, after a crash at any point:
 
-1. ``applying`` (steps only): the workspace's HEAD before the step and the
-   model's raw answer. A crash now leaves a half-changed workspace: recovery
-   resets it to that HEAD and records the answer it had to drop, so nothing
-   that was paid for is lost from the record.
-2. ``recording``: the complete history entry and the new manifest. A crash
-   now is finished forward: recovery appends the entry if it is missing and
-   writes the manifest.
+* journal present, its entry not in the history: the step was interrupted
+  before it was recorded. The workspace is reset to that HEAD and the dropped
+  answer is written into the recovery note, so nothing that was paid for is
+  lost from the record; the job stays as before the step.
+* journal present, its entry in the history: the step was recorded; only the
+  manifest may be behind, and it is restored from the entry's
+  ``manifest_after``, as for any manifest that is behind the history.
+
+The history's own append is made safe by its append journal
+(:mod:`logist.history`); the manifest is written atomically. Every entry
+carries the manifest after it, so the history alone can always restore it.
 
 :func:`open_job` runs recovery; every command that changes a job calls it
 with the job's lock held, and records in the history what it repaired.
@@ -41,12 +47,10 @@ log = logging.getLogger("logist")
 
 class StepJournal(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    phase: Literal["applying", "recording"]
+    phase: Literal["applying"] = "applying"
     sequence: int
     head_before: Optional[str] = None
     raw_response: Optional[str] = None
-    entry: Optional[dict[str, Any]] = None
-    manifest_after: Optional[dict[str, Any]] = None
 
 
 def journal_path(job_dir: Path) -> Path:
@@ -59,19 +63,16 @@ def begin_applying(job_dir: Path, sequence: int, head_before: Optional[str], raw
 
 
 def record(job_dir: Path, entry: HistoryEntry, manifest: JobManifest) -> None:
-    """Append ``entry`` and write ``manifest`` as one recoverable unit.
+    """Append ``entry``, write ``manifest`` and close the step's journal.
 
-    ``entry.manifest_after`` must already be ``manifest``'s dump.
+    ``entry.manifest_after`` must already be ``manifest``'s dump: once the
+    entry is appended, it alone can restore the manifest.
     """
-    journal = StepJournal(
-        phase="recording", sequence=entry.sequence, entry=entry.dump(), manifest_after=manifest.dump()
-    )
-    atomic_write_json(journal_path(job_dir), journal.model_dump(mode="json"))
     hist.append_entry(job_dir, entry)
     failpoint("after_history")
     write_manifest(job_dir, manifest)
     failpoint("after_manifest")
-    journal_path(job_dir).unlink()
+    journal_path(job_dir).unlink(missing_ok=True)
     transcript.append_safely(job_dir, entry)  # derived data: never fails the step
 
 
@@ -159,14 +160,10 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
             raise CorruptFileError(
                 f"{jpath} could not be parsed (moved to {aside.name}); check the workspace with 'git status' before stepping"
             ) from None
-        if journal.phase == "recording":
-            entry = HistoryEntry.model_validate(journal.entry)
-            last = hist.last_entry(job_dir)
-            if last is None or last.sequence < entry.sequence:
-                hist.append_entry(job_dir, entry)
-            write_manifest(job_dir, JobManifest.model_validate(journal.manifest_after))
+        last = hist.last_entry(job_dir)
+        if last is not None and last.sequence >= journal.sequence:
             jpath.unlink()
-            notes.append(f"finished recording entry {entry.sequence}, which an interrupted command had left half-recorded")
+            notes.append(f"entry {journal.sequence} was recorded but its command was interrupted before it finished")
         else:
             if journal.head_before:
                 ws.reset_to(workspace, journal.head_before)

@@ -323,7 +323,10 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
             _invalid(after, sent, outcome.raw, error)
     head_before = before.workspace_commit
     action = answer.action if answer else status_label
-    if answer is not None and ws.is_dirty(job.workspace):
+    # Only an answer with file changes or a command can change the workspace;
+    # the others need no git process at all.
+    touches = answer is not None and bool(answer.file_changes or answer.action == "CMD")
+    if touches and ws.is_dirty(job.workspace):
         # A person edited the workspace by hand since the last step. Commit
         # that on its own, so it is neither mixed into the model's commit nor
         # lost if this step has to be undone.
@@ -345,10 +348,11 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
             after.reason = None
         if after.status != Status.INPUT_REQUIRED:
             after.question = None
-        new = ws.commit_all(
-            job.workspace, _commit_message(job.id, sequence, prepared.role.name, action, answer.summary_for_supervisor or answer.message)
-        )
-        commit = new or ws.head(job.workspace)
+        if files_changed or (command is not None and command.decision == "run"):
+            message = _commit_message(
+                job.id, sequence, prepared.role.name, action, answer.summary_for_supervisor or answer.message
+            )
+            commit = ws.commit_all(job.workspace, message) or head_before
         failpoint("after_commit")
     after.workspace_commit = commit
     cost = _cost(config, prepared.model, outcome)

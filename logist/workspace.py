@@ -10,6 +10,7 @@ before the first byte is written, so a refused answer changes nothing.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -83,7 +84,21 @@ def clone_workspace(source: Path, ref: Optional[str], path: Path, job_id: str) -
     return sha
 
 
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
 def head(path: Path) -> str:
+    """The commit HEAD points at. Read from .git directly when it is a plain
+    loose ref (every step needs it; a git process costs milliseconds)."""
+    git_dir = Path(path) / ".git"
+    try:
+        text = (git_dir / "HEAD").read_text().strip()
+        if text.startswith("ref: "):
+            text = (git_dir / text[5:]).read_text().strip()
+        if _SHA.match(text):
+            return text
+    except (OSError, ValueError):
+        pass
     return _git(path, "rev-parse", "HEAD")
 
 
@@ -185,10 +200,18 @@ def push_branch(path: Path, source: Path, branch: str, sha: str, force: bool = F
 
 def commit_all(path: Path, message: str) -> Optional[str]:
     """Commit every change in the workspace; None when nothing changed."""
+    import git
+
     _git(path, "add", "-A")
-    if not _git(path, "diff", "--cached", "--name-only"):
-        return None
-    _git(path, "commit", "-q", "--no-verify", "-m", message)
+    status, out, err = git.Git(str(path)).execute(
+        ["git", *_git_config_args(), "commit", "-q", "--no-verify", "-m", message],
+        with_extended_output=True, with_exceptions=False,
+    )
+    if status != 0:
+        if "nothing to commit" in out or "nothing added to commit" in out or "no changes added" in out:
+            return None
+        detail = "; ".join(line.strip() for line in (err or out).splitlines() if line.strip()) or f"exit code {status}"
+        raise LogistError(f"git commit failed in {path}: {detail}")
     return head(path)
 
 

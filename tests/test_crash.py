@@ -57,7 +57,7 @@ EXPECTED = {
     "after_call": dict(kept=False, recovery=True),
     "after_apply": dict(kept=False, recovery=True),
     "after_commit": dict(kept=False, recovery=True),
-    "mid_history_append": dict(kept=True, recovery=True),
+    "mid_history_append": dict(kept=False, recovery=True),
     "after_history": dict(kept=True, recovery=True),
     "after_manifest": dict(kept=True, recovery=None),
     KILL_WHILE_WAITING: dict(kept=False, recovery=False),

@@ -365,9 +365,17 @@ def test_restep_killed_while_recording_is_finished_by_the_next_command(jobs, llm
     result = logist_cli("job", "step", "rw", "--oneshot", "--base-url", llm.base_url)
     assert result.returncode == 0, result.stderr
 
+    kinds = [e.kind for e in load_history(job.dir).interactions]
+    if point == "mid_history_append":
+        # Killed before the rewind was recorded: it is undone as a whole and
+        # the job goes on from where it was (after step 3), with a recovery note.
+        assert "rewind" not in kinds and "recovery" in kinds
+        assert llm.requests[-1]["messages"][:-1] != llm.requests[2]["messages"][:-1]
+        assert (job.workspace / "made-by-step3-cmd.txt").exists()
+        assert git(job.workspace, "rev-parse", "refs/logist/rewound/5").strip() == entries[3].workspace_commit
+        return
     # The rewind was completed, then the step ran from the state after step 2.
     assert llm.requests[-1]["messages"] == llm.requests[2]["messages"]
-    kinds = [e.kind for e in load_history(job.dir).interactions]
     assert kinds[:5] == ["user_action", "llm_call", "llm_call", "llm_call", "rewind"]
     assert kinds[-1] == "llm_call" and kinds.count("rewind") == 1
     assert not (job.workspace / "made-by-step3-cmd.txt").exists()

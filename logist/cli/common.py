@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import click
 
-from ..jobsdir import Job, JobsDir
+if TYPE_CHECKING:
+    from ..jobsdir import Job, JobsDir
+
 
 
 class JobsDirParam:
@@ -15,15 +17,17 @@ class JobsDirParam:
 
     def __init__(self, path: str):
         self.path = path
-        self._jobs: Optional[JobsDir] = None
+        self._jobs: Optional["JobsDir"] = None
 
     @property
-    def jobs(self) -> JobsDir:
+    def jobs(self) -> "JobsDir":
         if self._jobs is None:
+            from ..jobsdir import JobsDir
+
             self._jobs = JobsDir(self.path)
         return self._jobs
 
-    def job(self, job_id: Optional[str]) -> Job:
+    def job(self, job_id: Optional[str]) -> "Job":
         return self.jobs.resolve(job_id)
 
 

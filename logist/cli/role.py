@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import click
 
-from ..roles import get_role, load_roles
 from .common import JobsDirParam, json_option, pass_jobs, print_json
 
 
@@ -21,6 +20,8 @@ def role_list(obj: JobsDirParam, as_json: bool) -> None:
     Example:
       logist role list
     """
+    from ..roles import load_roles
+
     roles = load_roles(obj.jobs.path)
     if as_json:
         print_json([{"name": r.name, "llm_model": r.llm_model, "description": r.description, "source": r.source} for r in roles.values()])
@@ -41,6 +42,8 @@ def role_inspect(obj: JobsDirParam, name: str, as_json: bool) -> None:
     Example:
       logist role inspect Supervisor
     """
+    from ..roles import get_role
+
     r = get_role(name, obj.jobs.path)
     data = r.model_dump(mode="json")
     if as_json:

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import click
 
-from ..skills import list_skills, load_skill
 from .common import JobsDirParam, json_option, pass_jobs, print_json
 
 
@@ -21,6 +20,8 @@ def skill_list(obj: JobsDirParam, as_json: bool) -> None:
     Example:
       logist skill list
     """
+    from ..skills import list_skills
+
     skills = list_skills(obj.jobs.path)
     if as_json:
         print_json([{"name": s.name, "description": s.description, "params": [p.model_dump() for p in s.params],
@@ -43,6 +44,8 @@ def skill_show(obj: JobsDirParam, name: str, as_json: bool) -> None:
     Example:
       logist skill show fix-tests
     """
+    from ..skills import load_skill
+
     s = load_skill(name, obj.jobs.path)
     if as_json:
         data = s.model_dump(mode="json")

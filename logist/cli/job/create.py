@@ -4,7 +4,6 @@ from typing import Optional
 
 import click
 
-from ...create import create_job
 from ..common import JobsDirParam, info, json_option, pass_jobs, print_json
 
 
@@ -51,6 +50,8 @@ def create(obj: JobsDirParam, job_id: str, objective: str, details: str, accepta
       logist job create wordcount -o "Write wc.py that counts words" -a "tests pass"
       logist job create fix --skill fix-tests --allow "python -m pytest*" --from-repo ../app
     """
+    from ...create import create_job
+
     values = {}
     for item in params:
         name, sep, value = item.partition("=")

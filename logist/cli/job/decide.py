@@ -6,7 +6,6 @@ from typing import Optional
 
 import click
 
-from ...actions import user_action
 from ..common import JobsDirParam, info, job_argument, pass_jobs, wait_option
 
 
@@ -20,6 +19,8 @@ def _simple(name: str, doc: str):
     @wait_option
     @pass_jobs
     def command(obj: JobsDirParam, job_id: Optional[str], lock_timeout: float) -> None:
+        from ...actions import user_action
+
         job = obj.job(job_id)
         _done(job.id, user_action(job, name, lock_timeout=lock_timeout))
 
@@ -52,6 +53,8 @@ def reject(obj: JobsDirParam, job_id: Optional[str], feedback: str, lock_timeout
     Example:
       logist job reject hello --feedback "Print the greeting in French too"
     """
+    from ...actions import user_action
+
     job = obj.job(job_id)
     _done(job.id, user_action(job, "reject", feedback, lock_timeout=lock_timeout))
 
@@ -68,6 +71,8 @@ def resubmit(obj: JobsDirParam, job_id: Optional[str], feedback: str, lock_timeo
     Example:
       logist job resubmit hello --feedback "Use Python 3.11; pytest is installed"
     """
+    from ...actions import user_action
+
     job = obj.job(job_id)
     _done(job.id, user_action(job, "resubmit", feedback or None, lock_timeout=lock_timeout))
 
@@ -84,6 +89,8 @@ def answer(obj: JobsDirParam, args: tuple, skip: bool, lock_timeout: float) -> N
     Example:
       logist job answer hello "Use the MIT license"
     """
+    from ...actions import user_action
+
     if skip:
         if len(args) > 1:
             raise click.UsageError("with --skip give at most the job")

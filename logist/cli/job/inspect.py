@@ -6,8 +6,6 @@ from typing import Optional
 
 import click
 
-from ...errors import CorruptFileError
-from ...history import iter_entries
 from ..common import JobsDirParam, info, job_argument, json_option, pass_jobs, print_json
 
 
@@ -146,6 +144,8 @@ def show(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
     Example:
       logist job show hello
     """
+    from ...errors import CorruptFileError
+
     job = obj.job(job_id)
     m = job.manifest()
     if as_json:
@@ -243,6 +243,9 @@ def history(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
     Example:
       logist job history hello
     """
+    from ...errors import CorruptFileError
+    from ...history import iter_entries
+
     job = obj.job(job_id)
     try:
         entries = list(iter_entries(job.dir))

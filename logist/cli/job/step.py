@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import click
 
-from ...errors import LogistError
-from ...replay import entry_by_sequence, post_recorded, read_history_file, replay_history
-from ...step import StepResult, post_answer, run_job, run_queue, step_once, step_turn
-from ...workflow import Status
+if TYPE_CHECKING:
+    from ...step import StepResult
+
 from ..common import JobsDirParam, info, job_argument, json_option, pass_jobs, print_json, wait_option
 
 base_url_option = click.option(
@@ -62,6 +61,8 @@ def step(obj: JobsDirParam, job_id: Optional[str], oneshot: bool, base_url: Opti
     Example:
       logist job step hello --oneshot
     """
+    from ...step import step_once, step_turn
+
     job = obj.job(job_id)
     kwargs = dict(base_url=base_url, model=model, lock_timeout=lock_timeout)
     if oneshot:
@@ -92,6 +93,8 @@ def run(obj: JobsDirParam, job_id: Optional[str], run_all: bool, base_url: Optio
       logist job run hello --base-url http://localhost:11434/v1
       logist job run --all
     """
+    from ...step import run_job
+
     if run_all:
         if job_id:
             raise click.UsageError("--all runs every queued job; do not name one")
@@ -123,6 +126,9 @@ def poststep(obj: JobsDirParam, job_id: Optional[str], response_file: Optional[s
     Example:
       logist job poststep hello --response-string '{"action": "MESSAGE", "message": "hi"}'
     """
+    from ...replay import entry_by_sequence, post_recorded, read_history_file
+    from ...step import post_answer
+
     given = [x is not None for x in (response_file, response_string, from_history)]
     if sum(given) != 1:
         raise click.UsageError("give exactly one of --response-file, --response-string, --from-history")
@@ -153,6 +159,10 @@ def replay(obj: JobsDirParam, job_id: Optional[str], history_file: str, lock_tim
     Example:
       logist job replay hello --history fixtures/wordcount/jobHistory.json
     """
+    from ...errors import LogistError
+    from ...replay import read_history_file, replay_history
+    from ...step import StepResult
+
     job = obj.job(job_id)
     recorded = read_history_file(Path(history_file))
     results = []
@@ -176,6 +186,9 @@ def replay(obj: JobsDirParam, job_id: Optional[str], history_file: str, lock_tim
 
 
 def _run_queue(obj: JobsDirParam, as_json: bool, **kwargs) -> None:
+    from ...step import run_queue
+    from ...workflow import Status
+
     outcomes = run_queue(obj.jobs, on_step=lambda r: report(r, with_job=True), **kwargs)
     if as_json:
         print_json([{"job_id": o.job_id, "status": str(o.status) if o.status else None, "steps": o.steps, "error": o.error}
