@@ -9,6 +9,8 @@ import pytest
 from logist import Status, create_job, load_history, run_job, step_once, user_action
 from logist.errors import LogistError
 
+from conftest import logist_cli
+
 
 def j(**data) -> str:
     return json.dumps(data)
@@ -42,6 +44,8 @@ def test_planned_job_end_to_end(jobs, llm, normalise, snapshot):
     assert results[-1].status == Status.APPROVAL_REQUIRED
     m = job.manifest()
     assert m.plan == PLAN and m.current_plan_step == 1
+    shown = logist_cli("job", "show", "plan")
+    assert "Plan:\n    0. Write hello.py\n  > 1. Review hello.py\n" in shown.stdout, shown.stdout
     user_action(job, "approve")
     assert job.manifest().status == Status.SUCCESS
 

@@ -165,6 +165,10 @@ def show(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
     if m.files:
         click.echo(f"Files: {', '.join(m.files)}")
     click.echo("Roles: " + ", ".join(f"{slot}={name}" for slot, name in m.roles.items()))
+    if m.plan:
+        click.echo("Plan:")
+        for i, step in enumerate(m.plan):
+            click.echo(f"  {'>' if i == m.current_plan_step else ' '} {i}. {step}")
     if m.reason:
         click.echo(f"Reason: {m.reason}")
     if m.question:
