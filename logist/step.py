@@ -569,28 +569,25 @@ def post_answer(
     return _locked_step(job, lock_timeout, lambda _prepared: outcome, model, "summary" if summary else "answer")
 
 
-def step_turn(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[StepResult]:
-    """One role turn: calls until an exit command or until a person is needed."""
+def _step_while(job: Job, go_on: Callable[[StepResult], bool], on_step, kwargs) -> list[StepResult]:
     results = []
     while True:
         result = step_once(job, **kwargs)
         results.append(result)
         if on_step:
             on_step(result)
-        if not (result.status in STEPPABLE and result.action in CONTINUES_TURN):
+        if not go_on(result):
             return results
+
+
+def step_turn(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[StepResult]:
+    """One role turn: calls until an exit command or until a person is needed."""
+    return _step_while(job, lambda r: r.status in STEPPABLE and r.action in CONTINUES_TURN, on_step, kwargs)
 
 
 def run_job(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[StepResult]:
     """Turns until the job needs a person or is done."""
-    results = []
-    while True:
-        result = step_once(job, **kwargs)
-        results.append(result)
-        if on_step:
-            on_step(result)
-        if result.status not in STEPPABLE:
-            return results
+    return _step_while(job, lambda r: r.status in STEPPABLE, on_step, kwargs)
 
 
 @dataclass
