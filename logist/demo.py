@@ -50,7 +50,7 @@ def run_demo(jobs: JobsDir, job_id: str = "demo", echo: Callable[[str], None] = 
 
     def report(result: StepResult) -> None:
         files = f"  wrote {', '.join(result.files_changed)}" if result.files_changed else ""
-        echo(f"  step {result.sequence}: {result.role:<10} {result.action:<9} -> {result.status}{files}")
+        echo(f"  #{result.sequence} {result.role:<10} {result.action:<9} -> {result.status}{files}")
 
     with ReplayLLMServer(history, strict=True) as server:
         results = run_job(job, base_url=server.base_url, model=models.pop() if len(models) == 1 else None, on_step=report)

@@ -178,7 +178,7 @@ def record_fixture(job: Job, into: Union[str, Path]) -> Path:
         # The files as the job started with them (its first commit), not as
         # they are now. (workspace.py has no public "read a file at a
         # commit" yet; ``git show`` through its byte-exact runner.)
-        files = {name: ws._raw(job.workspace, "show", f"{start.workspace_commit}:{name}") for name in spec.get("files", [])}
+        files = {name: ws.file_at(job.workspace, start.workspace_commit, name) for name in spec.get("files", [])}
     into.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(into / WORKSPACE, ignore_errors=True)
     for name, data in files.items():

@@ -172,6 +172,11 @@ def _raw(path: Path, *args: str) -> str:
         raise LogistError(f"git {args[0]} failed in {path}: {_git_detail(exc)}") from None
 
 
+def file_at(path: Path, sha: str, rel: str) -> str:
+    """A workspace file's text as it was at commit ``sha``."""
+    return _raw(path, "show", f"{sha}:{rel}")
+
+
 def format_patch(path: Path, base: str, head: str) -> str:
     """The commits ``base..head`` as a patch series (``git am`` / ``git apply``)."""
     return _raw(path, "format-patch", "--stdout", "--binary", f"{base}..{head}")

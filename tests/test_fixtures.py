@@ -212,7 +212,7 @@ def test_the_demo_runs_the_bundled_recording_to_approval(jobs):
     lines: list[str] = []
     last = run_demo(jobs, echo=lines.append)
     assert last.status == Status.APPROVAL_REQUIRED
-    steps = [line.split()[2:5] for line in lines if line.startswith("  step ")]
+    steps = [line.split()[1:4] for line in lines if line.startswith("  #")]
     assert steps == [["Worker", "COMPLETED", "->"], ["Supervisor", "RETRY", "->"], ["Worker", "COMPLETED", "->"],
                      ["Supervisor", "COMPLETED", "->"]]
     assert "  logist job approve demo" in lines

@@ -86,8 +86,8 @@ def test_whole_job_through_the_cli(jobs, llm):
     llm.add(WRITE_HELLO, APPROVE_HELLO)
     run = ok(logist_cli("job", "run", "hello", "--base-url", llm.base_url))
     assert run.stdout == "", "progress goes to stderr"
-    assert "step 2: Worker COMPLETED -> REVIEWING [hello.py]" in run.stderr
-    assert "step 3: Supervisor COMPLETED -> APPROVAL_REQUIRED" in run.stderr
+    assert "#2 Worker COMPLETED -> REVIEWING [hello.py]" in run.stderr
+    assert "#3 Supervisor COMPLETED -> APPROVAL_REQUIRED" in run.stderr
     assert "Job 'hello' is APPROVAL_REQUIRED." in run.stderr
     assert len(llm.requests) == 2
     # The system prompt preview showed is the one the server received.
@@ -137,7 +137,7 @@ def test_run_json_prints_only_json_on_stdout(jobs, llm):
     assert [(r["role"], r["action"], r["status"]) for r in data] == [
         ("Worker", "COMPLETED", "REVIEWING"), ("Supervisor", "COMPLETED", "APPROVAL_REQUIRED"),
     ]
-    assert "step 2: Worker COMPLETED" in run.stderr
+    assert "#2 Worker COMPLETED" in run.stderr
 
 
 # 2. Secrets ------------------------------------------------------------------------
@@ -391,7 +391,7 @@ def test_jobs_dir_roles_override_and_yaml(jobs):
 def test_poststep_string_and_file(jobs, tmp_path):
     create_hello()
     first = ok(logist_cli("job", "poststep", "hello", "--response-string", WRITE_HELLO))
-    assert "step 2: Worker COMPLETED -> REVIEWING [hello.py]" in first.stderr
+    assert "#2 Worker COMPLETED -> REVIEWING [hello.py]" in first.stderr
     workspace = jobs.path / "hello" / "workspace"
     assert (workspace / "hello.py").read_text() == "print('Hello')\n"
 

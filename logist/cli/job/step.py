@@ -24,7 +24,7 @@ def report(result: StepResult, with_job: bool = False) -> None:
         summary = summary[:97] + "..."
     files = f" [{', '.join(result.files_changed)}]" if result.files_changed else ""
     who = f"[{result.job_id}] " if with_job else ""
-    info(f"{who}step {result.sequence}: {result.role} {result.action} -> {result.status}{files}" + (f"  {summary}" if summary else ""))
+    info(f"{who}#{result.sequence} {result.role} {result.action} -> {result.status}{files}" + (f"  {summary}" if summary else ""))
 
 
 #: Exit status of step, run and poststep when the job ends needing intervention.
