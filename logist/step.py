@@ -10,6 +10,7 @@ to the same states and the same workspace.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -22,7 +23,8 @@ from .jobsdir import Job
 from .manifest import Handoff, JobManifest, Message, Question, Turn
 from .prompt import Prompt, build_prompt
 from .protocol import Answer, InvalidAnswer, check_planner_answer, parse_answer
-from .roles import RoleManifest, builtin_roles, load_roles
+from .resources import data_dir
+from .roles import RoleManifest, load_roles
 from .workflow import (
     PLANNER,
     PLANNER_ROUTES,
@@ -70,6 +72,8 @@ class Prepared:
     metadata: RequestMetadata
     response_format: Optional[dict] = None
     temperature: Optional[float] = None
+    #: config.json as read once for this step.
+    config: Optional[LogistConfig] = None
 
 
 @dataclass
@@ -92,9 +96,10 @@ def resolve_model(config: LogistConfig, manifest: JobManifest, role: RoleManifes
         return manifest.model
     if role.name in config.models:
         return config.models[role.name]
-    builtin = builtin_roles().get(role.name)
-    own_manifest = builtin is None or role.source != builtin.source
-    if own_manifest:
+    # A jobs directory's own manifest names its model on purpose; only a
+    # built-in role's model gives way to config.json's default_model.
+    builtin = role.source is not None and Path(role.source).parent == data_dir("roles")
+    if not builtin:
         return role.llm_model
     return config.default_model or role.llm_model
 
@@ -116,7 +121,7 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
         role=role.name, phase=str(manifest.status), model=model, temperature=role.temperature, max_tokens=role.max_tokens
     )
     return Prepared(prompt=prompt, role=role, model=model, metadata=metadata,
-                    response_format=role.response_format, temperature=role.temperature)
+                    response_format=role.response_format, temperature=role.temperature, config=config)
 
 
 def _check_steppable(job: Job, manifest: JobManifest) -> None:
@@ -297,7 +302,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
     """Everything after the call; shared by live steps and posted answers."""
     from . import workspace as ws
 
-    config = job.jobs_dir.config()
+    config = prepared.config or job.jobs_dir.config()
     sent = prepared.prompt.messages[-1]["content"]
     after = before.model_copy(deep=True)
     after.steps = before.steps + 1
@@ -459,7 +464,7 @@ def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
 def _call(job: Job, prepared: Prepared, base_url: Optional[str]) -> Outcome:
     from .llm import LLMSettings, chat
 
-    config = job.jobs_dir.config()
+    config = prepared.config or job.jobs_dir.config()
     settings = LLMSettings(
         base_url=resolve_base_url(base_url, config),
         api_key=resolve_api_key(),
@@ -514,12 +519,12 @@ def _prepare_compaction(job: Job, manifest: JobManifest, prepared: Prepared, tar
         role=prepared.role.name, phase="compaction", model=prepared.model, temperature=0.2, max_tokens=None
     )
     return Prepared(prompt=Prompt(messages=messages), role=prepared.role, model=prepared.model, metadata=metadata,
-                    response_format=None, temperature=0.2)
+                    response_format=None, temperature=0.2, config=prepared.config)
 
 
 def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, target: int, outcome: Outcome) -> StepResult:
     """Record a summary call; on success the turn's summary covers ``target`` rounds."""
-    config = job.jobs_dir.config()
+    config = prepared.config or job.jobs_dir.config()
     after = before.model_copy(deep=True)
     turn = after.turn
     if outcome.error is None and (outcome.raw or "").strip():
