@@ -17,10 +17,10 @@ import tempfile
 from pathlib import Path
 
 from logist import JobsDir, create_job, step_once
-from logist.compaction import COMPACTION_PROMPT, due
-from logist.roles import load_roles
+from logist.engine.compaction import COMPACTION_PROMPT, due
+from logist.store.roles import load_roles
 from logist.resources import data_dir
-from logist.testing import ScriptedLLMServer
+from logist.replay.scripted import ScriptedLLMServer
 
 
 def run(rounds: int, compress: bool) -> list[int]:

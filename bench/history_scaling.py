@@ -22,8 +22,8 @@ import tracemalloc
 from pathlib import Path
 
 from logist import JobsDir, create_job, post_answer
-from logist.history import TAIL, _entry_bytes, _header, load_history
-from logist.manifest import read_manifest, write_manifest
+from logist.store.history import TAIL, _entry_bytes, _header, load_history
+from logist.store.manifest import read_manifest, write_manifest
 
 PROMPT_BYTES = 20_000
 

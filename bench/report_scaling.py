@@ -28,7 +28,7 @@ from pathlib import Path
 
 from logist import JobsDir, create_job, post_answer
 from logist import transcript
-from logist.report import render_job_report, write_job_report
+from logist.views.report import render_job_report, write_job_report
 
 TURN = 10  # steps per Worker turn, the Supervisor's RETRY included
 

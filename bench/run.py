@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from logist import JobsDir, create_job, load_history, post_answer  # noqa: E402
-from logist.testing import ScriptedLLMServer  # noqa: E402
+from logist.replay.scripted import ScriptedLLMServer  # noqa: E402
 
 ROWS: list[tuple[str, str, str, str, str]] = []
 
@@ -143,7 +143,7 @@ def bench_replay(tmp: Path, steps: int) -> None:
     for i in range(steps):
         post_answer(source, message(i))
     target = create_job(jobs, "target", "Replay it", max_steps=steps + 5)
-    from logist.replay import read_history_file, replay_history
+    from logist.replay.apply import read_history_file, replay_history
 
     history = read_history_file(source.history_path)
     started = time.perf_counter()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from logist import JobsDir
-from logist.testing import ScriptedLLMServer
+from logist.replay.scripted import ScriptedLLMServer
 
 #: A fake key that must never show up in any file, git object or output.
 CANARY_KEY = "sk-canary-7f3a9c1e5b2d4f60a8b1c3d5e7f9a0b2"

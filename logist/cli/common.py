@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import click
 
 if TYPE_CHECKING:
-    from ..jobsdir import Job, JobsDir
+    from ..store.jobsdir import Job, JobsDir
 
 
 
@@ -22,7 +22,7 @@ class JobsDirParam:
     @property
     def jobs(self) -> "JobsDir":
         if self._jobs is None:
-            from ..jobsdir import JobsDir
+            from ..store.jobsdir import JobsDir
 
             self._jobs = JobsDir(self.path)
         return self._jobs

@@ -17,6 +17,6 @@ def demo(obj: JobsDirParam, job_id: str) -> None:
     Example:
       logist demo && logist job approve demo
     """
-    from ..demo import run_demo
+    from ..replay.demo import run_demo
 
     run_demo(obj.jobs, job_id, echo=lambda line: click.echo(line, err=True))

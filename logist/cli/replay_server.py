@@ -49,8 +49,8 @@ def replay_server(history: str, host: str, port: int, strict: bool) -> None:
       logist job run JOB --base-url http://127.0.0.1:8765/v1
     """
     from ..errors import LogistError
-    from ..recording import fixture_path
-    from ..replay_server import ReplayLLMServer
+    from ..replay.fixtures import fixture_path
+    from ..replay.server import ReplayLLMServer
 
     try:
         server = ReplayLLMServer(fixture_path(history), strict=strict, host=host, port=port)
@@ -60,7 +60,7 @@ def replay_server(history: str, host: str, port: int, strict: bool) -> None:
     info(f"Replaying {server.summary()} from {history} ({'strict' if strict else 'lenient'}). Ctrl-C stops.")
     if not _loopback(host):
         info(f"Warning: listening on {host}, so other machines can reach this server.")
-    logging.getLogger("logist.replay_server").setLevel(logging.INFO)
+    logging.getLogger("logist.replay.server").setLevel(logging.INFO)
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         server.serve_forever()

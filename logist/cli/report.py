@@ -21,7 +21,7 @@ def report(obj: JobsDirParam, output: Optional[str]) -> None:
     Example:
       logist report && xdg-open jobs/index.html
     """
-    from ..report import write_index
+    from ..views.report import write_index
 
     path, rows = write_index(obj.jobs, Path(output) if output else None)
     unreadable = [row.job_id for row in rows if row.report is None]

@@ -20,7 +20,7 @@ def role_list(obj: JobsDirParam, as_json: bool) -> None:
     Example:
       logist role list
     """
-    from ..roles import load_roles
+    from ..store.roles import load_roles
 
     roles = load_roles(obj.jobs.path)
     if as_json:
@@ -42,7 +42,7 @@ def role_inspect(obj: JobsDirParam, name: str, as_json: bool) -> None:
     Example:
       logist role inspect Supervisor
     """
-    from ..roles import get_role
+    from ..store.roles import get_role
 
     r = get_role(name, obj.jobs.path)
     data = r.model_dump(mode="json")

@@ -20,7 +20,7 @@ def skill_list(obj: JobsDirParam, as_json: bool) -> None:
     Example:
       logist skill list
     """
-    from ..skills import list_skills
+    from ..store.skills import list_skills
 
     skills = list_skills(obj.jobs.path)
     if as_json:
@@ -44,7 +44,7 @@ def skill_show(obj: JobsDirParam, name: str, as_json: bool) -> None:
     Example:
       logist skill show fix-tests
     """
-    from ..skills import load_skill
+    from ..store.skills import load_skill
 
     s = load_skill(name, obj.jobs.path)
     if as_json:

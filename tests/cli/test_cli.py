@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from logist import create_job, load_history, post_answer
 from logist.cli import cli
-from logist.testing import Reply, ScriptedLLMServer, answer
+from logist.replay.scripted import Reply, ScriptedLLMServer, answer
 
 from conftest import CANARY_KEY, logist_cli, write_config
 

@@ -50,7 +50,7 @@ def create(obj: JobsDirParam, job_id: str, objective: str, details: str, accepta
       logist job create wordcount -o "Write wc.py that counts words" -a "tests pass"
       logist job create fix --skill fix-tests --allow "python -m pytest*" --from-repo ../app
     """
-    from ...create import create_job
+    from ...engine.create import create_job
 
     values = {}
     for item in params:

@@ -19,7 +19,7 @@ def _simple(name: str, doc: str):
     @wait_option
     @pass_jobs
     def command(obj: JobsDirParam, job_id: Optional[str], lock_timeout: float) -> None:
-        from ...actions import user_action
+        from ...engine.decide import user_action
 
         job = obj.job(job_id)
         _done(job.id, user_action(job, name, lock_timeout=lock_timeout))
@@ -53,7 +53,7 @@ def reject(obj: JobsDirParam, job_id: Optional[str], feedback: str, lock_timeout
     Example:
       logist job reject hello --feedback "Print the greeting in French too"
     """
-    from ...actions import user_action
+    from ...engine.decide import user_action
 
     job = obj.job(job_id)
     _done(job.id, user_action(job, "reject", feedback, lock_timeout=lock_timeout))
@@ -71,7 +71,7 @@ def resubmit(obj: JobsDirParam, job_id: Optional[str], feedback: str, lock_timeo
     Example:
       logist job resubmit hello --feedback "Use Python 3.11; pytest is installed"
     """
-    from ...actions import user_action
+    from ...engine.decide import user_action
 
     job = obj.job(job_id)
     _done(job.id, user_action(job, "resubmit", feedback or None, lock_timeout=lock_timeout))
@@ -89,7 +89,7 @@ def answer(obj: JobsDirParam, args: tuple, skip: bool, lock_timeout: float) -> N
     Example:
       logist job answer hello "Use the MIT license"
     """
-    from ...actions import user_action
+    from ...engine.decide import user_action
 
     if skip:
         if len(args) > 1:

@@ -184,8 +184,8 @@ def show(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
         if m.last_exit.evidence_files:
             click.echo(f"Evidence: {', '.join(m.last_exit.evidence_files)}")
     click.echo(_budget_lines(_status_data(obj, job_id))[0])
-    from ...report import summarise
-    from ...transcript import transcript_path
+    from ...views.report import summarise
+    from ...views.transcript import transcript_path
 
     try:
         summary = summarise(job)
@@ -248,7 +248,7 @@ def history(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
       logist job history hello
     """
     from ...errors import CorruptFileError
-    from ...history import iter_entries
+    from ...store.history import iter_entries
 
     job = obj.job(job_id)
     try:
@@ -292,7 +292,7 @@ def preview(obj: JobsDirParam, job_id: Optional[str], model: Optional[str], as_j
     Example:
       logist job preview hello
     """
-    from ...step import prepare
+    from ...engine.step import prepare
 
     job = obj.job(job_id)
     m = job.manifest()

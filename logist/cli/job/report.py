@@ -34,7 +34,7 @@ def report(obj: JobsDirParam, job_id: Optional[str], output: Optional[str]) -> N
       logist job report hello
       logist job report hello -o /tmp/hello.html
     """
-    from ...report import write_job_report
+    from ...views.report import write_job_report
 
     job = obj.job(job_id)
     path = write_job_report(job, Path(output) if output else None)
@@ -57,8 +57,8 @@ def transcript(obj: JobsDirParam, job_id: Optional[str], rebuild: bool, lock_tim
       logist job transcript hello | less
       logist job transcript hello --rebuild
     """
-    from ... import history as hist
-    from ... import transcript as tr
+    from ...store import history as hist
+    from ...views import transcript as tr
 
     job = obj.job(job_id)
     path = tr.transcript_path(job.dir)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 import click
 
 if TYPE_CHECKING:
-    from ...step import StepResult
+    from ...engine.step import StepResult
 
 from ..common import JobsDirParam, info, job_argument, json_option, pass_jobs, print_json, wait_option
 
@@ -61,7 +61,7 @@ def step(obj: JobsDirParam, job_id: Optional[str], oneshot: bool, base_url: Opti
     Example:
       logist job step hello --oneshot
     """
-    from ...step import step_once, step_turn
+    from ...engine.step import step_once, step_turn
 
     job = obj.job(job_id)
     kwargs = dict(base_url=base_url, model=model, lock_timeout=lock_timeout)
@@ -93,7 +93,7 @@ def run(obj: JobsDirParam, job_id: Optional[str], run_all: bool, base_url: Optio
       logist job run hello --base-url http://localhost:11434/v1
       logist job run --all
     """
-    from ...step import run_job
+    from ...engine.step import run_job
 
     if run_all:
         if job_id:
@@ -126,8 +126,8 @@ def poststep(obj: JobsDirParam, job_id: Optional[str], response_file: Optional[s
     Example:
       logist job poststep hello --response-string '{"action": "MESSAGE", "message": "hi"}'
     """
-    from ...replay import entry_by_sequence, post_recorded, read_history_file
-    from ...step import post_answer
+    from ...replay.apply import entry_by_sequence, post_recorded, read_history_file
+    from ...engine.step import post_answer
 
     given = [x is not None for x in (response_file, response_string, from_history)]
     if sum(given) != 1:
@@ -160,8 +160,8 @@ def replay(obj: JobsDirParam, job_id: Optional[str], history_file: str, lock_tim
       logist job replay hello --history fixtures/wordcount/jobHistory.json
     """
     from ...errors import LogistError
-    from ...replay import read_history_file, replay_history
-    from ...step import StepResult
+    from ...replay.apply import read_history_file, replay_history
+    from ...engine.step import StepResult
 
     job = obj.job(job_id)
     recorded = read_history_file(Path(history_file))
@@ -186,8 +186,8 @@ def replay(obj: JobsDirParam, job_id: Optional[str], history_file: str, lock_tim
 
 
 def _run_queue(obj: JobsDirParam, as_json: bool, **kwargs) -> None:
-    from ...step import run_queue
-    from ...workflow import Status
+    from ...engine.step import run_queue
+    from ...engine.workflow import Status
 
     outcomes = run_queue(obj.jobs, on_step=lambda r: report(r, with_job=True), **kwargs)
     if as_json:

@@ -23,7 +23,7 @@ def restep(obj: JobsDirParam, job_id: Optional[str], to: Optional[int], lock_tim
       logist job restep hello            # undo the last step
       logist job restep hello --to 3     # back to the end of history entry 3
     """
-    from ...rewind import rewind
+    from ...engine.rewind import rewind
 
     job = obj.job(job_id)
     manifest = rewind(job, to=to, lock_timeout=lock_timeout)
@@ -41,7 +41,7 @@ def rerun(obj: JobsDirParam, job_id: Optional[str], lock_timeout: float) -> None
     Example:
       logist job rerun hello
     """
-    from ...rewind import rewind
+    from ...engine.rewind import rewind
 
     job = obj.job(job_id)
     manifest = rewind(job, baseline=True, lock_timeout=lock_timeout)
@@ -60,7 +60,7 @@ def diff(obj: JobsDirParam, job_id: Optional[str], sequence: Optional[int], stat
     Example:
       logist job diff hello --step 2
     """
-    from ...export import job_diff
+    from ...engine.export import job_diff
 
     job = obj.job(job_id)
     click.echo(job_diff(job, sequence, stat=stat), nl=False)
@@ -83,7 +83,7 @@ def export(obj: JobsDirParam, job_id: Optional[str], branch: Optional[str], patc
       logist job export hello --branch feature/hello
       logist job export hello --patch hello.patch && git apply hello.patch
     """
-    from ...export import export_branch, export_patch
+    from ...engine.export import export_branch, export_patch
 
     if (branch is None) == (patch is None):
         raise click.UsageError("give exactly one of --branch NAME or --patch FILE")

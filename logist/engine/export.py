@@ -1,0 +1,67 @@
+"""Looking at and taking out a job's work: ``job diff`` and ``job export``.
+
+Both read the workspace's commits only. ``export --branch`` writes one new
+branch into the source repository with a push, which adds objects and a ref
+and never touches that repository's checked-out branch, index or working
+tree; ``export --patch`` writes a patch series any repository can apply.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from ..store import history as hist
+from ..errors import LogistError
+from ..store.jobsdir import Job
+
+
+def job_diff(job: Job, sequence: Optional[int] = None, stat: bool = False) -> str:
+    """The change of history entry ``sequence``, or of the whole job since its baseline."""
+    from .. import workspace as ws
+
+    manifest = job.manifest()
+    if sequence is None:
+        return ws.diff(job.workspace, manifest.baseline_commit, manifest.workspace_commit, stat=stat)
+    entries = hist.load_history(job.dir).interactions
+    previous = None
+    for entry in entries:
+        if entry.sequence == sequence:
+            if previous is None:
+                raise LogistError(f"entry {sequence} is the job's creation; it has no change to show")
+            return ws.diff(job.workspace, previous.workspace_commit, entry.workspace_commit, stat=stat)
+        previous = entry
+    raise LogistError(f"job '{job.id}' has no history entry {sequence} (it has 1 to {entries[-1].sequence})")
+
+
+def export_branch(job: Job, branch: str, force: bool = False) -> tuple[str, bool]:
+    """Create ``branch`` in the job's source repository at the job's commit.
+
+    Returns the commit and whether an existing branch was replaced (--force).
+    """
+    from .. import workspace as ws
+
+    manifest = job.manifest()
+    if not manifest.source.repo:
+        raise LogistError(
+            f"job '{job.id}' was not created with --from-repo, so it has no source repository; use --patch FILE"
+        )
+    source = Path(manifest.source.repo)
+    if not source.exists():
+        raise LogistError(f"the source repository {source} no longer exists; use --patch FILE")
+    replaced = ws.push_branch(job.workspace, source, branch, manifest.workspace_commit, force=force)
+    return manifest.workspace_commit, replaced
+
+
+def export_patch(job: Job, path: Path) -> int:
+    """Write the job's commits since its baseline as a patch series; returns
+    the number of commits."""
+    from .. import workspace as ws
+    from ..store.atomic import atomic_write
+
+    manifest = job.manifest()
+    patch = ws.format_patch(job.workspace, manifest.baseline_commit, manifest.workspace_commit)
+    if not patch.strip():
+        raise LogistError(f"job '{job.id}' has no commits since its baseline: nothing to export")
+    atomic_write(Path(path), patch)
+    return patch.count("\nSubject: ") + patch.startswith("Subject: ")

@@ -1,0 +1,177 @@
+"""Building the exact messages of the next call.
+
+``messages`` = one system message, then the turn's conversation. The system
+message is the protocol (how to answer), the optional context file, the
+role's instructions, and the active skill when the job has one. The turn
+opens with a message stating the job; each later user message reports what
+happened since the model's last answer. Every user message ends with
+``[Step N of MAX]`` so the model knows its remaining budget.
+
+Built from the manifest alone (plus the files it names), so ``job preview``
+shows exactly what a step would send, and a poststep records the same prompt
+a live step would have sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from ..store.manifest import JobManifest
+from ..store.roles import RoleManifest
+from . import compaction
+from .workflow import PLANNER, SUPERVISOR
+
+FILE_LIMIT = 20_000
+TOTAL_FILES_LIMIT = 100_000
+
+PROTOCOL_PROMPT = """\
+You are one role in a Logist job. Logist runs the job one step at a time: each step it sends you this conversation, you answer once, and it applies your answer, commits the job's workspace with git and records everything.
+
+Answer with exactly one JSON object and nothing else (a ```json fence around it is accepted). Its "action" is one of:
+- "COMPLETED": your turn is done. Required: "evidence_files" (workspace paths that show the result) and "summary_for_supervisor" (at most 1000 characters; what you did and how you checked it).
+- "RETRY": your approach failed; your turn starts over with fresh context. Same required fields; the summary says what to do differently.
+- "STUCK": a person must step in. Same required fields; the summary says exactly what is needed.
+- "CMD": run "command" in the workspace directory; its output comes back in the next message.
+- "ASK": ask the person "question"; set "required": false if you can go on without an answer.
+- "MESSAGE": a short progress note in "message"; you continue right away.
+
+Any answer may also carry "file_changes", applied before anything else, as a list of:
+- {"path": "dir/file.py", "content": "..."} to write a whole file (created with its directories if needed);
+- {"path": "dir/file.py", "old": "exact text", "new": "replacement"} to replace one exact occurrence ("old" must occur exactly once);
+- {"path": "dir/file.py", "delete": true} to delete a file.
+Paths are relative to the workspace root; absolute paths, "..", symlinks and anything in .git are refused. A refused or malformed answer changes nothing.
+
+Example:
+{"action": "COMPLETED", "file_changes": [{"path": "hello.py", "content": "print('hello')\\n"}], "evidence_files": ["hello.py"], "summary_for_supervisor": "Added hello.py, which prints a greeting; ran it and saw the greeting."}"""
+
+
+@dataclass
+class Prompt:
+    messages: list[dict]
+    files_context: list[str] = field(default_factory=list)
+
+
+def context_text(workspace: Path, jobs_dir: Path) -> Optional[str]:
+    """``<workspace>/.logist/context.md``, else ``<jobs-dir>/context.md``."""
+    for candidate in (workspace / ".logist" / "context.md", jobs_dir / "context.md"):
+        if candidate.is_file():
+            return candidate.read_text(encoding="utf-8", errors="replace").strip()
+    return None
+
+
+def system_prompt(
+    role: RoleManifest,
+    context: Optional[str],
+    skill: Optional[tuple[str, str]] = None,
+    addressable: Optional[list[RoleManifest]] = None,
+) -> str:
+    parts = [PROTOCOL_PROMPT]
+    if context:
+        parts.append("--- System Context ---\n" + context)
+    parts.append(f"--- Role: {role.name} ---\n" + role.instructions.strip())
+    if addressable is not None:
+        lines = [f"- {r.name}: {r.description.strip()}" for r in addressable]
+        lines.append("- User: the person who owns the job; approves the result and answers questions.")
+        parts.append("--- Roles you can address (send_to) ---\n" + "\n".join(lines))
+    if skill:
+        name, body = skill
+        parts.append(f"--- Active Skill: {name} ---\n" + body.strip())
+    return "\n\n".join(parts)
+
+
+def step_marker(manifest: JobManifest) -> str:
+    return f"[Step {manifest.steps + 1} of {manifest.settings.max_steps}]"
+
+
+def _file_sections(workspace: Path, paths: list[str], budget: list[int]) -> tuple[list[str], list[str]]:
+    from ..workspace import read_text_file
+
+    sections, used = [], []
+    for rel in paths:
+        if budget[0] <= 0:
+            sections.append(f"### {rel}\n[not shown: the prompt's file budget is spent]")
+            continue
+        text = read_text_file(workspace, rel, min(FILE_LIMIT, budget[0]))
+        if text is None:
+            sections.append(f"### {rel}\n[no such file in the workspace]")
+            continue
+        budget[0] -= len(text)
+        used.append(rel)
+        sections.append(f"### {rel}\n```\n{text}\n```")
+    return sections, used
+
+
+def opening_message(manifest: JobManifest, workspace: Path) -> tuple[str, list[str]]:
+    """The first user message of a turn: the job, feedback, work to review."""
+    turn = manifest.turn
+    lines = [f"# Job {manifest.job_id}", "", "## Objective", manifest.objective.strip()]
+    if manifest.details.strip():
+        lines += ["", "## Details", manifest.details.strip()]
+    if manifest.skill and manifest.skill.params:
+        lines += ["", "## Parameters"] + [f"- {k}: {v}" for k, v in manifest.skill.params.items()]
+    if manifest.acceptance_criteria:
+        lines += ["", "## Acceptance criteria"] + [f"- {c}" for c in manifest.acceptance_criteria]
+    budget = [TOTAL_FILES_LIMIT]
+    files_context: list[str] = []
+    if turn.slot == SUPERVISOR and manifest.last_exit is not None:
+        handoff = manifest.last_exit
+        lines += [
+            "",
+            "## Work to review",
+            f"The {handoff.role} finished its turn with {handoff.action}:",
+            handoff.summary.strip(),
+        ]
+        if handoff.evidence_files:
+            sections, used = _file_sections(workspace, handoff.evidence_files, budget)
+            files_context += used
+            lines += ["", "## Evidence files"] + sections
+    elif manifest.last_exit is not None and manifest.last_exit.evidence_files and turn.feedback:
+        # A turn sent back with feedback sees the files as they are now.
+        sections, used = _file_sections(workspace, manifest.last_exit.evidence_files, budget)
+        files_context += used
+        lines += ["", "## Files from the last turn (as they are now)"] + sections
+    if manifest.files:
+        sections, used = _file_sections(workspace, [f for f in manifest.files if f not in files_context], budget)
+        files_context += used
+        if sections:
+            lines += ["", "## Job files"] + sections
+    if manifest.workflow == "planned" and turn.slot != PLANNER and manifest.plan:
+        lines += ["", "## Plan (from the Planner)"] + [
+            f"{i}. {step}" + ("   <- current" if i == manifest.current_plan_step else "") for i, step in enumerate(manifest.plan)
+        ]
+    if turn.task:
+        lines += ["", "## Your task (from the Planner)", turn.task.strip()]
+    if turn.feedback:
+        lines += ["", "## Feedback", turn.feedback.strip()]
+    lines += ["", "Answer with one JSON object as the protocol describes."]
+    return "\n".join(lines), files_context
+
+
+def build_prompt(
+    manifest: JobManifest,
+    role: RoleManifest,
+    workspace: Path,
+    jobs_dir: Path,
+    roles: Optional[dict[str, RoleManifest]] = None,
+) -> Prompt:
+    """The complete ``messages`` of the next call for the job's current turn.
+
+    ``roles`` (all roles known to the jobs directory) lets the Planner of a
+    planned job see the roles it may address.
+    """
+    skill = (manifest.skill.name, manifest.skill.instructions) if manifest.skill else None
+    addressable = None
+    if manifest.workflow == "planned" and manifest.turn.slot == PLANNER:
+        names = [name for slot, name in manifest.roles.items() if slot != PLANNER]
+        addressable = [roles[n] for n in names if roles and n in roles]
+    system = system_prompt(role, context_text(workspace, jobs_dir), skill, addressable)
+    files_context: list[str] = []
+    if manifest.turn.pending is None:
+        text, files_context = opening_message(manifest, workspace)
+    else:
+        text = manifest.turn.pending
+    pending = {"role": "user", "content": f"{text}\n\n{step_marker(manifest)}"}
+    messages = [{"role": "system", "content": system}] + compaction.conversation(manifest.turn, pending)
+    return Prompt(messages=messages, files_context=files_context)

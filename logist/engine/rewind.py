@@ -1,0 +1,82 @@
+"""Going back: ``job restep`` (to an earlier step) and ``job rerun`` (to the
+baseline).
+
+Every history entry keeps the manifest as it was after it, and the workspace
+commit, so returning to the end of any entry is: put the workspace back at
+that commit and the manifest back to that copy. Nothing is erased: the
+history keeps every entry and gains a ``rewind`` entry saying what was done,
+and the abandoned commits stay reachable under ``refs/logist/rewound/<seq>``
+in the workspace. Totals are not rewound: the calls were made and paid for.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..store import history as hist
+from ..store import recovery as journal
+from ..errors import LogistError
+from ..store.history import HistoryEntry
+from ..store.jobsdir import Job
+from ..store.manifest import JobManifest
+
+
+def _target_entry(job: Job, to: Optional[int], baseline: bool) -> HistoryEntry:
+    entries = hist.load_history(job.dir).interactions
+    if baseline:
+        return entries[0]
+    if to is not None:
+        for entry in entries:
+            if entry.sequence == to:
+                if entry.kind == "rewind":
+                    raise LogistError(f"entry {to} is itself a rewind; name the step you want to return to")
+                return entry
+        raise LogistError(f"job '{job.id}' has no history entry {to} (it has 1 to {entries[-1].sequence})")
+    # The live steps: the calls whose effect the current state still
+    # includes. A rewind cuts back to the entry it restored.
+    chain: list[HistoryEntry] = []
+    for entry in entries:
+        if entry.kind == "rewind" and entry.rewound_to is not None:
+            chain = [e for e in chain if e.sequence <= entry.rewound_to]
+        elif entry.kind != "rewind":
+            chain.append(entry)
+    live = [e for e in chain if e.kind == "llm_call"]
+    if len(live) < 2:
+        raise LogistError(
+            f"job '{job.id}' has no earlier step to return to"
+            + (" (use 'logist job rerun' to go back to the baseline)" if live else "")
+        )
+    return live[-2]
+
+
+def rewind(job: Job, *, to: Optional[int] = None, baseline: bool = False, lock_timeout: float = 0) -> JobManifest:
+    """Return the job to the end of history entry ``to`` (default: the step
+    before the last one; ``baseline``: right after create)."""
+    from .. import workspace as ws
+
+    with job.lock(lock_timeout):
+        manifest, _notes = journal.open_job(job.dir, job.workspace)
+        target = _target_entry(job, to, baseline)
+        restored = JobManifest.model_validate(target.manifest_after)
+        sequence = manifest.last_sequence + 1
+        head = ws.head(job.workspace)
+        if ws.is_dirty(job.workspace):
+            head = ws.commit_all(job.workspace, f"logist: {job.id} changes made by hand before rewind {sequence}") or head
+        ws.keep_ref(job.workspace, f"refs/logist/rewound/{sequence}", head)
+        journal.begin_applying(job.dir, sequence, head, None)
+        ws.reset_to(job.workspace, target.workspace_commit or restored.workspace_commit)
+        restored.totals = manifest.totals
+        restored.created_at = manifest.created_at
+        restored.workspace_commit = target.workspace_commit or restored.workspace_commit
+        what = "the baseline" if baseline else f"the end of entry {target.sequence}"
+        entry = journal.new_entry(
+            job.dir, job.workspace, manifest, restored, kind="rewind", role=restored.turn.role,
+            note=(
+                f"rewound to {what} ({target.state_after}); the workspace was at {head}, "
+                f"kept as refs/logist/rewound/{sequence}"
+            ),
+            workspace_commit=restored.workspace_commit,
+            rewound_to=target.sequence,
+        )
+        journal.record(job.dir, entry, restored)
+        return restored

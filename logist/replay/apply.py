@@ -1,0 +1,125 @@
+"""Applying recorded answers: ``job poststep --from-history`` and ``job replay``.
+
+Every entry of a recorded history is re-applied through the same code as a
+live step (:func:`logist.engine.step.post_answer`) or a person's command
+(:func:`logist.engine.decide.user_action`), so a replayed job goes through the
+same states and leaves the same workspace as the recorded one.
+
+:func:`replay_history` can also replay live: each recorded call is made
+again, as a real step against an endpoint (normally a
+:class:`logist.replay.server.ReplayLLMServer` serving the same history),
+with the recorded person's actions applied in between. That checks the
+prompts too: a strict replay server refuses a request that differs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Optional
+
+from pydantic import ValidationError
+
+from ..engine.decide import user_action
+from ..errors import ConfigError, CorruptFileError, LogistError
+from ..store.history import HistoryEntry, JobHistory
+from ..store.jobsdir import Job
+from ..engine.step import StepResult, post_answer, step_once
+
+REPLAYED_USER_ACTIONS = (
+    "approve", "reject", "resubmit", "answer", "skip", "suspend", "resume", "cancel", "approve-command", "skip-command",
+)
+
+
+def read_history_file(path: Path) -> JobHistory:
+    try:
+        return JobHistory.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise ConfigError(f"no history file {path}") from None
+    except (ValueError, ValidationError) as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise CorruptFileError(f"{path} is not a readable jobHistory.json: {first}") from None
+
+
+def entry_by_sequence(history: JobHistory, sequence: int) -> HistoryEntry:
+    for entry in history.interactions:
+        if entry.sequence == sequence:
+            return entry
+    raise ConfigError(f"the history has no entry with sequence {sequence}")
+
+
+def post_recorded(job: Job, entry: HistoryEntry, lock_timeout: float = 0) -> StepResult:
+    """Apply one recorded LLM answer (or recorded call failure)."""
+    if entry.kind not in ("llm_call", "compaction") or entry.response is None:
+        raise ConfigError(f"entry {entry.sequence} is a {entry.kind}, not an LLM call")
+    usage = entry.usage
+    return post_answer(
+        job,
+        entry.response.raw_response,
+        error=entry.response.error if entry.response.status == "ERROR" else None,
+        prompt_tokens=usage.prompt_tokens if usage else None,
+        completion_tokens=usage.completion_tokens if usage else None,
+        model=entry.request.metadata.model if entry.request else None,
+        lock_timeout=lock_timeout,
+        summary=entry.kind == "compaction",
+    )
+
+
+class ReplayDivergedError(LogistError):
+    """A live replay's step ended in another state than the recorded one."""
+
+
+def step_recorded(job: Job, entry: HistoryEntry, base_url: str, lock_timeout: float = 0) -> StepResult:
+    """Make a recorded call again, live, against ``base_url`` with the model
+    it was made with; raise :class:`ReplayDivergedError` if the step ends in
+    another state than the recorded one."""
+    if entry.request is None or entry.response is None:
+        raise ConfigError(f"entry {entry.sequence} is a {entry.kind}, not an LLM call")
+    result = step_once(job, base_url=base_url, model=entry.request.metadata.model, lock_timeout=lock_timeout)
+    if str(result.status) != entry.state_after:
+        why = f": {result.error}" if result.error else ""
+        raise ReplayDivergedError(
+            f"the replay diverged at history entry {entry.sequence}: the recorded step went to {entry.state_after}, "
+            f"this one to {result.status}{why}"
+        )
+    return result
+
+
+def replay_history(
+    job: Job,
+    history: JobHistory,
+    *,
+    base_url: Optional[str] = None,
+    on_entry: Optional[Callable[[HistoryEntry, object], None]] = None,
+    lock_timeout: float = 0,
+) -> int:
+    """Re-apply every recorded answer and person's action in order.
+
+    With ``base_url``, each recorded call is made again as a live step
+    against that endpoint instead (see the module docstring); a step that
+    ends in another state than the recorded one stops the replay with
+    :class:`ReplayDivergedError`.
+
+    The creation entry and Logist's own recovery notes are skipped. Returns
+    the number of entries applied; stops at the first one the job refuses.
+    """
+    applied = 0
+    for entry in history.interactions:
+        if entry.kind in ("llm_call", "compaction") and base_url is not None:
+            result = step_recorded(job, entry, base_url, lock_timeout)
+        elif entry.kind in ("llm_call", "compaction"):
+            result = post_recorded(job, entry, lock_timeout)
+        elif entry.kind == "user_action" and entry.user_input and entry.user_input.action in REPLAYED_USER_ACTIONS:
+            action = entry.user_input.action
+            result = user_action(
+                job, "answer" if action == "skip" else action, entry.user_input.text,
+                skip=action == "skip", lock_timeout=lock_timeout,
+            )
+        else:
+            continue
+        applied += 1
+        if on_entry:
+            on_entry(entry, result)
+    if applied == 0:
+        raise LogistError("the history has no recorded answers to replay")
+    return applied

@@ -1,0 +1,75 @@
+"""``logist demo``: a real job, run offline from a bundled recording.
+
+The demo creates a job from the bundled ``wordcount`` fixture and runs it
+live — prompts built, the real ``openai`` client, a real HTTP server on
+127.0.0.1 — except that the server is a strict
+:class:`~logist.replay.server.ReplayLLMServer`: it answers with the recorded
+answers, and only to the requests that were recorded. The job left behind is
+an ordinary one: a workspace with its commits, the history, the manifest,
+and an approval waiting for the user.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+from ..errors import LogistError
+from ..store.jobsdir import JobsDir
+from .fixtures import create_from_fixture, load_fixture
+from .server import CALL_KINDS, ReplayLLMServer
+from ..engine.step import StepResult, run_job
+
+DEMO_FIXTURE = "wordcount"
+
+
+def _free_id(jobs: JobsDir, wanted: str) -> str:
+    taken = set(jobs.job_ids()) | {p.name for p in jobs.path.iterdir()} if jobs.path.exists() else set()
+    if wanted not in taken:
+        return wanted
+    n = 2
+    while f"{wanted}-{n}" in taken:
+        n += 1
+    return f"{wanted}-{n}"
+
+
+def run_demo(jobs: JobsDir, job_id: str = "demo", echo: Callable[[str], None] = print) -> StepResult:
+    fixture = load_fixture(DEMO_FIXTURE)
+    history = fixture.history()
+    # The recording's model, so that a config.json choosing another one
+    # does not make the requests differ from the recorded ones.
+    models = {e.request.metadata.model for e in history.interactions if e.kind in CALL_KINDS and e.request}
+
+    jobs.init()
+    job_id = _free_id(jobs, job_id)
+    job = create_from_fixture(jobs, fixture, job_id)
+    echo(f"Created job '{job_id}' in {job.dir}")
+    echo(f"Objective: {job.manifest().objective}")
+    echo("Running it against a local replay of a recorded model (no network, no API key):")
+
+    def report(result: StepResult) -> None:
+        files = f"  wrote {', '.join(result.files_changed)}" if result.files_changed else ""
+        echo(f"  #{result.sequence} {result.role:<10} {result.action:<9} -> {result.status}{files}")
+
+    with ReplayLLMServer(history, strict=True) as server:
+        results = run_job(job, base_url=server.base_url, model=models.pop() if len(models) == 1 else None, on_step=report)
+    last = results[-1]
+    if last.status.value != "APPROVAL_REQUIRED":
+        raise LogistError(
+            f"the demo job '{job_id}' ended {last.status} instead of waiting for approval: "
+            f"{last.error or 'see logist job status ' + job_id}"
+        )
+    here = Path.cwd()
+    shown = Path(os.path.relpath(job.dir, here)) if job.dir.is_relative_to(here) else job.dir
+    echo("")
+    echo(f"Job '{job_id}' is {last.status}. Everything it did is in {shown}:")
+    echo(f"  {shown / 'job_manifest.json'}    its state")
+    echo(f"  {shown / 'jobHistory.json'}      every prompt and answer")
+    echo(f"  {shown / 'workspace'}/           the files, one git commit per step")
+    echo("Try next:")
+    jd = "" if jobs.path == JobsDir().path else f" --jobs-dir {jobs.path}"
+    echo(f"  logist{jd} job history {job_id}")
+    echo(f"  git -C {shown / 'workspace'} log --stat")
+    echo(f"  logist{jd} job approve {job_id}")
+    return last

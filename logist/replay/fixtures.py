@@ -1,0 +1,238 @@
+"""Recorded jobs (fixtures): a folder that recreates a job and replays it.
+
+A fixture folder (``fixtures/<name>/``, see ``fixtures/README.md``) holds::
+
+    job.json            how to create the job: the arguments of create_job
+    workspace/          the files the job starts from (job.json "files")
+    job_manifest.json   the manifest the recorded job ended with
+    jobHistory.json     its whole history: every prompt, answer and decision
+
+From it a job is created again (:func:`create_from_fixture`) and replayed,
+either through poststep (``job replay``) or live against a
+:class:`logist.replay.server.ReplayLLMServer` serving the history
+(:func:`logist.replay.apply.replay_history` with a ``base_url``); ``logist demo``
+does the latter. A fixture carries its own settings: those job.json leaves
+out are the built-in defaults, not the jobs directory's config.json, so it
+replays the same in any jobs directory.
+
+:func:`record_fixture` makes a fixture from any job (one run against a real
+model, say); :func:`record_scripted` re-records a fixture whose answers were
+written by hand, and :func:`rerecord` one from its own recorded answers,
+after a change to the prompts.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional, Union
+
+from ..store.atomic import atomic_write, atomic_write_json
+from ..store.config import JobDefaults
+from ..engine.create import create_job
+from ..errors import ConfigError, LogistError
+from ..store.history import HISTORY_NAME, JobHistory, load_history
+from ..store.jobsdir import Job, JobsDir
+from ..store.manifest import MANIFEST_NAME, JobManifest
+from ..resources import data_dir
+from ..engine.workflow import DEFAULT_SLOTS, PLANNED_SLOTS
+
+JOB_SPEC = "job.json"
+WORKSPACE = "workspace"
+#: Job settings a fixture can set (create_job takes each of them).
+SETTINGS = (
+    "max_steps", "format_retries", "max_retries_in_a_row", "max_cost_usd", "max_tokens", "max_wall_seconds",
+    "command_policy", "allowed_commands", "command_timeout",
+)
+SPEC_KEYS = (
+    "job_id", "objective", "details", "acceptance", "files", "skill", "params",
+    "workflow", "worker", "supervisor", "planner", "extra_roles",
+) + SETTINGS
+
+#: A step of a hand-written script: an answer, or a person's action
+#: ``(action, text)`` such as ``("answer", "yes")`` or ``("approve-command", None)``.
+ScriptItem = Union[str, tuple[str, Optional[str]]]
+
+
+def fixture_path(name_or_path: Union[str, Path]) -> Path:
+    """A fixture folder: a path, or the name of a bundled fixture."""
+    path = Path(name_or_path)
+    if path.exists() or len(path.parts) != 1:
+        return path
+    bundled = data_dir("fixtures") / path.name
+    return bundled if bundled.is_dir() else path
+
+
+@dataclass
+class Fixture:
+    path: Path
+    spec: dict
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def history_path(self) -> Path:
+        return self.path / HISTORY_NAME
+
+    def history(self) -> JobHistory:
+        from .apply import read_history_file
+
+        return read_history_file(self.history_path)
+
+    def manifest(self) -> JobManifest:
+        """The manifest the recorded job ended with."""
+        return JobManifest.model_validate(json.loads((self.path / MANIFEST_NAME).read_text(encoding="utf-8")))
+
+
+def load_fixture(name_or_path: Union[str, Path]) -> Fixture:
+    path = fixture_path(name_or_path)
+    spec_file = path / JOB_SPEC
+    try:
+        spec = json.loads(spec_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path} is not a fixture: it has no {JOB_SPEC}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{spec_file}: not valid JSON: {exc}") from None
+    unknown = sorted(set(spec) - set(SPEC_KEYS)) if isinstance(spec, dict) else []
+    if not isinstance(spec, dict) or unknown or not spec.get("objective"):
+        why = f"unknown keys {', '.join(unknown)}" if unknown else "it needs an object with an objective"
+        raise ConfigError(f"{spec_file}: {why} (known: {', '.join(SPEC_KEYS)})")
+    return Fixture(path, spec)
+
+
+def create_from_fixture(
+    jobs: JobsDir, fixture: Union[Fixture, str, Path], job_id: Optional[str] = None, *, make_current: bool = True
+) -> Job:
+    """Create the fixture's job (under ``job_id``, else its recorded id)."""
+    if not isinstance(fixture, Fixture):
+        fixture = load_fixture(fixture)
+    spec = dict(fixture.spec)
+    recorded_id = spec.pop("job_id", None) or fixture.name
+    settings = JobDefaults().model_dump(include=set(SETTINGS))
+    if "allowed_commands" in spec and "command_policy" not in spec:
+        settings["command_policy"] = "allow"
+    settings.update({k: spec.pop(k) for k in SETTINGS if k in spec})
+    if "skill" in spec and "max_steps" not in fixture.spec:
+        del settings["max_steps"]  # the skill's own
+    files = [str(fixture.path / WORKSPACE / name) for name in spec.pop("files", [])]
+    return create_job(
+        jobs, job_id or recorded_id, spec.pop("objective"), details=spec.pop("details", ""),
+        acceptance=spec.pop("acceptance", []), files=files, make_current=make_current, **spec, **settings,
+    )
+
+
+def job_spec(job: Job) -> dict:
+    """job.json for ``job``: how it was created, from its history's first entry."""
+    entries = load_history(job.dir).interactions
+    created = entries[0] if entries else None
+    if created is None or created.user_input is None or created.user_input.action != "create":
+        raise LogistError(f"job '{job.id}' has no creation entry at the start of its history")
+    start = JobManifest.model_validate(created.manifest_after)
+    if start.source.repo:
+        raise LogistError(
+            f"job '{job.id}' was created from a repository; only jobs created from files can be recorded as fixtures"
+        )
+    spec: dict = {"job_id": job.id, "objective": start.objective}
+    if start.details:
+        spec["details"] = start.details
+    if start.acceptance_criteria:
+        spec["acceptance"] = start.acceptance_criteria
+    if start.files:
+        spec["files"] = start.files
+    slots = DEFAULT_SLOTS
+    if start.workflow != "default":
+        spec["workflow"], slots = start.workflow, PLANNED_SLOTS
+    for slot, name in slots.items():
+        if start.roles.get(slot) != name:
+            spec[slot] = start.roles.get(slot)
+    extra = [name for slot, name in start.roles.items() if slot not in slots]
+    if extra:
+        spec["extra_roles"] = extra
+    if start.skill:
+        spec["skill"], spec["params"] = start.skill.name, start.skill.params
+    defaults = JobDefaults()
+    for key in SETTINGS:
+        value = getattr(start.settings, key)
+        if value != getattr(defaults, key):
+            spec[key] = value
+    return spec
+
+
+def record_fixture(job: Job, into: Union[str, Path]) -> Path:
+    """Write ``job`` as a fixture folder ``into`` (replacing what it held)."""
+    from .. import workspace as ws
+
+    into = Path(into)
+    if into.is_dir() and any(into.iterdir()) and not (into / JOB_SPEC).is_file():
+        raise LogistError(f"{into} is neither empty nor a fixture folder (it has no {JOB_SPEC}); choose another")
+    spec = job_spec(job)
+    start = JobManifest.model_validate(load_history(job.dir).interactions[0].manifest_after)
+    with job.lock():
+        history = job.history_path.read_bytes()
+        manifest = job.manifest_path.read_bytes()
+        # The files as the job started with them (its first commit), not as
+        # they are now. (workspace.py has no public "read a file at a
+        # commit" yet; ``git show`` through its byte-exact runner.)
+        files = {name: ws.file_at(job.workspace, start.workspace_commit, name) for name in spec.get("files", [])}
+    into.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(into / WORKSPACE, ignore_errors=True)
+    for name, data in files.items():
+        atomic_write(into / WORKSPACE / name, data)
+    atomic_write_json(into / JOB_SPEC, spec)
+    atomic_write(into / MANIFEST_NAME, manifest)
+    atomic_write(into / HISTORY_NAME, history)
+    return into
+
+
+def record_scripted(fixture_dir: Union[str, Path], script: Iterable[ScriptItem]) -> list[str]:
+    """Re-record a fixture whose answers were written by hand.
+
+    Creates the job from the folder's job.json and workspace/ in a temporary
+    jobs directory, runs ``script`` live (answers through a
+    :class:`~logist.replay.scripted.ScriptedLLMServer`, a person's actions in
+    between), and writes the result back into the folder. Returns one line
+    per step saying what it did.
+    """
+    from ..engine.decide import user_action
+    from ..engine.step import step_once
+    from .scripted import ScriptedLLMServer
+
+    fixture = load_fixture(fixture_dir)
+    results = []
+    with tempfile.TemporaryDirectory() as tmp, ScriptedLLMServer() as server:
+        job = create_from_fixture(JobsDir(Path(tmp) / "jobs"), fixture)
+        for item in script:
+            if isinstance(item, str):
+                server.add(item)
+                r = step_once(job, base_url=server.base_url)
+                results.append(f"step {r.sequence}: {r.role} {r.action} -> {r.status}" + (f" ({r.error})" if r.error else ""))
+            else:
+                action, text = item
+                m = user_action(job, "answer" if action == "skip" else action, text, skip=action == "skip")
+                results.append(f"entry {m.last_sequence}: {action} -> {m.status}")
+        record_fixture(job, fixture.path)
+    return results
+
+
+def rerecord(fixture_dir: Union[str, Path]) -> list[str]:
+    """Re-record a fixture from its own recorded answers and actions.
+
+    For after a change to the prompts: the job runs live again against a
+    lenient replay of its old history, so the answers and decisions stay and
+    the prompts become today's. Returns the differences the replay found.
+    """
+    from .apply import replay_history
+    from .server import ReplayLLMServer
+
+    fixture = load_fixture(fixture_dir)
+    history = fixture.history()
+    with tempfile.TemporaryDirectory() as tmp, ReplayLLMServer(history, strict=False) as server:
+        job = create_from_fixture(JobsDir(Path(tmp) / "jobs"), fixture)
+        replay_history(job, history, base_url=server.base_url)
+        record_fixture(job, fixture.path)
+    return server.mismatches

@@ -1,0 +1,57 @@
+"""pytest fixtures for testing roles, skills and jobs against a real
+OpenAI-compatible server on 127.0.0.1 (no network, no key).
+
+Installed with Logist as a pytest plugin (entry point ``pytest11``), so the
+fixtures are available in any test suite of an environment where Logist is
+installed; ``pytest_plugins = ["logist.replay.pytest_plugin"]`` in a conftest.py does
+the same where entry points are disabled::
+
+    def test_my_role(scripted_llm, tmp_path):
+        scripted_llm.add('{"action": "COMPLETED", "evidence_files": [], "summary_for_supervisor": "ok"}')
+        run_job(job, base_url=scripted_llm.base_url)
+
+    def test_my_recording_still_replays(replay_llm, tmp_path):
+        server = replay_llm("fixtures/mine")        # strict by default
+        replay_history(job, server.history, base_url=server.base_url)
+
+The servers themselves are in :mod:`logist.replay.scripted` and
+:mod:`logist.replay.server`; this module only wraps them, so that code the
+CLI imports never imports pytest.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .server import ReplayLLMServer
+from .scripted import ScriptedLLMServer
+
+
+@pytest.fixture
+def scripted_llm():
+    """A running :class:`~logist.replay.scripted.ScriptedLLMServer` with an empty
+    script: ``scripted_llm.add(answer, ...)``, ``scripted_llm.base_url``."""
+    with ScriptedLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def replay_llm():
+    """Start a :class:`~logist.replay.server.ReplayLLMServer`:
+    ``replay_llm(recording, strict=True)`` where ``recording`` is a
+    jobHistory.json, a job or fixture folder, or a bundled fixture's name.
+    Every server started is stopped after the test."""
+    from .fixtures import fixture_path
+
+    servers: list[ReplayLLMServer] = []
+
+    def start(recording, *, strict: bool = True) -> ReplayLLMServer:
+        if not hasattr(recording, "interactions"):
+            recording = fixture_path(recording)
+        server = ReplayLLMServer(recording, strict=strict).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

@@ -1,0 +1,277 @@
+"""Real OpenAI-compatible HTTP servers on 127.0.0.1, for tests and the demo.
+
+Tests, the offline demo and people who write their own roles use them to run
+jobs through the real ``openai`` client with no network and no key::
+
+    from logist.replay.scripted import ScriptedLLMServer, Reply
+
+    with ScriptedLLMServer(['{"action": "MESSAGE", "message": "hi"}', Reply(status=500)]) as server:
+        step_once(job, base_url=server.base_url)
+
+:class:`LLMServer` holds the HTTP side, built on the standard library's
+``http.server`` (no hand-written HTTP parsing): routes, JSON bodies, the
+Chat Completions answer with its ``usage``, error bodies in OpenAI's shape,
+slow answers that end early when the client gives up. What to answer each
+request is the one thing a subclass decides (:meth:`LLMServer.reply_for`):
+
+* :class:`ScriptedLLMServer` takes the next item of a script: a string is
+  the assistant's content; a :class:`Reply` can also set an HTTP error
+  status, a delay (to provoke a client timeout) or the usage.
+* :class:`logist.replay.server.ReplayLLMServer` answers from a recorded
+  ``jobHistory.json``.
+
+Every request body is kept in :attr:`LLMServer.requests`. pytest fixtures
+built on these servers are in :mod:`logist.replay.pytest_plugin`.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Iterable, Optional, Union
+
+
+@dataclass
+class Reply:
+    content: Optional[str] = None
+    status: int = 200
+    #: Seconds to wait before answering; the wait ends early (and nothing is
+    #: sent) when the client closes the connection, as a timed-out one does.
+    delay: float = 0.0
+    #: ``{"prompt_tokens": N, "completion_tokens": M}``; None = estimated from
+    #: the text (4 characters a token); ``False`` = no usage in the answer.
+    usage: Union[dict, None, bool] = None
+    error_message: str = "scripted failure"
+    error_type: str = "scripted_error"
+    #: Extra response headers; an error reply without them carries
+    #: ``retry-after-ms: 10`` so that the client's retries are quick.
+    headers: dict = field(default_factory=dict)
+    #: Close the connection without answering (the client sees a dropped
+    #: connection).
+    disconnect: bool = False
+
+
+Script = Iterable[Union[str, Reply]]
+
+#: Tells the openai client not to retry (it honours this header).
+NO_RETRY = {"x-should-retry": "false"}
+
+
+def estimate_usage(messages: list, content: str) -> dict:
+    prompt_chars = sum(len(m.get("content") or "") for m in messages)
+    return {
+        "prompt_tokens": max(1, prompt_chars // 4),
+        "completion_tokens": max(1, len(content) // 4),
+        "total_tokens": max(1, prompt_chars // 4) + max(1, len(content) // 4),
+    }
+
+
+def completion_body(request: dict, content: str, usage: Union[dict, None, bool], number: int) -> dict:
+    """A Chat Completions answer, as OpenAI shapes it."""
+    answer = {
+        "id": f"chatcmpl-logist-{number}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": request.get("model", "logist"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+    }
+    if usage is not False:
+        usage = dict(usage or estimate_usage(request.get("messages") or [], content))
+        usage.setdefault("total_tokens", (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0))
+        answer["usage"] = usage
+    return answer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "_Server"
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args):  # keep test output clean
+        pass
+
+    def _send(self, status: int, body: dict, headers: Optional[dict] = None) -> None:
+        data = json.dumps(body).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+            pass
+
+    def _error(self, status: int, message: str, kind: str, headers: Optional[dict] = None) -> None:
+        self._send(status, {"error": {"message": message, "type": kind, "code": status}}, headers)
+
+    def _client_left_during(self, seconds: float) -> bool:
+        """Wait up to ``seconds``; True as soon as the client has hung up."""
+        deadline = time.monotonic() + seconds
+        while not self.server.stopping.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
+            if readable:
+                try:
+                    if not self.connection.recv(1, socket.MSG_PEEK):
+                        return True
+                except OSError:
+                    return True
+                time.sleep(min(left, 0.05))
+        return True
+
+    def do_GET(self):
+        if self.path.rstrip("/").endswith("/models"):
+            self._send(200, {"object": "list", "data": [{"id": "logist", "object": "model", "owned_by": "logist"}]})
+        else:
+            self._error(404, f"no route {self.path}", "not_found")
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._error(404, f"no route {self.path}", "not_found")
+            return
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise ValueError
+        except ValueError:
+            self._error(400, "request body is not a JSON object", "invalid_request_error")
+            return
+        owner = self.server.owner
+        number, reply = owner._next(body, dict(self.headers))
+        if reply.delay and self._client_left_during(reply.delay):
+            self.close_connection = True
+            return
+        if reply.disconnect:
+            self.close_connection = True
+            return
+        if reply.status != 200:
+            self._error(reply.status, reply.error_message, reply.error_type, reply.headers or {"retry-after-ms": "10"})
+            return
+        self._send(200, completion_body(body, reply.content or "", reply.usage, number), reply.headers)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    owner: "LLMServer"
+    stopping: threading.Event
+
+    def get_request(self):
+        # Answers are small and written in pieces (headers, body): without
+        # TCP_NODELAY each response waits on the client's delayed ACK.
+        connection, address = super().get_request()
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return connection, address
+
+
+class LLMServer:
+    """An OpenAI-compatible server; subclasses decide each reply.
+
+    Use it as a context manager, or call :meth:`start` and :meth:`stop`.
+    Binds to 127.0.0.1 on a free port unless told otherwise.
+    """
+
+    #: Name of the serving thread, for debugging.
+    thread_name = "logist-llm"
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0):
+        self._lock = threading.Lock()
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        self._server = _Server((host, port), _Handler)
+        self._server.owner = self
+        self._server.stopping = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def reply_for(self, body: dict, headers: dict) -> Reply:
+        """The reply to one request (called with the server's lock held)."""
+        raise NotImplementedError
+
+    def _next(self, body: dict, headers: dict) -> tuple[int, Reply]:
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+            return len(self.requests), self.reply_for(body, headers)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> "LLMServer":
+        # A short poll interval: stop() waits for the serving loop to notice.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, name=self.thread_name, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread until :meth:`stop` (or Ctrl-C)."""
+        self._server.serve_forever()
+
+    def stop(self) -> None:
+        self._server.stopping.set()
+        if self._thread is not None:
+            self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class ScriptedLLMServer(LLMServer):
+    """An OpenAI-compatible server answering from ``script`` in order."""
+
+    thread_name = "scripted-llm"
+
+    def __init__(self, script: Script = (), host: str = "127.0.0.1", port: int = 0):
+        super().__init__(host, port)
+        self._script = [s if isinstance(s, Reply) else Reply(content=s) for s in script]
+
+    def add(self, *items: Union[str, Reply]) -> None:
+        with self._lock:
+            self._script.extend(s if isinstance(s, Reply) else Reply(content=s) for s in items)
+
+    @property
+    def remaining(self) -> int:
+        return len(self._script)
+
+    def reply_for(self, body: dict, headers: dict) -> Reply:
+        if self._script:
+            return self._script.pop(0)
+        return Reply(
+            status=500, error_message=f"the script has no answer left for request {len(self.requests)}",
+            error_type="script_exhausted", headers=NO_RETRY,
+        )
+
+
+def serve_forever(script: Script, host: str = "127.0.0.1", port: int = 0) -> None:  # pragma: no cover - CLI helper
+    server = ScriptedLLMServer(script, host, port)
+    print(server.base_url, flush=True)
+    server.serve_forever()
+
+
+def answer(action: str = "COMPLETED", summary: str = "done", evidence=(), **fields) -> str:
+    """One protocol answer as JSON, with the exit fields filled in for
+    COMPLETED / STUCK / RETRY: ``answer("MESSAGE", message="hi")``."""
+    data = {"action": action, **fields}
+    if action in ("COMPLETED", "STUCK", "RETRY"):
+        data.setdefault("evidence_files", list(evidence))
+        data.setdefault("summary_for_supervisor", summary)
+    return json.dumps(data)

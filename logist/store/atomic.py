@@ -1,0 +1,90 @@
+"""The one way Logist writes a whole file: temp file, fsync, rename, fsync dir.
+
+A reader (or a crash) therefore only ever sees the old bytes or the new bytes,
+never a mix, and once :func:`atomic_write` returns the new bytes survive a
+power loss. The history's in-place append is the only write that does not go
+through here; it has its own journal (see :mod:`logist.store.history`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or create inside ``directory`` durable."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+_UMASK: list[int] = []
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        if not _UMASK:  # read once: os.umask can only be read by setting it
+            _UMASK.append(os.umask(0o022))
+            os.umask(_UMASK[0])
+        return 0o666 & ~_UMASK[0]
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Replace ``path`` with ``data`` atomically and durably."""
+    path = Path(path)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        # mkstemp makes 0600 files; keep the mode a normal write would give.
+        os.fchmod(fd, _mode_for(path))
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    fsync_dir(path.parent)
+
+
+def dump_json(data: Any) -> str:
+    """Logist's on-disk JSON style: indented, UTF-8, trailing newline.
+
+    Key order is the order of the pydantic model's fields, which is stable.
+    """
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    atomic_write(path, dump_json(data))
+
+
+def move_aside(path: Path, stamp: str) -> Path:
+    """Rename a corrupt file out of the way, keeping every byte of it."""
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+    os.replace(path, target)
+    fsync_dir(path.parent)
+    return target

@@ -1,0 +1,202 @@
+"""A jobs directory and the jobs in it.
+
+``jobs_index.json`` lists the jobs, the current one and the queue; each job is
+a folder with its manifest, history, workspace and lock. The index has its
+own lock, so two ``job create`` at once cannot lose each other's entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .atomic import atomic_write_json
+from .config import LogistConfig, load_config
+from ..errors import ConfigError, CorruptFileError, JobBusyError, LogistError, NotFoundError
+from .manifest import MANIFEST_NAME, JobManifest, read_manifest
+
+JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+INDEX_NAME = "jobs_index.json"
+LOCK_NAME = ".lock"
+DEFAULT_JOBS_DIR = "jobs"
+
+
+class JobsIndex(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    current_job_id: Optional[str] = None
+    jobs: dict[str, str] = {}
+    queue: list[str] = []
+
+
+def resolve_jobs_dir(option: Optional[str | Path] = None) -> Path:
+    """``--jobs-dir``, else ``LOGIST_JOBS_DIR``, else ``./jobs``."""
+    return Path(option or os.environ.get("LOGIST_JOBS_DIR") or DEFAULT_JOBS_DIR).absolute()
+
+
+def check_job_id(job_id: str) -> str:
+    if not JOB_ID_RE.match(job_id or ""):
+        raise ConfigError(
+            f"invalid job id {job_id!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return job_id
+
+
+@contextmanager
+def hold_lock(lock_path: Path, what: str, timeout: float) -> Iterator[None]:
+    """Hold a filelock; ``timeout`` 0 fails at once, -1 waits forever."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(lock_path), timeout=timeout, thread_local=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        waited = "" if timeout == 0 else f" after waiting {timeout:g}s"
+        raise JobBusyError(
+            f"{what} is busy: another logist command holds {lock_path}{waited} "
+            "(try again, or pass --wait SECONDS)"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+class Job:
+    """Paths of one job; the state lives in its files."""
+
+    def __init__(self, jobs_dir: "JobsDir", job_id: str, path: Path):
+        self.jobs_dir = jobs_dir
+        self.id = job_id
+        self.dir = path
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.dir / MANIFEST_NAME
+
+    @property
+    def history_path(self) -> Path:
+        from .history import history_path  # the history's models load only when needed
+
+        return history_path(self.dir)
+
+    @property
+    def workspace(self) -> Path:
+        return self.dir / "workspace"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.dir / LOCK_NAME
+
+    def lock(self, timeout: float = 0):
+        return hold_lock(self.lock_path, f"job '{self.id}'", timeout)
+
+    def manifest(self) -> JobManifest:
+        """The manifest as on disk (without recovery; see :mod:`logist.recovery`)."""
+        return read_manifest(self.dir)
+
+    def __repr__(self) -> str:
+        return f"Job({self.id!r}, {str(self.dir)!r})"
+
+
+class JobsDir:
+    def __init__(self, path: Optional[str | Path] = None):
+        self.path = resolve_jobs_dir(path)
+
+    @property
+    def index_path(self) -> Path:
+        return self.path / INDEX_NAME
+
+    def exists(self) -> bool:
+        return self.index_path.exists()
+
+    def init(self) -> bool:
+        """Create the directory layout; returns False when it already existed."""
+        created = not self.exists()
+        self.path.mkdir(parents=True, exist_ok=True)
+        (self.path / "roles").mkdir(exist_ok=True)
+        (self.path / "skills").mkdir(exist_ok=True)
+        if created:
+            atomic_write_json(self.index_path, JobsIndex().model_dump(mode="json"))
+        return created
+
+    def config(self) -> LogistConfig:
+        return load_config(self.path)
+
+    @contextmanager
+    def index_lock(self):
+        self.path.mkdir(parents=True, exist_ok=True)
+        with hold_lock(self.path / ".index.lock", f"jobs index {self.index_path}", timeout=30):
+            yield
+
+    def read_index(self) -> JobsIndex:
+        if not self.index_path.exists():
+            return JobsIndex()
+        try:
+            return JobsIndex.model_validate(json.loads(self.index_path.read_text(encoding="utf-8")))
+        except (ValueError, ValidationError) as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise CorruptFileError(f"{self.index_path} is corrupt: {first}") from None
+
+    def write_index(self, index: JobsIndex) -> None:
+        atomic_write_json(self.index_path, index.model_dump(mode="json"))
+
+    def job(self, job_id: str) -> Job:
+        check_job_id(job_id)
+        index = self.read_index()
+        rel = index.jobs.get(job_id, job_id)
+        path = (self.path / rel).resolve()
+        if not (path / MANIFEST_NAME).exists():
+            raise NotFoundError(f"no job '{job_id}' in {self.path}")
+        return Job(self, job_id, path)
+
+    def resolve(self, job_id: Optional[str] = None) -> Job:
+        """The job from the argument, else ``LOGIST_JOB_ID``, else the index's current job."""
+        chosen = job_id or os.environ.get("LOGIST_JOB_ID") or self.read_index().current_job_id
+        if not chosen:
+            raise NotFoundError(
+                f"no job given and no current job in {self.path} (name one, or run 'logist job select JOB')"
+            )
+        return self.job(chosen)
+
+    def job_ids(self) -> list[str]:
+        return list(self.read_index().jobs)
+
+    def register(self, job_id: str, *, make_current: bool = True, rank: Optional[int] = None) -> None:
+        with self.index_lock():
+            index = self.read_index()
+            index.jobs[job_id] = job_id
+            if job_id not in index.queue:
+                if rank is None:
+                    index.queue.append(job_id)
+                else:
+                    index.queue.insert(max(rank, 0), job_id)
+            if make_current:
+                index.current_job_id = job_id
+            self.write_index(index)
+
+    def select(self, job_id: str) -> Job:
+        job = self.job(job_id)
+        with self.index_lock():
+            index = self.read_index()
+            index.current_job_id = job_id
+            self.write_index(index)
+        return job
+
+    def new_job_dir(self, job_id: str) -> Path:
+        check_job_id(job_id)
+        path = self.path / job_id
+        if path.exists() or job_id in self.read_index().jobs:
+            raise LogistError(f"job '{job_id}' already exists in {self.path}")
+        return path
+
+    def remove_incomplete(self, path: Path) -> None:
+        """Undo a create that failed before the job was registered."""
+        if path.exists() and not (path / MANIFEST_NAME).exists():
+            shutil.rmtree(path, ignore_errors=True)

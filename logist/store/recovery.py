@@ -1,0 +1,202 @@
+"""Keeping the manifest, the history and the workspace in agreement.
+
+A step changes three things: the workspace (files, then a git commit), the
+history (one appended entry) and the manifest. No filesystem makes that one
+atomic write, so a step first writes a small journal,
+``<job>/step_journal.json`` (atomically), holding the workspace's HEAD before
+the step and the model's raw answer, and removes it once the step is
+recorded. Recovery then knows, after a crash at any point:
+
+* journal present, its entry not in the history: the step was interrupted
+  before it was recorded. The workspace is reset to that HEAD and the dropped
+  answer is written into the recovery note, so nothing that was paid for is
+  lost from the record; the job stays as before the step.
+* journal present, its entry in the history: the step was recorded; only the
+  manifest may be behind, and it is restored from the entry's
+  ``manifest_after``, as for any manifest that is behind the history.
+
+The history's own append is made safe by its append journal
+(:mod:`logist.store.history`); the manifest is written atomically. Every entry
+carries the manifest after it, so the history alone can always restore it.
+
+:func:`open_job` runs recovery; every command that changes a job calls it
+with the job's lock held, and records in the history what it repaired.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from . import history as hist
+from ..views import transcript
+from .atomic import atomic_write_json, move_aside
+from ..errors import CorruptFileError
+from ..failpoints import failpoint
+from .history import HistoryEntry
+from .manifest import JobManifest, read_manifest, utc_now, write_manifest
+
+JOURNAL_NAME = "step_journal.json"
+
+log = logging.getLogger("logist")
+
+
+class StepJournal(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    phase: Literal["applying"] = "applying"
+    sequence: int
+    head_before: Optional[str] = None
+    raw_response: Optional[str] = None
+
+
+def journal_path(job_dir: Path) -> Path:
+    return Path(job_dir) / JOURNAL_NAME
+
+
+def begin_applying(job_dir: Path, sequence: int, head_before: Optional[str], raw: Optional[str]) -> None:
+    journal = StepJournal(phase="applying", sequence=sequence, head_before=head_before, raw_response=raw)
+    atomic_write_json(journal_path(job_dir), journal.model_dump(mode="json"))
+
+
+def record(job_dir: Path, entry: HistoryEntry, manifest: JobManifest) -> None:
+    """Append ``entry``, write ``manifest`` and close the step's journal.
+
+    ``entry.manifest_after`` must already be ``manifest``'s dump: once the
+    entry is appended, it alone can restore the manifest.
+    """
+    hist.append_entry(job_dir, entry)
+    failpoint("after_history")
+    write_manifest(job_dir, manifest)
+    failpoint("after_manifest")
+    journal_path(job_dir).unlink(missing_ok=True)
+    transcript.append_safely(job_dir, entry)  # derived data: never fails the step
+
+
+def new_entry(
+    job_dir: Path,
+    workspace: Path,
+    manifest_before: JobManifest,
+    manifest_after: JobManifest,
+    *,
+    kind: str,
+    **fields: Any,
+) -> HistoryEntry:
+    """An entry for the next sequence number; stamps ``manifest_after``."""
+    sequence = manifest_before.last_sequence + 1
+    timestamp = fields.pop("timestamp", None) or utc_now()
+    manifest_after.last_sequence = sequence
+    manifest_after.updated_at = timestamp
+    return HistoryEntry(
+        sequence=sequence,
+        timestamp=timestamp,
+        kind=kind,
+        state_before=str(manifest_before.status),
+        state_after=str(manifest_after.status),
+        workspace_path=str(workspace),
+        manifest_after=manifest_after.dump(),
+        **fields,
+    )
+
+
+def _record_recovery(job_dir: Path, workspace: Path, manifest: JobManifest, note: str) -> JobManifest:
+    after = manifest.model_copy(deep=True)
+    entry = new_entry(
+        job_dir, workspace, manifest, after, kind="recovery", role=manifest.turn.role, note=note,
+        workspace_commit=manifest.workspace_commit,
+    )
+    record(job_dir, entry, after)
+    return after
+
+
+def _load_manifest_or_rebuild(job_dir: Path, notes: list[str]) -> JobManifest:
+    try:
+        return read_manifest(job_dir)
+    except CorruptFileError as exc:
+        last = hist.last_entry(job_dir)
+        if last is None:
+            raise CorruptFileError(f"{exc}; there is no history entry to rebuild it from") from None
+        aside = move_aside(job_dir / "job_manifest.json", utc_now().replace(":", ""))
+        manifest = JobManifest.model_validate(last.manifest_after)
+        write_manifest(job_dir, manifest)
+        notes.append(f"job_manifest.json could not be parsed; moved to {aside.name} and rebuilt from history entry {last.sequence}")
+        return manifest
+
+
+def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
+    """Repair whatever an interrupted command left; return the manifest and
+    what was done. Call with the job's lock held."""
+    from .. import workspace as ws
+
+    job_dir = Path(job_dir)
+    notes: list[str] = []
+    if not hist.history_path(job_dir).exists():
+        raise CorruptFileError(f"{hist.history_path(job_dir)} is missing; the job cannot be checked or repaired without it")
+    repaired = hist.repair(job_dir)
+    if repaired:
+        notes.append(repaired)
+    try:
+        hist.last_entry(job_dir)
+    except CorruptFileError as exc:
+        manifest_probe = None
+        try:
+            manifest_probe = read_manifest(job_dir)
+        except (CorruptFileError, FileNotFoundError):
+            pass
+        job_id = manifest_probe.job_id if manifest_probe else job_dir.name
+        aside, kept = hist.salvage(job_dir, job_id)
+        notes.append(f"{exc}; moved it to {aside.name} and kept the {kept} entries that could be read")
+
+    jpath = journal_path(job_dir)
+    reset_head: Optional[str] = None
+    if jpath.exists():
+        try:
+            journal = StepJournal.model_validate(json.loads(jpath.read_text(encoding="utf-8")))
+        except (ValueError, ValidationError):
+            aside = move_aside(jpath, utc_now().replace(":", ""))
+            raise CorruptFileError(
+                f"{jpath} could not be parsed (moved to {aside.name}); check the workspace with 'git status' before stepping"
+            ) from None
+        last = hist.last_entry(job_dir)
+        if last is not None and last.sequence >= journal.sequence:
+            jpath.unlink()
+            notes.append(f"entry {journal.sequence} was recorded but its command was interrupted before it finished")
+        else:
+            if journal.head_before:
+                ws.reset_to(workspace, journal.head_before)
+                reset_head = journal.head_before
+            jpath.unlink()
+            dropped = journal.raw_response
+            note = (
+                f"step {journal.sequence} was interrupted after its LLM call, before it was recorded; "
+                f"the workspace was reset to {journal.head_before} and the job stays as before that step"
+            )
+            if dropped is not None:
+                note += ". The dropped answer was: " + dropped
+            notes.append(note)
+
+    manifest = _load_manifest_or_rebuild(job_dir, notes)
+    last = hist.last_entry(job_dir)
+    last_seq = last.sequence if last else 0
+    if last is not None and last_seq > manifest.last_sequence:
+        manifest = JobManifest.model_validate(last.manifest_after)
+        write_manifest(job_dir, manifest)
+        notes.append(f"the manifest was behind the history; restored it from entry {last_seq}")
+    elif last_seq < manifest.last_sequence:
+        notes.append(
+            f"the history ends at entry {last_seq} but the manifest had reached {manifest.last_sequence}; "
+            "later entries are lost from the history"
+        )
+        manifest.last_sequence = last_seq
+    if reset_head is not None:
+        # Usually the manifest's own commit; a commit of hand edits made just
+        # before the interrupted step otherwise.
+        manifest.workspace_commit = reset_head
+    if notes:
+        manifest = _record_recovery(job_dir, workspace, manifest, "; ".join(notes))
+        for note in notes:
+            log.warning("repaired job %s: %s", manifest.job_id, note)
+    return manifest, notes

@@ -1,0 +1,100 @@
+"""Role manifests: the built-in Worker, Supervisor and Planner, plus the jobs
+directory's own ``roles/`` that add to them and override them by name.
+
+A manifest is JSON (YAML accepted) with four mandatory fields and a few
+optional ones; unknown fields are refused so that a typo in a manifest is an
+error naming the file and the field, not a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import ConfigError, NotFoundError
+from ..resources import data_dir
+
+MANIFEST_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+class RoleManifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    description: str = Field(min_length=1)
+    instructions: str = Field(min_length=1)
+    llm_model: str = Field(min_length=1)
+    temperature: float = Field(default=0.3, ge=0, le=2)
+    max_tokens: Optional[int] = Field(default=None, gt=0)
+    response_format: Optional[dict] = None
+    # Planner and compaction settings (SPEC section 7).
+    prompt_compression: bool = False
+    compaction_threshold: int = Field(default=10, ge=1)
+    compaction_retain_recent: int = Field(default=3, ge=0)
+    # Where the manifest came from; not part of the file.
+    source: Optional[str] = Field(default=None, exclude=True)
+
+
+def format_validation_error(exc: ValidationError, where: str) -> str:
+    """One line per field, as the CLI shows pydantic errors."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        parts.append(f"{loc}: {err['msg']}")
+    return f"{where}: " + "; ".join(parts)
+
+
+def load_role_file(path: Path) -> RoleManifest:
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"role manifest {path}: cannot be read: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"role manifest {path}: expected an object with name, description, instructions, llm_model")
+    try:
+        role = RoleManifest.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, f"role manifest {path}")) from None
+    role.source = str(path)
+    return role
+
+
+def _load_dir(directory: Path) -> dict[str, RoleManifest]:
+    roles: dict[str, RoleManifest] = {}
+    if not directory.is_dir():
+        return roles
+    for path in sorted(directory.iterdir()):
+        if path.suffix in MANIFEST_SUFFIXES and path.is_file() and not path.name.startswith("."):
+            role = load_role_file(path)
+            if role.name in roles:
+                raise ConfigError(f"role manifest {path}: role '{role.name}' is already defined by {roles[role.name].source}")
+            roles[role.name] = role
+    return roles
+
+
+def builtin_roles() -> dict[str, RoleManifest]:
+    return _load_dir(data_dir("roles"))
+
+
+def load_roles(jobs_dir: Optional[Path] = None) -> dict[str, RoleManifest]:
+    """Built-ins, then ``<jobs-dir>/roles`` adding and overriding by name."""
+    roles = builtin_roles()
+    if jobs_dir is not None:
+        roles.update(_load_dir(Path(jobs_dir) / "roles"))
+    return roles
+
+
+def get_role(name: str, jobs_dir: Optional[Path] = None) -> RoleManifest:
+    roles = load_roles(jobs_dir)
+    if name not in roles:
+        raise NotFoundError(f"no role named '{name}' (known: {', '.join(sorted(roles))})")
+    return roles[name]

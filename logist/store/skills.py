@@ -1,0 +1,147 @@
+"""Skills: reusable task templates in ``SKILL.md`` files.
+
+A skill is a folder ``<name>/SKILL.md``: YAML frontmatter (``name``,
+``description``, ``params`` with ``name``/``description``/``required``/
+``default``, optional ``max_steps``) and a Markdown body with the skill's
+instructions, in which ``{{param}}`` is replaced by the param's value. The
+built-in skills ship with Logist; ``<jobs-dir>/skills/`` adds to and
+overrides them by name.
+
+A job made from a skill keeps the instructions as they were when it was
+created (in its manifest), so editing a SKILL.md later never changes what a
+running or recorded job was told.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import ConfigError, NotFoundError
+from ..resources import data_dir
+from .roles import format_validation_error
+
+SKILL_FILE = "SKILL.md"
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(?P<yaml>.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(?P<body>.*)\Z", re.DOTALL)
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
+
+
+class SkillParam(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")
+    description: str = ""
+    required: bool = False
+    default: Optional[str] = None
+
+
+class Skill(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = Field(min_length=1)
+    params: list[SkillParam] = []
+    max_steps: Optional[int] = Field(default=None, ge=1)
+    body: str = ""
+    source: Optional[str] = Field(default=None, exclude=True)
+
+    def resolve_params(self, given: dict[str, str]) -> dict[str, str]:
+        """The full set of values: given, else defaults; refuses unknown or missing ones."""
+        known = {p.name: p for p in self.params}
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            names = ", ".join(known) or "none"
+            raise ConfigError(f"skill '{self.name}' has no param {', '.join(repr(u) for u in unknown)} (its params: {names})")
+        values: dict[str, str] = {}
+        missing = []
+        for param in self.params:
+            if param.name in given:
+                values[param.name] = given[param.name]
+            elif param.default is not None:
+                values[param.name] = param.default
+            elif param.required:
+                missing.append(param.name)
+        for param in self.params:  # a default may name other params: docs/{{module}}.md
+            if param.name not in given and param.name in values:
+                values[param.name] = _PLACEHOLDER.sub(lambda m: given.get(m.group(1), m.group(0)), values[param.name])
+        if missing:
+            raise ConfigError(
+                f"skill '{self.name}' needs --param {' --param '.join(f'{m}=...' for m in missing)}"
+            )
+        return values
+
+    def render(self, values: dict[str, str]) -> str:
+        return self.render_text(self.body, values)
+
+    @staticmethod
+    def render_text(text: str, values: dict[str, str]) -> str:
+        return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text).strip()
+
+
+class ActiveSkill(BaseModel):
+    """What a job keeps of its skill."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    params: dict[str, str] = {}
+    instructions: str
+
+
+def parse_skill(path: Path) -> Skill:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"skill {path}: cannot be read: {exc}") from None
+    match = _FRONTMATTER.match(text)
+    if not match:
+        raise ConfigError(f"skill {path}: no YAML frontmatter (the file must start with a '---' block)")
+    import yaml
+
+    try:
+        meta = yaml.safe_load(match.group("yaml"))
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" at line {where.line + 2}" if where is not None else ""
+        raise ConfigError(f"skill {path}: frontmatter is not valid YAML{line}") from None
+    if not isinstance(meta, dict):
+        raise ConfigError(f"skill {path}: frontmatter must be a mapping with name and description")
+    try:
+        skill = Skill.model_validate({**meta, "body": match.group("body")})
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, f"skill {path}")) from None
+    if not skill.body.strip():
+        raise ConfigError(f"skill {path}: the body (the skill's instructions) is empty")
+    skill.source = str(path)
+    return skill
+
+
+def _load_dir(directory: Path) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    if directory.is_dir():
+        for folder in sorted(directory.iterdir()):
+            if (folder / SKILL_FILE).is_file():
+                found[folder.name] = folder / SKILL_FILE
+    return found
+
+
+def skill_files(jobs_dir: Optional[Path] = None) -> dict[str, Path]:
+    """Skill name (its folder) → SKILL.md, built-ins overridden by the jobs dir's."""
+    files = _load_dir(data_dir("skills"))
+    if jobs_dir is not None:
+        files.update(_load_dir(Path(jobs_dir) / "skills"))
+    return files
+
+
+def load_skill(name: str, jobs_dir: Optional[Path] = None) -> Skill:
+    files = skill_files(jobs_dir)
+    if name not in files:
+        raise NotFoundError(f"no skill named '{name}' (known: {', '.join(sorted(files)) or 'none'})")
+    skill = parse_skill(files[name])
+    if skill.name != name:
+        raise ConfigError(f"skill {files[name]}: its name '{skill.name}' differs from its folder '{name}'")
+    return skill
+
+
+def list_skills(jobs_dir: Optional[Path] = None) -> list[Skill]:
+    return [parse_skill(path) for path in skill_files(jobs_dir).values()]

@@ -1,0 +1,324 @@
+"""Whole jobs through a real OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from logist import JobsDir, Status, create_job, load_history, post_answer, run_job, step_once, user_action
+from logist.errors import TransitionError
+from logist.replay.scripted import Reply
+from logist.replay.scripted import answer
+
+from conftest import write_config
+
+
+
+
+def make_job(jobs, job_id="hello", **kwargs):
+    return create_job(
+        jobs, job_id, "Write hello.py that prints a greeting",
+        details="Use plain Python.", acceptance=["python hello.py prints Hello"], **kwargs,
+    )
+
+
+def git_log(workspace) -> list[str]:
+    out = subprocess.run(["git", "log", "--format=%s"], cwd=workspace, capture_output=True, text=True, check=True)
+    return out.stdout.splitlines()
+
+
+def git_tree(workspace, rev="HEAD") -> dict[str, str]:
+    out = subprocess.run(["git", "ls-tree", "-r", rev], cwd=workspace, capture_output=True, text=True, check=True)
+    return {line.split("\t")[1]: line.split()[2] for line in out.stdout.splitlines()}
+
+
+WRITE_HELLO = answer(
+    "COMPLETED", "Wrote hello.py.", ["hello.py"],
+    file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}, {"path": "docs/notes.md", "content": "# Notes\n"}],
+)
+
+
+def test_default_workflow_end_to_end(jobs, llm, normalise, snapshot):
+    job = make_job(jobs)
+    llm.add(WRITE_HELLO, answer("COMPLETED", "hello.py prints Hello; criterion met.", ["hello.py"]))
+
+    first = step_once(job, base_url=llm.base_url)
+    assert (first.role, first.action, first.status) == ("Worker", "COMPLETED", Status.REVIEWING)
+    assert (job.workspace / "hello.py").read_text() == "print('Hello')\n"
+    assert first.files_changed == ["hello.py", "docs/notes.md"]
+
+    second = step_once(job, base_url=llm.base_url)
+    assert (second.role, second.status) == ("Supervisor", Status.APPROVAL_REQUIRED)
+    user_action(job, "approve")
+    manifest = job.manifest()
+    assert manifest.status == Status.SUCCESS
+
+    # One commit per changing step: the baseline and the Worker's step only.
+    log = git_log(job.workspace)
+    assert len(log) == 2
+    assert log[0].startswith("logist: hello step 2 Worker COMPLETED: Wrote hello.py.")
+
+    entries = load_history(job.dir).interactions
+    assert [e.sequence for e in entries] == [1, 2, 3, 4]
+    assert [(e.kind, e.state_before, e.state_after) for e in entries] == [
+        ("user_action", "DRAFT", "PENDING"),
+        ("llm_call", "PENDING", "REVIEWING"),
+        ("llm_call", "REVIEWING", "APPROVAL_REQUIRED"),
+        ("user_action", "APPROVAL_REQUIRED", "SUCCESS"),
+    ]
+    call = entries[1]
+    # The spec's fields, and the prompt exactly as the server received it.
+    assert call.request.prompt[0].role == "system"
+    assert [m.model_dump() for m in call.request.prompt] == llm.requests[0]["messages"]
+    assert call.request.metadata.model == llm.requests[0]["model"] == "gpt-4o-mini"
+    assert call.response.actions == ["COMPLETED"] and call.response.raw_response == WRITE_HELLO
+    assert call.usage.prompt_tokens > 0 and call.usage.completion_tokens > 0
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=job.workspace, capture_output=True, text=True).stdout.strip()
+    assert call.workspace_commit == entries[2].workspace_commit == head
+    assert call.workspace_path == str(job.workspace)
+
+    assert normalise(llm.requests) == snapshot(name="prompts")
+    assert normalise(json.loads(job.manifest_path.read_text())) == snapshot(name="manifest")
+    assert normalise(json.loads(job.history_path.read_text())) == snapshot(name="history")
+
+
+def test_supervisor_retry_sends_feedback_to_worker(jobs, llm, normalise, snapshot):
+    job = make_job(jobs)
+    feedback = "hello.py prints 'Hi', not 'Hello'. Fix the string."
+    llm.add(
+        answer("COMPLETED", "Wrote hello.py.", ["hello.py"], file_changes=[{"path": "hello.py", "content": "print('Hi')\n"}]),
+        answer("RETRY", feedback, ["hello.py"]),
+        answer("COMPLETED", "Fixed the greeting.", ["hello.py"], file_changes=[{"path": "hello.py", "old": "Hi", "new": "Hello"}]),
+        answer("COMPLETED", "Looks right now.", ["hello.py"]),
+    )
+    results = run_job(job, base_url=llm.base_url)
+    assert [(r.role, r.action) for r in results] == [
+        ("Worker", "COMPLETED"), ("Supervisor", "RETRY"), ("Worker", "COMPLETED"), ("Supervisor", "COMPLETED"),
+    ]
+    assert results[1].status == Status.RUNNING
+    third_prompt = llm.requests[2]["messages"]
+    assert len(third_prompt) == 2, "the Worker starts a fresh turn"
+    assert feedback in third_prompt[1]["content"]
+    assert "print('Hi')" in third_prompt[1]["content"], "the Worker sees the files as they are"
+    assert (job.workspace / "hello.py").read_text() == "print('Hello')\n"
+    assert job.manifest().status == Status.APPROVAL_REQUIRED
+    assert normalise(third_prompt[1]["content"]) == snapshot
+
+
+def _intervention(job, llm, *replies, **kw):
+    llm.add(*replies)
+    result = step_once(job, base_url=llm.base_url, **kw)
+    manifest = job.manifest()
+    assert manifest.status == Status.INTERVENTION_REQUIRED
+    return result, manifest
+
+
+@pytest.mark.parametrize(
+    "reply, reason_part",
+    [
+        (answer("STUCK", "I need the database password."), "STUCK: I need the database password."),
+        ("Sure! Here is my answer: done.", "not valid JSON"),
+        ('{"action": "COMPLETED", "summary_for_supervisor": "x"}', "'evidence_files' is a required property"),
+        ('{"action": "LAUNCH"}', "'LAUNCH' is not one of"),
+        (answer("MESSAGE", message="x", file_changes=[{"path": "../outside.txt", "content": "x"}]), "leaves the workspace"),
+        (answer("MESSAGE", message="x", file_changes=[{"path": "/etc/passwd", "content": "x"}]), "is absolute"),
+        (answer("MESSAGE", message="x", file_changes=[{"path": ".git/config", "content": "x"}]), "inside .git"),
+    ],
+    ids=["stuck", "not-json", "schema-missing-field", "schema-bad-action", "dotdot", "absolute", "dotgit"],
+)
+def test_failures_end_in_intervention_with_reason(jobs, llm, tmp_path, reply, reason_part):
+    job = make_job(jobs)
+    llm.add(WRITE_HELLO)
+    step_once(job, base_url=llm.base_url)  # an earlier entry that must stay intact
+    before = job.history_path.read_bytes()
+    head_before = git_tree(job.workspace)
+
+    result, manifest = _intervention(job, llm, reply)
+    assert reason_part in manifest.reason
+    entries = load_history(job.dir).interactions
+    assert job.history_path.read_bytes().startswith(before[: -len(b"\n  ]\n}\n")])
+    assert len(entries) == 3
+    last = entries[-1]
+    assert last.response.raw_response == reply
+    if reason_part.startswith("STUCK"):
+        assert last.response.status == "SUCCESS"
+    else:
+        assert last.response.status == "INVALID" and reason_part in last.response.error
+    assert git_tree(job.workspace) == head_before, "a refused answer changes nothing"
+    assert not (tmp_path / "outside.txt").exists()
+
+
+def test_symlink_escape_is_refused(jobs, llm, tmp_path):
+    job = make_job(jobs)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (job.workspace / "link").symlink_to(outside)
+    subprocess.run(["git", "add", "-A"], cwd=job.workspace, check=True)
+    subprocess.run(["git", "commit", "-qm", "link"], cwd=job.workspace, check=True)
+    _, manifest = _intervention(job, llm, answer("MESSAGE", message="x", file_changes=[{"path": "link/evil.txt", "content": "x"}]))
+    assert "symlink" in manifest.reason
+    assert not (outside / "evil.txt").exists()
+
+
+@pytest.mark.parametrize("status", [500, 429])
+def test_server_errors_past_retries(jobs, llm, status):
+    write_config(jobs, max_retries=2)
+    job = make_job(jobs)
+    llm.add(WRITE_HELLO)
+    step_once(job, base_url=llm.base_url)
+    llm.add(*[Reply(status=status)] * 3)
+    _, manifest = _intervention(job, llm)
+    assert f"after 3 attempts: HTTP {status}" in manifest.reason
+    assert len(llm.requests) == 1 + 3
+    entries = load_history(job.dir).interactions
+    assert entries[-1].response.status == "ERROR" and entries[-1].response.raw_response is None
+    assert [e.sequence for e in entries] == [1, 2, 3]
+
+
+def test_transient_error_is_retried_then_succeeds(jobs, llm):
+    write_config(jobs, max_retries=2)
+    job = make_job(jobs)
+    llm.add(Reply(status=503), Reply(status=429), WRITE_HELLO)
+    result = step_once(job, base_url=llm.base_url)
+    assert result.status == Status.REVIEWING
+    assert len(llm.requests) == 3
+
+
+def test_server_timeout(jobs, llm):
+    write_config(jobs, request_timeout=0.3, max_retries=1)
+    job = make_job(jobs)
+    llm.add(Reply(content=WRITE_HELLO, delay=1.0), Reply(content=WRITE_HELLO, delay=1.0))
+    _, manifest = _intervention(job, llm)
+    assert "timed out" in manifest.reason
+
+
+def test_unreachable_endpoint(jobs):
+    write_config(jobs, max_retries=0)
+    job = make_job(jobs)
+    result = step_once(job, base_url="http://127.0.0.1:9/v1")
+    assert result.status == Status.INTERVENTION_REQUIRED
+    assert "cannot connect" in job.manifest().reason
+
+
+def test_format_retries_reask_with_the_error(jobs, llm):
+    job = make_job(jobs, format_retries=1)
+    llm.add("not json at all", WRITE_HELLO)
+    first = step_once(job, base_url=llm.base_url)
+    assert first.action == "INVALID" and first.status == Status.RUNNING
+    second = step_once(job, base_url=llm.base_url)
+    assert second.status == Status.REVIEWING
+    reask = llm.requests[1]["messages"]
+    assert reask[2] == {"role": "assistant", "content": "not json at all"}
+    assert "Your last answer was refused: the answer is not valid JSON" in reask[3]["content"]
+    assert reask[3]["content"].endswith("[Step 2 of 100]")
+
+
+def test_transitions_refused_with_current_state(jobs, llm):
+    job = make_job(jobs)
+    with pytest.raises(TransitionError, match=r"cannot approve job 'hello': it is PENDING"):
+        user_action(job, "approve")
+    user_action(job, "cancel")
+    with pytest.raises(TransitionError, match=r"job 'hello' is CANCELED; it cannot be stepped"):
+        step_once(job, base_url=llm.base_url)
+    with pytest.raises(TransitionError, match="it is CANCELED"):
+        user_action(job, "resume")
+
+
+def test_reject_resubmit_suspend_resume(jobs, llm):
+    job = make_job(jobs)
+    llm.add(WRITE_HELLO, answer("COMPLETED", "ok", ["hello.py"]))
+    run_job(job, base_url=llm.base_url)
+    user_action(job, "reject", "Print it twice.")
+    m = job.manifest()
+    assert m.status == Status.PENDING and m.turn.role == "Worker" and "Print it twice." in m.turn.feedback
+    user_action(job, "suspend")
+    assert job.manifest().status == Status.SUSPENDED
+    with pytest.raises(TransitionError, match="SUSPENDED"):
+        step_once(job, base_url=llm.base_url)
+    user_action(job, "resume")
+    assert job.manifest().status == Status.PENDING
+    llm.add(answer("STUCK", "Which greeting?"))
+    step_once(job, base_url=llm.base_url)
+    user_action(job, "resubmit", "Use Hello.")
+    m = job.manifest()
+    assert m.status == Status.PENDING and "Use Hello." in m.turn.feedback and m.reason is None
+    assert "Print it twice." in llm.requests[-1]["messages"][1]["content"]
+
+
+def test_ask_and_answer(jobs, llm):
+    job = make_job(jobs)
+    llm.add(answer("ASK", question="Which greeting?", required=False))
+    result = step_once(job, base_url=llm.base_url)
+    assert result.status == Status.INPUT_REQUIRED
+    user_action(job, "answer", "Hello there")
+    assert job.manifest().status == Status.RUNNING
+    llm.add(WRITE_HELLO)
+    step_once(job, base_url=llm.base_url)
+    assert llm.requests[-1]["messages"][-1]["content"].startswith("User response: Hello there")
+
+
+def test_max_steps_stops_before_calling(jobs, llm):
+    job = make_job(jobs, max_steps=2)
+    llm.add(answer("MESSAGE", message="thinking"), answer("MESSAGE", message="still thinking"))
+    step_once(job, base_url=llm.base_url)
+    step_once(job, base_url=llm.base_url)
+    result = step_once(job, base_url=llm.base_url)
+    assert result.status == Status.INTERVENTION_REQUIRED
+    assert "max steps reached (2 of 2)" in job.manifest().reason
+    assert len(llm.requests) == 2
+
+
+def test_poststep_and_live_step_leave_identical_job(tmp_path, llm, monkeypatch):
+    """The same answers, once from the server and once posted, give the same files."""
+    script = [
+        answer("COMPLETED", "Wrote hello.py.", ["hello.py"], file_changes=[{"path": "hello.py", "content": "print('Hi')\n"}]),
+        answer("RETRY", "Say Hello.", ["hello.py"]),
+        answer("COMPLETED", "Fixed.", ["hello.py"], file_changes=[{"path": "hello.py", "old": "Hi", "new": "Hello"}]),
+        answer("COMPLETED", "Good.", ["hello.py"]),
+    ]
+
+    def run(live: bool) -> tuple[dict, dict, dict]:
+        jobs = JobsDir(tmp_path / "same-place")
+        job = make_job(jobs)
+        for raw in script:
+            if live:
+                llm.add(Reply(content=raw, usage=False))
+                step_once(job, base_url=llm.base_url)
+            else:
+                post_answer(job, raw)
+        manifest = json.loads(job.manifest_path.read_text())
+        history = json.loads(job.history_path.read_text())
+        tree = git_tree(job.workspace)
+        import shutil
+
+        shutil.rmtree(jobs.path)
+        return manifest, history, tree
+
+    live = run(True)
+    posted = run(False)
+
+    def strip(data):
+        if isinstance(data, dict):
+            return {k: strip(v) for k, v in data.items() if k not in ("timestamp", "created_at", "updated_at", "duration_seconds", "wall_seconds")}
+        if isinstance(data, list):
+            return [strip(v) for v in data]
+        return data
+
+    assert strip(live[0]) == strip(posted[0])
+    assert strip(live[1]) == strip(posted[1])
+    assert live[2] == posted[2]
+    assert live[0]["status"] == "APPROVAL_REQUIRED"
+
+
+def test_hand_edits_are_committed_on_their_own(jobs, llm):
+    job = make_job(jobs)
+    (job.workspace / "mine.txt").write_text("written by a person\n")
+    llm.add(WRITE_HELLO)
+    result = step_once(job, base_url=llm.base_url)
+    assert git_log(job.workspace)[:2] == [
+        "logist: hello step 2 Worker COMPLETED: Wrote hello.py.",
+        "logist: hello changes made by hand before step 2",
+    ]
+    assert "mine.txt" in git_tree(job.workspace) and "mine.txt" not in result.files_changed

@@ -1,0 +1,345 @@
+"""The replay server: recorded answers per role, strict and lenient matching,
+recorded failures, the official client in another process, the CLI command."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import openai
+import pytest
+
+from logist import JobsDir, Status, create_job, load_history, run_job, step_once, user_action
+from logist.replay.fixtures import create_from_fixture, load_fixture
+from logist.replay.apply import ReplayDivergedError, replay_history
+from logist.replay.server import NO_ROLE, first_difference, role_of
+from logist.replay.scripted import NO_RETRY, Reply, ScriptedLLMServer
+from logist.replay.scripted import answer
+
+from conftest import REPO_ROOT, write_config
+
+WORDCOUNT = REPO_ROOT / "fixtures" / "wordcount"
+
+
+
+
+def recorded_calls(history):
+    return [e for e in history.interactions if e.kind == "llm_call"]
+
+
+def messages_of(entry) -> list[dict]:
+    return [m.model_dump() for m in entry.request.prompt]
+
+
+def client(server, retries: int = 2) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=retries)
+
+
+# 1. Order, roles and matching ---------------------------------------------------------------
+
+
+def test_each_role_gets_its_recorded_answers_in_order(replay_llm):
+    server = replay_llm(WORDCOUNT)
+    calls = recorded_calls(server.history)
+    assert [c.role for c in calls] == ["Worker", "Supervisor", "Worker", "Supervisor"]
+    assert server.summary() == "4 recorded calls (Worker: 2, Supervisor: 2)"
+    llm = client(server)
+
+    # The Supervisor's first call is answered before any Worker call: each
+    # role has its own queue.
+    supervisor = llm.chat.completions.create(model="gpt-4o-mini", messages=messages_of(calls[1]))
+    assert supervisor.choices[0].message.content == calls[1].response.raw_response
+    assert (supervisor.usage.prompt_tokens, supervisor.usage.completion_tokens) == (
+        calls[1].usage.prompt_tokens, calls[1].usage.completion_tokens,
+    )
+    worker = llm.chat.completions.create(model="gpt-4o-mini", messages=messages_of(calls[0]))
+    assert worker.choices[0].message.content == calls[0].response.raw_response
+    assert [c.entry.sequence for c in server.served] == [3, 2]
+    assert server.remaining == 2
+
+    # A role's second request must be its second recorded call, not its first again.
+    with pytest.raises(openai.BadRequestError) as refused:
+        llm.chat.completions.create(model="gpt-4o-mini", messages=messages_of(calls[0]))
+    assert "replay mismatch at step 3 (Worker call 2 of 2, history entry 4)" in str(refused.value)
+    assert len(server.requests) == 3, "a refusal is not retried"
+
+
+def test_role_is_read_from_the_system_message():
+    assert role_of([{"role": "system", "content": "protocol\n\n--- Role: Reviewer 2 ---\nReview."}]) == "Reviewer 2"
+    assert role_of([{"role": "system", "content": "Summarise."}, {"role": "user", "content": "--- Role: X ---"}]) == NO_ROLE
+    assert role_of([]) == NO_ROLE
+
+
+def test_first_difference_names_the_place_and_shows_both_texts():
+    task = "Count the words in the text.\n\n[Step 1 of 100]"
+    recorded = [{"role": "system", "content": "S"}, {"role": "user", "content": f"# Job a\n\n{task}"}]
+    same_but_job = [{"role": "system", "content": "S"}, {"role": "user", "content": f"# Job b-2\n\n{task}"}]
+    assert first_difference(recorded, same_but_job, ("m", "m"), "/w") is None
+    assert first_difference(recorded, same_but_job, ("m", "other"), "/w") == 'the model is "other", the recording used "m"'
+    changed = [recorded[0], {"role": "user", "content": recorded[1]["content"].replace("words", "lines")}]
+    assert first_difference(recorded, changed, ("m", "m"), "/w") == (
+        'message 1 (user) differs at character 23: recorded ..."Count the words in the text.\\n\\n[Step 1 of"..., '
+        'received ..."Count the lines in the text.\\n\\n[Step 1 of"...'
+    )
+    assert first_difference(recorded, recorded[:1], ("m", "m"), "/w") == "the request has 1 messages, the recording 2"
+    swapped = [recorded[0], {"role": "assistant", "content": recorded[1]["content"]}]
+    assert first_difference(recorded, swapped, ("m", "m"), "/w") == 'message 1 has role "assistant", the recording "user"'
+
+
+def test_the_workspace_path_stands_for_the_new_jobs_path(tmp_path, llm, replay_llm):
+    """A command's output names the workspace; the replay elsewhere still matches."""
+    spec = dict(allowed_commands=["pwd"])
+    here = create_job(JobsDir(tmp_path / "here"), "where", "Say where you are", **spec)
+    llm.add(answer("CMD", command="pwd"), answer("COMPLETED", "I am in the workspace."), answer("COMPLETED", "ok"))
+    run_job(here, base_url=llm.base_url)
+    recorded = load_history(here.dir)
+    assert str(here.workspace) in recorded_calls(recorded)[1].request.prompt[-1].content
+
+    there = create_job(JobsDir(tmp_path / "elsewhere" / "deeper"), "moved", "Say where you are", **spec)
+    server = replay_llm(recorded)
+    replay_history(there, recorded, base_url=server.base_url)
+    assert server.mismatches == [] and server.remaining == 0
+    assert there.manifest().status == Status.APPROVAL_REQUIRED
+    assert str(there.workspace) in recorded_calls(load_history(there.dir))[1].request.prompt[-1].content
+
+
+# 2. A step that diverges (acceptance 3) --------------------------------------------------------
+
+
+def test_a_diverging_step_gets_the_strict_error_and_the_job_stays_consistent(jobs, replay_llm):
+    server = replay_llm(WORDCOUNT)
+    job = create_from_fixture(jobs, WORDCOUNT, "wc")
+    history = load_fixture(WORDCOUNT).history()
+    first = step_once(job, base_url=server.base_url, model="gpt-4o-mini")
+    assert (first.role, first.status) == ("Worker", Status.REVIEWING)
+
+    # A person changes the Worker's file before the review: the Supervisor
+    # is shown the file, so its request is not the recorded one.
+    (job.workspace / "wordcount.py").write_text("def count_words(text):\n    return {}\n")
+    refused = step_once(job, base_url=server.base_url, model="gpt-4o-mini")
+
+    assert (refused.role, refused.action, refused.status) == ("Supervisor", "ERROR", Status.INTERVENTION_REQUIRED)
+    reason = job.manifest().reason
+    assert reason == refused.error
+    assert "HTTP 400: replay mismatch at step 2 (Supervisor call 1 of 2, history entry 3): message 1 (user) differs" in reason
+    assert 'received ..."nt.py\\n```\\ndef count_words(text):\\n    ret"...' in reason, "the excerpt shows what was received"
+    assert "failed after 1 attempt" in reason, "the refusal is not retried"
+    assert len(server.requests) == 2
+
+    # Consistent: the failed call is on record, the person's edit is kept and
+    # nothing was committed for the refused step; the recording is untouched.
+    entries = load_history(job.dir).interactions
+    assert (entries[-1].kind, entries[-1].response.status, entries[-1].response.error) == ("llm_call", "ERROR", reason)
+    assert entries[-1].manifest_after["status"] == "INTERVENTION_REQUIRED"
+    assert job.manifest().workspace_commit == entries[-2].workspace_commit
+    assert (job.workspace / "wordcount.py").read_text() == "def count_words(text):\n    return {}\n"
+    assert server.remaining == 3 and server.mismatches == [reason.split("HTTP 400: ", 1)[1]]
+
+    # A live replay of a job that asks for something else stops at once,
+    # naming the history entry and the difference.
+    other = create_job(jobs, "wc2", "Count the words of a text")
+    with pytest.raises(ReplayDivergedError) as diverged:
+        replay_history(other, history, base_url=replay_llm(WORDCOUNT).base_url)
+    assert str(diverged.value).startswith(
+        "the replay diverged at history entry 2: the recorded step went to REVIEWING, this one to INTERVENTION_REQUIRED: "
+    )
+    assert "replay mismatch at step 1 (Worker call 1 of 2, history entry 2): message 1 (user) differs" in str(diverged.value)
+    assert other.manifest().status == Status.INTERVENTION_REQUIRED
+
+
+def test_lenient_answers_anyway_and_logs_the_difference(jobs, replay_llm, caplog):
+    server = replay_llm(WORDCOUNT, strict=False)
+    job = create_job(jobs, "wc", "Count words differently")
+    with caplog.at_level(logging.WARNING, logger="logist.replay.server"):
+        result = step_once(job, base_url=server.base_url, model="gpt-4o-mini")
+    assert (result.action, result.status) == ("COMPLETED", Status.REVIEWING)
+    assert (job.workspace / "wordcount.py").is_file()
+    assert len(server.mismatches) == 1
+    assert server.mismatches[0].startswith("replay mismatch at step 1 (Worker call 1 of 2, history entry 2): message 1 (user)")
+    assert any(server.mismatches[0] in r.getMessage() and "answered with the recorded answer anyway" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_a_role_without_recorded_calls_left_is_refused(replay_llm):
+    server = replay_llm(WORDCOUNT)
+    with pytest.raises(openai.BadRequestError, match=r"no call for role \\?\"Planner\\?\" \(it has: Worker, Supervisor\)"):
+        client(server).chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "system", "content": "--- Role: Planner ---\nPlan."}]
+        )
+
+
+# 3. Recorded failures replay as the same failure ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "failure, config",
+    [
+        (Reply(status=503, error_message="the model is overloaded"), {"max_retries": 1}),
+        (Reply(status=401, error_message="invalid key"), {"max_retries": 1}),
+        (Reply(content=answer("MESSAGE", message="late"), delay=5), {"max_retries": 0, "request_timeout": 0.5}),
+    ],
+    ids=["503", "401", "timeout"],
+)
+def test_a_recorded_failure_replays_as_the_same_failure(jobs, llm, replay_llm, failure, config):
+    write_config(jobs, **config)
+    recorded_job = create_job(jobs, "rec", "Write hello.py")
+    retries = [failure] * (config["max_retries"] + 1 if failure.status != 401 else 1)
+    llm.add(*retries)
+    failed = step_once(recorded_job, base_url=llm.base_url)
+    assert failed.status == Status.INTERVENTION_REQUIRED
+    user_action(recorded_job, "resubmit", "try again")
+    llm.add(answer("COMPLETED", "wrote it", file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}]))
+    step_once(recorded_job, base_url=llm.base_url)
+    recorded = load_history(recorded_job.dir)
+
+    replayed_job = create_job(jobs, "rep", "Write hello.py")
+    server = replay_llm(recorded)
+    replay_history(replayed_job, recorded, base_url=server.base_url)
+    assert server.mismatches == [] and server.remaining == 0
+
+    def errors(job, base_url):
+        return [e.response.error.replace(base_url, "<url>") for e in recorded_calls(load_history(job.dir)) if e.response.error]
+
+    assert errors(replayed_job, server.base_url) == errors(recorded_job, llm.base_url)
+    assert len(errors(recorded_job, llm.base_url)) == 1
+    assert replayed_job.manifest().status == Status.REVIEWING
+    assert (replayed_job.workspace / "hello.py").read_text() == "print('Hello')\n"
+
+
+# 4. The official client in another process (acceptance 4) ---------------------------------------------
+
+CLIENT = textwrap.dedent(
+    """
+    import json, sys
+    import openai
+
+    base_url, model = sys.argv[1], sys.argv[2]
+    messages = json.loads(sys.stdin.read())
+    client = openai.OpenAI(base_url=base_url, api_key="sk-test", max_retries=2)
+    try:
+        completion = client.chat.completions.create(model=model, messages=messages)
+        print(json.dumps({"completion": completion.model_dump(mode="json")}))
+    except openai.APIStatusError as exc:
+        print(json.dumps({"error": type(exc).__name__, "status": exc.status_code, "body": exc.body}))
+    """
+)
+
+
+def client_in_a_process(base_url: str, model: str, messages: list[dict]) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", CLIENT, base_url, model], input=json.dumps(messages),
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_official_client_in_another_process_sees_what_the_scripted_server_sends(replay_llm):
+    server = replay_llm(WORDCOUNT)
+    call = recorded_calls(server.history)[0]
+    messages = messages_of(call)
+    usage = {"prompt_tokens": call.usage.prompt_tokens, "completion_tokens": call.usage.completion_tokens}
+
+    replayed = client_in_a_process(server.base_url, "gpt-4o-mini", messages)
+    with ScriptedLLMServer([Reply(content=call.response.raw_response, usage=usage)]) as scripted:
+        expected = client_in_a_process(scripted.base_url, "gpt-4o-mini", messages)
+    assert replayed == expected
+    assert replayed["completion"]["choices"][0]["message"]["content"] == call.response.raw_response
+    assert replayed["completion"]["usage"]["prompt_tokens"] == call.usage.prompt_tokens
+
+    # A refusal reaches the client as the scripted server's HTTP error does, once.
+    other = [messages[0], {"role": "user", "content": "something else"}]
+    refused = client_in_a_process(server.base_url, "gpt-4o-mini", other)
+    assert refused["error"] == "BadRequestError" and refused["status"] == 400
+    text = refused["body"]["message"]
+    assert text.startswith("replay mismatch at step 3 (Worker call 2 of 2, history entry 4): message 1 (user) differs")
+    with ScriptedLLMServer([Reply(status=400, error_message=text, error_type="replay_mismatch", headers=NO_RETRY)]) as scripted:
+        assert client_in_a_process(scripted.base_url, "gpt-4o-mini", other) == refused
+    assert len(server.requests) == 2, "the client did not retry the refusal"
+
+
+# 5. ``logist replay-server`` as a child process --------------------------------------------------------
+
+
+def test_the_cli_replay_server_serves_a_recording_until_stopped(tmp_path):
+    history = WORDCOUNT / "jobHistory.json"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "logist", "replay-server", str(history)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        first_line = []
+        reader = threading.Thread(target=lambda: first_line.append(child.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(60)
+        base_url = first_line[0].strip() if first_line else ""
+        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1"), base_url
+
+        call = recorded_calls(load_fixture(WORDCOUNT).history())[0]
+        llm = openai.OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
+        completion = llm.chat.completions.create(model="gpt-4o-mini", messages=messages_of(call))
+        assert completion.choices[0].message.content == call.response.raw_response
+        with pytest.raises(openai.BadRequestError, match="replay mismatch at step 3"):
+            llm.chat.completions.create(model="gpt-4o-mini", messages=messages_of(call))
+    finally:
+        child.send_signal(signal.SIGTERM)
+        out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert "Traceback" not in err
+    assert "Replaying 4 recorded calls (Worker: 2, Supervisor: 2)" in err and "(strict)" in err
+    assert "step 1 (Worker call 1 of 2, history entry 2): answered as recorded (SUCCESS)" in err
+    assert "replay mismatch at step 3 (Worker call 2 of 2, history entry 4)" in err
+    assert "Stopped: answered 1 of 4 recorded calls; 1 request(s) differed from the recording." in err
+    assert out == "", "only the URL goes to stdout"
+
+
+def test_the_cli_replay_server_refuses_what_it_cannot_serve():
+    missing = subprocess.run(
+        [sys.executable, "-m", "logist", "replay-server", "no-such-history.json"], capture_output=True, text=True, timeout=60,
+    )
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == "Error: no history file no-such-history.json"
+
+
+def test_replay_server_help_imports_neither_openai_nor_git():
+    probe = textwrap.dedent(
+        """
+        import sys
+        from logist.cli import main
+        try:
+            main(["replay-server", "--help"])
+        except SystemExit:
+            pass
+        print("openai" in sys.modules, "git" in sys.modules, "pytest" in sys.modules, file=sys.stderr)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert "Usage: logist replay-server [OPTIONS] HISTORY" in done.stdout
+    assert "--strict / --lenient" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "False False False"
+
+
+# 6. The pytest fixtures offered to people who write roles -------------------------------------------------
+
+
+def test_scripted_llm_fixture_is_a_running_server(scripted_llm, jobs):
+    job = create_job(jobs, "hello", "Write hello.py")
+    scripted_llm.add(answer("COMPLETED", "done"), answer("COMPLETED", "fine"))
+    results = run_job(job, base_url=scripted_llm.base_url)
+    assert [r.status for r in results] == [Status.REVIEWING, Status.APPROVAL_REQUIRED]
+    assert len(scripted_llm.requests) == 2
+
+
+def test_replay_llm_fixture_takes_a_bundled_fixture_name(replay_llm, jobs):
+    server = replay_llm("wordcount")
+    assert server.history.job_id == "wordcount"
+    assert Path(server.base_url).name == "v1"
+    job = create_from_fixture(jobs, "wordcount")
+    results = run_job(job, base_url=server.base_url, model="gpt-4o-mini")
+    assert results[-1].status == Status.APPROVAL_REQUIRED and server.remaining == 0

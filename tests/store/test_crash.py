@@ -1,0 +1,340 @@
+"""Crash safety with real processes: a ``logist job step`` child is killed with
+SIGKILL at every failpoint (and from outside while it waits for the LLM), and
+the job must stay readable, keep every entry written before, and either agree
+(manifest, history, workspace HEAD) or be repaired by the next command, which
+records a ``recovery`` entry. Then the job must run on to APPROVAL_REQUIRED.
+
+Damaged files without a journal (a torn history, a garbage manifest) are moved
+aside, kept, reported in the history and repaired.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from logist import JobsDir, create_job, load_history, step_once
+from logist.failpoints import POINTS
+from logist.replay.scripted import Reply
+from logist.replay.scripted import answer
+
+from conftest import logist_cli
+
+pytestmark = pytest.mark.slow
+
+
+
+
+#: The step before the crash: a progress note that writes a file (entry 2).
+FIRST = answer("MESSAGE", message="Planning the greeting.", file_changes=[{"path": "plan.md", "content": "# Plan\nprint Hello\n"}])
+#: The answer of the step that is killed: it writes files, so a crash after
+#: applying leaves a dirty workspace. ``draft.txt`` is written only here.
+CRASHED = answer(
+    "COMPLETED", "Wrote hello.py and a draft.", ["hello.py"],
+    file_changes=[
+        {"path": "hello.py", "content": "print('Hello')\n"},
+        {"path": "draft.txt", "content": "first draft\n"},
+        {"path": "plan.md", "delete": True},
+    ],
+)
+#: The Worker's answer when the crashed one was dropped and the step is redone.
+REDONE = answer("COMPLETED", "Wrote hello.py.", ["hello.py"], file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}])
+REVIEW_OK = answer("COMPLETED", "hello.py prints Hello; criterion met.", ["hello.py"])
+
+KILL_WHILE_WAITING = "kill_while_waiting"
+
+#: Per crash point: is the crashed step's answer kept (finished forward from
+#: the journal), and must the next command record a recovery entry
+#: (True / False / None = either is acceptable, the files already agree).
+EXPECTED = {
+    "after_call": dict(kept=False, recovery=True),
+    "after_apply": dict(kept=False, recovery=True),
+    "after_commit": dict(kept=False, recovery=True),
+    "mid_history_append": dict(kept=False, recovery=True),
+    "after_history": dict(kept=True, recovery=True),
+    "after_manifest": dict(kept=True, recovery=None),
+    KILL_WHILE_WAITING: dict(kept=False, recovery=False),
+}
+assert set(POINTS) <= set(EXPECTED), "a new failpoint needs an expectation here"
+
+
+# -- helpers ---------------------------------------------------------------
+
+
+def git(workspace: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=workspace, capture_output=True, text=True, check=True).stdout
+
+
+def head(workspace: Path) -> str:
+    return git(workspace, "rev-parse", "HEAD").strip()
+
+
+def tree(workspace: Path, rev: str = "HEAD") -> set[str]:
+    return set(git(workspace, "ls-tree", "-r", "--name-only", rev).split())
+
+
+def read_json(path: Path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def entries_raw(job) -> list[dict]:
+    """History entries straight from the file with ``json.loads``."""
+    return read_json(job.history_path)["interactions"]
+
+
+def disagreements(job, entries: list[dict]) -> list[str]:
+    """What keeps manifest, history and workspace from agreeing (empty = agree)."""
+    manifest = read_json(job.manifest_path)
+    problems = []
+    last_seq = entries[-1]["sequence"] if entries else 0
+    if manifest["last_sequence"] != last_seq:
+        problems.append(f"manifest.last_sequence {manifest['last_sequence']} != last history entry {last_seq}")
+    actual = head(job.workspace)
+    if manifest["workspace_commit"] != actual:
+        problems.append(f"manifest.workspace_commit {manifest['workspace_commit']} != HEAD {actual}")
+    dirty = git(job.workspace, "status", "--porcelain")
+    if dirty:
+        problems.append(f"workspace not clean: {dirty!r}")
+    return problems
+
+
+def assert_consistent(job) -> list[dict]:
+    """Files parse with json.loads, agree, no journal left; returns the entries."""
+    read_json(job.manifest_path)
+    entries = entries_raw(job)
+    assert disagreements(job, entries) == []
+    assert [e["sequence"] for e in entries] == list(range(1, len(entries) + 1))
+    leftovers = sorted(p.name for p in job.dir.iterdir() if p.name in ("step_journal.json", "jobHistory.json.append"))
+    assert leftovers == []
+    return entries
+
+
+def child_env(**extra: str) -> dict:
+    env = dict(os.environ)
+    env.update(extra)
+    return env
+
+
+def step_child(llm, **env: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "logist", "job", "step", "--oneshot", "hello", "--base-url", llm.base_url],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(**env),
+    )
+
+
+def make_job(jobs: JobsDir):
+    return create_job(
+        jobs, "hello", "Write hello.py that prints a greeting",
+        details="Use plain Python.", acceptance=["python hello.py prints Hello"],
+    )
+
+
+def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert result.returncode == 0, f"rc={result.returncode}\nstdout={result.stdout}\nstderr={result.stderr}"
+    assert "Traceback" not in result.stderr
+    return result
+
+
+# -- killed mid-step -------------------------------------------------------
+
+
+@pytest.mark.parametrize("point", [*POINTS, KILL_WHILE_WAITING])
+def test_killed_step_is_recoverable(jobs, llm, point):
+    expect = EXPECTED[point]
+    job = make_job(jobs)
+    llm.add(FIRST)
+    step_once(job, base_url=llm.base_url)  # entry 2: an earlier entry that must survive
+    before = entries_raw(job)
+    assert [e["sequence"] for e in before] == [1, 2]
+    head_before = head(job.workspace)
+    assert read_json(job.manifest_path)["workspace_commit"] == head_before
+
+    # -- the crash ---------------------------------------------------------
+    if point == KILL_WHILE_WAITING:
+        llm.add(Reply(content=CRASHED, delay=30))
+        child = step_child(llm)
+        deadline = time.monotonic() + 20
+        while len(llm.requests) < 2:
+            assert child.poll() is None, f"the child ended before calling the LLM: {child.communicate()}"
+            assert time.monotonic() < deadline, "the child never called the LLM"
+            time.sleep(0.02)
+        os.kill(child.pid, signal.SIGKILL)
+    else:
+        llm.add(CRASHED)
+        child = step_child(llm, LOGIST_FAILPOINT=point)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGKILL, f"rc={child.returncode}\nstdout={out}\nstderr={err}"
+    assert len(llm.requests) == 2, "the killed child made exactly one call"
+
+    # -- right after the crash: readable, nothing earlier lost ---------------
+    read_json(job.manifest_path)
+    if point == "mid_history_append":
+        # The file itself holds half an entry; its append journal says where the
+        # last complete document ends, and readers honour it.
+        assert (job.dir / "jobHistory.json.append").exists()
+        entries_now = [e.dump() for e in load_history(job.dir).interactions]
+    else:
+        entries_now = entries_raw(job)
+    assert entries_now[: len(before)] == before
+    problems = disagreements(job, entries_now)
+    journal_left = (job.dir / "step_journal.json").exists()
+    if point == "after_apply":
+        assert any("not clean" in p for p in problems), "after_apply must leave the workspace dirty"
+        assert (job.workspace / "draft.txt").exists()
+    if point == "after_commit":
+        assert head(job.workspace) != head_before and "draft.txt" in tree(job.workspace)
+    crash_commit = head(job.workspace)
+    if expect["recovery"] is False:
+        assert problems == [] and not journal_left
+    if problems:
+        assert expect["recovery"], f"{point}: {problems} but no recovery is expected"
+
+    # -- the next command repairs and steps -----------------------------------
+    if expect["kept"]:
+        llm.add(REVIEW_OK)  # the crashed Worker step was finished: the Supervisor is next
+    else:
+        llm.add(REDONE, REVIEW_OK)  # the crashed step was dropped: the Worker goes again
+    ok(logist_cli("job", "step", "--oneshot", "hello", "--base-url", llm.base_url))
+    entries = assert_consistent(job)
+    assert entries[: len(before)] == before, "an entry written before the crash was lost or changed"
+    rest = entries[len(before):]
+    if expect["kept"]:
+        crashed = rest.pop(0)
+        assert crashed["kind"] == "llm_call" and crashed["sequence"] == 3
+        assert crashed["response"]["raw_response"] == CRASHED
+        assert crashed["workspace_commit"] == crash_commit != head_before
+        assert {"hello.py", "draft.txt"} <= tree(job.workspace, crashed["workspace_commit"])
+    recoveries = [e for e in rest if e["kind"] == "recovery"]
+    if expect["recovery"] is not None:
+        assert len(recoveries) == (1 if expect["recovery"] else 0), recoveries
+    if problems or journal_left:
+        assert recoveries, f"{point}: the next command repaired {problems or 'a journal'} without recording it"
+    if recoveries:
+        (recovery,) = recoveries
+        assert rest[0] is recovery, "recovery is recorded before the next call"
+        assert recovery["note"]
+        m = recovery["manifest_after"]
+        assert m["last_sequence"] == recovery["sequence"]
+        assert m["workspace_commit"] == recovery["workspace_commit"] == (crash_commit if expect["kept"] else head_before)
+        if not expect["kept"]:
+            # The paid-for answer that had to be dropped stays on record.
+            assert CRASHED in recovery["note"]
+    assert [e["kind"] for e in rest if e["kind"] != "recovery"] == ["llm_call"]
+
+    # -- the job runs on to APPROVAL_REQUIRED ---------------------------------
+    if not expect["kept"]:
+        ok(logist_cli("job", "run", "hello", "--base-url", llm.base_url))
+    entries = assert_consistent(job)
+    manifest = read_json(job.manifest_path)
+    assert manifest["status"] == "APPROVAL_REQUIRED"
+    assert llm.remaining == 0
+    assert entries[: len(before)] == before
+    assert [e["kind"] for e in entries if e["kind"] != "recovery"] == ["user_action"] + ["llm_call"] * 3
+    assert (job.workspace / "hello.py").read_text() == "print('Hello')\n"
+    assert ("draft.txt" in tree(job.workspace)) == expect["kept"]
+    assert (job.workspace / "draft.txt").exists() == expect["kept"], "a dropped answer's files must be gone"
+    assert (job.workspace / "plan.md").exists() != expect["kept"]
+
+
+# -- damaged files without a journal ---------------------------------------
+
+
+def _entry_spans(data: bytes) -> list[tuple[int, int]]:
+    """(start, end) byte offsets of each entry in a canonical history file."""
+    starts = []
+    pos = data.find(b"\n    {")
+    while pos >= 0:
+        starts.append(pos)
+        pos = data.find(b"\n    {", pos + 1)
+    ends = [s - 1 for s in starts[1:]] + [len(data) - len(b"\n  ]\n}\n")]
+    return list(zip(starts, ends))
+
+
+def _three_step_job(jobs, llm):
+    job = make_job(jobs)
+    llm.add(FIRST, REDONE)
+    step_once(job, base_url=llm.base_url)
+    step_once(job, base_url=llm.base_url)
+    assert read_json(job.manifest_path)["status"] == "REVIEWING"
+    return job
+
+
+@pytest.mark.parametrize("where", ["inside_last_entry", "middle_of_file"])
+def test_torn_history_is_moved_aside_and_readable_entries_kept(jobs, llm, where):
+    job = _three_step_job(jobs, llm)
+    original = job.history_path.read_bytes()
+    spans = _entry_spans(original)
+    entries_before = entries_raw(job)
+    assert len(spans) == len(entries_before) == 3
+    if where == "inside_last_entry":
+        start, end = spans[-1]
+        cut = (start + end) // 2
+    else:
+        cut = len(original) // 2
+    torn = original[:cut]
+    kept = sum(1 for _, end in spans if end <= cut)
+    assert kept < 3
+    job.history_path.write_bytes(torn)  # by hand: no append journal
+    with pytest.raises(ValueError):
+        json.loads(torn)
+    manifest_before = read_json(job.manifest_path)
+
+    llm.add(REVIEW_OK)
+    ok(logist_cli("job", "step", "--oneshot", "hello", "--base-url", llm.base_url))
+
+    asides = sorted(job.dir.glob("jobHistory.json.corrupt-*"))
+    assert len(asides) == 1, sorted(p.name for p in job.dir.iterdir())
+    assert asides[0].read_bytes() == torn, "the damaged file is kept byte for byte"
+    entries = assert_consistent(job)
+    assert entries[:kept] == entries_before[:kept], "the readable entries are kept"
+    recovery = entries[kept]
+    assert recovery["kind"] == "recovery"
+    assert asides[0].name in recovery["note"], "the loss is reported in the history"
+    assert f"kept the {kept} entries" in recovery["note"]
+    # The manifest was fine: its state carries on (the Supervisor's review).
+    assert recovery["manifest_after"]["status"] == manifest_before["status"] == "REVIEWING"
+    assert recovery["workspace_commit"] == manifest_before["workspace_commit"]
+    assert [e["kind"] for e in entries[kept + 1:]] == ["llm_call"]
+    assert entries[-1]["role"] == "Supervisor"
+    assert read_json(job.manifest_path)["status"] == "APPROVAL_REQUIRED"
+
+
+def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
+    job = make_job(jobs)
+    llm.add(FIRST)
+    step_once(job, base_url=llm.base_url)
+    entries_before = entries_raw(job)
+    good = read_json(job.manifest_path)
+    assert good == entries_before[-1]["manifest_after"]
+    garbage = b"\x00\xff{ this is not a manifest ]]"
+    job.manifest_path.write_bytes(garbage)
+
+    llm.add(REDONE, REVIEW_OK)
+    ok(logist_cli("job", "step", "--oneshot", "hello", "--base-url", llm.base_url))
+
+    asides = sorted(job.dir.glob("job_manifest.json.corrupt-*"))
+    assert len(asides) == 1, sorted(p.name for p in job.dir.iterdir())
+    assert asides[0].read_bytes() == garbage, "the damaged file is kept byte for byte"
+    entries = assert_consistent(job)
+    assert entries[: len(entries_before)] == entries_before
+    recovery, call = entries[len(entries_before):]
+    assert recovery["kind"] == "recovery" and call["kind"] == "llm_call"
+    assert "job_manifest.json" in recovery["note"] and asides[0].name in recovery["note"]
+    rebuilt = dict(recovery["manifest_after"])
+    volatile = ("last_sequence", "updated_at")
+    assert {k: v for k, v in rebuilt.items() if k not in volatile} == {k: v for k, v in good.items() if k not in volatile}
+    assert rebuilt["last_sequence"] == recovery["sequence"] == 3
+    # The rebuilt manifest carried the conversation on: the Worker's next call
+    # continues the turn that entry 2 left.
+    assert llm.requests[-1]["messages"][2] == {"role": "assistant", "content": FIRST}
+
+    ok(logist_cli("job", "run", "hello", "--base-url", llm.base_url))
+    assert_consistent(job)
+    assert read_json(job.manifest_path)["status"] == "APPROVAL_REQUIRED"

@@ -1,0 +1,375 @@
+"""logist.store.history: the in-place, journaled append of jobHistory.json and its repair."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from logist.store.atomic import dump_json
+from logist.errors import CorruptFileError
+from logist.store.history import (
+    HISTORY_NAME,
+    JOURNAL_SUFFIX,
+    TAIL,
+    HistoryEntry,
+    Request,
+    RequestMetadata,
+    Response,
+    Usage,
+    UserInput,
+    append_entry,
+    create_history,
+    history_path,
+    last_entry,
+    load_history,
+    repair,
+    salvage,
+)
+from logist.store.manifest import Message
+
+JOB = "hist-job"
+JOURNAL = HISTORY_NAME + ".append"
+
+
+def make_entry(sequence: int, big: bool = True) -> HistoryEntry:
+    """A realistic entry; text with newlines, quotes and non-ASCII, as prompts have."""
+    if not big:
+        return HistoryEntry(
+            sequence=sequence, timestamp="2026-01-01T00:00:00.000000Z", kind="user_action",
+            state_before="PENDING", state_after="PENDING", workspace_path="/ws",
+            user_input=UserInput(action="note", text="x"), manifest_after={"status": "PENDING"},
+        )
+    return HistoryEntry(
+        sequence=sequence,
+        timestamp="2026-01-01T00:00:00.000000Z",
+        kind="llm_call",
+        state_before="PENDING",
+        state_after="RUNNING",
+        role="Worker",
+        workspace_path="/jobs/hist-job/workspace",
+        request=Request(
+            prompt=[
+                Message(role="system", content="You are the Worker.\n--- Role: Worker ---\n{\"json\": [1, 2]}"),
+                Message(role="user", content=f"Objective: grüße «{sequence}»\n\n[Step {sequence} of 100]"),
+            ],
+            files_context=["hello.py"],
+            metadata=RequestMetadata(role="Worker", phase="work", model="gpt-4o-mini", temperature=0.2, max_tokens=None),
+        ),
+        response=Response(
+            status="SUCCESS", actions=["MESSAGE"],
+            raw_response=json.dumps({"action": "MESSAGE", "message": f"step {sequence}\n  ]\n}}\n"}),
+        ),
+        usage=Usage(prompt_tokens=100 + sequence, completion_tokens=7, cost_usd=0.0001),
+        duration_seconds=1.25,
+        workspace_commit="0" * 40,
+        manifest_after={"status": "RUNNING", "steps": sequence, "nested": {"list": [{"a": 1}, {"b": [2, 3]}]}},
+    )
+
+
+@pytest.fixture
+def job_dir(tmp_path) -> Path:
+    path = tmp_path / "job"
+    path.mkdir()
+    create_history(path, JOB)
+    return path
+
+
+def doc(job_dir: Path) -> dict:
+    return json.loads(history_path(job_dir).read_bytes())
+
+
+def dumps(entries) -> list[dict]:
+    return [e.dump() for e in entries]
+
+
+def build(job_dir: Path, count: int, big: bool = True) -> list[HistoryEntry]:
+    entries = [make_entry(i, big) for i in range(1, count + 1)]
+    for entry in entries:
+        append_entry(job_dir, entry)
+    return entries
+
+
+def test_journal_name_is_as_documented():
+    assert JOURNAL == HISTORY_NAME + JOURNAL_SUFFIX == "jobHistory.json.append"
+
+
+def test_new_history_is_valid_and_empty(job_dir):
+    data = history_path(job_dir).read_bytes()
+    assert data.endswith(TAIL)
+    assert json.loads(data) == {"job_id": JOB, "interactions": []}
+    assert load_history(job_dir).interactions == []
+    assert last_entry(job_dir) is None
+    assert repair(job_dir) is None
+
+
+def test_every_append_keeps_a_valid_canonical_document(job_dir):
+    path = history_path(job_dir)
+    appended = []
+    for n in range(1, 8):
+        before = path.read_bytes()
+        entry = make_entry(n, big=n % 2 == 1)
+        append_entry(job_dir, entry)
+        appended.append(entry)
+        after = path.read_bytes()
+        assert after.endswith(TAIL)
+        assert after.startswith(before[: -len(TAIL)]), "append-only: earlier bytes are never rewritten"
+        data = json.loads(after)
+        assert data == {"job_id": JOB, "interactions": dumps(appended)}
+        assert after.decode("utf-8") == dump_json(data), "indented, UTF-8, stable keys: Logist's JSON style"
+        assert not (job_dir / JOURNAL).exists()
+        assert last_entry(job_dir) == entry
+
+
+def test_entries_come_back_in_order(job_dir):
+    entries = build(job_dir, 12)
+    history = load_history(job_dir)
+    assert history.job_id == JOB
+    assert [e.sequence for e in history.interactions] == list(range(1, 13))
+    assert history.interactions == entries
+    assert last_entry(job_dir) == entries[-1]
+    assert last_entry(job_dir).request.prompt[1].content.startswith("Objective: grüße «12»")
+
+
+# --------------------------------------------------------------------------
+# Interrupted appends
+
+
+def _chunk_of_next_append(job_dir: Path, tmp_path: Path, entry: HistoryEntry) -> tuple[int, bytes, bytes]:
+    """(offset, chunk, complete bytes) of appending ``entry``, measured on a copy."""
+    copy = tmp_path / "copy-for-chunk"
+    shutil.copytree(job_dir, copy)
+    old = history_path(copy).read_bytes()
+    append_entry(copy, entry)
+    new = history_path(copy).read_bytes()
+    offset = len(old) - len(TAIL)
+    assert new[:offset] == old[:offset]
+    shutil.rmtree(copy)
+    return offset, new[offset:], new
+
+
+def _interrupt(job_dir: Path, offset: int, written: bytes, sequence: int) -> None:
+    """Leave the files exactly as append_entry leaves them when killed after writing ``written``."""
+    (job_dir / JOURNAL).write_text(json.dumps({"offset": offset, "sequence": sequence}, indent=2) + "\n")
+    with open(history_path(job_dir), "r+b") as handle:  # no truncate, as in append_entry
+        handle.seek(offset)
+        handle.write(written)
+
+
+def test_interrupted_append_is_rolled_back(job_dir, tmp_path):
+    entries = build(job_dir, 3)
+    old = history_path(job_dir).read_bytes()
+    new_entry = make_entry(4)
+    offset, chunk, _ = _chunk_of_next_append(job_dir, tmp_path, new_entry)
+    _interrupt(job_dir, offset, chunk[: len(chunk) // 2], 4)
+    with pytest.raises(ValueError):
+        json.loads(history_path(job_dir).read_bytes())  # the file itself is broken right now
+
+    # A reader without the lock sees the committed prefix only.
+    assert load_history(job_dir).interactions == entries
+    assert last_entry(job_dir) == entries[-1]
+
+    message = repair(job_dir)
+    assert message and "half-written" in message
+    assert history_path(job_dir).read_bytes() == old
+    assert not (job_dir / JOURNAL).exists()
+    assert repair(job_dir) is None
+
+    append_entry(job_dir, new_entry)
+    assert load_history(job_dir).interactions == entries + [new_entry]
+
+
+def test_interruption_at_many_bytes(job_dir, tmp_path):
+    entries = build(job_dir, 2)
+    old = history_path(job_dir).read_bytes()
+    new_entry = make_entry(3)
+    offset, chunk, new = _chunk_of_next_append(job_dir, tmp_path, new_entry)
+    entry_complete_at = len(chunk) - len(TAIL)
+    # Every byte near the start and the end of the chunk, and a stride through the middle
+    # (each round fsyncs, so not all of them).
+    points = set(range(20)) | set(range(entry_complete_at - 4, len(chunk) + 1)) | set(range(0, len(chunk), 61))
+    for written in sorted(points):
+        _interrupt(job_dir, offset, chunk[:written], 3)
+        if written == 0 or written > len(TAIL):  # 1..len(TAIL): see test_reader_during_a_tiny_partial_write
+            assert load_history(job_dir).interactions == entries, written
+            assert last_entry(job_dir) == entries[-1], written
+        repair(job_dir)
+        after = history_path(job_dir).read_bytes()
+        assert not (job_dir / JOURNAL).exists()
+        if written < entry_complete_at:
+            assert after == old, f"a partial entry must be cut ({written} of {len(chunk)} bytes)"
+        elif written == len(chunk):
+            assert after == new, "a complete append must be kept"
+        else:
+            assert after in (old, new), written
+        if after == new:  # back to the starting point for the next round
+            history_path(job_dir).write_bytes(old)
+
+
+@pytest.mark.parametrize("written", [1, 3, len(TAIL)])
+@pytest.mark.parametrize("reader", ["load_history", "last_entry"])
+def test_reader_during_a_tiny_partial_write(job_dir, tmp_path, written, reader):
+    entries = build(job_dir, 2)
+    offset, chunk, _new = _chunk_of_next_append(job_dir, tmp_path, make_entry(3))
+    _interrupt(job_dir, offset, chunk[:written], 3)
+    if reader == "load_history":
+        assert load_history(job_dir).interactions == entries
+    else:
+        assert last_entry(job_dir) == entries[-1]
+
+
+def test_repair_after_a_tiny_partial_write(job_dir, tmp_path):
+    build(job_dir, 2)
+    old = history_path(job_dir).read_bytes()
+    offset, chunk, _new = _chunk_of_next_append(job_dir, tmp_path, make_entry(3))
+    for written in range(1, len(TAIL) + 1):
+        _interrupt(job_dir, offset, chunk[:written], 3)
+        assert history_path(job_dir).read_bytes() != old
+        assert repair(job_dir)
+        assert history_path(job_dir).read_bytes() == old
+
+
+def test_complete_append_with_journal_left_behind_is_kept(job_dir, tmp_path):
+    entries = build(job_dir, 3)
+    new_entry = make_entry(4)
+    offset, chunk, new = _chunk_of_next_append(job_dir, tmp_path, new_entry)
+    _interrupt(job_dir, offset, chunk, 4)
+    assert history_path(job_dir).read_bytes() == new
+    # Until repaired, a reader sees only what the journal says was committed.
+    assert load_history(job_dir).interactions == entries
+    assert last_entry(job_dir) == entries[-1]
+
+    assert repair(job_dir) is None
+    assert history_path(job_dir).read_bytes() == new
+    assert not (job_dir / JOURNAL).exists()
+    assert load_history(job_dir).interactions == entries + [new_entry]
+    assert last_entry(job_dir) == new_entry
+
+
+def test_interrupted_first_append_into_empty_history(job_dir, tmp_path):
+    old = history_path(job_dir).read_bytes()
+    offset, chunk, new = _chunk_of_next_append(job_dir, tmp_path, make_entry(1))
+    _interrupt(job_dir, offset, chunk[: len(chunk) // 2], 1)
+    assert load_history(job_dir).interactions == []
+    assert last_entry(job_dir) is None
+    repair(job_dir)
+    assert history_path(job_dir).read_bytes() == old
+    _interrupt(job_dir, offset, chunk, 1)
+    assert repair(job_dir) is None
+    assert history_path(job_dir).read_bytes() == new
+
+
+def test_unreadable_journal_is_discarded_and_file_left_alone(job_dir):
+    build(job_dir, 2)
+    before = history_path(job_dir).read_bytes()
+    (job_dir / JOURNAL).write_text("{not json")
+    assert load_history(job_dir).interactions[-1].sequence == 2
+    assert repair(job_dir) == "discarded an unreadable append journal"
+    assert not (job_dir / JOURNAL).exists()
+    assert history_path(job_dir).read_bytes() == before
+
+
+# --------------------------------------------------------------------------
+# Files edited by hand, and damaged files
+
+
+@pytest.mark.parametrize("indent", [4, None, "\t", 2], ids=["indent4", "compact", "tabs", "indent2-no-newline"])
+def test_hand_reformatted_history_is_normalised_and_appended_to(job_dir, indent):
+    entries = build(job_dir, 3)
+    path = history_path(job_dir)
+    data = json.loads(path.read_bytes())
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=indent)
+    assert not path.read_bytes().endswith(TAIL)
+    assert load_history(job_dir).interactions == entries
+    assert last_entry(job_dir) == entries[-1]
+
+    append_entry(job_dir, make_entry(4))
+    data = json.loads(path.read_bytes())
+    assert data == {"job_id": JOB, "interactions": dumps(entries + [make_entry(4)])}
+    assert path.read_text(encoding="utf-8") == dump_json(data)
+    assert last_entry(job_dir) == make_entry(4)
+
+    # From now on appends are in place again.
+    before = path.read_bytes()
+    append_entry(job_dir, make_entry(5))
+    assert path.read_bytes().startswith(before[: -len(TAIL)])
+
+
+def test_hand_reformatted_empty_history_is_appended_to(job_dir):
+    path = history_path(job_dir)
+    path.write_text(json.dumps({"job_id": JOB, "interactions": []}, indent=4))
+    append_entry(job_dir, make_entry(1))
+    assert load_history(job_dir).interactions == [make_entry(1)]
+    assert path.read_bytes().endswith(TAIL)
+
+
+def _damage(job_dir: Path, entry_index: int) -> bytes:
+    """Overwrite bytes in the middle of entry ``entry_index`` (0-based); return the damaged file."""
+    path = history_path(job_dir)
+    data = bytearray(path.read_bytes())
+    starts = [i for i in range(len(data)) if data.startswith(b"\n    {", i)]
+    start = starts[entry_index]
+    end = starts[entry_index + 1] if entry_index + 1 < len(starts) else len(data)
+    middle = (start + end) // 2
+    data[middle : middle + 6] = b"\x00@#$%\xff"
+    path.write_bytes(bytes(data))
+    return bytes(data)
+
+
+def test_salvage_keeps_entries_before_the_damage(job_dir):
+    entries = build(job_dir, 5)
+    damaged = _damage(job_dir, 2)
+    with pytest.raises(CorruptFileError, match="is corrupt"):
+        load_history(job_dir)
+
+    aside, kept = salvage(job_dir, JOB)
+    assert kept == 2
+    assert aside.parent == job_dir and aside.name.startswith(HISTORY_NAME + ".corrupt-")
+    assert aside.read_bytes() == damaged, "the damaged file is kept byte for byte"
+    assert load_history(job_dir).interactions == entries[:2]
+    assert history_path(job_dir).read_text(encoding="utf-8") == dump_json(doc(job_dir))
+
+    append_entry(job_dir, make_entry(6))
+    assert [e.sequence for e in load_history(job_dir).interactions] == [1, 2, 6]
+
+
+def test_salvage_of_a_truncated_file_and_twice(job_dir):
+    entries = build(job_dir, 4)
+    path = history_path(job_dir)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 200])  # cut inside the last entry, no journal
+    aside1, kept = salvage(job_dir, JOB)
+    assert kept == 3 and load_history(job_dir).interactions == entries[:3]
+    _damage(job_dir, 0)
+    aside2, kept = salvage(job_dir, JOB)
+    assert kept == 0 and load_history(job_dir).interactions == []
+    assert aside1 != aside2 and aside1.exists() and aside2.exists()
+    assert aside1.read_bytes() == data[: len(data) - 200]
+
+
+# --------------------------------------------------------------------------
+# Cost of an append
+
+
+def _growth(tmp_path: Path, name: str, existing: int) -> int:
+    job = tmp_path / name
+    job.mkdir()
+    create_history(job, JOB)
+    build(job, existing, big=False)
+    assert len(load_history(job).interactions) == existing
+    size = history_path(job).stat().st_size
+    append_entry(job, make_entry(424242))
+    assert load_history(job).interactions[-1] == make_entry(424242)
+    return history_path(job).stat().st_size - size
+
+
+def test_bytes_written_per_append_do_not_depend_on_history_length(tmp_path):
+    small = _growth(tmp_path, "ten", 10)
+    large = _growth(tmp_path, "thousand", 1000)
+    assert small == large
+    entry_text = json.dumps(make_entry(424242).dump(), indent=2, ensure_ascii=False)
+    assert small > len(entry_text.encode("utf-8")), "the growth is the entry itself, indented"
+    assert small < 2 * len(entry_text.encode("utf-8"))
