@@ -31,9 +31,9 @@ _EXPORTS = {
     "load_roles": "store.roles",
     "StepResult": "engine.step",
     "post_answer": "engine.step",
-    "run_job": "engine.step",
+    "run_job": "engine.loop",
     "step_once": "engine.step",
-    "step_turn": "engine.step",
+    "step_turn": "engine.loop",
     "Status": "store.manifest",
 }
 

@@ -31,6 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from ..store.history import CommandRecord
+from ..store.jobsdir import Job
+from ..store.manifest import JobManifest
+
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
 ALWAYS_REMOVED = {"LOGIST_API_KEY", "OPENAI_API_KEY"}
 SHELL_CONTROL = re.compile(r"[;&|`$<>\n]")
@@ -192,3 +196,25 @@ def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20
         stderr=stderr,
         duration=time.monotonic() - started,
     )
+
+
+def execute(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
+    """Run a command in the job's workspace with the job's limits."""
+    settings = manifest.settings
+    result = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit)
+    return CommandRecord(
+        command=command,
+        decision="run",
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        duration_seconds=round(result.duration, 3),
+        output=result.report(settings.command_timeout),
+    )
+
+
+def run_or_hold(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
+    """Apply the job's command policy: run now, hold for a person, or refuse."""
+    decision = decide(manifest.settings.command_policy, manifest.settings.allowed_commands, command)
+    if decision == "run":
+        return execute(job, manifest, command)
+    return CommandRecord(command=command, decision=decision)

@@ -20,7 +20,7 @@ from ..store.manifest import JobManifest, Source, Turn, write_manifest
 from ..store.config import JobDefaults
 from ..store.roles import load_roles
 from ..store.skills import ActiveSkill, load_skill
-from .workflow import DEFAULT_SLOTS, PLANNED_SLOTS, PLANNER, WORKER, Status
+from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS, PLANNER, WORKER, Status
 
 
 def create_job(

@@ -13,7 +13,8 @@ from ..errors import LogistError, TransitionError
 from ..store.history import CommandRecord, UserInput
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, Turn
-from .workflow import PLANNER, SUPERVISOR, USER_ACTIONS, WORKER, Status, describe_state_hint
+from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Status
+from .workflow import USER_ACTIONS, describe_state_hint
 
 
 def _fresh_turn(manifest: JobManifest, slot: str, feedback: Optional[str]) -> Turn:
@@ -106,7 +107,7 @@ def user_action(
         commit = manifest.workspace_commit
         if action == "approve-command":
             from .. import workspace as ws
-            from .step import execute
+            from .commands import execute
 
             sequence = manifest.last_sequence + 1
             journal.begin_applying(job.dir, sequence, manifest.workspace_commit, None)

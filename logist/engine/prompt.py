@@ -21,7 +21,7 @@ from typing import Optional
 from ..store.manifest import JobManifest
 from ..store.roles import RoleManifest
 from . import compaction
-from .workflow import PLANNER, SUPERVISOR
+from ..store.manifest import PLANNER, SUPERVISOR
 
 FILE_LIMIT = 20_000
 TOTAL_FILES_LIMIT = 100_000

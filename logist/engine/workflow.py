@@ -42,7 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS, PLANNER, SUPERVISOR, WORKER, Status
+from ..store.manifest import SUPERVISOR, WORKER, Status
 
 
 TERMINAL = frozenset({Status.SUCCESS, Status.CANCELED})

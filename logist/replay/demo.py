@@ -19,7 +19,8 @@ from ..errors import LogistError
 from ..store.jobsdir import JobsDir
 from .fixtures import create_from_fixture, load_fixture
 from .server import CALL_KINDS, ReplayLLMServer
-from ..engine.step import StepResult, run_job
+from ..engine.loop import run_job
+from ..engine.step import StepResult
 
 DEMO_FIXTURE = "wordcount"
 

@@ -38,7 +38,7 @@ from ..store.history import HISTORY_NAME, JobHistory, load_history
 from ..store.jobsdir import Job, JobsDir
 from ..store.manifest import MANIFEST_NAME, JobManifest
 from ..resources import data_dir
-from ..engine.workflow import DEFAULT_SLOTS, PLANNED_SLOTS
+from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS
 
 JOB_SPEC = "job.json"
 WORKSPACE = "workspace"

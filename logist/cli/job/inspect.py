@@ -292,7 +292,7 @@ def preview(obj: JobsDirParam, job_id: Optional[str], model: Optional[str], as_j
     Example:
       logist job preview hello
     """
-    from ...engine.step import prepare
+    from ...engine.prepare import prepare
 
     job = obj.job(job_id)
     m = job.manifest()

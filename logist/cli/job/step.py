@@ -61,7 +61,8 @@ def step(obj: JobsDirParam, job_id: Optional[str], oneshot: bool, base_url: Opti
     Example:
       logist job step hello --oneshot
     """
-    from ...engine.step import step_once, step_turn
+    from ...engine.loop import step_turn
+    from ...engine.step import step_once
 
     job = obj.job(job_id)
     kwargs = dict(base_url=base_url, model=model, lock_timeout=lock_timeout)
@@ -93,7 +94,7 @@ def run(obj: JobsDirParam, job_id: Optional[str], run_all: bool, base_url: Optio
       logist job run hello --base-url http://localhost:11434/v1
       logist job run --all
     """
-    from ...engine.step import run_job
+    from ...engine.loop import run_job
 
     if run_all:
         if job_id:
@@ -186,8 +187,8 @@ def replay(obj: JobsDirParam, job_id: Optional[str], history_file: str, lock_tim
 
 
 def _run_queue(obj: JobsDirParam, as_json: bool, **kwargs) -> None:
-    from ...engine.step import run_queue
-    from ...engine.workflow import Status
+    from ...engine.loop import run_queue
+    from ...store.manifest import Status
 
     outcomes = run_queue(obj.jobs, on_step=lambda r: report(r, with_job=True), **kwargs)
     if as_json:
