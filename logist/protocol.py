@@ -1,26 +1,69 @@
-"""The exchange with the model: parse and validate one answer.
+"""The exchange with the model: the answer protocol, defined once, and its parser.
 
 Pure by design: no files, no git, no network. An answer is a string; the
 result is an :class:`Answer` or an :class:`InvalidAnswer` whose message is
 what gets recorded, shown to the person and (when re-asking) fed back to the
 model. Path rules that can be checked without a disk live here too; the
 workspace checks symlinks again when it applies the change.
+
+Everything else about the protocol is generated from this module, so it
+cannot drift: the pydantic models (with a description on every field) and
+:data:`ACTION_RULES`, one table of what each action means and requires, give
+
+* :func:`response_schema`, the JSON Schema answers are validated against
+  (and which :mod:`logist.schemas` writes into ``schemas/llm-chat-schema.json``);
+* :func:`protocol_text`, the part of the system prompt that teaches the model
+  the protocol, example answer included;
+* :data:`ACTIONS` and :data:`EXIT_ACTIONS`.
+
+Validation runs the generated JSON Schema first, because its messages
+(``'command' is a required property``) read well to a person and to a model,
+then pydantic, which builds the objects.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
-from typing import Literal, Optional, Union
+from typing import Annotated, Literal, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.json_schema import GenerateJsonSchema
 
-from .resources import schema_path
 
-EXIT_ACTIONS = ("COMPLETED", "STUCK", "RETRY")
-ACTIONS = EXIT_ACTIONS + ("CMD", "ASK", "MESSAGE")
+@dataclass(frozen=True)
+class ActionRule:
+    """What one action means (said to the model) and which fields it needs."""
+
+    meaning: str
+    required: tuple[str, ...]
+    #: An exit command ends the role's turn.
+    exit: bool = False
+    #: Optional fields worth naming with this action in the prompt.
+    optional: tuple[str, ...] = ()
+
+
+_EXIT_FIELDS = ("evidence_files", "summary_for_supervisor")
+
+#: The protocol's actions, in the order the prompt and the schema list them.
+ACTION_RULES: dict[str, ActionRule] = {
+    "COMPLETED": ActionRule("your turn is done.", _EXIT_FIELDS, exit=True),
+    "STUCK": ActionRule("a person must step in; the summary says exactly what is needed.", _EXIT_FIELDS, exit=True),
+    "RETRY": ActionRule(
+        "your approach failed; your turn starts over with fresh context; the summary says what to do differently.",
+        _EXIT_FIELDS,
+        exit=True,
+    ),
+    "CMD": ActionRule("run a command in the workspace; its output comes back in the next message.", ("command",)),
+    "ASK": ActionRule("ask the person a question.", ("question",), optional=("required",)),
+    "MESSAGE": ActionRule("a short progress note; you continue right away.", ("message",)),
+}
+
+ACTIONS = tuple(ACTION_RULES)
+EXIT_ACTIONS = tuple(name for name, rule in ACTION_RULES.items() if rule.exit)
 
 _FENCE = re.compile(r"^```(?:json|JSON)?[ \t]*\r?\n(?P<body>.*?)\r?\n?```$", re.DOTALL)
 
@@ -29,65 +72,141 @@ class InvalidAnswer(ValueError):
     """The answer is not one valid JSON object of the protocol."""
 
 
+# --------------------------------------------------------------------------
+# The models. Optional text fields are typed `str` with a None default, not
+# Optional[str]: a field is absent or a string, and JSON null is refused by
+# pydantic and by the generated schema alike.
+
+PATH_RULE = "relative to the workspace root; absolute paths, \"..\", symlinks and anything in .git are refused"
+
+WorkspacePath = Annotated[str, Field(min_length=1, max_length=4096, description=f"a workspace path, {PATH_RULE}")]
+
+
 class WriteFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    path: str
-    content: str
+    """Write a whole file (created with its directories if needed)."""
 
-
-class DeleteFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    path: str
-    delete: Literal[True]
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"path": "dir/file.py", "content": "..."}]})
+    path: WorkspacePath
+    content: str = Field(description="the file's whole new content")
 
 
 class ReplaceInFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    path: str
-    old: str
-    new: str
+    """Replace one exact occurrence ("old" must occur exactly once)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"path": "dir/file.py", "old": "exact text", "new": "replacement"}]},
+    )
+    path: WorkspacePath
+    old: str = Field(min_length=1, description="the exact text to replace; it must occur exactly once in the file")
+    new: str = Field(description="the text that replaces it")
 
 
-FileChange = Union[WriteFile, DeleteFile, ReplaceInFile]
+class DeleteFile(BaseModel):
+    """Delete a file."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"path": "dir/file.py", "delete": True}]})
+    path: WorkspacePath
+    delete: Literal[True] = Field(description="always true")
+
+
+FileChange = Union[WriteFile, ReplaceInFile, DeleteFile]
+
+
+def _per_action_requirements(schema: dict) -> None:
+    """The table's required fields as ``allOf`` of ``if``/``then``, one per group of actions."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name, rule in ACTION_RULES.items():
+        groups.setdefault(rule.required, []).append(name)
+    schema["allOf"] = [
+        {
+            "if": {
+                "required": ["action"],
+                "properties": {"action": {"enum": names} if len(names) > 1 else {"const": names[0]}},
+            },
+            "then": {"required": list(required)},
+        }
+        for required, names in groups.items()
+    ]
 
 
 class Answer(BaseModel):
-    """One validated answer of the model."""
+    """The model's answer: exactly one JSON object."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_per_action_requirements)
 
-    action: Literal["COMPLETED", "STUCK", "RETRY", "CMD", "ASK", "MESSAGE"]
-    evidence_files: list[str] = []
-    summary_for_supervisor: Optional[str] = None
-    command: Optional[str] = None
-    question: Optional[str] = None
-    required: bool = True
-    message: Optional[str] = None
-    file_changes: list[FileChange] = []
-    thought: Optional[str] = None
-    plan: Optional[list[str]] = None
-    current_plan_step: Optional[int] = None
-    send_to: Optional[str] = None
+    action: Literal[ACTIONS] = Field(  # type: ignore[valid-type]
+        description=f"what the answer does; {', '.join(EXIT_ACTIONS)} end the role's turn"
+    )
+    file_changes: list[FileChange] = Field(
+        [], description="changes to workspace files, applied before anything else"
+    )
+    evidence_files: list[WorkspacePath] = Field([], description="workspace paths of the files that show the result")
+    summary_for_supervisor: str = Field(
+        None, min_length=1, max_length=1000,
+        description="at most 1000 characters: what you did and how you checked it",
+    )  # fmt: skip
+    command: str = Field(None, min_length=1, description="the shell command, run in the workspace directory")
+    question: str = Field(None, min_length=1, description="the question for the person")
+    required: bool = Field(True, description="false if you can go on without an answer; true by default")
+    message: str = Field(None, description="the progress note; from the Planner, what the addressee must do now")
+    thought: str = Field(None, description="your reasoning; recorded, never acted on")
+    plan: list[Annotated[str, Field(min_length=1)]] = Field(None, description="the Planner's plan, one step per item")
+    current_plan_step: int = Field(None, ge=0, le=100_000, description="the Planner's step being worked on (from 0)")
+    send_to: str = Field(None, min_length=1, description="the role the Planner addresses next, or User")
+
+    @model_validator(mode="after")
+    def _has_the_fields_its_action_requires(self) -> "Answer":
+        for name in ACTION_RULES[self.action].required:
+            if name not in self.model_fields_set:
+                raise ValueError(f"'{name}' is a required property for action {self.action}")
+        return self
 
     @property
     def is_exit(self) -> bool:
         return self.action in EXIT_ACTIONS
 
 
+# --------------------------------------------------------------------------
+# The JSON Schema
+
+
+class SchemaGenerator(GenerateJsonSchema):
+    """pydantic's JSON Schema without the noise: no per-field titles (the
+    names say it) and no ``"default": null`` (absent is how a field says
+    nothing; null itself is refused)."""
+
+    def field_title_should_be_set(self, schema) -> bool:
+        return False
+
+    def default_schema(self, schema):
+        json_schema = super().default_schema(schema)
+        if json_schema.get("default", ...) is None:
+            del json_schema["default"]
+        return json_schema
+
+
+def model_schema(model: type[BaseModel]) -> dict:
+    """The JSON Schema of a model, its sub-models under ``$defs``."""
+    return model.model_json_schema(ref_template="#/$defs/{model}", schema_generator=SchemaGenerator)
+
+
 @lru_cache(maxsize=1)
-def _schema() -> dict:
-    return json.loads(schema_path().read_text(encoding="utf-8"))
+def response_schema() -> dict:
+    """The JSON Schema (draft 2020-12) of one answer, generated from :class:`Answer`."""
+    schema = model_schema(Answer)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 
 
 @lru_cache(maxsize=1)
 def _response_validator():
     from jsonschema import Draft202012Validator
 
-    schema = _schema()
-    # Validate against the `response` definition while keeping the whole
-    # document as the resolution root, so its `$ref`s resolve.
-    sub = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": "#/$defs/response"}
-    return Draft202012Validator(sub)
+    return Draft202012Validator(response_schema())
+
+
+# --------------------------------------------------------------------------
+# Parsing
 
 
 def extract_json_text(raw: str) -> str:
@@ -99,13 +218,15 @@ def extract_json_text(raw: str) -> str:
     return text
 
 
+def _file_change_forms() -> list[tuple[str, str]]:
+    """Each kind of file change as (its example, what it does)."""
+    return [(json.dumps(m.model_config["json_schema_extra"]["examples"][0]), m.__doc__) for m in get_args(FileChange)]
+
+
 def _describe(error) -> str:
     where = "/".join(str(p) for p in error.absolute_path)
-    if error.validator == "oneOf" and where.startswith("file_changes/"):
-        return (
-            f"{where}: a file change is {{path, content}}, {{path, delete: true}} "
-            "or {path, old, new}"
-        )
+    if error.validator in ("anyOf", "oneOf") and re.fullmatch(r"file_changes/\d+", where):
+        return f"{where}: a file change is " + " or ".join(form for form, _ in _file_change_forms())
     return f"{where or 'answer'}: {error.message}"
 
 
@@ -184,3 +305,66 @@ def check_planner_answer(answer: Answer, roles: list[str]) -> None:
         )
     if answer.action == "ASK" and answer.send_to != "User":
         raise InvalidAnswer("send_to: a question (ASK) goes to User")
+
+
+# --------------------------------------------------------------------------
+# The protocol as the system prompt states it
+
+_INTRO = (
+    "You are one role in a Logist job. Logist runs the job one step at a time: each step it sends you this "
+    "conversation, you answer once, and it applies your answer, commits the job's workspace with git and "
+    "records everything."
+)
+
+#: The example answer of the prompt; a test checks that parse_answer accepts it.
+EXAMPLE_ANSWER = Answer(
+    action="COMPLETED",
+    file_changes=[WriteFile(path="hello.py", content="print('hello')\n")],
+    evidence_files=["hello.py"],
+    summary_for_supervisor="Added hello.py, which prints a greeting; ran it and saw the greeting.",
+)
+
+
+def answer_json(answer: Answer) -> str:
+    """An answer as the model would write it: one line, only the fields it set."""
+    return json.dumps(answer.model_dump(mode="json", exclude_unset=True), ensure_ascii=False)
+
+
+def _phrase(sentence: str) -> str:
+    """A description as a phrase inside a sentence: no capital, no final period."""
+    sentence = sentence.strip().rstrip(".")
+    return sentence[:1].lower() + sentence[1:]
+
+
+def _fields(names: tuple[str, ...], described: set[str]) -> str:
+    out = []
+    for name in names:
+        if name in described:
+            out.append(f'"{name}"')
+        else:
+            described.add(name)
+            out.append(f'"{name}" ({Answer.model_fields[name].description})')
+    return ", ".join(out)
+
+
+@lru_cache(maxsize=1)
+def protocol_text() -> str:
+    """The protocol part of the system prompt, generated from the table and the models."""
+    described: set[str] = set()
+    actions = []
+    for name, rule in ACTION_RULES.items():
+        line = f'- "{name}": {rule.meaning} Required: {_fields(rule.required, described)}.'
+        if rule.optional:
+            line += f" Optional: {_fields(rule.optional, described)}."
+        actions.append(line)
+    changes = [f"- {form} to {_phrase(doc)}" for form, doc in _file_change_forms()]
+    file_changes = Answer.model_fields["file_changes"].description
+    return "\n\n".join([
+        _INTRO,
+        "Answer with exactly one JSON object and nothing else (a ```json fence around it is accepted). "
+        'Its "action" is one of:\n' + "\n".join(actions),
+        f'Any answer may also carry "file_changes" ({file_changes}), as a list of:\n'
+        + ";\n".join(changes) + ".\n"
+        f"Paths are {PATH_RULE}. A refused or malformed answer changes nothing.",
+        "Example:\n" + answer_json(EXAMPLE_ANSWER),
+    ])  # fmt: skip

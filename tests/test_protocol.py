@@ -7,25 +7,32 @@ import math
 import os
 import re
 import string
+import subprocess
+import sys
 from pathlib import PurePosixPath
 
 import pytest
-from conftest import REPO_ROOT
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from logist.protocol import (
+    ACTION_RULES,
     ACTIONS,
+    EXAMPLE_ANSWER,
     EXIT_ACTIONS,
+    PATH_RULE,
     Answer,
     DeleteFile,
     InvalidAnswer,
     ReplaceInFile,
     WriteFile,
+    answer_json,
     check_relative_path,
     parse_answer,
+    protocol_text,
 )
-from logist.resources import schema_path
+from logist.replay.scripted import answer
 
 REQUIRED = {
     "COMPLETED": {"evidence_files": ["hello.py"], "summary_for_supervisor": "Wrote hello.py."},
@@ -320,26 +327,113 @@ def test_huge_integral_float_plan_step_gives_invalid_answer_not_a_crash(value):
 
 
 # --------------------------------------------------------------------------
-# The schema file
+# The one definition: the action table, the prompt text, the example, answer()
 
 
-def test_schema_is_valid_draft_2020_12():
-    from jsonschema import Draft202012Validator
+def test_exit_actions_and_the_action_list_come_from_the_table():
+    assert ACTIONS == tuple(ACTION_RULES)
+    assert EXIT_ACTIONS == tuple(name for name, rule in ACTION_RULES.items() if rule.exit)
+    assert set(Answer.model_fields["action"].annotation.__args__) == set(ACTIONS)
+    for name, rule in ACTION_RULES.items():
+        assert set(rule.required) == set(REQUIRED[name]), name
+        assert set(rule.required + rule.optional) <= set(Answer.model_fields), name
 
-    schema = json.loads((REPO_ROOT / "schemas" / "llm-chat-schema.json").read_text(encoding="utf-8"))
-    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    Draft202012Validator.check_schema(schema)
-    # Its $refs resolve from the root: a whole exchange validates, a bad one does not.
-    validator = Draft202012Validator(schema)
-    good = {
-        "request": {"prompt": [{"role": "system", "content": "x"}], "files_context": [], "metadata": {"role": "Worker", "phase": "work", "model": "m"}},
-        "response": json.loads(dumps("COMPLETED", **REQUIRED["COMPLETED"])),
+
+def test_every_field_has_a_description():
+    for model in (Answer, WriteFile, ReplaceInFile, DeleteFile):
+        assert model.__doc__, model
+        for name, info in model.model_fields.items():
+            assert info.description, f"{model.__name__}.{name}"
+
+
+@pytest.mark.parametrize("action, missing", [(a, n) for a in sorted(REQUIRED) for n in sorted(REQUIRED[a])])
+def test_the_model_itself_requires_the_fields_of_its_action(action, missing):
+    fields = {k: v for k, v in REQUIRED[action].items() if k != missing}
+    with pytest.raises(ValidationError, match=f"'{missing}' is a required property for action {action}"):
+        Answer(action=action, **fields)
+    assert Answer(action=action, **REQUIRED[action]).action == action
+
+
+def test_null_is_refused_like_an_absent_field_is_not():
+    refused(dumps("CMD", command="ls", question=None), "question")
+    refused(dumps("COMPLETED", evidence_files=[], summary_for_supervisor=None), "summary_for_supervisor")
+    with pytest.raises(ValidationError):
+        Answer(action="CMD", command=None)
+
+
+def test_the_example_answer_is_valid_and_shown_verbatim():
+    text = answer_json(EXAMPLE_ANSWER)
+    assert parse_answer(text) == EXAMPLE_ANSWER
+    assert "Example:\n" + text in protocol_text()
+
+
+def test_protocol_text_states_each_action_with_its_required_fields():
+    text = protocol_text()
+    lines = {line.split('"')[1]: line for line in text.splitlines() if line.startswith('- "')}
+    assert list(lines) == list(ACTIONS)
+    for name, rule in ACTION_RULES.items():
+        assert rule.meaning in lines[name]
+        required = lines[name].split("Required: ", 1)[1]
+        for field in rule.required:
+            assert f'"{field}"' in required, (name, field)
+    # Each field is explained once, where it first appears.
+    for field in ("evidence_files", "summary_for_supervisor", "command", "question", "required", "message"):
+        assert text.count(f'"{field}" ({Answer.model_fields[field].description})') == 1, field
+    assert PATH_RULE in text
+
+
+@pytest.mark.parametrize("model", [WriteFile, ReplaceInFile, DeleteFile])
+def test_each_file_change_form_of_the_prompt_is_valid(model):
+    (example,) = model.model_config["json_schema_extra"]["examples"]
+    assert json.dumps(example) in protocol_text()
+    (change,) = parse_answer(dumps("MESSAGE", message="x", file_changes=[example])).file_changes
+    assert type(change) is model
+
+
+def test_the_prompt_uses_the_generated_protocol_text():
+    from logist.engine.prompt import system_prompt
+    from logist.store.roles import RoleManifest
+
+    role = RoleManifest(name="Worker", description="does the work", instructions="Do it.", llm_model="m")
+    assert system_prompt(role, None).startswith(protocol_text() + "\n\n--- Role: Worker ---")
+
+
+def test_answer_helper_builds_valid_answers_in_the_callers_order():
+    raw = answer("MESSAGE", message="hi", file_changes=[{"path": "a.txt", "old": "x", "new": "y"}])
+    assert list(json.loads(raw)) == ["action", "message", "file_changes"]
+    assert parse_answer(raw).file_changes == [ReplaceInFile(path="a.txt", old="x", new="y")]
+    assert json.loads(answer("STUCK", "Need a key.")) == {
+        "action": "STUCK", "evidence_files": [], "summary_for_supervisor": "Need a key.",
     }
-    assert list(validator.iter_errors(good)) == []
-    good["response"]["file_changes"] = [{"path": "a", "delete": False}]
-    assert list(validator.iter_errors(good)) != []
-    # parse_answer validates against this very file.
-    assert json.loads(schema_path().read_text(encoding="utf-8")) == schema
+
+
+@pytest.mark.parametrize(
+    "args, fields, match",
+    [
+        (("CMD",), {}, "'command' is a required property"),
+        (("MESSAGE",), {"message": "x", "file_changes": [{"path": "a", "delete": False}]}, "file_changes"),
+        (("COMPLETED", "x" * 1001), {}, "summary_for_supervisor"),
+        (("LAUNCH",), {}, "action"),
+        (("MESSAGE",), {"message": "x", "confidence": 0.9}, "confidence"),
+    ],
+)
+def test_answer_helper_refuses_what_the_protocol_refuses(args, fields, match):
+    with pytest.raises(ValueError, match=match):
+        answer(*args, **fields)
+
+
+def test_the_protocol_module_is_pure():
+    code = (
+        "import sys, logist.protocol as p; p.parse_answer('{\"action\": \"MESSAGE\", \"message\": \"x\"}'); "
+        "print(sorted(m for m in sys.modules if m.startswith('logist')))"
+    )
+    import logist.protocol
+
+    # The package under test, wherever the test runs from.
+    root = str(PurePosixPath(logist.protocol.__file__).parent.parent)
+    env = dict(os.environ, PYTHONPATH=root)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert json.loads(out.replace("'", '"')) == ["logist", "logist.protocol"]
 
 
 # --------------------------------------------------------------------------

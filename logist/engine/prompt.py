@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ..protocol import protocol_text
 from ..store.manifest import JobManifest
 from ..store.roles import RoleManifest
 from . import compaction
@@ -26,25 +27,8 @@ from ..store.manifest import PLANNER, SUPERVISOR
 FILE_LIMIT = 20_000
 TOTAL_FILES_LIMIT = 100_000
 
-PROTOCOL_PROMPT = """\
-You are one role in a Logist job. Logist runs the job one step at a time: each step it sends you this conversation, you answer once, and it applies your answer, commits the job's workspace with git and records everything.
-
-Answer with exactly one JSON object and nothing else (a ```json fence around it is accepted). Its "action" is one of:
-- "COMPLETED": your turn is done. Required: "evidence_files" (workspace paths that show the result) and "summary_for_supervisor" (at most 1000 characters; what you did and how you checked it).
-- "RETRY": your approach failed; your turn starts over with fresh context. Same required fields; the summary says what to do differently.
-- "STUCK": a person must step in. Same required fields; the summary says exactly what is needed.
-- "CMD": run "command" in the workspace directory; its output comes back in the next message.
-- "ASK": ask the person "question"; set "required": false if you can go on without an answer.
-- "MESSAGE": a short progress note in "message"; you continue right away.
-
-Any answer may also carry "file_changes", applied before anything else, as a list of:
-- {"path": "dir/file.py", "content": "..."} to write a whole file (created with its directories if needed);
-- {"path": "dir/file.py", "old": "exact text", "new": "replacement"} to replace one exact occurrence ("old" must occur exactly once);
-- {"path": "dir/file.py", "delete": true} to delete a file.
-Paths are relative to the workspace root; absolute paths, "..", symlinks and anything in .git are refused. A refused or malformed answer changes nothing.
-
-Example:
-{"action": "COMPLETED", "file_changes": [{"path": "hello.py", "content": "print('hello')\\n"}], "evidence_files": ["hello.py"], "summary_for_supervisor": "Added hello.py, which prints a greeting; ran it and saw the greeting."}"""
+# The protocol part is generated from logist/protocol.py, its one definition.
+PROTOCOL_PROMPT = protocol_text()
 
 
 @dataclass

@@ -269,9 +269,19 @@ def serve_forever(script: Script, host: str = "127.0.0.1", port: int = 0) -> Non
 
 def answer(action: str = "COMPLETED", summary: str = "done", evidence=(), **fields) -> str:
     """One protocol answer as JSON, with the exit fields filled in for
-    COMPLETED / STUCK / RETRY: ``answer("MESSAGE", message="hi")``."""
+    COMPLETED / STUCK / RETRY: ``answer("MESSAGE", message="hi")``.
+
+    Built through :class:`logist.protocol.Answer`, so an answer the protocol's
+    shape refuses raises ``ValueError`` here instead of reaching a test as a
+    silent refusal. Paths are kept as given: the path rules are the engine's
+    to enforce, and tests send bad paths on purpose to see them refused.
+    """
+    from ..protocol import EXIT_ACTIONS, Answer
+
     data = {"action": action, **fields}
-    if action in ("COMPLETED", "STUCK", "RETRY"):
+    if action in EXIT_ACTIONS:
         data.setdefault("evidence_files", list(evidence))
         data.setdefault("summary_for_supervisor", summary)
-    return json.dumps(data)
+    built = Answer.model_validate(data).model_dump(mode="json", exclude_unset=True)
+    # The caller's key order, so a test reads the JSON in the order it wrote it.
+    return json.dumps({name: built[name] for name in data})
