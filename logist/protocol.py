@@ -138,14 +138,11 @@ class Answer(BaseModel):
     action: Literal[ACTIONS] = Field(  # type: ignore[valid-type]
         description=f"what the answer does; {', '.join(EXIT_ACTIONS)} end the role's turn"
     )
-    file_changes: list[FileChange] = Field(
-        [], description="changes to workspace files, applied before anything else"
-    )
+    file_changes: list[FileChange] = Field([], description="changes to workspace files, applied before anything else")
     evidence_files: list[WorkspacePath] = Field([], description="workspace paths of the files that show the result")
     summary_for_supervisor: str = Field(
-        None, min_length=1, max_length=1000,
-        description="at most 1000 characters: what you did and how you checked it",
-    )  # fmt: skip
+        None, min_length=1, max_length=1000, description="at most 1000 characters: what you did and how you checked it"
+    )
     command: str = Field(None, min_length=1, description="the shell command, run in the workspace directory")
     question: str = Field(None, min_length=1, description="the question for the person")
     required: bool = Field(True, description="false if you can go on without an answer; true by default")
@@ -358,13 +355,13 @@ def protocol_text() -> str:
             line += f" Optional: {_fields(rule.optional, described)}."
         actions.append(line)
     changes = [f"- {form} to {_phrase(doc)}" for form, doc in _file_change_forms()]
-    file_changes = Answer.model_fields["file_changes"].description
-    return "\n\n".join([
-        _INTRO,
-        "Answer with exactly one JSON object and nothing else (a ```json fence around it is accepted). "
-        'Its "action" is one of:\n' + "\n".join(actions),
-        f'Any answer may also carry "file_changes" ({file_changes}), as a list of:\n'
-        + ";\n".join(changes) + ".\n"
+    file_changes = "\n".join([
+        f'Any answer may also carry "file_changes" ({Answer.model_fields["file_changes"].description}), as a list of:',
+        ";\n".join(changes) + ".",
         f"Paths are {PATH_RULE}. A refused or malformed answer changes nothing.",
-        "Example:\n" + answer_json(EXAMPLE_ANSWER),
-    ])  # fmt: skip
+    ])
+    answer_format = (
+        "Answer with exactly one JSON object and nothing else (a ```json fence around it is accepted). "
+        'Its "action" is one of:\n' + "\n".join(actions)
+    )
+    return "\n\n".join([_INTRO, answer_format, file_changes, "Example:\n" + answer_json(EXAMPLE_ANSWER)])
