@@ -139,6 +139,9 @@ SAMPLES = [
     ({"action": "CMD", "command": None}, False),
     ({"action": "ASK", "question": "Which?", "required": False}, True),
     ({"action": "ASK", "question": "Which?", "required": "no"}, False),
+    ({"action": "ASK", "question": ""}, False),
+    ({"action": "COMPLETED", "evidence_files": [], "summary_for_supervisor": None}, False),
+    ({"action": "COMPLETED", "evidence_files": None, "summary_for_supervisor": "done"}, False),
     ({"action": "MESSAGE", "message": ""}, True),
     ({"action": "MESSAGE"}, False),
     ({"action": "LAUNCH", "message": "x"}, False),
@@ -169,25 +172,40 @@ def test_the_schema_and_parse_answer_accept_and_refuse_the_same_answers(data, va
 
 # Path rules need more than a schema can say ('..', .git, drive letters), so
 # the fuzzed answers use paths both accept; everything else varies.
-leaves = (
-    st.none() | st.booleans() | st.integers(min_value=-5, max_value=200_000) | st.floats(allow_nan=False, max_value=1e6)
-    | st.sampled_from(["", "a.txt", "x" * 1001, "COMPLETED", "CMD"]) | st.text(max_size=5)
-)
-values = st.recursive(
+BOUNDARIES = [
+    None, True, False, 0, 1, -1, 100_000, 100_001, 2.0, 1.5, "", "a.txt", "x" * 1000, "x" * 1001, [], [""], ["a.txt"],
+    [1], {}, [{"path": "a.txt", "content": ""}], [{"path": "a.txt", "delete": True}], [{"path": "a.txt", "delete": 1}],
+    [{"path": "a.txt", "old": "", "new": "x"}], [{"path": "a.txt", "old": "x", "new": "y"}], [{"path": "", "content": "x"}],
+    [{"path": "a.txt", "content": "x", "delete": True}], [{"path": "a.txt", "delete": True, "mode": "755"}],
+]
+leaves = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5)
+values = st.sampled_from(BOUNDARIES) | st.recursive(
     leaves,
     lambda children: st.lists(children, max_size=3)
     | st.dictionaries(st.sampled_from(["path", "content", "delete", "old", "new"]), children, max_size=4),
     max_leaves=10,
 )
-answers = st.fixed_dictionaries(
-    {"action": st.sampled_from(list(ACTIONS) + ["NOPE", None])},
-    optional={
-        name: values
-        for name in (
-            "evidence_files", "summary_for_supervisor", "command", "question", "required", "message",
-            "file_changes", "thought", "plan", "current_plan_step", "send_to", "extra",
-        )
+VALID = {
+    "COMPLETED": {"evidence_files": ["a.txt"], "summary_for_supervisor": "done"},
+    "STUCK": {"evidence_files": [], "summary_for_supervisor": "need a key"},
+    "RETRY": {"evidence_files": ["a.txt"], "summary_for_supervisor": "again"},
+    "CMD": {"command": "ls"},
+    "ASK": {"question": "Which?"},
+    "MESSAGE": {"message": "hi"},
+}
+FIELDS = [
+    "action", "evidence_files", "summary_for_supervisor", "command", "question", "required", "message",
+    "file_changes", "thought", "plan", "current_plan_step", "send_to", "extra",
+]
+# A valid answer with up to three fields replaced, dropped or added: most
+# examples sit next to the boundary, where a disagreement would show.
+answers = st.builds(
+    lambda action, changes, dropped: {
+        k: v for k, v in {"action": action, **VALID[action], **changes}.items() if k not in dropped
     },
+    st.sampled_from(ACTIONS),
+    st.dictionaries(st.sampled_from(FIELDS), values, max_size=3),
+    st.sets(st.sampled_from(FIELDS), max_size=2),
 )
 
 
@@ -202,7 +220,20 @@ def _safe_paths(data: dict) -> bool:
     return all(ok(p) for p in paths)
 
 
-@settings(max_examples=300)
+def test_every_single_field_change_gets_the_same_verdict_from_both():
+    """Each valid answer with one field dropped or set to a boundary value, exhaustively."""
+    cases = []
+    for action in ACTIONS:
+        base = {"action": action, **VALID[action]}
+        cases += [{k: v for k, v in base.items() if k != dropped} for dropped in base]
+        cases += [{**base, field: value} for field in FIELDS for value in BOUNDARIES]
+    validator = _validator("response")
+    disagreements = [data for data in cases if validator.is_valid(data) != _parses(data)]
+    assert disagreements == []
+    assert len(cases) > 1000
+
+
+@settings(max_examples=500)
 @given(answers)
 def test_fuzzed_answers_get_the_same_verdict_from_both(data):
     if not _safe_paths(data):
