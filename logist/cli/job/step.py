@@ -31,14 +31,22 @@ def report(result: StepResult, with_job: bool = False) -> None:
 EXIT_INTERVENTION = 3
 
 
-def _finish(results: list[StepResult], as_json: bool) -> None:
-    """Print the results; exit 3 when the job now needs intervention."""
+def _finish(results: list[StepResult], as_json: bool, obj: Optional[JobsDirParam] = None,
+            base_url: Optional[str] = None) -> None:
+    """Print the results; exit 3 when the job now needs intervention.
+
+    A failed call's recorded reason does not name the endpoint (the model
+    may be shown it); with ``obj``, the person is told which one it was."""
     if as_json:
         print_json([r.as_dict() for r in results])
     if results and results[-1].status.value == "INTERVENTION_REQUIRED":
         last = results[-1]
         if not as_json:
             reason = last.error or "see logist job status"
+            if obj is not None and last.action == "ERROR" and last.error:
+                from ...store.config import resolve_base_url
+
+                reason += f" (endpoint {resolve_base_url(base_url, obj.jobs.config())})"
             info(f"Job '{last.job_id}' needs intervention: {reason}")
         click.get_current_context().exit(EXIT_INTERVENTION)
 
@@ -71,7 +79,7 @@ def step(obj: JobsDirParam, job_id: Optional[str], oneshot: bool, base_url: Opti
         report(results[0])
     else:
         results = step_turn(job, on_step=report, **kwargs)
-    _finish(results, as_json)
+    _finish(results, as_json, obj, base_url)
 
 
 @click.command()
@@ -105,7 +113,7 @@ def run(obj: JobsDirParam, job_id: Optional[str], run_all: bool, base_url: Optio
     results = run_job(job, on_step=report, base_url=base_url, model=model, lock_timeout=lock_timeout)
     if not as_json and results and results[-1].status.value != "INTERVENTION_REQUIRED":
         info(f"Job '{job.id}' is {results[-1].status}.")
-    _finish(results, as_json)
+    _finish(results, as_json, obj, base_url)
 
 
 @click.command()
