@@ -107,15 +107,23 @@ class Application:
         waiting = {"INTERVENTION_REQUIRED"} | ({"INPUT_REQUIRED"} if with_input else set())
         return str(status) in waiting
 
-    def finish_steps(self, results: Iterable["StepResult"], as_json: bool) -> None:
-        """Print a run of steps; exit 3 when the job ends needing intervention."""
+    def finish_steps(self, results: Iterable["StepResult"], as_json: bool, base_url: Optional[str] = None) -> None:
+        """Print a run of steps; exit 3 when the job ends needing intervention.
+
+        A failed call's recorded reason does not name the endpoint (the model
+        may be shown it), so the person is told here which one it was."""
         results = list(results)
         if as_json:
             self.print_json([r.as_dict() for r in results])
         if results and self.needs_person(results[-1].status):
             last = results[-1]
             if not as_json:
-                self.info(f"Job '{last.job_id}' needs intervention: {last.error or 'see logist job status'}")
+                reason = last.error or "see logist job status"
+                if last.action == "ERROR" and last.error:
+                    from ..store.config import resolve_base_url
+
+                    reason += f" (endpoint {resolve_base_url(base_url, self.jobs.config())})"
+                self.info(f"Job '{last.job_id}' needs intervention: {reason}")
             self.exit(EXIT_NEEDS_PERSON)
 
 

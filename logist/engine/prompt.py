@@ -106,7 +106,9 @@ def _file_sections(workspace: Path, paths: list[str], budget: list[int]) -> tupl
 def opening_message(manifest: JobManifest, workspace: Path) -> tuple[str, list[str]]:
     """The first user message of a turn: the job, feedback, work to review."""
     turn = manifest.turn
-    lines = [f"# Job {manifest.job_id}", "", "## Objective", manifest.objective.strip()]
+    # The heading does not name the job: a prompt depends on what the job
+    # asks, not on what it is called, so a recording replays under any id.
+    lines = ["# Job", "", "## Objective", manifest.objective.strip()]
     if manifest.details.strip():
         lines += ["", "## Details", manifest.details.strip()]
     if manifest.skill and manifest.skill.params:

@@ -21,10 +21,9 @@ from ..store.config import resolve_api_key, resolve_base_url
 from ..store.history import CommandRecord, Request, Response, Usage
 from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest, Message, Status
-from . import compaction
 from .budget import add_to_totals, call_cost, limit_reason
 from .commands import run_or_hold
-from .prepare import Prepared, prepare, prepare_compaction
+from .prepare import Prepared, prepare
 from .transition import apply_answer, intervention, refuse_answer
 from .workflow import STEPPABLE, describe_state_hint
 
@@ -85,7 +84,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
     """Everything after the call; shared by live steps and posted answers."""
     from .. import workspace as ws
 
-    config = prepared.config or job.jobs_dir.config()
+    config = prepared.config
     sent = prepared.prompt.messages[-1]["content"]
     after = before.model_copy(deep=True)
     after.steps = before.steps + 1
@@ -194,9 +193,10 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
 
 
 def _call(job: Job, prepared: Prepared, base_url: Optional[str]) -> Outcome:
+    """Send the prepared body, as it is, to the resolved endpoint."""
     from ..llm import LLMSettings, chat
 
-    config = prepared.config or job.jobs_dir.config()
+    config = prepared.config
     settings = LLMSettings(
         base_url=resolve_base_url(base_url, config),
         api_key=resolve_api_key(),
@@ -205,14 +205,7 @@ def _call(job: Job, prepared: Prepared, base_url: Optional[str]) -> Outcome:
     )
     started = time.monotonic()
     try:
-        reply = chat(
-            settings,
-            model=prepared.model,
-            messages=prepared.prompt.messages,
-            temperature=prepared.temperature,
-            max_tokens=prepared.metadata.max_tokens,
-            response_format=prepared.response_format,
-        )
+        reply = chat(settings, prepared.body)
     except LLMCallError as exc:
         return Outcome(error=str(exc), duration=time.monotonic() - started)
     return Outcome(
@@ -237,28 +230,29 @@ def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
 def _locked_step(
     job: Job, lock_timeout: float, produce: Callable[[Prepared], Outcome], model: Optional[str], mode: str
 ) -> StepResult:
-    """``mode``: "live" makes the summary call when compaction is due, else
-    the role's call; "answer" always applies the role's answer (poststep);
-    "summary" applies a recorded summary (replay)."""
+    """``mode``: "live" makes the call :func:`prepare` decides (a summary
+    call when compaction is due, else the role's call); "answer" always
+    applies the role's answer (poststep); "summary" applies a recorded
+    summary (replay)."""
     with job.lock(lock_timeout):
         manifest, _notes = journal.open_job(job.dir, job.workspace)
         _check_steppable(job, manifest)
         reason = limit_reason(manifest)
         if reason:
             return _stop_for_limit(job, manifest, reason)
-        prepared = prepare(job, manifest, model)
-        target = compaction.due(manifest.turn, prepared.role) if mode != "answer" else None
-        if mode == "summary" and target is None:
+        prepared = prepare(job, manifest, model, compact=mode != "answer")
+        if mode == "summary" and not prepared.is_compaction:
             raise LogistError(f"job '{job.id}' has no compaction due; the recorded summary does not fit here")
-        if target is not None:
-            summary_call = prepare_compaction(job, manifest, prepared, target)
-            return _apply_compaction(job, manifest, summary_call, target, produce(summary_call))
+        if prepared.is_compaction:
+            return _apply_compaction(job, manifest, prepared, produce(prepared))
         return _apply(job, manifest, prepared, produce(prepared))
 
 
-def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, target: int, outcome: Outcome) -> StepResult:
-    """Record a summary call; on success the turn's summary covers ``target`` rounds."""
-    config = prepared.config or job.jobs_dir.config()
+def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) -> StepResult:
+    """Record a summary call; on success the turn's summary covers the
+    prepared call's target rounds."""
+    config = prepared.config
+    target = prepared.compaction_target
     after = before.model_copy(deep=True)
     turn = after.turn
     if outcome.error is None and (outcome.raw or "").strip():

@@ -7,6 +7,7 @@ from typing import Optional
 import click
 
 from ..common import JobsDirParam, info, job_argument, json_option, pass_jobs, print_json
+from .step import base_url_option
 
 
 @click.command("list")
@@ -283,30 +284,36 @@ def history(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
 @click.command()
 @job_argument
 @click.option("--model", help="Preview with this model instead of the role's.")
+@base_url_option
 @json_option
 @pass_jobs
-def preview(obj: JobsDirParam, job_id: Optional[str], model: Optional[str], as_json: bool) -> None:
+def preview(obj: JobsDirParam, job_id: Optional[str], model: Optional[str], base_url: Optional[str], as_json: bool) -> None:
     """Show the exact next request (no call).
+
+    --json prints the request body as the next step sends it, key for key.
 
     \b
     Example:
       logist job preview hello
+      logist job preview hello --json
     """
+    import json
+
     from ...engine.prepare import prepare
+    from ...store.config import resolve_base_url
 
     job = obj.job(job_id)
-    m = job.manifest()
-    prepared = prepare(job, m, model)
-    request = {
-        "model": prepared.model,
-        "temperature": prepared.role.temperature,
-        "max_tokens": prepared.role.max_tokens,
-        "messages": prepared.prompt.messages,
-    }
+    prepared = prepare(job, job.manifest(), model)
     if as_json:
-        print_json(request)
+        print_json(prepared.body)
         return
-    click.echo(f"POST {{base_url}}/chat/completions  model={prepared.model} temperature={prepared.role.temperature}")
-    for message in prepared.prompt.messages:
+    endpoint = resolve_base_url(base_url, prepared.config).rstrip("/")
+    click.echo(f"POST {endpoint}/chat/completions")
+    if prepared.is_compaction:
+        click.echo(f"(a summary call: rounds 1 to {prepared.compaction_target} of the {prepared.role.name}'s conversation)")
+    for key, value in prepared.body.items():
+        if key != "messages":
+            click.echo(f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
+    for message in prepared.body["messages"]:
         click.echo(f"\n===== {message['role']} =====")
         click.echo(message["content"])

@@ -41,7 +41,7 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
         app.step_line(results[0])
     else:
         results = step_turn(job, on_step=app.step_line, **kwargs)
-    app.finish_steps(results, as_json)
+    app.finish_steps(results, as_json, base_url)
 
 
 @click.command()
@@ -75,7 +75,7 @@ def run(app: Application, job_id: Optional[str], run_all: bool, base_url: Option
     results = run_job(job, on_step=app.step_line, base_url=base_url, model=model, lock_timeout=lock_timeout)
     if not as_json and results and results[-1].status.value != "INTERVENTION_REQUIRED":
         app.info(f"Job '{job.id}' is {results[-1].status}.")
-    app.finish_steps(results, as_json)
+    app.finish_steps(results, as_json, base_url)
 
 
 @click.command()
