@@ -56,7 +56,7 @@ def create_job(
     """Create a job and return it. ``files`` are local files copied into the
     workspace (or, with ``from_repo``, paths already in it) that the Worker is
     shown in its opening message."""
-    from .. import workspace as ws
+    from ..workspace import Workspace
 
     check_job_id(job_id)
     active_skill = None
@@ -115,12 +115,12 @@ def create_job(
     workspace = job_dir / "workspace"
     try:
         if from_repo:
-            baseline = ws.clone_workspace(Path(from_repo), ref, workspace, job_id)
+            baseline = Workspace.clone(Path(from_repo), ref, workspace, job_id).head()
             source = Source(repo=str(Path(from_repo).resolve()), ref=ref, commit=baseline)
         else:
             if ref:
                 raise LogistError("--ref goes with --from-repo")
-            baseline = ws.init_workspace(workspace, job_id)
+            baseline = Workspace.init(workspace, job_id).head()
             source = Source()
         rel_files: list[str] = []
         for name in files or []:
@@ -138,7 +138,7 @@ def create_job(
                 raise LogistError(f"--file {name}: no such file")
         if rel_files and not all((workspace / f).is_file() for f in rel_files):  # pragma: no cover
             raise LogistError("could not place the job files in the workspace")
-        added = ws.commit_all(workspace, f"logist: files given to job {job_id}") if rel_files else None
+        added = Workspace(workspace).commit_all(f"logist: files given to job {job_id}") if rel_files else None
         baseline = added or baseline
         manifest = JobManifest(
             job_id=job_id,

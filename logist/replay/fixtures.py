@@ -165,8 +165,6 @@ def job_spec(job: Job) -> dict:
 
 def record_fixture(job: Job, into: Union[str, Path]) -> Path:
     """Write ``job`` as a fixture folder ``into`` (replacing what it held)."""
-    from .. import workspace as ws
-
     into = Path(into)
     if into.is_dir() and any(into.iterdir()) and not (into / JOB_SPEC).is_file():
         raise LogistError(f"{into} is neither empty nor a fixture folder (it has no {JOB_SPEC}); choose another")
@@ -176,9 +174,8 @@ def record_fixture(job: Job, into: Union[str, Path]) -> Path:
         history = job.history_path.read_bytes()
         manifest = job.manifest_path.read_bytes()
         # The files as the job started with them (its first commit), not as
-        # they are now. (workspace.py has no public "read a file at a
-        # commit" yet; ``git show`` through its byte-exact runner.)
-        files = {name: ws.file_at(job.workspace, start.workspace_commit, name) for name in spec.get("files", [])}
+        # they are now.
+        files = {name: job.repo.file_at(start.workspace_commit, name) for name in spec.get("files", [])}
     into.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(into / WORKSPACE, ignore_errors=True)
     for name, data in files.items():
