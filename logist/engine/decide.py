@@ -106,14 +106,13 @@ def user_action(
         command = None
         commit = manifest.workspace_commit
         if action == "approve-command":
-            from .. import workspace as ws
             from .commands import execute
 
             sequence = manifest.last_sequence + 1
             journal.begin_applying(job.dir, sequence, manifest.workspace_commit, None)
             command = execute(job, manifest, manifest.pending_command or "")
-            commit = ws.commit_all(
-                job.workspace, f"logist: {job.id} entry {sequence} command approved by a person: {command.command}"[:200]
+            commit = job.repo.commit_all(
+                f"logist: {job.id} entry {sequence} command approved by a person: {command.command}"[:200]
             ) or commit
         after = _apply(manifest, action, text, skip, command)
         after.workspace_commit = commit

@@ -86,14 +86,14 @@ def step_marker(manifest: JobManifest) -> str:
 
 
 def _file_sections(workspace: Path, paths: list[str], budget: list[int]) -> tuple[list[str], list[str]]:
-    from ..workspace import read_text_file
+    from ..workspace import Workspace
 
     sections, used = [], []
     for rel in paths:
         if budget[0] <= 0:
             sections.append(f"### {rel}\n[not shown: the prompt's file budget is spent]")
             continue
-        text = read_text_file(workspace, rel, min(FILE_LIMIT, budget[0]))
+        text = Workspace(workspace).read_text_file(rel, min(FILE_LIMIT, budget[0]))
         if text is None:
             sections.append(f"### {rel}\n[no such file in the workspace]")
             continue

@@ -82,8 +82,6 @@ def _commit_message(job_id: str, seq: int, role: str, action: str, summary: Opti
 
 def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) -> StepResult:
     """Everything after the call; shared by live steps and posted answers."""
-    from .. import workspace as ws
-
     config = prepared.config
     sent = prepared.prompt.messages[-1]["content"]
     after = before.model_copy(deep=True)
@@ -102,7 +100,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
             answer = parse_answer(outcome.raw or "")
             if before.workflow == "planned" and before.turn.slot == PLANNER:
                 check_planner_answer(answer, [n for slot, n in before.roles.items() if slot != PLANNER])
-            ws.plan_changes(job.workspace, answer.file_changes)
+            job.repo.plan_changes(answer.file_changes)
         except InvalidAnswer as exc:
             status_label = "INVALID"
             error = str(exc)
@@ -113,12 +111,12 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
     # Only an answer with file changes or a command can change the workspace;
     # the others need no git process at all.
     touches = answer is not None and bool(answer.file_changes or answer.action == "CMD")
-    if touches and ws.is_dirty(job.workspace):
+    if touches and job.repo.is_dirty():
         # A person edited the workspace by hand since the last step. Commit
         # that on its own, so it is neither mixed into the model's commit nor
         # lost if this step has to be undone.
-        head_before = ws.commit_all(
-            job.workspace, f"logist: {job.id} changes made by hand before step {sequence}"
+        head_before = job.repo.commit_all(
+            f"logist: {job.id} changes made by hand before step {sequence}"
         ) or head_before
     commit = head_before
     # From here on a crash is repaired from the journal, which also keeps the
@@ -126,7 +124,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
     journal.begin_applying(job.dir, sequence, head_before, outcome.raw)
     failpoint("after_call")
     if answer is not None:
-        files_changed = ws.apply_changes(job.workspace, answer.file_changes)
+        files_changed = job.repo.apply_changes(answer.file_changes)
         failpoint("after_apply")
         if answer.action == "CMD":
             command = run_or_hold(job, before, answer.command or "")
@@ -139,7 +137,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
             message = _commit_message(
                 job.id, sequence, prepared.role.name, action, answer.summary_for_supervisor or answer.message
             )
-            commit = ws.commit_all(job.workspace, message) or head_before
+            commit = job.repo.commit_all(message) or head_before
         failpoint("after_commit")
     after.workspace_commit = commit
     cost = call_cost(config, prepared.model, outcome)

@@ -129,7 +129,7 @@ def _load_manifest_or_rebuild(job_dir: Path, notes: list[str]) -> JobManifest:
 def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
     """Repair whatever an interrupted command left; return the manifest and
     what was done. Call with the job's lock held."""
-    from .. import workspace as ws
+    from ..workspace import Workspace
 
     job_dir = Path(job_dir)
     notes: list[str] = []
@@ -166,7 +166,7 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
             notes.append(f"entry {journal.sequence} was recorded but its command was interrupted before it finished")
         else:
             if journal.head_before:
-                ws.reset_to(workspace, journal.head_before)
+                Workspace(workspace).reset_to(journal.head_before)
                 reset_head = journal.head_before
             jpath.unlink()
             dropped = journal.raw_response

@@ -28,7 +28,7 @@ Choices worth knowing before changing this file:
   the call whose conversation it continues; "Show the full prompt" follows
   that chain inside the page.
 * Diffs come from the workspace's git repository, all of a job's in one git
-  process (:func:`logist.workspace.diffs`), each cut at :data:`DIFF_LIMIT`.
+  process (:meth:`logist.workspace.Workspace.diffs`), each cut at :data:`DIFF_LIMIT`.
 """
 
 from __future__ import annotations
@@ -410,7 +410,6 @@ def _step_html(job_id: str, entry: HistoryEntry, row: StepRow, tracker: PromptTr
 def _step_diffs(job: Job, entries: list[HistoryEntry]) -> Optional[dict[int, str]]:
     """Each entry's change: its commit against the previous entry's. None
     when the workspace is gone; a diff git cannot make says why instead."""
-    from .. import workspace as ws
     from ..errors import LogistError
 
     pairs: list[tuple[str, str]] = []
@@ -422,15 +421,15 @@ def _step_diffs(job: Job, entries: list[HistoryEntry]) -> Optional[dict[int, str
             pairs.append((previous, commit))
             sequences.append(entry.sequence)
         previous = commit or previous
-    if not (job.workspace / ".git").exists():
+    if not job.repo.exists():
         return None
     try:
-        patches = ws.diffs(job.workspace, pairs)
+        patches = job.repo.diffs(pairs)
     except LogistError:  # a commit is missing: find which, diff the others
         patches = []
         for old, new in pairs:
             try:
-                patches.append(ws.diff(job.workspace, old, new))
+                patches.append(job.repo.diff(old, new))
             except LogistError as exc:
                 patches.append(f"(no diff: {exc})")
     return dict(zip(sequences, patches))
