@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Optional
 
+from .. import views
 from ..store import history as hist
 from ..store import recovery as journal
 from ..errors import LogistError
@@ -171,4 +172,6 @@ def create_job(
         shutil.rmtree(job_dir, ignore_errors=True)
         raise
     jobs_dir.register(job_id, make_current=make_current, rank=rank)
-    return Job(jobs_dir, job_id, job_dir)
+    job = Job(jobs_dir, job_id, job_dir)
+    views.refresh(job)  # the transcript starts with the create entry
+    return job

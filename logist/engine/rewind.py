@@ -19,6 +19,7 @@ from ..errors import LogistError
 from ..store.history import HistoryEntry
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest
+from .session import open_locked
 
 
 def _target_entry(job: Job, to: Optional[int], baseline: bool) -> HistoryEntry:
@@ -54,8 +55,7 @@ def rewind(job: Job, *, to: Optional[int] = None, baseline: bool = False, lock_t
     before the last one; ``baseline``: right after create)."""
     from .. import workspace as ws
 
-    with job.lock(lock_timeout):
-        manifest, _notes = journal.open_job(job.dir, job.workspace)
+    with open_locked(job, lock_timeout) as manifest:
         target = _target_entry(job, to, baseline)
         restored = JobManifest.model_validate(target.manifest_after)
         sequence = manifest.last_sequence + 1

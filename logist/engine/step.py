@@ -25,6 +25,7 @@ from . import compaction
 from .budget import add_to_totals, call_cost, limit_reason
 from .commands import run_or_hold
 from .prepare import Prepared, prepare, prepare_compaction
+from .session import open_locked
 from .transition import apply_answer, intervention, refuse_answer
 from .workflow import STEPPABLE, describe_state_hint
 
@@ -240,8 +241,7 @@ def _locked_step(
     """``mode``: "live" makes the summary call when compaction is due, else
     the role's call; "answer" always applies the role's answer (poststep);
     "summary" applies a recorded summary (replay)."""
-    with job.lock(lock_timeout):
-        manifest, _notes = journal.open_job(job.dir, job.workspace)
+    with open_locked(job, lock_timeout) as manifest:
         _check_steppable(job, manifest)
         reason = limit_reason(manifest)
         if reason:
