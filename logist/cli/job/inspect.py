@@ -233,18 +233,21 @@ def _summary_lines(summary) -> list[str]:
 
 
 def _table(rows, who: str) -> list[str]:
-    """The summary's rows as a fixed-width table; ``who`` names the third
-    column: "who" (who acted) or "role" (whose turn it was)."""
+    """The summary's rows as a table; ``who`` names the third column: "who"
+    (who acted) or "role" (whose turn it was). Those two columns and the
+    action are as wide as their longest value, at least 10."""
     from ...views.summary import one_line
 
-    lines = [f"{'seq':>4}  {'time (UTC)':<20}  {who:<10} {'action':<10} {'state after':<21} {'tokens':>6} {'cost':>8}  {'commit':<8}  summary"]
-    for row in rows:
-        name = row.actor if who == "who" else (row.role or "-")
+    names = [row.actor if who == "who" else (row.role or "-") for row in rows]
+    wn = max([10] + [len(name) for name in names])
+    wa = max([10] + [len(row.action) for row in rows])
+    lines = [f"{'seq':>4}  {'time (UTC)':<20}  {who:<{wn}} {'action':<{wa}} {'state after':<21} {'tokens':>6} {'cost':>8}  {'commit':<8}  summary"]
+    for row, name in zip(rows, names):
         tokens = "" if row.tokens is None else str(row.tokens)
         cost = "" if row.cost_usd is None else f"${row.cost_usd:.4f}"
         lines.append(
-            f"{row.sequence:>4}  {row.timestamp[:19] + 'Z':<20}  {name:<10} {row.action:<10} "
-            f"{row.state_after:<21} {tokens:>6} {cost:>8}  {(row.commit or '')[:8]:<8}  {one_line(row.summary, 50)}"
+            f"{row.sequence:>4}  {row.timestamp[:19] + 'Z':<20}  {name:<{wn}} {row.action:<{wa}} "
+            f"{row.state_after:<21} {tokens:>6} {cost:>8}  {(row.commit or '')[:8]:<8}  {one_line(row.summary, 50)}".rstrip()
         )
     return lines
 
