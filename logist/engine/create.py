@@ -18,6 +18,7 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .. import views
 from ..store import history as hist
 from ..store import recovery as journal
 from ..errors import ConfigError, LogistError
@@ -167,7 +168,9 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
         shutil.rmtree(job_dir, ignore_errors=True)
         raise
     jobs_dir.register(job_id, make_current=spec.make_current, rank=spec.rank)
-    return Job(jobs_dir, job_id, job_dir)
+    job = Job(jobs_dir, job_id, job_dir)
+    views.refresh(job)  # the transcript starts with the create entry
+    return job
 
 
 def _as_spec(spec: Union[JobSpec, str, None], options: dict[str, Any]) -> JobSpec:

@@ -14,6 +14,7 @@ from ..store.history import CommandRecord, UserInput
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, Turn
 from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Status
+from .session import open_locked
 from .workflow import USER_ACTIONS, describe_state_hint
 
 
@@ -94,8 +95,7 @@ def user_action(
     rule = USER_ACTIONS[action]
     if action in ("reject",) and not (text or "").strip():
         raise LogistError("reject needs --feedback TEXT: say what is wrong so the Worker can fix it")
-    with job.lock(lock_timeout):
-        manifest, _notes = journal.open_job(job.dir, job.workspace)
+    with open_locked(job, lock_timeout) as manifest:
         if manifest.status not in rule.allowed_from:
             allowed = ", ".join(sorted(str(s) for s in rule.allowed_from))
             raise TransitionError(

@@ -19,6 +19,7 @@ from ..errors import LogistError
 from ..store.history import HistoryEntry
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest
+from .session import open_locked
 
 
 def _target_entry(job: Job, to: Optional[int], baseline: bool) -> HistoryEntry:
@@ -52,8 +53,7 @@ def _target_entry(job: Job, to: Optional[int], baseline: bool) -> HistoryEntry:
 def rewind(job: Job, *, to: Optional[int] = None, baseline: bool = False, lock_timeout: float = 0) -> JobManifest:
     """Return the job to the end of history entry ``to`` (default: the step
     before the last one; ``baseline``: right after create)."""
-    with job.lock(lock_timeout):
-        manifest, _notes = journal.open_job(job.dir, job.workspace)
+    with open_locked(job, lock_timeout) as manifest:
         target = _target_entry(job, to, baseline)
         restored = JobManifest.model_validate(target.manifest_after)
         sequence = manifest.last_sequence + 1

@@ -24,6 +24,7 @@ from ..store.manifest import PLANNER, JobManifest, Message, Status
 from .budget import add_to_totals, call_cost, limit_reason
 from .commands import run_or_hold
 from .prepare import Prepared, prepare
+from .session import open_locked
 from .transition import apply_answer, intervention, refuse_answer
 from .workflow import STEPPABLE, describe_state_hint
 
@@ -232,8 +233,7 @@ def _locked_step(
     call when compaction is due, else the role's call); "answer" always
     applies the role's answer (poststep); "summary" applies a recorded
     summary (replay)."""
-    with job.lock(lock_timeout):
-        manifest, _notes = journal.open_job(job.dir, job.workspace)
+    with open_locked(job, lock_timeout) as manifest:
         _check_steppable(job, manifest)
         reason = limit_reason(manifest)
         if reason:
