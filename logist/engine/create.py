@@ -20,7 +20,8 @@ from ..store.manifest import JobManifest, Source, Turn, write_manifest
 from ..store.config import JobDefaults
 from ..store.roles import load_roles
 from ..store.skills import ActiveSkill, load_skill
-from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS, PLANNER, WORKER, Status
+from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS, PLANNER, WORKER
+from .workflow import creation
 
 
 def create_job(
@@ -140,9 +141,10 @@ def create_job(
             raise LogistError("could not place the job files in the workspace")
         added = ws.commit_all(workspace, f"logist: files given to job {job_id}") if rel_files else None
         baseline = added or baseline
+        drafted, started = creation()  # the workflow table's create row
         manifest = JobManifest(
             job_id=job_id,
-            status=Status.PENDING,
+            status=started,
             objective=objective.strip(),
             details=(details or "").strip(),
             acceptance_criteria=[a.strip() for a in acceptance or [] if a.strip()],
@@ -159,7 +161,7 @@ def create_job(
         )
         hist.create_history(job_dir, job_id)
         before = manifest.model_copy(deep=True)
-        before.status = Status.DRAFT
+        before.status = drafted
         entry = journal.new_entry(
             job_dir, workspace, before, manifest, kind="user_action",
             user_input=UserInput(action="create", text=objective.strip()), workspace_commit=baseline,
