@@ -40,6 +40,8 @@ from ..store.manifest import PLANNER, SUPERVISOR, WORKER, JobManifest, Status
 #: and a person.
 ADDRESSED, PERSON = "addressed", "person"
 ROLES = frozenset({WORKER, SUPERVISOR, PLANNER, ADDRESSED})
+#: How ``who`` reads in the printed table, in the table's order.
+WHO_NAMES = {WORKER: "Worker", SUPERVISOR: "Supervisor", PLANNER: "Planner", ADDRESSED: "addressed role", PERSON: "person"}
 #: The Planner's ``send_to`` for the person.
 USER = "User"
 
@@ -87,7 +89,7 @@ STEP = "step it (logist job step)"
 ANSWER = "answer its question (logist job answer TEXT)"
 DECIDE = "decide on its command (logist job approve-command / skip-command)"
 #: What a person is told in a state no hinted row leaves.
-RESTING_HINTS = {S.SUCCESS: "it is finished", S.CANCELED: "it was canceled", S.DRAFT: "it is a draft"}
+RESTING_HINTS = {S.SUCCESS: "it is finished", S.CANCELED: "it was canceled", S.DRAFT: "it is being created"}
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,7 @@ TABLE: tuple[Rule, ...] = (
     _row(ACTIVE, "RETRY", ADDRESSED, S.RUNNING, "report"),
     _row(ACTIVE, "STUCK", ADDRESSED, S.RUNNING, "report"),
     # Any role's turn.
-    _row(STEPPABLE, "MESSAGE", ROLES, WORKING, "continue"),
+    _row(STEPPABLE, "MESSAGE", {WORKER, SUPERVISOR, ADDRESSED}, WORKING, "continue"),
     _row(STEPPABLE, "CMD run", ROLES, WORKING, "continue"),
     _row(STEPPABLE, "CMD denied", ROLES, WORKING, "continue"),
     _row(STEPPABLE, "CMD held", ROLES, S.INPUT_REQUIRED, "wait", remember=WORKING),
