@@ -111,7 +111,8 @@ def apply_answer(
     elif effect == "afresh" and who == PLANNER:
         _next_turn(after, PLANNER, f"Your previous attempt ended with RETRY:\n{summary}\nMake a fresh plan.")
     elif effect == "afresh":
-        _next_turn(after, turn.slot, f"Your previous attempt ended with RETRY:\n{summary}\nStart afresh with a different approach.")
+        feedback = f"Your previous attempt ended with RETRY:\n{summary}\nStart afresh with a different approach."
+        _next_turn(after, turn.slot, feedback)
     elif effect == "delegate":
         slot = next(s for s, name in after.roles.items() if name == answer.send_to and s != PLANNER)
         after.planner_turn = turn

@@ -41,7 +41,9 @@ from ..store.manifest import PLANNER, SUPERVISOR, WORKER, JobManifest, Status
 ADDRESSED, PERSON = "addressed", "person"
 ROLES = frozenset({WORKER, SUPERVISOR, PLANNER, ADDRESSED})
 #: How ``who`` reads in the printed table, in the table's order.
-WHO_NAMES = {WORKER: "Worker", SUPERVISOR: "Supervisor", PLANNER: "Planner", ADDRESSED: "addressed role", PERSON: "person"}
+WHO_NAMES = {
+    WORKER: "Worker", SUPERVISOR: "Supervisor", PLANNER: "Planner", ADDRESSED: "addressed role", PERSON: "person",
+}
 #: The Planner's ``send_to`` for the person.
 USER = "User"
 
