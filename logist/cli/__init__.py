@@ -58,6 +58,7 @@ def _register() -> None:
     from .report import report
     from .role import role
     from .skill import skill
+    from .workflow import workflow
 
     cli.add_command(init)
     cli.add_command(demo)
@@ -66,6 +67,7 @@ def _register() -> None:
     cli.add_command(skill)
     cli.add_command(report)
     cli.add_command(replay_server)
+    cli.add_command(workflow)
 
 
 _register()

@@ -28,8 +28,9 @@ from ..store.manifest import JobManifest, Source, Turn, write_manifest
 from ..store.config import JobDefaults
 from ..store.roles import format_validation_error, load_roles
 from ..store.skills import ActiveSkill, load_skill
-from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS, PLANNER, WORKER, Status
+from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS, PLANNER, WORKER
 from ..workspace import Workspace
+from .workflow import creation
 
 _BUILT_IN = JobDefaults()
 
@@ -137,9 +138,10 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
     job_dir.mkdir(parents=True)
     try:
         baseline, source, rel_files = _make_workspace(spec, job_dir / "workspace", job_id)
+        drafted, started = creation()  # the workflow table's create row
         manifest = JobManifest(
             job_id=job_id,
-            status=Status.PENDING,
+            status=started,
             objective=objective.strip(),
             details=spec.details.strip(),
             acceptance_criteria=[a.strip() for a in spec.acceptance if a.strip()],
@@ -156,7 +158,7 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
         )
         hist.create_history(job_dir, job_id)
         before = manifest.model_copy(deep=True)
-        before.status = Status.DRAFT
+        before.status = drafted
         entry = journal.new_entry(
             job_dir, job_dir / "workspace", before, manifest, kind="user_action",
             user_input=UserInput(action="create", text=objective.strip()), workspace_commit=baseline,

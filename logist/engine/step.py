@@ -25,8 +25,8 @@ from .budget import add_to_totals, call_cost, limit_reason
 from .commands import run_or_hold
 from .prepare import Prepared, prepare
 from .session import open_locked
-from .transition import apply_answer, intervention, refuse_answer
-from .workflow import STEPPABLE, describe_state_hint
+from .transition import apply_answer, apply_event, refuse_answer
+from .workflow import CALL_FAILED, LIMIT, STEPPABLE, describe_state_hint
 
 #: Step results after which ``job step`` makes another call in the same turn.
 CONTINUES_TURN = ("MESSAGE", "INVALID", "CMD", "COMPACTED", "COMPACTION_FAILED")
@@ -95,7 +95,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
     error = outcome.error
     if error is not None:
         status_label = "ERROR"
-        intervention(after, error)
+        apply_event(after, CALL_FAILED, error)
     else:
         try:
             answer = parse_answer(outcome.raw or "")
@@ -217,7 +217,7 @@ def _call(job: Job, prepared: Prepared, base_url: Optional[str]) -> Outcome:
 
 def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
     after = manifest.model_copy(deep=True)
-    intervention(after, reason)
+    apply_event(after, LIMIT, reason)
     entry = journal.new_entry(
         job.dir, job.workspace, manifest, after, kind="limit", role=manifest.turn.role,
         note=f"no call was made: {reason}", workspace_commit=manifest.workspace_commit,
