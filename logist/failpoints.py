@@ -10,7 +10,9 @@ Points, in the order a step reaches them:
 changed, not committed), ``after_commit`` (committed, nothing recorded),
 ``mid_history_append`` (half of the new entry written), ``after_history``
 (entry appended, manifest not written), ``after_manifest`` (all written,
-journal not yet removed).
+journal not yet removed), then, once the step is recorded and the job's lock
+released, ``mid_transcript`` (half of the new entries' Markdown appended to
+``transcript.md``, the views' lock held).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from __future__ import annotations
 import os
 import signal
 
-POINTS = ("after_call", "after_apply", "after_commit", "mid_history_append", "after_history", "after_manifest")
+POINTS = ("after_call", "after_apply", "after_commit", "mid_history_append", "after_history", "after_manifest",
+          "mid_transcript")
 
 
 def armed(name: str) -> bool:

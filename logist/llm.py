@@ -5,7 +5,10 @@ Retries are the SDK's own: it retries timeouts, connection errors, 408, 409,
 bounds the count (``max_retries`` in config.json) and the per-request timeout
 (``request_timeout``, 30 s by default). When those are spent the call raises
 :class:`~logist.errors.LLMCallError` with one line saying what happened; the
-API key never appears in it.
+API key never appears in it, nor does the endpoint.
+
+What is sent is decided elsewhere: :func:`chat` sends the request body it is
+given, key for key, so ``job preview --json`` shows exactly what goes out.
 """
 
 from __future__ import annotations
@@ -69,16 +72,16 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def chat(
-    settings: LLMSettings,
-    *,
-    model: str,
-    messages: list[dict],
-    temperature: Optional[float],
-    max_tokens: Optional[int],
-    response_format: Optional[dict] = None,
-) -> LLMReply:
-    """One Chat Completions call (with the SDK's bounded retries)."""
+def chat(settings: LLMSettings, body: dict) -> LLMReply:
+    """One Chat Completions call of ``body`` exactly as given (see
+    :func:`logist.engine.prepare.prepare`), with the SDK's bounded retries.
+
+    The error message names neither the endpoint nor the key: it is
+    recorded as the step's reason, and a resubmitted job shows that reason
+    to the model, which has no business knowing where it is served from
+    (and a recording replays against another port). The CLI adds the
+    endpoint where a person reads the error.
+    """
     import openai
 
     client = openai.OpenAI(
@@ -87,24 +90,17 @@ def chat(
         timeout=settings.timeout,
         max_retries=settings.max_retries,
     )
-    kwargs: dict = {"model": model, "messages": messages}
-    if temperature is not None:
-        kwargs["temperature"] = temperature
-    if max_tokens is not None:
-        kwargs["max_tokens"] = max_tokens
-    if response_format is not None:
-        kwargs["response_format"] = response_format
     try:
-        completion = client.chat.completions.create(**kwargs)
+        completion = client.chat.completions.create(**body)
     except openai.OpenAIError as exc:
         retried = not isinstance(exc, openai.APIStatusError) or exc.status_code in (408, 409, 429) or exc.status_code >= 500
         attempts = settings.max_retries + 1 if retried else 1
-        message = f"LLM call to {settings.base_url} failed after {attempts} attempt{'s' if attempts > 1 else ''}: {_describe(exc)}"
+        message = f"LLM call failed after {attempts} attempt{'s' if attempts > 1 else ''}: {_describe(exc)}"
         raise LLMCallError(scrub(message, settings.api_key)) from None
     finally:
         client.close()
     if not completion.choices:
-        raise LLMCallError(f"LLM call to {settings.base_url} returned no choices")
+        raise LLMCallError("LLM call returned no choices")
     content = scrub(completion.choices[0].message.content or "", settings.api_key)
     usage = completion.usage
     return LLMReply(

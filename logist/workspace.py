@@ -1,6 +1,11 @@
 """The job's workspace: a git repository, its file changes and its commits.
 
-The only module that imports ``git`` (GitPython), and only inside functions,
+:class:`Workspace` wraps the repository's path; every git operation a job
+needs is one method on it, so "where does a step commit?" has one answer.
+It holds no state besides the path (git is the state), so making one is
+free and any number may point at the same repository.
+
+The only module that imports ``git`` (GitPython), and only inside methods,
 so commands that never touch a workspace start fast. Paths from the model are
 checked twice: for shape by :mod:`logist.protocol` (no absolute paths, no
 ``..``, nothing in ``.git``) and here against the disk (no symlink on the way,
@@ -12,34 +17,20 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 from .errors import LogistError
 from .protocol import DeleteFile, FileChange, InvalidAnswer, ReplaceInFile, WriteFile, check_relative_path
 
 COMMITTER = ("Logist", "logist@localhost")
 WORK_BRANCH = "logist/{job_id}"
+_SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
 def _git_config_args() -> list[str]:
     # Only used as a fallback: GIT_AUTHOR_* / GIT_COMMITTER_* in the
     # environment still win, as git documents.
     return ["-c", f"user.name={COMMITTER[0]}", "-c", f"user.email={COMMITTER[1]}", "-c", "commit.gpgsign=false"]
-
-
-def _repo(path: Path):
-    import git
-
-    return git.Repo(path)
-
-
-def _git(path: Path, *args: str) -> str:
-    import git
-
-    try:
-        return git.Git(str(path)).execute(["git", *_git_config_args(), *args])
-    except git.GitCommandError as exc:
-        raise LogistError(f"git {args[0]} failed in {path}: {_git_detail(exc)}") from None
 
 
 def _git_detail(exc) -> str:
@@ -50,174 +41,231 @@ def _git_detail(exc) -> str:
     return "; ".join(lines) or f"exit code {exc.status}"
 
 
-def init_workspace(path: Path, job_id: str) -> str:
-    """An empty repository with one empty baseline commit; returns its sha."""
-    path.mkdir(parents=True, exist_ok=True)
-    _git(path, "init", "-q", "-b", WORK_BRANCH.format(job_id=job_id))
-    _git(path, "commit", "-q", "--allow-empty", "-m", f"logist: baseline of job {job_id} (empty workspace)")
-    return head(path)
+class Workspace:
+    """A job's git repository at ``path``."""
 
+    def __init__(self, path: Union[str, Path]):
+        self.path = Path(path)
 
-def clone_workspace(source: Path, ref: Optional[str], path: Path, job_id: str) -> str:
-    """Clone ``source`` (never written to) and check out ``ref`` on a job branch."""
-    source = Path(source).resolve()
-    if not (source / ".git").exists() and not (source / "HEAD").exists():
-        raise LogistError(f"--from-repo {source} is not a git repository")
-    import git
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.path)!r})"
 
-    try:
-        git.Git(str(path.parent)).execute(
-            ["git", "clone", "-q", "--no-checkout", "--", str(source), str(path)]
-        )
-    except git.GitCommandError as exc:
-        detail = (exc.stderr or "").strip().replace("\n", " ")
-        raise LogistError(f"cannot clone {source}: {detail}") from None
-    target = ref or "HEAD"
-    try:
-        sha = _git(path, "rev-parse", "--verify", "-q", f"{target}^{{commit}}")
-    except LogistError:
+    # -- making one ---------------------------------------------------------
+
+    @classmethod
+    def init(cls, path: Path, job_id: str) -> "Workspace":
+        """An empty repository with one empty baseline commit."""
+        workspace = cls(path)
+        workspace.path.mkdir(parents=True, exist_ok=True)
+        workspace._git("init", "-q", "-b", WORK_BRANCH.format(job_id=job_id))
+        workspace._git("commit", "-q", "--allow-empty", "-m", f"logist: baseline of job {job_id} (empty workspace)")
+        return workspace
+
+    @classmethod
+    def clone(cls, source: Path, ref: Optional[str], path: Path, job_id: str) -> "Workspace":
+        """Clone ``source`` (never written to) and check out ``ref`` on a job branch."""
+        source = Path(source).resolve()
+        if not (source / ".git").exists() and not (source / "HEAD").exists():
+            raise LogistError(f"--from-repo {source} is not a git repository")
+        import git
+
+        workspace = cls(path)
         try:
-            sha = _git(path, "rev-parse", "--verify", "-q", f"origin/{target}^{{commit}}")
-        except LogistError:
-            raise LogistError(f"--ref {target} names no commit in {source}") from None
-    _git(path, "checkout", "-q", "-b", WORK_BRANCH.format(job_id=job_id), sha)
-    return sha
-
-
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-
-
-def head(path: Path) -> str:
-    """The commit HEAD points at. Read from .git directly when it is a plain
-    loose ref (every step needs it; a git process costs milliseconds)."""
-    git_dir = Path(path) / ".git"
-    try:
-        text = (git_dir / "HEAD").read_text().strip()
-        if text.startswith("ref: "):
-            text = (git_dir / text[5:]).read_text().strip()
-        if _SHA.match(text):
-            return text
-    except (OSError, ValueError):
-        pass
-    return _git(path, "rev-parse", "HEAD")
-
-
-def is_dirty(path: Path) -> bool:
-    return bool(_git(path, "status", "--porcelain", "--untracked-files=normal"))
-
-
-def reset_to(path: Path, sha: str) -> None:
-    """Put the tree back at ``sha``: tracked files restored, untracked ones
-    removed. Files the workspace's .gitignore ignores are left alone, so a
-    virtualenv or build cache a person keeps there survives."""
-    _git(path, "reset", "-q", "--hard", sha)
-    _git(path, "clean", "-q", "-fd")
-
-
-def keep_ref(path: Path, ref: str, sha: str) -> None:
-    """Keep ``sha`` reachable under ``ref`` (so rewinding never loses a commit)."""
-    _git(path, "update-ref", ref, sha)
-
-
-def diff(path: Path, old: str, new: str, stat: bool = False) -> str:
-    args = ["diff", "--no-color", "--no-ext-diff"] + (["--stat"] if stat else ["--binary"])
-    return _raw(path, *args, old, new)
-
-
-def diffs(path: Path, pairs: Sequence[tuple[str, str]]) -> list[str]:
-    """The patch from ``old`` to ``new`` of each pair, in order, from one git
-    process (``git diff-tree --stdin``): a report on a job of thousands of
-    steps would otherwise start thousands of processes."""
-    import tempfile
-
-    import git
-
-    if not pairs:
-        return []
-    with tempfile.TemporaryFile() as stdin:
-        # "<commit> <parent>" compares the parent with the commit; --always
-        # echoes every commit, also when the pair has no difference.
-        stdin.write("".join(f"{new} {old}\n" for old, new in pairs).encode("ascii"))
-        stdin.seek(0)
-        try:
-            out = git.Git(str(path)).execute(
-                ["git", *_git_config_args(), "diff-tree", "--stdin", "-r", "-p", "--always", "--no-color",
-                 "--no-ext-diff"],
-                istream=stdin, strip_newline_in_stdout=False,
+            git.Git(str(workspace.path.parent)).execute(
+                ["git", "clone", "-q", "--no-checkout", "--", str(source), str(workspace.path)]
             )
         except git.GitCommandError as exc:
-            detail = (exc.stderr or "").strip().replace("\n", " ") or str(exc)
-            raise LogistError(f"git diff-tree failed in {path}: {detail}") from None
-    patches: list[list[str]] = []
-    expected = iter(new for _old, new in pairs)
-    upcoming = next(expected, None)
-    for line in out.splitlines(keepends=True):
-        if upcoming is not None and line.rstrip("\n") == upcoming:
-            patches.append([])
-            upcoming = next(expected, None)
-        elif patches:
-            patches[-1].append(line)
-    if len(patches) != len(pairs):
-        raise LogistError(f"git diff-tree in {path} answered {len(patches)} of {len(pairs)} diffs")
-    return ["".join(lines) for lines in patches]
+            detail = (exc.stderr or "").strip().replace("\n", " ")
+            raise LogistError(f"cannot clone {source}: {detail}") from None
+        target = ref or "HEAD"
+        try:
+            sha = workspace._git("rev-parse", "--verify", "-q", f"{target}^{{commit}}")
+        except LogistError:
+            try:
+                sha = workspace._git("rev-parse", "--verify", "-q", f"origin/{target}^{{commit}}")
+            except LogistError:
+                raise LogistError(f"--ref {target} names no commit in {source}") from None
+        workspace._git("checkout", "-q", "-b", WORK_BRANCH.format(job_id=job_id), sha)
+        return workspace
 
+    # -- running git --------------------------------------------------------
 
-def _raw(path: Path, *args: str) -> str:
-    """Like :func:`_git` but keeps the output byte-exact (patches)."""
-    import git
+    def _git(self, *args: str) -> str:
+        import git
 
-    try:
-        return git.Git(str(path)).execute(["git", *_git_config_args(), *args], strip_newline_in_stdout=False)
-    except git.GitCommandError as exc:
-        raise LogistError(f"git {args[0]} failed in {path}: {_git_detail(exc)}") from None
+        try:
+            return git.Git(str(self.path)).execute(["git", *_git_config_args(), *args])
+        except git.GitCommandError as exc:
+            raise LogistError(f"git {args[0]} failed in {self.path}: {_git_detail(exc)}") from None
 
+    def _raw(self, *args: str) -> str:
+        """Like :meth:`_git` but keeps the output byte-exact (patches)."""
+        import git
 
-def file_at(path: Path, sha: str, rel: str) -> str:
-    """A workspace file's text as it was at commit ``sha``."""
-    return _raw(path, "show", f"{sha}:{rel}")
+        try:
+            return git.Git(str(self.path)).execute(["git", *_git_config_args(), *args], strip_newline_in_stdout=False)
+        except git.GitCommandError as exc:
+            raise LogistError(f"git {args[0]} failed in {self.path}: {_git_detail(exc)}") from None
 
+    # -- reading ------------------------------------------------------------
 
-def format_patch(path: Path, base: str, head: str) -> str:
-    """The commits ``base..head`` as a patch series (``git am`` / ``git apply``)."""
-    return _raw(path, "format-patch", "--stdout", "--binary", f"{base}..{head}")
+    def exists(self) -> bool:
+        """Whether the repository is (still) there."""
+        return (self.path / ".git").exists()
 
+    def head(self) -> str:
+        """The commit HEAD points at. Read from .git directly when it is a plain
+        loose ref (every step needs it; a git process costs milliseconds)."""
+        git_dir = self.path / ".git"
+        try:
+            text = (git_dir / "HEAD").read_text().strip()
+            if text.startswith("ref: "):
+                text = (git_dir / text[5:]).read_text().strip()
+            if _SHA.match(text):
+                return text
+        except (OSError, ValueError):
+            pass
+        return self._git("rev-parse", "HEAD")
 
-def push_branch(path: Path, source: Path, branch: str, sha: str, force: bool = False) -> bool:
-    """Create ``branch`` in ``source`` at ``sha`` without touching its HEAD,
-    index or working tree (a push only writes objects and one ref)."""
-    ref = f"refs/heads/{branch}"
-    try:
-        _git(path, "check-ref-format", "--branch", branch)
-    except LogistError:
-        raise LogistError(f"'{branch}' is not a valid branch name") from None
-    for line in _git(Path(source), "worktree", "list", "--porcelain").splitlines():
-        if line == f"branch {ref}":
-            raise LogistError(
-                f"branch '{branch}' is checked out in {source}; Logist never changes a checked-out branch "
-                "(export to a new branch and merge it yourself)"
-            )
-    exists = bool(_git(Path(source), "for-each-ref", ref))
-    if exists and not force:
-        raise LogistError(f"branch '{branch}' already exists in {source} (choose another name, or --force)")
-    _git(path, "push", "-q", *(["--force"] if force else []), str(source), f"{sha}:{ref}")
-    return exists
+    def is_dirty(self) -> bool:
+        return bool(self._git("status", "--porcelain", "--untracked-files=normal"))
 
+    def diff(self, old: str, new: str, stat: bool = False) -> str:
+        args = ["diff", "--no-color", "--no-ext-diff"] + (["--stat"] if stat else ["--binary"])
+        return self._raw(*args, old, new)
 
-def commit_all(path: Path, message: str) -> Optional[str]:
-    """Commit every change in the workspace; None when nothing changed."""
-    import git
+    def diffs(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
+        """The patch from ``old`` to ``new`` of each pair, in order, from one git
+        process (``git diff-tree --stdin``): a report on a job of thousands of
+        steps would otherwise start thousands of processes."""
+        import tempfile
 
-    _git(path, "add", "-A")
-    status, out, err = git.Git(str(path)).execute(
-        ["git", *_git_config_args(), "commit", "-q", "--no-verify", "-m", message],
-        with_extended_output=True, with_exceptions=False,
-    )
-    if status != 0:
-        if "nothing to commit" in out or "nothing added to commit" in out or "no changes added" in out:
+        import git
+
+        if not pairs:
+            return []
+        with tempfile.TemporaryFile() as stdin:
+            # "<commit> <parent>" compares the parent with the commit; --always
+            # echoes every commit, also when the pair has no difference.
+            stdin.write("".join(f"{new} {old}\n" for old, new in pairs).encode("ascii"))
+            stdin.seek(0)
+            try:
+                out = git.Git(str(self.path)).execute(
+                    ["git", *_git_config_args(), "diff-tree", "--stdin", "-r", "-p", "--always", "--no-color",
+                     "--no-ext-diff"],
+                    istream=stdin, strip_newline_in_stdout=False,
+                )
+            except git.GitCommandError as exc:
+                detail = (exc.stderr or "").strip().replace("\n", " ") or str(exc)
+                raise LogistError(f"git diff-tree failed in {self.path}: {detail}") from None
+        patches: list[list[str]] = []
+        expected = iter(new for _old, new in pairs)
+        upcoming = next(expected, None)
+        for line in out.splitlines(keepends=True):
+            if upcoming is not None and line.rstrip("\n") == upcoming:
+                patches.append([])
+                upcoming = next(expected, None)
+            elif patches:
+                patches[-1].append(line)
+        if len(patches) != len(pairs):
+            raise LogistError(f"git diff-tree in {self.path} answered {len(patches)} of {len(pairs)} diffs")
+        return ["".join(lines) for lines in patches]
+
+    def file_at(self, sha: str, rel: str) -> str:
+        """A workspace file's text as it was at commit ``sha``."""
+        return self._raw("show", f"{sha}:{rel}")
+
+    def format_patch(self, base: str, head: str) -> str:
+        """The commits ``base..head`` as a patch series (``git am`` / ``git apply``)."""
+        return self._raw("format-patch", "--stdout", "--binary", f"{base}..{head}")
+
+    def read_text_file(self, rel: str, limit: int) -> Optional[str]:
+        """A workspace file's text for a prompt (cut at ``limit``), or None."""
+        try:
+            target = _resolve_inside(self.path.resolve(), rel)
+        except InvalidAnswer:
             return None
-        detail = "; ".join(line.strip() for line in (err or out).splitlines() if line.strip()) or f"exit code {status}"
-        raise LogistError(f"git commit failed in {path}: {detail}")
-    return head(path)
+        if not target.is_file():
+            return None
+        data = target.read_bytes()
+        text = data[:limit].decode("utf-8", errors="replace")
+        if len(data) > limit:
+            text += f"\n[... cut: file is {len(data)} bytes, showing the first {limit}]"
+        return text
+
+    # -- writing ------------------------------------------------------------
+
+    def reset_to(self, sha: str) -> None:
+        """Put the tree back at ``sha``: tracked files restored, untracked ones
+        removed. Files the workspace's .gitignore ignores are left alone, so a
+        virtualenv or build cache a person keeps there survives."""
+        self._git("reset", "-q", "--hard", sha)
+        self._git("clean", "-q", "-fd")
+
+    def keep_ref(self, ref: str, sha: str) -> None:
+        """Keep ``sha`` reachable under ``ref`` (so rewinding never loses a commit)."""
+        self._git("update-ref", ref, sha)
+
+    def commit_all(self, message: str) -> Optional[str]:
+        """Commit every change in the workspace; None when nothing changed."""
+        import git
+
+        self._git("add", "-A")
+        status, out, err = git.Git(str(self.path)).execute(
+            ["git", *_git_config_args(), "commit", "-q", "--no-verify", "-m", message],
+            with_extended_output=True, with_exceptions=False,
+        )
+        if status != 0:
+            if "nothing to commit" in out or "nothing added to commit" in out or "no changes added" in out:
+                return None
+            detail = "; ".join(line.strip() for line in (err or out).splitlines() if line.strip()) or f"exit code {status}"
+            raise LogistError(f"git commit failed in {self.path}: {detail}")
+        return self.head()
+
+    def push_branch(self, source: Path, branch: str, sha: str, force: bool = False) -> bool:
+        """Create ``branch`` in ``source`` at ``sha`` without touching its HEAD,
+        index or working tree (a push only writes objects and one ref).
+        Returns whether an existing branch was replaced."""
+        ref = f"refs/heads/{branch}"
+        target = Workspace(source)
+        try:
+            self._git("check-ref-format", "--branch", branch)
+        except LogistError:
+            raise LogistError(f"'{branch}' is not a valid branch name") from None
+        for line in target._git("worktree", "list", "--porcelain").splitlines():
+            if line == f"branch {ref}":
+                raise LogistError(
+                    f"branch '{branch}' is checked out in {source}; Logist never changes a checked-out branch "
+                    "(export to a new branch and merge it yourself)"
+                )
+        exists = bool(target._git("for-each-ref", ref))
+        if exists and not force:
+            raise LogistError(f"branch '{branch}' already exists in {source} (choose another name, or --force)")
+        self._git("push", "-q", *(["--force"] if force else []), str(source), f"{sha}:{ref}")
+        return exists
+
+    # -- the model's file changes -------------------------------------------
+
+    def plan_changes(self, changes: Sequence[FileChange]) -> list[tuple[Path, Optional[bytes], str]]:
+        """Check every change and compute the final bytes of each file.
+
+        Returns (absolute path, new bytes or None to delete, relative path).
+        Raises :class:`InvalidAnswer` before anything is written.
+        """
+        return _plan(self.path.resolve(), changes)
+
+    def apply_changes(self, changes: Sequence[FileChange]) -> list[str]:
+        """Apply checked changes; returns the relative paths touched."""
+        planned = self.plan_changes(changes)
+        for target, data, _rel in planned:
+            if data is None:
+                target.unlink()
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                # A plain write: an interrupted step is undone by resetting the
+                # workspace to its last commit, so per-file atomicity adds nothing.
+                target.write_bytes(data)
+        return [rel for _t, _d, rel in planned]
 
 
 def _resolve_inside(root: Path, rel: str) -> Path:
@@ -234,13 +282,8 @@ def _resolve_inside(root: Path, rel: str) -> Path:
     return current
 
 
-def plan_changes(root: Path, changes: Sequence[FileChange]) -> list[tuple[Path, Optional[bytes], str]]:
-    """Check every change and compute the final bytes of each file.
-
-    Returns (absolute path, new bytes or None to delete, relative path). Raises
-    :class:`InvalidAnswer` before anything is written.
-    """
-    root = Path(root).resolve()
+def _plan(root: Path, changes: Sequence[FileChange]) -> list[tuple[Path, Optional[bytes], str]]:
+    """:meth:`Workspace.plan_changes` for the resolved ``root``."""
     contents: dict[str, Optional[str]] = {}
     targets: dict[str, Path] = {}
     order: list[str] = []
@@ -299,32 +342,3 @@ def plan_changes(root: Path, changes: Sequence[FileChange]) -> list[tuple[Path, 
     return [
         (targets[rel], None if contents[rel] is None else contents[rel].encode("utf-8"), rel) for rel in order
     ]
-
-
-def apply_changes(root: Path, changes: Sequence[FileChange]) -> list[str]:
-    """Apply checked changes; returns the relative paths touched."""
-    planned = plan_changes(root, changes)
-    for target, data, _rel in planned:
-        if data is None:
-            target.unlink()
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            # A plain write: an interrupted step is undone by resetting the
-            # workspace to its last commit, so per-file atomicity adds nothing.
-            target.write_bytes(data)
-    return [rel for _t, _d, rel in planned]
-
-
-def read_text_file(root: Path, rel: str, limit: int) -> Optional[str]:
-    """A workspace file's text for a prompt (cut at ``limit``), or None."""
-    try:
-        target = _resolve_inside(Path(root).resolve(), rel)
-    except InvalidAnswer:
-        return None
-    if not target.is_file():
-        return None
-    data = target.read_bytes()
-    text = data[:limit].decode("utf-8", errors="replace")
-    if len(data) > limit:
-        text += f"\n[... cut: file is {len(data)} bytes, showing the first {limit}]"
-    return text

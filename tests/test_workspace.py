@@ -1,4 +1,4 @@
-"""logist.workspace against real git repositories, and jobs created from a source repository."""
+"""logist.workspace.Workspace against real git repositories, and jobs created from a source repository."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from logist import create_job, load_history
-from logist import workspace as ws
+from logist.workspace import Workspace
 from logist.errors import LogistError
 from logist.protocol import DeleteFile, InvalidAnswer, ReplaceInFile, WriteFile
 
@@ -49,13 +49,18 @@ def dirs_on_disk(root: Path) -> set[str]:
 @pytest.fixture
 def workspace(tmp_path) -> Path:
     path = tmp_path / "ws"
-    ws.init_workspace(path, "job")
+    repo = Workspace.init(path, "job")
     (path / "README.md").write_text("Hello world\nHello again\n")
     (path / "src").mkdir()
     (path / "src" / "app.py").write_text("print('Hi')\n")
     (path / "gone.txt").write_text("delete me\n")
-    ws.commit_all(path, "seed")
+    repo.commit_all("seed")
     return path
+
+
+@pytest.fixture
+def repo(workspace) -> Workspace:
+    return Workspace(workspace)
 
 
 # --------------------------------------------------------------------------
@@ -64,17 +69,17 @@ def workspace(tmp_path) -> Path:
 
 def test_init_workspace_gives_an_empty_baseline_commit(tmp_path):
     path = tmp_path / "new" / "ws"
-    sha = ws.init_workspace(path, "my-job")
+    repo = Workspace.init(path, "my-job")
+    sha = repo.head()
     assert sha == git(path, "rev-parse", "HEAD") and len(sha) == 40
     assert git(path, "rev-parse", "--abbrev-ref", "HEAD") == "logist/my-job"
     assert git(path, "rev-list", "--count", "HEAD") == "1"
     assert tree(path) == {}
     assert "baseline" in git(path, "log", "-1", "--format=%s")
-    assert not ws.is_dirty(path)
-    assert ws.head(path) == sha
+    assert repo.path == path and not repo.is_dirty()
 
 
-def test_apply_write_replace_delete_with_nested_dirs(workspace):
+def test_apply_write_replace_delete_with_nested_dirs(workspace, repo):
     changes = [
         WriteFile(path="docs/deep/er/notes.md", content="# Notes\n"),
         WriteFile(path="src/app.py", content="print('Hello')\n"),
@@ -82,24 +87,23 @@ def test_apply_write_replace_delete_with_nested_dirs(workspace):
         DeleteFile(path="gone.txt", delete=True),
         WriteFile(path="unicode/日本.txt", content="é\n"),
     ]
-    touched = ws.apply_changes(workspace, changes)
+    touched = repo.apply_changes(changes)
     assert touched == ["docs/deep/er/notes.md", "src/app.py", "README.md", "gone.txt", "unicode/日本.txt"]
     assert (workspace / "docs/deep/er/notes.md").read_text() == "# Notes\n"
     assert (workspace / "src/app.py").read_text() == "print('Hello')\n"
     assert (workspace / "README.md").read_text() == "Hello there\nHello again\n"
     assert not (workspace / "gone.txt").exists()
     assert (workspace / "unicode/日本.txt").read_bytes() == "é\n".encode()
-    before = ws.head(workspace)
-    sha = ws.commit_all(workspace, "step 1")
-    assert sha == ws.head(workspace) != before
+    before = repo.head()
+    sha = repo.commit_all("step 1")
+    assert sha == repo.head() != before
     assert git(workspace, "rev-parse", "HEAD~1") == before
     assert set(tree(workspace)) == {"README.md", "src/app.py", "docs/deep/er/notes.md", "unicode/日本.txt"}
-    assert not ws.is_dirty(workspace)
+    assert not repo.is_dirty()
 
 
-def test_changes_to_the_same_file_compose_in_order(workspace):
-    touched = ws.apply_changes(
-        workspace,
+def test_changes_to_the_same_file_compose_in_order(workspace, repo):
+    touched = repo.apply_changes(
         [
             WriteFile(path="new.txt", content="one two\n"),
             ReplaceInFile(path="new.txt", old="one", new="1"),
@@ -113,22 +117,22 @@ def test_changes_to_the_same_file_compose_in_order(workspace):
     assert (workspace / "gone.txt").read_text() == "back\n"
 
 
-def test_replace_needs_the_old_text_once_in_the_changed_content(workspace):
+def test_replace_needs_the_old_text_once_in_the_changed_content(workspace, repo):
     # The second replacement sees the first one's result: "Hello" now occurs once.
-    ws.apply_changes(
-        workspace,
+    repo.apply_changes(
         [ReplaceInFile(path="README.md", old="Hello world", new="Bye"), ReplaceInFile(path="README.md", old="Hello", new="Hi")],
     )
     assert (workspace / "README.md").read_text() == "Bye\nHi again\n"
 
 
 def _refused_and_untouched(workspace: Path, changes, match: str | None) -> None:
+    repo = Workspace(workspace)
     files, dirs = files_on_disk(workspace), dirs_on_disk(workspace)
     with pytest.raises(InvalidAnswer, match=match):
-        ws.apply_changes(workspace, changes)
+        repo.apply_changes(changes)
     assert files_on_disk(workspace) == files
     assert dirs_on_disk(workspace) == dirs, "not even an empty directory is left behind"
-    assert not ws.is_dirty(workspace)
+    assert not repo.is_dirty()
 
 
 EARLIER = [
@@ -192,9 +196,9 @@ def test_deleted_then_replaced_in_same_list_is_refused(workspace):
     )
 
 
-def test_replacement_in_a_binary_file_is_refused(workspace):
+def test_replacement_in_a_binary_file_is_refused(workspace, repo):
     (workspace / "blob.bin").write_bytes(b"\xff\xfe\x00old")
-    ws.commit_all(workspace, "binary")
+    repo.commit_all("binary")
     _refused_and_untouched(workspace, [*EARLIER, ReplaceInFile(path="blob.bin", old="old", new="new")], "not UTF-8")
 
 
@@ -214,12 +218,12 @@ def test_write_below_a_file_is_refused_before_anything_is_written(workspace, cha
 # Symlinks
 
 
-def test_symlinked_directory_to_outside_is_refused(workspace, tmp_path):
+def test_symlinked_directory_to_outside_is_refused(workspace, repo, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "victim.txt").write_text("original\n")
     (workspace / "link").symlink_to(outside, target_is_directory=True)
-    ws.commit_all(workspace, "link")
+    repo.commit_all("link")
     for change in (
         WriteFile(path="link/evil.txt", content="x"),
         WriteFile(path="link/victim.txt", content="pwned"),
@@ -231,13 +235,13 @@ def test_symlinked_directory_to_outside_is_refused(workspace, tmp_path):
     assert (outside / "victim.txt").read_text() == "original\n"
 
 
-def test_symlinked_file_is_refused(workspace, tmp_path):
+def test_symlinked_file_is_refused(workspace, repo, tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("secret\n")
     (workspace / "notes.txt").symlink_to(secret)
     (workspace / "inner-link.txt").symlink_to("README.md")
     (workspace / "dangling.txt").symlink_to(tmp_path / "does-not-exist.txt")
-    ws.commit_all(workspace, "links")
+    repo.commit_all("links")
     for path in ("notes.txt", "inner-link.txt", "dangling.txt"):
         for change in (
             WriteFile(path=path, content="x"),
@@ -249,20 +253,20 @@ def test_symlinked_file_is_refused(workspace, tmp_path):
     assert not (tmp_path / "does-not-exist.txt").exists()
 
 
-def test_symlinked_dir_inside_the_workspace_is_refused_too(workspace):
+def test_symlinked_dir_inside_the_workspace_is_refused_too(workspace, repo):
     (workspace / "alias").symlink_to("src", target_is_directory=True)
-    ws.commit_all(workspace, "alias")
+    repo.commit_all("alias")
     _refused_and_untouched(workspace, [WriteFile(path="alias/app.py", content="x")], "symlink")
 
 
-def test_read_text_file_does_not_follow_symlinks(workspace, tmp_path):
+def test_read_text_file_does_not_follow_symlinks(workspace, repo, tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("secret\n")
     (workspace / "notes.txt").symlink_to(secret)
-    assert ws.read_text_file(workspace, "notes.txt", 100) is None
-    assert ws.read_text_file(workspace, "../secret.txt", 100) is None
-    assert ws.read_text_file(workspace, "src/app.py", 100) == "print('Hi')\n"
-    cut = ws.read_text_file(workspace, "README.md", 5)
+    assert repo.read_text_file("notes.txt", 100) is None
+    assert repo.read_text_file("../secret.txt", 100) is None
+    assert repo.read_text_file("src/app.py", 100) == "print('Hi')\n"
+    cut = repo.read_text_file("README.md", 5)
     assert cut.startswith("Hello\n[... cut: file is 24 bytes")
 
 
@@ -270,27 +274,27 @@ def test_read_text_file_does_not_follow_symlinks(workspace, tmp_path):
 # commit_all and reset_to
 
 
-def test_commit_all_returns_none_when_nothing_changed(workspace):
-    head = ws.head(workspace)
-    assert ws.commit_all(workspace, "nothing") is None
-    ws.apply_changes(workspace, [WriteFile(path="src/app.py", content="print('Hi')\n")])  # same bytes
-    assert ws.commit_all(workspace, "same bytes") is None
-    assert ws.head(workspace) == head
+def test_commit_all_returns_none_when_nothing_changed(workspace, repo):
+    head = repo.head()
+    assert repo.commit_all("nothing") is None
+    repo.apply_changes([WriteFile(path="src/app.py", content="print('Hi')\n")])  # same bytes
+    assert repo.commit_all("same bytes") is None
+    assert repo.head() == head
     assert git(workspace, "rev-list", "--count", "HEAD") == "2"
 
 
-def test_commit_all_includes_deletions_and_untracked_files(workspace):
+def test_commit_all_includes_deletions_and_untracked_files(workspace, repo):
     (workspace / "gone.txt").unlink()
     (workspace / "extra" / "dir").mkdir(parents=True)
     (workspace / "extra" / "dir" / "x.txt").write_text("x")
-    sha = ws.commit_all(workspace, "mixed")
+    sha = repo.commit_all("mixed")
     assert sha is not None
     assert set(tree(workspace)) == {"README.md", "src/app.py", "extra/dir/x.txt"}
     assert git(workspace, "log", "-1", "--format=%s") == "mixed"
 
 
-def test_reset_to_restores_tracked_and_removes_untracked(workspace):
-    seed = ws.head(workspace)
+def test_reset_to_restores_tracked_and_removes_untracked(workspace, repo):
+    seed = repo.head()
     expected = files_on_disk(workspace)
     (workspace / "README.md").write_text("changed\n")
     (workspace / "src" / "app.py").unlink()
@@ -298,22 +302,96 @@ def test_reset_to_restores_tracked_and_removes_untracked(workspace):
     (workspace / "new" / "deep").mkdir(parents=True)
     (workspace / "new" / "deep" / "f.txt").write_text("f")
     (workspace / "src" / "extra.py").write_text("e")
-    ws.reset_to(workspace, seed)
+    repo.reset_to(seed)
     assert files_on_disk(workspace) == expected
     assert not (workspace / "new").exists()
-    assert not ws.is_dirty(workspace)
-    assert ws.head(workspace) == seed
+    assert not repo.is_dirty()
+    assert repo.head() == seed
 
 
-def test_reset_to_an_earlier_commit(workspace):
-    seed = ws.head(workspace)
+def test_reset_to_an_earlier_commit(workspace, repo):
+    seed = repo.head()
     expected = files_on_disk(workspace)
-    ws.apply_changes(workspace, [WriteFile(path="later.txt", content="l")])
-    ws.commit_all(workspace, "later")
+    repo.apply_changes([WriteFile(path="later.txt", content="l")])
+    repo.commit_all("later")
     (workspace / "scratch.txt").write_text("s")
-    ws.reset_to(workspace, seed)
-    assert ws.head(workspace) == seed
+    repo.reset_to(seed)
+    assert repo.head() == seed
     assert files_on_disk(workspace) == expected
+
+
+# --------------------------------------------------------------------------
+# Reading history: diffs, files at a commit, patches; keeping and pushing commits
+
+
+@pytest.fixture
+def three_commits(repo):
+    """seed -> edit README -> add notes.txt, as (seed, second, third)."""
+    seed = repo.head()
+    repo.apply_changes([ReplaceInFile(path="README.md", old="world", new="there")])
+    second = repo.commit_all("second")
+    repo.apply_changes([WriteFile(path="notes.txt", content="n\n")])
+    third = repo.commit_all("third")
+    return seed, second, third
+
+
+def test_diffs_from_one_process_match_diff_pair_by_pair(repo, three_commits):
+    seed, second, third = three_commits
+    pairs = [(seed, second), (second, third), (third, third), (seed, third)]
+    patches = repo.diffs(pairs)
+    assert patches == [repo.diff(old, new) for old, new in pairs]
+    assert "-Hello world\n+Hello there\n" in patches[0] and "notes.txt" not in patches[0]
+    assert "+n\n" in patches[1] and "README.md" not in patches[1]
+    assert patches[2] == ""
+    assert repo.diffs([]) == []
+    assert "README.md" in repo.diff(seed, third, stat=True) and "2 files changed" in repo.diff(seed, third, stat=True)
+
+
+def test_diffs_name_a_missing_commit(repo, three_commits):
+    seed, _second, third = three_commits
+    with pytest.raises(LogistError, match="diff-tree"):
+        repo.diffs([(seed, third), (third, "0" * 40)])
+
+
+def test_file_at_and_format_patch(repo, three_commits, tmp_path):
+    seed, second, third = three_commits
+    assert repo.file_at(seed, "README.md") == "Hello world\nHello again\n"
+    assert repo.file_at(third, "README.md") == "Hello there\nHello again\n"
+    with pytest.raises(LogistError, match="git show failed"):
+        repo.file_at(seed, "notes.txt")
+    patch = repo.format_patch(seed, third)
+    assert patch.count("\nSubject: ") + patch.startswith("Subject: ") == 2
+    # The series applies on a copy of the seed and gives the same tree.
+    copy = tmp_path / "copy"
+    git(tmp_path, "clone", "-q", str(repo.path), str(copy))
+    git(copy, "checkout", "-q", seed)
+    subprocess.run(["git", "am", "-q"], cwd=copy, input=patch, text=True, check=True, capture_output=True)
+    assert tree(copy) == tree(repo.path, third)
+
+
+def test_keep_ref_keeps_a_commit_a_reset_left_behind(repo, three_commits):
+    seed, _second, third = three_commits
+    repo.keep_ref("refs/logist/rewound/9", third)
+    repo.reset_to(seed)
+    assert repo.head() == seed
+    assert git(repo.path, "rev-parse", "refs/logist/rewound/9") == third
+
+
+def test_push_branch_writes_one_ref_and_refuses_what_it_must(repo, three_commits, tmp_path):
+    _seed, second, third = three_commits
+    target = Workspace.init(tmp_path / "target", "other")
+    target_head = target.head()
+    assert repo.push_branch(target.path, "from-job", second) is False
+    assert git(target.path, "rev-parse", "refs/heads/from-job") == second
+    with pytest.raises(LogistError, match="already exists"):
+        repo.push_branch(target.path, "from-job", third)
+    assert repo.push_branch(target.path, "from-job", third, force=True) is True
+    assert git(target.path, "rev-parse", "refs/heads/from-job") == third
+    with pytest.raises(LogistError, match="is checked out"):
+        repo.push_branch(target.path, "logist/other", third, force=True)
+    with pytest.raises(LogistError, match="not a valid branch name"):
+        repo.push_branch(target.path, "bad..name", third)
+    assert target.head() == target_head and not target.is_dirty()
 
 
 # --------------------------------------------------------------------------
@@ -403,7 +481,7 @@ def test_job_from_repo_at_ref(jobs, source, ref, expected_attr):
         blob_bytes = subprocess.run(["git", "cat-file", "blob", blob], cwd=source.path, capture_output=True, check=True).stdout
         assert (wsp / rel).read_bytes() == blob_bytes
     assert not (wsp / "scratch.txt").exists(), "uncommitted source files are not copied"
-    assert not ws.is_dirty(wsp)
+    assert not job.repo.is_dirty()
     manifest = job.manifest()
     assert manifest.baseline_commit == manifest.workspace_commit == manifest.source.commit == expected
     assert manifest.source.repo == str(source.path.resolve()) and manifest.source.ref == ref
@@ -413,9 +491,9 @@ def test_job_from_repo_at_ref(jobs, source, ref, expected_attr):
 
 def test_job_workspace_changes_never_reach_the_source(jobs, source):
     job = create_job(jobs, "edit", "Edit", from_repo=str(source.path))
-    ws.apply_changes(job.workspace, [WriteFile(path="README.md", content="changed in job\n")])
-    assert ws.commit_all(job.workspace, "job change") is not None
-    ws.reset_to(job.workspace, job.manifest().baseline_commit)
+    job.repo.apply_changes([WriteFile(path="README.md", content="changed in job\n")])
+    assert job.repo.commit_all("job change") is not None
+    job.repo.reset_to(job.manifest().baseline_commit)
     # the fixture checks the source byte for byte
 
 
@@ -467,7 +545,7 @@ def test_files_are_copied_into_workspace_and_baseline(jobs, tmp_path):
     assert set(tree(wsp)) == {"spec.md", "data.csv"}
     assert git(wsp, "rev-list", "--count", "HEAD") == "2", "the empty baseline, then the files"
     assert tree(wsp, "HEAD~1") == {}
-    assert not ws.is_dirty(wsp)
+    assert not job.repo.is_dirty()
     assert spec.read_bytes() == b"# Spec\n\xc3\xa9\n", "the local file is left as it was"
 
 

@@ -13,7 +13,7 @@ import sys
 import click
 
 from ..errors import LogistError
-from .common import JobsDirParam
+from .app import Application
 
 
 class LogistGroup(click.Group):
@@ -47,7 +47,7 @@ def cli(ctx: click.Context, jobs_dir: str) -> None:
       logist job create hello --objective "Write hello.py that prints a greeting"
       logist job run hello
     """
-    ctx.obj = JobsDirParam(jobs_dir)
+    ctx.obj = Application(jobs_dir)
 
 
 def _register() -> None:
@@ -58,6 +58,7 @@ def _register() -> None:
     from .report import report
     from .role import role
     from .skill import skill
+    from .workflow import workflow
 
     cli.add_command(init)
     cli.add_command(demo)
@@ -66,6 +67,7 @@ def _register() -> None:
     cli.add_command(skill)
     cli.add_command(report)
     cli.add_command(replay_server)
+    cli.add_command(workflow)
 
 
 _register()

@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import click
 
-from .common import JobsDirParam, pass_jobs
+from .app import Application, pass_app
 
 
 @click.command()
 @click.option("--job-id", default="demo", show_default=True, help="Name of the job the demo creates.")
-@pass_jobs
-def demo(obj: JobsDirParam, job_id: str) -> None:
+@pass_app
+def demo(app: Application, job_id: str) -> None:
     """Run a recorded job offline (no network, no key).
 
     The job is left in the jobs directory for you to inspect and approve.
@@ -19,4 +19,4 @@ def demo(obj: JobsDirParam, job_id: str) -> None:
     """
     from ..replay.demo import run_demo
 
-    run_demo(obj.jobs, job_id, echo=lambda line: click.echo(line, err=True))
+    run_demo(app.jobs, job_id, echo=app.info)

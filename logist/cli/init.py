@@ -2,17 +2,17 @@ from __future__ import annotations
 
 import click
 
-from .common import JobsDirParam, pass_jobs
+from .app import Application, pass_app
 
 
 @click.command()
-@pass_jobs
-def init(obj: JobsDirParam) -> None:
+@pass_app
+def init(app: Application) -> None:
     """Create a jobs directory (index, roles/, skills/).
 
     \b
     Example:
       logist --jobs-dir ./jobs init
     """
-    created = obj.jobs.init()
-    click.echo(f"{'Created' if created else 'Already set up:'} jobs directory {obj.jobs.path}")
+    created = app.jobs.init()
+    click.echo(f"{'Created' if created else 'Already set up:'} jobs directory {app.jobs.path}")

@@ -40,7 +40,7 @@ def replay_server(history: str, host: str, port: int, strict: bool) -> None:
     """Serve a recorded jobHistory.json as an OpenAI-compatible endpoint.
 
     HISTORY is a jobHistory.json, a job or fixture folder, or a bundled
-    fixture's name. Each role's requests get its recorded answers in order.
+    fixture's name. Each request gets the answer recorded for that request.
     The base URL is the first line on stdout; Ctrl-C stops the server.
 
     \b

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import click
 
-from .common import JobsDirParam, json_option, pass_jobs, print_json
+from .app import Application, pass_app
+from .common import json_option
 
 
 @click.group()
@@ -12,8 +13,8 @@ def role() -> None:
 
 @role.command("list")
 @json_option
-@pass_jobs
-def role_list(obj: JobsDirParam, as_json: bool) -> None:
+@pass_app
+def role_list(app: Application, as_json: bool) -> None:
     """List the roles jobs can use.
 
     \b
@@ -22,9 +23,9 @@ def role_list(obj: JobsDirParam, as_json: bool) -> None:
     """
     from ..store.roles import load_roles
 
-    roles = load_roles(obj.jobs.path)
+    roles = load_roles(app.jobs.path)
     if as_json:
-        print_json([{"name": r.name, "llm_model": r.llm_model, "description": r.description, "source": r.source} for r in roles.values()])
+        app.print_json([{"name": r.name, "llm_model": r.llm_model, "description": r.description, "source": r.source} for r in roles.values()])
         return
     width = max(len(n) for n in roles)
     for r in roles.values():
@@ -34,8 +35,8 @@ def role_list(obj: JobsDirParam, as_json: bool) -> None:
 @role.command("inspect")
 @click.argument("name")
 @json_option
-@pass_jobs
-def role_inspect(obj: JobsDirParam, name: str, as_json: bool) -> None:
+@pass_app
+def role_inspect(app: Application, name: str, as_json: bool) -> None:
     """Show one role's manifest in full.
 
     \b
@@ -44,10 +45,10 @@ def role_inspect(obj: JobsDirParam, name: str, as_json: bool) -> None:
     """
     from ..store.roles import get_role
 
-    r = get_role(name, obj.jobs.path)
+    r = get_role(name, app.jobs.path)
     data = r.model_dump(mode="json")
     if as_json:
-        print_json(data)
+        app.print_json(data)
         return
     click.echo(f"Role: {r.name}    (from {r.source})")
     for key, value in data.items():

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import click
 
-from .common import JobsDirParam, json_option, pass_jobs, print_json
+from .app import Application, pass_app
+from .common import json_option
 
 
 @click.group()
@@ -12,8 +13,8 @@ def skill() -> None:
 
 @skill.command("list")
 @json_option
-@pass_jobs
-def skill_list(obj: JobsDirParam, as_json: bool) -> None:
+@pass_app
+def skill_list(app: Application, as_json: bool) -> None:
     """List the skills jobs can be made from.
 
     \b
@@ -22,9 +23,9 @@ def skill_list(obj: JobsDirParam, as_json: bool) -> None:
     """
     from ..store.skills import list_skills
 
-    skills = list_skills(obj.jobs.path)
+    skills = list_skills(app.jobs.path)
     if as_json:
-        print_json([{"name": s.name, "description": s.description, "params": [p.model_dump() for p in s.params],
+        app.print_json([{"name": s.name, "description": s.description, "params": [p.model_dump() for p in s.params],
                      "max_steps": s.max_steps, "source": s.source} for s in skills])
         return
     width = max((len(s.name) for s in skills), default=4)
@@ -36,8 +37,8 @@ def skill_list(obj: JobsDirParam, as_json: bool) -> None:
 @skill.command("show")
 @click.argument("name")
 @json_option
-@pass_jobs
-def skill_show(obj: JobsDirParam, name: str, as_json: bool) -> None:
+@pass_app
+def skill_show(app: Application, name: str, as_json: bool) -> None:
     """Show a skill: its params and instructions.
 
     \b
@@ -46,11 +47,11 @@ def skill_show(obj: JobsDirParam, name: str, as_json: bool) -> None:
     """
     from ..store.skills import load_skill
 
-    s = load_skill(name, obj.jobs.path)
+    s = load_skill(name, app.jobs.path)
     if as_json:
         data = s.model_dump(mode="json")
         data["source"] = s.source
-        print_json(data)
+        app.print_json(data)
         return
     click.echo(f"Skill: {s.name}    (from {s.source})")
     click.echo(f"Description: {s.description}")

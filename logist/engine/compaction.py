@@ -42,9 +42,12 @@ def due(turn: Turn, role: RoleManifest) -> Optional[int]:
     return target if target > turn.summarised_rounds else None
 
 
-def request(turn: Turn, role: RoleManifest, job_id: str, upto: int) -> list[dict]:
-    """The messages of the summary call that covers rounds 1..``upto``."""
-    parts = [f"Conversation of the {role.name} in job {job_id}."]
+def request(turn: Turn, role: RoleManifest, upto: int) -> list[dict]:
+    """The messages of the summary call that covers rounds 1..``upto``.
+
+    Nothing in them names the job or where it lives, so a recorded summary
+    call matches the same call of the same job under another name."""
+    parts = [f"Conversation of the {role.name}."]
     if turn.summary:
         parts.append(f"Summary so far (rounds 1 to {turn.summarised_rounds}):\n{turn.summary}")
     parts.append(f"Rounds to fold in ({turn.summarised_rounds + 1} to {upto}):")

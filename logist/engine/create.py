@@ -1,5 +1,10 @@
 """Creating a job: its folder, workspace, manifest, history and index entry.
 
+Every way to create a job says what it wants with one model, :class:`JobSpec`:
+``create_job`` takes it (or its fields as keywords), ``logist job create``
+makes its options from it (name, type, limits and help from the field), and a
+fixture's ``job.json`` is one. A new create option is one new field.
+
 The creation is the history's first entry (a ``user_action`` named
 ``create``), so the state right after create, the baseline, is on record
 like every later state.
@@ -9,159 +14,153 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Optional
+from typing import Any, Literal, Optional, Union
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .. import views
 from ..store import history as hist
 from ..store import recovery as journal
-from ..errors import LogistError
+from ..errors import ConfigError, LogistError
 from ..store.history import UserInput
 from ..store.jobsdir import Job, JobsDir, check_job_id
 from ..store.manifest import JobManifest, Source, Turn, write_manifest
 from ..store.config import JobDefaults
-from ..store.roles import load_roles
+from ..store.roles import format_validation_error, load_roles
 from ..store.skills import ActiveSkill, load_skill
-from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS, PLANNER, WORKER, Status
+from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS, PLANNER, WORKER
+from ..workspace import Workspace
+from .workflow import creation
+
+_BUILT_IN = JobDefaults()
 
 
-def create_job(
-    jobs_dir: JobsDir,
-    job_id: str,
-    objective: Optional[str] = None,
-    *,
-    details: str = "",
-    acceptance: Optional[list[str]] = None,
-    files: Optional[list[str]] = None,
-    from_repo: Optional[str] = None,
-    ref: Optional[str] = None,
-    model: Optional[str] = None,
-    worker: Optional[str] = None,
-    supervisor: Optional[str] = None,
-    max_steps: Optional[int] = None,
-    format_retries: Optional[int] = None,
-    rank: Optional[int] = None,
-    make_current: bool = True,
-    skill: Optional[str] = None,
-    params: Optional[dict[str, str]] = None,
-    command_policy: Optional[str] = None,
-    allowed_commands: Optional[list[str]] = None,
-    command_timeout: Optional[float] = None,
-    max_cost_usd: Optional[float] = None,
-    max_tokens: Optional[int] = None,
-    max_wall_seconds: Optional[float] = None,
-    max_retries_in_a_row: Optional[int] = None,
-    workflow: str = "default",
-    planner: Optional[str] = None,
-    extra_roles: Optional[list[str]] = None,
-) -> Job:
-    """Create a job and return it. ``files`` are local files copied into the
-    workspace (or, with ``from_repo``, paths already in it) that the Worker is
-    shown in its opening message."""
-    from .. import workspace as ws
+def _setting(name: str, description: str) -> Any:
+    """A job setting: unset (None) means the jobs directory's default. Its
+    limits are read from :class:`JobDefaults`, so the two cannot disagree."""
+    limits = {
+        key: getattr(rule, key)
+        for rule in JobDefaults.model_fields[name].metadata
+        for key in ("ge", "gt", "le", "lt")
+        if hasattr(rule, key)
+    }
+    return Field(default=None, description=description, **limits)
 
+
+class JobSpec(BaseModel):
+    """What a new job should be. Every field is optional but the objective
+    (which a skill can supply); settings left unset come from config.json."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    objective: Optional[str] = Field(
+        default=None, description="What the job must achieve (with --skill: defaults to the skill's description).")
+    details: str = Field(default="", description="Background, constraints, hints.")
+    acceptance: list[str] = Field(default=[], description="An acceptance criterion (repeatable).")
+    files: list[str] = Field(default=[], description=(
+        "A file to give the Worker: copied into the workspace, or with --from-repo a path in it (repeatable)."))
+    from_repo: Optional[str] = Field(
+        default=None, description="Start the workspace as a clone of this git repository (never modified).")
+    ref: Optional[str] = Field(default=None, description="With --from-repo: the branch, tag or commit to start from.")
+    model: Optional[str] = Field(default=None, description="Use this model for every role of the job.")
+    workflow: Literal["default", "planned"] = Field(
+        default="default", description="default: Worker then Supervisor; planned: a Planner routes work to the roles.")
+    planner: Optional[str] = Field(
+        default=None, description="With --workflow planned: the role in the Planner's place (default Planner).")
+    # Not "roles": the manifest's ``roles`` is every slot; these are only the added ones.
+    extra_roles: list[str] = Field(
+        default=[], description="With --workflow planned: another role the Planner can address (repeatable).")
+    worker: Optional[str] = Field(default=None, description="The role in the Worker's place (default Worker).")
+    supervisor: Optional[str] = Field(
+        default=None, description="The role in the Supervisor's place (default Supervisor).")
+    max_steps: Optional[int] = _setting(
+        "max_steps", f"LLM calls allowed (default {_BUILT_IN.max_steps}, or config.json).")
+    format_retries: Optional[int] = _setting(
+        "format_retries", "Re-ask this many times after an invalid answer.")
+    rank: Optional[int] = Field(default=None, ge=0, description="Position in the queue (0 = first); default last.")
+    skill: Optional[str] = Field(default=None, description="Make the job from this skill (logist skill list).")
+    params: dict[str, str] = Field(default={}, description="A skill parameter (repeatable).")
+    command_policy: Optional[Literal["deny", "ask", "allow"]] = _setting(
+        "command_policy",
+        f"Whether the model's commands run without you (default {_BUILT_IN.command_policy}).")
+    allowed_commands: list[str] = Field(default=[], description=(
+        "A command pattern that runs without asking, e.g. 'python -m pytest*' "
+        "(repeatable; implies --command-policy allow)."))
+    command_timeout: Optional[float] = _setting(
+        "command_timeout",
+        f"Seconds a command may run (default {_BUILT_IN.command_timeout:g}).")
+    max_cost_usd: Optional[float] = _setting(
+        "max_cost_usd",
+        "Stop before a call once this many USD are spent (needs prices in config.json).")
+    max_tokens: Optional[int] = _setting(
+        "max_tokens", "Stop before a call once this many tokens are used.")
+    max_wall_seconds: Optional[float] = _setting(
+        "max_wall_seconds", "Stop before a call once calls and commands took this long.")
+    max_retries_in_a_row: Optional[int] = _setting(
+        "max_retries_in_a_row",
+        f"RETRYs in a row before a person is needed (default {_BUILT_IN.max_retries_in_a_row}).")
+    make_current: bool = Field(
+        default=True, description="Make it the current job (default; --no-current leaves the current job as it is).")
+
+
+#: The fields that become the job's settings (the rest say what the job is).
+SETTINGS = tuple(name for name in JobSpec.model_fields if name in JobDefaults.model_fields)
+
+
+def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] = None, **options: Any) -> Job:
+    """Create a job and return it.
+
+    ``spec`` is a :class:`JobSpec`, or the objective with the other fields as
+    keywords: ``create_job(jobs, "hello", "Write hello.py", max_steps=3)``.
+    ``files`` are local files copied into the workspace (or, with
+    ``from_repo``, paths already in it) that the Worker is shown in its
+    opening message."""
+    spec = _as_spec(spec, options)
     check_job_id(job_id)
-    active_skill = None
-    if skill:
-        template = load_skill(skill, jobs_dir.path)
-        values = template.resolve_params(params or {})
+    active_skill, objective, max_steps = None, spec.objective, spec.max_steps
+    if spec.skill:
+        template = load_skill(spec.skill, jobs_dir.path)
+        values = template.resolve_params(spec.params)
         active_skill = ActiveSkill(name=template.name, params=values, instructions=template.render(values))
         objective = objective or template.render_text(template.description, values)
         if max_steps is None:
             max_steps = template.max_steps
-    elif params:
+    elif spec.params:
         raise LogistError("--param goes with --skill")
     if not objective or not objective.strip():
         raise LogistError("a job needs an objective (--objective TEXT)")
     jobs_dir.init()
-    roles = load_roles(jobs_dir.path)
-    if workflow not in ("default", "planned"):
-        raise LogistError(f"unknown workflow '{workflow}' (default or planned)")
-    slots = dict(DEFAULT_SLOTS if workflow == "default" else PLANNED_SLOTS)
-    for slot, name in (("worker", worker), ("supervisor", supervisor), ("planner", planner)):
-        if name:
-            if slot not in slots:
-                raise LogistError(f"--{slot} goes with --workflow planned")
-            slots[slot] = name
-    for name in extra_roles or []:
-        if workflow != "planned":
-            raise LogistError("--role adds a role the Planner can address; it goes with --workflow planned")
-        if name not in slots.values():
-            slots[name.lower()] = name
-    for slot, name in slots.items():
-        if name not in roles:
-            raise LogistError(f"the {slot} role '{name}' is not defined (known: {', '.join(sorted(roles))})")
-    config = jobs_dir.config()
-    settings = config.defaults.model_copy()
-    if max_steps is not None:
-        settings.max_steps = max_steps
-    if format_retries is not None:
-        settings.format_retries = format_retries
-    if command_policy is not None:
-        settings.command_policy = command_policy
-    if allowed_commands:
-        settings.allowed_commands = list(allowed_commands)
-        if command_policy is None:
-            settings.command_policy = "allow"
-    if command_timeout is not None:
-        settings.command_timeout = command_timeout
-    for name, value in (("max_cost_usd", max_cost_usd), ("max_tokens", max_tokens),
-                        ("max_wall_seconds", max_wall_seconds), ("max_retries_in_a_row", max_retries_in_a_row)):
-        if value is not None:
-            setattr(settings, name, value)
-    settings = JobDefaults.model_validate(settings.model_dump())
+    slots = _slots(spec, load_roles(jobs_dir.path))
+    settings = _settings(spec.model_copy(update={"max_steps": max_steps}), jobs_dir.config().defaults)
 
-    first_slot = PLANNER if workflow == "planned" else WORKER
+    first_slot = PLANNER if spec.workflow == "planned" else WORKER
     job_dir = jobs_dir.new_job_dir(job_id)
     job_dir.mkdir(parents=True)
-    workspace = job_dir / "workspace"
     try:
-        if from_repo:
-            baseline = ws.clone_workspace(Path(from_repo), ref, workspace, job_id)
-            source = Source(repo=str(Path(from_repo).resolve()), ref=ref, commit=baseline)
-        else:
-            if ref:
-                raise LogistError("--ref goes with --from-repo")
-            baseline = ws.init_workspace(workspace, job_id)
-            source = Source()
-        rel_files: list[str] = []
-        for name in files or []:
-            candidate = Path(name)
-            in_workspace = workspace / name
-            if from_repo and not candidate.is_absolute() and in_workspace.is_file():
-                rel_files.append(Path(name).as_posix())
-            elif candidate.is_file():
-                target = workspace / candidate.name
-                if target.exists():
-                    raise LogistError(f"--file {name}: {candidate.name} already exists in the workspace")
-                shutil.copyfile(candidate, target)
-                rel_files.append(candidate.name)
-            else:
-                raise LogistError(f"--file {name}: no such file")
-        if rel_files and not all((workspace / f).is_file() for f in rel_files):  # pragma: no cover
-            raise LogistError("could not place the job files in the workspace")
-        added = ws.commit_all(workspace, f"logist: files given to job {job_id}") if rel_files else None
-        baseline = added or baseline
+        baseline, source, rel_files = _make_workspace(spec, job_dir / "workspace", job_id)
+        drafted, started = creation()  # the workflow table's create row
         manifest = JobManifest(
             job_id=job_id,
-            status=Status.PENDING,
+            status=started,
             objective=objective.strip(),
-            details=(details or "").strip(),
-            acceptance_criteria=[a.strip() for a in acceptance or [] if a.strip()],
+            details=spec.details.strip(),
+            acceptance_criteria=[a.strip() for a in spec.acceptance if a.strip()],
             files=rel_files,
             roles=slots,
-            model=model,
+            model=spec.model,
             settings=settings,
             skill=active_skill,
             source=source,
             baseline_commit=baseline,
             workspace_commit=baseline,
-            workflow=workflow,
+            workflow=spec.workflow,
             turn=Turn(slot=first_slot, role=slots[first_slot]),
         )
         hist.create_history(job_dir, job_id)
         before = manifest.model_copy(deep=True)
-        before.status = Status.DRAFT
+        before.status = drafted
         entry = journal.new_entry(
-            job_dir, workspace, before, manifest, kind="user_action",
+            job_dir, job_dir / "workspace", before, manifest, kind="user_action",
             user_input=UserInput(action="create", text=objective.strip()), workspace_commit=baseline,
             role=slots[first_slot],
         )
@@ -170,5 +169,80 @@ def create_job(
     except BaseException:
         shutil.rmtree(job_dir, ignore_errors=True)
         raise
-    jobs_dir.register(job_id, make_current=make_current, rank=rank)
-    return Job(jobs_dir, job_id, job_dir)
+    jobs_dir.register(job_id, make_current=spec.make_current, rank=spec.rank)
+    job = Job(jobs_dir, job_id, job_dir)
+    views.refresh(job)  # the transcript starts with the create entry
+    return job
+
+
+def _as_spec(spec: Union[JobSpec, str, None], options: dict[str, Any]) -> JobSpec:
+    """The one JobSpec from create_job's arguments; a bad field is a
+    :class:`ConfigError` naming it."""
+    if isinstance(spec, JobSpec):
+        if not options:
+            return spec
+        options = {**spec.model_dump(exclude_unset=True), **options}
+    elif spec is not None:
+        options = {**options, "objective": spec}
+    try:
+        return JobSpec.model_validate(options)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, "job options")) from None
+
+
+def _slots(spec: JobSpec, roles: dict) -> dict[str, str]:
+    """Slot -> role name: the workflow's slots, then the spec's choices."""
+    slots = dict(DEFAULT_SLOTS if spec.workflow == "default" else PLANNED_SLOTS)
+    for slot, name in (("worker", spec.worker), ("supervisor", spec.supervisor), ("planner", spec.planner)):
+        if name:
+            if slot not in slots:
+                raise LogistError(f"--{slot} goes with --workflow planned")
+            slots[slot] = name
+    for name in spec.extra_roles:
+        if spec.workflow != "planned":
+            raise LogistError("--role adds a role the Planner can address; it goes with --workflow planned")
+        if name not in slots.values():
+            slots[name.lower()] = name
+    for slot, name in slots.items():
+        if name not in roles:
+            raise LogistError(f"the {slot} role '{name}' is not defined (known: {', '.join(sorted(roles))})")
+    return slots
+
+
+def _settings(spec: JobSpec, defaults: JobDefaults) -> JobDefaults:
+    """The jobs directory's defaults with the spec's settings on top."""
+    chosen = {name: getattr(spec, name) for name in SETTINGS if getattr(spec, name) not in (None, [])}
+    if spec.allowed_commands and spec.command_policy is None:
+        chosen["command_policy"] = "allow"
+    return JobDefaults.model_validate({**defaults.model_dump(), **chosen})
+
+
+def _make_workspace(spec: JobSpec, path: Path, job_id: str) -> tuple[str, Source, list[str]]:
+    """The workspace (empty, or cloned) with the spec's files committed:
+    its baseline commit, where it came from and the files, relative."""
+    if spec.from_repo:
+        workspace = Workspace.clone(Path(spec.from_repo), spec.ref, path, job_id)
+        baseline = workspace.head()
+        source = Source(repo=str(Path(spec.from_repo).resolve()), ref=spec.ref, commit=baseline)
+    else:
+        if spec.ref:
+            raise LogistError("--ref goes with --from-repo")
+        workspace = Workspace.init(path, job_id)
+        baseline = workspace.head()
+        source = Source()
+    rel_files: list[str] = []
+    for name in spec.files:
+        candidate = Path(name)
+        if spec.from_repo and not candidate.is_absolute() and (path / name).is_file():
+            rel_files.append(candidate.as_posix())
+        elif candidate.is_file():
+            target = path / candidate.name
+            if target.exists():
+                raise LogistError(f"--file {name}: {candidate.name} already exists in the workspace")
+            shutil.copyfile(candidate, target)
+            rel_files.append(candidate.name)
+        else:
+            raise LogistError(f"--file {name}: no such file")
+    if rel_files:
+        baseline = workspace.commit_all(f"logist: files given to job {job_id}") or baseline
+    return baseline, source, rel_files

@@ -18,18 +18,16 @@ from ..store.jobsdir import Job
 
 def job_diff(job: Job, sequence: Optional[int] = None, stat: bool = False) -> str:
     """The change of history entry ``sequence``, or of the whole job since its baseline."""
-    from .. import workspace as ws
-
     manifest = job.manifest()
     if sequence is None:
-        return ws.diff(job.workspace, manifest.baseline_commit, manifest.workspace_commit, stat=stat)
+        return job.repo.diff(manifest.baseline_commit, manifest.workspace_commit, stat=stat)
     entries = hist.load_history(job.dir).interactions
     previous = None
     for entry in entries:
         if entry.sequence == sequence:
             if previous is None:
                 raise LogistError(f"entry {sequence} is the job's creation; it has no change to show")
-            return ws.diff(job.workspace, previous.workspace_commit, entry.workspace_commit, stat=stat)
+            return job.repo.diff(previous.workspace_commit, entry.workspace_commit, stat=stat)
         previous = entry
     raise LogistError(f"job '{job.id}' has no history entry {sequence} (it has 1 to {entries[-1].sequence})")
 
@@ -39,8 +37,6 @@ def export_branch(job: Job, branch: str, force: bool = False) -> tuple[str, bool
 
     Returns the commit and whether an existing branch was replaced (--force).
     """
-    from .. import workspace as ws
-
     manifest = job.manifest()
     if not manifest.source.repo:
         raise LogistError(
@@ -49,18 +45,17 @@ def export_branch(job: Job, branch: str, force: bool = False) -> tuple[str, bool
     source = Path(manifest.source.repo)
     if not source.exists():
         raise LogistError(f"the source repository {source} no longer exists; use --patch FILE")
-    replaced = ws.push_branch(job.workspace, source, branch, manifest.workspace_commit, force=force)
+    replaced = job.repo.push_branch(source, branch, manifest.workspace_commit, force=force)
     return manifest.workspace_commit, replaced
 
 
 def export_patch(job: Job, path: Path) -> int:
     """Write the job's commits since its baseline as a patch series; returns
     the number of commits."""
-    from .. import workspace as ws
     from ..store.atomic import atomic_write
 
     manifest = job.manifest()
-    patch = ws.format_patch(job.workspace, manifest.baseline_commit, manifest.workspace_commit)
+    patch = job.repo.format_patch(manifest.baseline_commit, manifest.workspace_commit)
     if not patch.strip():
         raise LogistError(f"job '{job.id}' has no commits since its baseline: nothing to export")
     atomic_write(Path(path), patch)

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..errors import LogistError
-from ..store import recovery
 from ..store.manifest import Status
 from ..store.jobsdir import Job
+from .session import open_locked
 from .step import CONTINUES_TURN, StepResult, step_once
 from .workflow import STEPPABLE
 
@@ -55,8 +55,8 @@ def run_queue(jobs_dir, *, on_step: Optional[Callable[[StepResult], None]] = Non
     for job_id in jobs_dir.read_index().queue:
         try:
             job = jobs_dir.job(job_id)
-            with job.lock(kwargs.get("lock_timeout", 0)):
-                status = recovery.open_job(job.dir, job.workspace)[0].status  # repairs what it can
+            with open_locked(job, kwargs.get("lock_timeout", 0)) as manifest:
+                status = manifest.status  # open_locked repaired what it could
             if status not in STEPPABLE:
                 if status in (Status.SUCCESS, Status.CANCELED):
                     finished.append(job_id)

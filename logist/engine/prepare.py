@@ -1,9 +1,11 @@
 """Building the next request: everything about a call that needs no network.
 
-:func:`prepare` resolves the role and its model and builds the messages the
-next call sends (the role's prompt, or the summary call when the turn is due
-for compaction). ``job preview`` shows what it returns, and a step sends
-exactly that.
+:func:`prepare` reads the job and decides what the next call is (the role's
+call, or the summary call when the role's conversation is due for
+compaction) and returns it as :attr:`Prepared.body`, the exact Chat
+Completions request body. That one dict is what ``job preview --json``
+prints, what :func:`logist.llm.chat` sends (nothing added, nothing dropped)
+and what the replay server compares, so the three cannot drift apart.
 """
 
 from __future__ import annotations
@@ -21,17 +23,48 @@ from ..store.roles import RoleManifest, load_roles
 from . import compaction
 from .prompt import Prompt, build_prompt
 
+#: The temperature of a summary call: a summary should be faithful, not creative.
+SUMMARY_TEMPERATURE = 0.2
+
 
 @dataclass
 class Prepared:
+    """The next call: its request body and what the step records about it."""
+
+    #: The exact Chat Completions request body: model, messages, then the
+    #: parameters that are set (temperature, max_tokens, response_format).
+    body: dict
     prompt: Prompt
     role: RoleManifest
-    model: str
     metadata: RequestMetadata
-    response_format: Optional[dict] = None
-    temperature: Optional[float] = None
     #: config.json as read once for this step.
-    config: Optional[LogistConfig] = None
+    config: LogistConfig
+    #: For a summary call, the number of rounds the summary will cover.
+    compaction_target: Optional[int] = None
+
+    @property
+    def model(self) -> str:
+        return self.body["model"]
+
+    @property
+    def is_compaction(self) -> bool:
+        return self.compaction_target is not None
+
+
+def request_body(
+    model: str,
+    messages: list[dict],
+    temperature: Optional[float] = None,
+    max_tokens: Optional[int] = None,
+    response_format: Optional[dict] = None,
+) -> dict:
+    """A Chat Completions body; parameters that are not set are left out,
+    so the endpoint applies its own defaults."""
+    body: dict = {"model": model, "messages": messages}
+    for key, value in (("temperature", temperature), ("max_tokens", max_tokens), ("response_format", response_format)):
+        if value is not None:
+            body[key] = value
+    return body
 
 
 def resolve_model(config: LogistConfig, manifest: JobManifest, role: RoleManifest, override: Optional[str]) -> str:
@@ -51,8 +84,13 @@ def resolve_model(config: LogistConfig, manifest: JobManifest, role: RoleManifes
     return config.default_model or role.llm_model
 
 
-def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = None) -> Prepared:
-    """Everything about the next call that does not need the network."""
+def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = None, *, compact: bool = True) -> Prepared:
+    """The next call of ``job``: a summary call when the role's conversation
+    is due for compaction (and ``compact``), else the role's call.
+
+    ``compact=False`` always gives the role's call: a posted answer
+    (``job poststep``) is the role's answer, whatever is due.
+    """
     from ..errors import NotFoundError
 
     jobs_dir = job.jobs_dir.path
@@ -63,18 +101,17 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
     role = roles[role_name]
     config = job.jobs_dir.config()
     model = resolve_model(config, manifest, role, model_override)
+    target = compaction.due(manifest.turn, role) if compact else None
+    if target is not None:
+        messages = compaction.request(manifest.turn, role, target)
+        metadata = RequestMetadata(
+            role=role.name, phase="compaction", model=model, temperature=SUMMARY_TEMPERATURE, max_tokens=None
+        )
+        body = request_body(model, messages, SUMMARY_TEMPERATURE)
+        return Prepared(body, Prompt(messages=messages), role, metadata, config, compaction_target=target)
     prompt = build_prompt(manifest, role, job.workspace, jobs_dir, roles)
     metadata = RequestMetadata(
         role=role.name, phase=str(manifest.status), model=model, temperature=role.temperature, max_tokens=role.max_tokens
     )
-    return Prepared(prompt=prompt, role=role, model=model, metadata=metadata,
-                    response_format=role.response_format, temperature=role.temperature, config=config)
-
-
-def prepare_compaction(job: Job, manifest: JobManifest, prepared: Prepared, target: int) -> Prepared:
-    messages = compaction.request(manifest.turn, prepared.role, job.id, target)
-    metadata = RequestMetadata(
-        role=prepared.role.name, phase="compaction", model=prepared.model, temperature=0.2, max_tokens=None
-    )
-    return Prepared(prompt=Prompt(messages=messages), role=prepared.role, model=prepared.model, metadata=metadata,
-                    response_format=None, temperature=0.2, config=prepared.config)
+    body = request_body(model, prompt.messages, role.temperature, role.max_tokens, role.response_format)
+    return Prepared(body, prompt, role, metadata, config)

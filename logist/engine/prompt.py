@@ -70,14 +70,14 @@ def step_marker(manifest: JobManifest) -> str:
 
 
 def _file_sections(workspace: Path, paths: list[str], budget: list[int]) -> tuple[list[str], list[str]]:
-    from ..workspace import read_text_file
+    from ..workspace import Workspace
 
     sections, used = [], []
     for rel in paths:
         if budget[0] <= 0:
             sections.append(f"### {rel}\n[not shown: the prompt's file budget is spent]")
             continue
-        text = read_text_file(workspace, rel, min(FILE_LIMIT, budget[0]))
+        text = Workspace(workspace).read_text_file(rel, min(FILE_LIMIT, budget[0]))
         if text is None:
             sections.append(f"### {rel}\n[no such file in the workspace]")
             continue
@@ -90,7 +90,9 @@ def _file_sections(workspace: Path, paths: list[str], budget: list[int]) -> tupl
 def opening_message(manifest: JobManifest, workspace: Path) -> tuple[str, list[str]]:
     """The first user message of a turn: the job, feedback, work to review."""
     turn = manifest.turn
-    lines = [f"# Job {manifest.job_id}", "", "## Objective", manifest.objective.strip()]
+    # The heading does not name the job: a prompt depends on what the job
+    # asks, not on what it is called, so a recording replays under any id.
+    lines = ["# Job", "", "## Objective", manifest.objective.strip()]
     if manifest.details.strip():
         lines += ["", "## Details", manifest.details.strip()]
     if manifest.skill and manifest.skill.params:

@@ -19,6 +19,7 @@ from ..errors import LogistError
 from ..store.history import HistoryEntry
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest
+from .session import open_locked
 
 
 def _target_entry(job: Job, to: Optional[int], baseline: bool) -> HistoryEntry:
@@ -52,19 +53,16 @@ def _target_entry(job: Job, to: Optional[int], baseline: bool) -> HistoryEntry:
 def rewind(job: Job, *, to: Optional[int] = None, baseline: bool = False, lock_timeout: float = 0) -> JobManifest:
     """Return the job to the end of history entry ``to`` (default: the step
     before the last one; ``baseline``: right after create)."""
-    from .. import workspace as ws
-
-    with job.lock(lock_timeout):
-        manifest, _notes = journal.open_job(job.dir, job.workspace)
+    with open_locked(job, lock_timeout) as manifest:
         target = _target_entry(job, to, baseline)
         restored = JobManifest.model_validate(target.manifest_after)
         sequence = manifest.last_sequence + 1
-        head = ws.head(job.workspace)
-        if ws.is_dirty(job.workspace):
-            head = ws.commit_all(job.workspace, f"logist: {job.id} changes made by hand before rewind {sequence}") or head
-        ws.keep_ref(job.workspace, f"refs/logist/rewound/{sequence}", head)
+        head = job.repo.head()
+        if job.repo.is_dirty():
+            head = job.repo.commit_all(f"logist: {job.id} changes made by hand before rewind {sequence}") or head
+        job.repo.keep_ref(f"refs/logist/rewound/{sequence}", head)
         journal.begin_applying(job.dir, sequence, head, None)
-        ws.reset_to(job.workspace, target.workspace_commit or restored.workspace_commit)
+        job.repo.reset_to(target.workspace_commit or restored.workspace_commit)
         restored.totals = manifest.totals
         restored.created_at = manifest.created_at
         restored.workspace_commit = target.workspace_commit or restored.workspace_commit

@@ -21,12 +21,12 @@ from ..store.config import resolve_api_key, resolve_base_url
 from ..store.history import CommandRecord, Request, Response, Usage
 from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest, Message, Status
-from . import compaction
 from .budget import add_to_totals, call_cost, limit_reason
 from .commands import run_or_hold
-from .prepare import Prepared, prepare, prepare_compaction
-from .transition import apply_answer, intervention, refuse_answer
-from .workflow import STEPPABLE, describe_state_hint
+from .prepare import Prepared, prepare
+from .session import open_locked
+from .transition import apply_answer, apply_event, refuse_answer
+from .workflow import CALL_FAILED, LIMIT, STEPPABLE, describe_state_hint
 
 #: Step results after which ``job step`` makes another call in the same turn.
 CONTINUES_TURN = ("MESSAGE", "INVALID", "CMD", "COMPACTED", "COMPACTION_FAILED")
@@ -83,9 +83,7 @@ def _commit_message(job_id: str, seq: int, role: str, action: str, summary: Opti
 
 def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) -> StepResult:
     """Everything after the call; shared by live steps and posted answers."""
-    from .. import workspace as ws
-
-    config = prepared.config or job.jobs_dir.config()
+    config = prepared.config
     sent = prepared.prompt.messages[-1]["content"]
     after = before.model_copy(deep=True)
     after.steps = before.steps + 1
@@ -97,13 +95,13 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
     error = outcome.error
     if error is not None:
         status_label = "ERROR"
-        intervention(after, error)
+        apply_event(after, CALL_FAILED, error)
     else:
         try:
             answer = parse_answer(outcome.raw or "")
             if before.workflow == "planned" and before.turn.slot == PLANNER:
                 check_planner_answer(answer, [n for slot, n in before.roles.items() if slot != PLANNER])
-            ws.plan_changes(job.workspace, answer.file_changes)
+            job.repo.plan_changes(answer.file_changes)
         except InvalidAnswer as exc:
             status_label = "INVALID"
             error = str(exc)
@@ -114,12 +112,12 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
     # Only an answer with file changes or a command can change the workspace;
     # the others need no git process at all.
     touches = answer is not None and bool(answer.file_changes or answer.action == "CMD")
-    if touches and ws.is_dirty(job.workspace):
+    if touches and job.repo.is_dirty():
         # A person edited the workspace by hand since the last step. Commit
         # that on its own, so it is neither mixed into the model's commit nor
         # lost if this step has to be undone.
-        head_before = ws.commit_all(
-            job.workspace, f"logist: {job.id} changes made by hand before step {sequence}"
+        head_before = job.repo.commit_all(
+            f"logist: {job.id} changes made by hand before step {sequence}"
         ) or head_before
     commit = head_before
     # From here on a crash is repaired from the journal, which also keeps the
@@ -127,7 +125,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
     journal.begin_applying(job.dir, sequence, head_before, outcome.raw)
     failpoint("after_call")
     if answer is not None:
-        files_changed = ws.apply_changes(job.workspace, answer.file_changes)
+        files_changed = job.repo.apply_changes(answer.file_changes)
         failpoint("after_apply")
         if answer.action == "CMD":
             command = run_or_hold(job, before, answer.command or "")
@@ -140,7 +138,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
             message = _commit_message(
                 job.id, sequence, prepared.role.name, action, answer.summary_for_supervisor or answer.message
             )
-            commit = ws.commit_all(job.workspace, message) or head_before
+            commit = job.repo.commit_all(message) or head_before
         failpoint("after_commit")
     after.workspace_commit = commit
     cost = call_cost(config, prepared.model, outcome)
@@ -194,9 +192,10 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
 
 
 def _call(job: Job, prepared: Prepared, base_url: Optional[str]) -> Outcome:
+    """Send the prepared body, as it is, to the resolved endpoint."""
     from ..llm import LLMSettings, chat
 
-    config = prepared.config or job.jobs_dir.config()
+    config = prepared.config
     settings = LLMSettings(
         base_url=resolve_base_url(base_url, config),
         api_key=resolve_api_key(),
@@ -205,14 +204,7 @@ def _call(job: Job, prepared: Prepared, base_url: Optional[str]) -> Outcome:
     )
     started = time.monotonic()
     try:
-        reply = chat(
-            settings,
-            model=prepared.model,
-            messages=prepared.prompt.messages,
-            temperature=prepared.temperature,
-            max_tokens=prepared.metadata.max_tokens,
-            response_format=prepared.response_format,
-        )
+        reply = chat(settings, prepared.body)
     except LLMCallError as exc:
         return Outcome(error=str(exc), duration=time.monotonic() - started)
     return Outcome(
@@ -225,7 +217,7 @@ def _call(job: Job, prepared: Prepared, base_url: Optional[str]) -> Outcome:
 
 def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
     after = manifest.model_copy(deep=True)
-    intervention(after, reason)
+    apply_event(after, LIMIT, reason)
     entry = journal.new_entry(
         job.dir, job.workspace, manifest, after, kind="limit", role=manifest.turn.role,
         note=f"no call was made: {reason}", workspace_commit=manifest.workspace_commit,
@@ -237,28 +229,28 @@ def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
 def _locked_step(
     job: Job, lock_timeout: float, produce: Callable[[Prepared], Outcome], model: Optional[str], mode: str
 ) -> StepResult:
-    """``mode``: "live" makes the summary call when compaction is due, else
-    the role's call; "answer" always applies the role's answer (poststep);
-    "summary" applies a recorded summary (replay)."""
-    with job.lock(lock_timeout):
-        manifest, _notes = journal.open_job(job.dir, job.workspace)
+    """``mode``: "live" makes the call :func:`prepare` decides (a summary
+    call when compaction is due, else the role's call); "answer" always
+    applies the role's answer (poststep); "summary" applies a recorded
+    summary (replay)."""
+    with open_locked(job, lock_timeout) as manifest:
         _check_steppable(job, manifest)
         reason = limit_reason(manifest)
         if reason:
             return _stop_for_limit(job, manifest, reason)
-        prepared = prepare(job, manifest, model)
-        target = compaction.due(manifest.turn, prepared.role) if mode != "answer" else None
-        if mode == "summary" and target is None:
+        prepared = prepare(job, manifest, model, compact=mode != "answer")
+        if mode == "summary" and not prepared.is_compaction:
             raise LogistError(f"job '{job.id}' has no compaction due; the recorded summary does not fit here")
-        if target is not None:
-            summary_call = prepare_compaction(job, manifest, prepared, target)
-            return _apply_compaction(job, manifest, summary_call, target, produce(summary_call))
+        if prepared.is_compaction:
+            return _apply_compaction(job, manifest, prepared, produce(prepared))
         return _apply(job, manifest, prepared, produce(prepared))
 
 
-def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, target: int, outcome: Outcome) -> StepResult:
-    """Record a summary call; on success the turn's summary covers ``target`` rounds."""
-    config = prepared.config or job.jobs_dir.config()
+def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) -> StepResult:
+    """Record a summary call; on success the turn's summary covers the
+    prepared call's target rounds."""
+    config = prepared.config
+    target = prepared.compaction_target
     after = before.model_copy(deep=True)
     turn = after.turn
     if outcome.error is None and (outcome.raw or "").strip():

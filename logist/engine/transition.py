@@ -1,7 +1,11 @@
 """What an answer does to the job: the manifest after a step.
 
-Pure with respect to the disk: these functions change a copy of the
-manifest (``after``) and nothing else; :mod:`logist.engine.step` records it.
+The next state comes from the row of :data:`logist.engine.workflow.TABLE`
+for the answer's event (set by :func:`~logist.engine.workflow.move`); this
+module does the row's *turn* part: which messages the turn keeps, what it
+sends next, whose turn follows. Pure with respect to the disk: these
+functions change a copy of the manifest (``after``) and nothing else;
+:mod:`logist.engine.step` records it.
 """
 
 from __future__ import annotations
@@ -10,131 +14,121 @@ from typing import Optional
 
 from ..protocol import Answer
 from ..store.history import CommandRecord
-from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Handoff, JobManifest, Message, Question, Status, Turn
-from .workflow import PLANNER_ROUTES, USER, exit_transition
+from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Handoff, JobManifest, Message, Question, Turn
+from .workflow import (
+    ADDRESSED, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, USER, Rule, find_rule, move, rule_for, who_acts,
+)
 
 CONTINUE_AFTER_MESSAGE = "[Continue after informational message]"
+EXITS = ("COMPLETED", "RETRY", "STUCK")
 
 
-def intervention(after: JobManifest, reason: str) -> None:
-    after.status = Status.INTERVENTION_REQUIRED
-    after.reason = reason
+def apply_event(after: JobManifest, event: str, reason: Optional[str] = None) -> Rule:
+    """An event with no answer (a failed call, a limit): the row's state, the reason."""
+    rule = rule_for(after.status, event, who_acts(after))
+    move(after, rule, after.status, reason)
+    return rule
 
 
 def _next_turn(after: JobManifest, slot: str, feedback: Optional[str]) -> None:
     after.turn = Turn(slot=slot, role=after.roles[slot], feedback=feedback)
 
 
+def answer_event(who: str, answer: Answer, command: Optional[CommandRecord]) -> str:
+    """The table's event for an answer: its action, a command's fate, the Planner's addressee."""
+    if answer.action == "CMD":
+        if command is None or command.decision == "ask":
+            return "CMD held"
+        return "CMD denied" if command.decision == "deny" else "CMD run"
+    if who == PLANNER and answer.action in ("MESSAGE", "COMPLETED"):
+        return f"{answer.action} to {USER if answer.send_to == USER else 'a role'}"
+    return answer.action
+
+
+def _continue_with(event: str, answer: Answer, command: Optional[CommandRecord]) -> str:
+    if event == "CMD run":
+        return command.output
+    if event == "CMD denied":
+        return (
+            f"The command was refused: this job's command policy does not allow running commands.\n$ {answer.command}\n"
+            "Continue without it, or finish your turn."
+        )
+    return CONTINUE_AFTER_MESSAGE
+
+
 def apply_answer(
     after: JobManifest, before: JobManifest, answer: Answer, sent: str, raw: str, command: Optional[CommandRecord]
 ) -> None:
-    """Move ``after`` to the state the answer leads to (the workflow table)."""
+    """Move ``after`` to the state the answer's row leads to, and do its turn part."""
     turn = after.turn
     action = answer.action
     conversation = turn.messages + [Message(role="user", content=sent), Message(role="assistant", content=raw)]
-    planner = after.workflow == "planned" and turn.slot == PLANNER
-    if before.status == Status.PENDING:
-        after.status = Status.RUNNING if turn.slot in (WORKER, PLANNER) or after.workflow == "planned" else before.status
-    if planner and answer.plan is not None:
+    who = who_acts(before)
+    planned = before.workflow == "planned"
+    summary = (answer.summary_for_supervisor or (answer.message if planned else None) or "").strip()
+    if who == PLANNER and answer.plan is not None:
         after.plan, after.current_plan_step = list(answer.plan), answer.current_plan_step
-    if action == "MESSAGE" and not planner:
-        turn.messages, turn.pending = conversation, CONTINUE_AFTER_MESSAGE
-        return
-    if action == "ASK":
+    if action in EXITS and who in (WORKER, SUPERVISOR, ADDRESSED):
+        after.last_exit = Handoff(
+            role=turn.role, action=action, summary=summary if planned else answer.summary_for_supervisor or "",
+            evidence_files=answer.evidence_files,
+        )
+    event = answer_event(who, answer, command)
+    rule = find_rule(before.status, event, who)
+    if rule is None:
         turn.messages, turn.pending = conversation, None
-        after.question = Question(text=answer.question or answer.message or "", required=answer.required)
-        after.resume_status = after.status
-        after.status = Status.INPUT_REQUIRED
+        reason = f"the workflow has no transition for {action} from {turn.role} in {before.status}"
+        move(after, rule_for(before.status, OUT_OF_TURN, who), before.status, reason)
         return
-    if action == "CMD":
-        turn.messages = conversation
-        if command is None or command.decision == "ask":
-            turn.pending = None
-            after.pending_command = answer.command
-            after.resume_status = after.status
-            after.status = Status.INPUT_REQUIRED
-        elif command.decision == "deny":
-            turn.pending = (
-                f"The command was refused: this job's command policy does not allow running commands.\n$ {answer.command}\n"
-                "Continue without it, or finish your turn."
-            )
-        else:
-            turn.pending = command.output
-        return
-    if after.workflow == "planned":
-        _route_planned(after, answer, conversation)
-        return
-    # An exit command.
-    after.last_exit = Handoff(
-        role=turn.role, action=action, summary=answer.summary_for_supervisor or "", evidence_files=answer.evidence_files
-    )
-    nxt = exit_transition(before.status, turn.slot, action)
-    if nxt is None:
-        turn.messages, turn.pending = conversation, None
-        intervention(after, f"the workflow has no transition for {action} from {turn.role} in {before.status}")
-        return
-    if action == "RETRY":
+    if action == "RETRY" and who in (WORKER, SUPERVISOR):
         after.retries_in_a_row += 1
         limit = after.settings.max_retries_in_a_row
         if after.retries_in_a_row > limit:
             turn.messages, turn.pending = conversation, None
-            intervention(after, f"{after.retries_in_a_row} RETRYs in a row (limit {limit}); last: {answer.summary_for_supervisor}")
+            reason = f"{after.retries_in_a_row} RETRYs in a row (limit {limit}); last: {answer.summary_for_supervisor}"
+            move(after, rule_for(before.status, RETRY_LIMIT, who), before.status, reason)
             return
-    elif action == "COMPLETED" and turn.slot == SUPERVISOR:
+    elif action == "COMPLETED" and who == SUPERVISOR:
         # A RETRY sends work round the Worker-Supervisor loop; only an
         # accepted review ends the run of RETRYs.
         after.retries_in_a_row = 0
-    summary = (answer.summary_for_supervisor or "").strip()
-    if nxt.turn == "stop":
+    move(after, rule, before.status, f"{turn.role} is STUCK: {summary}" if action == "STUCK" else None)
+    effect = rule.turn
+    if effect in ("continue", "wait", "stop", "delegate"):
         turn.messages, turn.pending = conversation, None
-        after.status = nxt.status
-        if nxt.status == Status.INTERVENTION_REQUIRED:
-            after.reason = f"{turn.role} is STUCK: {summary}"
-        return
-    after.status = nxt.status
-    if nxt.turn == "handoff":
-        _next_turn(after, nxt.slot, None)
-    elif turn.slot == SUPERVISOR:
-        _next_turn(after, nxt.slot, f"The {turn.role} reviewed your work and sent it back:\n{summary}")
-    else:
-        _next_turn(after, nxt.slot, f"Your previous attempt ended with RETRY:\n{summary}\nStart afresh with a different approach.")
-
-
-def _route_planned(after: JobManifest, answer: Answer, conversation: list[Message]) -> None:
-    """The planned workflow (SPEC section 7; table in ``workflow.PLANNER_ROUTES``)."""
-    turn = after.turn
-    action = answer.action
-    summary = (answer.summary_for_supervisor or answer.message or "").strip()
-    if turn.slot != PLANNER:
+    if effect == "continue":
+        turn.pending = _continue_with(event, answer, command)
+    elif effect == "wait" and action == "ASK":
+        after.question = Question(text=answer.question or answer.message or "", required=answer.required)
+    elif effect == "wait":
+        after.pending_command = answer.command
+    elif effect == "stop" and event == "COMPLETED to User":
+        after.last_exit = Handoff(role=turn.role, action=action, summary=summary)
+    elif effect == "handoff":
+        _next_turn(after, SUPERVISOR, None)
+    elif effect == "send back":
+        _next_turn(after, WORKER, f"The {turn.role} reviewed your work and sent it back:\n{summary}")
+    elif effect == "afresh" and who == PLANNER:
+        _next_turn(after, PLANNER, f"Your previous attempt ended with RETRY:\n{summary}\nMake a fresh plan.")
+    elif effect == "afresh":
+        feedback = f"Your previous attempt ended with RETRY:\n{summary}\nStart afresh with a different approach."
+        _next_turn(after, turn.slot, feedback)
+    elif effect == "delegate":
+        slot = next(s for s, name in after.roles.items() if name == answer.send_to and s != PLANNER)
+        after.planner_turn = turn
+        after.turn = Turn(slot=slot, role=answer.send_to, task=answer.message)
+    elif effect == "report":
         # The addressed role's exit command goes back to the Planner.
-        after.last_exit = Handoff(role=turn.role, action=action, summary=summary, evidence_files=answer.evidence_files)
         report = f"The {turn.role} finished its turn with {action}:\n{summary}"
         if answer.evidence_files:
             report += "\nEvidence files: " + ", ".join(answer.evidence_files)
         planner_turn = after.planner_turn or Turn(slot=PLANNER, role=after.roles[PLANNER])
         planner_turn.pending = report
         after.turn, after.planner_turn = planner_turn, None
-        after.status = Status.RUNNING
-        return
-    addressee = USER if answer.send_to == USER else "role"
-    status, how = PLANNER_ROUTES[(action, addressee)]
-    turn.messages, turn.pending = conversation, None
-    after.status = status
-    if how == "delegate":
-        slot = next(s for s, name in after.roles.items() if name == answer.send_to and s != PLANNER)
-        after.planner_turn = turn
-        after.turn = Turn(slot=slot, role=answer.send_to, task=answer.message)
-    elif how == "continue":
-        turn.pending = CONTINUE_AFTER_MESSAGE
-    elif how == "done":
-        after.last_exit = Handoff(role=turn.role, action=action, summary=summary)
-    elif how == "fresh":
-        _next_turn(after, PLANNER, f"Your previous attempt ended with RETRY:\n{summary}\nMake a fresh plan.")
-    else:
-        after.reason = f"{turn.role} is STUCK: {summary}"
 
 
 def refuse_answer(after: JobManifest, sent: str, raw: Optional[str], reason: str) -> None:
+    """An invalid answer: re-ask while the job's format retries last, then stop."""
     turn = after.turn
     if turn.format_retries_used < after.settings.format_retries:
         turn.format_retries_used += 1
@@ -143,7 +137,6 @@ def refuse_answer(after: JobManifest, sent: str, raw: Optional[str], reason: str
             f"Your last answer was refused: {reason}\n"
             "Nothing from it was applied. Answer again with exactly one JSON object as the protocol describes."
         )
-        if after.status == Status.PENDING and (turn.slot in (WORKER, PLANNER) or after.workflow == "planned"):
-            after.status = Status.RUNNING
+        apply_event(after, INVALID)
     else:
-        intervention(after, f"invalid answer from {turn.role}: {reason}")
+        apply_event(after, INVALID_LAST, f"invalid answer from {turn.role}: {reason}")

@@ -1,136 +1,236 @@
-"""The job state machine, as data.
+"""The job state machine: one table, read this module first.
 
-Two tables decide every transition: :data:`EXIT_TRANSITIONS` for a role's
-exit command (COMPLETED / STUCK / RETRY) and :data:`USER_ACTIONS` for what a
-person does. Roles appear by their *slot* in the workflow (``worker``,
-``supervisor``) so that a job can put its own roles in those slots.
+Every change of a job's ``status`` is a row of :data:`TABLE`::
 
-Exit commands, default workflow::
+    (states, event, who)  ->  (next state, what happens to the turn, hint)
 
-    state      slot        action     -> state                  next slot
-    RUNNING    worker      COMPLETED  -> REVIEWING              supervisor
-    RUNNING    worker      RETRY      -> RUNNING                worker (fresh turn)
-    RUNNING    worker      STUCK      -> INTERVENTION_REQUIRED  worker
-    REVIEWING  supervisor  COMPLETED  -> APPROVAL_REQUIRED      supervisor
-    REVIEWING  supervisor  RETRY      -> RUNNING                worker (feedback)
-    REVIEWING  supervisor  STUCK      -> INTERVENTION_REQUIRED  supervisor
+- *states*: the states the row applies in (a set where the rule is the same).
+- *event*: what happened: a role's answer (``COMPLETED``, ``CMD held``, the
+  Planner's ``MESSAGE to a role`` ...), something the engine noticed (``call
+  failed``, ``limit reached``, ``RETRY over limit``) or a person's command
+  (``approve``, ``resume`` ...).
+- *who*: whose turn it is, by slot: ``worker`` and ``supervisor`` in the
+  default workflow; ``planner`` and ``addressed`` (a role the Planner sent
+  work to) in the planned one; ``person`` for a person's commands.
+- *next state*: a :class:`Status`, or a named target resolved from the
+  manifest (:data:`TARGETS`): ``SAME``, ``WORKING`` (RUNNING, or REVIEWING in
+  the default Supervisor's turn), ``START`` (PENDING, or REVIEWING for that
+  Supervisor) and ``RESUME`` (the state it was asked or suspended in, kept in
+  the manifest's ``resume_status``; ``remember`` says what a row keeps there).
+- *turn*: what happens to the role's turn (:data:`TURN_EFFECTS`); the engine
+  does that part (:mod:`.transition` for answers, :mod:`.decide` for people).
+- *hint*: what a person is told to do in the row's states; refusals such as
+  "cannot approve job 'x': it is RUNNING ..." are built from it.
 
-PENDING is RUNNING before the role's first call of the turn. CMD and MESSAGE
-keep the state; ASK, and a CMD the command policy holds, go to
-INPUT_REQUIRED until a person answers, approves or skips.
-
-Planned workflow: the Planner routes each answer with ``send_to``
-(:data:`PLANNER_ROUTES`); the addressed role's exit command returns to the
-Planner; ``send_to: User`` with COMPLETED ends in APPROVAL_REQUIRED, with ASK
-in INPUT_REQUIRED.
-
-Person's actions::
-
-    approve   APPROVAL_REQUIRED                      -> SUCCESS
-    reject    APPROVAL_REQUIRED                      -> PENDING (worker, feedback)
-    resubmit  INTERVENTION_REQUIRED                  -> PENDING / REVIEWING (same slot, feedback)
-    answer    INPUT_REQUIRED (a question)            -> the state it was asked in
-    approve-command / skip-command
-              INPUT_REQUIRED (a held command)        -> the state it was asked in
-    suspend   any non-terminal but SUSPENDED         -> SUSPENDED
-    resume    SUSPENDED                              -> the state it was suspended in
-    cancel    any non-terminal                       -> CANCELED
+The rows of one event never overlap, so each (state, event, who) has at
+most one row and their order is for reading.
+``logist workflow`` prints the table (``--markdown`` is the README's copy, a
+test keeps the two equal), and ``tests/engine/test_workflow.py`` walks every
+row with a real job.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
-from ..store.manifest import SUPERVISOR, WORKER, Status
+from ..store.manifest import PLANNER, SUPERVISOR, WORKER, JobManifest, Status
 
-
-TERMINAL = frozenset({Status.SUCCESS, Status.CANCELED})
-#: States in which ``job step`` may call the model.
-STEPPABLE = frozenset({Status.PENDING, Status.RUNNING, Status.REVIEWING})
-
-
-
-@dataclass(frozen=True)
-class Next:
-    status: Status
-    slot: str
-    #: "fresh": the next turn starts over; "feedback": it starts over with the
-    #: exit summary as feedback; "stop": no next turn until a person acts.
-    turn: str
-
-
-EXIT_TRANSITIONS: dict[tuple[Status, str, str], Next] = {
-    (Status.RUNNING, WORKER, "COMPLETED"): Next(Status.REVIEWING, SUPERVISOR, "handoff"),
-    (Status.RUNNING, WORKER, "RETRY"): Next(Status.RUNNING, WORKER, "feedback"),
-    (Status.RUNNING, WORKER, "STUCK"): Next(Status.INTERVENTION_REQUIRED, WORKER, "stop"),
-    (Status.REVIEWING, SUPERVISOR, "COMPLETED"): Next(Status.APPROVAL_REQUIRED, SUPERVISOR, "stop"),
-    (Status.REVIEWING, SUPERVISOR, "RETRY"): Next(Status.RUNNING, WORKER, "feedback"),
-    (Status.REVIEWING, SUPERVISOR, "STUCK"): Next(Status.INTERVENTION_REQUIRED, SUPERVISOR, "stop"),
+#: Who acts, beyond the slots of the store: a role the Planner addressed,
+#: and a person.
+ADDRESSED, PERSON = "addressed", "person"
+ROLES = frozenset({WORKER, SUPERVISOR, PLANNER, ADDRESSED})
+#: How ``who`` reads in the printed table, in the table's order.
+WHO_NAMES = {
+    WORKER: "Worker", SUPERVISOR: "Supervisor", PLANNER: "Planner", ADDRESSED: "addressed role", PERSON: "person",
 }
-
-
-#: Planned workflow (SPEC section 7). The Planner's answers are routed by
-#: ``send_to``: a role of the job, or ``User``. Any other role's exit command
-#: goes back to the Planner as its next user message.
+#: The Planner's ``send_to`` for the person.
 USER = "User"
 
-#: (Planner's action, addressee) -> what happens. "delegate": the addressed
-#: role starts a turn with the Planner's message as its task; "continue": the
-#: Planner goes on; "done": the job waits for approval; "stop": intervention.
-#: ASK, CMD and an invalid answer behave as for any role.
-PLANNER_ROUTES: dict[tuple[str, str], tuple[Status, str]] = {
-    ("MESSAGE", "role"): (Status.RUNNING, "delegate"),
-    ("COMPLETED", "role"): (Status.RUNNING, "delegate"),
-    ("MESSAGE", USER): (Status.RUNNING, "continue"),
-    ("COMPLETED", USER): (Status.APPROVAL_REQUIRED, "done"),
-    ("RETRY", "role"): (Status.RUNNING, "fresh"),
-    ("RETRY", USER): (Status.RUNNING, "fresh"),
-    ("STUCK", "role"): (Status.INTERVENTION_REQUIRED, "stop"),
-    ("STUCK", USER): (Status.INTERVENTION_REQUIRED, "stop"),
+#: Named targets, resolved from the manifest by :func:`resolve`.
+SAME, WORKING, START, RESUME = "SAME", "WORKING", "START", "RESUME"
+TARGETS = {
+    SAME: "the state does not change",
+    WORKING: "RUNNING; REVIEWING while the Supervisor reviews (default workflow)",
+    START: "PENDING; REVIEWING when the turn is the Supervisor's (default workflow)",
+    RESUME: "the state the job was asked or suspended in (WORKING if none was kept)",
 }
+
+TURN_EFFECTS = {
+    "continue": "the turn goes on; the next message reports what happened",
+    "wait": "the turn waits for a person",
+    "handoff": "the Supervisor's turn starts",
+    "afresh": "the role's turn starts over, its summary as feedback",
+    "send back": "the Worker's turn starts over, the review as feedback",
+    "stop": "the turn ends; the job waits for a person",
+    "delegate": "the addressed role's turn starts, the Planner's message its task",
+    "report": "the Planner's turn goes on with the role's report",
+    "summarise": "older rounds of the turn are replaced by a summary",
+    "begin": "the first role's turn begins",
+    "reject": "the Worker's turn starts over with the rejection (planned: the Planner's goes on with it)",
+    "resubmit": "the role's turn starts over with the feedback (a Planner's goes on with it)",
+    "keep": "the turn is kept as it is",
+}
+
+# Events the engine fires (the answers' own events are their action names).
+RETRY_LIMIT = "RETRY over limit"
+OUT_OF_TURN = "answer out of turn"
+INVALID = "invalid answer"
+INVALID_LAST = "invalid answer, no re-asks"
+CALL_FAILED = "call failed"
+LIMIT = "limit reached"
+COMPACTION = "compaction"
+
+S = Status
+ACTIVE = frozenset({S.PENDING, S.RUNNING})
+STEPPABLE = frozenset({S.PENDING, S.RUNNING, S.REVIEWING})
+TERMINAL = frozenset({S.SUCCESS, S.CANCELED})
+LIVE = frozenset(Status) - TERMINAL
+
+STEP = "step it (logist job step)"
+ANSWER = "answer its question (logist job answer TEXT)"
+DECIDE = "decide on its command (logist job approve-command / skip-command)"
+#: What a person is told in a state no hinted row leaves.
+RESTING_HINTS = {S.SUCCESS: "it is finished", S.CANCELED: "it was canceled", S.DRAFT: "it is being created"}
 
 
 @dataclass(frozen=True)
-class UserAction:
-    allowed_from: frozenset
-    #: None: the state is computed (resume, answer, resubmit); see ``actions``.
-    to: Optional[Status]
-    hint: str
+class Rule:
+    states: frozenset
+    event: str
+    who: frozenset
+    to: Union[Status, str]
+    turn: str
+    #: Empty for rows open in nearly every state (suspend, cancel), which
+    #: refusals do not list.
+    hint: str = STEP
+    #: A named target or state kept in ``resume_status`` for a later RESUME.
+    remember: Optional[str] = None
+    #: INPUT_REQUIRED waits for one thing: "question" or "command".
+    waits_for: Optional[str] = None
 
 
-_NON_TERMINAL = frozenset(Status) - TERMINAL
-
-USER_ACTIONS: dict[str, UserAction] = {
-    "approve": UserAction(frozenset({Status.APPROVAL_REQUIRED}), Status.SUCCESS, "approve a job waiting for approval"),
-    "reject": UserAction(frozenset({Status.APPROVAL_REQUIRED}), Status.PENDING, "reject a job waiting for approval"),
-    "resubmit": UserAction(frozenset({Status.INTERVENTION_REQUIRED}), None, "resubmit a job that needs intervention"),
-    "answer": UserAction(frozenset({Status.INPUT_REQUIRED}), None, "answer a job's question"),
-    "approve-command": UserAction(frozenset({Status.INPUT_REQUIRED}), None, "run a command the job holds"),
-    "skip-command": UserAction(frozenset({Status.INPUT_REQUIRED}), None, "skip a command the job holds"),
-    "suspend": UserAction(_NON_TERMINAL - {Status.SUSPENDED}, Status.SUSPENDED, "suspend a job"),
-    "resume": UserAction(frozenset({Status.SUSPENDED}), None, "resume a suspended job"),
-    "cancel": UserAction(_NON_TERMINAL, Status.CANCELED, "cancel a job"),
-}
+def _row(states, event, who, to, turn, hint=STEP, remember=None, waits_for=None) -> Rule:
+    states = frozenset({states}) if isinstance(states, Status) else frozenset(states)
+    who = frozenset({who}) if isinstance(who, str) else frozenset(who)
+    return Rule(states, event, who, to, turn, hint, remember, waits_for)
 
 
-def effective_status(status: Status) -> Status:
-    """PENDING behaves as RUNNING in the exit table."""
-    return Status.RUNNING if status == Status.PENDING else status
+TABLE: tuple[Rule, ...] = (
+    # Default workflow: the Worker works, the Supervisor reviews.
+    _row(ACTIVE, "COMPLETED", WORKER, S.REVIEWING, "handoff"),
+    _row(ACTIVE, "RETRY", WORKER, S.RUNNING, "afresh"),
+    _row(ACTIVE, "STUCK", WORKER, S.INTERVENTION_REQUIRED, "stop"),
+    _row(S.REVIEWING, "COMPLETED", SUPERVISOR, S.APPROVAL_REQUIRED, "stop"),
+    _row(S.REVIEWING, "RETRY", SUPERVISOR, S.RUNNING, "send back"),
+    _row(S.REVIEWING, "STUCK", SUPERVISOR, S.INTERVENTION_REQUIRED, "stop"),
+    _row(STEPPABLE, RETRY_LIMIT, {WORKER, SUPERVISOR}, S.INTERVENTION_REQUIRED, "stop"),
+    # Planned workflow: the Planner routes each answer with send_to.
+    _row(ACTIVE, "MESSAGE to a role", PLANNER, S.RUNNING, "delegate"),
+    _row(ACTIVE, "COMPLETED to a role", PLANNER, S.RUNNING, "delegate"),
+    _row(ACTIVE, "MESSAGE to User", PLANNER, S.RUNNING, "continue"),
+    _row(ACTIVE, "COMPLETED to User", PLANNER, S.APPROVAL_REQUIRED, "stop"),
+    _row(ACTIVE, "RETRY", PLANNER, S.RUNNING, "afresh"),
+    _row(ACTIVE, "STUCK", PLANNER, S.INTERVENTION_REQUIRED, "stop"),
+    _row(ACTIVE, "COMPLETED", ADDRESSED, S.RUNNING, "report"),
+    _row(ACTIVE, "RETRY", ADDRESSED, S.RUNNING, "report"),
+    _row(ACTIVE, "STUCK", ADDRESSED, S.RUNNING, "report"),
+    # Any role's turn.
+    _row(STEPPABLE, "MESSAGE", {WORKER, SUPERVISOR, ADDRESSED}, WORKING, "continue"),
+    _row(STEPPABLE, "CMD run", ROLES, WORKING, "continue"),
+    _row(STEPPABLE, "CMD denied", ROLES, WORKING, "continue"),
+    _row(STEPPABLE, "CMD held", ROLES, S.INPUT_REQUIRED, "wait", remember=WORKING),
+    _row(STEPPABLE, "ASK", ROLES, S.INPUT_REQUIRED, "wait", remember=WORKING),
+    _row(STEPPABLE, INVALID, ROLES, WORKING, "continue"),
+    _row(STEPPABLE, INVALID_LAST, ROLES, S.INTERVENTION_REQUIRED, "stop"),
+    _row(STEPPABLE, CALL_FAILED, ROLES, S.INTERVENTION_REQUIRED, "stop"),
+    _row(STEPPABLE, LIMIT, ROLES, S.INTERVENTION_REQUIRED, "stop"),
+    _row(STEPPABLE, COMPACTION, ROLES, SAME, "summarise"),
+    # An exit command no row above takes (a hand-edited manifest).
+    _row(STEPPABLE, OUT_OF_TURN, ROLES, S.INTERVENTION_REQUIRED, "stop"),
+    # A person's commands.
+    _row(S.DRAFT, "create", PERSON, S.PENDING, "begin", hint=""),
+    _row(S.APPROVAL_REQUIRED, "approve", PERSON, S.SUCCESS, "keep", hint="approve it (logist job approve)"),
+    _row(S.APPROVAL_REQUIRED, "reject", PERSON, S.PENDING, "reject", hint="reject it (logist job reject --feedback TEXT)"),
+    _row(S.INTERVENTION_REQUIRED, "resubmit", PERSON, START, "resubmit",
+         hint="look at the reason (logist job status) and resubmit it (logist job resubmit --feedback TEXT)"),
+    _row(S.INPUT_REQUIRED, "answer", PERSON, RESUME, "continue", hint=ANSWER, waits_for="question"),
+    _row(S.INPUT_REQUIRED, "skip", PERSON, RESUME, "continue", hint=ANSWER, waits_for="question"),
+    _row(S.INPUT_REQUIRED, "approve-command", PERSON, RESUME, "continue", hint=DECIDE, waits_for="command"),
+    _row(S.INPUT_REQUIRED, "skip-command", PERSON, RESUME, "continue", hint=DECIDE, waits_for="command"),
+    _row(LIVE - {S.SUSPENDED}, "suspend", PERSON, S.SUSPENDED, "keep", hint="", remember=SAME),
+    _row(S.SUSPENDED, "resume", PERSON, RESUME, "keep", hint="resume it (logist job resume)"),
+    _row(LIVE, "cancel", PERSON, S.CANCELED, "keep", hint=""),
+)
+
+EVENTS = frozenset(r.event for r in TABLE)
 
 
-def exit_transition(status: Status, slot: str, action: str) -> Optional[Next]:
-    return EXIT_TRANSITIONS.get((effective_status(status), slot, action))
+def who_acts(manifest: JobManifest) -> str:
+    """Whose turn it is, as the table's ``who`` names it."""
+    if manifest.workflow == "planned":
+        return PLANNER if manifest.turn.slot == PLANNER else ADDRESSED
+    return manifest.turn.slot
+
+
+def find_rule(state: Status, event: str, who: str) -> Optional[Rule]:
+    """The first row for (state, event, who), or None."""
+    if event not in EVENTS:
+        raise ValueError(f"the workflow table has no event {event!r}")
+    return next((r for r in TABLE if r.event == event and state in r.states and who in r.who), None)
+
+
+def rule_for(state: Status, event: str, who: str) -> Rule:
+    """The row the engine needs; a missing one is a bug in the table."""
+    rule = find_rule(state, event, who)
+    if rule is None:
+        raise ValueError(f"the workflow table has no row for {event} by {who} in {state}")
+    return rule
+
+
+def person_rules(event: str) -> list[Rule]:
+    return [r for r in TABLE if r.event == event and PERSON in r.who]
+
+
+def creation() -> tuple[Status, Status]:
+    """The ``create`` row: the state a new job is drafted in, and the one it starts in."""
+    (rule,) = person_rules("create")
+    (drafted,) = rule.states
+    return drafted, rule.to
+
+
+def resolve(target: Union[Status, str], manifest: JobManifest, before: Status) -> Status:
+    """A row's target as a state, for ``manifest`` (whose status was ``before``)."""
+    if isinstance(target, Status):
+        return target
+    supervisor = manifest.workflow == "default" and manifest.turn.slot == SUPERVISOR
+    if target == SAME:
+        return before
+    if target == WORKING:
+        return S.REVIEWING if supervisor else S.RUNNING
+    if target == START:
+        return S.REVIEWING if supervisor else S.PENDING
+    if target == RESUME:
+        return manifest.resume_status or resolve(WORKING, manifest, before)
+    raise ValueError(f"unknown target {target!r}")
+
+
+def move(after: JobManifest, rule: Rule, before: Status, reason: Optional[str] = None) -> None:
+    """Set ``after``'s status from ``rule``: the only place a status changes."""
+    remembered = resolve(rule.remember, after, before) if rule.remember else None
+    after.status = resolve(rule.to, after, before)
+    if rule.remember:
+        after.resume_status = remembered
+    elif rule.to == RESUME:
+        after.resume_status = None
+    if after.status == S.INTERVENTION_REQUIRED and reason is not None:
+        after.reason = reason
 
 
 def describe_state_hint(status: Status) -> str:
-    """What a person can do next in ``status``: used in refusals."""
-    return {
-        Status.APPROVAL_REQUIRED: "approve it (logist job approve) or reject it (logist job reject --feedback TEXT)",
-        Status.INTERVENTION_REQUIRED: "look at the reason (logist job status) and resubmit it (logist job resubmit --feedback TEXT)",
-        Status.INPUT_REQUIRED: "answer its question (logist job answer TEXT) or decide on its command (logist job approve-command / skip-command)",
-        Status.SUSPENDED: "resume it (logist job resume)",
-        Status.SUCCESS: "it is finished",
-        Status.CANCELED: "it was canceled",
-        Status.DRAFT: "it is a draft",
-    }.get(status, "step it (logist job step)")
+    """What a person can do next in ``status``: the hints of its rows."""
+    hints: list[str] = []
+    for rule in TABLE:
+        if status in rule.states and rule.hint and rule.hint not in hints:
+            hints.append(rule.hint)
+    return " or ".join(hints) or RESTING_HINTS.get(status, STEP)

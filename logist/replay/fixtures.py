@@ -2,7 +2,7 @@
 
 A fixture folder (``fixtures/<name>/``, see ``fixtures/README.md``) holds::
 
-    job.json            how to create the job: the arguments of create_job
+    job.json            how to create the job: a JobSpec, and the job's id
     workspace/          the files the job starts from (job.json "files")
     job_manifest.json   the manifest the recorded job ended with
     jobHistory.json     its whole history: every prompt, answer and decision
@@ -30,27 +30,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Union
 
+from pydantic import ValidationError
+
 from ..store.atomic import atomic_write, atomic_write_json
 from ..store.config import JobDefaults
-from ..engine.create import create_job
+from ..engine.create import SETTINGS, JobSpec, create_job
 from ..errors import ConfigError, LogistError
 from ..store.history import HISTORY_NAME, JobHistory, load_history
 from ..store.jobsdir import Job, JobsDir
 from ..store.manifest import MANIFEST_NAME, JobManifest
 from ..resources import data_dir
+from ..store.roles import format_validation_error
 from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS
 
 JOB_SPEC = "job.json"
 WORKSPACE = "workspace"
-#: Job settings a fixture can set (create_job takes each of them).
-SETTINGS = (
-    "max_steps", "format_retries", "max_retries_in_a_row", "max_cost_usd", "max_tokens", "max_wall_seconds",
-    "command_policy", "allowed_commands", "command_timeout",
-)
-SPEC_KEYS = (
-    "job_id", "objective", "details", "acceptance", "files", "skill", "params",
-    "workflow", "worker", "supervisor", "planner", "extra_roles",
-) + SETTINGS
 
 #: A step of a hand-written script: an answer, or a person's action
 #: ``(action, text)`` such as ``("answer", "yes")`` or ``("approve-command", None)``.
@@ -69,7 +63,9 @@ def fixture_path(name_or_path: Union[str, Path]) -> Path:
 @dataclass
 class Fixture:
     path: Path
+    #: job.json as written: the job's id and its JobSpec's fields.
     spec: dict
+    job_spec: JobSpec
 
     @property
     def name(self) -> str:
@@ -98,11 +94,15 @@ def load_fixture(name_or_path: Union[str, Path]) -> Fixture:
         raise ConfigError(f"{path} is not a fixture: it has no {JOB_SPEC}") from None
     except ValueError as exc:
         raise ConfigError(f"{spec_file}: not valid JSON: {exc}") from None
-    unknown = sorted(set(spec) - set(SPEC_KEYS)) if isinstance(spec, dict) else []
-    if not isinstance(spec, dict) or unknown or not spec.get("objective"):
-        why = f"unknown keys {', '.join(unknown)}" if unknown else "it needs an object with an objective"
-        raise ConfigError(f"{spec_file}: {why} (known: {', '.join(SPEC_KEYS)})")
-    return Fixture(path, spec)
+    if not isinstance(spec, dict) or not isinstance(spec.get("job_id", ""), str):
+        raise ConfigError(f"{spec_file}: it needs an object with an objective (and a job_id text)")
+    try:
+        job_spec = JobSpec.model_validate({key: value for key, value in spec.items() if key != "job_id"})
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, str(spec_file))) from None
+    if not job_spec.objective:
+        raise ConfigError(f"{spec_file}: it needs an objective")
+    return Fixture(path, spec, job_spec)
 
 
 def create_from_fixture(
@@ -111,23 +111,24 @@ def create_from_fixture(
     """Create the fixture's job (under ``job_id``, else its recorded id)."""
     if not isinstance(fixture, Fixture):
         fixture = load_fixture(fixture)
-    spec = dict(fixture.spec)
-    recorded_id = spec.pop("job_id", None) or fixture.name
-    settings = JobDefaults().model_dump(include=set(SETTINGS))
-    if "allowed_commands" in spec and "command_policy" not in spec:
-        settings["command_policy"] = "allow"
-    settings.update({k: spec.pop(k) for k in SETTINGS if k in spec})
-    if "skill" in spec and "max_steps" not in fixture.spec:
-        del settings["max_steps"]  # the skill's own
-    files = [str(fixture.path / WORKSPACE / name) for name in spec.pop("files", [])]
+    spec = fixture.job_spec
+    # Settings job.json leaves out are the built-in defaults, not config.json's.
+    built_in = JobDefaults()
+    unset = {name: getattr(built_in, name) for name in SETTINGS if name not in spec.model_fields_set}
+    if spec.allowed_commands and "command_policy" in unset:
+        unset["command_policy"] = "allow"
+    if spec.skill and "max_steps" in unset:
+        del unset["max_steps"]  # the skill's own
+    files = [str(fixture.path / WORKSPACE / name) for name in spec.files]
     return create_job(
-        jobs, job_id or recorded_id, spec.pop("objective"), details=spec.pop("details", ""),
-        acceptance=spec.pop("acceptance", []), files=files, make_current=make_current, **spec, **settings,
+        jobs, job_id or fixture.spec.get("job_id") or fixture.name, spec, **unset, files=files,
+        make_current=make_current,
     )
 
 
-def job_spec(job: Job) -> dict:
-    """job.json for ``job``: how it was created, from its history's first entry."""
+def job_spec(job: Job) -> JobSpec:
+    """How ``job`` was created, from its history's first entry: the fields
+    that differ from a plain job (settings: from the built-in defaults)."""
     entries = load_history(job.dir).interactions
     created = entries[0] if entries else None
     if created is None or created.user_input is None or created.user_input.action != "create":
@@ -137,48 +138,47 @@ def job_spec(job: Job) -> dict:
         raise LogistError(
             f"job '{job.id}' was created from a repository; only jobs created from files can be recorded as fixtures"
         )
-    spec: dict = {"job_id": job.id, "objective": start.objective}
-    if start.details:
-        spec["details"] = start.details
-    if start.acceptance_criteria:
-        spec["acceptance"] = start.acceptance_criteria
-    if start.files:
-        spec["files"] = start.files
-    slots = DEFAULT_SLOTS
-    if start.workflow != "default":
-        spec["workflow"], slots = start.workflow, PLANNED_SLOTS
+    fields: dict = {
+        "objective": start.objective, "details": start.details, "acceptance": start.acceptance_criteria,
+        "files": start.files, "workflow": start.workflow,
+    }
+    slots = DEFAULT_SLOTS if start.workflow == "default" else PLANNED_SLOTS
     for slot, name in slots.items():
         if start.roles.get(slot) != name:
-            spec[slot] = start.roles.get(slot)
-    extra = [name for slot, name in start.roles.items() if slot not in slots]
-    if extra:
-        spec["extra_roles"] = extra
+            fields[slot] = start.roles.get(slot)
+    fields["extra_roles"] = [name for slot, name in start.roles.items() if slot not in slots]
     if start.skill:
-        spec["skill"], spec["params"] = start.skill.name, start.skill.params
-    defaults = JobDefaults()
-    for key in SETTINGS:
-        value = getattr(start.settings, key)
-        if value != getattr(defaults, key):
-            spec[key] = value
-    return spec
+        fields["skill"], fields["params"] = start.skill.name, start.skill.params
+    built_in = JobDefaults()
+    for name in SETTINGS:
+        value = getattr(start.settings, name)
+        if value != getattr(built_in, name):
+            fields[name] = value
+    if start.settings.allowed_commands:
+        # Said even when it is the built-in one: allowed commands alone would imply "allow".
+        fields["command_policy"] = start.settings.command_policy
+    return JobSpec.model_validate(fields)
+
+
+def fixture_json(job: Job) -> dict:
+    """job.json for ``job``: its id, then the fields of its JobSpec that are
+    not the defaults (so a fixture says only what is particular to it)."""
+    return {"job_id": job.id, **job_spec(job).model_dump(mode="json", exclude_defaults=True)}
 
 
 def record_fixture(job: Job, into: Union[str, Path]) -> Path:
     """Write ``job`` as a fixture folder ``into`` (replacing what it held)."""
-    from .. import workspace as ws
-
     into = Path(into)
     if into.is_dir() and any(into.iterdir()) and not (into / JOB_SPEC).is_file():
         raise LogistError(f"{into} is neither empty nor a fixture folder (it has no {JOB_SPEC}); choose another")
-    spec = job_spec(job)
+    spec = fixture_json(job)
     start = JobManifest.model_validate(load_history(job.dir).interactions[0].manifest_after)
     with job.lock():
         history = job.history_path.read_bytes()
         manifest = job.manifest_path.read_bytes()
         # The files as the job started with them (its first commit), not as
-        # they are now. (workspace.py has no public "read a file at a
-        # commit" yet; ``git show`` through its byte-exact runner.)
-        files = {name: ws.file_at(job.workspace, start.workspace_commit, name) for name in spec.get("files", [])}
+        # they are now.
+        files = {name: job.repo.file_at(start.workspace_commit, name) for name in spec.get("files", [])}
     into.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(into / WORKSPACE, ignore_errors=True)
     for name, data in files.items():

@@ -5,26 +5,26 @@ real prompt builder, the real ``openai`` client, real HTTP) against a
 recording instead of a model. The HTTP side is :class:`logist.replay.scripted.LLMServer`;
 this module only decides what to answer.
 
-Which recorded call answers a request: the recorded LLM calls are kept in one
-queue per role, in recorded order, and a request takes the head of its
-role's queue. The role is read from the request itself, the line
-``--- Role: NAME ---`` of its system message (calls without one, such as
-compaction summaries, share one queue), so two jobs' roles never need more
-bookkeeping than that.
+Which recorded call answers a request: the one whose request it is. A
+step sends exactly the body ``job preview --json`` shows and the history
+records its model, messages and parameters, so each recorded call has a
+canonical request (model, messages, temperature, max_tokens) and a request
+is answered by the earliest recorded call not yet served whose canonical
+request equals the received one (a dict from digest to calls). Nothing is
+read out of the prompt text: no role detection, no per-role queues, no
+patterns. Prompts do not name the job or the endpoint, so a recording
+replays under any job id and against any port; the one job-specific value
+a prompt can hold is the workspace path (in a command's output), and it is
+replaced by exact known values only: each recorded call's own
+``workspace_path``, and :attr:`ReplayLLMServer.workspace` when the caller
+says where the replaying job lives. (``response_format`` is not part of a
+recording, so it is not compared.)
 
-Before answering, the request is compared with the recorded one: the model
-and every message. Three things are expected to differ and are normalised
-first, or a recording would only replay where, under the name and against
-the port it was made with: the job's workspace path (the recorded
-``workspace_path`` stands for whatever path the request has in its place,
-the same one everywhere), the job id in the ``# Job ID`` heading (and in a
-compaction call's first line), and the endpoint in a failed call's message
-(``LLM call to URL failed``), which the model sees after a resubmit.
-``[Step N of MAX]`` is deterministic and compared like the rest.
-Strict (the default), a difference is an HTTP 400 with
-``x-should-retry: false`` whose message names the recorded step and the first
-difference; the client records it and the job stops for a person. Lenient,
-the recorded answer is sent anyway and the difference logged.
+A request no unserved call matches: strict (the default), an HTTP 400 with
+``x-should-retry: false`` naming the nearest unserved call (the one whose
+messages agree longest with the request) and the first difference; the
+client records it and the job stops for a person. Lenient, the nearest call
+answers anyway and the difference is logged.
 
 A recorded failure replays as the same failure: ``HTTP NNN: detail`` as
 that status and detail (not retried, so it comes back at once with the same
@@ -35,6 +35,7 @@ get the same failure again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -48,30 +49,18 @@ from .scripted import NO_RETRY, LLMServer, Reply
 
 logger = logging.getLogger("logist.replay.server")
 
-ROLE_LINE = re.compile(r"^--- Role: (.+?) ---$", re.M)
-#: The queue of recorded calls whose system message names no role.
-NO_ROLE = "(no role)"
 #: Held this long at most when replaying a timeout; the client gives up first.
 TIMEOUT_HOLD = 600.0
-
-_JOB_HEADING = re.compile(r"^(# Job )(\S+)$", re.M)
-_COMPACTION_JOB = re.compile(r"^(Conversation of the .+? in job )(\S+)\.$", re.M)
-#: A failed call's message (shown to the model after a resubmit) names the endpoint.
-_ENDPOINT = re.compile(r"(LLM call to )\S+( failed| returned)")
+#: Parses a recorded call's error (not a prompt) back into the failure to replay.
 _HTTP_ERROR = re.compile(r": HTTP (\d{3})(?:: (.*?))?(?: \(set LOGIST_API_KEY or OPENAI_API_KEY\))?$", re.S)
 _EXCERPT = 30
 #: History entries that are calls of the model.
 CALL_KINDS = ("llm_call", "compaction")
-
-
-def role_of(messages) -> str:
-    """The role a request speaks for: ``--- Role: NAME ---`` in its system message."""
-    for message in messages or []:
-        if isinstance(message, dict) and message.get("role") == "system":
-            found = ROLE_LINE.search(_content(message))
-            if found:
-                return found.group(1)
-    return NO_ROLE
+#: The request parameters a recording keeps (history ``request.metadata``),
+#: compared besides the model and the messages.
+PARAMETERS = ("temperature", "max_tokens")
+#: What the workspace path becomes in a canonical request.
+WORKSPACE = "<workspace>"
 
 
 def _content(message: dict) -> str:
@@ -81,44 +70,57 @@ def _content(message: dict) -> str:
     return json.dumps(content, ensure_ascii=False)  # content parts, or absent
 
 
-@dataclass
+def canonical_request(body: dict, workspaces: tuple[str, ...] = ()) -> dict:
+    """The part of a request body a recording can be matched on: model,
+    messages (role and text) and :data:`PARAMETERS`, with each of the exact
+    ``workspaces`` paths replaced by ``<workspace>``."""
+    paths = sorted({w for w in workspaces if w}, key=len, reverse=True)
+
+    def text(message: dict) -> str:
+        value = _content(message)
+        for path in paths:
+            value = value.replace(path, WORKSPACE)
+        return value
+
+    request = {
+        "model": body.get("model"),
+        "messages": [{"role": m.get("role"), "content": text(m)} for m in body.get("messages") or []],
+    }
+    request.update({key: body.get(key) for key in PARAMETERS})
+    return request
+
+
+def recorded_body(entry: HistoryEntry) -> dict:
+    """The request body of a recorded call, as far as the history keeps it."""
+    metadata = entry.request.metadata
+    body: dict = {"model": metadata.model, "messages": [m.model_dump() for m in entry.request.prompt]}
+    body.update({key: getattr(metadata, key) for key in PARAMETERS})
+    return body
+
+
+def digest(request: dict) -> str:
+    return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+@dataclass(eq=False)  # compared by identity: two calls can ask the same
 class RecordedCall:
     """One recorded LLM call, as the replay serves it."""
 
     entry: HistoryEntry
-    role: str
+    #: "Worker", or "Worker summary" for a compaction call of the Worker.
+    label: str
     number: int
     of: int
+    #: The canonical request (:func:`canonical_request`) and its digest.
+    request: dict
+    digest: str
 
     @property
     def step(self) -> int:
         return int(self.entry.manifest_after.get("steps") or 0)
 
     def describe(self) -> str:
-        return f"step {self.step} ({self.role} call {self.number} of {self.of}, history entry {self.entry.sequence})"
-
-
-def _normalise(text: str) -> str:
-    """The job id and the endpoint blanked out (see the module docstring)."""
-    text = _JOB_HEADING.sub(r"\1<job>", text)
-    text = _COMPACTION_JOB.sub(r"\1<job>.", text)
-    return _ENDPOINT.sub(r"\1<endpoint>\2", text)
-
-
-def _received_workspace(recorded: list[str], received: list[str], workspace: str) -> Optional[str]:
-    """The path the request has where the recording has ``workspace``."""
-    pairs = [(r, g) for r, g in zip(recorded, received) if workspace in r]
-    for rec, got in pairs:  # a message that matches once the path is a wildcard
-        parts = [re.escape(p) for p in rec.split(workspace)]
-        found = re.fullmatch(parts[0] + r"(?P<ws>.+?)" + r"(?P=ws)".join(parts[1:]), got, re.S)
-        if found:
-            return found.group("ws")
-    for rec, got in pairs:  # else the first place it would be, for the error message
-        before, after = rec.split(workspace, 1)
-        found = re.match(re.escape(before) + r"(.+?)" + re.escape(after[:_EXCERPT]), got, re.S)
-        if found:
-            return found.group(1)
-    return None
+        return f"step {self.step} ({self.label} call {self.number} of {self.of}, history entry {self.entry.sequence})"
 
 
 def _excerpt(text: str, at: int) -> str:
@@ -128,32 +130,47 @@ def _excerpt(text: str, at: int) -> str:
     return ("..." if start else "") + quoted + ("..." if at + _EXCERPT < len(text) else "")
 
 
-def first_difference(recorded: list[dict], received: list[dict], model: tuple[str, str], workspace: str) -> Optional[str]:
-    """Where ``received`` first differs from ``recorded``, in words; None if
-    they are the same once the workspace path, job id and endpoint are
-    normalised. ``model`` is (recorded, received)."""
-    recorded_model, received_model = model
-    if recorded_model != received_model:
-        return f"the model is {json.dumps(received_model)}, the recording used {json.dumps(recorded_model)}"
-    rec_texts = [_normalise(_content(m)) for m in recorded]
-    got_texts = [_normalise(_content(m)) for m in received]
-    if workspace and any(workspace in t for t in rec_texts):
-        theirs = _received_workspace(rec_texts, got_texts, workspace)
-        rec_texts = [t.replace(workspace, "<workspace>") for t in rec_texts]
-        if theirs:
-            got_texts = [t.replace(theirs, "<workspace>") for t in got_texts]
-    for index, (rec, got) in enumerate(zip(recorded, received)):
-        if rec.get("role") != got.get("role"):
-            return f"message {index} has role {json.dumps(got.get('role'))}, the recording {json.dumps(rec.get('role'))}"
-        a, b = rec_texts[index], got_texts[index]
+def _common_prefix(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def agreement(recorded: dict, received: dict) -> tuple[int, int, bool, bool]:
+    """How far two canonical requests agree: leading messages equal, then
+    characters of the next message, then the model, then the parameters.
+    The larger, the nearer."""
+    same = 0
+    for a, b in zip(recorded["messages"], received["messages"]):
         if a != b:
-            at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            break
+        same += 1
+    prefix = 0
+    if same < min(len(recorded["messages"]), len(received["messages"])):
+        a, b = recorded["messages"][same], received["messages"][same]
+        prefix = _common_prefix(a["content"], b["content"]) if a["role"] == b["role"] else 0
+    parameters = all(recorded[key] == received[key] for key in PARAMETERS)
+    return same, prefix, recorded["model"] == received["model"], parameters
+
+
+def first_difference(recorded: dict, received: dict) -> Optional[str]:
+    """Where canonical request ``received`` first differs from ``recorded``,
+    in words; None if they are the same."""
+    if recorded["model"] != received["model"]:
+        return f"the model is {json.dumps(received['model'])}, the recording used {json.dumps(recorded['model'])}"
+    for index, (rec, got) in enumerate(zip(recorded["messages"], received["messages"])):
+        if rec["role"] != got["role"]:
+            return f"message {index} has role {json.dumps(got['role'])}, the recording {json.dumps(rec['role'])}"
+        a, b = rec["content"], got["content"]
+        if a != b:
+            at = _common_prefix(a, b)
             return (
-                f"message {index} ({rec.get('role')}) differs at character {at}: "
+                f"message {index} ({rec['role']}) differs at character {at}: "
                 f"recorded {_excerpt(a, at)}, received {_excerpt(b, at)}"
             )
-    if len(recorded) != len(received):
-        return f"the request has {len(received)} messages, the recording {len(recorded)}"
+    if len(recorded["messages"]) != len(received["messages"]):
+        return f"the request has {len(received['messages'])} messages, the recording {len(recorded['messages'])}"
+    for key in PARAMETERS:
+        if recorded[key] != received[key]:
+            return f"{key} is {json.dumps(received[key])}, the recording used {json.dumps(recorded[key])}"
     return None
 
 
@@ -193,48 +210,70 @@ def load_recording(source: Union[str, Path, JobHistory]) -> JobHistory:
 
 
 class ReplayLLMServer(LLMServer):
-    """Answers each role's requests with its recorded calls, in order.
+    """Answers each request with the recorded call whose request it is.
 
-    ``strict`` (default): a request that differs from the recorded one gets
-    an HTTP 400 naming the step and the first difference. Otherwise it gets
-    the recorded answer and the difference is logged (``logist.replay.server``
-    logger) and kept in :attr:`mismatches`.
+    ``strict`` (default): a request no unserved recorded call matches gets
+    an HTTP 400 naming the nearest one and the first difference. Otherwise
+    the nearest one answers and the difference is logged
+    (``logist.replay.server`` logger) and kept in :attr:`mismatches`.
+    ``workspace``: where the replaying job's workspace is, when a command's
+    output in the recording names the recorded one.
     """
 
     thread_name = "replay-llm"
 
     def __init__(
-        self, recording: Union[str, Path, JobHistory], *, strict: bool = True, host: str = "127.0.0.1", port: int = 0
+        self,
+        recording: Union[str, Path, JobHistory],
+        *,
+        strict: bool = True,
+        workspace: Union[str, Path, None] = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
     ):
         self.history = load_recording(recording)
         self.strict = strict
-        calls = [e for e in self.history.interactions if e.kind in CALL_KINDS and e.request is not None]
-        by_role: dict[str, list[HistoryEntry]] = {}
-        for entry in calls:
-            by_role.setdefault(role_of([m.model_dump() for m in entry.request.prompt]), []).append(entry)
-        self.queues: dict[str, deque[RecordedCall]] = {
-            role: deque(RecordedCall(e, role, n, len(entries)) for n, e in enumerate(entries, 1))
-            for role, entries in by_role.items()
-        }
-        self.total = len(calls)
-        self.counts = {role: len(entries) for role, entries in by_role.items()}
+        #: The replaying job's workspace path, replaced like the recorded ones.
+        self.workspace: Optional[str] = str(workspace) if workspace else None
+        entries = [e for e in self.history.interactions if e.kind in CALL_KINDS and e.request is not None]
+        labels = [(e.role or e.request.metadata.role) + (" summary" if e.kind == "compaction" else "") for e in entries]
+        #: Recorded calls per label ("Worker", "Worker summary", ...), in order of first appearance.
+        self.counts: dict[str, int] = {}
+        for label in labels:
+            self.counts[label] = self.counts.get(label, 0) + 1
+        seen: dict[str, int] = {}
+        self.calls: list[RecordedCall] = []
+        for entry, label in zip(entries, labels):
+            seen[label] = seen.get(label, 0) + 1
+            request = canonical_request(recorded_body(entry), (entry.workspace_path,))
+            self.calls.append(RecordedCall(entry, label, seen[label], self.counts[label], request, digest(request)))
+        self._recorded_workspaces = tuple({e.workspace_path for e in entries if e.workspace_path})
+        self.total = len(self.calls)
+        #: Unserved calls by the digest of their request, earliest first.
+        self._unserved: dict[str, deque[RecordedCall]] = {}
+        for call in self.calls:
+            self._unserved.setdefault(call.digest, deque()).append(call)
         #: Recorded calls answered so far, in the order they were served.
         self.served: list[RecordedCall] = []
         #: Every difference found (strict: refused; lenient: answered anyway).
         self.mismatches: list[str] = []
-        # The last failure served per role, so that the client's retries of
-        # the same request get it again instead of the next recorded call.
-        self._failing: dict[str, tuple[str, Reply]] = {}
+        # The last failure served, so that the client's retries of the same
+        # request get it again instead of the next recorded call.
+        self._failing: Optional[tuple[str, Reply]] = None
         super().__init__(host, port)
 
     @property
     def remaining(self) -> int:
-        return sum(len(q) for q in self.queues.values())
+        return sum(len(calls) for calls in self._unserved.values())
 
     def summary(self) -> str:
         """``4 recorded calls (Worker: 2, Supervisor: 2)``."""
-        per_role = ", ".join(f"{role}: {count}" for role, count in self.counts.items())
+        per_role = ", ".join(f"{label}: {count}" for label, count in self.counts.items())
         return f"{self.total} recorded call{'s' if self.total != 1 else ''}" + (f" ({per_role})" if per_role else "")
+
+    def canonical(self, body: dict) -> dict:
+        """A received body's canonical request (see :func:`canonical_request`)."""
+        return canonical_request(body, self._recorded_workspaces + ((self.workspace,) if self.workspace else ()))
 
     def _refuse(self, message: str, kind: str) -> Reply:
         # INFO: the client gets (and records) the message; a server run on
@@ -242,40 +281,42 @@ class ReplayLLMServer(LLMServer):
         logger.info(message)
         return Reply(status=400, error_message=message, error_type=kind, headers=NO_RETRY)
 
+    def _nearest(self, request: dict) -> Optional[RecordedCall]:
+        """The unserved call that agrees longest with ``request`` (the
+        earliest among equals)."""
+        pending = [c for c in self.calls if c in self._unserved.get(c.digest, ())]
+        return max(pending, key=lambda c: agreement(c.request, request), default=None)
+
     def reply_for(self, body: dict, headers: dict) -> Reply:
         messages = body.get("messages")
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             return self._refuse("the request has no list of messages", "invalid_request_error")
-        role = role_of(messages)
-        fingerprint = json.dumps(body, sort_keys=True, ensure_ascii=False)
-        failing = self._failing.get(role)
-        if failing and failing[0] == fingerprint:
-            return failing[1]
-        queue = self.queues.get(role)
-        if not queue:
-            if role in self.counts:
+        request = self.canonical(body)
+        key = digest(request)
+        if self._failing and self._failing[0] == key:
+            return self._failing[1]
+        matching = self._unserved.get(key)
+        if matching:
+            call = matching[0]
+        else:
+            call = self._nearest(request)
+            if call is None:
                 return self._refuse(
-                    f"the recording has no {role} call left: all {self.counts[role]} were answered", "replay_exhausted"
+                    f"the recording has no call left: all {self.total} were answered", "replay_exhausted"
                 )
-            known = ", ".join(self.counts) or "none"
-            return self._refuse(f"the recording has no call for role {json.dumps(role)} (it has: {known})", "replay_exhausted")
-        call = queue[0]
-        recorded = [m.model_dump() for m in call.entry.request.prompt]
-        model = (call.entry.request.metadata.model, body.get("model"))
-        difference = first_difference(recorded, messages, model, call.entry.workspace_path)
-        if difference:
-            text = f"replay mismatch at {call.describe()}: {difference}"
+            text = f"replay mismatch at {call.describe()}: {first_difference(call.request, request)}"
+            again = next((c for c in self.served if c.digest == key), None)
+            if again is not None:
+                text += f" (the request is that of {again.describe()}, already answered)"
             self.mismatches.append(text)
             if self.strict:
                 return self._refuse(text, "replay_mismatch")
             logger.warning(f"{text} (answered with the recorded answer anyway)")
-        queue.popleft()
+        self._unserved[call.digest].remove(call)
         self.served.append(call)
         reply = recorded_reply(call.entry)
-        if reply.status != 200 or reply.delay or reply.disconnect:
-            self._failing[role] = (fingerprint, reply)
-        else:
-            self._failing.pop(role, None)
+        failed = reply.status != 200 or reply.delay or reply.disconnect
+        self._failing = (key, reply) if failed else None
         outcome = call.entry.response.status if call.entry.response else "?"
         logger.info(f"{call.describe()}: answered as recorded ({outcome})")
         return reply

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -21,6 +20,9 @@ from .atomic import atomic_write_json
 from .config import LogistConfig, load_config
 from ..errors import ConfigError, CorruptFileError, JobBusyError, LogistError, NotFoundError
 from .manifest import MANIFEST_NAME, JobManifest, read_manifest
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
 
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 INDEX_NAME = "jobs_index.json"
@@ -88,7 +90,15 @@ class Job:
 
     @property
     def workspace(self) -> Path:
+        """The workspace's path (commands run there, records name it)."""
         return self.dir / "workspace"
+
+    @property
+    def repo(self) -> "Workspace":
+        """The workspace's git repository (:class:`logist.workspace.Workspace`)."""
+        from ..workspace import Workspace
+
+        return Workspace(self.workspace)
 
     @property
     def lock_path(self) -> Path:
@@ -195,8 +205,3 @@ class JobsDir:
         if path.exists() or job_id in self.read_index().jobs:
             raise LogistError(f"job '{job_id}' already exists in {self.path}")
         return path
-
-    def remove_incomplete(self, path: Path) -> None:
-        """Undo a create that failed before the job was registered."""
-        if path.exists() and not (path / MANIFEST_NAME).exists():
-            shutil.rmtree(path, ignore_errors=True)

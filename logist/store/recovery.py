@@ -33,7 +33,6 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from . import history as hist
-from ..views import transcript
 from .atomic import atomic_write_json, move_aside
 from ..errors import CorruptFileError
 from ..failpoints import failpoint
@@ -66,14 +65,15 @@ def record(job_dir: Path, entry: HistoryEntry, manifest: JobManifest) -> None:
     """Append ``entry``, write ``manifest`` and close the step's journal.
 
     ``entry.manifest_after`` must already be ``manifest``'s dump: once the
-    entry is appended, it alone can restore the manifest.
+    entry is appended, it alone can restore the manifest. The views (the
+    transcript) are not written here: they are derived data, brought up to
+    date after the job's lock is released (:mod:`logist.engine.session`).
     """
     hist.append_entry(job_dir, entry)
     failpoint("after_history")
     write_manifest(job_dir, manifest)
     failpoint("after_manifest")
     journal_path(job_dir).unlink(missing_ok=True)
-    transcript.append_safely(job_dir, entry)  # derived data: never fails the step
 
 
 def new_entry(
@@ -129,7 +129,7 @@ def _load_manifest_or_rebuild(job_dir: Path, notes: list[str]) -> JobManifest:
 def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
     """Repair whatever an interrupted command left; return the manifest and
     what was done. Call with the job's lock held."""
-    from .. import workspace as ws
+    from ..workspace import Workspace
 
     job_dir = Path(job_dir)
     notes: list[str] = []
@@ -166,7 +166,7 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
             notes.append(f"entry {journal.sequence} was recorded but its command was interrupted before it finished")
         else:
             if journal.head_before:
-                ws.reset_to(workspace, journal.head_before)
+                Workspace(workspace).reset_to(journal.head_before)
                 reset_head = journal.head_before
             jpath.unlink()
             dropped = journal.raw_response

@@ -1,1 +1,72 @@
-"""views"""
+"""What a person reads about a job, derived from its history and manifest.
+
+Data flows one way: the store is read, the engine decides and records under
+the job's lock, and only then, with the lock released, are the views
+brought up to date (:func:`refresh`). Nothing in :mod:`logist.store` or on
+the crash-safety path imports this package, so a view that cannot be
+written (a full disk, a directory where the file should be, a crash in the
+middle of the write) can never fail, slow down or undo a step: it is caught
+up by the next command, or rebuilt from the history.
+
+* :mod:`.summary` a job's summary, computed once (rows, states, budgets);
+  every view below takes its words from it.
+* :mod:`.transcript` ``transcript.md``, kept up to date after every command
+  (:mod:`.markdown` renders one entry, :mod:`.prompt_tracker` remembers what
+  the reader has already seen).
+* :mod:`.report` ``report.html`` and the jobs index, written on demand
+  (:mod:`.html` holds the page's pieces, ``assets/`` its style and script).
+
+Since :func:`refresh` runs without the job's lock, the view files have a
+lock of their own (``<job>/.views.lock``), taken without waiting, so two
+processes never interleave their writes. When another process holds it, this
+one skips: the holder checks the history again after each update and goes
+on until the views end with the last entry, so it takes in what this one
+recorded. (Only an entry recorded in the instant between the holder's last
+check and its release waits for the next command, or ``job transcript``,
+which catches up whatever is behind.)
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+VIEWS_LOCK_NAME = ".views.lock"
+#: Updates in a row while other processes keep recording (bounds the loop).
+_MAX_ROUNDS = 10
+
+log = logging.getLogger("logist")
+
+
+@contextmanager
+def views_lock(job_dir: Path, timeout: float = 0) -> Iterator[None]:
+    """Hold the lock of the job's view files; raises JobBusyError when busy."""
+    from ..store.jobsdir import hold_lock
+
+    with hold_lock(Path(job_dir) / VIEWS_LOCK_NAME, f"job '{Path(job_dir).name}' (its views)", timeout):
+        yield
+
+
+def refresh(job) -> None:
+    """Bring ``job``'s views up to date with its history. Never raises.
+
+    Call after the job's lock is released. A failure is one warning on the
+    "logist" logger; the command that recorded the entries has succeeded.
+    """
+    from ..errors import JobBusyError
+    from . import transcript
+
+    try:
+        with views_lock(job.dir):
+            for _ in range(_MAX_ROUNDS):
+                if transcript.update(job.dir) == "current":
+                    break
+    except JobBusyError:
+        return  # the holder is updating them and will find our entries
+    except Exception as exc:  # noqa: BLE001 - anything at all: what they show is already recorded
+        log.warning(
+            "could not update %s (%s: %s); the job is fine, and 'logist job transcript --rebuild' rewrites it",
+            transcript.transcript_path(job.dir), type(exc).__name__, exc,
+        )

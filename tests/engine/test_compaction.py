@@ -49,7 +49,7 @@ def test_summary_replaces_old_rounds_and_recent_ones_stay_whole(jobs, llm, norma
     # system + (opening, summary and round 4) + answer 4 + round 5 + answer 5 + the new message
     assert [m["role"] for m in prompt] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert "--- Summary of rounds 1 to 3 of this conversation ---\nRounds 1-3" in prompt[1]["content"]
-    assert prompt[1]["content"].startswith("# Job long")
+    assert prompt[1]["content"].startswith("# Job\n\n## Objective\nA long task")
     assert "progress note 3" not in json.dumps(prompt) and "progress note 4" in prompt[2]["content"]
     assert normalise(prompt) == snapshot
 

@@ -1,5 +1,6 @@
-"""The replay server: recorded answers per role, strict and lenient matching,
-recorded failures, the official client in another process, the CLI command."""
+"""The replay server: each request answered by the recorded call whose
+request it is, strict and lenient matching, recorded failures, the official
+client in another process, the CLI command."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 from logist import JobsDir, Status, create_job, load_history, run_job, step_once, user_action
 from logist.replay.fixtures import create_from_fixture, load_fixture
 from logist.replay.apply import ReplayDivergedError, replay_history
-from logist.replay.server import NO_ROLE, first_difference, role_of
+from logist.replay.server import ReplayLLMServer, canonical_request, first_difference, recorded_body
 from logist.replay.scripted import NO_RETRY, Reply, ScriptedLLMServer
 from logist.replay.scripted import answer
 
@@ -27,73 +28,106 @@ from conftest import REPO_ROOT, write_config
 WORDCOUNT = REPO_ROOT / "fixtures" / "wordcount"
 
 
-
-
 def recorded_calls(history):
     return [e for e in history.interactions if e.kind == "llm_call"]
 
 
-def messages_of(entry) -> list[dict]:
-    return [m.model_dump() for m in entry.request.prompt]
+def body_of(entry) -> dict:
+    """The request body the recorded call sent (model, messages, parameters)."""
+    return {k: v for k, v in recorded_body(entry).items() if v is not None}
 
 
 def client(server, retries: int = 2) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=retries)
 
 
-# 1. Order, roles and matching ---------------------------------------------------------------
+# 1. Matching by the request itself ---------------------------------------------------------------
 
 
-def test_each_role_gets_its_recorded_answers_in_order(replay_llm):
+def test_each_request_gets_the_answer_recorded_for_it_in_any_order(replay_llm):
     server = replay_llm(WORDCOUNT)
     calls = recorded_calls(server.history)
     assert [c.role for c in calls] == ["Worker", "Supervisor", "Worker", "Supervisor"]
     assert server.summary() == "4 recorded calls (Worker: 2, Supervisor: 2)"
     llm = client(server)
 
-    # The Supervisor's first call is answered before any Worker call: each
-    # role has its own queue.
-    supervisor = llm.chat.completions.create(model="gpt-4o-mini", messages=messages_of(calls[1]))
+    # The Supervisor's first call is answered before any Worker call: the
+    # request alone says which recorded call it is.
+    supervisor = llm.chat.completions.create(**body_of(calls[1]))
     assert supervisor.choices[0].message.content == calls[1].response.raw_response
     assert (supervisor.usage.prompt_tokens, supervisor.usage.completion_tokens) == (
         calls[1].usage.prompt_tokens, calls[1].usage.completion_tokens,
     )
-    worker = llm.chat.completions.create(model="gpt-4o-mini", messages=messages_of(calls[0]))
+    worker = llm.chat.completions.create(**body_of(calls[0]))
     assert worker.choices[0].message.content == calls[0].response.raw_response
     assert [c.entry.sequence for c in server.served] == [3, 2]
     assert server.remaining == 2
 
-    # A role's second request must be its second recorded call, not its first again.
+    # The same request again has no unserved call: refused, naming the
+    # nearest unserved one (the Worker's second call) and the served one.
     with pytest.raises(openai.BadRequestError) as refused:
-        llm.chat.completions.create(model="gpt-4o-mini", messages=messages_of(calls[0]))
-    assert "replay mismatch at step 3 (Worker call 2 of 2, history entry 4)" in str(refused.value)
+        llm.chat.completions.create(**body_of(calls[0]))
+    text = str(refused.value)
+    assert "replay mismatch at step 3 (Worker call 2 of 2, history entry 4): message 1 (user) differs" in text
+    assert "(the request is that of step 1 (Worker call 1 of 2, history entry 2), already answered)" in text
     assert len(server.requests) == 3, "a refusal is not retried"
+    assert server.remaining == 2
 
 
-def test_role_is_read_from_the_system_message():
-    assert role_of([{"role": "system", "content": "protocol\n\n--- Role: Reviewer 2 ---\nReview."}]) == "Reviewer 2"
-    assert role_of([{"role": "system", "content": "Summarise."}, {"role": "user", "content": "--- Role: X ---"}]) == NO_ROLE
-    assert role_of([]) == NO_ROLE
+def test_identical_requests_get_their_recorded_answers_in_recorded_order(jobs, llm, replay_llm):
+    """A rewound step asks again exactly what it asked: the earliest unserved call answers first."""
+    from logist.engine.rewind import rewind
+
+    job = create_job(jobs, "again", "Say hello")
+    llm.add(answer("MESSAGE", message="first try"))
+    step_once(job, base_url=llm.base_url)
+    rewind(job, baseline=True)
+    llm.add(answer("MESSAGE", message="second try"))
+    step_once(job, base_url=llm.base_url)
+    assert llm.requests[0] == llm.requests[1]
+
+    server = replay_llm(load_history(job.dir))
+    contents = [client(server).chat.completions.create(**llm.requests[0]).choices[0].message.content for _ in range(2)]
+    assert contents == [answer("MESSAGE", message="first try"), answer("MESSAGE", message="second try")]
+    with pytest.raises(openai.BadRequestError, match="the recording has no call left: all 2 were answered"):
+        client(server).chat.completions.create(**llm.requests[0])
+
+
+def test_canonical_request_keeps_model_messages_and_parameters():
+    body = {
+        "model": "m", "temperature": 0.2, "response_format": {"type": "json_object"}, "stream": False,
+        "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "ran in /w/ws and /w/ws/sub"}],
+    }
+    assert canonical_request(body, ("/w/ws",)) == {
+        "model": "m", "temperature": 0.2, "max_tokens": None,
+        "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "ran in <workspace> and <workspace>/sub"}],
+    }
+    # Exact values only: a path that is not the workspace stays.
+    assert canonical_request(body, ("/w/other",))["messages"][1]["content"] == "ran in /w/ws and /w/ws/sub"
 
 
 def test_first_difference_names_the_place_and_shows_both_texts():
-    task = "Count the words in the text.\n\n[Step 1 of 100]"
-    recorded = [{"role": "system", "content": "S"}, {"role": "user", "content": f"# Job a\n\n{task}"}]
-    same_but_job = [{"role": "system", "content": "S"}, {"role": "user", "content": f"# Job b-2\n\n{task}"}]
-    assert first_difference(recorded, same_but_job, ("m", "m"), "/w") is None
-    assert first_difference(recorded, same_but_job, ("m", "other"), "/w") == 'the model is "other", the recording used "m"'
-    changed = [recorded[0], {"role": "user", "content": recorded[1]["content"].replace("words", "lines")}]
-    assert first_difference(recorded, changed, ("m", "m"), "/w") == (
+    task = "## Objective\nCount the words in the text.\n\n[Step 1 of 100]"
+    recorded = canonical_request(
+        {"model": "m", "temperature": 0.2, "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": task}]}
+    )
+    assert first_difference(recorded, dict(recorded)) is None
+    assert first_difference(recorded, {**recorded, "model": "other"}) == 'the model is "other", the recording used "m"'
+    changed = {**recorded, "messages": [recorded["messages"][0], {"role": "user", "content": task.replace("words", "lines")}]}
+    assert first_difference(recorded, changed) == (
         'message 1 (user) differs at character 23: recorded ..."Count the words in the text.\\n\\n[Step 1 of"..., '
         'received ..."Count the lines in the text.\\n\\n[Step 1 of"...'
     )
-    assert first_difference(recorded, recorded[:1], ("m", "m"), "/w") == "the request has 1 messages, the recording 2"
-    swapped = [recorded[0], {"role": "assistant", "content": recorded[1]["content"]}]
-    assert first_difference(recorded, swapped, ("m", "m"), "/w") == 'message 1 has role "assistant", the recording "user"'
+    shorter = {**recorded, "messages": recorded["messages"][:1]}
+    assert first_difference(recorded, shorter) == "the request has 1 messages, the recording 2"
+    swapped = {**recorded, "messages": [recorded["messages"][0], {"role": "assistant", "content": task}]}
+    assert first_difference(recorded, swapped) == 'message 1 has role "assistant", the recording "user"'
+    assert first_difference(recorded, {**recorded, "temperature": 0.7}) == "temperature is 0.7, the recording used 0.2"
 
 
 def test_the_workspace_path_stands_for_the_new_jobs_path(tmp_path, llm, replay_llm):
-    """A command's output names the workspace; the replay elsewhere still matches."""
+    """A command's output names the workspace; told where the replaying job
+    lives, the replay elsewhere still matches."""
     spec = dict(allowed_commands=["pwd"])
     here = create_job(JobsDir(tmp_path / "here"), "where", "Say where you are", **spec)
     llm.add(answer("CMD", command="pwd"), answer("COMPLETED", "I am in the workspace."), answer("COMPLETED", "ok"))
@@ -103,10 +137,16 @@ def test_the_workspace_path_stands_for_the_new_jobs_path(tmp_path, llm, replay_l
 
     there = create_job(JobsDir(tmp_path / "elsewhere" / "deeper"), "moved", "Say where you are", **spec)
     server = replay_llm(recorded)
+    server.workspace = str(there.workspace)
     replay_history(there, recorded, base_url=server.base_url)
     assert server.mismatches == [] and server.remaining == 0
     assert there.manifest().status == Status.APPROVAL_REQUIRED
     assert str(there.workspace) in recorded_calls(load_history(there.dir))[1].request.prompt[-1].content
+
+    # Not told, the path is just a difference, shown where it is.
+    unknown = create_job(JobsDir(tmp_path / "unknown"), "lost", "Say where you are", **spec)
+    with pytest.raises(ReplayDivergedError, match=r"message 3 \(user\) differs at character \d+: recorded .*<workspace>"):
+        replay_history(unknown, recorded, base_url=replay_llm(recorded).base_url)
 
 
 # 2. A step that diverges (acceptance 3) --------------------------------------------------------
@@ -114,6 +154,7 @@ def test_the_workspace_path_stands_for_the_new_jobs_path(tmp_path, llm, replay_l
 
 def test_a_diverging_step_gets_the_strict_error_and_the_job_stays_consistent(jobs, replay_llm):
     server = replay_llm(WORDCOUNT)
+    # Under another job id than the recording's: prompts do not name the job.
     job = create_from_fixture(jobs, WORDCOUNT, "wc")
     history = load_fixture(WORDCOUNT).history()
     first = step_once(job, base_url=server.base_url, model="gpt-4o-mini")
@@ -130,6 +171,7 @@ def test_a_diverging_step_gets_the_strict_error_and_the_job_stays_consistent(job
     assert "HTTP 400: replay mismatch at step 2 (Supervisor call 1 of 2, history entry 3): message 1 (user) differs" in reason
     assert 'received ..."nt.py\\n```\\ndef count_words(text):\\n    ret"...' in reason, "the excerpt shows what was received"
     assert "failed after 1 attempt" in reason, "the refusal is not retried"
+    assert server.base_url not in reason, "the endpoint is not in what the model may be shown"
     assert len(server.requests) == 2
 
     # Consistent: the failed call is on record, the person's edit is kept and
@@ -153,7 +195,7 @@ def test_a_diverging_step_gets_the_strict_error_and_the_job_stays_consistent(job
     assert other.manifest().status == Status.INTERVENTION_REQUIRED
 
 
-def test_lenient_answers_anyway_and_logs_the_difference(jobs, replay_llm, caplog):
+def test_lenient_answers_the_nearest_call_and_logs_the_difference(jobs, replay_llm, caplog):
     server = replay_llm(WORDCOUNT, strict=False)
     job = create_job(jobs, "wc", "Count words differently")
     with caplog.at_level(logging.WARNING, logger="logist.replay.server"):
@@ -164,14 +206,19 @@ def test_lenient_answers_anyway_and_logs_the_difference(jobs, replay_llm, caplog
     assert server.mismatches[0].startswith("replay mismatch at step 1 (Worker call 1 of 2, history entry 2): message 1 (user)")
     assert any(server.mismatches[0] in r.getMessage() and "answered with the recorded answer anyway" in r.getMessage()
                for r in caplog.records)
+    assert [c.entry.sequence for c in server.served] == [2] and server.remaining == 3
 
 
-def test_a_role_without_recorded_calls_left_is_refused(replay_llm):
+def test_a_request_after_the_recording_is_used_up_is_refused(replay_llm):
     server = replay_llm(WORDCOUNT)
-    with pytest.raises(openai.BadRequestError, match=r"no call for role \\?\"Planner\\?\" \(it has: Worker, Supervisor\)"):
-        client(server).chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "system", "content": "--- Role: Planner ---\nPlan."}]
-        )
+    llm = client(server)
+    for call in recorded_calls(server.history):
+        llm.chat.completions.create(**body_of(call))
+    assert server.remaining == 0
+    with pytest.raises(openai.BadRequestError, match="the recording has no call left: all 4 were answered"):
+        llm.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "more?"}])
+    with pytest.raises(openai.BadRequestError, match="the request has no list of messages"):
+        llm.chat.completions.create(model="gpt-4o-mini", messages="hello")
 
 
 # 3. Recorded failures replay as the same failure ---------------------------------------------------
@@ -197,19 +244,34 @@ def test_a_recorded_failure_replays_as_the_same_failure(jobs, llm, replay_llm, f
     llm.add(answer("COMPLETED", "wrote it", file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}]))
     step_once(recorded_job, base_url=llm.base_url)
     recorded = load_history(recorded_job.dir)
+    # The resubmitted request shows the model why the job stopped, but not where it was served from.
+    assert "LLM call failed after" in llm.requests[-1]["messages"][-1]["content"]
+    assert llm.base_url not in json.dumps(llm.requests[-1])
 
     replayed_job = create_job(jobs, "rep", "Write hello.py")
     server = replay_llm(recorded)
     replay_history(replayed_job, recorded, base_url=server.base_url)
     assert server.mismatches == [] and server.remaining == 0
 
-    def errors(job, base_url):
-        return [e.response.error.replace(base_url, "<url>") for e in recorded_calls(load_history(job.dir)) if e.response.error]
+    def errors(job):
+        return [e.response.error for e in recorded_calls(load_history(job.dir)) if e.response.error]
 
-    assert errors(replayed_job, server.base_url) == errors(recorded_job, llm.base_url)
-    assert len(errors(recorded_job, llm.base_url)) == 1
+    assert errors(replayed_job) == errors(recorded_job)
+    assert len(errors(recorded_job)) == 1
     assert replayed_job.manifest().status == Status.REVIEWING
     assert (replayed_job.workspace / "hello.py").read_text() == "print('Hello')\n"
+
+
+def test_a_retry_of_a_failed_request_gets_the_same_failure(jobs, llm):
+    write_config(jobs, max_retries=0)
+    job = create_job(jobs, "rec", "Write hello.py")
+    llm.add(Reply(status=503, error_message="the model is overloaded"))
+    step_once(job, base_url=llm.base_url)
+    with ReplayLLMServer(load_history(job.dir)) as server:
+        for _ in range(3):
+            with pytest.raises(openai.InternalServerError, match="the model is overloaded"):
+                client(server, retries=0).chat.completions.create(**llm.requests[0])
+        assert len(server.served) == 1 and server.mismatches == []
 
 
 # 4. The official client in another process (acceptance 4) ---------------------------------------------
@@ -219,11 +281,11 @@ CLIENT = textwrap.dedent(
     import json, sys
     import openai
 
-    base_url, model = sys.argv[1], sys.argv[2]
-    messages = json.loads(sys.stdin.read())
+    base_url = sys.argv[1]
+    body = json.loads(sys.stdin.read())
     client = openai.OpenAI(base_url=base_url, api_key="sk-test", max_retries=2)
     try:
-        completion = client.chat.completions.create(model=model, messages=messages)
+        completion = client.chat.completions.create(**body)
         print(json.dumps({"completion": completion.model_dump(mode="json")}))
     except openai.APIStatusError as exc:
         print(json.dumps({"error": type(exc).__name__, "status": exc.status_code, "body": exc.body}))
@@ -231,9 +293,9 @@ CLIENT = textwrap.dedent(
 )
 
 
-def client_in_a_process(base_url: str, model: str, messages: list[dict]) -> dict:
+def client_in_a_process(base_url: str, body: dict) -> dict:
     done = subprocess.run(
-        [sys.executable, "-c", CLIENT, base_url, model], input=json.dumps(messages),
+        [sys.executable, "-c", CLIENT, base_url], input=json.dumps(body),
         capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 0, done.stderr
@@ -243,24 +305,24 @@ def client_in_a_process(base_url: str, model: str, messages: list[dict]) -> dict
 def test_the_official_client_in_another_process_sees_what_the_scripted_server_sends(replay_llm):
     server = replay_llm(WORDCOUNT)
     call = recorded_calls(server.history)[0]
-    messages = messages_of(call)
+    body = body_of(call)
     usage = {"prompt_tokens": call.usage.prompt_tokens, "completion_tokens": call.usage.completion_tokens}
 
-    replayed = client_in_a_process(server.base_url, "gpt-4o-mini", messages)
+    replayed = client_in_a_process(server.base_url, body)
     with ScriptedLLMServer([Reply(content=call.response.raw_response, usage=usage)]) as scripted:
-        expected = client_in_a_process(scripted.base_url, "gpt-4o-mini", messages)
+        expected = client_in_a_process(scripted.base_url, body)
     assert replayed == expected
     assert replayed["completion"]["choices"][0]["message"]["content"] == call.response.raw_response
     assert replayed["completion"]["usage"]["prompt_tokens"] == call.usage.prompt_tokens
 
     # A refusal reaches the client as the scripted server's HTTP error does, once.
-    other = [messages[0], {"role": "user", "content": "something else"}]
-    refused = client_in_a_process(server.base_url, "gpt-4o-mini", other)
+    other = {**body, "messages": [body["messages"][0], {"role": "user", "content": "something else"}]}
+    refused = client_in_a_process(server.base_url, other)
     assert refused["error"] == "BadRequestError" and refused["status"] == 400
     text = refused["body"]["message"]
     assert text.startswith("replay mismatch at step 3 (Worker call 2 of 2, history entry 4): message 1 (user) differs")
     with ScriptedLLMServer([Reply(status=400, error_message=text, error_type="replay_mismatch", headers=NO_RETRY)]) as scripted:
-        assert client_in_a_process(scripted.base_url, "gpt-4o-mini", other) == refused
+        assert client_in_a_process(scripted.base_url, other) == refused
     assert len(server.requests) == 2, "the client did not retry the refusal"
 
 
@@ -283,10 +345,10 @@ def test_the_cli_replay_server_serves_a_recording_until_stopped(tmp_path):
 
         call = recorded_calls(load_fixture(WORDCOUNT).history())[0]
         llm = openai.OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
-        completion = llm.chat.completions.create(model="gpt-4o-mini", messages=messages_of(call))
+        completion = llm.chat.completions.create(**body_of(call))
         assert completion.choices[0].message.content == call.response.raw_response
         with pytest.raises(openai.BadRequestError, match="replay mismatch at step 3"):
-            llm.chat.completions.create(model="gpt-4o-mini", messages=messages_of(call))
+            llm.chat.completions.create(**body_of(call))
     finally:
         child.send_signal(signal.SIGTERM)
         out, err = child.communicate(timeout=60)

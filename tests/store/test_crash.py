@@ -60,6 +60,7 @@ EXPECTED = {
     "mid_history_append": dict(kept=False, recovery=True),
     "after_history": dict(kept=True, recovery=True),
     "after_manifest": dict(kept=True, recovery=None),
+    "mid_transcript": dict(kept=True, recovery=False),  # the views are written after the step is recorded
     KILL_WHILE_WAITING: dict(kept=False, recovery=False),
 }
 assert set(POINTS) <= set(EXPECTED), "a new failpoint needs an expectation here"

@@ -28,7 +28,7 @@ from logist.views.report import render_job_report, write_index, write_job_report
 from logist.engine.rewind import rewind
 
 from conftest import logist_cli, write_config
-from test_transcript import HOSTILE, a, calc_scenario
+from test_transcript import HOSTILE, RUN_CHECK, a, calc_scenario
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 EXPECTED_ROWS = [
@@ -317,3 +317,51 @@ def test_report_in_headless_chromium(jobs, llm, tmp_path, chromium):
                  (jobs.path / "index.html").as_uri())
     assert index_shot.read_bytes().startswith(b"\x89PNG")
     print(f"screenshot: {index_shot}")
+
+
+# 5. One summary, every view ----------------------------------------------------------------------------
+
+
+def test_every_view_takes_its_words_from_the_one_summary(jobs, llm, tmp_path):
+    from logist.views.summary import one_line, summarise
+    from logist.views.transcript import transcript_path
+    from test_transcript import HEADING
+
+    job = calc_scenario(jobs, llm, tmp_path)
+    rows = summarise(job).rows
+    assert [(r.sequence, r.actor, r.action) for r in rows] == EXPECTED_ROWS
+
+    parsed = parse(render_job_report(job))
+    assert [(seq, row["actor"], row["action"], row.get("text", "")) for seq, row in sorted(parsed.rows.items())] == [
+        (r.sequence, r.actor, r.action, one_line(r.summary, 160)) for r in rows
+    ]
+    transcript = transcript_path(job.dir).read_text(encoding="utf-8")
+    assert [(int(s), who, what) for s, who, what in HEADING.findall(transcript)] == EXPECTED_ROWS
+
+    table = CliRunner().invoke(cli, ["job", "history", "calc"]).stdout.splitlines()[1:]
+    assert [line.split()[:4] for line in table] == [[str(r.sequence), r.timestamp[:19] + "Z", r.role, r.action] for r in rows]
+    assert all(line.endswith(one_line(r.summary, 50)) for line, r in zip(table, rows))
+    show = CliRunner().invoke(cli, ["job", "show", "calc"]).stdout
+    shown = show[show.index("Last entries"):].splitlines()[2:10]
+    assert [line.split()[:4] for line in shown] == [[str(r.sequence), r.timestamp[:19] + "Z", r.actor, r.action] for r in rows[-8:]]
+    assert "Supervisor RETRY" in show and "$ " + RUN_CHECK in table[1]
+
+
+def test_the_page_inlines_the_package_style_and_script_and_allows_only_them(jobs):
+    import base64
+    import hashlib
+
+    import logist.views
+    from logist.views.html import asset
+
+    job = create_job(jobs, "assets", "Say hi")
+    page = render_job_report(job)
+    assets = Path(logist.views.__file__).parent / "assets"
+    css, js = asset("report.css"), asset("report.js")
+    assert css == (assets / "report.css").read_text(encoding="utf-8") and ".step" in css
+    assert js == (assets / "report.js").read_text(encoding="utf-8") and "full-prompt" in js
+    assert f"<style>{css}</style>" in page and f"<script>{js}</script>" in page
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    for text, directive in ((css, "style-src"), (js, "script-src")):
+        digest = base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+        assert f"{directive} 'sha256-{digest}'" in policy

@@ -10,7 +10,8 @@ import sys
 from logist import create_job, load_history, post_answer, run_job, step_once, user_action
 from logist.views import transcript as tr
 from logist.replay.scripted import Reply
-from logist.views.transcript import fenced, render, transcript_path
+from logist.views.markdown import fenced
+from logist.views.transcript import render, transcript_path
 
 from conftest import logist_cli, write_config
 
@@ -108,7 +109,7 @@ def test_a_replayed_job_has_the_same_transcript_as_a_rebuild(jobs):
     from conftest import REPO_ROOT
     from logist import replay_history
     from logist.replay.apply import read_history_file
-    from logist.views.transcript import action_of, actor_of
+    from logist.views.summary import action_of, actor_of
 
     job = create_job(jobs, "wc", "Write wordcount.py")
     replay_history(job, read_history_file(REPO_ROOT / "fixtures" / "wordcount" / "jobHistory.json"))
@@ -175,6 +176,7 @@ def test_entries_recorded_by_crash_recovery_reach_the_transcript(jobs):
 
 def test_a_transcript_that_cannot_be_written_never_fails_a_step(jobs, caplog):
     job = create_job(jobs, "nowrite", "Say hi")
+    transcript_path(job.dir).unlink()
     transcript_path(job.dir).mkdir()  # the transcript's path is taken by a directory
     with caplog.at_level(logging.WARNING, logger="logist"):
         result = post_answer(job, a("MESSAGE", message="still recorded", file_changes=[{"path": "a.txt", "content": "a\n"}]))

@@ -6,23 +6,21 @@ from typing import Optional
 
 import click
 
-from ..common import JobsDirParam, info, job_argument, pass_jobs, wait_option
-
-
-def _done(job_id: str, manifest) -> None:
-    info(f"Job '{job_id}' is now {manifest.status}.")
+from ..app import Application, pass_app
+from ..common import job_argument, json_option, wait_option
 
 
 def _simple(name: str, doc: str):
     @click.command(name=name, help=doc)
     @job_argument
     @wait_option
-    @pass_jobs
-    def command(obj: JobsDirParam, job_id: Optional[str], lock_timeout: float) -> None:
+    @json_option
+    @pass_app
+    def command(app: Application, job_id: Optional[str], lock_timeout: float, as_json: bool) -> None:
         from ...engine.decide import user_action
 
-        job = obj.job(job_id)
-        _done(job.id, user_action(job, name, lock_timeout=lock_timeout))
+        job = app.job(job_id)
+        app.job_changed(as_json, job.id, user_action(job, name, lock_timeout=lock_timeout))
 
     return command
 
@@ -45,8 +43,9 @@ skip_command = _simple(
 @job_argument
 @click.option("--feedback", "-f", required=True, help="What is wrong; sent to the Worker.")
 @wait_option
-@pass_jobs
-def reject(obj: JobsDirParam, job_id: Optional[str], feedback: str, lock_timeout: float) -> None:
+@json_option
+@pass_app
+def reject(app: Application, job_id: Optional[str], feedback: str, lock_timeout: float, as_json: bool) -> None:
     """Reject the work; the Worker redoes it with your feedback.
 
     \b
@@ -55,16 +54,17 @@ def reject(obj: JobsDirParam, job_id: Optional[str], feedback: str, lock_timeout
     """
     from ...engine.decide import user_action
 
-    job = obj.job(job_id)
-    _done(job.id, user_action(job, "reject", feedback, lock_timeout=lock_timeout))
+    job = app.job(job_id)
+    app.job_changed(as_json, job.id, user_action(job, "reject", feedback, lock_timeout=lock_timeout))
 
 
 @click.command()
 @job_argument
 @click.option("--feedback", "-f", default="", help="What to do differently; sent to the role that stopped.")
 @wait_option
-@pass_jobs
-def resubmit(obj: JobsDirParam, job_id: Optional[str], feedback: str, lock_timeout: float) -> None:
+@json_option
+@pass_app
+def resubmit(app: Application, job_id: Optional[str], feedback: str, lock_timeout: float, as_json: bool) -> None:
     """Send a stopped job back to work with your feedback.
 
     \b
@@ -73,16 +73,17 @@ def resubmit(obj: JobsDirParam, job_id: Optional[str], feedback: str, lock_timeo
     """
     from ...engine.decide import user_action
 
-    job = obj.job(job_id)
-    _done(job.id, user_action(job, "resubmit", feedback or None, lock_timeout=lock_timeout))
+    job = app.job(job_id)
+    app.job_changed(as_json, job.id, user_action(job, "resubmit", feedback or None, lock_timeout=lock_timeout))
 
 
 @click.command()
 @click.argument("args", nargs=-1, metavar="[JOB] TEXT")
 @click.option("--skip", is_flag=True, help="Skip an optional question instead of answering it.")
 @wait_option
-@pass_jobs
-def answer(obj: JobsDirParam, args: tuple, skip: bool, lock_timeout: float) -> None:
+@json_option
+@pass_app
+def answer(app: Application, args: tuple, skip: bool, lock_timeout: float, as_json: bool) -> None:
     """Answer the job's question (or --skip an optional one).
 
     \b
@@ -99,5 +100,5 @@ def answer(obj: JobsDirParam, args: tuple, skip: bool, lock_timeout: float) -> N
         if not args:
             raise click.UsageError("give the answer TEXT (or --skip)")
         job_id, text = (args[0], " ".join(args[1:])) if len(args) > 1 else (None, args[0])
-    job = obj.job(job_id)
-    _done(job.id, user_action(job, "answer", text, skip=skip, lock_timeout=lock_timeout))
+    job = app.job(job_id)
+    app.job_changed(as_json, job.id, user_action(job, "answer", text, skip=skip, lock_timeout=lock_timeout))

@@ -7,6 +7,7 @@ from typing import Optional
 import click
 
 from ..common import JobsDirParam, info, job_argument, json_option, pass_jobs, print_json
+from .step import base_url_option
 
 
 @click.command("list")
@@ -56,9 +57,9 @@ def select(obj: JobsDirParam, job_id: str) -> None:
     info(f"Current job: {job_id}")
 
 
-def _status_data(obj: JobsDirParam, job_id: Optional[str]) -> dict:
-    job = obj.job(job_id)
-    m = job.manifest()
+def _status_data(job, m) -> dict:
+    from ...views.summary import budgets
+
     data = {
         "job_id": m.job_id,
         "status": str(m.status),
@@ -73,31 +74,35 @@ def _status_data(obj: JobsDirParam, job_id: Optional[str]) -> dict:
         "pending_command": m.pending_command,
         "last_exit": m.last_exit.model_dump() if m.last_exit else None,
         "totals": {**m.totals.model_dump(), "tokens": m.totals.tokens},
-        "budgets": _budgets(m),
+        "budgets": {b.name: {"used": b.used, "limit": b.limit} for b in budgets(m)},
     }
     return data
 
 
-def _budgets(m) -> dict:
-    """Each budget: its limit and how much of it is used."""
-    s, t = m.settings, m.totals
-    rows = {"steps": (m.steps, s.max_steps), "cost_usd": (t.cost_usd, s.max_cost_usd),
-            "tokens": (t.tokens, s.max_tokens), "wall_seconds": (t.wall_seconds, s.max_wall_seconds)}
-    return {name: {"used": used, "limit": limit} for name, (used, limit) in rows.items()}
+def _calls_line(m) -> str:
+    """Calls, tokens, cost and time so far, from the manifest's totals."""
+    from ...views.summary import cost_known
 
-
-def _budget_lines(data: dict) -> list[str]:
-    t = data["totals"]
-    if t["llm_calls"] and t["unpriced_calls"] == t["llm_calls"]:
+    t = m.totals
+    if not cost_known(t):
         cost = "cost unknown (no price for the model in config.json)"
     else:
-        cost = f"${t['cost_usd']:.4f}" + (f" (+{t['unpriced_calls']} calls with no price)" if t["unpriced_calls"] else "")
-    lines = [f"Calls:   {t['llm_calls']}, {t['tokens']} tokens ({t['prompt_tokens']} in, {t['completion_tokens']} out), {cost}, {t['wall_seconds']:.1f} s"]
-    limited = [f"{name} {b['used']:g} of {b['limit']:g}" for name, b in data["budgets"].items()
-               if b["limit"] is not None and name != "steps"]
-    if limited:
-        lines.append("Budgets: " + ", ".join(limited))
-    return lines
+        cost = f"${t.cost_usd:.4f}" + (f" (+{t.unpriced_calls} calls with no price)" if t.unpriced_calls else "")
+    return f"Calls:   {t.llm_calls}, {t.tokens} tokens ({t.prompt_tokens} in, {t.completion_tokens} out), {cost}, {t.wall_seconds:.1f} s"
+
+
+def _budget_line(budgets, *, with_steps: bool) -> Optional[str]:
+    """The budgets that have a limit, with how much of each is used."""
+    used = []
+    for budget in budgets:
+        if budget.limit is None or (budget.name == "steps" and not with_steps):
+            continue
+        if budget.name == "cost_usd":
+            amount = f"${budget.used:.4f} of ${budget.limit:.4f}"
+        else:
+            amount = f"{budget.used:g} of {budget.limit:g}"
+        used.append(f"{budget.name} {amount} ({(budget.fraction or 0) * 100:.0f}%)")
+    return "Budgets: " + ", ".join(used) if used else None
 
 
 @click.command()
@@ -111,7 +116,11 @@ def status(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
     Example:
       logist job status hello
     """
-    data = _status_data(obj, job_id)
+    from ...views.summary import budgets
+
+    job = obj.job(job_id)
+    m = job.manifest()
+    data = _status_data(job, m)
     if as_json:
         print_json(data)
         return
@@ -119,8 +128,10 @@ def status(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
     click.echo(f"Status:  {data['status']}")
     click.echo(f"Role:    {data['role']}")
     click.echo(f"Steps:   {data['steps']} of {data['max_steps']} used")
-    for line in _budget_lines(data):
-        click.echo(line)
+    click.echo(_calls_line(m))
+    budget_line = _budget_line(budgets(m), with_steps=False)
+    if budget_line:
+        click.echo(budget_line)
     if data["reason"]:
         click.echo(f"Reason:  {data['reason']}")
     if data["question"]:
@@ -183,12 +194,12 @@ def show(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
         click.echo(f"Last exit: {m.last_exit.role} {m.last_exit.action}: {m.last_exit.summary}")
         if m.last_exit.evidence_files:
             click.echo(f"Evidence: {', '.join(m.last_exit.evidence_files)}")
-    click.echo(_budget_lines(_status_data(obj, job_id))[0])
-    from ...views.report import summarise
+    click.echo(_calls_line(m))
+    from ...views.summary import summarise
     from ...views.transcript import transcript_path
 
     try:
-        summary = summarise(job)
+        summary = summarise(job, manifest=m)
     except CorruptFileError as exc:
         click.echo(f"History: {exc} (the next command that changes the job repairs it)")
     else:
@@ -215,23 +226,29 @@ def _states_line(summary) -> str:
 
 def _summary_lines(summary) -> list[str]:
     """What ``job show`` adds to the manifest: the same summary as the report."""
-    used = []
-    for budget in summary.budgets:
-        if budget.limit is not None:
-            amount = f"${budget.used:.4f} of ${budget.limit:.4f}" if budget.name == "cost_usd" else f"{budget.used:g} of {budget.limit:g}"
-            used.append(f"{budget.name} {amount} ({(budget.fraction or 0) * 100:.0f}%)")
-    lines = ["Budgets: " + ", ".join(used), _states_line(summary)]
+    lines = [_budget_line(summary.budgets, with_steps=True) or "Budgets: none", _states_line(summary)]
     rows = summary.rows[-LAST_STEPS:]
     lines.append(f"Last entries ({len(rows)} of {len(summary.rows)}):")
-    lines.append(f"  {'seq':>4}  {'time (UTC)':<20}  {'who':<10} {'action':<10} {'state after':<21} {'tokens':>6} {'cost':>8}  {'commit':<8}  summary")
-    for row in rows:
+    lines += ["  " + line for line in _table(rows, "who")]
+    return lines
+
+
+def _table(rows, who: str) -> list[str]:
+    """The summary's rows as a table; ``who`` names the third column: "who"
+    (who acted) or "role" (whose turn it was). Those two columns and the
+    action are as wide as their longest value, at least 10."""
+    from ...views.summary import one_line
+
+    names = [row.actor if who == "who" else (row.role or "-") for row in rows]
+    wn = max([10] + [len(name) for name in names])
+    wa = max([10] + [len(row.action) for row in rows])
+    lines = [f"{'seq':>4}  {'time (UTC)':<20}  {who:<{wn}} {'action':<{wa}} {'state after':<21} {'tokens':>6} {'cost':>8}  {'commit':<8}  summary"]
+    for row, name in zip(rows, names):
         tokens = "" if row.tokens is None else str(row.tokens)
         cost = "" if row.cost_usd is None else f"${row.cost_usd:.4f}"
-        text = " ".join(row.summary.split())
-        text = text[:47] + "..." if len(text) > 50 else text
         lines.append(
-            f"  {row.sequence:>4}  {row.timestamp[:19] + 'Z':<20}  {row.actor:<10} {row.action:<10} "
-            f"{row.state_after:<21} {tokens:>6} {cost:>8}  {(row.commit or '')[:8]:<8}  {text}"
+            f"{row.sequence:>4}  {row.timestamp[:19] + 'Z':<20}  {name:<{wn}} {row.action:<{wa}} "
+            f"{row.state_after:<21} {tokens:>6} {cost:>8}  {(row.commit or '')[:8]:<8}  {one_line(row.summary, 50)}".rstrip()
         )
     return lines
 
@@ -249,6 +266,7 @@ def history(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
     """
     from ...errors import CorruptFileError
     from ...store.history import iter_entries
+    from ...views.summary import step_row
 
     job = obj.job(job_id)
     try:
@@ -258,55 +276,43 @@ def history(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
     if as_json:
         print_json([e.dump() for e in entries])
         return
-    click.echo(f"{'seq':>4}  {'time (UTC)':<19}  {'role':<11} {'action':<15} {'state after':<21} {'tokens':>7} {'cost':>9}  {'commit':<8}  summary")
-    for e in entries:
-        if e.kind == "llm_call" and e.response:
-            what = (e.response.actions or [e.response.status])[0]
-            detail = e.response.summary_for_supervisor or e.response.error or ""
-            if e.command:
-                detail = f"$ {e.command.command}" + (f" [{e.command.decision}]" if e.command.decision != "run" else "")
-        elif e.user_input:
-            what, detail = e.user_input.action, e.user_input.text or ""
-        else:
-            what, detail = e.kind, e.note or ""
-        tokens = cost = ""
-        if e.usage and e.usage.prompt_tokens is not None:
-            tokens = str((e.usage.prompt_tokens or 0) + (e.usage.completion_tokens or 0))
-        if e.usage and e.usage.cost_usd is not None:
-            cost = f"${e.usage.cost_usd:.4f}"
-        detail = " ".join(detail.split())
-        detail = detail[:57] + "..." if len(detail) > 60 else detail
-        commit = (e.workspace_commit or "")[:8]
-        click.echo(f"{e.sequence:>4}  {e.timestamp[:19]}  {(e.role or '-'):<11} {what:<15} {e.state_after:<21} {tokens:>7} {cost:>9}  {commit:<8}  {detail}")
+    for line in _table([step_row(e) for e in entries], "role"):
+        click.echo(line)
 
 
 @click.command()
 @job_argument
 @click.option("--model", help="Preview with this model instead of the role's.")
+@base_url_option
 @json_option
 @pass_jobs
-def preview(obj: JobsDirParam, job_id: Optional[str], model: Optional[str], as_json: bool) -> None:
+def preview(obj: JobsDirParam, job_id: Optional[str], model: Optional[str], base_url: Optional[str], as_json: bool) -> None:
     """Show the exact next request (no call).
+
+    --json prints the request body as the next step sends it, key for key.
 
     \b
     Example:
       logist job preview hello
+      logist job preview hello --json
     """
+    import json
+
     from ...engine.prepare import prepare
+    from ...store.config import resolve_base_url
 
     job = obj.job(job_id)
-    m = job.manifest()
-    prepared = prepare(job, m, model)
-    request = {
-        "model": prepared.model,
-        "temperature": prepared.role.temperature,
-        "max_tokens": prepared.role.max_tokens,
-        "messages": prepared.prompt.messages,
-    }
+    prepared = prepare(job, job.manifest(), model)
     if as_json:
-        print_json(request)
+        print_json(prepared.body)
         return
-    click.echo(f"POST {{base_url}}/chat/completions  model={prepared.model} temperature={prepared.role.temperature}")
-    for message in prepared.prompt.messages:
+    endpoint = resolve_base_url(base_url, prepared.config).rstrip("/")
+    click.echo(f"POST {endpoint}/chat/completions")
+    if prepared.is_compaction:
+        click.echo(f"(a summary call: rounds 1 to {prepared.compaction_target} of the {prepared.role.name}'s conversation)")
+    for key, value in prepared.body.items():
+        if key != "messages":
+            click.echo(f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
+    for message in prepared.body["messages"]:
         click.echo(f"\n===== {message['role']} =====")
         click.echo(message["content"])

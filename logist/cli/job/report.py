@@ -49,22 +49,28 @@ def report(obj: JobsDirParam, job_id: Optional[str], output: Optional[str]) -> N
 def transcript(obj: JobsDirParam, job_id: Optional[str], rebuild: bool, lock_timeout: float) -> None:
     """Print a job's readable transcript (JOB/transcript.md).
 
-    Logist appends to it as each step is recorded; a missing or outdated
-    one is rebuilt from jobHistory.json first.
+    Logist brings it up to date after every command that changes the job;
+    a missing, damaged or outdated one is caught up from jobHistory.json first.
 
     \b
     Example:
       logist job transcript hello | less
       logist job transcript hello --rebuild
     """
-    from ...store import history as hist
+    from ...store.history import HISTORY_NAME
+    from ...views import views_lock
     from ...views import transcript as tr
 
     job = obj.job(job_id)
     path = tr.transcript_path(job.dir)
-    last = hist.last_entry(job.dir)
-    if rebuild or not tr.is_current(job.dir, last.sequence if last else 0):
-        with job.lock(lock_timeout):
+    with views_lock(job.dir, lock_timeout):
+        if rebuild:
             tr.rebuild(job.dir)
-        info(f"Rebuilt {shown_path(path)} from {hist.HISTORY_NAME}.")
-    click.echo(path.read_text(encoding="utf-8"), nl=False)
+            done = "rebuilt"
+        else:
+            done = tr.update(job.dir)
+        text = path.read_text(encoding="utf-8")
+    if done != "current":
+        info(f"{'Rebuilt' if done == 'rebuilt' else 'Brought'} {shown_path(path)} "
+             f"{'from' if done == 'rebuilt' else 'up to date with'} {HISTORY_NAME}.")
+    click.echo(text, nl=False)

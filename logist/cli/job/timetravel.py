@@ -7,15 +7,17 @@ from typing import Optional
 
 import click
 
-from ..common import JobsDirParam, info, job_argument, pass_jobs, wait_option
+from ..app import Application, pass_app
+from ..common import job_argument, json_option, wait_option
 
 
 @click.command()
 @job_argument
 @click.option("--to", "to", type=click.IntRange(min=1), metavar="SEQ", help="The history entry to return to (default: the step before the last).")
 @wait_option
-@pass_jobs
-def restep(obj: JobsDirParam, job_id: Optional[str], to: Optional[int], lock_timeout: float) -> None:
+@json_option
+@pass_app
+def restep(app: Application, job_id: Optional[str], to: Optional[int], lock_timeout: float, as_json: bool) -> None:
     """Rewind workspace and state to an earlier step.
 
     \b
@@ -25,16 +27,18 @@ def restep(obj: JobsDirParam, job_id: Optional[str], to: Optional[int], lock_tim
     """
     from ...engine.rewind import rewind
 
-    job = obj.job(job_id)
+    job = app.job(job_id)
     manifest = rewind(job, to=to, lock_timeout=lock_timeout)
-    info(f"Job '{job.id}' rewound: {manifest.status}, {manifest.turn.role}'s turn, workspace at {(manifest.workspace_commit or '')[:12]}.")
+    app.job_changed(as_json, job.id, manifest, f"Job '{job.id}' rewound: {manifest.status}, {manifest.turn.role}'s turn, "
+                    f"workspace at {(manifest.workspace_commit or '')[:12]}.")
 
 
 @click.command()
 @job_argument
 @wait_option
-@pass_jobs
-def rerun(obj: JobsDirParam, job_id: Optional[str], lock_timeout: float) -> None:
+@json_option
+@pass_app
+def rerun(app: Application, job_id: Optional[str], lock_timeout: float, as_json: bool) -> None:
     """Rewind the job to its baseline (right after create).
 
     \b
@@ -43,17 +47,18 @@ def rerun(obj: JobsDirParam, job_id: Optional[str], lock_timeout: float) -> None
     """
     from ...engine.rewind import rewind
 
-    job = obj.job(job_id)
+    job = app.job(job_id)
     manifest = rewind(job, baseline=True, lock_timeout=lock_timeout)
-    info(f"Job '{job.id}' is back at its baseline: {manifest.status}.")
+    app.job_changed(as_json, job.id, manifest, f"Job '{job.id}' is back at its baseline: {manifest.status}.")
 
 
 @click.command()
 @job_argument
 @click.option("--step", "sequence", type=click.IntRange(min=1), metavar="SEQ", help="Only the change of this history entry.")
 @click.option("--stat", is_flag=True, help="Only the list of files changed.")
-@pass_jobs
-def diff(obj: JobsDirParam, job_id: Optional[str], sequence: Optional[int], stat: bool) -> None:
+@json_option
+@pass_app
+def diff(app: Application, job_id: Optional[str], sequence: Optional[int], stat: bool, as_json: bool) -> None:
     """Show what one step, or the whole job, changed.
 
     \b
@@ -62,8 +67,9 @@ def diff(obj: JobsDirParam, job_id: Optional[str], sequence: Optional[int], stat
     """
     from ...engine.export import job_diff
 
-    job = obj.job(job_id)
-    click.echo(job_diff(job, sequence, stat=stat), nl=False)
+    job = app.job(job_id)
+    patch = job_diff(job, sequence, stat=stat)
+    app.display(as_json, {"job_id": job.id, "step": sequence, "diff": patch}, lambda: app.echo(patch, nl=False))
 
 
 @click.command()
@@ -71,8 +77,10 @@ def diff(obj: JobsDirParam, job_id: Optional[str], sequence: Optional[int], stat
 @click.option("--branch", help="Create this branch in the source repository (--from-repo jobs).")
 @click.option("--patch", "patch", type=click.Path(dir_okay=False), help="Write the job's commits to this patch file.")
 @click.option("--force", is_flag=True, help="With --branch: replace an existing branch of that name.")
-@pass_jobs
-def export(obj: JobsDirParam, job_id: Optional[str], branch: Optional[str], patch: Optional[str], force: bool) -> None:
+@json_option
+@pass_app
+def export(app: Application, job_id: Optional[str], branch: Optional[str], patch: Optional[str], force: bool,
+           as_json: bool) -> None:
     """Export the work as a branch or a patch file.
 
     A branch goes into the source repository of a --from-repo job; that
@@ -87,10 +95,14 @@ def export(obj: JobsDirParam, job_id: Optional[str], branch: Optional[str], patc
 
     if (branch is None) == (patch is None):
         raise click.UsageError("give exactly one of --branch NAME or --patch FILE")
-    job = obj.job(job_id)
+    job = app.job(job_id)
     if branch:
         sha, replaced = export_branch(job, branch, force=force)
-        info(f"{'Moved' if replaced else 'Created'} branch '{branch}' {'to' if replaced else 'at'} {sha[:12]} in {job.manifest().source.repo}.")
+        source = job.manifest().source.repo
+        app.display(as_json, {"job_id": job.id, "branch": branch, "commit": sha, "replaced": replaced, "repository": source},
+                    lambda: app.info(f"{'Moved' if replaced else 'Created'} branch '{branch}' "
+                                     f"{'to' if replaced else 'at'} {sha[:12]} in {source}."))
     else:
         count = export_patch(job, Path(patch))
-        info(f"Wrote {count} commit{'s' if count != 1 else ''} to {patch}.")
+        app.display(as_json, {"job_id": job.id, "patch": patch, "commits": count},
+                    lambda: app.info(f"Wrote {count} commit{'s' if count != 1 else ''} to {patch}."))

@@ -1,0 +1,113 @@
+"""``logist workflow``: the state machine's table, for people, as data, as Markdown.
+
+The table itself is :data:`logist.engine.workflow.TABLE`; this command only
+renders it. The README's section "The workflow" is the ``--markdown``
+output, pasted between two markers and kept equal by a test.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .common import json_option, print_json
+
+
+def _states(rule) -> str:
+    from ..engine.workflow import Status
+
+    inside = [s.value for s in Status if s in rule.states]
+    outside = [s.value for s in Status if s not in rule.states]
+    text = ", ".join(inside) if len(inside) <= len(outside) else "any but " + ", ".join(outside)
+    return f"{text} ({rule.waits_for})" if rule.waits_for else text
+
+
+def _who(rule) -> str:
+    from ..engine.workflow import ROLES, WHO_NAMES
+
+    if rule.who == ROLES:
+        return "any role"
+    return ", ".join(name for key, name in WHO_NAMES.items() if key in rule.who)
+
+
+def _to_value(target) -> str:
+    return str(target.value if hasattr(target, "value") else target)
+
+
+def _to(rule) -> str:
+    text = _to_value(rule.to)
+    return f"{text}, keeps {rule.remember}" if rule.remember else text
+
+
+def workflow_data() -> dict:
+    from ..engine.workflow import TABLE, TARGETS, TURN_EFFECTS, WHO_NAMES, Status, describe_state_hint
+
+    rows = [
+        {
+            "states": [s.value for s in Status if s in r.states],
+            "event": r.event,
+            "who": [key for key in WHO_NAMES if key in r.who],
+            "to": _to_value(r.to),
+            "turn": r.turn,
+            "hint": r.hint,
+            "remember": r.remember,
+            "waits_for": r.waits_for,
+        }
+        for r in TABLE
+    ]
+    hints = {s.value: describe_state_hint(s) for s in Status}
+    return {"rows": rows, "targets": TARGETS, "turn_effects": TURN_EFFECTS, "hints": hints}
+
+
+def _cells() -> list[tuple[str, str, str, str, str]]:
+    from ..engine.workflow import TABLE
+
+    return [(_states(r), r.event, _who(r), _to(r), r.turn) for r in TABLE]
+
+
+HEADER = ("state", "event", "who", "next state", "turn")
+
+
+def markdown() -> str:
+    """The README's section body: what a person can do, then every row."""
+    from ..engine.workflow import TARGETS, TURN_EFFECTS, Status, describe_state_hint
+
+    lines = ["| state | what a person can do |", "|---|---|"]
+    lines += [f"| {s.value} | {describe_state_hint(s)} |" for s in Status]
+    lines += ["", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in _cells()]
+    lines += ["", "Next states that depend on the job:", ""]
+    lines += [f"- `{name}`: {meaning}" for name, meaning in TARGETS.items()]
+    lines += ["", "What happens to the turn:", ""]
+    lines += [f"- `{name}`: {meaning}" for name, meaning in TURN_EFFECTS.items()]
+    return "\n".join(lines) + "\n"
+
+
+def plain() -> str:
+    from ..engine.workflow import TARGETS, TURN_EFFECTS
+
+    rows = [tuple(h.upper() for h in HEADER)] + _cells()
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines += ["", "Next states:"] + [f"  {name:<8} {meaning}" for name, meaning in TARGETS.items()]
+    width = max(len(name) for name in TURN_EFFECTS)
+    lines += ["", "Turn:"] + [f"  {name:<{width}}  {meaning}" for name, meaning in TURN_EFFECTS.items()]
+    return "\n".join(lines) + "\n"
+
+
+@click.command("workflow")
+@click.option("--markdown", "as_markdown", is_flag=True, help="Print the table as the README's Markdown.")
+@json_option
+def workflow(as_markdown: bool, as_json: bool) -> None:
+    """Print the workflow table: every state change a job can make.
+
+    \b
+    Example:
+      logist workflow
+      logist workflow --json
+    """
+    if as_json and as_markdown:
+        raise click.UsageError("--json and --markdown do not go together")
+    if as_json:
+        print_json(workflow_data())
+    else:
+        click.echo(markdown() if as_markdown else plain(), nl=False)

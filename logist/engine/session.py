@@ -1,0 +1,46 @@
+"""Changing a job: lock, repair, (the caller decides and records), unlock, refresh the views.
+
+Every entry point that changes a job (a step, a person's action, a rewind,
+the queue's check of each job) does the same things around its own work:
+take the job's lock, let :func:`logist.store.recovery.open_job` repair
+whatever an interrupted command left (recording what it did), hand the
+manifest to the caller, release the lock, and only then bring the views
+(``transcript.md``) up to date. :func:`open_locked` is that sequence, so it
+is written once and the order cannot differ between commands.
+
+The views come last and outside the lock on purpose: they are derived from
+the history, so writing them is not part of recording a step. A crash or a
+failure while they are written cannot lose or undo anything, and a person's
+command waiting for the lock does not wait for them.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+from ..store import recovery
+from ..store.jobsdir import Job
+from ..store.manifest import JobManifest
+
+
+@contextmanager
+def open_locked(job: Job, timeout: float = 0) -> Iterator[JobManifest]:
+    """Hold ``job``'s lock with the job repaired; yields its manifest.
+
+    Once the job is open, the views are refreshed after the lock is
+    released, whether the body recorded anything, returned early or raised
+    (recovery alone may have recorded an entry). A job that is busy or
+    cannot be opened is left alone: nothing was recorded.
+    """
+    from .. import views
+
+    opened = False
+    try:
+        with job.lock(timeout):
+            manifest, _notes = recovery.open_job(job.dir, job.workspace)
+            opened = True
+            yield manifest
+    finally:
+        if opened:
+            views.refresh(job)

@@ -1,0 +1,214 @@
+"""A job's summary, computed once: what every view says about a job and its entries.
+
+``job status``, ``job show``, ``job history``, the HTML report and the
+transcript's headings all describe the same things: who acted in an entry,
+what they did, the one line that says what happened, the states the job
+passed through, and how much of each budget is used. Each of those is
+defined here and nowhere else, so the views cannot drift apart: a view
+only chooses how to lay the summary out (columns, HTML, Markdown).
+
+The summary is plain data (dataclasses) derived from the manifest and the
+history entries; nothing here reads or writes a file except
+:func:`summarise`, which loads the history when it is not given.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Optional
+
+from ..store.history import HistoryEntry, load_history
+from ..store.jobsdir import Job
+from ..store.manifest import JobManifest, Totals
+
+
+@dataclass
+class StepRow:
+    """One history entry as a line of a timeline."""
+
+    sequence: int
+    timestamp: str
+    kind: str
+    #: The role whose turn it was (``None`` for entries that name none).
+    role: Optional[str]
+    #: Who acted: the role for a model call, "person" or "Logist".
+    actor: str
+    action: str
+    state_before: str
+    state_after: str
+    summary: str
+    tokens: Optional[int]
+    cost_usd: Optional[float]
+    commit: Optional[str]
+
+
+@dataclass
+class StateVisit:
+    status: str
+    sequence: int
+    timestamp: str
+
+
+@dataclass
+class Budget:
+    name: str
+    used: float
+    limit: Optional[float]
+
+    @property
+    def fraction(self) -> Optional[float]:
+        if not self.limit:
+            return None
+        return self.used / self.limit
+
+
+@dataclass
+class JobSummary:
+    job_id: str
+    manifest: JobManifest
+    rows: list[StepRow]
+    states: list[StateVisit]
+    budgets: list[Budget]
+
+    @property
+    def cost_known(self) -> bool:
+        return cost_known(self.manifest.totals)
+
+
+# -- One entry -----------------------------------------------------------------------------------
+
+
+def answer_fields(entry: HistoryEntry) -> dict:
+    """The fields of a model's answer as it wrote them ({} when it is not a JSON object)."""
+    from ..protocol import extract_json_text
+
+    raw = entry.response.raw_response if entry.response else None
+    if not raw or entry.kind != "llm_call":
+        return {}
+    try:
+        data = json.loads(extract_json_text(raw))
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def action_of(entry: HistoryEntry) -> str:
+    """One word for what the entry did: the model's action, or the person's."""
+    if entry.kind == "compaction":
+        return "COMPACTED" if entry.response is not None and entry.response.status == "SUCCESS" else "COMPACTION_FAILED"
+    if entry.response is not None:
+        return (entry.response.actions or [entry.response.status])[0]
+    if entry.user_input is not None:
+        return entry.user_input.action
+    return entry.kind
+
+
+def actor_of(entry: HistoryEntry) -> str:
+    """Who acted: the role for a model call, a person, or Logist itself."""
+    if entry.kind in ("llm_call", "compaction"):
+        return entry.role or "model"
+    if entry.kind == "user_action":
+        return "person"
+    return "Logist"
+
+
+def entry_summary(entry: HistoryEntry) -> str:
+    """What happened in one entry, in one line of prose."""
+    if entry.response is not None:
+        if entry.command is not None:
+            label = {"ask": " (held for a person)", "deny": " (refused by the policy)"}.get(entry.command.decision, "")
+            if entry.command.decision == "run":
+                label = f" (exit {entry.command.exit_code})" if not entry.command.timed_out else " (timed out)"
+            return f"$ {entry.command.command}{label}"
+        if entry.response.status != "SUCCESS":
+            return entry.response.error or entry.response.status
+        if entry.kind == "compaction":
+            return "summarised the conversation"
+        if entry.response.summary_for_supervisor:
+            return entry.response.summary_for_supervisor
+        fields = answer_fields(entry)
+        for key in ("message", "question", "command"):
+            if isinstance(fields.get(key), str):
+                return fields[key]
+        return ""
+    if entry.user_input is not None:
+        text = entry.user_input.text or ""
+        if entry.command is not None:
+            text = f"$ {entry.command.command} (exit {entry.command.exit_code})"
+        return text
+    return entry.note or ""
+
+
+def tokens_of(entry: HistoryEntry) -> Optional[int]:
+    usage = entry.usage
+    if usage is None or usage.prompt_tokens is None:
+        return None
+    return (usage.prompt_tokens or 0) + (usage.completion_tokens or 0)
+
+
+def step_row(entry: HistoryEntry) -> StepRow:
+    return StepRow(
+        sequence=entry.sequence,
+        timestamp=entry.timestamp,
+        kind=entry.kind,
+        role=entry.role,
+        actor=actor_of(entry),
+        action=action_of(entry),
+        state_before=entry.state_before,
+        state_after=entry.state_after,
+        summary=entry_summary(entry),
+        tokens=tokens_of(entry),
+        cost_usd=entry.usage.cost_usd if entry.usage else None,
+        commit=entry.workspace_commit,
+    )
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# -- The whole job -------------------------------------------------------------------------------
+
+
+def states_passed(entries: list[HistoryEntry]) -> list[StateVisit]:
+    """Each state the job entered, in order, with the entry that entered it."""
+    visits: list[StateVisit] = []
+    for entry in entries:
+        if not visits:
+            visits.append(StateVisit(entry.state_before, entry.sequence, entry.timestamp))
+        if entry.state_after != visits[-1].status:
+            visits.append(StateVisit(entry.state_after, entry.sequence, entry.timestamp))
+    return visits
+
+
+def budgets(manifest: JobManifest) -> list[Budget]:
+    """Each budget: how much is used and its limit (None: no limit)."""
+    s, t = manifest.settings, manifest.totals
+    return [
+        Budget("steps", manifest.steps, s.max_steps),
+        Budget("cost_usd", t.cost_usd, s.max_cost_usd),
+        Budget("tokens", t.tokens, s.max_tokens),
+        Budget("wall_seconds", t.wall_seconds, s.max_wall_seconds),
+    ]
+
+
+def cost_known(totals: Totals) -> bool:
+    """False when every call so far had no price: the cost is unknown, not $0."""
+    return not totals.llm_calls or totals.unpriced_calls < totals.llm_calls
+
+
+def summarise(job: Job, entries: Optional[list[HistoryEntry]] = None, manifest: Optional[JobManifest] = None) -> JobSummary:
+    """The job's summary: its rows, the states it passed through, budget use."""
+    manifest = manifest if manifest is not None else job.manifest()
+    if entries is None:
+        entries = load_history(job.dir).interactions
+    return JobSummary(
+        job_id=job.id,
+        manifest=manifest,
+        rows=[step_row(e) for e in entries],
+        states=states_passed(entries),
+        budgets=budgets(manifest),
+    )

@@ -1,0 +1,347 @@
+"""The workflow table, walked row by row with real jobs.
+
+Each *position* is a real job put in one state with one role's turn, by
+answers posted through :func:`post_answer` and a person's
+:func:`user_action` (the same code as a live step after the call). Each
+row is fired at every position it covers; the expected state is worked out
+here from the position, not from the engine's resolver. A row that no walk
+reaches fails :func:`test_every_row_is_walked`, so a new row needs a way to
+fire it (:data:`FIRES`) and a position (:data:`POSITIONS`).
+
+Building a position takes several steps, so each is built once per set of
+job settings and copied for every walk that starts from it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import pytest
+
+from logist import JobsDir, Status, create_job, load_history, post_answer, user_action
+from logist.engine import workflow as wf
+from logist.engine.workflow import ADDRESSED, PERSON, PLANNER, SUPERVISOR, TABLE, WORKER
+from logist.errors import TransitionError
+from logist.resources import data_dir
+from logist.store.manifest import write_manifest
+
+from conftest import REPO_ROOT, logist_cli
+
+S = Status
+PLAN = ["Write hello.py", "Review it"]
+
+
+def exit_(action: str, summary: str = "done") -> str:
+    return json.dumps({"action": action, "evidence_files": [], "summary_for_supervisor": summary})
+
+
+def msg(text: str = "a progress note") -> str:
+    return json.dumps({"action": "MESSAGE", "message": text})
+
+
+def plan(send_to: str, action: str = "MESSAGE", **extra) -> str:
+    if action in ("COMPLETED", "RETRY", "STUCK"):
+        extra.setdefault("evidence_files", [])
+        extra.setdefault("summary_for_supervisor", "planned")
+    return json.dumps({"action": action, "plan": PLAN, "current_plan_step": 0, "send_to": send_to,
+                       "message": f"{action} for {send_to}", **extra})
+
+
+def ask(who: str) -> str:
+    if who == PLANNER:
+        return plan("User", "ASK", question="Which greeting?", required=False)
+    return json.dumps({"action": "ASK", "question": "Which greeting?", "required": False})
+
+
+def post(job, *answers: str) -> None:
+    for raw in answers:
+        post_answer(job, raw)
+
+
+# Positions: a job in a state, in a role's turn. ``build`` makes it from a
+# fresh job (default or planned workflow); ``resume`` is the state RESUME
+# leads back to there; ``retries`` the RETRYs in a row it has made.
+
+
+@dataclass(frozen=True)
+class Position:
+    state: Status
+    who: str
+    steps: int
+    build: Callable
+    planned: bool = False
+    waits_for: Optional[str] = None
+    resume: Optional[Status] = None
+    retries: int = 0
+    #: Reached only by editing the manifest by hand.
+    hand_edited: bool = False
+
+
+def _out_of_turn(job):
+    post(job, msg())
+    m = job.manifest()
+    m.status = S.REVIEWING  # the Worker's turn in REVIEWING: no exit row takes it
+    write_manifest(job.dir, m)
+
+
+POSITIONS = {
+    "worker pending": Position(S.PENDING, WORKER, 2, lambda j: (
+        post(j, exit_("COMPLETED"), exit_("COMPLETED")), user_action(j, "reject", "not yet"))),
+    "worker running": Position(S.RUNNING, WORKER, 3, lambda j: post(j, exit_("RETRY"), msg(), msg()), retries=1),
+    "supervisor reviewing": Position(S.REVIEWING, SUPERVISOR, 4, lambda j: post(
+        j, exit_("RETRY"), exit_("COMPLETED"), msg(), msg()), retries=1),
+    "planner pending": Position(S.PENDING, PLANNER, 3, lambda j: (
+        post(j, plan("User"), plan("User"), plan("User", "COMPLETED")), user_action(j, "reject", "not yet")),
+        planned=True),
+    "planner running": Position(S.RUNNING, PLANNER, 2, lambda j: post(j, plan("User"), plan("User")), planned=True),
+    "addressed pending": Position(S.PENDING, ADDRESSED, 2, lambda j: (
+        post(j, plan("Worker")), post_answer(j, None, error="timed out"), user_action(j, "resubmit", "go on")),
+        planned=True),
+    "addressed running": Position(S.RUNNING, ADDRESSED, 3, lambda j: post(j, plan("Worker"), msg(), msg()),
+                                  planned=True),
+    "worker out of turn": Position(S.REVIEWING, WORKER, 1, _out_of_turn, hand_edited=True),
+    "approval default": Position(S.APPROVAL_REQUIRED, SUPERVISOR, 2, lambda j: post(
+        j, exit_("COMPLETED"), exit_("COMPLETED"))),
+    "approval planned": Position(S.APPROVAL_REQUIRED, PLANNER, 1, lambda j: post(j, plan("User", "COMPLETED")),
+                                 planned=True),
+    "stuck worker": Position(S.INTERVENTION_REQUIRED, WORKER, 1, lambda j: post(j, exit_("STUCK"))),
+    "stuck supervisor": Position(S.INTERVENTION_REQUIRED, SUPERVISOR, 2, lambda j: post(
+        j, exit_("COMPLETED"), exit_("STUCK"))),
+    "stuck planner": Position(S.INTERVENTION_REQUIRED, PLANNER, 2, lambda j: post(
+        j, plan("User"), plan("User", "STUCK")), planned=True),
+    "stuck addressed": Position(S.INTERVENTION_REQUIRED, ADDRESSED, 2, lambda j: (
+        post(j, plan("Worker")), post_answer(j, None, error="timed out")), planned=True),
+    "question worker": Position(S.INPUT_REQUIRED, WORKER, 1, lambda j: post(j, ask(WORKER)),
+                                waits_for="question", resume=S.RUNNING),
+    "question supervisor": Position(S.INPUT_REQUIRED, SUPERVISOR, 2, lambda j: post(
+        j, exit_("COMPLETED"), ask(SUPERVISOR)), waits_for="question", resume=S.REVIEWING),
+    "question planner": Position(S.INPUT_REQUIRED, PLANNER, 1, lambda j: post(j, ask(PLANNER)), planned=True,
+                                 waits_for="question", resume=S.RUNNING),
+    # Suspended while asked, then resumed: the state it was asked in is no
+    # longer kept, and the Supervisor's review must still come back.
+    "question resumed": Position(S.INPUT_REQUIRED, SUPERVISOR, 2, lambda j: (
+        post(j, exit_("COMPLETED"), ask(SUPERVISOR)), user_action(j, "suspend"), user_action(j, "resume")),
+        waits_for="question", resume=S.REVIEWING),
+    "command worker": Position(S.INPUT_REQUIRED, WORKER, 1, lambda j: post(
+        j, json.dumps({"action": "CMD", "command": "echo held"})), waits_for="command", resume=S.RUNNING),
+    "suspended running": Position(S.SUSPENDED, WORKER, 1, lambda j: (post(j, msg()), user_action(j, "suspend")),
+                                  resume=S.RUNNING),
+    "suspended reviewing": Position(S.SUSPENDED, SUPERVISOR, 1, lambda j: (
+        post(j, exit_("COMPLETED")), user_action(j, "suspend")), resume=S.REVIEWING),
+    "suspended asked": Position(S.SUSPENDED, WORKER, 1, lambda j: (
+        post(j, ask(WORKER)), user_action(j, "suspend")), resume=S.INPUT_REQUIRED),
+    "draft": Position(S.DRAFT, PERSON, 0, None),
+}
+
+
+# Fires: how to make each event happen, and the job settings it needs.
+
+
+@dataclass(frozen=True)
+class Fire:
+    fire: Callable
+    settings: dict = field(default_factory=dict)
+
+
+def _answer_for(action: str):
+    def fire(job, pos):
+        post_answer(job, plan("User", action) if pos.who == PLANNER else exit_(action))
+    return fire
+
+
+def _compact(job, pos):
+    for name in ("worker", "supervisor", "planner"):
+        role = json.loads((data_dir("roles") / f"{name}.json").read_text())
+        role.update(prompt_compression=True, compaction_threshold=1, compaction_retain_recent=0)
+        (job.jobs_dir.path / "roles" / f"{name}.json").write_text(json.dumps(role))
+    post_answer(job, "The turn so far, in short.", summary=True)
+
+
+FIRES: dict[str, Fire] = {
+    "COMPLETED": Fire(_answer_for("COMPLETED")),
+    "RETRY": Fire(_answer_for("RETRY")),
+    "STUCK": Fire(_answer_for("STUCK")),
+    "MESSAGE to a role": Fire(lambda job, pos: post_answer(job, plan("Worker"))),
+    "COMPLETED to a role": Fire(lambda job, pos: post_answer(job, plan("Supervisor", "COMPLETED"))),
+    "MESSAGE to User": Fire(lambda job, pos: post_answer(job, plan("User"))),
+    "COMPLETED to User": Fire(lambda job, pos: post_answer(job, plan("User", "COMPLETED"))),
+    "MESSAGE": Fire(lambda job, pos: post_answer(job, msg())),
+    "CMD run": Fire(lambda job, pos: post_answer(job, json.dumps({"action": "CMD", "command": "echo hi"})),
+                    {"command_policy": "allow", "allowed_commands": ["echo *"]}),
+    "CMD denied": Fire(lambda job, pos: post_answer(job, json.dumps({"action": "CMD", "command": "echo hi"})),
+                       {"command_policy": "deny"}),
+    "CMD held": Fire(lambda job, pos: post_answer(job, json.dumps({"action": "CMD", "command": "echo hi"}))),
+    "ASK": Fire(lambda job, pos: post_answer(job, ask(pos.who))),
+    wf.INVALID: Fire(lambda job, pos: post_answer(job, "not json"), {"format_retries": 1}),
+    wf.INVALID_LAST: Fire(lambda job, pos: post_answer(job, "not json")),
+    wf.CALL_FAILED: Fire(lambda job, pos: post_answer(job, None, error="connection refused")),
+    wf.LIMIT: Fire(lambda job, pos: post_answer(job, msg()), {"max_steps": "steps"}),
+    wf.RETRY_LIMIT: Fire(lambda job, pos: post_answer(job, exit_("RETRY")), {"max_retries_in_a_row": 1}),
+    wf.COMPACTION: Fire(_compact),
+    wf.OUT_OF_TURN: Fire(lambda job, pos: post_answer(job, exit_("COMPLETED"))),
+    "create": Fire(None),
+    "approve": Fire(lambda job, pos: user_action(job, "approve")),
+    "reject": Fire(lambda job, pos: user_action(job, "reject", "say hello louder")),
+    "resubmit": Fire(lambda job, pos: user_action(job, "resubmit", "try again")),
+    "answer": Fire(lambda job, pos: user_action(job, "answer", "Hello")),
+    "skip": Fire(lambda job, pos: user_action(job, "answer", skip=True)),
+    "approve-command": Fire(lambda job, pos: user_action(job, "approve-command")),
+    "skip-command": Fire(lambda job, pos: user_action(job, "skip-command")),
+    "suspend": Fire(lambda job, pos: user_action(job, "suspend")),
+    "resume": Fire(lambda job, pos: user_action(job, "resume")),
+    "cancel": Fire(lambda job, pos: user_action(job, "cancel")),
+}
+
+#: (event, position) pairs a row covers but no real job can fire, and why.
+NOT_WALKED = {
+    (wf.COMPACTION, "worker pending"): "a turn that has not started has no rounds to summarise",
+    (wf.COMPACTION, "addressed pending"): "a turn that has not started has no rounds to summarise",
+    (wf.RETRY_LIMIT, "worker pending"): "RETRYs in a row restart at 0 when a turn is PENDING",
+    ("suspend", "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
+    ("cancel", "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
+}
+
+
+def covers(rule: wf.Rule, pos: Position) -> bool:
+    if pos.state not in rule.states or (rule.waits_for and rule.waits_for != pos.waits_for):
+        return False
+    if pos.hand_edited != (rule.event == wf.OUT_OF_TURN):
+        return False
+    return rule.who == {PERSON} or pos.who in rule.who
+
+
+WALKS = [
+    (index, name)
+    for index, rule in enumerate(TABLE)
+    for name, pos in POSITIONS.items()
+    if covers(rule, pos) and (rule.event, name) not in NOT_WALKED
+]
+
+
+def expected(target, pos: Position) -> Status:
+    """The row's target at ``pos``, worked out from the position itself."""
+    if isinstance(target, Status):
+        return target
+    reviewing = pos.who == SUPERVISOR
+    return {
+        wf.SAME: pos.state,
+        wf.WORKING: S.REVIEWING if reviewing else S.RUNNING,
+        wf.START: S.REVIEWING if reviewing else S.PENDING,
+        wf.RESUME: pos.resume,
+    }[target]
+
+
+_templates: dict[str, Path] = {}
+
+
+def job_at(name: str, settings: dict, tmp_path: Path, tmp_path_factory):
+    """A copy of the position's job, built once per set of settings."""
+    pos = POSITIONS[name]
+    settings = {k: (pos.steps if v == "steps" else v) for k, v in settings.items()}
+    key = f"{name}:{sorted(settings.items())}"
+    if key not in _templates:
+        root = tmp_path_factory.mktemp("position") / "jobs"
+        jobs = JobsDir(root)
+        jobs.init()
+        job = create_job(jobs, "walk", "Write hello.py", workflow="planned" if pos.planned else "default", **settings)
+        pos.build(job)
+        m = job.manifest()
+        assert (m.status, wf.who_acts(m), m.steps, m.retries_in_a_row) == (pos.state, pos.who, pos.steps, pos.retries)
+        _templates[key] = root
+    target = tmp_path / "walk-jobs"
+    shutil.copytree(_templates[key], target)
+    return JobsDir(target).job("walk")
+
+
+@pytest.mark.parametrize("index, name", WALKS, ids=[f"{i}-{TABLE[i].event}-{n}" for i, n in WALKS])
+def test_row(index, name, tmp_path, tmp_path_factory):
+    rule, pos = TABLE[index], POSITIONS[name]
+    fire = FIRES[rule.event]
+    if rule.event == "create":
+        jobs = JobsDir(tmp_path / "created")
+        job = create_job(jobs, "walk", "Write hello.py")
+        assert load_history(job.dir).interactions[0].state_before == pos.state
+        assert job.manifest().status == rule.to
+        return
+    job = job_at(name, fire.settings, tmp_path, tmp_path_factory)
+    before = job.manifest()
+    assert before.status == pos.state
+    fire.fire(job, pos)
+    after = job.manifest()
+    assert after.status == expected(rule.to, pos), f"{rule.event} at {name}"
+    assert after.last_sequence == before.last_sequence + 1
+    if rule.remember:
+        assert after.resume_status == expected(rule.remember, pos)
+    elif rule.to == wf.RESUME:
+        assert after.resume_status is None
+    if after.status == S.INTERVENTION_REQUIRED and pos.state != S.INTERVENTION_REQUIRED:
+        assert after.reason
+
+
+def test_every_row_is_walked():
+    walked = {index for index, _ in WALKS}
+    missing = [f"{r.event} by {sorted(r.who)} in {sorted(r.states)}" for i, r in enumerate(TABLE) if i not in walked]
+    assert missing == []
+    assert set(FIRES) == wf.EVENTS
+    assert all(POSITIONS[name].state in TABLE[i].states for i, name in WALKS)
+
+
+def test_rows_of_one_event_never_overlap():
+    seen: dict[tuple, int] = {}
+    for index, rule in enumerate(TABLE):
+        for state in rule.states:
+            for who in rule.who:
+                key = (state, rule.event, who, rule.waits_for)
+                assert key not in seen, f"rows {seen[key]} and {index} both take {key}"
+                seen[key] = index
+
+
+def test_a_refusal_names_the_state_and_the_rows_hints(jobs):
+    job = create_job(jobs, "hello", "Write hello.py")
+    post_answer(job, exit_("COMPLETED"))
+    with pytest.raises(TransitionError) as refused:
+        user_action(job, "resume")
+    assert str(refused.value) == (
+        "cannot resume job 'hello': it is REVIEWING (resume needs SUSPENDED); step it (logist job step)"
+    )
+    post_answer(job, exit_("COMPLETED"))
+    with pytest.raises(TransitionError, match=r"needs INTERVENTION_REQUIRED\); approve it \(logist job approve\) "
+                                              r"or reject it \(logist job reject --feedback TEXT\)$"):
+        user_action(job, "resubmit", "again")
+
+
+def test_readme_workflow_table_is_the_markdown_output():
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("<!-- generated by: logist workflow --markdown -->\n")
+    end = readme.index("<!-- end of logist workflow --markdown -->")
+    section = readme.index("### The workflow")
+    assert section < start < end < readme.index("\n### ", section)
+    result = logist_cli("workflow", "--markdown")
+    assert result.returncode == 0, result.stderr
+    # Refresh: paste `logist workflow --markdown` between the two markers.
+    assert readme[start:end].split("\n", 1)[1] == result.stdout
+
+
+def test_json_lists_every_row():
+    result = logist_cli("workflow", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert [(r["event"], r["states"], r["who"]) for r in data["rows"]] == [
+        (r.event, [s.value for s in Status if s in r.states], sorted(r.who, key=list(wf.WHO_NAMES).index))
+        for r in TABLE
+    ]
+    assert set(data["targets"]) == {wf.SAME, wf.WORKING, wf.START, wf.RESUME}
+    assert {r["turn"] for r in data["rows"]} <= set(data["turn_effects"])
+    assert data["hints"]["APPROVAL_REQUIRED"].startswith("approve it (logist job approve)")
+
+
+def test_plain_output_has_a_line_per_row():
+    result = logist_cli("workflow")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("\n\n")[0].splitlines()
+    assert len(lines) == 1 + len(TABLE)
+    assert lines[1].split() == ["PENDING,", "RUNNING", "COMPLETED", "Worker", "REVIEWING", "handoff"]
