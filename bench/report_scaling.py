@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from logist import JobsDir, create_job, post_answer
-from logist import transcript
+from logist.views import transcript
 from logist.views.report import render_job_report, write_job_report
 
 TURN = 10  # steps per Worker turn, the Supervisor's RETRY included
@@ -54,19 +54,20 @@ def build(root: Path, steps: int):
     job = create_job(jobs, "bench", "Write a module, again and again", allowed_commands=["ls *"],
                      max_steps=steps + 10, max_retries_in_a_row=steps)
     append_times: list[float] = []
-    original = transcript.append_entry
+    original = transcript.update
 
-    def timed(job_dir, entry):
+    def timed(job_dir):
         started = time.perf_counter()
-        original(job_dir, entry)
+        outcome = original(job_dir)
         append_times.append(time.perf_counter() - started)
+        return outcome
 
-    transcript.append_entry = timed
+    transcript.update = timed
     try:
         for step in range(steps):
             post_answer(job, answer_for(step))
     finally:
-        transcript.append_entry = original
+        transcript.update = original
     return job, append_times
 
 
@@ -99,7 +100,7 @@ def main() -> None:
               f"(jobHistory.json {job.history_path.stat().st_size / 1e6:.1f} MB, "
               f"transcript.md {transcript.transcript_path(job.dir).stat().st_size / 1e6:.1f} MB)")
         first, last = appends[1:51], appends[-50:]
-        print(f"transcript append per step: median {statistics.median(first) * 1000:.2f} ms over calls 2-51, "
+        print(f"transcript update per step: median {statistics.median(first) * 1000:.2f} ms over calls 2-51, "
               f"{statistics.median(last) * 1000:.2f} ms over the last 50")
         timings = []
         for _ in range(3):

@@ -19,6 +19,3 @@ def data_dir(name: str) -> Path:
             return candidate
     raise FileNotFoundError(f"bundled data '{name}' is missing from this installation")
 
-
-def schema_path(name: str = "llm-chat-schema.json") -> Path:
-    return data_dir("schemas") / name

@@ -1,0 +1,31 @@
+"""The package's shape, as the README's "How it is built" section describes it."""
+
+from __future__ import annotations
+
+from conftest import REPO_ROOT
+
+PACKAGE = REPO_ROOT / "logist"
+
+
+def _built_section() -> str:
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## How it is built")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def test_the_readme_names_every_subpackage_and_core_module():
+    section = _built_section()
+    subpackages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    for name in subpackages:
+        assert f"logist/{name}/" in section, f"README 'How it is built' does not name logist/{name}/"
+    for name in ("protocol", "schemas", "llm", "workspace"):
+        assert f"logist/{name}.py" in section
+    for path in ("engine/step.py", "engine/prepare.py", "engine/session.py", "store/recovery.py", "engine/workflow.py"):
+        assert (PACKAGE / path).is_file() and path in section
+
+
+def test_no_module_is_longer_than_a_sitting():
+    long = {str(p.relative_to(REPO_ROOT)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 420}
+    assert long == {}
+
