@@ -4,14 +4,6 @@ from __future__ import annotations
 
 import click
 
-from .app import Application, pass_app
-
-# Names the command modules import; the application object does the work.
-JobsDirParam = Application
-pass_jobs = pass_app
-info = Application.info
-print_json = Application.print_json
-
 job_argument = click.argument("job_id", metavar="[JOB]", required=False)
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print data only, as JSON, to stdout.")

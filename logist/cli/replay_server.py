@@ -8,7 +8,7 @@ import signal
 
 import click
 
-from .common import info
+from .app import Application
 
 
 def _loopback(host: str) -> bool:
@@ -57,9 +57,9 @@ def replay_server(history: str, host: str, port: int, strict: bool) -> None:
     except OSError as exc:
         raise LogistError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     click.echo(server.base_url)
-    info(f"Replaying {server.summary()} from {history} ({'strict' if strict else 'lenient'}). Ctrl-C stops.")
+    Application.info(f"Replaying {server.summary()} from {history} ({'strict' if strict else 'lenient'}). Ctrl-C stops.")
     if not _loopback(host):
-        info(f"Warning: listening on {host}, so other machines can reach this server.")
+        Application.info(f"Warning: listening on {host}, so other machines can reach this server.")
     logging.getLogger("logist.replay.server").setLevel(logging.INFO)
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
@@ -70,4 +70,4 @@ def replay_server(history: str, host: str, port: int, strict: bool) -> None:
         signal.signal(signal.SIGTERM, previous)
         server.stop()
     refused = f"; {len(server.mismatches)} request(s) differed from the recording" if server.mismatches else ""
-    info(f"Stopped: answered {len(server.served)} of {server.total} recorded calls{refused}.")
+    Application.info(f"Stopped: answered {len(server.served)} of {server.total} recorded calls{refused}.")

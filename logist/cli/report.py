@@ -7,14 +7,14 @@ from typing import Optional
 
 import click
 
-from .common import JobsDirParam, info, pass_jobs
+from .app import Application, pass_app
 from .job.report import shown_path
 
 
 @click.command()
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the index here (default: index.html in the jobs directory).")
-@pass_jobs
-def report(obj: JobsDirParam, output: Optional[str]) -> None:
+@pass_app
+def report(app: Application, output: Optional[str]) -> None:
     """Write an HTML index of all jobs, refreshing each job's report.
 
     \b
@@ -23,8 +23,8 @@ def report(obj: JobsDirParam, output: Optional[str]) -> None:
     """
     from ..views.report import write_index
 
-    path, rows = write_index(obj.jobs, Path(output) if output else None)
+    path, rows = write_index(app.jobs, Path(output) if output else None)
     unreadable = [row.job_id for row in rows if row.report is None]
-    info(f"Wrote {shown_path(path)}: {len(rows)} job{'s' if len(rows) != 1 else ''}, each with its report.html.")
+    app.info(f"Wrote {shown_path(path)}: {len(rows)} job{'s' if len(rows) != 1 else ''}, each with its report.html.")
     if unreadable:
-        info(f"No report for: {', '.join(unreadable)} (see the index for why).")
+        app.info(f"No report for: {', '.join(unreadable)} (see the index for why).")

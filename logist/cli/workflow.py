@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import click
 
-from .common import json_option, print_json
+from .app import Application
+from .common import json_option
 
 
 def _states(rule) -> str:
@@ -108,6 +109,6 @@ def workflow(as_markdown: bool, as_json: bool) -> None:
     if as_json and as_markdown:
         raise click.UsageError("--json and --markdown do not go together")
     if as_json:
-        print_json(workflow_data())
+        Application.print_json(workflow_data())
     else:
         click.echo(markdown() if as_markdown else plain(), nl=False)

@@ -16,7 +16,8 @@ from typing import Any, Optional
 
 import click
 
-from ..common import JobsDirParam, info, json_option, pass_jobs, print_json
+from ..app import Application, pass_app
+from ..common import json_option
 
 #: Per field, how the command line differs from the plain ``--field-name``.
 STYLE: dict[str, dict[str, Any]] = {
@@ -96,8 +97,8 @@ class SpecCommand(click.Command):
 @click.command(cls=SpecCommand)
 @click.argument("job_id", metavar="JOB")
 @json_option
-@pass_jobs
-def create(obj: JobsDirParam, job_id: str, as_json: bool, **options: Any) -> None:
+@pass_app
+def create(app: Application, job_id: str, as_json: bool, **options: Any) -> None:
     """Create a job and make it the current one.
 
     \b
@@ -107,8 +108,8 @@ def create(obj: JobsDirParam, job_id: str, as_json: bool, **options: Any) -> Non
     """
     from ...engine.create import create_job
 
-    job = create_job(obj.jobs, job_id, **options)
+    job = create_job(app.jobs, job_id, **options)
     if as_json:
-        print_json({"job_id": job.id, "path": str(job.dir), "status": "PENDING"})
+        app.print_json({"job_id": job.id, "path": str(job.dir), "status": "PENDING"})
     else:
-        info(f"Created job '{job.id}' in {job.dir} (PENDING). Next: logist job step {job.id}")
+        app.info(f"Created job '{job.id}' in {job.dir} (PENDING). Next: logist job step {job.id}")

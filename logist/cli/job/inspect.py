@@ -6,34 +6,35 @@ from typing import Optional
 
 import click
 
-from ..common import JobsDirParam, info, job_argument, json_option, pass_jobs, print_json
+from ..app import Application, pass_app
+from ..common import job_argument, json_option
 from .step import base_url_option
 
 
 @click.command("list")
 @json_option
-@pass_jobs
-def list_jobs(obj: JobsDirParam, as_json: bool) -> None:
+@pass_app
+def list_jobs(app: Application, as_json: bool) -> None:
     """List the jobs (* marks the current one).
 
     \b
     Example:
       logist job list
     """
-    index = obj.jobs.read_index()
+    index = app.jobs.read_index()
     rows = []
     for job_id in index.jobs:
         try:
-            manifest = obj.jobs.job(job_id).manifest()
+            manifest = app.jobs.job(job_id).manifest()
             rows.append({"job_id": job_id, "status": str(manifest.status), "role": manifest.turn.role,
                          "steps": manifest.steps, "objective": manifest.objective})
         except Exception as exc:  # a damaged job must not hide the others
             rows.append({"job_id": job_id, "status": "UNREADABLE", "role": None, "steps": None, "objective": str(exc)})
     if as_json:
-        print_json({"current_job_id": index.current_job_id, "queue": index.queue, "jobs": rows})
+        app.print_json({"current_job_id": index.current_job_id, "queue": index.queue, "jobs": rows})
         return
     if not rows:
-        info(f"No jobs in {obj.jobs.path}. Create one: logist job create JOB --objective TEXT")
+        app.info(f"No jobs in {app.jobs.path}. Create one: logist job create JOB --objective TEXT")
         return
     for row in rows:
         mark = "*" if row["job_id"] == index.current_job_id else " "
@@ -43,8 +44,8 @@ def list_jobs(obj: JobsDirParam, as_json: bool) -> None:
 
 @click.command()
 @click.argument("job_id", metavar="JOB")
-@pass_jobs
-def select(obj: JobsDirParam, job_id: str) -> None:
+@pass_app
+def select(app: Application, job_id: str) -> None:
     """Make JOB the current job.
 
     Commands that name no job use the current one.
@@ -53,8 +54,8 @@ def select(obj: JobsDirParam, job_id: str) -> None:
     Example:
       logist job select hello
     """
-    obj.jobs.select(job_id)
-    info(f"Current job: {job_id}")
+    app.jobs.select(job_id)
+    app.info(f"Current job: {job_id}")
 
 
 def _status_data(job, m) -> dict:
@@ -108,8 +109,8 @@ def _budget_line(budgets, *, with_steps: bool) -> Optional[str]:
 @click.command()
 @job_argument
 @json_option
-@pass_jobs
-def status(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
+@pass_app
+def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
     """Show a job's state in a few lines.
 
     \b
@@ -118,11 +119,11 @@ def status(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
     """
     from ...views.summary import budgets
 
-    job = obj.job(job_id)
+    job = app.job(job_id)
     m = job.manifest()
     data = _status_data(job, m)
     if as_json:
-        print_json(data)
+        app.print_json(data)
         return
     click.echo(f"Job:     {data['job_id']}")
     click.echo(f"Status:  {data['status']}")
@@ -147,8 +148,8 @@ def status(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
 @click.command()
 @job_argument
 @json_option
-@pass_jobs
-def show(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
+@pass_app
+def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
     """Show a job in full: objective, state, totals, paths.
 
     \b
@@ -157,10 +158,10 @@ def show(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
     """
     from ...errors import CorruptFileError
 
-    job = obj.job(job_id)
+    job = app.job(job_id)
     m = job.manifest()
     if as_json:
-        print_json(m.dump())
+        app.print_json(m.dump())
         return
     click.echo(f"Job {m.job_id}: {m.status}  (role {m.turn.role}; {m.steps} of {m.settings.max_steps} steps used)")
     click.echo(f"Objective: {m.objective}")
@@ -256,8 +257,8 @@ def _table(rows, who: str) -> list[str]:
 @click.command()
 @job_argument
 @json_option
-@pass_jobs
-def history(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
+@pass_app
+def history(app: Application, job_id: Optional[str], as_json: bool) -> None:
     """List a job's recorded interactions as a table.
 
     \b
@@ -268,13 +269,13 @@ def history(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
     from ...store.history import iter_entries
     from ...views.summary import step_row
 
-    job = obj.job(job_id)
+    job = app.job(job_id)
     try:
         entries = list(iter_entries(job.dir))
     except CorruptFileError as exc:
         raise CorruptFileError(f"{exc} (the next command that changes the job repairs it)") from None
     if as_json:
-        print_json([e.dump() for e in entries])
+        app.print_json([e.dump() for e in entries])
         return
     for line in _table([step_row(e) for e in entries], "role"):
         click.echo(line)
@@ -285,8 +286,8 @@ def history(obj: JobsDirParam, job_id: Optional[str], as_json: bool) -> None:
 @click.option("--model", help="Preview with this model instead of the role's.")
 @base_url_option
 @json_option
-@pass_jobs
-def preview(obj: JobsDirParam, job_id: Optional[str], model: Optional[str], base_url: Optional[str], as_json: bool) -> None:
+@pass_app
+def preview(app: Application, job_id: Optional[str], model: Optional[str], base_url: Optional[str], as_json: bool) -> None:
     """Show the exact next request (no call).
 
     --json prints the request body as the next step sends it, key for key.
@@ -301,10 +302,10 @@ def preview(obj: JobsDirParam, job_id: Optional[str], model: Optional[str], base
     from ...engine.prepare import prepare
     from ...store.config import resolve_base_url
 
-    job = obj.job(job_id)
+    job = app.job(job_id)
     prepared = prepare(job, job.manifest(), model)
     if as_json:
-        print_json(prepared.body)
+        app.print_json(prepared.body)
         return
     endpoint = resolve_base_url(base_url, prepared.config).rstrip("/")
     click.echo(f"POST {endpoint}/chat/completions")

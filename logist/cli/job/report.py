@@ -8,7 +8,8 @@ from typing import Optional
 
 import click
 
-from ..common import JobsDirParam, info, job_argument, pass_jobs, wait_option
+from ..app import Application, pass_app
+from ..common import job_argument, wait_option
 
 
 def shown_path(path: Path) -> str:
@@ -22,8 +23,8 @@ def shown_path(path: Path) -> str:
 @click.command()
 @job_argument
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here (default: JOB/report.html in the jobs directory).")
-@pass_jobs
-def report(obj: JobsDirParam, job_id: Optional[str], output: Optional[str]) -> None:
+@pass_app
+def report(app: Application, job_id: Optional[str], output: Optional[str]) -> None:
     """Write a job's timeline as one self-contained HTML file.
 
     Each step is a row that opens to its prompt, answer and diff; open
@@ -36,17 +37,17 @@ def report(obj: JobsDirParam, job_id: Optional[str], output: Optional[str]) -> N
     """
     from ...views.report import write_job_report
 
-    job = obj.job(job_id)
+    job = app.job(job_id)
     path = write_job_report(job, Path(output) if output else None)
-    info(f"Wrote {shown_path(path)} ({path.stat().st_size // 1024 + 1} KB); open it in a browser.")
+    app.info(f"Wrote {shown_path(path)} ({path.stat().st_size // 1024 + 1} KB); open it in a browser.")
 
 
 @click.command()
 @job_argument
 @click.option("--rebuild", is_flag=True, help="Rewrite the transcript from jobHistory.json first.")
 @wait_option
-@pass_jobs
-def transcript(obj: JobsDirParam, job_id: Optional[str], rebuild: bool, lock_timeout: float) -> None:
+@pass_app
+def transcript(app: Application, job_id: Optional[str], rebuild: bool, lock_timeout: float) -> None:
     """Print a job's readable transcript (JOB/transcript.md).
 
     Logist brings it up to date after every command that changes the job;
@@ -61,7 +62,7 @@ def transcript(obj: JobsDirParam, job_id: Optional[str], rebuild: bool, lock_tim
     from ...views import views_lock
     from ...views import transcript as tr
 
-    job = obj.job(job_id)
+    job = app.job(job_id)
     path = tr.transcript_path(job.dir)
     with views_lock(job.dir, lock_timeout):
         if rebuild:
@@ -71,6 +72,6 @@ def transcript(obj: JobsDirParam, job_id: Optional[str], rebuild: bool, lock_tim
             done = tr.update(job.dir)
         text = path.read_text(encoding="utf-8")
     if done != "current":
-        info(f"{'Rebuilt' if done == 'rebuilt' else 'Brought'} {shown_path(path)} "
+        app.info(f"{'Rebuilt' if done == 'rebuilt' else 'Brought'} {shown_path(path)} "
              f"{'from' if done == 'rebuilt' else 'up to date with'} {HISTORY_NAME}.")
     click.echo(text, nl=False)
