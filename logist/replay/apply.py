@@ -26,9 +26,12 @@ from ..store.history import HistoryEntry, JobHistory
 from ..store.jobsdir import Job
 from ..engine.step import StepResult, post_answer, step_once
 
-REPLAYED_USER_ACTIONS = (
-    "approve", "reject", "resubmit", "answer", "skip", "suspend", "resume", "cancel", "approve-command", "skip-command",
-)
+from ..engine.workflow import PERSON, TABLE
+
+#: A person's recorded actions that replay re-applies: every event of the
+#: workflow table a person makes, but the job's creation (the replay's job
+#: is created on its own).
+REPLAYED_USER_ACTIONS = frozenset(r.event for r in TABLE if PERSON in r.who) - {"create"}
 
 
 def read_history_file(path: Path) -> JobHistory:
