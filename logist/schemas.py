@@ -42,7 +42,7 @@ def _merge_defs(into: dict, schema: dict) -> dict:
 def llm_chat_schema() -> dict:
     """The LLM exchange: ``$defs.request`` (what Logist sends, as recorded in
     the history) and ``$defs.response`` (the one JSON object the model answers)."""
-    from .store.history import Request
+    from .store.entries import Request
 
     defs: dict = {}
     request = _merge_defs(defs, model_schema(Request))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from ..store.config import LogistConfig
-from ..store.history import CommandRecord
+from ..store.entries import CommandRecord
 from ..store.manifest import JobManifest
 
 if TYPE_CHECKING:
@@ -29,28 +29,37 @@ def call_cost(config: LogistConfig, model: str, outcome: Outcome) -> Optional[fl
 
 
 def add_to_totals(
-    after: JobManifest, outcome: Outcome, cost: Optional[float], command: Optional[CommandRecord], priced: bool
+    after: JobManifest, outcome: Outcome, cost: Optional[float], command: Optional[CommandRecord], priced: bool,
+    kind: str = "llm_call",
 ) -> None:
+    """Count one applied answer. Only a real call (``llm_call``, or a
+    ``compaction`` that was not replayed) counts as a call with tokens and
+    cost; a replayed or posted answer is counted apart."""
     totals = after.totals
-    totals.llm_calls += 1
-    totals.prompt_tokens += outcome.prompt_tokens or 0
-    totals.completion_tokens += outcome.completion_tokens or 0
-    if not priced:
-        totals.unpriced_calls += 1
-    elif cost is not None:
-        totals.cost_usd = round(totals.cost_usd + cost, 8)
-    totals.wall_seconds = round(totals.wall_seconds + outcome.duration + (command.duration_seconds if command else 0), 3)
+    if kind == "replay":
+        totals.replayed += 1
+    elif kind == "poststep":
+        totals.posted += 1
+    else:
+        totals.llm_calls += 1
+        totals.prompt_tokens += outcome.prompt_tokens or 0
+        totals.completion_tokens += outcome.completion_tokens or 0
+        if not priced:
+            totals.unpriced_calls += 1
+        elif cost is not None:
+            totals.cost_usd = round(totals.cost_usd + cost, 8)
+    totals.wall_ms += round(outcome.duration * 1000) + (command.duration_ms if command else 0)
 
 
 def limit_reason(manifest: JobManifest) -> Optional[str]:
     """Why the next call must not be sent, or None (budgets, SPEC section 5)."""
     settings, totals = manifest.settings, manifest.totals
-    if manifest.steps >= settings.max_steps:
-        return f"max steps reached ({manifest.steps} of {settings.max_steps})"
+    if manifest.calls >= settings.max_steps:
+        return f"max steps reached ({manifest.calls} calls of {settings.max_steps})"
     if settings.max_cost_usd is not None and totals.cost_usd >= settings.max_cost_usd:
         return f"cost budget spent (${totals.cost_usd:.4f} of ${settings.max_cost_usd:.4f})"
     if settings.max_tokens is not None and totals.tokens >= settings.max_tokens:
         return f"token budget spent ({totals.tokens} of {settings.max_tokens} tokens)"
-    if settings.max_wall_seconds is not None and totals.wall_seconds >= settings.max_wall_seconds:
-        return f"time budget spent ({totals.wall_seconds:.1f} s of {settings.max_wall_seconds:g} s)"
+    if settings.max_wall_seconds is not None and totals.wall_ms >= settings.max_wall_seconds * 1000:
+        return f"time budget spent ({totals.wall_ms / 1000:.1f} s of {settings.max_wall_seconds:g} s)"
     return None

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..store.history import CommandRecord
+from ..store.entries import CommandRecord
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest
 
@@ -207,7 +207,7 @@ def execute(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
         decision="run",
         exit_code=result.exit_code,
         timed_out=result.timed_out,
-        duration_seconds=round(result.duration, 3),
+        duration_ms=round(result.duration * 1000),
         output=result.report(settings.command_timeout),
     )
 

@@ -3,11 +3,12 @@
 A role with ``prompt_compression`` keeps its conversation within bounds:
 once more than ``compaction_threshold`` rounds are not yet summarised, a
 separate LLM call folds all but the last ``compaction_retain_recent`` of them
-into a running summary (updating the previous one). The prompt then shows the
-turn's opening message and the summary in place of those rounds; the recent
-rounds stay whole. The summary and how many rounds it covers live in the
-turn (manifest), and the call is recorded in the history like any other, so
-a restart never redoes it and a replay repeats it exactly.
+into a running summary (updating the previous one). The next call's system
+message then ends with the turn's opening message and the summary, in place
+of those rounds; the recent rounds follow whole, as they were. The summary
+and how many rounds it covers live in the turn (manifest), and the call is
+recorded in the history like any other, so a restart never redoes it and a
+replay repeats it exactly.
 
 A summary call is a step of its own (``job step --oneshot`` still makes one
 call). When it fails, the job keeps running on the full conversation and no
@@ -19,6 +20,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..store.manifest import Turn
+from ..store.requests import rounds_of
 from ..store.roles import RoleManifest
 
 COMPACTION_PROMPT = """\
@@ -42,8 +44,9 @@ def due(turn: Turn, role: RoleManifest) -> Optional[int]:
     return target if target > turn.summarised_rounds else None
 
 
-def request(turn: Turn, role: RoleManifest, upto: int) -> list[dict]:
-    """The messages of the summary call that covers rounds 1..``upto``.
+def request(turn: Turn, role: RoleManifest, upto: int, conversation: list[dict]) -> list[dict]:
+    """The messages of the summary call that covers rounds 1..``upto``;
+    ``conversation`` is the turn's conversation so far (as sent).
 
     Nothing in them names the job or where it lives, so a recorded summary
     call matches the same call of the same job under another name."""
@@ -51,32 +54,27 @@ def request(turn: Turn, role: RoleManifest, upto: int) -> list[dict]:
     if turn.summary:
         parts.append(f"Summary so far (rounds 1 to {turn.summarised_rounds}):\n{turn.summary}")
     parts.append(f"Rounds to fold in ({turn.summarised_rounds + 1} to {upto}):")
-    for index in range(turn.summarised_rounds, upto):
-        user, answer = turn.messages[2 * index], turn.messages[2 * index + 1]
-        parts.append(f"### Round {index + 1}\n[Logist]\n{user.content}\n[{role.name}]\n{answer.content}")
+    for number, user, answer in rounds_of(conversation, turn):
+        if turn.summarised_rounds < number <= upto:
+            parts.append(f"### Round {number}\n[Logist]\n{user}\n[{role.name}]\n{answer}")
     parts.append("Write the updated summary.")
     return [{"role": "system", "content": COMPACTION_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def conversation(turn: Turn, pending: dict) -> list[dict]:
-    """The turn's messages as sent: summarised rounds replaced by the summary.
-
-    ``pending`` is the next user message. The opening message (which states
-    the job) and the summary are put in front of the first message kept
-    whole, so user and assistant messages still alternate.
-    """
-    messages = [m.model_dump() for m in turn.messages] + [pending]
+def summary_section(opening: str, turn: Turn) -> str:
+    """What the system message gains once rounds are summarised: the turn's
+    opening message, then the summary of the rounds it replaces."""
     k = turn.summarised_rounds
-    if not turn.summary or k == 0:
-        return messages
-    opening = messages[0]["content"]
-    kept = messages[2 * k :]
-    first = kept[0]
-    kept[0] = {
-        "role": "user",
-        "content": (
-            f"{opening}\n\n--- Summary of rounds 1 to {k} of this conversation ---\n{turn.summary}\n\n"
-            f"--- Round {k + 1} ---\n{first['content']}"
-        ),
-    }
-    return kept
+    return (
+        f"--- This turn so far ---\nThe turn opened with this message:\n{opening}\n\n"
+        f"Summary of rounds 1 to {k} (the rounds after it follow as they were):\n{turn.summary}"
+    )
+
+
+def kept_rounds(conversation: list[dict], turn: Turn) -> list[dict]:
+    """The messages of the rounds the summary does not cover."""
+    messages: list[dict] = []
+    for number, user, answer in rounds_of(conversation, turn):
+        if number > turn.summarised_rounds:
+            messages += [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+    return messages

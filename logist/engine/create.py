@@ -22,7 +22,7 @@ from .. import views
 from ..store import history as hist
 from ..store import recovery as journal
 from ..errors import ConfigError, LogistError
-from ..store.history import UserInput
+from ..store.entries import UserInput
 from ..store.jobsdir import Job, JobsDir, check_job_id
 from ..store.manifest import JobManifest, Source, Turn, write_manifest
 from ..store.config import JobDefaults
@@ -162,7 +162,7 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
         entry = journal.new_entry(
             job_dir, job_dir / "workspace", before, manifest, kind="user_action",
             user_input=UserInput(action="create", text=objective.strip()), workspace_commit=baseline,
-            role=slots[first_slot],
+            role=slots[first_slot], definition=manifest.definition(),
         )
         hist.append_entry(job_dir, entry)
         write_manifest(job_dir, manifest)

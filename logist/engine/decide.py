@@ -11,7 +11,7 @@ from typing import Optional
 
 from ..store import recovery as journal
 from ..errors import LogistError, TransitionError
-from ..store.history import CommandRecord, UserInput
+from ..store.entries import CommandRecord, UserInput
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, Turn
 from ..store.manifest import PLANNER, WORKER
@@ -38,7 +38,7 @@ def _apply(manifest: JobManifest, rule: Rule, text: Optional[str], command: Opti
         slot = after.turn.slot
         feedback = f"A person looked at why the job stopped ({after.reason}) and resubmitted it"
         feedback += f":\n{text}" if text else "."
-        if after.workflow == "planned" and slot == PLANNER and after.turn.messages:
+        if after.workflow == "planned" and slot == PLANNER and after.turn.rounds:
             after.turn.pending = feedback
         else:
             after.turn = _fresh_turn(after, slot, feedback)
@@ -98,12 +98,12 @@ def user_action(
             journal.begin_applying(job.dir, sequence, manifest.workspace_commit, None)
             command = execute(job, manifest, manifest.pending_command or "")
             commit = job.repo.commit_all(
-                f"logist: {job.id} entry {sequence} command approved by a person: {command.command}"[:200]
+                f"logist: {job.id} step {sequence} command approved by a person: {command.command}"[:200]
             ) or commit
         after = _apply(manifest, rule, text, command)
         after.workspace_commit = commit
         if command is not None:
-            after.totals.wall_seconds = round(after.totals.wall_seconds + command.duration_seconds, 3)
+            after.totals.wall_ms += command.duration_ms
         entry = journal.new_entry(
             job.dir,
             job.workspace,

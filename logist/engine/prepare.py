@@ -16,9 +16,10 @@ from typing import Optional
 
 from ..resources import data_dir
 from ..store.config import LogistConfig
-from ..store.history import RequestMetadata
+from ..store.entries import RequestMetadata
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest
+from ..store.requests import HistoryReader
 from ..store.roles import RoleManifest, load_roles
 from . import compaction
 from .prompt import Prompt, build_prompt
@@ -102,14 +103,15 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
     config = job.jobs_dir.config()
     model = resolve_model(config, manifest, role, model_override)
     target = compaction.due(manifest.turn, role) if compact else None
+    history = HistoryReader(job.dir)
     if target is not None:
-        messages = compaction.request(manifest.turn, role, target)
+        messages = compaction.request(manifest.turn, role, target, history.conversation(manifest.turn))
         metadata = RequestMetadata(
             role=role.name, phase="compaction", model=model, temperature=SUMMARY_TEMPERATURE, max_tokens=None
         )
         body = request_body(model, messages, SUMMARY_TEMPERATURE)
         return Prepared(body, Prompt(messages=messages), role, metadata, config, compaction_target=target)
-    prompt = build_prompt(manifest, role, job.workspace, jobs_dir, roles)
+    prompt = build_prompt(manifest, role, job.workspace, jobs_dir, history, roles)
     metadata = RequestMetadata(
         role=role.name, phase=str(manifest.status), model=model, temperature=role.temperature, max_tokens=role.max_tokens
     )

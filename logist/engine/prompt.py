@@ -5,11 +5,14 @@ message is the protocol (how to answer), the optional context file, the
 role's instructions, and the active skill when the job has one. The turn
 opens with a message stating the job; each later user message reports what
 happened since the model's last answer. Every user message ends with
-``[Step N of MAX]`` so the model knows its remaining budget.
+``[Call N of MAX]`` so the model knows how many calls the job has left.
 
-Built from the manifest alone (plus the files it names), so ``job preview``
-shows exactly what a step would send, and a poststep records the same prompt
-a live step would have sent.
+The first call of a turn (and the first after a compaction) is built whole
+from the manifest and the files it names; a later call is the turn's
+conversation so far, read back from the history, plus the new user message
+(:attr:`Prompt.continues`, :attr:`Prompt.added`), which is also how the
+history records it. So ``job preview`` shows exactly what a step would send,
+and a poststep records the same prompt a live step would have sent.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Optional
 
 from ..protocol import protocol_text
 from ..store.manifest import JobManifest
+from ..store.requests import HistoryReader
 from ..store.roles import RoleManifest
 from . import compaction
 from ..store.manifest import PLANNER, SUPERVISOR
@@ -35,6 +39,17 @@ PROTOCOL_PROMPT = protocol_text()
 class Prompt:
     messages: list[dict]
     files_context: list[str] = field(default_factory=list)
+    #: The entry whose request and answer these messages extend, or None
+    #: when the messages are a prompt in full.
+    continues: Optional[int] = None
+    #: With ``continues``: the messages added after that entry's answer.
+    added: list[dict] = field(default_factory=list)
+
+    def record(self) -> dict:
+        """The request's messages as the history records them."""
+        if self.continues is None:
+            return {"prompt": self.messages}
+        return {"continues": self.continues, "added": self.added}
 
 
 def context_text(workspace: Path, jobs_dir: Path) -> Optional[str]:
@@ -65,8 +80,8 @@ def system_prompt(
     return "\n\n".join(parts)
 
 
-def step_marker(manifest: JobManifest) -> str:
-    return f"[Step {manifest.steps + 1} of {manifest.settings.max_steps}]"
+def call_marker(manifest: JobManifest) -> str:
+    return f"[Call {manifest.calls + 1} of {manifest.settings.max_steps}]"
 
 
 def _file_sections(workspace: Path, paths: list[str], budget: list[int]) -> tuple[list[str], list[str]]:
@@ -140,24 +155,35 @@ def build_prompt(
     role: RoleManifest,
     workspace: Path,
     jobs_dir: Path,
+    history: HistoryReader,
     roles: Optional[dict[str, RoleManifest]] = None,
 ) -> Prompt:
     """The complete ``messages`` of the next call for the job's current turn.
 
-    ``roles`` (all roles known to the jobs directory) lets the Planner of a
-    planned job see the roles it may address.
+    ``history`` reads the turn's conversation back; ``roles`` (all roles
+    known to the jobs directory) lets the Planner of a planned job see the
+    roles it may address.
     """
+    turn = manifest.turn
+    files_context: list[str] = []
+    if turn.pending is None:
+        text, files_context = opening_message(manifest, workspace)
+    else:
+        text = turn.pending
+    pending = {"role": "user", "content": f"{text}\n\n{call_marker(manifest)}"}
+    if turn.prompt_call is not None and turn.last_call is not None:
+        conversation = history.conversation(turn)
+        return Prompt(conversation + [pending], files_context, continues=turn.last_call, added=[pending])
     skill = (manifest.skill.name, manifest.skill.instructions) if manifest.skill else None
     addressable = None
-    if manifest.workflow == "planned" and manifest.turn.slot == PLANNER:
+    if manifest.workflow == "planned" and turn.slot == PLANNER:
         names = [name for slot, name in manifest.roles.items() if slot != PLANNER]
         addressable = [roles[n] for n in names if roles and n in roles]
     system = system_prompt(role, context_text(workspace, jobs_dir), skill, addressable)
-    files_context: list[str] = []
-    if manifest.turn.pending is None:
-        text, files_context = opening_message(manifest, workspace)
-    else:
-        text = manifest.turn.pending
-    pending = {"role": "user", "content": f"{text}\n\n{step_marker(manifest)}"}
-    messages = [{"role": "system", "content": system}] + compaction.conversation(manifest.turn, pending)
-    return Prompt(messages=messages, files_context=files_context)
+    kept: list[dict] = []
+    if turn.summary and turn.last_call is not None:
+        # After a compaction: the summary stands in for the rounds it covers.
+        conversation = history.conversation(turn)
+        system += "\n\n" + compaction.summary_section(history.opening(turn) or "", turn)
+        kept = compaction.kept_rounds(conversation, turn)
+    return Prompt([{"role": "system", "content": system}, *kept, pending], files_context)

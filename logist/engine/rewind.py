@@ -1,9 +1,9 @@
 """Going back: ``job restep`` (to an earlier step) and ``job rerun`` (to the
 baseline).
 
-Every history entry keeps the manifest as it was after it, and the workspace
-commit, so returning to the end of any entry is: put the workspace back at
-that commit and the manifest back to that copy. Nothing is erased: the
+Every history entry keeps the job's state as it was after it, and the
+workspace commit, so returning to the end of any entry is: put the workspace
+back at that commit and the manifest's state back to that entry's. Nothing is erased: the
 history keeps every entry and gains a ``rewind`` entry saying what was done,
 and the abandoned commits stay reachable under ``refs/logist/rewound/<seq>``
 in the workspace. Totals are not rewound: the calls were made and paid for.
@@ -16,32 +16,31 @@ from typing import Optional
 from ..store import history as hist
 from ..store import recovery as journal
 from ..errors import LogistError
-from ..store.history import HistoryEntry
+from ..store.entries import ANSWER_KINDS, HistoryEntry
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest
 from .session import open_locked
 
 
-def _target_entry(job: Job, to: Optional[int], baseline: bool) -> HistoryEntry:
-    entries = hist.load_history(job.dir).interactions
+def _target_entry(job: Job, to: Optional[int], baseline: bool, last: int) -> HistoryEntry:
     if baseline:
-        return entries[0]
+        return next(hist.iter_entries(job.dir))
     if to is not None:
-        for entry in entries:
-            if entry.sequence == to:
-                if entry.kind == "rewind":
-                    raise LogistError(f"entry {to} is itself a rewind; name the step you want to return to")
-                return entry
-        raise LogistError(f"job '{job.id}' has no history entry {to} (it has 1 to {entries[-1].sequence})")
-    # The live steps: the calls whose effect the current state still
+        if not 1 <= to <= last:
+            raise LogistError(f"job '{job.id}' has no history entry {to} (it has 1 to {last})")
+        entry = hist.read_entry(job.dir, to)
+        if entry.kind == "rewind":
+            raise LogistError(f"entry {to} is itself a rewind; name the step you want to return to")
+        return entry
+    # The live steps: the answers whose effect the current state still
     # includes. A rewind cuts back to the entry it restored.
     chain: list[HistoryEntry] = []
-    for entry in entries:
+    for entry in hist.iter_entries(job.dir):
         if entry.kind == "rewind" and entry.rewound_to is not None:
             chain = [e for e in chain if e.sequence <= entry.rewound_to]
-        elif entry.kind != "rewind":
+        elif entry.kind in ANSWER_KINDS:
             chain.append(entry)
-    live = [e for e in chain if e.kind == "llm_call"]
+    live = chain
     if len(live) < 2:
         raise LogistError(
             f"job '{job.id}' has no earlier step to return to"
@@ -54,8 +53,8 @@ def rewind(job: Job, *, to: Optional[int] = None, baseline: bool = False, lock_t
     """Return the job to the end of history entry ``to`` (default: the step
     before the last one; ``baseline``: right after create)."""
     with open_locked(job, lock_timeout) as manifest:
-        target = _target_entry(job, to, baseline)
-        restored = JobManifest.model_validate(target.manifest_after)
+        target = _target_entry(job, to, baseline, manifest.last_sequence)
+        restored = manifest.with_state(target.state)
         sequence = manifest.last_sequence + 1
         head = job.repo.head()
         if job.repo.is_dirty():
@@ -64,7 +63,6 @@ def rewind(job: Job, *, to: Optional[int] = None, baseline: bool = False, lock_t
         journal.begin_applying(job.dir, sequence, head, None)
         job.repo.reset_to(target.workspace_commit or restored.workspace_commit)
         restored.totals = manifest.totals
-        restored.created_at = manifest.created_at
         restored.workspace_commit = target.workspace_commit or restored.workspace_commit
         what = "the baseline" if baseline else f"the end of entry {target.sequence}"
         entry = journal.new_entry(

@@ -18,14 +18,14 @@ from ..failpoints import failpoint
 from ..protocol import Answer, InvalidAnswer, check_planner_answer, parse_answer
 from ..store import recovery as journal
 from ..store.config import resolve_api_key, resolve_base_url
-from ..store.history import CommandRecord, Request, Response, Usage
+from ..store.entries import CommandRecord, Request, Response, Usage
 from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest, Message, Status
 from .budget import add_to_totals, call_cost, limit_reason
 from .commands import run_or_hold
 from .prepare import Prepared, prepare
 from .session import open_locked
-from .transition import apply_answer, apply_event, refuse_answer
+from .transition import Call, apply_answer, apply_event, refuse_answer
 from .workflow import CALL_FAILED, LIMIT, STEPPABLE, describe_state_hint
 
 #: Step results after which ``job step`` makes another call in the same turn.
@@ -81,13 +81,16 @@ def _commit_message(job_id: str, seq: int, role: str, action: str, summary: Opti
     return subject + ("\n\n" + body if body and body != first else "")
 
 
-def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) -> StepResult:
-    """Everything after the call; shared by live steps and posted answers."""
+def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str) -> StepResult:
+    """Everything after the call; shared by live steps and posted answers.
+
+    ``kind``: llm_call (a live call), poststep or replay (an answer that
+    did not come from a call here)."""
     config = prepared.config
-    sent = prepared.prompt.messages[-1]["content"]
     after = before.model_copy(deep=True)
-    after.steps = before.steps + 1
+    after.calls = before.calls + 1
     sequence = before.last_sequence + 1
+    call = Call(sequence, full=prepared.prompt.continues is None)
     answer: Optional[Answer] = None
     command: Optional[CommandRecord] = None
     files_changed: list[str] = []
@@ -106,7 +109,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
             status_label = "INVALID"
             error = str(exc)
             answer = None
-            refuse_answer(after, sent, outcome.raw, error)
+            refuse_answer(after, call, error)
     head_before = before.workspace_commit
     action = answer.action if answer else status_label
     # Only an answer with file changes or a command can change the workspace;
@@ -129,7 +132,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
         failpoint("after_apply")
         if answer.action == "CMD":
             command = run_or_hold(job, before, answer.command or "")
-        apply_answer(after, before, answer, sent, outcome.raw or "", command)
+        apply_answer(after, before, answer, call, command)
         if after.status != Status.INTERVENTION_REQUIRED:
             after.reason = None
         if after.status != Status.INPUT_REQUIRED:
@@ -142,7 +145,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
         failpoint("after_commit")
     after.workspace_commit = commit
     cost = call_cost(config, prepared.model, outcome)
-    add_to_totals(after, outcome, cost, command, priced=prepared.model in config.prices)
+    add_to_totals(after, outcome, cost, command, priced=prepared.model in config.prices, kind=kind)
     response = Response(
         status=status_label,
         actions=[answer.action] if answer else [],
@@ -162,16 +165,12 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) 
         job.workspace,
         before,
         after,
-        kind="llm_call",
+        kind=kind,
         role=prepared.role.name,
-        request=Request(
-            prompt=[Message(**m) for m in prepared.prompt.messages],
-            files_context=prepared.prompt.files_context,
-            metadata=prepared.metadata,
-        ),
+        request=Request(**prepared.prompt.record(), files_context=prepared.prompt.files_context, metadata=prepared.metadata),
         response=response,
         usage=usage,
-        duration_seconds=round(outcome.duration, 3),
+        duration_ms=round(outcome.duration * 1000),
         workspace_commit=commit,
         command=command,
     )
@@ -227,12 +226,13 @@ def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
 
 
 def _locked_step(
-    job: Job, lock_timeout: float, produce: Callable[[Prepared], Outcome], model: Optional[str], mode: str
+    job: Job, lock_timeout: float, produce: Callable[[Prepared], Outcome], model: Optional[str], mode: str,
+    kind: str = "llm_call",
 ) -> StepResult:
     """``mode``: "live" makes the call :func:`prepare` decides (a summary
     call when compaction is due, else the role's call); "answer" always
-    applies the role's answer (poststep); "summary" applies a recorded
-    summary (replay)."""
+    applies the role's answer (poststep, replay); "summary" applies a
+    recorded summary (replay). ``kind`` is the entry kind of an answer."""
     with open_locked(job, lock_timeout) as manifest:
         _check_steppable(job, manifest)
         reason = limit_reason(manifest)
@@ -242,35 +242,38 @@ def _locked_step(
         if mode == "summary" and not prepared.is_compaction:
             raise LogistError(f"job '{job.id}' has no compaction due; the recorded summary does not fit here")
         if prepared.is_compaction:
-            return _apply_compaction(job, manifest, prepared, produce(prepared))
-        return _apply(job, manifest, prepared, produce(prepared))
+            return _apply_compaction(job, manifest, prepared, produce(prepared), replayed=mode == "summary")
+        return _apply(job, manifest, prepared, produce(prepared), kind)
 
 
-def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome) -> StepResult:
+def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, replayed: bool) -> StepResult:
     """Record a summary call; on success the turn's summary covers the
-    prepared call's target rounds."""
+    prepared call's target rounds, and the next call sends its prompt in
+    full (the summary in place of those rounds)."""
     config = prepared.config
     target = prepared.compaction_target
     after = before.model_copy(deep=True)
     turn = after.turn
     if outcome.error is None and (outcome.raw or "").strip():
         turn.summary, turn.summarised_rounds, turn.compaction_failed_at = outcome.raw.strip(), target, None
+        turn.prompt_call = None
         status, action, error = "SUCCESS", "COMPACTED", None
     else:
         turn.compaction_failed_at = turn.rounds
         error = outcome.error or "the summary call returned an empty summary"
         status, action = "ERROR", "COMPACTION_FAILED"
     cost = call_cost(config, prepared.model, outcome)
-    add_to_totals(after, outcome, cost, None, priced=prepared.model in config.prices)
+    add_to_totals(after, outcome, cost, None, priced=prepared.model in config.prices, kind="replay" if replayed else "llm_call")
     entry = journal.new_entry(
         job.dir, job.workspace, before, after, kind="compaction", role=prepared.role.name,
         request=Request(prompt=[Message(**m) for m in prepared.prompt.messages], metadata=prepared.metadata),
         response=Response(status=status, raw_response=outcome.raw, error=error),
         usage=Usage(prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=cost),
-        duration_seconds=round(outcome.duration, 3),
+        duration_ms=round(outcome.duration * 1000),
         workspace_commit=before.workspace_commit,
         note=(f"summarised rounds 1 to {target}" if error is None else
-              f"summary call failed; the prompt keeps the full conversation: {error}"),
+              f"summary call failed; the prompt keeps the full conversation: {error}")
+        + ("; the summary was applied from a recorded history, no call was made" if replayed else ""),
     )
     journal.record(job.dir, entry, after)
     return StepResult(job.id, entry.sequence, prepared.role.name, action, after.status, summary=entry.note, error=error,
@@ -293,10 +296,14 @@ def post_answer(
     model: Optional[str] = None,
     lock_timeout: float = 0,
     summary: bool = False,
+    replayed: bool = False,
 ) -> StepResult:
-    """Apply an answer without calling the model (``job poststep``); with
-    ``summary``, ``raw`` is a recorded compaction summary (``job replay``)."""
+    """Apply an answer without calling the model (``job poststep``, recorded
+    as a ``poststep`` entry; ``replayed``: from a recorded history, a
+    ``replay`` entry). With ``summary``, ``raw`` is a recorded compaction
+    summary (``job replay``)."""
     outcome = Outcome(raw=raw, error=error, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
-    return _locked_step(job, lock_timeout, lambda _prepared: outcome, model, "summary" if summary else "answer")
+    kind = "replay" if replayed else "poststep"
+    return _locked_step(job, lock_timeout, lambda _prepared: outcome, model, "summary" if summary else "answer", kind)
 
 

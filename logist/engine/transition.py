@@ -10,17 +10,39 @@ functions change a copy of the manifest (``after``) and nothing else;
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 from ..protocol import Answer
-from ..store.history import CommandRecord
-from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Handoff, JobManifest, Message, Question, Turn
+from ..store.entries import CommandRecord
+from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Handoff, JobManifest, Question, Turn
 from .workflow import (
     ADDRESSED, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, USER, Rule, find_rule, move, rule_for, who_acts,
 )
 
 CONTINUE_AFTER_MESSAGE = "[Continue after informational message]"
 EXITS = ("COMPLETED", "RETRY", "STUCK")
+
+
+@dataclass(frozen=True)
+class Call:
+    """The call being applied: the history entry that will record it, and
+    whether its request is a prompt in full (else it continues the turn's
+    last round)."""
+
+    sequence: int
+    full: bool
+
+
+def add_round(turn: Turn, call: Call) -> None:
+    """The call's request and answer join the turn's conversation."""
+    turn.rounds += 1
+    turn.last_call = call.sequence
+    if call.full:
+        turn.prompt_call = call.sequence
+    if turn.first_call is None:
+        turn.first_call = call.sequence
+    turn.pending = None
 
 
 def apply_event(after: JobManifest, event: str, reason: Optional[str] = None) -> Rule:
@@ -57,12 +79,11 @@ def _continue_with(event: str, answer: Answer, command: Optional[CommandRecord])
 
 
 def apply_answer(
-    after: JobManifest, before: JobManifest, answer: Answer, sent: str, raw: str, command: Optional[CommandRecord]
+    after: JobManifest, before: JobManifest, answer: Answer, call: Call, command: Optional[CommandRecord]
 ) -> None:
     """Move ``after`` to the state the answer's row leads to, and do its turn part."""
     turn = after.turn
     action = answer.action
-    conversation = turn.messages + [Message(role="user", content=sent), Message(role="assistant", content=raw)]
     who = who_acts(before)
     planned = before.workflow == "planned"
     summary = (answer.summary_for_supervisor or (answer.message if planned else None) or "").strip()
@@ -76,7 +97,7 @@ def apply_answer(
     event = answer_event(who, answer, command)
     rule = find_rule(before.status, event, who)
     if rule is None:
-        turn.messages, turn.pending = conversation, None
+        add_round(turn, call)
         reason = f"the workflow has no transition for {action} from {turn.role} in {before.status}"
         move(after, rule_for(before.status, OUT_OF_TURN, who), before.status, reason)
         return
@@ -84,7 +105,7 @@ def apply_answer(
         after.retries_in_a_row += 1
         limit = after.settings.max_retries_in_a_row
         if after.retries_in_a_row > limit:
-            turn.messages, turn.pending = conversation, None
+            add_round(turn, call)
             reason = f"{after.retries_in_a_row} RETRYs in a row (limit {limit}); last: {answer.summary_for_supervisor}"
             move(after, rule_for(before.status, RETRY_LIMIT, who), before.status, reason)
             return
@@ -95,7 +116,7 @@ def apply_answer(
     move(after, rule, before.status, f"{turn.role} is STUCK: {summary}" if action == "STUCK" else None)
     effect = rule.turn
     if effect in ("continue", "wait", "stop", "delegate"):
-        turn.messages, turn.pending = conversation, None
+        add_round(turn, call)
     if effect == "continue":
         turn.pending = _continue_with(event, answer, command)
     elif effect == "wait" and action == "ASK":
@@ -127,12 +148,12 @@ def apply_answer(
         after.turn, after.planner_turn = planner_turn, None
 
 
-def refuse_answer(after: JobManifest, sent: str, raw: Optional[str], reason: str) -> None:
+def refuse_answer(after: JobManifest, call: Call, reason: str) -> None:
     """An invalid answer: re-ask while the job's format retries last, then stop."""
     turn = after.turn
     if turn.format_retries_used < after.settings.format_retries:
         turn.format_retries_used += 1
-        turn.messages = turn.messages + [Message(role="user", content=sent), Message(role="assistant", content=raw or "")]
+        add_round(turn, call)
         turn.pending = (
             f"Your last answer was refused: {reason}\n"
             "Nothing from it was applied. Answer again with exactly one JSON object as the protocol describes."

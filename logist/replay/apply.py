@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from ..engine.decide import user_action
 from ..errors import ConfigError, CorruptFileError, LogistError
+from ..store.entries import CALL_KINDS
 from ..store.history import HistoryEntry, JobHistory
 from ..store.jobsdir import Job
 from ..engine.step import StepResult, post_answer, step_once
@@ -35,11 +36,14 @@ REPLAYED_USER_ACTIONS = frozenset(r.event for r in TABLE if PERSON in r.who) - {
 
 
 def read_history_file(path: Path) -> JobHistory:
+    """A jobHistory.json of any format (an older one upgraded in memory)."""
+    from ..store.upgrade import upgrade_history_data
+
     try:
-        return JobHistory.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
+        return JobHistory.model_validate(upgrade_history_data(json.loads(Path(path).read_text(encoding="utf-8"))))
     except FileNotFoundError:
         raise ConfigError(f"no history file {path}") from None
-    except (ValueError, ValidationError) as exc:
+    except (ValueError, ValidationError, KeyError, TypeError) as exc:
         first = str(exc).strip().splitlines()[0]
         raise CorruptFileError(f"{path} is not a readable jobHistory.json: {first}") from None
 
@@ -52,8 +56,9 @@ def entry_by_sequence(history: JobHistory, sequence: int) -> HistoryEntry:
 
 
 def post_recorded(job: Job, entry: HistoryEntry, lock_timeout: float = 0) -> StepResult:
-    """Apply one recorded LLM answer (or recorded call failure)."""
-    if entry.kind not in ("llm_call", "compaction") or entry.response is None:
+    """Apply one recorded LLM answer (or recorded call failure); it is
+    recorded as a ``replay`` entry, counted apart from real calls."""
+    if entry.kind not in CALL_KINDS or entry.response is None:
         raise ConfigError(f"entry {entry.sequence} is a {entry.kind}, not an LLM call")
     usage = entry.usage
     return post_answer(
@@ -65,6 +70,7 @@ def post_recorded(job: Job, entry: HistoryEntry, lock_timeout: float = 0) -> Ste
         model=entry.request.metadata.model if entry.request else None,
         lock_timeout=lock_timeout,
         summary=entry.kind == "compaction",
+        replayed=True,
     )
 
 
@@ -108,9 +114,9 @@ def replay_history(
     """
     applied = 0
     for entry in history.interactions:
-        if entry.kind in ("llm_call", "compaction") and base_url is not None:
+        if entry.kind in CALL_KINDS and base_url is not None:
             result = step_recorded(job, entry, base_url, lock_timeout)
-        elif entry.kind in ("llm_call", "compaction"):
+        elif entry.kind in CALL_KINDS:
             result = post_recorded(job, entry, lock_timeout)
         elif entry.kind == "user_action" and entry.user_input and entry.user_input.action in REPLAYED_USER_ACTIONS:
             action = entry.user_input.action

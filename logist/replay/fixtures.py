@@ -36,9 +36,10 @@ from ..store.atomic import atomic_write, atomic_write_json
 from ..store.config import JobDefaults
 from ..engine.create import SETTINGS, JobSpec, create_job
 from ..errors import ConfigError, LogistError
-from ..store.history import HISTORY_NAME, JobHistory, load_history
+from ..store.history import HISTORY_NAME, JobHistory, iter_entries, load_history
+from ..store.recovery import manifest_at
 from ..store.jobsdir import Job, JobsDir
-from ..store.manifest import MANIFEST_NAME, JobManifest
+from ..store.manifest import MANIFEST_NAME, JobManifest, parse_manifest
 from ..resources import data_dir
 from ..store.roles import format_validation_error
 from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS
@@ -82,7 +83,7 @@ class Fixture:
 
     def manifest(self) -> JobManifest:
         """The manifest the recorded job ended with."""
-        return JobManifest.model_validate(json.loads((self.path / MANIFEST_NAME).read_text(encoding="utf-8")))
+        return parse_manifest(json.loads((self.path / MANIFEST_NAME).read_text(encoding="utf-8")), str(self.path / MANIFEST_NAME))
 
 
 def load_fixture(name_or_path: Union[str, Path]) -> Fixture:
@@ -129,11 +130,10 @@ def create_from_fixture(
 def job_spec(job: Job) -> JobSpec:
     """How ``job`` was created, from its history's first entry: the fields
     that differ from a plain job (settings: from the built-in defaults)."""
-    entries = load_history(job.dir).interactions
-    created = entries[0] if entries else None
+    created = next(iter_entries(job.dir), None)
     if created is None or created.user_input is None or created.user_input.action != "create":
         raise LogistError(f"job '{job.id}' has no creation entry at the start of its history")
-    start = JobManifest.model_validate(created.manifest_after)
+    start = manifest_at(job.dir, created, job.manifest())
     if start.source.repo:
         raise LogistError(
             f"job '{job.id}' was created from a repository; only jobs created from files can be recorded as fixtures"
@@ -172,7 +172,7 @@ def record_fixture(job: Job, into: Union[str, Path]) -> Path:
     if into.is_dir() and any(into.iterdir()) and not (into / JOB_SPEC).is_file():
         raise LogistError(f"{into} is neither empty nor a fixture folder (it has no {JOB_SPEC}); choose another")
     spec = fixture_json(job)
-    start = JobManifest.model_validate(load_history(job.dir).interactions[0].manifest_after)
+    start = manifest_at(job.dir, next(iter_entries(job.dir)), job.manifest())
     with job.lock():
         history = job.history_path.read_bytes()
         manifest = job.manifest_path.read_bytes()

@@ -55,7 +55,7 @@ TIMEOUT_HOLD = 600.0
 _HTTP_ERROR = re.compile(r": HTTP (\d{3})(?:: (.*?))?(?: \(set LOGIST_API_KEY or OPENAI_API_KEY\))?$", re.S)
 _EXCERPT = 30
 #: History entries that are calls of the model.
-CALL_KINDS = ("llm_call", "compaction")
+from ..store.entries import CALL_KINDS  # noqa: E402  (re-exported)
 #: The request parameters a recording keeps (history ``request.metadata``),
 #: compared besides the model and the messages.
 PARAMETERS = ("temperature", "max_tokens")
@@ -90,10 +90,15 @@ def canonical_request(body: dict, workspaces: tuple[str, ...] = ()) -> dict:
     return request
 
 
-def recorded_body(entry: HistoryEntry) -> dict:
-    """The request body of a recorded call, as far as the history keeps it."""
+def recorded_body(entry: HistoryEntry, entries: Optional[dict[int, dict]] = None) -> dict:
+    """The request body of a recorded call, as far as the history keeps it
+    (``entries``: the history's entries by number, which a request that
+    continues another is rebuilt from)."""
+    from ..store.requests import messages_of
+
+    entries = entries if entries is not None else {entry.sequence: entry.dump()}
     metadata = entry.request.metadata
-    body: dict = {"model": metadata.model, "messages": [m.model_dump() for m in entry.request.prompt]}
+    body: dict = {"model": metadata.model, "messages": messages_of(entries, entry.sequence)}
     body.update({key: getattr(metadata, key) for key in PARAMETERS})
     return body
 
@@ -115,12 +120,8 @@ class RecordedCall:
     request: dict
     digest: str
 
-    @property
-    def step(self) -> int:
-        return int(self.entry.manifest_after.get("steps") or 0)
-
     def describe(self) -> str:
-        return f"step {self.step} ({self.label} call {self.number} of {self.of}, history entry {self.entry.sequence})"
+        return f"step {self.entry.sequence} ({self.label} call {self.number} of {self.of})"
 
 
 def _excerpt(text: str, at: int) -> str:
@@ -243,9 +244,10 @@ class ReplayLLMServer(LLMServer):
             self.counts[label] = self.counts.get(label, 0) + 1
         seen: dict[str, int] = {}
         self.calls: list[RecordedCall] = []
+        by_number = {e.sequence: e.dump() for e in self.history.interactions}
         for entry, label in zip(entries, labels):
             seen[label] = seen.get(label, 0) + 1
-            request = canonical_request(recorded_body(entry), (entry.workspace_path,))
+            request = canonical_request(recorded_body(entry, by_number), (entry.workspace_path,))
             self.calls.append(RecordedCall(entry, label, seen[label], self.counts[label], request, digest(request)))
         self._recorded_workspaces = tuple({e.workspace_path for e in entries if e.workspace_path})
         self.total = len(self.calls)

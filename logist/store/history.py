@@ -1,142 +1,61 @@
 """``jobHistory.json``: the append-only audit trail, written here only.
 
-The file is one JSON document, ``{"job_id": ..., "interactions": [...]}``,
-that a person can open at any time. Rewriting it whole on every step would
-cost time proportional to its length (jobs run thousands of steps with
-prompts of tens of KB), so an append writes in place instead:
+The file is one JSON document that a person can open, and ``json.load``,
+at any time::
 
-* The file always ends with the same closing bytes, :data:`TAIL`.
-* To append, Logist first records the current length and tail in a small
-  journal file (``jobHistory.json.append``, written atomically), then writes
-  ``,<entry>`` + :data:`TAIL` over the old tail with one write, fsyncs, and
-  deletes the journal. The cost is that of the new entry only.
-* If the process dies in between, the journal says where the last complete
-  document ended. :func:`repair` (run before any read or append, under the
-  job's lock) keeps the new entry when it was written whole and otherwise
-  cuts the file back to the recorded length and restores the tail, so the
-  file is whole again and no entry that was completely written is lost.
-* A reader without the lock that finds a journal reads only the recorded
-  prefix, so it never sees a half-written entry either.
+    {"$schema": ..., "format": 2, "job_id": ..., "interactions": [entry, ...]}
+
+Entries are :class:`~logist.store.entries.HistoryEntry` (what each holds:
+:mod:`logist.store.entries`). Rewriting the file on every step would cost
+time proportional to its length, so an append writes in place instead:
+
+* The file always ends with the same closing bytes, :data:`TAIL`, and every
+  entry starts on a line of its own at a fixed indent, with its
+  ``sequence`` first, so an entry is found by its number without parsing
+  the others (:func:`read_entry`).
+* To append, Logist records the current length in a small journal
+  (``jobHistory.json.append``, written atomically), then writes
+  ``,<entry>`` + :data:`TAIL` over the old tail with one ``write`` call,
+  fsyncs, and deletes the journal. The cost is that of the new entry only.
+  A kill before or after that one call leaves a whole document; only a power
+  loss (or a kill inside the call) can leave half an entry.
+* :func:`repair` (run under the job's lock before any change) finishes or
+  undoes an append the journal says was interrupted: it keeps the new entry
+  when it was written whole and otherwise cuts the file back to the recorded
+  length and restores the tail. A reader without the lock that finds a
+  journal reads only the recorded prefix, so it never sees half an entry.
 
 A file that does not end in :data:`TAIL` (edited by hand, say) but parses is
 rewritten once in the canonical form; one that does not parse is moved aside,
-its readable entries are kept, and the loss is reported.
+its readable entries are kept, and the loss is reported. A format 1 file
+(no ``format``) is read through :mod:`logist.store.upgrade` and rewritten in
+format 2 the first time a command changes the job.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 from pathlib import Path
-from typing import Any, Iterator, Literal, Optional
+from typing import Iterator, Optional
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from .atomic import atomic_write, atomic_write_json, fsync_dir, move_aside
 from ..errors import CorruptFileError
-from ..failpoints import armed, failpoint
-from .manifest import Message, utc_now
+from ..failpoints import failpoint
+from .entries import HistoryEntry, JobHistory
+from .manifest import utc_now
 
 HISTORY_NAME = "jobHistory.json"
+HISTORY_FORMAT = 2
+HISTORY_SCHEMA = "job-history.v2.schema.json"
 JOURNAL_SUFFIX = ".append"
 TAIL = b"\n  ]\n}\n"
 ENTRY_INDENT = "    "
-
-
-class RequestMetadata(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    role: str
-    phase: str
-    model: str
-    temperature: Optional[float] = None
-    max_tokens: Optional[int] = None
-
-
-class Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    prompt: list[Message]
-    files_context: list[str] = []
-    metadata: RequestMetadata
-
-
-class Response(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    #: SUCCESS: a valid answer; INVALID: not JSON or against the schema;
-    #: ERROR: the call failed (no answer).
-    status: Literal["SUCCESS", "INVALID", "ERROR"]
-    actions: list[str] = []
-    evidence_files: list[str] = []
-    summary_for_supervisor: Optional[str] = None
-    raw_response: Optional[str] = None
-    error: Optional[str] = None
-    #: Workspace paths the answer's file changes wrote or deleted.
-    files_changed: list[str] = []
-
-
-class Usage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    prompt_tokens: Optional[int] = None
-    completion_tokens: Optional[int] = None
-    cost_usd: Optional[float] = None
-
-
-class CommandRecord(BaseModel):
-    """A command the model asked for, and what became of it."""
-
-    model_config = ConfigDict(extra="forbid")
-    command: str
-    #: run: executed; ask: held for a person; deny: refused by the policy.
-    decision: Literal["run", "ask", "deny"]
-    exit_code: Optional[int] = None
-    timed_out: bool = False
-    duration_seconds: float = 0.0
-    #: The cleaned output exactly as the model is shown it.
-    output: Optional[str] = None
-
-
-class UserInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    action: str
-    text: Optional[str] = None
-
-
-class HistoryEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    sequence: int
-    timestamp: str
-    #: llm_call: one call of the model (or one posted answer: ``job poststep``
-    #: and ``job replay`` go through the same code); user_action: a person's
-    #: command; compaction: a summary call (SPEC section 7); recovery: what
-    #: Logist did to repair an interrupted command; rewind: a restep or rerun;
-    #: limit: a budget or the step limit stopped the job before a call.
-    kind: Literal["llm_call", "compaction", "user_action", "recovery", "rewind", "limit"]
-    state_before: str
-    state_after: str
-    role: Optional[str] = None
-    workspace_path: str
-    request: Optional[Request] = None
-    response: Optional[Response] = None
-    usage: Optional[Usage] = None
-    duration_seconds: float = 0.0
-    workspace_commit: Optional[str] = None
-    user_input: Optional[UserInput] = None
-    command: Optional[CommandRecord] = None
-    #: rewind entries: the sequence of the entry whose end state was restored.
-    rewound_to: Optional[int] = None
-    note: Optional[str] = None
-    manifest_after: dict[str, Any]
-
-    def dump(self) -> dict:
-        return self.model_dump(mode="json")
-
-
-class JobHistory(BaseModel):
-    """The whole file, for readers; appends never build this."""
-
-    model_config = ConfigDict(extra="forbid")
-    job_id: str
-    interactions: list[HistoryEntry]
+#: The bytes that start every entry; the entry's sequence number follows.
+ENTRY_START = b"\n" + ENTRY_INDENT.encode() + b'{\n' + ENTRY_INDENT.encode() + b'  "sequence": '
 
 
 def history_path(job_dir: Path) -> Path:
@@ -147,22 +66,40 @@ def _journal_path(path: Path) -> Path:
     return path.with_name(path.name + JOURNAL_SUFFIX)
 
 
-def _header(job_id: str) -> bytes:
-    return ("{\n" + f'  "job_id": {json.dumps(job_id, ensure_ascii=False)},\n' + '  "interactions": [').encode("utf-8")
+def header(job_id: str) -> bytes:
+    return (
+        "{\n"
+        f'  "$schema": "{HISTORY_SCHEMA}",\n'
+        f'  "format": {HISTORY_FORMAT},\n'
+        f'  "job_id": {json.dumps(job_id, ensure_ascii=False)},\n'
+        '  "interactions": ['
+    ).encode("utf-8")
 
 
-def _entry_bytes(entry: dict) -> bytes:
+def entry_bytes(entry: dict) -> bytes:
     text = json.dumps(entry, indent=2, ensure_ascii=False)
     return ("\n" + ENTRY_INDENT + text.replace("\n", "\n" + ENTRY_INDENT)).encode("utf-8")
 
 
 def create_history(job_dir: Path, job_id: str) -> None:
-    atomic_write(history_path(job_dir), _header(job_id) + TAIL)
+    atomic_write(history_path(job_dir), header(job_id) + TAIL)
 
 
-def _write_canonical(path: Path, job_id: str, entries: list[dict]) -> None:
-    body = b",".join(_entry_bytes(e) for e in entries)
-    atomic_write(path, _header(job_id) + body + TAIL)
+def write_canonical(path: Path, job_id: str, entries: list[dict]) -> None:
+    body = b",".join(entry_bytes(e) for e in entries)
+    atomic_write(path, header(job_id) + body + TAIL)
+
+
+def file_format(job_dir: Path) -> int:
+    """The format version the file's header names (1: none named)."""
+    with open(history_path(job_dir), "rb") as handle:
+        head = handle.read(4096)
+    marker = head.find(b'"format":')
+    if marker < 0 or marker > head.find(b'"interactions"') >= 0:
+        return 1
+    digits = head[marker + 9 :].lstrip()[:6]
+    number = digits[: len(digits) - len(digits.lstrip(b"0123456789"))]
+    return int(number or b"1")
 
 
 def repair(job_dir: Path) -> Optional[str]:
@@ -192,7 +129,7 @@ def repair(job_dir: Path) -> Optional[str]:
                 json.loads(fragment)
                 complete = True
             except ValueError:
-                complete = False
+                complete = not fragment.strip()  # nothing was written yet
         if not complete:
             handle.seek(offset)
             handle.write(TAIL)
@@ -207,7 +144,7 @@ def repair(job_dir: Path) -> Optional[str]:
 def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
     """Append one entry at a cost independent of the history's length.
 
-    Call with the job's lock held.
+    Call with the job's lock held, on a format 2 file.
     """
     path = history_path(job_dir)
     with open(path, "r+b") as handle:
@@ -223,41 +160,15 @@ def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
             _normalise(job_dir)
             return append_entry(job_dir, entry)
         empty = before_and_tail[:1] == b"["
-        chunk = (b"" if empty else b",") + _entry_bytes(entry.dump()) + TAIL
+        chunk = (b"" if empty else b",") + entry_bytes(entry.dump()) + TAIL
         atomic_write_json(_journal_path(path), {"offset": offset, "sequence": entry.sequence})
+        failpoint("before_history_append")
         handle.seek(offset)
-        if armed("mid_history_append"):
-            handle.write(chunk[: len(chunk) // 2])
-            handle.flush()
-            failpoint("mid_history_append")
-        handle.write(chunk)
+        handle.write(chunk)  # one call: see the module's docstring
         handle.flush()
         os.fsync(handle.fileno())
     _journal_path(path).unlink()
     fsync_dir(path.parent)
-
-
-def _read_committed_bytes(path: Path) -> bytes:
-    """The file as of its last complete append (see module docstring)."""
-    data = path.read_bytes()
-    end, in_progress = _committed_end(path, len(data))
-    return data[:end] + TAIL if in_progress else data
-
-
-def load_history(job_dir: Path) -> JobHistory:
-    path = history_path(job_dir)
-    try:
-        data = json.loads(_read_committed_bytes(path))
-        return JobHistory.model_validate(data)
-    except FileNotFoundError:
-        raise
-    except (ValueError, ValidationError) as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise CorruptFileError(f"{path} is corrupt: {first}") from None
-
-
-def iter_entries(job_dir: Path) -> Iterator[HistoryEntry]:
-    yield from load_history(job_dir).interactions
 
 
 def _committed_end(path: Path, size: int) -> tuple[int, bool]:
@@ -273,53 +184,158 @@ def _committed_end(path: Path, size: int) -> tuple[int, bool]:
     return size - len(TAIL), False
 
 
-def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
-    """The last entry, reading only the end of the file.
+def _read_committed_bytes(path: Path) -> bytes:
+    """The file as of its last complete append (see module docstring)."""
+    data = path.read_bytes()
+    end, in_progress = _committed_end(path, len(data))
+    return data[:end] + TAIL if in_progress else data
 
-    Entries are written with a fixed indent, so the last one starts at the
-    last line that opens an object at that indent (a newline inside a JSON
-    string is always escaped). The file is read backwards in blocks until
-    that line is found, so the cost is the size of the last entry.
-    """
+
+def _corrupt(path: Path, exc: Exception) -> CorruptFileError:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return CorruptFileError(f"{path} is corrupt: {first}")
+
+
+def load_history(job_dir: Path) -> JobHistory:
+    """The whole history in memory (format 1 upgraded on the way). For long
+    histories prefer :func:`iter_entries`, which holds one entry at a time."""
+    from .upgrade import upgrade_history_data
+
     path = history_path(job_dir)
-    marker = b"\n" + ENTRY_INDENT.encode() + b"{"
-    with open(path, "rb") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        end, in_progress = _committed_end(path, size)
-        if end > size:
-            raise CorruptFileError(f"{path} is shorter than its append journal says")
-        if not in_progress:  # the file must end in TAIL
-            handle.seek(end)
-            if handle.read(len(TAIL)) != TAIL:
-                entries = load_history(job_dir).interactions
-                return entries[-1] if entries else None
-        block = 1 << 16
-        start = end
-        buffer = b""
-        while True:
-            start = max(0, start - block)
-            handle.seek(start)
-            buffer = handle.read(end - start)
-            found = buffer.rfind(marker)
-            if found >= 0 or start == 0:
-                break
-            block *= 2
-    if found < 0:
-        if buffer.rstrip().endswith(b"["):
+    try:
+        data = json.loads(_read_committed_bytes(path))
+        return JobHistory.model_validate(upgrade_history_data(data))
+    except FileNotFoundError:
+        raise
+    except (ValueError, ValidationError, KeyError, TypeError) as exc:
+        raise _corrupt(path, exc) from None
+
+
+def _canonical_end(path: Path, handle) -> Optional[int]:
+    """Where the entries end in a canonical format 2 file, else None."""
+    size = handle.seek(0, os.SEEK_END)
+    end, in_progress = _committed_end(path, size)
+    if end > size or end < 0:
+        raise CorruptFileError(f"{path} is shorter than its append journal says")
+    if not in_progress:
+        handle.seek(end)
+        if handle.read(len(TAIL)) != TAIL:
             return None
+    return end
+
+
+def iter_entries(job_dir: Path, block: int = 1 << 20) -> Iterator[HistoryEntry]:
+    """Every entry, oldest first, holding one entry (and one block) in memory."""
+    for data in iter_entry_data(job_dir, block):
+        try:
+            yield HistoryEntry.model_validate(data)
+        except ValidationError as exc:
+            raise _corrupt(history_path(job_dir), exc) from None
+
+
+def iter_entry_data(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
+    """Like :func:`iter_entries`, as parsed JSON."""
+    path = history_path(job_dir)
+    if file_format(job_dir) < HISTORY_FORMAT:
+        yield from (e.dump() for e in load_history(job_dir).interactions)
+        return
+    with open(path, "rb") as handle:
+        end = _canonical_end(path, handle)
+        if end is None:
+            yield from (e.dump() for e in load_history(job_dir).interactions)
+            return
+        handle.seek(0)
+        head = handle.read(min(end, block))
+        start = head.find(ENTRY_START)
+        if start < 0:
+            return
+        pos, buffer = start, head[start:]
+        pos += len(buffer)
+        while True:
+            following = buffer.find(ENTRY_START, 1)
+            while following < 0 and pos < end:
+                chunk = handle.read(min(block, end - pos))
+                pos += len(chunk)
+                buffer += chunk
+                following = buffer.find(ENTRY_START, 1)
+            text = buffer if following < 0 else buffer[:following]
+            try:
+                yield json.loads(text.rstrip(b","))
+            except ValueError as exc:
+                raise _corrupt(path, exc) from None
+            if following < 0:
+                return
+            buffer = buffer[following:]
+
+
+def _map(handle) -> Optional[mmap.mmap]:
+    try:
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except ValueError:  # an empty file
+        return None
+
+
+def entries_since(job_dir: Path, sequence: int) -> dict[int, dict]:
+    """The parsed entries numbered ``sequence`` or more, by number, reading
+    only the end of the file from that entry on."""
+    path = history_path(job_dir)
+    if file_format(job_dir) < HISTORY_FORMAT:
+        return {e.sequence: e.dump() for e in load_history(job_dir).interactions if e.sequence >= sequence}
+    with open(path, "rb") as handle:
+        end = _canonical_end(path, handle)
+        view = _map(handle) if end is not None else None
+        if view is None:
+            return {e.sequence: e.dump() for e in load_history(job_dir).interactions if e.sequence >= sequence}
+        with view:
+            start = view.rfind(ENTRY_START + str(sequence).encode() + b",", 0, end)
+            if start < 0:
+                start = view.find(ENTRY_START, 0, end)  # renumbered by hand: read it all
+            if start < 0:
+                return {}
+            try:
+                items = json.loads(b"[" + view[start:end] + b"]")
+            except ValueError as exc:
+                raise _corrupt(path, exc) from None
+    return {item["sequence"]: item for item in items if item.get("sequence", 0) >= sequence}
+
+
+def read_entry(job_dir: Path, sequence: int) -> HistoryEntry:
+    """Entry number ``sequence``, found without parsing the others."""
+    found = entries_since(job_dir, sequence).get(sequence)
+    if found is None:
+        raise CorruptFileError(f"{history_path(job_dir)} has no entry {sequence}")
+    return HistoryEntry.model_validate(found)
+
+
+def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
+    """The last entry, reading only the end of the file."""
+    path = history_path(job_dir)
+    if file_format(job_dir) < HISTORY_FORMAT:
         entries = load_history(job_dir).interactions
         return entries[-1] if entries else None
+    with open(path, "rb") as handle:
+        end = _canonical_end(path, handle)
+        view = _map(handle) if end is not None else None
+        if view is None:
+            entries = load_history(job_dir).interactions
+            return entries[-1] if entries else None
+        with view:
+            start = view.rfind(ENTRY_START, 0, end)
+            if start < 0:
+                return None
+            text = view[start:end]
     try:
-        return HistoryEntry.model_validate(json.loads(buffer[found:]))
+        return HistoryEntry.model_validate(json.loads(text))
     except (ValueError, ValidationError):
         raise CorruptFileError(f"{path} is corrupt: its last entry cannot be parsed") from None
 
 
 def _normalise(job_dir: Path) -> None:
-    """Rewrite a parseable history that lost its canonical layout."""
+    """Rewrite a parseable history that lost its canonical layout (or is in
+    an older format) in the canonical format 2 form."""
     path = history_path(job_dir)
     history = load_history(job_dir)
-    _write_canonical(path, history.job_id, [e.dump() for e in history.interactions])
+    write_canonical(path, history.job_id, [e.dump() for e in history.interactions])
 
 
 def salvage(job_dir: Path, job_id: str) -> tuple[Path, int]:
@@ -346,5 +362,5 @@ def salvage(job_dir: Path, job_id: str) -> tuple[Path, int]:
         except (ValueError, ValidationError):
             break
     aside = move_aside(path, utc_now().replace(":", ""))
-    _write_canonical(path, job_id, kept)
+    write_canonical(path, job_id, kept)
     return aside, len(kept)

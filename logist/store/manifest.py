@@ -1,10 +1,12 @@
 """``job_manifest.json``: the job's current state, read and written here only.
 
-The manifest holds everything needed to take the next step without reading
-the history: the status, whose turn it is, the turn's conversation so far and
-the message to send next. Each history entry keeps a copy of the manifest as
-it was after that entry (``manifest_after``), so a damaged manifest can be
-rebuilt and any step can be returned to.
+Format 2. The manifest is small: what the job is (:class:`JobDefinition`,
+fixed at create) and where it stands (:class:`JobState`: status, whose turn
+it is, plan, budgets spent, pointers into the history). It holds no
+conversation: a turn's messages are in the history entries of its calls, and
+the turn names those entries (:class:`Turn`), so nothing here grows with the
+length of a turn. Every history entry carries the state after it, so a lost
+manifest is rebuilt from the history and any step can be returned to.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -23,6 +25,9 @@ from ..errors import CorruptFileError
 from .skills import ActiveSkill
 
 MANIFEST_NAME = "job_manifest.json"
+#: The format this version of Logist writes; older ones are upgraded (store/upgrade.py).
+MANIFEST_FORMAT = 2
+MANIFEST_SCHEMA = "job-manifest.v2.schema.json"
 
 
 class Status(str, Enum):
@@ -48,77 +53,108 @@ PLANNED_SLOTS = {PLANNER: "Planner", WORKER: "Worker", SUPERVISOR: "Supervisor"}
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """The time now, ISO 8601 UTC to the second: ``2026-11-23T10:04:05Z``."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+#: Models of files Logist writes keep fields they do not know (a newer
+#: version's), so reading and writing back never loses them.
+KEEP_UNKNOWN = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
 
 class Message(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """One chat message, as sent to or received from the model."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     role: Literal["system", "user", "assistant"]
+    """Who speaks: the system prompt, Logist (user) or the model (assistant)."""
     content: str
+    """The message's text, exactly as sent or received."""
 
 
 class Question(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = KEEP_UNKNOWN
     text: str
+    """The question the model asked (ASK)."""
     required: bool = True
+    """False: the person may skip it."""
 
 
 class Turn(BaseModel):
-    """One role's turn: from its first call until its exit command."""
+    """One role's turn: from its first call until its exit command.
 
-    model_config = ConfigDict(extra="forbid")
+    The conversation is not stored here: each call of the turn is a history
+    entry, and a later call's request continues the one before it
+    (``request.continues``), so ``last_call`` and ``prompt_call`` are enough
+    to rebuild every message (:mod:`logist.store.requests`)."""
+
+    model_config = KEEP_UNKNOWN
     slot: str = WORKER
+    """The workflow slot whose turn it is: worker, supervisor or planner."""
     role: str = "Worker"
-    #: Feedback that opens the turn (from a review, a rejection, a resubmit).
+    """The role filling the slot."""
     feedback: Optional[str] = None
-    #: Planned workflow: the Planner's message that this turn carries out.
+    """Feedback that opens the turn (from a review, a rejection, a resubmit)."""
     task: Optional[str] = None
-    #: Messages already sent and answered in this turn (without the system prompt).
-    messages: list[Message] = []
-    #: The next user message to send; None at the start of a turn, when the
-    #: opening message is built from the job.
+    """Planned workflow: the Planner's message that this turn carries out."""
     pending: Optional[str] = None
-    #: Re-asks spent on invalid answers in this turn.
+    """The next user message to send; None at the start of a turn, when the opening message is built from the job."""
     format_retries_used: int = 0
-    #: Compaction (SPEC section 7): a summary of the first
-    #: ``summarised_rounds`` rounds of ``messages``, which the prompt then
-    #: replaces with it. A round is one user message and the answer to it.
+    """Re-asks spent on invalid answers in this turn."""
+    rounds: int = 0
+    """Calls of this turn whose answer is part of its conversation (a round: one user message and the answer to it)."""
+    first_call: Optional[int] = None
+    """History entry of the turn's first call; its request opens the turn."""
+    last_call: Optional[int] = None
+    """History entry of the turn's latest round; the next call continues it."""
+    prompt_call: Optional[int] = None
+    """History entry whose request holds in full the prompt the conversation extends; None: the next call sends its prompt in full (a new turn, or after a compaction)."""
     summary: Optional[str] = None
+    """Compaction (SPEC section 7): a summary of the first ``summarised_rounds`` rounds, which the prompt shows instead of them."""
     summarised_rounds: int = 0
-    #: Round count at which a summary call last failed; no new attempt until
-    #: the conversation has grown past it.
+    """How many rounds ``summary`` covers."""
     compaction_failed_at: Optional[int] = None
-
-    @property
-    def rounds(self) -> int:
-        return len(self.messages) // 2
+    """Round count at which a summary call last failed; no new attempt until the conversation has grown past it."""
 
 
 class Handoff(BaseModel):
     """The last exit command, passed to the next role (and shown to people)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = KEEP_UNKNOWN
     role: str
+    """The role that ended its turn."""
     action: str
+    """Its exit command: COMPLETED, RETRY or STUCK."""
     summary: str
+    """What it said it did (summary_for_supervisor)."""
     evidence_files: list[str] = []
+    """Workspace files it named as evidence."""
 
 
 class Totals(BaseModel):
-    """Running sums over every LLM call in the history, rewound ones included
-    (they were paid for). Each history entry keeps the manifest after it, so
-    the last entry holds the totals: they come from the history without
-    reading all of it, and survive restarts, rewinds and crashes."""
+    """Sums over the job's history, rewound entries included (they were paid
+    for). Tokens, cost and ``llm_calls`` count real model calls only; answers
+    applied from a recording or posted by hand are counted apart. Every
+    history entry carries the state after it, so the last entry holds the
+    totals and they survive restarts, rewinds and crashes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = KEEP_UNKNOWN
     llm_calls: int = 0
+    """Calls made to a model (role calls and summary calls)."""
     prompt_tokens: int = 0
+    """Prompt tokens of those calls, as the endpoint reported them."""
     completion_tokens: int = 0
-    #: Sum of the calls whose model has a price; see ``unpriced_calls``.
+    """Completion tokens of those calls."""
     cost_usd: float = 0.0
+    """Cost of the calls whose model has a price in config.json; see unpriced_calls."""
     unpriced_calls: int = 0
-    #: Time spent in calls and commands (not waiting for a person).
-    wall_seconds: float = 0.0
+    """Calls whose model has no price, so their cost is unknown."""
+    replayed: int = 0
+    """Answers applied from a recorded history (job replay): no call was made."""
+    posted: int = 0
+    """Answers posted by hand (job poststep): no call was made."""
+    wall_ms: int = 0
+    """Time spent in calls and commands, in milliseconds (not waiting for a person)."""
 
     @property
     def tokens(self) -> int:
@@ -126,71 +162,141 @@ class Totals(BaseModel):
 
 
 class Source(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = KEEP_UNKNOWN
     repo: Optional[str] = None
+    """The repository the workspace was cloned from (--from-repo)."""
     ref: Optional[str] = None
+    """The ref that was checked out (--ref)."""
     commit: Optional[str] = None
+    """The commit the clone started at."""
 
 
-class JobManifest(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_enum_values=False)
+class JobDefinition(BaseModel):
+    """What the job is: set at create, recorded once in the history's first entry."""
 
+    model_config = KEEP_UNKNOWN
     job_id: str
-    status: Status = Status.PENDING
+    """The job's id (its folder's name)."""
     objective: str
+    """What the job must achieve."""
     details: str = ""
+    """More about the objective."""
     acceptance_criteria: list[str] = []
+    """What the result must satisfy."""
     files: list[str] = []
+    """Workspace files shown to the roles at the start of a turn."""
     workflow: Literal["default", "planned"] = "default"
+    """default: Worker and Supervisor; planned: a Planner directs the other roles."""
     roles: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_SLOTS))
+    """Slot -> the role that fills it."""
     model: Optional[str] = None
+    """A model for every role of this job (overrides the roles' own)."""
     settings: JobDefaults = JobDefaults()
-    #: The skill the job was made from, with its instructions as rendered then.
+    """Limits, budgets and the command policy."""
     skill: Optional[ActiveSkill] = None
+    """The skill the job was made from, with its instructions as rendered then."""
     created_at: str = Field(default_factory=utc_now)
-    updated_at: str = Field(default_factory=utc_now)
+    """When the job was created (ISO 8601 UTC)."""
     source: Source = Source()
+    """Where the workspace came from, if it was cloned."""
     baseline_commit: Optional[str] = None
+    """The workspace's commit right after create; job rerun returns here."""
+
+
+class JobState(BaseModel):
+    """Where the job stands: changes with every step; each history entry
+    carries it as it was after the entry (``state``)."""
+
+    model_config = KEEP_UNKNOWN
+    status: Status = Status.PENDING
+    """The job's state (SPEC section 5)."""
+    updated_at: str = Field(default_factory=utc_now)
+    """When the last history entry was written (ISO 8601 UTC)."""
     workspace_commit: Optional[str] = None
-    #: Sequence number of the last history entry this manifest reflects.
+    """The workspace commit the job's state belongs to."""
     last_sequence: int = 0
-    #: LLM calls made (and answers posted) so far: the N of "[Step N of MAX]".
-    steps: int = 0
+    """Sequence number of the last history entry this state reflects: the job's step number."""
+    calls: int = 0
+    """Answers applied so far (calls, replayed and posted answers): the N of "[Call N of MAX]" is the next one; settings.max_steps limits it."""
     retries_in_a_row: int = 0
+    """RETRYs since the Supervisor last accepted work."""
     totals: Totals = Totals()
+    """Calls, tokens, cost and time so far."""
     turn: Turn = Turn()
+    """The turn of the role that acts next."""
     last_exit: Optional[Handoff] = None
-    #: Planned workflow: the Planner's plan, the step being worked on, and
-    #: the Planner's conversation, kept while a role it addressed has its turn.
+    """The last exit command, for the next role and for people."""
     plan: list[str] = []
+    """Planned workflow: the Planner's plan."""
     current_plan_step: Optional[int] = None
+    """Planned workflow: the plan step being worked on."""
     planner_turn: Optional[Turn] = None
+    """Planned workflow: the Planner's turn, kept while a role it addressed has its turn."""
     question: Optional[Question] = None
-    #: A command the policy holds until a person approves or skips it.
+    """The open question (INPUT_REQUIRED)."""
     pending_command: Optional[str] = None
-    #: The state to return to after SUSPENDED or INPUT_REQUIRED.
+    """A command the policy holds until a person approves or skips it."""
     resume_status: Optional[Status] = None
-    #: Why the job needs a person (INTERVENTION_REQUIRED), or None.
+    """The state to return to after SUSPENDED or INPUT_REQUIRED."""
     reason: Optional[str] = None
+    """Why the job needs a person (INTERVENTION_REQUIRED)."""
+
+    def state_dump(self) -> dict:
+        """The state part alone, defaults left out: what a history entry carries."""
+        data = self.model_dump(mode="json", include=set(JobState.model_fields), exclude_defaults=True)
+        always = {"status": str(self.status), "updated_at": self.updated_at, "last_sequence": self.last_sequence}
+        return always | data
+
+
+class JobManifest(JobState, JobDefinition):
+    """The whole manifest: ``format``, the definition, then the state."""
+
+    model_config = ConfigDict(extra="allow", use_enum_values=False, use_attribute_docstrings=True, populate_by_name=True)
+    schema_: str = Field(default=MANIFEST_SCHEMA, alias="$schema")
+    """The JSON Schema of this file (in Logist's schemas/ folder)."""
+    format: int = MANIFEST_FORMAT
+    """The file's format version."""
 
     def dump(self) -> dict:
-        return self.model_dump(mode="json")
+        data = self.model_dump(mode="json", by_alias=True)
+        # The version first, then what the job is, then where it stands.
+        order = ["$schema", "format", *JobDefinition.model_fields, *JobState.model_fields]
+        return {k: data[k] for k in order if k in data} | {k: v for k, v in data.items() if k not in order}
+
+    def definition(self) -> JobDefinition:
+        return JobDefinition.model_validate(self.model_dump(include=set(JobDefinition.model_fields)))
+
+    def with_state(self, state: JobState | dict) -> "JobManifest":
+        """This job's definition with ``state`` (an entry's ``state``)."""
+        data = state if isinstance(state, dict) else state.state_dump()
+        base = self.model_dump(mode="json", by_alias=True, include={"schema_", "format", *JobDefinition.model_fields})
+        return JobManifest.model_validate({**base, **(self.model_extra or {}), **data})
 
 
 def manifest_path(job_dir: Path) -> Path:
     return Path(job_dir) / MANIFEST_NAME
 
 
+def parse_manifest(data: Any, where: str) -> JobManifest:
+    """A manifest from parsed JSON of any format (older ones upgraded in memory)."""
+    from .upgrade import upgrade_manifest_data
+
+    try:
+        return JobManifest.model_validate(upgrade_manifest_data(data))
+    except (ValueError, ValidationError) as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise CorruptFileError(f"{where} is corrupt: {first}") from None
+
+
 def read_manifest(job_dir: Path) -> JobManifest:
     path = manifest_path(job_dir)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return JobManifest.model_validate(data)
     except FileNotFoundError:
         raise
-    except (ValueError, ValidationError) as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise CorruptFileError(f"{path} is corrupt: {first}") from None
+    except ValueError as exc:
+        raise CorruptFileError(f"{path} is corrupt: {exc}") from None
+    return parse_manifest(data, str(path))
 
 
 def write_manifest(job_dir: Path, manifest: JobManifest) -> None:

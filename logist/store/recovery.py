@@ -12,15 +12,20 @@ recorded. Recovery then knows, after a crash at any point:
   answer is written into the recovery note, so nothing that was paid for is
   lost from the record; the job stays as before the step.
 * journal present, its entry in the history: the step was recorded; only the
-  manifest may be behind, and it is restored from the entry's
-  ``manifest_after``, as for any manifest that is behind the history.
+  manifest may be behind, and it is restored from the entry's ``state``, as
+  for any manifest that is behind the history.
 
 The history's own append is made safe by its append journal
 (:mod:`logist.store.history`); the manifest is written atomically. Every entry
-carries the manifest after it, so the history alone can always restore it.
+carries the job's state after it and the first one what the job is, so the
+history alone can always restore the manifest.
 
 :func:`open_job` runs recovery; every command that changes a job calls it
-with the job's lock held, and records in the history what it repaired.
+with the job's lock held, and records in the history what it repaired (a
+``repair`` entry). It also upgrades a job written in an older format.
+:func:`recovered_manifest` is the read-only counterpart: the state recovery
+would arrive at, computed in memory without the lock, for commands that
+only look.
 """
 
 from __future__ import annotations
@@ -30,13 +35,13 @@ import logging
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import history as hist
 from .atomic import atomic_write_json, move_aside
 from ..errors import CorruptFileError
 from ..failpoints import failpoint
-from .history import HistoryEntry
+from .entries import HistoryEntry, JobDefinition
 from .manifest import JobManifest, read_manifest, utc_now, write_manifest
 
 JOURNAL_NAME = "step_journal.json"
@@ -45,11 +50,21 @@ log = logging.getLogger("logist")
 
 
 class StepJournal(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """``step_journal.json``: present only while a step is being applied."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, use_attribute_docstrings=True)
+    schema_: str = Field(default="step-journal.v2.schema.json", alias="$schema")
+    """The JSON Schema of this file."""
+    format: int = 2
+    """The file's format version."""
     phase: Literal["applying"] = "applying"
+    """What the step was doing: applying an answer (or a rewind)."""
     sequence: int
+    """The history entry the step will record."""
     head_before: Optional[str] = None
+    """The workspace's commit before the step: a step that is not recorded is undone to it."""
     raw_response: Optional[str] = None
+    """The model's answer, kept so an answer that was paid for is never lost."""
 
 
 def journal_path(job_dir: Path) -> Path:
@@ -58,14 +73,14 @@ def journal_path(job_dir: Path) -> Path:
 
 def begin_applying(job_dir: Path, sequence: int, head_before: Optional[str], raw: Optional[str]) -> None:
     journal = StepJournal(phase="applying", sequence=sequence, head_before=head_before, raw_response=raw)
-    atomic_write_json(journal_path(job_dir), journal.model_dump(mode="json"))
+    atomic_write_json(journal_path(job_dir), journal.model_dump(mode="json", by_alias=True))
 
 
 def record(job_dir: Path, entry: HistoryEntry, manifest: JobManifest) -> None:
     """Append ``entry``, write ``manifest`` and close the step's journal.
 
-    ``entry.manifest_after`` must already be ``manifest``'s dump: once the
-    entry is appended, it alone can restore the manifest. The views (the
+    ``entry.state`` must already be ``manifest``'s state: once the entry is
+    appended, it alone can restore the manifest. The views (the
     transcript) are not written here: they are derived data, brought up to
     date after the job's lock is released (:mod:`logist.engine.session`).
     """
@@ -85,7 +100,7 @@ def new_entry(
     kind: str,
     **fields: Any,
 ) -> HistoryEntry:
-    """An entry for the next sequence number; stamps ``manifest_after``."""
+    """An entry for the next sequence number, carrying ``manifest_after``'s state."""
     sequence = manifest_before.last_sequence + 1
     timestamp = fields.pop("timestamp", None) or utc_now()
     manifest_after.last_sequence = sequence
@@ -97,7 +112,7 @@ def new_entry(
         state_before=str(manifest_before.status),
         state_after=str(manifest_after.status),
         workspace_path=str(workspace),
-        manifest_after=manifest_after.dump(),
+        state=manifest_after.state_dump(),
         **fields,
     )
 
@@ -105,11 +120,30 @@ def new_entry(
 def _record_recovery(job_dir: Path, workspace: Path, manifest: JobManifest, note: str) -> JobManifest:
     after = manifest.model_copy(deep=True)
     entry = new_entry(
-        job_dir, workspace, manifest, after, kind="recovery", role=manifest.turn.role, note=note,
+        job_dir, workspace, manifest, after, kind="repair", role=manifest.turn.role, note=note,
         workspace_commit=manifest.workspace_commit,
     )
     record(job_dir, entry, after)
     return after
+
+
+def definition_from_history(job_dir: Path) -> JobManifest:
+    """A manifest holding the definition the history's first entry records
+    (the latest entry that records one wins), with a default state."""
+    found: Optional[dict] = None
+    for data in hist.iter_entry_data(job_dir):
+        if data.get("definition") is not None:
+            found = data["definition"]
+    if found is None:
+        raise CorruptFileError(f"{hist.history_path(job_dir)} records no job definition to rebuild the manifest from")
+    return JobManifest.model_validate(JobDefinition.model_validate(found).model_dump(mode="json"))
+
+
+def manifest_at(job_dir: Path, entry: HistoryEntry, current: Optional[JobManifest] = None) -> JobManifest:
+    """The manifest as it was right after ``entry``: the job's definition
+    (``current``'s, else the history's) with the entry's state."""
+    base = current if current is not None else definition_from_history(job_dir)
+    return base.with_state(entry.state)
 
 
 def _load_manifest_or_rebuild(job_dir: Path, notes: list[str]) -> JobManifest:
@@ -119,8 +153,8 @@ def _load_manifest_or_rebuild(job_dir: Path, notes: list[str]) -> JobManifest:
         last = hist.last_entry(job_dir)
         if last is None:
             raise CorruptFileError(f"{exc}; there is no history entry to rebuild it from") from None
+        manifest = manifest_at(job_dir, last)
         aside = move_aside(job_dir / "job_manifest.json", utc_now().replace(":", ""))
-        manifest = JobManifest.model_validate(last.manifest_after)
         write_manifest(job_dir, manifest)
         notes.append(f"job_manifest.json could not be parsed; moved to {aside.name} and rebuilt from history entry {last.sequence}")
         return manifest
@@ -138,6 +172,11 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
     repaired = hist.repair(job_dir)
     if repaired:
         notes.append(repaired)
+    from .upgrade import upgrade_job
+
+    upgraded = upgrade_job(job_dir)
+    if upgraded:
+        log.info("job %s: %s", job_dir.name, upgraded)
     try:
         hist.last_entry(job_dir)
     except CorruptFileError as exc:
@@ -182,7 +221,7 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
     last = hist.last_entry(job_dir)
     last_seq = last.sequence if last else 0
     if last is not None and last_seq > manifest.last_sequence:
-        manifest = JobManifest.model_validate(last.manifest_after)
+        manifest = manifest_at(job_dir, last, manifest)
         write_manifest(job_dir, manifest)
         notes.append(f"the manifest was behind the history; restored it from entry {last_seq}")
     elif last_seq < manifest.last_sequence:
@@ -200,3 +239,30 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
         for note in notes:
             log.warning("repaired job %s: %s", manifest.job_id, note)
     return manifest, notes
+
+
+def recovered_manifest(job_dir: Path) -> JobManifest:
+    """The manifest a command that looks (and does not take the lock) should
+    show: what :func:`open_job` would arrive at, computed in memory.
+
+    The history's committed entries win over a manifest that is behind them
+    (a command was killed between the two writes); an unreadable manifest is
+    rebuilt from the history. A step that was interrupted before it was
+    recorded changed nothing the manifest shows, so it needs no work here.
+    """
+    job_dir = Path(job_dir)
+    try:
+        manifest: Optional[JobManifest] = read_manifest(job_dir)
+    except CorruptFileError:
+        manifest = None
+    try:
+        last = hist.last_entry(job_dir)
+    except (CorruptFileError, FileNotFoundError):
+        if manifest is None:
+            raise
+        return manifest
+    if last is not None and (manifest is None or last.sequence > manifest.last_sequence):
+        return manifest_at(job_dir, last, manifest)
+    if manifest is None:
+        raise CorruptFileError(f"{job_dir / 'job_manifest.json'} is corrupt and the history has no entry to rebuild it from")
+    return manifest

@@ -173,14 +173,14 @@ def _outcome_html(entry: HistoryEntry) -> str:
         if command.decision == "run":
             how = "timed out" if command.timed_out else f"exit {command.exit_code}"
             items.append(
-                f"<li>Ran <code>{esc(command.command)}</code> ({esc(how)}, {command.duration_seconds:g} s); "
+                f"<li>Ran <code>{esc(command.command)}</code> ({esc(how)}, {command.duration_ms / 1000:g} s); "
                 f"the output as the model is shown it:{_pre(command.output or '(no output)', 'output')}</li>"
             )
         elif command.decision == "ask":
             items.append(f"<li>Held <code>{esc(command.command)}</code> until a person approves or skips it</li>")
         else:
             items.append(f"<li>Refused <code>{esc(command.command)}</code>: the command policy does not allow it</li>")
-    after = entry.manifest_after or {}
+    after = entry.state.model_dump(mode="json")
     question = after.get("question")
     if response is not None and entry.state_after == "INPUT_REQUIRED" and isinstance(question, dict):
         items.append(f'<li>Asked a person: <span class="prose">{esc(question.get("text"))}</span></li>')
@@ -219,8 +219,8 @@ def step_html(job_id: str, entry: HistoryEntry, row: StepRow, tracker: PromptTra
     footer = [f"entry #{entry.sequence}", esc(entry.timestamp)]
     if entry.workspace_commit:
         footer.append(f"commit <code>{esc(entry.workspace_commit)}</code>")
-    if entry.duration_seconds:
-        footer.append(f"{entry.duration_seconds:g} s")
+    if entry.duration_ms:
+        footer.append(f"{entry.duration_ms / 1000:g} s")
     footer.append(f'<a href="#step-{entry.sequence}">link</a>')
     body.append(f'<p class="foot">{" · ".join(footer)}</p>')
     return (
@@ -253,7 +253,7 @@ def facts_html(summary: JobSummary, job: Job) -> str:
         ("Calls", f"{t.llm_calls} ({t.unpriced_calls} without a price)" if t.unpriced_calls else str(t.llm_calls)),
         ("Tokens", f"{t.tokens} ({t.prompt_tokens} in, {t.completion_tokens} out)"),
         ("Cost", f"${t.cost_usd:.4f}" if cost_known else "unknown (no price for the model)"),
-        ("Time in calls and commands", f"{t.wall_seconds:.1f} s"),
+        ("Time in calls and commands", f"{t.wall_ms / 1000:.1f} s"),
         ("Created", esc(short_time(m.created_at)) + " UTC"),
         ("Updated", esc(short_time(m.updated_at)) + " UTC"),
         ("Workspace", f"<code>{esc(job.workspace)}</code> @ <code>{esc((m.workspace_commit or '')[:12])}</code>"),

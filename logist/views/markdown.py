@@ -144,7 +144,7 @@ def _render_command(entry: HistoryEntry) -> list[str]:
     command = entry.command
     assert command is not None
     if command.decision == "run":
-        how = f"timed out after {command.duration_seconds:g} s" if command.timed_out else f"exit {command.exit_code}"
+        how = f"timed out after {command.duration_ms / 1000:g} s" if command.timed_out else f"exit {command.exit_code}"
         out = [f"- Command {code(command.command)} ran ({how}); its output, cleaned as the model is shown it:\n"]
         out.append(fenced(command.output or "(no output)"))
         return out
@@ -166,7 +166,7 @@ def _render_outcome(entry: HistoryEntry) -> list[str]:
         out.append("- Files changed: " + ", ".join(code(p) for p in response.files_changed) + "\n")
     if entry.command is not None:
         out += _render_command(entry)
-    after = entry.manifest_after or {}
+    after = entry.state.model_dump(mode="json")
     question = after.get("question")
     if response is not None and isinstance(question, dict) and entry.state_after == "INPUT_REQUIRED":
         kind = "required" if question.get("required", True) else "optional"
@@ -187,8 +187,8 @@ def _footer(entry: HistoryEntry) -> str:
     for part in (_tokens(entry), _cost(entry)):
         if part:
             parts.append(part)
-    if entry.duration_seconds:
-        parts.append(f"{entry.duration_seconds:g} s")
+    if entry.duration_ms:
+        parts.append(f"{entry.duration_ms / 1000:g} s")
     return "*" + " · ".join(parts) + "*\n"
 
 

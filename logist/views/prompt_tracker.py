@@ -28,8 +28,8 @@ from ..store.history import HistoryEntry
 #: remembers. A conversation older than that is shown whole again, which is
 #: only longer.
 MARKER_MEMORY = 16
-#: The "[Step N of MAX]" line ending a user message.
-STEP_MARKER = re.compile(r"\n\n\[Step \d+ of \d+\]\Z")
+#: The "[Call N of MAX]" line ending a user message.
+STEP_MARKER = re.compile(r"\n\n\[Call \d+ of \d+\]\Z")
 
 
 
@@ -79,27 +79,21 @@ class PromptTracker:
         if entry.request is None:
             self._remember_output(entry)
             return None
-        prompt = entry.request.prompt
-        system = prompt[0].content if prompt and prompt[0].role == "system" else None
-        conversation = prompt[1:] if system is not None else list(prompt)
-        system_seen_in = None
-        if system is not None:
-            key = _text_digest(system)
-            system_seen_in = self.systems.get(key)
-            if system_seen_in is None:
-                self.systems[key] = entry.sequence
-        digest = hashlib.sha1()
-        for message in conversation[:-1]:
-            _feed(digest, message.role, message.content)
-        continues = self.contexts.get(_hex(digest)) if len(conversation) > 1 else None
-        shown = conversation[-1:] if continues is not None else conversation
+        request = entry.request
+        system, system_seen_in, continues = None, None, request.continues
+        if request.prompt is not None:
+            prompt = request.prompt
+            system = prompt[0].content if prompt and prompt[0].role == "system" else None
+            shown = prompt[1:] if system is not None else list(prompt)
+            if system is not None:
+                key = _text_digest(system)
+                system_seen_in = self.systems.get(key)
+                if system_seen_in is None:
+                    self.systems[key] = entry.sequence
+        else:
+            shown = list(request.added or [])
         messages = [{"role": m.role, "content": m.content} for m in shown]
         repeats = [self._repeated_output(m) for m in messages]
-        raw = entry.response.raw_response if entry.response else None
-        if conversation and raw is not None:
-            _feed(digest, conversation[-1].role, conversation[-1].content)
-            _feed(digest, "assistant", raw)
-            self.contexts[_hex(digest)] = entry.sequence
         self._remember_output(entry)
         self._trim()
         return PromptView(system, system_seen_in, continues, messages, repeats)

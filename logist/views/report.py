@@ -165,7 +165,7 @@ def render_index(jobs: JobsDir, rows: list[IndexRow], base: Path, current: Optio
         else:
             cost = f"${m.totals.cost_usd:.4f}" if cost_known(m.totals) else ""
             cells = (
-                f"<td>{esc(m.turn.role)}</td><td>{m.steps} / {m.settings.max_steps}</td><td>{m.totals.tokens}</td>"
+                f"<td>{esc(m.turn.role)}</td><td>{m.calls} / {m.settings.max_steps}</td><td>{m.totals.tokens}</td>"
                 f"<td>{cost}</td><td>{esc(short_time(m.updated_at))}</td>"
                 f'<td class="prose">{esc(one_line(m.objective, 120))}</td>'
             )

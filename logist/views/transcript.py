@@ -63,7 +63,7 @@ def render(entries: Iterable[HistoryEntry], job_id: str) -> str:
     tracker = PromptTracker()
     if not entries:
         return header(job_id, None) + "\n" + _marker(tracker, 0)
-    return header(job_id, (entries[0].manifest_after or {}).get("objective")) + _blocks(entries, tracker)
+    return header(job_id, entries[0].definition.objective if entries[0].definition else None) + _blocks(entries, tracker)
 
 
 def read_marker(path: Path) -> Optional[dict]:

@@ -27,7 +27,7 @@ def list_jobs(app: Application, as_json: bool) -> None:
         try:
             manifest = app.jobs.job(job_id).manifest()
             rows.append({"job_id": job_id, "status": str(manifest.status), "role": manifest.turn.role,
-                         "steps": manifest.steps, "objective": manifest.objective})
+                         "calls": manifest.calls, "objective": manifest.objective})
         except Exception as exc:  # a damaged job must not hide the others
             rows.append({"job_id": job_id, "status": "UNREADABLE", "role": None, "steps": None, "objective": str(exc)})
     if as_json:
@@ -65,7 +65,7 @@ def _status_data(job, m) -> dict:
         "job_id": m.job_id,
         "status": str(m.status),
         "role": m.turn.role,
-        "steps": m.steps,
+        "calls": m.calls,
         "max_steps": m.settings.max_steps,
         "last_sequence": m.last_sequence,
         "workspace": str(job.workspace),
@@ -89,7 +89,7 @@ def _calls_line(m) -> str:
         cost = "cost unknown (no price for the model in config.json)"
     else:
         cost = f"${t.cost_usd:.4f}" + (f" (+{t.unpriced_calls} calls with no price)" if t.unpriced_calls else "")
-    return f"Calls:   {t.llm_calls}, {t.tokens} tokens ({t.prompt_tokens} in, {t.completion_tokens} out), {cost}, {t.wall_seconds:.1f} s"
+    return f"Calls:   {t.llm_calls}, {t.tokens} tokens ({t.prompt_tokens} in, {t.completion_tokens} out), {cost}, {t.wall_ms / 1000:.1f} s"
 
 
 def _budget_line(budgets, *, with_steps: bool) -> Optional[str]:

@@ -1,0 +1,186 @@
+"""The entries of ``jobHistory.json`` (format 2): one model per part.
+
+An entry holds what is new at its step. A call's request is recorded in
+full (``prompt``) only when it does not extend an earlier one: the first
+call of a turn, a summary call, the first call after a compaction. A later
+round of the turn names the entry it continues and holds only the messages
+it added (``continues`` + ``added``); its exact request is that entry's
+request, that entry's answer, then ``added``
+(:mod:`logist.store.requests` rebuilds it). Each entry carries the job's
+small state after it (``state``, :class:`~logist.store.manifest.JobState`),
+and the first entry what the job is (``definition``), so the history alone
+restores the manifest at any entry.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from .manifest import KEEP_UNKNOWN, JobDefinition, JobState, Message
+
+#: Entry kinds. llm_call: one call of the model; replay: an answer applied
+#: from a recorded history (job replay), no call made; poststep: an answer
+#: posted by hand (job poststep); compaction: a summary call (SPEC section
+#: 7); user_action: a person's command; repair: what Logist did to repair an
+#: interrupted command; rewind: a restep or rerun; limit: a budget or the
+#: call limit stopped the job before a call.
+Kind = Literal["llm_call", "replay", "poststep", "compaction", "user_action", "repair", "rewind", "limit"]
+#: Kinds that apply an answer of the role (a call, or one standing in for it).
+ANSWER_KINDS = ("llm_call", "replay", "poststep")
+#: Kinds that carry a request.
+CALL_KINDS = ("llm_call", "replay", "poststep", "compaction")
+
+
+class RequestMetadata(BaseModel):
+    model_config = KEEP_UNKNOWN
+    role: str
+    """The role the call was made for."""
+    phase: str
+    """The job's state when the call was made, or "compaction" for a summary call."""
+    model: str
+    """The model the request named."""
+    temperature: Optional[float] = None
+    """The temperature sent, if any."""
+    max_tokens: Optional[int] = None
+    """The max_tokens sent, if any."""
+
+
+class Request(BaseModel):
+    """The request's messages: ``prompt`` in full, or ``continues`` + ``added``."""
+
+    model_config = KEEP_UNKNOWN
+    prompt: Optional[list[Message]] = None
+    """Every message sent, in order (first call of a turn, summary calls, first call after a compaction)."""
+    continues: Optional[int] = None
+    """The entry this call continues: its request's messages and its answer come before ``added``."""
+    added: Optional[list[Message]] = None
+    """The messages this call added after the continued entry's answer."""
+    files_context: list[str] = []
+    """Workspace files whose contents the prompt includes."""
+    metadata: RequestMetadata
+    """How the call was made."""
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "Request":
+        if (self.prompt is None) == (self.continues is None):
+            raise ValueError("a request has either 'prompt' or 'continues' (with 'added')")
+        if self.continues is not None and self.added is None:
+            raise ValueError("a request that continues an entry needs 'added'")
+        return self
+
+
+class Response(BaseModel):
+    model_config = KEEP_UNKNOWN
+    status: Literal["SUCCESS", "INVALID", "ERROR"]
+    """SUCCESS: a valid answer; INVALID: not JSON or against the protocol; ERROR: the call failed (no answer)."""
+    actions: list[str] = []
+    """The answer's action."""
+    evidence_files: list[str] = []
+    """Files the answer named as evidence."""
+    summary_for_supervisor: Optional[str] = None
+    """The answer's summary, if it gave one."""
+    raw_response: Optional[str] = None
+    """The answer exactly as received; the next round's request repeats it as the assistant message."""
+    error: Optional[str] = None
+    """Why the answer was refused or the call failed."""
+    files_changed: list[str] = []
+    """Workspace paths the answer's file changes wrote or deleted."""
+
+
+class Usage(BaseModel):
+    model_config = KEEP_UNKNOWN
+    prompt_tokens: Optional[int] = None
+    """Prompt tokens the endpoint reported."""
+    completion_tokens: Optional[int] = None
+    """Completion tokens the endpoint reported."""
+    cost_usd: Optional[float] = None
+    """The call's cost, when its model has a price."""
+
+
+class CommandRecord(BaseModel):
+    """A command the model asked for, and what became of it."""
+
+    model_config = KEEP_UNKNOWN
+    command: str
+    """The command line, as the model wrote it."""
+    decision: Literal["run", "ask", "deny"]
+    """run: executed; ask: held for a person; deny: refused by the policy."""
+    exit_code: Optional[int] = None
+    """Its exit code, when it ran to the end."""
+    timed_out: bool = False
+    """True when it was stopped at the job's command timeout."""
+    duration_ms: int = 0
+    """How long it ran, in milliseconds."""
+    output: Optional[str] = None
+    """The cleaned output exactly as the model is shown it."""
+
+
+class UserInput(BaseModel):
+    model_config = KEEP_UNKNOWN
+    action: str
+    """The person's command (create, answer, approve, reject, ...)."""
+    text: Optional[str] = None
+    """Its text: an answer, feedback, the objective."""
+
+
+class HistoryEntry(BaseModel):
+    """One step of the job: its number is the job's step number everywhere."""
+
+    model_config = KEEP_UNKNOWN
+    sequence: int
+    """The step number: 1 for create, then one more per entry."""
+    kind: Kind
+    """What the entry records (see the module's description of each kind)."""
+    timestamp: str
+    """When the entry was written, ISO 8601 UTC to the second."""
+    duration_ms: int = 0
+    """Time the call took, in milliseconds."""
+    state_before: str
+    """The job's state before the step."""
+    state_after: str
+    """The job's state after the step."""
+    role: Optional[str] = None
+    """The role the step concerns."""
+    workspace_path: str
+    """The workspace the step ran in."""
+    request: Optional[Request] = None
+    """What was sent (calls only)."""
+    response: Optional[Response] = None
+    """What came back (calls only)."""
+    usage: Optional[Usage] = None
+    """Tokens and cost (calls only)."""
+    workspace_commit: Optional[str] = None
+    """The workspace commit after the step."""
+    user_input: Optional[UserInput] = None
+    """A person's command (user_action)."""
+    command: Optional[CommandRecord] = None
+    """A command the model asked for, and what became of it."""
+    rewound_to: Optional[int] = None
+    """rewind: the entry whose end state was restored."""
+    note: Optional[str] = None
+    """What Logist did, in words (repairs, limits, rewinds, summaries)."""
+    definition: Optional[JobDefinition] = None
+    """What the job is: on the first entry (and on any entry that changes it)."""
+    state: JobState
+    """The job's state after this entry (defaults left out)."""
+
+    def dump(self) -> dict:
+        data = self.model_dump(mode="json", exclude_none=True, exclude={"state", "definition"})
+        if self.definition is not None:
+            data["definition"] = self.definition.model_dump(mode="json")
+        data["state"] = self.state.state_dump()
+        return data
+
+
+class JobHistory(BaseModel):
+    """The whole file, for readers; appends never build this."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, use_attribute_docstrings=True)
+    format: int = 2
+    """The file's format version."""
+    job_id: str
+    """The job's id."""
+    interactions: list[HistoryEntry]
+    """Every entry, oldest first."""

@@ -1,0 +1,124 @@
+"""Rebuilding requests and conversations from the history.
+
+A call entry records its request in full (``prompt``) or as the entry it
+continues plus the messages it added (:mod:`logist.store.entries`). The
+exact messages of entry N are therefore: follow ``continues`` back to an
+entry with a ``prompt``, then, forwards again, each continued entry's
+answer (as the assistant message) and the next entry's ``added``.
+
+The functions here work on parsed entries (``{sequence: entry dict}``), so
+the same code serves a job's file (read from the end, only as far back as
+needed) and a history held in memory (a fixture, a replay server).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Optional
+
+from ..errors import CorruptFileError
+from .manifest import Turn
+
+Entries = dict[int, dict]
+
+
+def _answer(entry: dict) -> dict:
+    return {"role": "assistant", "content": (entry.get("response") or {}).get("raw_response") or ""}
+
+
+def messages_of(entries: Entries, sequence: int, fetch: Optional[Callable[[int], Entries]] = None) -> list[dict]:
+    """The exact ``messages`` sent by call entry ``sequence``.
+
+    ``fetch(n)`` returns entries from number n on, for when ``entries`` does
+    not reach back far enough.
+    """
+    chain: list[dict] = []
+    current = _get(entries, sequence, fetch)
+    seen = set()
+    while True:
+        request = current.get("request")
+        if not request:
+            raise CorruptFileError(f"history entry {current.get('sequence')} has no request")
+        if request.get("prompt") is not None:
+            break
+        previous = request.get("continues")
+        if previous is None or previous in seen or previous >= current.get("sequence", 0):
+            raise CorruptFileError(f"history entry {current.get('sequence')} continues no earlier entry")
+        seen.add(previous)
+        chain.append(current)
+        current = _get(entries, previous, fetch)
+    messages = [dict(m) for m in current["request"]["prompt"]]
+    for entry in reversed(chain):
+        messages.append(_answer(_get(entries, entry["request"]["continues"], fetch)))
+        messages.extend(dict(m) for m in entry["request"]["added"])
+    return messages
+
+
+def _get(entries: Entries, sequence: int, fetch: Optional[Callable[[int], Entries]]) -> dict:
+    if sequence not in entries and fetch is not None:
+        entries.update(fetch(sequence))
+    if sequence not in entries:
+        raise CorruptFileError(f"the history has no entry {sequence}")
+    return entries[sequence]
+
+
+def request_body(entry: dict, messages: list[dict]) -> dict:
+    """The Chat Completions body entry ``entry`` sent, from its messages and
+    metadata (parameters that were not set are left out, as when sent)."""
+    meta = entry["request"]["metadata"]
+    body: dict = {"model": meta["model"], "messages": messages}
+    for key in ("temperature", "max_tokens", "response_format"):
+        if meta.get(key) is not None:
+            body[key] = meta[key]
+    return body
+
+
+class HistoryReader:
+    """Entries of one job's history, read from the end of the file as far
+    back as a question needs, and kept for the next question."""
+
+    def __init__(self, job_dir: Path):
+        self.job_dir = Path(job_dir)
+        self.entries: Entries = {}
+
+    def fetch(self, sequence: int) -> Entries:
+        from .history import entries_since
+
+        # Read back at least twice as far as last time, so a long chain of
+        # small steps back costs a few reads, not one per entry.
+        known = min(self.entries) if self.entries else None
+        start = sequence if known is None else max(1, min(sequence, known - 2 * (max(self.entries) - known + 1)))
+        return entries_since(self.job_dir, start)
+
+    def messages(self, sequence: int) -> list[dict]:
+        return messages_of(self.entries, sequence, self.fetch)
+
+    def entry(self, sequence: int) -> dict:
+        return _get(self.entries, sequence, self.fetch)
+
+    def conversation(self, turn: Turn) -> list[dict]:
+        """The turn's conversation as the model saw it: the last round's
+        request and its answer ([] before the turn's first round)."""
+        if turn.last_call is None:
+            return []
+        if turn.prompt_call is not None and turn.prompt_call not in self.entries:
+            self.entries.update(self.fetch(turn.prompt_call))
+        return self.messages(turn.last_call) + [_answer(self.entry(turn.last_call))]
+
+    def opening(self, turn: Turn) -> Optional[str]:
+        """The first user message of the turn (its first call's)."""
+        if turn.first_call is None:
+            return None
+        prompt = self.messages(turn.first_call)
+        users = [m for m in prompt if m["role"] == "user"]
+        return users[0]["content"] if users else None
+
+
+def rounds_of(conversation: list[dict], turn: Turn) -> list[tuple[int, str, str]]:
+    """``(round number, user message, answer)`` of each round in a
+    conversation from :meth:`HistoryReader.conversation` (the system message
+    left out); the last round is the turn's ``rounds``-th."""
+    body = [m for m in conversation if m["role"] != "system"]
+    pairs = [(body[i]["content"], body[i + 1]["content"]) for i in range(0, len(body) - 1, 2)]
+    first = turn.rounds - len(pairs) + 1
+    return [(first + i, user, answer) for i, (user, answer) in enumerate(pairs)]

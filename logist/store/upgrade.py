@@ -1,0 +1,210 @@
+"""Upgrading job files from format 1 to format 2.
+
+Format 1 (files without a ``format`` field) kept the whole conversation in
+the manifest (``turn.messages``) and, in every history entry, the whole
+prompt and a copy of the whole manifest (``manifest_after``). Format 2 keeps
+what is new (:mod:`logist.store.entries`). The upgrade loses nothing the job
+needs: every request is still rebuilt exactly (a prompt that extends an
+earlier call of the same role and that call's answer becomes ``continues`` +
+``added``), every entry keeps the state after it, and the turn's messages
+become pointers to the entries that hold them.
+
+Readers upgrade in memory (:func:`upgrade_history_data`,
+:func:`upgrade_manifest_data`); the first command that changes the job, or
+``logist job upgrade``, rewrites the files (:func:`upgrade_job`), keeping the
+format 1 files beside them as ``*.v1``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Optional
+
+from .atomic import atomic_write_json, fsync_dir
+
+#: How many earlier calls of the same role are tried as the one a request continues.
+_CANDIDATES = 50
+
+
+def _v1(data: Any) -> bool:
+    return isinstance(data, dict) and "format" not in data
+
+
+def _turn(turn: Optional[dict], pointers: Optional[dict] = None) -> Optional[dict]:
+    if turn is None:
+        return None
+    turn = dict(turn)
+    messages = turn.pop("messages", []) or []
+    turn["rounds"] = len(messages) // 2
+    turn.update(pointers or {})
+    return turn
+
+
+def _ms(seconds: Any) -> int:
+    return int(round(float(seconds or 0) * 1000))
+
+
+def upgrade_manifest_data(data: Any, pointers: Optional[dict] = None) -> Any:
+    """A format 1 manifest as format 2 (anything else unchanged).
+
+    ``pointers`` maps "turn" and "planner_turn" to the history pointers of
+    their conversations, which only the history can tell.
+    """
+    if not _v1(data):
+        return data
+    from .manifest import MANIFEST_FORMAT, MANIFEST_SCHEMA
+
+    pointers = pointers or {}
+    out = {"$schema": MANIFEST_SCHEMA, "format": MANIFEST_FORMAT, **data}
+    if "steps" in out:
+        out["calls"] = out.pop("steps")
+    totals = dict(out.get("totals") or {})
+    if "wall_seconds" in totals:
+        totals["wall_ms"] = _ms(totals.pop("wall_seconds"))
+    out["totals"] = totals
+    out["turn"] = _turn(out.get("turn") or {}, pointers.get("turn"))
+    out["planner_turn"] = _turn(out.get("planner_turn"), pointers.get("planner_turn"))
+    return out
+
+
+def _key(messages: list) -> str:
+    return json.dumps(messages, sort_keys=True, ensure_ascii=False)
+
+
+class _Upgrader:
+    def __init__(self) -> None:
+        self.full: dict[int, list[dict]] = {}  # sequence -> messages sent
+        self.answer: dict[int, str] = {}
+        self.by_role: dict[str, list[int]] = {}
+        self.root: dict[int, int] = {}  # sequence -> the entry with its prompt in full
+        #: key of a turn's raw messages -> the call entry that completed them
+        self.produced: dict[str, int] = {}
+
+    def request(self, entry: dict) -> Optional[dict]:
+        request = entry.get("request")
+        if not request:
+            return None
+        sequence = entry["sequence"]
+        prompt = [dict(m) for m in request.get("prompt") or []]
+        out = {k: v for k, v in request.items() if k != "prompt"}
+        role = (request.get("metadata") or {}).get("role") or entry.get("role") or ""
+        base = None
+        if entry.get("kind") == "llm_call":
+            for candidate in reversed(self.by_role.get(role, [])[-_CANDIDATES:]):
+                sent = self.full[candidate] + [{"role": "assistant", "content": self.answer[candidate]}]
+                if len(sent) < len(prompt) and prompt[: len(sent)] == sent:
+                    base = candidate, len(sent)
+                    break
+        if base is None:
+            out = {"prompt": prompt, **out}
+            self.root[sequence] = sequence
+        else:
+            out = {"continues": base[0], "added": prompt[base[1]:], **out}
+            self.root[sequence] = self.root[base[0]]
+        self.full[sequence] = prompt
+        raw = (entry.get("response") or {}).get("raw_response")
+        if entry.get("kind") == "llm_call" and raw is not None:
+            self.answer[sequence] = raw
+            self.by_role.setdefault(role, []).append(sequence)
+        return out
+
+    def pointers(self, entry: dict, manifest: dict) -> dict:
+        """Turn pointers for a format 1 manifest copy, from the entries so far."""
+        result = {}
+        for name in ("turn", "planner_turn"):
+            turn = manifest.get(name)
+            if not turn:
+                continue
+            messages = turn.get("messages") or []
+            if entry.get("kind") == "llm_call" and messages and _key(messages) not in self.produced:
+                if messages[-1].get("role") == "assistant" and entry["sequence"] in self.answer:
+                    self.produced[_key(messages)] = entry["sequence"]
+            last = self.produced.get(_key(messages)) if messages else None
+            first = self.produced.get(_key(messages[:2])) if messages else None
+            root = self.root.get(last) if last is not None else None
+            result[name] = {"last_call": last, "first_call": first, "prompt_call": root}
+        return result
+
+
+def _entry(entry: dict, upgrader: _Upgrader, first: bool) -> dict:
+    from .entries import HistoryEntry
+    from .manifest import JobDefinition, JobManifest
+
+    out = dict(entry)
+    if out.get("kind") == "recovery":
+        out["kind"] = "repair"
+    if "duration_seconds" in out:
+        out["duration_ms"] = _ms(out.pop("duration_seconds"))
+    if out.get("command") and "duration_seconds" in out["command"]:
+        command = dict(out["command"])
+        command["duration_ms"] = _ms(command.pop("duration_seconds"))
+        out["command"] = command
+    request = upgrader.request(entry)
+    if request is not None:
+        out["request"] = request
+    after = out.pop("manifest_after", None) or {}
+    manifest = JobManifest.model_validate(upgrade_manifest_data(after, upgrader.pointers(entry, after)))
+    if first:
+        out["definition"] = JobDefinition.model_validate(manifest.model_dump(include=set(JobDefinition.model_fields)))
+    out["state"] = manifest.state_dump()
+    return HistoryEntry.model_validate(out).dump()
+
+
+def upgrade_history_data(data: Any) -> Any:
+    """A format 1 history document as format 2 (anything else unchanged)."""
+    if not _v1(data):
+        return data
+    from .history import HISTORY_FORMAT, HISTORY_SCHEMA
+
+    upgrader = _Upgrader()
+    entries = [_entry(e, upgrader, i == 0) for i, e in enumerate(data.get("interactions") or [])]
+    return {"$schema": HISTORY_SCHEMA, "format": HISTORY_FORMAT, "job_id": data.get("job_id"), "interactions": entries}
+
+
+def upgrade_files(manifest_data: Any, history_data: Any) -> tuple[Any, Any]:
+    """Both files of a job in format 2; the manifest's turn pointers come
+    from the history."""
+    if not _v1(history_data):
+        return upgrade_manifest_data(manifest_data), history_data
+    upgrader = _Upgrader()
+    raw = history_data.get("interactions") or []
+    entries = [_entry(e, upgrader, i == 0) for i, e in enumerate(raw)]
+    pointers = upgrader.pointers({"kind": None, "sequence": None}, manifest_data) if _v1(manifest_data) else None
+    history = {"job_id": history_data.get("job_id"), "interactions": entries}
+    from .history import HISTORY_FORMAT, HISTORY_SCHEMA
+
+    history = {"$schema": HISTORY_SCHEMA, "format": HISTORY_FORMAT, **history}
+    return upgrade_manifest_data(manifest_data, pointers), history
+
+
+def upgrade_job(job_dir: Path) -> Optional[str]:
+    """Rewrite a format 1 job's manifest and history in format 2, keeping the
+    old files as ``job_manifest.json.v1`` and ``jobHistory.json.v1``.
+    Returns what was done, or None when there was nothing to do. Call with
+    the job's lock held."""
+    from .history import file_format, history_path, write_canonical
+    from .manifest import JobManifest, manifest_path
+
+    job_dir = Path(job_dir)
+    hpath, mpath = history_path(job_dir), manifest_path(job_dir)
+    if not hpath.exists() or file_format(job_dir) >= 2:
+        return None
+    history_data = json.loads(hpath.read_text(encoding="utf-8"))
+    manifest_data = json.loads(mpath.read_text(encoding="utf-8")) if mpath.exists() else None
+    manifest, history = upgrade_files(manifest_data, history_data)
+    for path in (hpath, mpath):
+        if path.exists():
+            keep = path.with_name(path.name + ".v1")
+            if not keep.exists():
+                try:
+                    os.link(path, keep)
+                except OSError:
+                    shutil.copy2(path, keep)
+    fsync_dir(job_dir)
+    write_canonical(hpath, history["job_id"], history["interactions"])
+    if manifest is not None:
+        atomic_write_json(mpath, JobManifest.model_validate(manifest).dump())
+    return f"upgraded the job's files from format 1 to format 2 (the old ones are kept as {hpath.name}.v1 and {mpath.name}.v1)"
