@@ -45,6 +45,8 @@ class RequestMetadata(BaseModel):
     """The temperature sent, if any."""
     max_tokens: Optional[int] = None
     """The max_tokens sent, if any."""
+    response_format: Optional[dict] = None
+    """The response_format sent, if any."""
 
 
 class Request(BaseModel):

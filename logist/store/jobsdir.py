@@ -108,8 +108,13 @@ class Job:
         return hold_lock(self.lock_path, f"job '{self.id}'", timeout)
 
     def manifest(self) -> JobManifest:
-        """The manifest as on disk (without recovery; see :mod:`logist.recovery`)."""
-        return read_manifest(self.dir)
+        """The job's state for a command that only looks: the manifest, or
+        what recovery would make of it when an interrupted command left the
+        history ahead of it (computed in memory, without the lock; see
+        :func:`logist.store.recovery.recovered_manifest`)."""
+        from .recovery import recovered_manifest
+
+        return recovered_manifest(self.dir)
 
     def __repr__(self) -> str:
         return f"Job({self.id!r}, {str(self.dir)!r})"

@@ -256,29 +256,73 @@ def _table(rows, who: str) -> list[str]:
 
 @click.command()
 @job_argument
+@click.option("--entry", "number", type=int, metavar="N",
+              help="Show step N in full: for a call, every message of its request exactly as it was sent.")
 @json_option
 @pass_app
-def history(app: Application, job_id: Optional[str], as_json: bool) -> None:
-    """List a job's recorded interactions as a table.
+def history(app: Application, job_id: Optional[str], number: Optional[int], as_json: bool) -> None:
+    """List a job's recorded interactions as a table, or show one in full.
+
+    With --entry N --json: the entry as recorded, plus "request_body", the
+    exact Chat Completions body the call sent (rebuilt from the entries it
+    continues).
 
     \b
     Example:
       logist job history hello
+      logist job history hello --entry 3 --json
     """
     from ...errors import CorruptFileError
     from ...store.history import iter_entries
     from ...views.summary import step_row
 
     job = app.job(job_id)
+    if number is not None:
+        _show_entry(app, job, number, as_json)
+        return
     try:
-        entries = list(iter_entries(job.dir))
+        rows = [e.dump() for e in iter_entries(job.dir)] if as_json else [step_row(e) for e in iter_entries(job.dir)]
     except CorruptFileError as exc:
         raise CorruptFileError(f"{exc} (the next command that changes the job repairs it)") from None
     if as_json:
-        app.print_json([e.dump() for e in entries])
+        app.print_json(rows)
         return
-    for line in _table([step_row(e) for e in entries], "role"):
+    for line in _table(rows, "role"):
         click.echo(line)
+
+
+def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
+    from ...errors import NotFoundError
+    from ...store.history import read_entry
+    from ...store.requests import HistoryReader, request_body
+
+    last = job.manifest().last_sequence
+    if not 1 <= number <= last:
+        raise NotFoundError(f"job '{job.id}' has no step {number} (its history has steps 1 to {last})")
+    entry = read_entry(job.dir, number)
+    data = entry.dump()
+    body = None
+    if entry.request is not None:
+        body = request_body(data, HistoryReader(job.dir).messages(number))
+    if as_json:
+        app.print_json(data | ({"request_body": body} if body is not None else {}))
+        return
+    click.echo(f"Step {entry.sequence}: {entry.kind}, {entry.state_before} -> {entry.state_after}"
+               + (f", {entry.role}" if entry.role else "") + f", {entry.timestamp}")
+    if body is not None:
+        for key, value in body.items():
+            if key != "messages":
+                click.echo(f"{key}: {value}")
+        for message in body["messages"]:
+            click.echo(f"\n===== {message['role']} =====")
+            click.echo(message["content"])
+    if entry.response is not None:
+        click.echo(f"\n===== answer ({entry.response.status}) =====")
+        click.echo(entry.response.raw_response if entry.response.raw_response is not None else entry.response.error or "")
+    if entry.user_input is not None:
+        click.echo(f"{entry.user_input.action}: {entry.user_input.text or ''}")
+    if entry.note:
+        click.echo(entry.note)
 
 
 @click.command()
@@ -300,9 +344,13 @@ def preview(app: Application, job_id: Optional[str], model: Optional[str], base_
     import json
 
     from ...engine.prepare import prepare
+    from ...engine.session import upgrade
     from ...store.config import resolve_base_url
 
     job = app.job(job_id)
+    upgraded = upgrade(job)
+    if upgraded:
+        app.info(upgraded)
     prepared = prepare(job, job.manifest(), model)
     if as_json:
         app.print_json(prepared.body)
