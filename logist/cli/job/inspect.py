@@ -29,7 +29,7 @@ def list_jobs(app: Application, as_json: bool) -> None:
             rows.append({"job_id": job_id, "status": str(manifest.status), "role": manifest.turn.role,
                          "calls": manifest.calls, "objective": manifest.objective})
         except Exception as exc:  # a damaged job must not hide the others
-            rows.append({"job_id": job_id, "status": "UNREADABLE", "role": None, "steps": None, "objective": str(exc)})
+            rows.append({"job_id": job_id, "status": "UNREADABLE", "role": None, "calls": None, "objective": str(exc)})
     if as_json:
         app.print_json({"current_job_id": index.current_job_id, "queue": index.queue, "jobs": rows})
         return
@@ -96,7 +96,7 @@ def _budget_line(budgets, *, with_steps: bool) -> Optional[str]:
     """The budgets that have a limit, with how much of each is used."""
     used = []
     for budget in budgets:
-        if budget.limit is None or (budget.name == "steps" and not with_steps):
+        if budget.limit is None or (budget.name == "calls" and not with_steps):
             continue
         if budget.name == "cost_usd":
             amount = f"${budget.used:.4f} of ${budget.limit:.4f}"
@@ -128,7 +128,7 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
     click.echo(f"Job:     {data['job_id']}")
     click.echo(f"Status:  {data['status']}")
     click.echo(f"Role:    {data['role']}")
-    click.echo(f"Steps:   {data['steps']} of {data['max_steps']} used")
+    click.echo(f"Step:    {data['last_sequence']} ({data['calls']} of {data['max_steps']} calls used)")
     click.echo(_calls_line(m))
     budget_line = _budget_line(budgets(m), with_steps=False)
     if budget_line:
