@@ -163,7 +163,7 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
     if as_json:
         app.print_json(m.dump())
         return
-    click.echo(f"Job {m.job_id}: {m.status}  (role {m.turn.role}; {m.steps} of {m.settings.max_steps} steps used)")
+    click.echo(f"Job {m.job_id}: {m.status}  (role {m.turn.role}; step {m.last_sequence}, {m.calls} of {m.settings.max_steps} calls used)")
     click.echo(f"Objective: {m.objective}")
     if m.details:
         click.echo(f"Details: {m.details}")
