@@ -176,9 +176,9 @@ def job_spec(job: Job) -> JobSpec:
 
 
 def fixture_json(job: Job) -> dict:
-    """job.json for ``job``: its id, then the fields of its JobSpec that are
-    not the defaults (so a fixture says only what is particular to it)."""
-    return {"job_id": job.id, **job_spec(job).model_dump(mode="json", exclude_defaults=True)}
+    """job.json for ``job``: its schema, its id, then the fields of its JobSpec
+    that are not the defaults (so a fixture says only what is particular to it)."""
+    return {"$schema": FIXTURE_SCHEMA, "job_id": job.id, **job_spec(job).model_dump(mode="json", exclude_defaults=True)}
 
 
 def record_fixture(job: Job, into: Union[str, Path]) -> Path:
