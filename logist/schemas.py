@@ -2,8 +2,11 @@
 
 The files are copies for readers and other tools; the models are the
 definition. :data:`SCHEMAS` maps each file name to the function that builds
-its schema, so adding a schema for another file is one line. Regenerate the
-files after changing a model, and let the test (or CI) catch a stale one::
+its schema, so adding a schema for another file is one line. The files
+Logist writes name theirs in ``"$schema"`` by the file name used here; the
+files people write (config.json, role manifests, a fixture's job.json) may,
+for their editor. Regenerate the files after changing a model, and let the
+test (or CI) catch a stale one::
 
     python -m logist.schemas            # rewrite every file in schemas/
     python -m logist.schemas --check    # exit 1, naming each stale file
