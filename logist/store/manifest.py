@@ -31,6 +31,8 @@ MANIFEST_SCHEMA = "job-manifest.v2.schema.json"
 
 
 class Status(str, Enum):
+    """A job's state (SPEC section 5)."""
+
     DRAFT = "DRAFT"
     PENDING = "PENDING"
     RUNNING = "RUNNING"
@@ -73,6 +75,8 @@ class Message(BaseModel):
 
 
 class Question(BaseModel):
+    """A question the model asked the person (ASK)."""
+
     model_config = KEEP_UNKNOWN
     text: str
     """The question the model asked (ASK)."""
@@ -162,6 +166,8 @@ class Totals(BaseModel):
 
 
 class Source(BaseModel):
+    """Where a cloned workspace came from (job create --from-repo)."""
+
     model_config = KEEP_UNKNOWN
     repo: Optional[str] = None
     """The repository the workspace was cloned from (--from-repo)."""

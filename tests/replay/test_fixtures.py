@@ -161,7 +161,7 @@ def test_a_live_run_recorded_as_a_fixture_replays_elsewhere(tmp_path, llm, repla
     assert recorder.returncode == 0, recorder.stderr
     fixture = load_fixture(tmp_path / "fixtures" / "notes")
     assert fixture.spec == {
-        "job_id": "notes", "objective": "Add a second line to notes.txt", "files": ["notes.txt"],
+        "$schema": "fixture-job.schema.json", "job_id": "notes", "objective": "Add a second line to notes.txt", "files": ["notes.txt"],
         "max_steps": 20, "command_policy": "allow", "allowed_commands": ["cat notes.txt"],
     }
     assert (fixture.path / "workspace" / "notes.txt").read_text() == "first line\n", "the files as the job started"
