@@ -177,6 +177,13 @@ class Source(BaseModel):
     """The commit the clone started at."""
 
 
+class JobSettings(JobDefaults):
+    """The job's copy of the settings (config.json's ``defaults``, then the
+    job's own); in a job's files, fields a newer Logist added are kept."""
+
+    model_config = KEEP_UNKNOWN
+
+
 class JobDefinition(BaseModel):
     """What the job is: set at create, recorded once in the history's first entry."""
 
@@ -197,7 +204,7 @@ class JobDefinition(BaseModel):
     """Slot -> the role that fills it."""
     model: Optional[str] = None
     """A model for every role of this job (overrides the roles' own)."""
-    settings: JobDefaults = JobDefaults()
+    settings: JobSettings = JobSettings()
     """Limits, budgets and the command policy."""
     skill: Optional[ActiveSkill] = None
     """The skill the job was made from, with its instructions as rendered then."""

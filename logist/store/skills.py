@@ -94,9 +94,9 @@ class Skill(BaseModel):
 
 
 class ActiveSkill(BaseModel):
-    """What a job keeps of its skill."""
+    """What a job keeps of its skill (in a job's files, fields a newer Logist added are kept)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
     name: str
     """The skill's name."""
     params: dict[str, str] = {}

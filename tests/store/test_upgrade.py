@@ -103,3 +103,25 @@ def test_the_upgraded_v1_history_replays_to_the_same_statuses_and_workspace(jobs
     kinds = {e.kind for e in load_history(job.dir).interactions}
     assert "replay" in kinds and "llm_call" not in kinds, "replayed answers are recorded as such"
     assert job.manifest().totals.llm_calls == 0 and job.manifest().totals.replayed == 6
+
+
+def test_fields_a_newer_version_added_are_kept_not_refused(jobs):
+    from logist import create_job, post_answer
+
+    job = create_job(jobs, "newer", "Do it")
+    data = json.loads(job.manifest_path.read_text())
+    data["settings"]["a_newer_setting"] = 1
+    data["a_newer_field"] = {"a": 1}
+    data["turn"]["a_newer_turn_field"] = True
+    job.manifest_path.write_text(json.dumps(data))
+    history = json.loads(job.history_path.read_text())
+    history["interactions"][0]["a_newer_entry_field"] = "kept"
+    job.history_path.write_text(json.dumps(history))  # not canonical any more: rewritten on the next append
+
+    post_answer(job, json.dumps({"action": "MESSAGE", "message": "hi"}))
+    after = json.loads(job.manifest_path.read_text())
+    assert after["settings"]["a_newer_setting"] == 1 and after["a_newer_field"] == {"a": 1}
+    assert after["turn"]["a_newer_turn_field"] is True
+    entries = json.loads(job.history_path.read_text())["interactions"]
+    assert entries[0]["a_newer_entry_field"] == "kept" and len(entries) == 2
+    assert entries[1]["state"]["turn"]["a_newer_turn_field"] is True
