@@ -17,6 +17,7 @@ import json
 import re
 from typing import Optional
 
+from ..store.entries import ANSWER_KINDS, CALL_KINDS
 from ..store.history import HistoryEntry
 from .prompt_tracker import STEP_MARKER, PromptTracker, PromptView
 from .summary import action_of, actor_of, answer_fields
@@ -220,12 +221,12 @@ def _render_person(entry: HistoryEntry) -> list[str]:
 def render_entry(entry: HistoryEntry, tracker: PromptTracker) -> str:
     """One entry's Markdown block, without its marker."""
     out = [_heading(entry), _state_line(entry)]
-    if entry.kind in ("llm_call", "compaction") and entry.response is not None:
+    if entry.kind in CALL_KINDS and entry.response is not None:
         view = tracker.view(entry)
         if view is not None:
             out += _render_prompt(view)
         out += _render_answer(entry)
-        if entry.kind == "llm_call":
+        if entry.kind in ANSWER_KINDS:
             out += _render_outcome(entry)
     else:
         tracker.view(entry)

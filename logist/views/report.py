@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..store.atomic import atomic_write
+from ..store.entries import ANSWER_KINDS
 from ..store.history import HistoryEntry, load_history
 from ..store.jobsdir import Job, JobsDir
 from ..store.manifest import JobManifest
@@ -84,7 +85,7 @@ def render_job_report(job: Job) -> str:
     def diff_of(entry: HistoryEntry) -> Optional[str]:
         if diffs is None:
             return None
-        return diffs.get(entry.sequence, "" if entry.kind == "llm_call" else None)
+        return diffs.get(entry.sequence, "" if entry.kind in ANSWER_KINDS else None)
 
     steps = [step_html(job.id, entry, row, tracker, diff_of(entry)) for entry, row in zip(entries, summary.rows)]
     header = (

@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Optional
 
+from ..store.entries import ANSWER_KINDS, CALL_KINDS
 from ..store.history import HistoryEntry, load_history
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, Totals
@@ -84,7 +85,7 @@ def answer_fields(entry: HistoryEntry) -> dict:
     from ..protocol import extract_json_text
 
     raw = entry.response.raw_response if entry.response else None
-    if not raw or entry.kind != "llm_call":
+    if not raw or entry.kind not in ANSWER_KINDS:
         return {}
     try:
         data = json.loads(extract_json_text(raw))
@@ -106,7 +107,7 @@ def action_of(entry: HistoryEntry) -> str:
 
 def actor_of(entry: HistoryEntry) -> str:
     """Who acted: the role for a model call, a person, or Logist itself."""
-    if entry.kind in ("llm_call", "compaction"):
+    if entry.kind in CALL_KINDS:
         return entry.role or "model"
     if entry.kind == "user_action":
         return "person"
