@@ -89,8 +89,8 @@ def _calls_line(m) -> str:
         cost = "cost unknown (no price for the model in config.json)"
     else:
         cost = f"${t.cost_usd:.4f}" + (f" (+{t.unpriced_calls} calls with no price)" if t.unpriced_calls else "")
-    apart = [f"{n} {what}" for n, what in ((t.replayed, "replayed"), (t.posted, "posted")) if n]
-    calls = f"{t.llm_calls}" + (f" (and {', '.join(apart)} answers, no call made)" if apart else "")
+    apart = [f"{n} {what} answer{'s' if n != 1 else ''}" for n, what in ((t.replayed, "replayed"), (t.posted, "posted")) if n]
+    calls = f"{t.llm_calls}" + (f" (and {', '.join(apart)}: no call made)" if apart else "")
     return f"Calls:   {calls}, {t.tokens} tokens ({t.prompt_tokens} in, {t.completion_tokens} out), {cost}, {t.wall_ms / 1000:.1f} s"
 
 
