@@ -83,6 +83,7 @@ def chat(settings: LLMSettings, body: dict) -> LLMReply:
     endpoint where a person reads the error.
     """
     import openai
+    from openai.types.chat import ChatCompletion
 
     client = openai.OpenAI(
         base_url=settings.base_url,
@@ -91,7 +92,10 @@ def chat(settings: LLMSettings, body: dict) -> LLMReply:
         max_retries=settings.max_retries,
     )
     try:
-        completion = client.chat.completions.create(**body)
+        # The body as it is: the SDK's create() would walk and re-validate
+        # every message first, which costs more than the rest of a step once
+        # a turn has a few hundred messages (bench/history_size.py).
+        completion = client.post("/chat/completions", body=body, cast_to=ChatCompletion)
     except openai.OpenAIError as exc:
         retried = not isinstance(exc, openai.APIStatusError) or exc.status_code in (408, 409, 429) or exc.status_code >= 500
         attempts = settings.max_retries + 1 if retried else 1
