@@ -17,8 +17,11 @@ commands run in the job's workspace.
 system message, every user message sent and every answer received (UTF-8
 bytes of their text). Request bodies repeat the whole conversation every
 round, so they are not what is counted. A step's *own time* is its wall
-time minus the call (the entry's ``duration_ms``, measured around the HTTP
-round-trip) and minus the command's run time: what Logist itself spends.
+time minus the server's time on its request (the model's share, nearly
+nothing here) and minus the command's run time: what Logist spends,
+including the client side of the call (building and sending the body). The
+part spent outside the call (wall time minus the call's ``duration_ms``) is
+printed too.
 
 Prints figures only; nothing here asserts.
 
@@ -144,15 +147,45 @@ def new_job(root: Path, name: str, max_steps: int):
     )
 
 
+class TimedServer(ScriptedLLMServer):
+    """The scripted server, also keeping the seconds it spent on each request
+    (reading the body to sending the answer): the model's share of a step."""
+
+    def __init__(self, script):
+        super().__init__(script)
+        self.seconds: list[float] = []
+        owner, handler = self, self._server.RequestHandlerClass
+
+        class Timed(handler):
+            def do_POST(self):
+                started = time.perf_counter()
+                try:
+                    super().do_POST()
+                finally:
+                    owner.seconds.append(time.perf_counter() - started)
+
+        self._server.RequestHandlerClass = Timed
+
+    def seconds_of(self, number: int) -> float:
+        """The time of request ``number`` (from 1), once its handler is done."""
+        deadline = time.monotonic() + 5
+        while len(self.seconds) < number and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        return self.seconds[number - 1]
+
+
 def run_turn(root: Path, name: str, rounds: int, commands_only: bool, timed: bool = False) -> dict:
-    """One Worker turn of ``rounds`` calls; returns the job, the requests and
-    answers, and each step's own time (seconds) when ``timed``."""
+    """One Worker turn of ``rounds`` calls. With ``timed``, each step's own
+    time (its wall time minus the server's time and the command's run time)
+    and the part of it spent outside the call (wall time minus the call as
+    the entry records it, client side included, minus the command)."""
     job = new_job(root, name, rounds + 10)
     rng = random.Random(rounds)
     answers = [answer_for(i, rng, commands_only) for i in range(rounds)]
     own: list[float] = []
-    with ScriptedLLMServer(answers) as server:
-        for _ in range(rounds):
+    outside: list[float] = []
+    with TimedServer(answers) as server:
+        for number in range(1, rounds + 1):
             started = time.perf_counter()
             result = step_once(job, base_url=server.base_url)
             wall = time.perf_counter() - started
@@ -160,10 +193,11 @@ def run_turn(root: Path, name: str, rounds: int, commands_only: bool, timed: boo
                 raise SystemExit(f"step {result.sequence} failed: {result.error}")
             if timed:
                 entry = last_entry(job.dir)
-                outside = entry.duration_ms + (entry.command.duration_ms if entry.command else 0)
-                own.append(wall - outside / 1000)
+                command = entry.command.duration_ms / 1000 if entry.command else 0.0
+                own.append(wall - server.seconds_of(number) - command)
+                outside.append(wall - entry.duration_ms / 1000 - command)
         requests = list(server.requests)
-    return {"job": job, "requests": requests, "answers": answers, "own": own,
+    return {"job": job, "requests": requests, "answers": answers, "own": own, "outside": outside,
             "history_bytes": job.history_path.stat().st_size}
 
 
@@ -212,8 +246,9 @@ def turn_figures(root: Path, rounds: int = 1000) -> dict:
     run = run_turn(root, "turn", rounds, commands_only=False, timed=True)
     run["exchanged"] = exchanged_bytes(run["requests"], run["answers"])
     window = min(10, rounds // 2)
-    run["early"] = statistics.median(run["own"][:window])
-    run["late"] = statistics.median(run["own"][-window:])
+    for key in ("own", "outside"):
+        run[f"{key}_early"] = statistics.median(run[key][:window])
+        run[f"{key}_late"] = statistics.median(run[key][-window:])
     run["window"] = window
     return run
 
@@ -245,9 +280,11 @@ def main() -> None:
               f"last request body: {len(json.dumps(run['requests'][-1]).encode()) / 1e6:,.2f} MB")
         print(f"  history / exchanged = {size / exchanged:.2f}x, target <= {HISTORY_TO_EXCHANGED_TARGET:g}x")
         w = run["window"]
-        print(f"  step own time, median: rounds 1-{w}: {run['early'] * 1000:.1f} ms; rounds "
-              f"{args.rounds - w + 1}-{args.rounds}: {run['late'] * 1000:.1f} ms; "
-              f"ratio {run['late'] / run['early']:.2f}x, target <= {LATE_TO_EARLY_TARGET:g}x")
+        for key, label in (("own", "step own time"), ("outside", "  of it outside the call")):
+            early, late = run[f"{key}_early"], run[f"{key}_late"]
+            print(f"  {label}, median: rounds 1-{w}: {early * 1000:.1f} ms; rounds {args.rounds - w + 1}-"
+                  f"{args.rounds}: {late * 1000:.1f} ms; ratio {late / early:.2f}x"
+                  + (f", target <= {LATE_TO_EARLY_TARGET:g}x" if key == "own" else ""))
         print_breakdown(breakdown(run["job"]))
 
 
