@@ -11,7 +11,9 @@ commands run in the job's workspace.
 2. A long Worker turn: 1,000 rounds of MESSAGE and CMD answers (answers
    about 300-600 bytes, command outputs about 200-2,000 bytes). Prints the
    history's bytes against the bytes of the messages exchanged, and the
-   step's own time at rounds 991-1,000 against rounds 1-10.
+   step's own time at rounds 991-1,000 against rounds 1-10 (of a fresh job
+   with the same answers, stepped in turn with the late rounds so that both
+   see the same load of the machine).
 
 *Messages exchanged* is the conversation, each message counted once: the
 system message, every user message sent and every answer received (UTF-8
@@ -174,31 +176,60 @@ class TimedServer(ScriptedLLMServer):
         return self.seconds[number - 1]
 
 
-def run_turn(root: Path, name: str, rounds: int, commands_only: bool, timed: bool = False) -> dict:
-    """One Worker turn of ``rounds`` calls. With ``timed``, each step's own
-    time (its wall time minus the server's time and the command's run time)
-    and the part of it spent outside the call (wall time minus the call as
-    the entry records it, client side included, minus the command)."""
-    job = new_job(root, name, rounds + 10)
-    rng = random.Random(rounds)
-    answers = [answer_for(i, rng, commands_only) for i in range(rounds)]
-    own: list[float] = []
-    outside: list[float] = []
-    with TimedServer(answers) as server:
-        for number in range(1, rounds + 1):
-            started = time.perf_counter()
-            result = step_once(job, base_url=server.base_url)
-            wall = time.perf_counter() - started
-            if result.error:
-                raise SystemExit(f"step {result.sequence} failed: {result.error}")
-            if timed:
-                entry = last_entry(job.dir)
-                command = entry.command.duration_ms / 1000 if entry.command else 0.0
-                own.append(wall - server.seconds_of(number) - command)
-                outside.append(wall - entry.duration_ms / 1000 - command)
+def timed_step(job, server: TimedServer, answer: str) -> tuple[float, float]:
+    """One step answered with ``answer``: its own time (wall time minus the
+    server's time and the command's run time) and the part of it spent
+    outside the call (wall time minus the call as the entry records it,
+    client side included, minus the command)."""
+    server.add(answer)
+    number = len(server.requests) + 1
+    started = time.perf_counter()
+    result = step_once(job, base_url=server.base_url)
+    wall = time.perf_counter() - started
+    if result.error:
+        raise SystemExit(f"step {result.sequence} failed: {result.error}")
+    entry = last_entry(job.dir)
+    command = entry.command.duration_ms / 1000 if entry.command else 0.0
+    return wall - server.seconds_of(number) - command, wall - entry.duration_ms / 1000 - command
+
+
+def command_figures(root: Path, commands: int = 40) -> dict:
+    """(1): the history of ``commands`` command round-trips."""
+    job = new_job(root, "commands", commands + 10)
+    answers = [answer_for(i, random.Random(i), commands_only=True) for i in range(commands)]
+    with TimedServer([]) as server:
+        for answer in answers:
+            timed_step(job, server, answer)
         requests = list(server.requests)
-    return {"job": job, "requests": requests, "answers": answers, "own": own, "outside": outside,
-            "history_bytes": job.history_path.stat().st_size}
+    outputs = [len(body["messages"][-1]["content"].encode()) for body in requests[1:]]
+    return {"job": job, "history_bytes": job.history_path.stat().st_size,
+            "exchanged": exchanged_bytes(requests, answers),
+            "output_range": (min(outputs), statistics.mean(outputs), max(outputs))}
+
+
+def turn_figures(root: Path, rounds: int = 1000, window: int = 10) -> dict:
+    """(2): history bytes and own time of a ``rounds``-round turn.
+
+    Its last ``window`` rounds alternate with the first ``window`` rounds of
+    a fresh job of the same answers, so that late and early rounds are
+    timed under the same load of the machine."""
+    window = min(window, rounds // 2)
+    answers = [answer_for(i, random.Random(i)) for i in range(rounds)]
+    job, fresh = new_job(root, "turn", rounds + 10), new_job(root, "fresh", window + 10)
+    early, late = [], []
+    with TimedServer([]) as server:
+        for answer in answers[: rounds - window]:
+            timed_step(job, server, answer)
+        for k in range(window):
+            late.append(timed_step(job, server, answers[rounds - window + k]))
+            early.append(timed_step(fresh, server, answers[k]))
+        requests = [body for n, body in enumerate(server.requests) if n < rounds - window or (n - rounds + window) % 2 == 0]
+    run = {"job": job, "history_bytes": job.history_path.stat().st_size, "window": window,
+           "exchanged": exchanged_bytes(requests, answers), "last_body": len(json.dumps(requests[-1]).encode())}
+    for i, key in enumerate(("own", "outside")):
+        run[f"{key}_early"] = statistics.median(t[i] for t in early)
+        run[f"{key}_late"] = statistics.median(t[i] for t in late)
+    return run
 
 
 def breakdown(job) -> dict[str, float]:
@@ -232,27 +263,6 @@ def print_breakdown(parts: dict[str, float]) -> None:
             print(f"    {name:<20} {value:>8,.0f}  ({value / entry:5.1%})")
 
 
-def command_figures(root: Path, commands: int = 40) -> dict:
-    """(1): the history of ``commands`` command round-trips."""
-    run = run_turn(root, "commands", commands, commands_only=True)
-    outputs = [len(body["messages"][-1]["content"].encode()) for body in run["requests"][1:]]
-    run["exchanged"] = exchanged_bytes(run["requests"], run["answers"])
-    run["output_range"] = (min(outputs), statistics.mean(outputs), max(outputs))
-    return run
-
-
-def turn_figures(root: Path, rounds: int = 1000) -> dict:
-    """(2): history bytes and own time of a ``rounds``-round turn."""
-    run = run_turn(root, "turn", rounds, commands_only=False, timed=True)
-    run["exchanged"] = exchanged_bytes(run["requests"], run["answers"])
-    window = min(10, rounds // 2)
-    for key in ("own", "outside"):
-        run[f"{key}_early"] = statistics.median(run[key][:window])
-        run[f"{key}_late"] = statistics.median(run[key][-window:])
-    run["window"] = window
-    return run
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--commands", type=int, default=40)
@@ -277,13 +287,14 @@ def main() -> None:
         size, exchanged = run["history_bytes"], run["exchanged"]
         print(f"\nA {args.rounds:,}-round Worker turn, {time.perf_counter() - started:.0f} s:")
         print(f"  jobHistory.json: {size / 1e6:,.2f} MB; messages exchanged: {exchanged / 1e6:,.2f} MB; "
-              f"last request body: {len(json.dumps(run['requests'][-1]).encode()) / 1e6:,.2f} MB")
+              f"last request body: {run['last_body'] / 1e6:,.2f} MB")
         print(f"  history / exchanged = {size / exchanged:.2f}x, target <= {HISTORY_TO_EXCHANGED_TARGET:g}x")
         w = run["window"]
+        print(f"  medians; rounds 1-{w} are a fresh job's, stepped in turn with the late rounds:")
         for key, label in (("own", "step own time"), ("outside", "  of it outside the call")):
             early, late = run[f"{key}_early"], run[f"{key}_late"]
-            print(f"  {label}, median: rounds 1-{w}: {early * 1000:.1f} ms; rounds {args.rounds - w + 1}-"
-                  f"{args.rounds}: {late * 1000:.1f} ms; ratio {late / early:.2f}x"
+            print(f"  {label}: rounds 1-{w}: {early * 1000:.1f} ms; rounds {args.rounds - w + 1:,}-"
+                  f"{args.rounds:,}: {late * 1000:.1f} ms; ratio {late / early:.2f}x"
                   + (f", target <= {LATE_TO_EARLY_TARGET:g}x" if key == "own" else ""))
         print_breakdown(breakdown(run["job"]))
 
