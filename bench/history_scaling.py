@@ -4,8 +4,8 @@ For histories of 10, 1,000 and 10,000 earlier interactions whose prompts are
 about 20 KB each, posts answers to the job (``post_answer``: everything a
 live step does after the LLM call, including the git commit and the history
 append, but no network) and prints the median wall time and the peak Python
-memory per step. The history is built by writing entries in the exact bytes
-``append_entry`` produces, so building 10,000 entries takes seconds.
+memory per step. The history is built by writing format 2 entries in the
+exact bytes ``append_entry`` produces, so building 10,000 entries takes seconds.
 
     python bench/history_scaling.py [--sizes 10,1000,10000] [--steps 20]
 """
@@ -22,7 +22,8 @@ import tracemalloc
 from pathlib import Path
 
 from logist import JobsDir, create_job, post_answer
-from logist.store.history import TAIL, _entry_bytes, _header, load_history
+from logist.store.entries import HistoryEntry
+from logist.store.history import TAIL, entry_bytes, header, iter_entry_data
 from logist.store.manifest import read_manifest, write_manifest
 
 PROMPT_BYTES = 20_000
@@ -31,19 +32,25 @@ PROMPT_BYTES = 20_000
 def build_job(root: Path, size: int):
     jobs = JobsDir(root / f"jobs-{size}")
     job = create_job(jobs, "bench", "Benchmark the history")
-    base = load_history(job.dir).interactions[0].dump()
+    base = next(iter_entry_data(job.dir))  # the create entry, as the file holds it
     filler = ("x" * 99 + "\n") * (PROMPT_BYTES // 100)
-    entries = []
-    for seq in range(1, size + 1):
-        entry = dict(base, sequence=seq, kind="llm_call" if seq > 1 else "user_action")
-        if seq > 1:
-            entry["request"] = {
+    entries = [entry_bytes(base)]
+    for seq in range(2, size + 1):
+        entry = {
+            "sequence": seq, "kind": "llm_call", "timestamp": base["timestamp"], "duration_ms": 100,
+            "state_before": "RUNNING", "state_after": "RUNNING", "role": "Worker",
+            "workspace_path": base["workspace_path"],
+            "request": {
                 "prompt": [{"role": "system", "content": "protocol"}, {"role": "user", "content": filler}],
-                "files_context": [],
-                "metadata": {"role": "Worker", "phase": "RUNNING", "model": "m", "temperature": 0.2, "max_tokens": None},
-            }
-        entries.append(_entry_bytes(entry))
-    job.history_path.write_bytes(_header("bench") + b",".join(entries) + TAIL)
+                "metadata": {"role": "Worker", "phase": "RUNNING", "model": "m", "temperature": 0.2},
+            },
+            "response": {"status": "SUCCESS", "raw_response": '{"action": "MESSAGE", "message": "noted"}'},
+            "state": {**base["state"], "last_sequence": seq},
+        }
+        if seq == 2:
+            HistoryEntry.model_validate(entry)  # the template is a valid entry
+        entries.append(entry_bytes(entry))
+    job.history_path.write_bytes(header("bench") + b",".join(entries) + TAIL)
     manifest = read_manifest(job.dir)
     manifest.last_sequence = size
     write_manifest(job.dir, manifest)

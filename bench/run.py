@@ -11,6 +11,9 @@ same run on the same machine, and the target from the project's issues:
   git commit`` of the same change;
 - history scaling: own time and peak memory per step with 10, 1,000 and
   10,000 earlier interactions of about 20 KB each (bench/history_scaling.py);
+- history size: ``jobHistory.json`` after 40 command round-trips, and a
+  1,000-round turn's history against the messages exchanged and its step
+  own time late against early (bench/history_size.py);
 - replay throughput: steps per second of ``job replay`` over a 1,000-step
   history;
 - concurrency: 8 jobs stepped by 8 processes at once, and 8 processes on one
@@ -102,7 +105,7 @@ def bench_step(tmp: Path, steps: int, process_steps: int) -> None:
             step_once(job, base_url=server.base_url)
             per_step.append(time.perf_counter() - started)
     entries = [e for e in load_history(job.dir).interactions if e.kind == "llm_call"][-steps:]
-    own = statistics.median(w - e.duration_seconds for w, e in zip(per_step, entries))
+    own = statistics.median(w - e.duration_ms / 1000 for w, e in zip(per_step, entries))
     target = 2 * floor + 0.015
     row(f"step overhead, in process ({steps} steps)", f"{own * 1000:.1f} ms", f"git {floor * 1000:.1f} ms",
         f"{own / floor:.2f}x", f"<= 2x git + 15 ms = {target * 1000:.1f} ms")
@@ -116,7 +119,7 @@ def bench_step(tmp: Path, steps: int, process_steps: int) -> None:
                            env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             walls.append(time.perf_counter() - started)
     entries = [e for e in load_history(job.dir).interactions if e.kind == "llm_call"][-process_steps:]
-    own = statistics.median(w - e.duration_seconds for w, e in zip(walls, entries))
+    own = statistics.median(w - e.duration_ms / 1000 for w, e in zip(walls, entries))
     row(f"step overhead, as a process ({process_steps} steps)", f"{own * 1000:.1f} ms", f"git {floor * 1000:.1f} ms",
         f"{own / floor:.2f}x", "(includes start-up)")
 
@@ -135,6 +138,24 @@ def bench_history(quick: bool) -> None:
         row(f"history scaling: step with {size:,} earlier entries", f"{per_step * 1000:.1f} ms, peak {peak / 1024:.0f} KB",
             f"{base_time * 1000:.1f} ms at {sizes[0]}", f"{per_step / base_time:.2f}x time, {peak / base_peak:.2f}x memory",
             "<= 1.2x" if size == sizes[-1] else "")
+
+
+def bench_history_size(quick: bool) -> None:
+    import history_size
+
+    rounds = 100 if quick else 1000
+    with tempfile.TemporaryDirectory() as tmp:
+        run = history_size.command_figures(Path(tmp))
+        size = run["history_bytes"]
+        row("history size: 40 command round-trips", f"{size / 1000:,.0f} KB", "",
+            f"{size / history_size.COMMANDS_TARGET_BYTES:.2f}x the target", "< 500 KB")
+        run = history_size.turn_figures(Path(tmp), rounds)
+    size, exchanged, w = run["history_bytes"], run["exchanged"], run["window"]
+    row(f"history size: {rounds:,}-round turn", f"{size / 1e6:,.2f} MB", f"{exchanged / 1e6:,.2f} MB exchanged",
+        f"{size / exchanged:.2f}x", f"<= {history_size.HISTORY_TO_EXCHANGED_TARGET:g}x the messages exchanged")
+    early, late = run["own_early"], run["own_late"]
+    row(f"step own time at rounds {rounds - w + 1:,}-{rounds:,} of a turn", f"{late * 1000:.1f} ms",
+        f"{early * 1000:.1f} ms at rounds 1-{w}", f"{late / early:.2f}x", f"<= {history_size.LATE_TO_EARLY_TARGET:g}x")
 
 
 def bench_replay(tmp: Path, steps: int) -> None:
@@ -193,6 +214,8 @@ def main() -> None:
         bench_step(tmp, 20 if quick else 200, 5 if quick else 20)
         print("history scaling...", file=sys.stderr)
         bench_history(quick)
+        print("history size and a long turn...", file=sys.stderr)
+        bench_history_size(quick)
         print("replay throughput...", file=sys.stderr)
         bench_replay(tmp, 100 if quick else 1000)
         print("concurrency...", file=sys.stderr)

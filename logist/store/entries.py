@@ -14,7 +14,7 @@ restores the manifest at any entry.
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -173,14 +173,36 @@ class HistoryEntry(BaseModel):
     """What Logist did, in words (repairs, limits, rewinds, summaries)."""
     definition: Optional[JobDefinition] = None
     """What the job is: on the first entry (and on any entry that changes it)."""
+    pending_is_command_output: bool = False
+    """True: ``state.turn.pending`` is left out of the file because it is ``command.output`` (a command's output is the next message the model is sent), so the output is stored once; reading the entry puts it back."""
     state: JobState
     """The job's state after this entry (defaults left out)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _restore_pending(cls, data: Any) -> Any:
+        """The read side of :meth:`dump`: the pending message it left out."""
+        if not isinstance(data, dict) or not data.get("pending_is_command_output"):
+            return data
+        state, command = data.get("state"), data.get("command")
+        output = command.get("output") if isinstance(command, dict) else getattr(command, "output", None)
+        if isinstance(state, dict) and isinstance(state.get("turn"), dict) and "pending" not in state["turn"]:
+            data = {**data, "state": {**state, "turn": {**state["turn"], "pending": output}}}
+        return data
+
     def dump(self) -> dict:
-        data = self.model_dump(mode="json", exclude_none=True, exclude={"state", "definition"})
+        """The entry as the file holds it: fields at their defaults left out,
+        and the pending message not repeated when it is the command's output."""
+        skip = {"state", "definition", "pending_is_command_output"}
+        data = self.model_dump(mode="json", exclude_defaults=True, exclude=skip)
         if self.definition is not None:
             data["definition"] = self.definition.model_dump(mode="json")
-        data["state"] = self.state.state_dump()
+        state = self.state.state_dump()
+        turn = state.get("turn") or {}
+        if self.command is not None and self.command.output is not None and turn.get("pending") == self.command.output:
+            del turn["pending"]
+            data["pending_is_command_output"] = True
+        data["state"] = state
         return data
 
 

@@ -1,0 +1,303 @@
+"""History size and step time of long jobs, driven through the real engine.
+
+Every step is ``step_once`` against a real HTTP server
+(:class:`~logist.replay.scripted.ScriptedLLMServer`); commands are real
+commands run in the job's workspace.
+
+1. Command round-trips: a Worker turn of 40 ``CMD`` answers (command policy
+   allow), each running a real command whose output, a few hundred bytes to
+   a few KB, comes back in the next message. Prints the size of
+   ``jobHistory.json`` against the 500 KB target.
+2. A long Worker turn: 1,000 rounds of MESSAGE and CMD answers (answers
+   about 300-600 bytes, command outputs about 200-2,000 bytes). Prints the
+   history's bytes against the bytes of the messages exchanged, and the
+   step's own time at rounds 991-1,000 against rounds 1-10 (of a fresh job
+   with the same answers, stepped in turn with the late rounds so that both
+   see the same load of the machine).
+
+*Messages exchanged* is the conversation, each message counted once: the
+system message, every user message sent and every answer received (UTF-8
+bytes of their text). Request bodies repeat the whole conversation every
+round, so they are not what is counted. A step's *own time* is its wall
+time minus the server's time on its request (the model's share, nearly
+nothing here) and minus the command's run time: what Logist spends,
+including the client side of the call (building and sending the body). The
+part spent outside the call (wall time minus the call's ``duration_ms``) is
+printed too.
+
+Prints figures only; nothing here asserts.
+
+    python bench/history_size.py [--commands 40] [--rounds 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from logist import JobsDir, create_job, step_once
+from logist.replay.scripted import ScriptedLLMServer
+from logist.store.history import entry_bytes, iter_entry_data, last_entry
+
+KB = 1000
+#: Issue 13's targets.
+COMMANDS_TARGET_BYTES = 500 * KB
+HISTORY_TO_EXCHANGED_TARGET = 2.0
+LATE_TO_EARLY_TARGET = 1.5
+
+WORDS = (
+    "the a test file output line value check parse read write count total error warning config module function "
+    "result expected actual missing field path column row header sensor reading batch window average median "
+    "so then next first because which looks like should would now again still only both each all fix run"
+).split()
+#: Commands a Worker is allowed to run without asking.
+ALLOWED = ["head *", "tail *", "grep *", "wc *", "cat *", "ls *", "sort *"]
+
+
+def _text(rng: random.Random, size: int) -> str:
+    words: list[str] = []
+    length = 0
+    while length < size:
+        word = rng.choice(WORDS)
+        words.append(word)
+        length += len(word) + 1
+    return " ".join(words).capitalize() + "."
+
+
+def make_source(root: Path, seed: int = 13) -> Path:
+    """A small git repository of data and notes for the workspace: the files
+    the commands read (log lines of about 70 bytes, so ``head -n K`` prints
+    about 70*K bytes)."""
+    rng = random.Random(seed)
+    repo = root / "source"
+    (repo / "data").mkdir(parents=True)
+    (repo / "notes").mkdir()
+    levels = ["INFO"] * 6 + ["WARN"] * 2 + ["ERROR"]
+    for k in range(6):
+        lines = [
+            f"2026-11-{1 + k:02d}T{n // 60 % 24:02d}:{n % 60:02d}:05Z {rng.choice(levels):5} sensor-{rng.randrange(40):02d} "
+            f"reading={rng.uniform(-20, 60):7.2f} batch={rng.randrange(10_000):05d} {rng.choice(WORDS)}"
+            for n in range(400)
+        ]
+        (repo / "data" / f"log_{k}.txt").write_text("\n".join(lines) + "\n")
+    for k in range(8):
+        (repo / "notes" / f"note_{k}.md").write_text(f"# Note {k}\n\n" + _text(rng, 150 + 180 * k) + "\n")
+    env = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
+    for argv in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "data"]):
+        subprocess.run(argv, cwd=repo, check=True, env={**env, "PATH": "/usr/bin:/bin:/usr/local/bin"})
+    return repo
+
+
+def command_for(i: int) -> str:
+    """The command of round ``i``: outputs from about 200 bytes to about
+    2 KB. Its kind and size depend on ``i % 10`` only (the file it reads on
+    ``i // 10``), so any ten rounds in a row cost the same."""
+    k, n = i // 10 % 6, i % 10
+    return [
+        f"head -n 22 data/log_{k}.txt",
+        f"grep -n -m 12 ERROR data/log_{k}.txt",
+        f"cat notes/note_{k}.md",
+        f"tail -n 8 data/log_{k}.txt",
+        "wc -l data/log_0.txt data/log_1.txt data/log_2.txt notes/note_0.md",
+        f"grep -n -m 5 WARN data/log_{k}.txt",
+        f"head -n 3 data/log_{k}.txt",
+        "ls -l data notes",
+        f"grep -n -m 20 sensor-0{k} data/log_{k}.txt",
+        f"cat notes/note_{k + 2}.md",
+    ][n]
+
+
+def answer_for(i: int, rng: random.Random, commands_only: bool = False) -> str:
+    """The Worker's answer of round ``i`` (about 300-600 bytes): a CMD on
+    even rounds (or always, with ``commands_only``), else a MESSAGE, with a
+    small file change on rounds 1, 5 (of every ten)."""
+    thought = _text(rng, rng.randrange(180, 380))
+    if commands_only or i % 2 == 0:
+        return json.dumps({"thought": thought, "action": "CMD", "command": command_for(i)})
+    data: dict = {"thought": thought, "action": "MESSAGE", "message": _text(rng, rng.randrange(60, 150))}
+    if i % 10 in (1, 5):
+        data["file_changes"] = [{"path": f"work/step_{i // 10 % 5}.txt", "content": _text(rng, 60) + "\n"}]
+    return json.dumps(data)
+
+
+def exchanged_bytes(requests: list[dict], answers: list[str]) -> int:
+    """Bytes of the conversation, each message once: the messages a request
+    adds to the previous request and its answer, plus every answer."""
+    total, previous = 0, []
+    for body, answer in zip(requests, answers):
+        messages = body["messages"]
+        new = messages[len(previous):] if messages[: len(previous)] == previous else messages
+        total += sum(len(m["content"].encode("utf-8")) for m in new) + len(answer.encode("utf-8"))
+        previous = messages + [{"role": "assistant", "content": answer}]
+    return total
+
+
+def new_job(root: Path, name: str, max_steps: int):
+    jobs = JobsDir(root / f"jobs-{name}")
+    source = make_source(root / f"src-{name}")
+    return create_job(
+        jobs, name, "Find out why some sensor readings are missing from the nightly report",
+        details="The logs are in data/, earlier notes in notes/.", from_repo=str(source),
+        max_steps=max_steps, command_policy="allow", allowed_commands=ALLOWED,
+    )
+
+
+class TimedServer(ScriptedLLMServer):
+    """The scripted server, also keeping the seconds it spent on each request
+    (reading the body to sending the answer): the model's share of a step."""
+
+    def __init__(self, script):
+        super().__init__(script)
+        self.seconds: list[float] = []
+        owner, handler = self, self._server.RequestHandlerClass
+
+        class Timed(handler):
+            def do_POST(self):
+                started = time.perf_counter()
+                try:
+                    super().do_POST()
+                finally:
+                    owner.seconds.append(time.perf_counter() - started)
+
+        self._server.RequestHandlerClass = Timed
+
+    def seconds_of(self, number: int) -> float:
+        """The time of request ``number`` (from 1), once its handler is done."""
+        deadline = time.monotonic() + 5
+        while len(self.seconds) < number and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        return self.seconds[number - 1]
+
+
+def timed_step(job, server: TimedServer, answer: str) -> tuple[float, float]:
+    """One step answered with ``answer``: its own time (wall time minus the
+    server's time and the command's run time) and the part of it spent
+    outside the call (wall time minus the call as the entry records it,
+    client side included, minus the command)."""
+    server.add(answer)
+    number = len(server.requests) + 1
+    started = time.perf_counter()
+    result = step_once(job, base_url=server.base_url)
+    wall = time.perf_counter() - started
+    if result.error:
+        raise SystemExit(f"step {result.sequence} failed: {result.error}")
+    entry = last_entry(job.dir)
+    command = entry.command.duration_ms / 1000 if entry.command else 0.0
+    return wall - server.seconds_of(number) - command, wall - entry.duration_ms / 1000 - command
+
+
+def command_figures(root: Path, commands: int = 40) -> dict:
+    """(1): the history of ``commands`` command round-trips."""
+    job = new_job(root, "commands", commands + 10)
+    answers = [answer_for(i, random.Random(i), commands_only=True) for i in range(commands)]
+    with TimedServer([]) as server:
+        for answer in answers:
+            timed_step(job, server, answer)
+        requests = list(server.requests)
+    outputs = [len(body["messages"][-1]["content"].encode()) for body in requests[1:]]
+    return {"job": job, "history_bytes": job.history_path.stat().st_size,
+            "exchanged": exchanged_bytes(requests, answers),
+            "output_range": (min(outputs), statistics.mean(outputs), max(outputs))}
+
+
+def turn_figures(root: Path, rounds: int = 1000, window: int = 10) -> dict:
+    """(2): history bytes and own time of a ``rounds``-round turn.
+
+    Its last ``window`` rounds alternate with the first ``window`` rounds of
+    a fresh job of the same answers, so that late and early rounds are
+    timed under the same load of the machine."""
+    window = min(window, rounds // 2)
+    answers = [answer_for(i, random.Random(i)) for i in range(rounds)]
+    job, fresh = new_job(root, "turn", rounds + 10), new_job(root, "fresh", window + 10)
+    early, late = [], []
+    with TimedServer([]) as server:
+        for answer in answers[: rounds - window]:
+            timed_step(job, server, answer)
+        for k in range(window):
+            late.append(timed_step(job, server, answers[rounds - window + k]))
+            early.append(timed_step(fresh, server, answers[k]))
+        requests = [body for n, body in enumerate(server.requests) if n < rounds - window or (n - rounds + window) % 2 == 0]
+    run = {"job": job, "history_bytes": job.history_path.stat().st_size, "window": window,
+           "exchanged": exchanged_bytes(requests, answers), "last_body": len(json.dumps(requests[-1]).encode())}
+    for i, key in enumerate(("own", "outside")):
+        run[f"{key}_early"] = statistics.median(t[i] for t in early)
+        run[f"{key}_late"] = statistics.median(t[i] for t in late)
+    return run
+
+
+def breakdown(job) -> dict[str, float]:
+    """Mean bytes per call entry, by what they hold, as written in the file."""
+    parts = {"entry": 0, "messages added": 0, "answer": 0, "command output": 0, "state": 0,
+             "state.turn.pending": 0, "indentation": 0}
+    count = 0
+    for data in iter_entry_data(job.dir):
+        if "request" not in data:
+            continue
+        count += 1
+        written = len(entry_bytes(data))
+        parts["entry"] += written
+        request = data["request"]
+        messages = request.get("added") or request.get("prompt") or []
+        parts["messages added"] += sum(len(json.dumps(m["content"], ensure_ascii=False).encode()) for m in messages)
+        parts["answer"] += len(json.dumps((data.get("response") or {}).get("raw_response") or "").encode())
+        parts["command output"] += len(json.dumps((data.get("command") or {}).get("output") or "").encode())
+        parts["state"] += len(json.dumps(data["state"], indent=2, ensure_ascii=False).encode())
+        pending = (data["state"].get("turn") or {}).get("pending")
+        parts["state.turn.pending"] += len(json.dumps(pending).encode()) if pending else 0
+        parts["indentation"] += written - len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
+    return {k: v / max(count, 1) for k, v in parts.items()}
+
+
+def print_breakdown(parts: dict[str, float]) -> None:
+    entry = parts["entry"]
+    print(f"  per call entry, mean bytes as written: {entry:,.0f}")
+    for name, value in parts.items():
+        if name != "entry":
+            print(f"    {name:<20} {value:>8,.0f}  ({value / entry:5.1%})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--commands", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=1000)
+    args = parser.parse_args()
+    print(__doc__.split("\n\n")[3].replace("\n", " "), "\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        run = command_figures(Path(tmp), args.commands)
+        low, mean, high = run["output_range"]
+        print(f"{args.commands} command round-trips (outputs {low:,}-{high:,} bytes, mean {mean:,.0f}), "
+              f"{time.perf_counter() - started:.0f} s:")
+        size = run["history_bytes"]
+        print(f"  jobHistory.json: {size / KB:,.1f} KB, target < {COMMANDS_TARGET_BYTES / KB:.0f} KB "
+              f"({size / COMMANDS_TARGET_BYTES:.2f}x the target)")
+        print(f"  messages exchanged: {run['exchanged'] / KB:,.1f} KB; history / exchanged = "
+              f"{size / run['exchanged']:.2f}x")
+        print_breakdown(breakdown(run["job"]))
+
+        started = time.perf_counter()
+        run = turn_figures(Path(tmp), args.rounds)
+        size, exchanged = run["history_bytes"], run["exchanged"]
+        print(f"\nA {args.rounds:,}-round Worker turn, {time.perf_counter() - started:.0f} s:")
+        print(f"  jobHistory.json: {size / 1e6:,.2f} MB; messages exchanged: {exchanged / 1e6:,.2f} MB; "
+              f"last request body: {run['last_body'] / 1e6:,.2f} MB")
+        print(f"  history / exchanged = {size / exchanged:.2f}x, target <= {HISTORY_TO_EXCHANGED_TARGET:g}x")
+        w = run["window"]
+        print(f"  medians; rounds 1-{w} are a fresh job's, stepped in turn with the late rounds:")
+        for key, label in (("own", "step own time"), ("outside", "  of it outside the call")):
+            early, late = run[f"{key}_early"], run[f"{key}_late"]
+            print(f"  {label}: rounds 1-{w}: {early * 1000:.1f} ms; rounds {args.rounds - w + 1:,}-"
+                  f"{args.rounds:,}: {late * 1000:.1f} ms; ratio {late / early:.2f}x"
+                  + (f", target <= {LATE_TO_EARLY_TARGET:g}x" if key == "own" else ""))
+        print_breakdown(breakdown(run["job"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
