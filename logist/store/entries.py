@@ -180,24 +180,38 @@ class HistoryEntry(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _restore_pending(cls, data: Any) -> Any:
-        """The read side of :meth:`dump`: the pending message it left out."""
-        if not isinstance(data, dict) or not data.get("pending_is_command_output"):
+    def _restore(cls, data: Any) -> Any:
+        """The read side of :meth:`dump`: put back what it left out."""
+        if not isinstance(data, dict) or not isinstance(data.get("state"), dict):
             return data
-        state, command = data.get("state"), data.get("command")
-        output = command.get("output") if isinstance(command, dict) else getattr(command, "output", None)
-        if isinstance(state, dict) and isinstance(state.get("turn"), dict) and "pending" not in state["turn"]:
-            data = {**data, "state": {**state, "turn": {**state["turn"], "pending": output}}}
-        return data
+        state = dict(data["state"])
+        # Said once by the entry itself.
+        for key, source in (("status", "state_after"), ("updated_at", "timestamp"), ("last_sequence", "sequence"),
+                            ("workspace_commit", "workspace_commit")):
+            if key not in state and data.get(source) is not None:
+                state[key] = data[source]
+        command = data.get("command")
+        if data.get("pending_is_command_output") and isinstance(state.get("turn"), dict) and "pending" not in state["turn"]:
+            output = command.get("output") if isinstance(command, dict) else getattr(command, "output", None)
+            state["turn"] = {**state["turn"], "pending": output}
+        return {**data, "state": state}
 
     def dump(self) -> dict:
-        """The entry as the file holds it: fields at their defaults left out,
-        and the pending message not repeated when it is the command's output."""
+        """The entry as the file holds it: fields at their defaults left out;
+        in ``state``, what the entry itself says (status, time, number,
+        commit) left out, and the pending message not repeated when it is
+        the command's output."""
         skip = {"state", "definition", "pending_is_command_output"}
         data = self.model_dump(mode="json", exclude_defaults=True, exclude=skip)
         if self.definition is not None:
             data["definition"] = self.definition.model_dump(mode="json")
         state = self.state.state_dump()
+        for key, value in (("status", self.state_after), ("updated_at", self.timestamp),
+                           ("last_sequence", self.sequence), ("workspace_commit", self.workspace_commit)):
+            if key in state and state[key] == value:
+                del state[key]
+            elif key not in state and value is not None:
+                state[key] = None  # said, so the read side does not take the entry's
         turn = state.get("turn") or {}
         if self.command is not None and self.command.output is not None and turn.get("pending") == self.command.output:
             del turn["pending"]

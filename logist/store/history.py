@@ -77,8 +77,15 @@ def header(job_id: str) -> bytes:
 
 
 def entry_bytes(entry: dict) -> bytes:
-    text = json.dumps(entry, indent=2, ensure_ascii=False)
-    return ("\n" + ENTRY_INDENT + text.replace("\n", "\n" + ENTRY_INDENT)).encode("utf-8")
+    """An entry as the file holds it: one field per line, each value on its
+    line in compact JSON. Readable in any editor (a field per line, as in
+    the rest of the file), and the indentation a nested layout would repeat
+    on every line of every entry is not paid for."""
+    inner = ENTRY_INDENT + "  "
+    fields = [f"{inner}{json.dumps(key, ensure_ascii=False)}: {json.dumps(value, ensure_ascii=False)}"
+              for key, value in entry.items()]
+    text = "{\n" + ",\n".join(fields) + "\n" + ENTRY_INDENT + "}"
+    return ("\n" + ENTRY_INDENT + text).encode("utf-8")
 
 
 def create_history(job_dir: Path, job_id: str) -> None:

@@ -164,4 +164,4 @@ def test_wait_lets_both_step_one_after_the_other(jobs, llm, tmp_path):
     entries = check_history(job, llm, calls=2)
     # The second call was built from the state the first one left.
     assert llm.requests[1]["messages"][2] == {"role": "assistant", "content": message(1)}
-    assert entries[-1]["state"]["status"] == "RUNNING"
+    assert entries[-1]["state_after"] == "RUNNING"

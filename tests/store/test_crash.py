@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from logist import JobManifest, JobsDir, create_job, step_once
+from logist import HistoryEntry, JobManifest, JobsDir, create_job, step_once
 from logist.failpoints import POINTS
 from logist.replay.scripted import Reply
 from logist.replay.scripted import answer
@@ -223,7 +223,7 @@ def test_killed_step_is_recoverable(jobs, llm, point):
         (recovery,) = recoveries
         assert rest[0] is recovery, "recovery is recorded before the next call"
         assert recovery["note"]
-        m = recovery["state"]
+        m = HistoryEntry.model_validate(recovery).state.model_dump(mode="json")
         assert m["last_sequence"] == recovery["sequence"]
         assert m["workspace_commit"] == recovery["workspace_commit"] == (crash_commit if expect["kept"] else head_before)
         if not expect["kept"]:
@@ -302,7 +302,7 @@ def test_torn_history_is_moved_aside_and_readable_entries_kept(jobs, llm, where)
     assert asides[0].name in recovery["note"], "the loss is reported in the history"
     assert f"kept the {kept} entries" in recovery["note"]
     # The manifest was fine: its state carries on (the Supervisor's review).
-    assert recovery["state"]["status"] == manifest_before["status"] == "REVIEWING"
+    assert HistoryEntry.model_validate(recovery).state.status == manifest_before["status"] == "REVIEWING"
     assert recovery["workspace_commit"] == manifest_before["workspace_commit"]
     assert [e["kind"] for e in entries[kept + 1:]] == ["llm_call"]
     assert entries[-1]["role"] == "Supervisor"
@@ -315,7 +315,7 @@ def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
     step_once(job, base_url=llm.base_url)
     entries_before = entries_raw(job)
     good = read_json(job.manifest_path)
-    assert JobManifest.model_validate(good).with_state(entries_before[-1]["state"]).dump() == good, (
+    assert JobManifest.model_validate(good).with_state(HistoryEntry.model_validate(entries_before[-1]).state).dump() == good, (
         "the last entry carries the manifest's state")
     garbage = b"\x00\xff{ this is not a manifest ]]"
     job.manifest_path.write_bytes(garbage)
@@ -331,7 +331,7 @@ def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
     recovery, call = entries[len(entries_before):]
     assert recovery["kind"] == "repair" and call["kind"] == "llm_call"
     assert "job_manifest.json" in recovery["note"] and asides[0].name in recovery["note"]
-    rebuilt = JobManifest.model_validate(good).with_state(recovery["state"]).dump()
+    rebuilt = JobManifest.model_validate(good).with_state(HistoryEntry.model_validate(recovery).state).dump()
     volatile = ("last_sequence", "updated_at")
     assert {k: v for k, v in rebuilt.items() if k not in volatile} == {k: v for k, v in good.items() if k not in volatile}
     assert rebuilt["last_sequence"] == recovery["sequence"] == 3

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from logist.store.atomic import dump_json
 from logist.errors import CorruptFileError
 from logist.store.entries import HistoryEntry, Request, RequestMetadata, Response, Usage, UserInput
 from logist.store.history import (
@@ -18,6 +17,8 @@ from logist.store.history import (
     JOURNAL_SUFFIX,
     TAIL,
     append_entry,
+    entry_bytes,
+    header,
     create_history,
     history_path,
     last_entry,
@@ -29,6 +30,13 @@ from logist.store.manifest import Message
 
 JOB = "hist-job"
 JOURNAL = HISTORY_NAME + ".append"
+
+
+def canonical(data: dict) -> str:
+    """The file Logist writes for ``data``: the header, then one entry after
+    another, a field per line."""
+    body = b",".join(entry_bytes(e) for e in data["interactions"])
+    return (header(data["job_id"]) + body + TAIL).decode("utf-8")
 
 
 def document(entries) -> dict:
@@ -119,7 +127,8 @@ def test_every_append_keeps_a_valid_canonical_document(job_dir):
         assert after.startswith(before[: -len(TAIL)]), "append-only: earlier bytes are never rewritten"
         data = json.loads(after)
         assert data == document(appended)
-        assert after.decode("utf-8") == dump_json(data), "indented, UTF-8, stable keys: Logist's JSON style"
+        assert after.decode("utf-8") == canonical(data), "a field per line, UTF-8, stable keys: Logist's layout"
+        assert all(len(line) < 200 or line.startswith('      "') for line in after.decode("utf-8").splitlines())
         assert not (job_dir / JOURNAL).exists()
         assert last_entry(job_dir) == entry
 
@@ -290,7 +299,7 @@ def test_hand_reformatted_history_is_normalised_and_appended_to(job_dir, indent)
     append_entry(job_dir, make_entry(4))
     data = json.loads(path.read_bytes())
     assert data == document(entries + [make_entry(4)])
-    assert path.read_text(encoding="utf-8") == dump_json(data)
+    assert path.read_text(encoding="utf-8") == canonical(data)
     assert last_entry(job_dir) == make_entry(4)
 
     # From now on appends are in place again.
@@ -331,7 +340,7 @@ def test_salvage_keeps_entries_before_the_damage(job_dir):
     assert aside.parent == job_dir and aside.name.startswith(HISTORY_NAME + ".corrupt-")
     assert aside.read_bytes() == damaged, "the damaged file is kept byte for byte"
     assert load_history(job_dir).interactions == entries[:2]
-    assert history_path(job_dir).read_text(encoding="utf-8") == dump_json(doc(job_dir))
+    assert history_path(job_dir).read_text(encoding="utf-8") == canonical(doc(job_dir))
 
     append_entry(job_dir, make_entry(6))
     assert [e.sequence for e in load_history(job_dir).interactions] == [1, 2, 6]
@@ -371,6 +380,5 @@ def test_bytes_written_per_append_do_not_depend_on_history_length(tmp_path):
     small = _growth(tmp_path, "ten", 10)
     large = _growth(tmp_path, "thousand", 1000)
     assert small == large
-    entry_text = json.dumps(make_entry(424242).dump(), indent=2, ensure_ascii=False)
-    assert small > len(entry_text.encode("utf-8")), "the growth is the entry itself, indented"
-    assert small < 2 * len(entry_text.encode("utf-8"))
+    entry_text = entry_bytes(make_entry(424242).dump())
+    assert small == len(entry_text) + 1, "the growth is the entry itself and its comma"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from logist.replay.apply import replay_history
 from logist.replay.fixtures import create_from_fixture, load_fixture
+from logist.store.entries import HistoryEntry
 from logist.store.history import file_format, load_history
 from logist.store.requests import messages_of
 from logist.store.upgrade import upgrade_history_data
@@ -45,10 +46,11 @@ def test_the_v1_history_upgrades_losslessly_in_memory():
     continued = 0
     for number, entry in entries.items():
         before = old[number]
-        assert "manifest_after" not in entry and entry["state"]["status"] == before["manifest_after"]["status"]
+        state = HistoryEntry.model_validate(entry).state
+        assert "manifest_after" not in entry and state.status == before["manifest_after"]["status"]
         assert (entry["state_before"], entry["state_after"]) == (before["state_before"], before["state_after"])
-        assert entry["state"]["last_sequence"] == before["manifest_after"]["last_sequence"]
-        assert entry["state"].get("calls", 0) == before["manifest_after"]["steps"]
+        assert state.last_sequence == before["manifest_after"]["last_sequence"]
+        assert state.calls == before["manifest_after"]["steps"]
         if before.get("request"):
             # Every request is rebuilt exactly as it was recorded in full.
             assert messages_of(entries, number) == before["request"]["prompt"], number
