@@ -26,6 +26,7 @@ from logist import create_job, load_history, post_answer, user_action
 from logist.cli import cli
 from logist.views.report import render_job_report, write_index, write_job_report
 from logist.engine.rewind import rewind
+from logist.store.requests import HistoryReader
 
 from conftest import logist_cli, write_config
 from test_transcript import HOSTILE, RUN_CHECK, a, calc_scenario
@@ -104,7 +105,7 @@ def test_report_has_every_step_and_escapes_everything(jobs, llm, tmp_path):
     # Each step carries its own diff, and only what is new of its prompt.
     step5 = page[page.index('id="step-5"'): page.index('id="step-6"')]
     assert "+    return a + b" in step5 and "diff --git a/notes.md b/notes.md" in step5
-    assert page.count("--- Role: Worker ---") == 1
+    assert page.count("--- Role: Worker ---") == 2, "the system prompt where each Worker turn starts"
     assert 'data-continues="5"' in page[page.index('id="step-6"'): page.index('id="step-7"')]
 
 
@@ -209,7 +210,7 @@ def test_job_show_prints_budget_use(jobs):
     job = create_job(jobs, "budget", "Spend a little", max_steps=10, max_tokens=10_000, max_cost_usd=2.0)
     post_answer(job, a("MESSAGE", message="one"), prompt_tokens=200, completion_tokens=100)
     out = CliRunner().invoke(cli, ["job", "show", "budget"]).stdout
-    assert "Budgets: steps 1 of 10 (10%), cost_usd $0.4000 of $2.0000 (20%), tokens 300 of 10000 (3%)" in out
+    assert "Budgets: calls 1 of 10 (10%), cost_usd $0.4000 of $2.0000 (20%), tokens 300 of 10000 (3%)" in out
     page = render_job_report(job)
     assert '<meter min="0" max="1" low="0.75" high="0.9" optimum="0" value="0.2000"></meter> 20%' in page
 
@@ -298,7 +299,9 @@ def test_report_in_headless_chromium(jobs, llm, tmp_path, chromium):
     assert result["diff8Visible"] is False and result["diff8VisibleAfterClick"] is True
     assert result["pwned"] is None and result["scripts"] == 1 and result["images"] == 0
     assert HOSTILE in result["row6"]
-    assert result["fullPrompt6"] == [m.model_dump() for m in entries[5].request.prompt]
+    # Step 6 recorded only what it added; the page rebuilds its request exactly.
+    assert entries[5].request.prompt is None and entries[5].request.continues == 5
+    assert result["fullPrompt6"] == HistoryReader(job.dir).messages(6)
 
     # A picture, for people: the job with step 5 open (a tall window: headless
     # Chromium paints nothing when a screenshot follows a scroll).
