@@ -135,6 +135,26 @@ def test_a_rewind_shows_what_it_undid(jobs):
     assert "deleted file mode" in step4 and "-2" in step4
 
 
+def test_a_commit_git_cannot_read_costs_its_diff_only(jobs):
+    job = create_job(jobs, "lost", "Write three files")
+    for name in ("one", "two", "three"):
+        post_answer(job, a("MESSAGE", message=name, file_changes=[{"path": f"{name}.txt", "content": f"{name}\n"}]))
+    # Entry 3's commit was made by hand elsewhere and never reached this repository.
+    history = job.history_path.read_text(encoding="utf-8")
+    lost = load_history(job.dir).interactions[2].workspace_commit
+    job.history_path.write_text(history.replace(lost, "0123456789abcdef" * 2 + "01234567"), encoding="utf-8")
+    page = render_job_report(job)
+    steps = {n: page[page.index(f'id="step-{n}"'):] for n in (2, 3, 4)}
+    assert "+one" in steps[2].split('id="step-3"')[0]
+    lost_step = steps[3].split('id="step-4"')[0]
+    assert "(no diff: " in lost_step and "0123456789abcdef" * 2 in lost_step.split("(no diff: ")[1].split(")")[0]
+    assert "(no diff: " in steps[4] and "+three" not in steps[4], "its diff starts from the lost commit"
+
+    shutil.rmtree(job.workspace)
+    page = render_job_report(job)
+    assert [seq for seq in parse(page).rows] == [1, 2, 3, 4] and 'class="diff"' not in page.split("</style>")[1]
+
+
 def test_job_report_cli_writes_where_asked(jobs, tmp_path):
     job = create_job(jobs, "out", "Say hi")
     post_answer(job, a("MESSAGE", message="hi"))
