@@ -8,11 +8,13 @@ failpoint costs one dictionary lookup.
 Points, in the order a step reaches them:
 ``after_call`` (answer received, nothing written), ``after_apply`` (files
 changed, not committed), ``after_commit`` (committed, nothing recorded),
-``mid_history_append`` (half of the new entry written), ``after_history``
+``before_history_append`` (the history's append journal written, the entry
+not yet: the entry is then written with one ``write`` call), ``after_history``
 (entry appended, manifest not written), ``after_manifest`` (all written,
 journal not yet removed), then, once the step is recorded and the job's lock
 released, ``mid_transcript`` (half of the new entries' Markdown appended to
-``transcript.md``, the views' lock held).
+``transcript.md``, the views' lock held). A half-written entry (a power
+loss) is tested by writing one, not by a failpoint.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import os
 import signal
 
-POINTS = ("after_call", "after_apply", "after_commit", "mid_history_append", "after_history", "after_manifest",
+POINTS = ("after_call", "after_apply", "after_commit", "before_history_append", "after_history", "after_manifest",
           "mid_transcript")
 
 

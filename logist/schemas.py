@@ -2,8 +2,11 @@
 
 The files are copies for readers and other tools; the models are the
 definition. :data:`SCHEMAS` maps each file name to the function that builds
-its schema, so adding a schema for another file is one line. Regenerate the
-files after changing a model, and let the test (or CI) catch a stale one::
+its schema, so adding a schema for another file is one line. The files
+Logist writes name theirs in ``"$schema"`` by the file name used here; the
+files people write (config.json, role manifests, a fixture's job.json) may,
+for their editor. Regenerate the files after changing a model, and let the
+test (or CI) catch a stale one::
 
     python -m logist.schemas            # rewrite every file in schemas/
     python -m logist.schemas --check    # exit 1, naming each stale file
@@ -54,14 +57,123 @@ def llm_chat_schema() -> dict:
         "title": "Logist LLM exchange",
         "description": "What Logist sends to the model (request) and the one JSON object the model must answer with (response).",
         "type": "object",
-        "properties": {"request": {"$ref": "#/$defs/request"}, "response": {"$ref": "#/$defs/response"}},
+        "properties": {
+            "request": {"$ref": "#/$defs/request", "description": "What Logist sends, as the history records it."},
+            "response": {"$ref": "#/$defs/response", "description": "The one JSON object the model answers with."},
+        },
         "$defs": dict(sorted(defs.items())),
     }
+
+
+def file_schema(name: str, title: str, description: str, model: type, first: tuple[str, ...] = ()) -> dict:
+    """The schema of the file ``name``: ``model``'s, with the header every
+    file of ``schemas/`` has. ``first`` names properties to list first."""
+    schema = model_schema(model)
+    defs = schema.pop("$defs", {})
+    properties = schema.pop("properties")
+    properties = {key: properties[key] for key in first} | properties
+    schema.pop("title", None)
+    schema.pop("description", None)
+    built = {"$schema": DRAFT, "$id": BASE_ID + name, "title": title, "description": description}
+    built |= {"type": schema.pop("type"), "properties": properties, **schema}
+    if defs:
+        built["$defs"] = dict(sorted(defs.items()))
+    return built
+
+
+def _schema_key(name: str) -> dict:
+    """The ``$schema`` property of a file whose model writes it by hand."""
+    return {"default": name, "description": "The JSON Schema of this file (in Logist's schemas/ folder).", "type": "string"}
+
+
+def job_manifest_schema() -> dict:
+    from .store.manifest import MANIFEST_SCHEMA, JobManifest
+
+    return file_schema(
+        MANIFEST_SCHEMA, "Logist job manifest (job_manifest.json)",
+        "A job's current state, format 2: what the job is (fixed at create), then where it stands. "
+        "It holds no conversation: the turn points at history entries.",
+        JobManifest,
+    )
+
+
+def job_history_schema() -> dict:
+    from .store.entries import JobHistory
+    from .store.history import HISTORY_SCHEMA
+
+    schema = file_schema(
+        HISTORY_SCHEMA, "Logist job history (jobHistory.json)",
+        "A job's append-only record, format 2: one entry per step, oldest first. An entry holds what is new at "
+        "its step (a call's request in full, or the entry it continues and the messages it added) and the "
+        "job's state after it.",
+        JobHistory,
+    )
+    # The header is written as bytes (store/history.py), not from the model.
+    schema["properties"] = {"$schema": _schema_key(HISTORY_SCHEMA), **schema["properties"]}
+    return schema
+
+
+def step_journal_schema() -> dict:
+    from .store.recovery import StepJournal
+
+    return file_schema(
+        StepJournal.model_fields["schema_"].default, "Logist step journal (step_journal.json)",
+        "Present in a job's folder only while a step is being applied: what recovery needs after a crash.",
+        StepJournal,
+    )
+
+
+def jobs_index_schema() -> dict:
+    from .store.jobsdir import INDEX_SCHEMA, JobsIndex
+
+    return file_schema(
+        INDEX_SCHEMA, "Logist jobs index (jobs_index.json)",
+        "The jobs of a jobs directory, the current one and the queue.",
+        JobsIndex,
+    )
+
+
+def config_schema() -> dict:
+    from .store.config import LogistConfig
+
+    return file_schema(
+        "config.schema.json", "Logist configuration (<jobs-dir>/config.json)",
+        "Endpoint, models, prices and job defaults of a jobs directory. Written by people; unknown keys are "
+        "refused. The API key never goes here: it is read from LOGIST_API_KEY or OPENAI_API_KEY.",
+        LogistConfig,
+    )
+
+
+def role_manifest_schema() -> dict:
+    from .store.roles import RoleManifest
+
+    return file_schema(
+        "role-manifest.schema.json", "Logist role manifest (roles/<name>.json or .yaml)",
+        "A role: its instructions and how it is called. Written by people; unknown keys are refused.",
+        RoleManifest,
+    )
+
+
+def fixture_job_schema() -> dict:
+    from .replay.fixtures import FIXTURE_SCHEMA, FixtureJob
+
+    return file_schema(
+        FIXTURE_SCHEMA, "Logist fixture job (fixtures/<name>/job.json)",
+        "How a recorded job is created again: its id and the options of job create. Unknown keys are refused.",
+        FixtureJob, first=("$schema", "job_id"),
+    )
 
 
 #: Every generated schema: file name in ``schemas/`` -> the function building it.
 SCHEMAS: dict[str, Callable[[], dict]] = {
     "llm-chat-schema.json": llm_chat_schema,
+    "job-manifest.v2.schema.json": job_manifest_schema,
+    "job-history.v2.schema.json": job_history_schema,
+    "step-journal.v2.schema.json": step_journal_schema,
+    "jobs-index.v2.schema.json": jobs_index_schema,
+    "config.schema.json": config_schema,
+    "role-manifest.schema.json": role_manifest_schema,
+    "fixture-job.schema.json": fixture_job_schema,
 }
 
 

@@ -15,6 +15,16 @@ import pytest
 from logist import JobsDir
 from logist.replay.scripted import ScriptedLLMServer
 
+try:
+    from hypothesis import settings as _hypothesis_settings
+
+    # Property tests check behaviour, not speed: hypothesis's 200 ms deadline
+    # per example fails them on a loaded machine for no fault of the code.
+    _hypothesis_settings.register_profile("logist", deadline=None)
+    _hypothesis_settings.load_profile("logist")
+except ImportError:  # pragma: no cover - hypothesis is in the test extra
+    pass
+
 #: A fake key that must never show up in any file, git object or output.
 CANARY_KEY = "sk-canary-7f3a9c1e5b2d4f60a8b1c3d5e7f9a0b2"
 
@@ -74,7 +84,7 @@ def logist_cli(*args: str, env: dict | None = None, input: str | None = None, ti
 
 _SHA = re.compile(r"\b[0-9a-f]{40}\b")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
-VOLATILE_KEYS = {"timestamp", "created_at", "updated_at", "duration_seconds", "wall_seconds"}
+VOLATILE_KEYS = {"timestamp", "created_at", "updated_at", "duration_ms", "wall_ms"}
 
 
 class Normaliser:

@@ -32,7 +32,9 @@ def test_committed_schemas_are_what_the_models_generate():
 
 
 def test_a_stale_or_missing_file_is_named_and_rewritten(tmp_path):
-    assert stale_schemas(tmp_path) == ["llm-chat-schema.json"]
+    assert stale_schemas(tmp_path) == list(SCHEMAS), "every file is missing"
+    assert write_schemas(tmp_path) == list(SCHEMAS)
+    assert stale_schemas(tmp_path) == []
     stale = json.loads(render(llm_chat_schema()))
     stale["$defs"]["response"]["properties"]["command"]["minLength"] = 0
     (tmp_path / "llm-chat-schema.json").write_text(render(stale), encoding="utf-8")
@@ -65,10 +67,76 @@ def test_the_command_checks_and_rewrites(tmp_path):
     assert _module("--check", "--dir", str(tmp_path)).returncode == 0
 
 
-def test_rendering_is_stable():
-    text = render(llm_chat_schema())
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_rendering_is_stable(name):
+    text = render(SCHEMAS[name]())
     assert text.endswith("}\n") and not text.endswith("\n\n")
     assert render(json.loads(text)) == text
+    assert render(SCHEMAS[name]()) == text, "building twice gives the same bytes"
+
+
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_every_file_has_the_header(name):
+    schema = SCHEMAS[name]()
+    Draft202012Validator.check_schema(schema)
+    assert list(schema)[:4] == ["$schema", "$id", "title", "description"]
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["$id"] == "https://logist.dev/schemas/" + name
+    assert schema["title"].strip() and schema["description"].strip()
+
+
+# --------------------------------------------------------------------------
+# Every field says what it is
+
+#: Keywords whose values are data or conditions, not definitions of fields.
+NOT_DEFINITIONS = {"if", "default", "examples", "const", "enum"}
+
+
+def undescribed(schema, where: str = "#") -> list[str]:
+    """The JSON pointers of the properties (at any depth, $defs included)
+    and of the object definitions that have no description, in file order."""
+    missing: list[str] = []
+    if isinstance(schema, list):
+        for i, item in enumerate(schema):
+            missing += undescribed(item, f"{where}/{i}")
+        return missing
+    if not isinstance(schema, dict):
+        return missing
+    if where.count("/") == 2 and where.startswith("#/$defs/") and not str(schema.get("description", "")).strip():
+        missing.append(where)
+    for key, value in schema.items():
+        if key in NOT_DEFINITIONS:
+            continue
+        if key == "properties":
+            for name, field in value.items():
+                if not (isinstance(field, dict) and str(field.get("description", "")).strip()):
+                    missing.append(f"{where}/properties/{name}")
+                missing += undescribed(field, f"{where}/properties/{name}")
+        else:
+            missing += undescribed(value, f"{where}/{key}")
+    return missing
+
+
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_every_field_of_every_file_has_a_description(name):
+    missing = undescribed(SCHEMAS[name]())
+    assert not missing, f"{name}: {missing[0]} has no description (a docstring under the field)" + (
+        f", nor have {len(missing) - 1} more" if len(missing) > 1 else "")
+
+
+def test_the_check_finds_a_field_without_a_description_at_any_depth():
+    schema = {
+        "properties": {"a": {"description": "A.", "items": {"$ref": "#/$defs/Inner"}}},
+        "allOf": [{"if": {"properties": {"kind": {"const": "x"}}}, "then": {"required": ["a"]}}],
+        "$defs": {
+            "Inner": {"description": "Inner.", "properties": {"b": {"description": " "}, "c": {"description": "C."}}},
+            "Bare": {"type": "object", "properties": {}},
+        },
+    }
+    assert undescribed(schema) == ["#/$defs/Inner/properties/b", "#/$defs/Bare"]
+    schema["$defs"]["Inner"]["properties"]["b"]["description"] = "B."
+    schema["$defs"]["Bare"]["description"] = "Bare."
+    assert undescribed(schema) == [], "conditions (if) are not fields"
 
 
 # --------------------------------------------------------------------------
@@ -80,7 +148,8 @@ def test_the_document_keeps_its_shape():
     Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["$id"] == "https://logist.dev/schemas/llm-chat-schema.json"
-    assert schema["properties"] == {"request": {"$ref": "#/$defs/request"}, "response": {"$ref": "#/$defs/response"}}
+    assert {name: field["$ref"] for name, field in schema["properties"].items()} == {
+        "request": "#/$defs/request", "response": "#/$defs/response"}
     assert schema["$defs"]["response"]["properties"]["action"]["enum"] == list(ACTIONS)
 
 
@@ -239,3 +308,147 @@ def test_fuzzed_answers_get_the_same_verdict_from_both(data):
     if not _safe_paths(data):
         data = {k: v for k, v in data.items() if k not in ("file_changes", "evidence_files")}
     assert _validator("response").is_valid(data) == _parses(data), data
+
+
+# --------------------------------------------------------------------------
+# Every file of a real job validates against the schema it names
+
+
+def _schema_for(data: dict, path: Path) -> dict:
+    """The committed schema a file names in ``$schema`` (a file name, or a path or URL ending in one)."""
+    named = data.get("$schema")
+    assert isinstance(named, str), f"{path} names no $schema"
+    name = named.rsplit("/", 1)[-1]
+    assert name in SCHEMAS, f"{path} names {named!r}, which is not a file of schemas/"
+    return json.loads((SCHEMAS_DIR / name).read_text(encoding="utf-8"))
+
+
+def _errors(data, schema: dict) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in Draft202012Validator(schema).iter_errors(data)]
+
+
+def _validate_tree(root: Path) -> dict[str, str]:
+    """Validate every JSON file under ``root`` (workspaces aside: they hold
+    the job's own files) against the schema it names; file -> schema."""
+    checked = {}
+    for path in sorted(root.rglob("*.json")):
+        if "workspace" in path.relative_to(root).parts:
+            continue
+        data = json.loads(path.read_text(encoding="utf-8"))
+        schema = _schema_for(data, path)
+        assert _errors(data, schema) == [], path
+        # The validator is not vacuous: a wrong value is refused.
+        assert _errors({**data, "format": "two"}, schema), path
+        checked[str(path.relative_to(root))] = schema["$id"].rsplit("/", 1)[-1]
+    return checked
+
+
+def test_every_file_of_a_job_validates_against_the_schema_it_names(jobs, llm, tmp_path):
+    from logist import create_job, post_answer, step_once, user_action
+    from logist.replay.fixtures import record_fixture
+    from logist.replay.scripted import answer
+    from logist.store.recovery import begin_applying
+
+    # The files people write, naming their schema in the ways an editor accepts.
+    (jobs.path / "config.json").write_text(json.dumps({
+        "$schema": "https://logist.dev/schemas/config.schema.json",
+        "default_model": "demo-model",
+        "prices": {"demo-model": {"input_per_million": 1, "output_per_million": 2}},
+        "defaults": {"command_timeout": 30},
+    }))
+    (jobs.path / "roles" / "tester.json").write_text(json.dumps({
+        "$schema": "../../schemas/role-manifest.schema.json",
+        "name": "Tester", "description": "Tests.", "instructions": "Test it.", "llm_model": "m",
+    }))
+    job = create_job(jobs, "demo", "Write notes.txt", acceptance=["notes.txt names the file"], allowed_commands=["echo *"])
+    llm.add(answer("CMD", command="echo hi"))  # allowed: runs (a call, its prompt in full)
+    step_once(job, base_url=llm.base_url)
+    post_answer(job, answer("CMD", command="ls"))  # held for a person (a posted answer continuing the call)
+    user_action(job, "approve-command")
+    llm.add(answer("ASK", question="Which name?"))
+    step_once(job, base_url=llm.base_url)
+    user_action(job, "answer", "notes.txt")
+    post_answer(job, answer(
+        "COMPLETED", "Wrote notes.txt.", ["notes.txt"], file_changes=[{"path": "notes.txt", "content": "notes\n"}]))
+    llm.add(answer("COMPLETED", "notes.txt is there."))
+    step_once(job, base_url=llm.base_url)
+    user_action(job, "approve")
+    record_fixture(job, tmp_path / "fixture")
+    manifest = job.manifest()
+    begin_applying(job.dir, manifest.last_sequence + 1, manifest.workspace_commit, answer("MESSAGE", message="x"))
+
+    history = json.loads(job.history_path.read_text(encoding="utf-8"))["interactions"]
+    assert {"user_action", "llm_call", "poststep"} <= {e["kind"] for e in history}
+    assert any("continues" in e.get("request", {}) for e in history), "both forms of a request are checked"
+    assert any(e.get("command", {}).get("decision") == "ask" for e in history)
+    assert any((e.get("usage") or {}).get("cost_usd") for e in history)
+    assert manifest.status == "SUCCESS"
+
+    assert _validate_tree(jobs.path) == {
+        "config.json": "config.schema.json",
+        "demo/jobHistory.json": "job-history.v2.schema.json",
+        "demo/job_manifest.json": "job-manifest.v2.schema.json",
+        "demo/step_journal.json": "step-journal.v2.schema.json",
+        "jobs_index.json": "jobs-index.v2.schema.json",
+        "roles/tester.json": "role-manifest.schema.json",
+    }
+    assert _validate_tree(tmp_path / "fixture") == {
+        "jobHistory.json": "job-history.v2.schema.json",
+        "job.json": "fixture-job.schema.json",
+        "job_manifest.json": "job-manifest.v2.schema.json",
+    }
+
+
+@pytest.mark.parametrize("name", sorted(p.parent.name for p in (REPO_ROOT / "fixtures").glob("*/job.json")))
+def test_the_bundled_fixtures_job_json_validates(name):
+    data = json.loads((REPO_ROOT / "fixtures" / name / "job.json").read_text(encoding="utf-8"))
+    schema = json.loads((SCHEMAS_DIR / "fixture-job.schema.json").read_text(encoding="utf-8"))
+    assert _errors(data, schema) == []
+    assert _errors({**data, "objectve": "typo"}, schema) == ["(top): Additional properties are not allowed ('objectve' was unexpected)"]
+
+
+def test_files_people_write_may_name_their_schema_and_still_refuse_typos(jobs, tmp_path):
+    from logist.errors import ConfigError
+    from logist.replay.fixtures import load_fixture
+    from logist.store.config import load_config
+    from logist.store.roles import load_role_file
+
+    config = jobs.path / "config.json"
+    config.write_text(json.dumps({"$schema": "config.schema.json", "max_retries": 5}))
+    assert load_config(jobs.path).max_retries == 5
+    config.write_text(json.dumps({"$schema": "config.schema.json", "max_retrys": 5}))
+    with pytest.raises(ConfigError, match=r"config.json: max_retrys: Extra inputs are not permitted"):
+        load_config(jobs.path)
+
+    role = tmp_path / "tester.json"
+    fields = {"name": "Tester", "description": "Tests.", "instructions": "Test it.", "llm_model": "m"}
+    role.write_text(json.dumps({"$schema": "role-manifest.schema.json", **fields}))
+    assert load_role_file(role).name == "Tester"
+    role.write_text(json.dumps({"$schema": "role-manifest.schema.json", **fields, "temprature": 0.1}))
+    with pytest.raises(ConfigError, match=r"tester.json: temprature: Extra inputs are not permitted"):
+        load_role_file(role)
+
+    folder = tmp_path / "fixture"
+    folder.mkdir()
+    (folder / "job.json").write_text(json.dumps({"$schema": "fixture-job.schema.json", "job_id": "x", "objective": "o"}))
+    fixture = load_fixture(folder)
+    assert fixture.job_spec.model_dump(exclude_unset=True) == {"objective": "o"}
+    (folder / "job.json").write_text(json.dumps({"job_id": "x", "objective": "o", "max_step": 3}))
+    with pytest.raises(ConfigError, match=r"job.json: max_step: Extra inputs are not permitted"):
+        load_fixture(folder)
+    (folder / "job.json").write_text(json.dumps({"job_id": "not a job id", "objective": "o"}))
+    with pytest.raises(ConfigError, match=r"job.json: job_id: String should match pattern"):
+        load_fixture(folder)
+
+
+def test_a_jobs_index_without_a_format_reads_and_is_written_back_with_one(jobs):
+    jobs.index_path.write_text(json.dumps({"current_job_id": "a", "jobs": {"a": "a"}, "queue": ["a"], "later": [1]}))
+    index = jobs.read_index()
+    assert (index.current_job_id, index.jobs, index.queue) == ("a", {"a": "a"}, ["a"])
+    jobs.write_index(index)
+    written = json.loads(jobs.index_path.read_text(encoding="utf-8"))
+    assert written == {
+        "$schema": "jobs-index.v2.schema.json", "format": 2, "current_job_id": "a", "jobs": {"a": "a"}, "queue": ["a"],
+        "later": [1],
+    }, "the format named first, a newer version's field kept"
+    assert list(written)[:2] == ["$schema", "format"]

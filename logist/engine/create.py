@@ -25,7 +25,7 @@ from ..errors import ConfigError, LogistError
 from ..store.entries import UserInput
 from ..store.jobsdir import Job, JobsDir, check_job_id
 from ..store.layout import write_readme
-from ..store.manifest import JobManifest, Source, Turn, write_manifest
+from ..store.manifest import JobManifest, JobSettings, Source, Turn, write_manifest
 from ..store.config import JobDefaults
 from ..store.roles import format_validation_error, load_roles
 from ..store.skills import ActiveSkill, load_skill
@@ -211,12 +211,12 @@ def _slots(spec: JobSpec, roles: dict) -> dict[str, str]:
     return slots
 
 
-def _settings(spec: JobSpec, defaults: JobDefaults) -> JobDefaults:
+def _settings(spec: JobSpec, defaults: JobDefaults) -> JobSettings:
     """The jobs directory's defaults with the spec's settings on top."""
     chosen = {name: getattr(spec, name) for name in SETTINGS if getattr(spec, name) not in (None, [])}
     if spec.allowed_commands and spec.command_policy is None:
         chosen["command_policy"] = "allow"
-    return JobDefaults.model_validate({**defaults.model_dump(), **chosen})
+    return JobSettings.model_validate({**defaults.model_dump(), **chosen})
 
 
 def _make_workspace(spec: JobSpec, path: Path, job_id: str) -> tuple[str, Source, list[str]]:

@@ -113,7 +113,8 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
         return Prepared(body, Prompt(messages=messages), role, metadata, config, compaction_target=target)
     prompt = build_prompt(manifest, role, job.workspace, jobs_dir, history, roles)
     metadata = RequestMetadata(
-        role=role.name, phase=str(manifest.status), model=model, temperature=role.temperature, max_tokens=role.max_tokens
+        role=role.name, phase=str(manifest.status), model=model, temperature=role.temperature, max_tokens=role.max_tokens,
+        response_format=role.response_format,
     )
     body = request_body(model, prompt.messages, role.temperature, role.max_tokens, role.response_format)
     return Prepared(body, prompt, role, metadata, config)

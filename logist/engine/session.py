@@ -17,7 +17,7 @@ command waiting for the lock does not wait for them.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, Optional
 
 from ..store import recovery
 from ..store.jobsdir import Job
@@ -44,3 +44,17 @@ def open_locked(job: Job, timeout: float = 0) -> Iterator[JobManifest]:
     finally:
         if opened:
             views.refresh(job)
+
+
+def upgrade(job: Job, timeout: float = 0) -> Optional[str]:
+    """Rewrite a job written in an older format in the current one (the
+    old files are kept beside it); what was done, or None when the job is
+    current. ``job upgrade`` runs this; any command that changes a job does
+    it too, through :func:`open_locked`."""
+    from ..store.history import HISTORY_FORMAT, file_format
+    from ..store.upgrade import upgrade_job
+
+    if file_format(job.dir) >= HISTORY_FORMAT:
+        return None
+    with job.lock(timeout):
+        return upgrade_job(job.dir)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Union
 
-from pydantic import ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from ..store.atomic import atomic_write, atomic_write_json
 from ..store.config import JobDefaults
@@ -38,13 +38,14 @@ from ..engine.create import SETTINGS, JobSpec, create_job
 from ..errors import ConfigError, LogistError
 from ..store.history import HISTORY_NAME, JobHistory, iter_entries, load_history
 from ..store.recovery import manifest_at
-from ..store.jobsdir import Job, JobsDir
+from ..store.jobsdir import JOB_ID_RE, Job, JobsDir
 from ..store.manifest import MANIFEST_NAME, JobManifest, parse_manifest
 from ..resources import data_dir
 from ..store.roles import format_validation_error
 from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS
 
 JOB_SPEC = "job.json"
+FIXTURE_SCHEMA = "fixture-job.schema.json"
 WORKSPACE = "workspace"
 
 #: A step of a hand-written script: an answer, or a person's action
@@ -59,6 +60,19 @@ def fixture_path(name_or_path: Union[str, Path]) -> Path:
         return path
     bundled = data_dir("fixtures") / path.name
     return bundled if bundled.is_dir() else path
+
+
+class FixtureJob(JobSpec):
+    """A fixture's ``job.json``: the recorded job's id and how to create the
+    job again, in the fields of :class:`JobSpec` (``job create``'s options)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    schema_: str = Field(default=None, alias="$schema")  # absent or a string
+    """The JSON Schema of this file (fixture-job.schema.json in Logist's schemas/ folder), for editors."""
+    job_id: str = Field(default=None, pattern=JOB_ID_RE.pattern)  # absent or a string
+    """The recorded job's id: a job created from the fixture gets it unless given another (default: the folder's name)."""
+    objective: str = Field(min_length=1)
+    """What the job must achieve."""
 
 
 @dataclass
@@ -95,14 +109,15 @@ def load_fixture(name_or_path: Union[str, Path]) -> Fixture:
         raise ConfigError(f"{path} is not a fixture: it has no {JOB_SPEC}") from None
     except ValueError as exc:
         raise ConfigError(f"{spec_file}: not valid JSON: {exc}") from None
-    if not isinstance(spec, dict) or not isinstance(spec.get("job_id", ""), str):
+    if not isinstance(spec, dict):
         raise ConfigError(f"{spec_file}: it needs an object with an objective (and a job_id text)")
+    if not spec.get("objective"):
+        raise ConfigError(f"{spec_file}: it needs an objective")
     try:
-        job_spec = JobSpec.model_validate({key: value for key, value in spec.items() if key != "job_id"})
+        written = FixtureJob.model_validate(spec)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, str(spec_file))) from None
-    if not job_spec.objective:
-        raise ConfigError(f"{spec_file}: it needs an objective")
+    job_spec = JobSpec.model_validate(written.model_dump(exclude_unset=True, exclude={"schema_", "job_id"}))
     return Fixture(path, spec, job_spec)
 
 
@@ -161,9 +176,9 @@ def job_spec(job: Job) -> JobSpec:
 
 
 def fixture_json(job: Job) -> dict:
-    """job.json for ``job``: its id, then the fields of its JobSpec that are
-    not the defaults (so a fixture says only what is particular to it)."""
-    return {"job_id": job.id, **job_spec(job).model_dump(mode="json", exclude_defaults=True)}
+    """job.json for ``job``: its schema, its id, then the fields of its JobSpec
+    that are not the defaults (so a fixture says only what is particular to it)."""
+    return {"$schema": FIXTURE_SCHEMA, "job_id": job.id, **job_spec(job).model_dump(mode="json", exclude_defaults=True)}
 
 
 def record_fixture(job: Job, into: Union[str, Path]) -> Path:

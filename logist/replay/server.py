@@ -58,7 +58,7 @@ _EXCERPT = 30
 from ..store.entries import CALL_KINDS  # noqa: E402  (re-exported)
 #: The request parameters a recording keeps (history ``request.metadata``),
 #: compared besides the model and the messages.
-PARAMETERS = ("temperature", "max_tokens")
+PARAMETERS = ("temperature", "max_tokens", "response_format")
 #: What the workspace path becomes in a canonical request.
 WORKSPACE = "<workspace>"
 

@@ -34,6 +34,8 @@ CALL_KINDS = ("llm_call", "replay", "poststep", "compaction")
 
 
 class RequestMetadata(BaseModel):
+    """How a call was made: for whom, in which state, with which model and parameters."""
+
     model_config = KEEP_UNKNOWN
     role: str
     """The role the call was made for."""
@@ -45,6 +47,8 @@ class RequestMetadata(BaseModel):
     """The temperature sent, if any."""
     max_tokens: Optional[int] = None
     """The max_tokens sent, if any."""
+    response_format: Optional[dict] = None
+    """The response_format sent, if any."""
 
 
 class Request(BaseModel):
@@ -72,6 +76,8 @@ class Request(BaseModel):
 
 
 class Response(BaseModel):
+    """What came back from a call, and what Logist made of it."""
+
     model_config = KEEP_UNKNOWN
     status: Literal["SUCCESS", "INVALID", "ERROR"]
     """SUCCESS: a valid answer; INVALID: not JSON or against the protocol; ERROR: the call failed (no answer)."""
@@ -90,6 +96,8 @@ class Response(BaseModel):
 
 
 class Usage(BaseModel):
+    """Tokens and cost of one call."""
+
     model_config = KEEP_UNKNOWN
     prompt_tokens: Optional[int] = None
     """Prompt tokens the endpoint reported."""
@@ -118,6 +126,8 @@ class CommandRecord(BaseModel):
 
 
 class UserInput(BaseModel):
+    """A person's command and its text."""
+
     model_config = KEEP_UNKNOWN
     action: str
     """The person's command (create, answer, approve, reject, ...)."""

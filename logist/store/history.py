@@ -245,12 +245,15 @@ def iter_entry_data(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
             yield from (e.dump() for e in load_history(job_dir).interactions)
             return
         handle.seek(0)
-        head = handle.read(min(end, block))
-        start = head.find(ENTRY_START)
+        buffer, pos, start = b"", 0, -1
+        while start < 0 and pos < end:  # the header: up to the first entry
+            chunk = handle.read(min(block, end - pos))
+            pos += len(chunk)
+            buffer += chunk
+            start = buffer.find(ENTRY_START)
         if start < 0:
             return
-        pos, buffer = start, head[start:]
-        pos += len(buffer)
+        buffer = buffer[start:]
         while True:
             following = buffer.find(ENTRY_START, 1)
             while following < 0 and pos < end:

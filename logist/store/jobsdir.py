@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .atomic import atomic_write_json
 from .config import LogistConfig, load_config
@@ -28,13 +28,31 @@ JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 INDEX_NAME = "jobs_index.json"
 LOCK_NAME = ".lock"
 DEFAULT_JOBS_DIR = "jobs"
+INDEX_FORMAT = 2
+INDEX_SCHEMA = "jobs-index.v2.schema.json"
 
 
 class JobsIndex(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """``jobs_index.json``: the jobs of a jobs directory, the current one and the queue.
+
+    An index written before it named its format (format 1: no ``$schema``,
+    no ``format``) reads the same; it is written back in format 2."""
+
+    # Fields a newer version adds are kept when the index is written back.
+    model_config = ConfigDict(extra="allow", populate_by_name=True, use_attribute_docstrings=True)
+    schema_: str = Field(default=INDEX_SCHEMA, alias="$schema")
+    """The JSON Schema of this file (in Logist's schemas/ folder)."""
+    format: int = INDEX_FORMAT
+    """The file's format version."""
     current_job_id: Optional[str] = None
+    """The job commands act on when none is named (job select changes it)."""
     jobs: dict[str, str] = {}
+    """Job id -> its folder, relative to the jobs directory."""
     queue: list[str] = []
+    """Job ids in the order job run --all takes them (job create --rank places a job)."""
+
+    def dump(self) -> dict:
+        return self.model_dump(mode="json", by_alias=True)
 
 
 def resolve_jobs_dir(option: Optional[str | Path] = None) -> Path:
@@ -108,8 +126,13 @@ class Job:
         return hold_lock(self.lock_path, f"job '{self.id}'", timeout)
 
     def manifest(self) -> JobManifest:
-        """The manifest as on disk (without recovery; see :mod:`logist.recovery`)."""
-        return read_manifest(self.dir)
+        """The job's state for a command that only looks: the manifest, or
+        what recovery would make of it when an interrupted command left the
+        history ahead of it (computed in memory, without the lock; see
+        :func:`logist.store.recovery.recovered_manifest`)."""
+        from .recovery import recovered_manifest
+
+        return recovered_manifest(self.dir)
 
     def __repr__(self) -> str:
         return f"Job({self.id!r}, {str(self.dir)!r})"
@@ -133,7 +156,7 @@ class JobsDir:
         (self.path / "roles").mkdir(exist_ok=True)
         (self.path / "skills").mkdir(exist_ok=True)
         if created:
-            atomic_write_json(self.index_path, JobsIndex().model_dump(mode="json"))
+            atomic_write_json(self.index_path, JobsIndex().dump())
         return created
 
     def config(self) -> LogistConfig:
@@ -155,7 +178,7 @@ class JobsDir:
             raise CorruptFileError(f"{self.index_path} is corrupt: {first}") from None
 
     def write_index(self, index: JobsIndex) -> None:
-        atomic_write_json(self.index_path, index.model_dump(mode="json"))
+        atomic_write_json(self.index_path, index.dump())
 
     def job(self, job_id: str) -> Job:
         check_job_id(job_id)

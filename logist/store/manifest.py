@@ -31,6 +31,8 @@ MANIFEST_SCHEMA = "job-manifest.v2.schema.json"
 
 
 class Status(str, Enum):
+    """A job's state (SPEC section 5)."""
+
     DRAFT = "DRAFT"
     PENDING = "PENDING"
     RUNNING = "RUNNING"
@@ -73,6 +75,8 @@ class Message(BaseModel):
 
 
 class Question(BaseModel):
+    """A question the model asked the person (ASK)."""
+
     model_config = KEEP_UNKNOWN
     text: str
     """The question the model asked (ASK)."""
@@ -162,6 +166,8 @@ class Totals(BaseModel):
 
 
 class Source(BaseModel):
+    """Where a cloned workspace came from (job create --from-repo)."""
+
     model_config = KEEP_UNKNOWN
     repo: Optional[str] = None
     """The repository the workspace was cloned from (--from-repo)."""
@@ -169,6 +175,13 @@ class Source(BaseModel):
     """The ref that was checked out (--ref)."""
     commit: Optional[str] = None
     """The commit the clone started at."""
+
+
+class JobSettings(JobDefaults):
+    """The job's copy of the settings (config.json's ``defaults``, then the
+    job's own); in a job's files, fields a newer Logist added are kept."""
+
+    model_config = KEEP_UNKNOWN
 
 
 class JobDefinition(BaseModel):
@@ -191,7 +204,7 @@ class JobDefinition(BaseModel):
     """Slot -> the role that fills it."""
     model: Optional[str] = None
     """A model for every role of this job (overrides the roles' own)."""
-    settings: JobDefaults = JobDefaults()
+    settings: JobSettings = JobSettings()
     """Limits, budgets and the command policy."""
     skill: Optional[ActiveSkill] = None
     """The skill the job was made from, with its instructions as rendered then."""

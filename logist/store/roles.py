@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.json_schema import SkipJsonSchema
 
 from ..errors import ConfigError, NotFoundError
 from ..resources import data_dir
@@ -21,21 +22,35 @@ MANIFEST_SUFFIXES = (".json", ".yaml", ".yml")
 
 
 class RoleManifest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A role: who the model is told to be, and how it is called."""
 
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    schema_: str = Field(default=None, alias="$schema", exclude=True)  # absent or a string
+    """The JSON Schema of this file (role-manifest.schema.json in Logist's schemas/ folder), for editors; Logist ignores it."""
     name: str = Field(min_length=1, pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    """The role's name, by which jobs and workflows name it (a manifest with a built-in's name replaces it)."""
     description: str = Field(min_length=1)
+    """One line on what the role does (shown by role list, and to the Planner)."""
     instructions: str = Field(min_length=1)
+    """The role's part of the system prompt."""
     llm_model: str = Field(min_length=1)
+    """The model the role calls, unless the job, config.json or --model chooses another."""
     temperature: float = Field(default=0.3, ge=0, le=2)
+    """The sampling temperature sent with each call."""
     max_tokens: Optional[int] = Field(default=None, gt=0)
+    """The most tokens an answer may have; not sent when unset."""
     response_format: Optional[dict] = None
+    """Sent as is as the request's response_format (such as {"type": "json_object"}) where the endpoint supports it."""
     # Planner and compaction settings (SPEC section 7).
     prompt_compression: bool = False
+    """Keep long conversations within bounds: older rounds are folded into a summary by a separate call."""
     compaction_threshold: int = Field(default=10, ge=1)
+    """With prompt_compression: summarise once more than this many rounds are not yet summarised."""
     compaction_retain_recent: int = Field(default=3, ge=0)
+    """With prompt_compression: how many of the latest rounds are kept as they are."""
     # Where the manifest came from; not part of the file.
-    source: Optional[str] = Field(default=None, exclude=True)
+    source: SkipJsonSchema[Optional[str]] = Field(default=None, exclude=True)
 
 
 def format_validation_error(exc: ValidationError, where: str) -> str:

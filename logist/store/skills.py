@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.json_schema import SkipJsonSchema
 
 from ..errors import ConfigError, NotFoundError
 from ..resources import data_dir
@@ -30,21 +31,34 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
 
 
 class SkillParam(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A value the skill's instructions name as {{name}}."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")
+    """The param's name: --param NAME=VALUE sets it."""
     description: str = ""
+    """What the value is for (shown by skill inspect)."""
     required: bool = False
+    """True: a job cannot be made from the skill without it (unless it has a default)."""
     default: Optional[str] = None
+    """The value when none is given; it may name other params as {{name}}."""
 
 
 class Skill(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A skill as its SKILL.md says it: the frontmatter's fields and the body."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """The skill's name, the same as its folder's."""
     description: str = Field(min_length=1)
+    """One line on what the skill does; a job made from it without --objective takes it as its objective."""
     params: list[SkillParam] = []
+    """The values the instructions name."""
     max_steps: Optional[int] = Field(default=None, ge=1)
+    """The max_steps of a job made from the skill, unless the job sets its own."""
     body: str = ""
-    source: Optional[str] = Field(default=None, exclude=True)
+    """The instructions (the Markdown after the frontmatter)."""
+    source: SkipJsonSchema[Optional[str]] = Field(default=None, exclude=True)
 
     def resolve_params(self, given: dict[str, str]) -> dict[str, str]:
         """The full set of values: given, else defaults; refuses unknown or missing ones."""
@@ -80,12 +94,15 @@ class Skill(BaseModel):
 
 
 class ActiveSkill(BaseModel):
-    """What a job keeps of its skill."""
+    """What a job keeps of its skill (in a job's files, fields a newer Logist added are kept)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
     name: str
+    """The skill's name."""
     params: dict[str, str] = {}
+    """The values its params had: given, else their defaults."""
     instructions: str
+    """The skill's instructions as rendered with those values at create; later edits of SKILL.md do not change them."""
 
 
 def parse_skill(path: Path) -> Skill:

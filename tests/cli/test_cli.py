@@ -73,14 +73,14 @@ def test_whole_job_through_the_cli(jobs, llm):
 
     status = ok(logist_cli("job", "status", "hello"))
     assert "Status:  PENDING" in status.stdout and "Role:    Worker" in status.stdout
-    assert "Steps:   0 of 100" in status.stdout
+    assert "Step:    1 (0 of 100 calls used)" in status.stdout
 
     preview = ok(logist_cli("job", "preview", "hello"))
     assert "===== system =====" in preview.stdout
     assert "--- Role: Worker ---" in preview.stdout
     assert "Write hello.py that prints a greeting" in preview.stdout
     assert "no third-party packages" in preview.stdout
-    assert preview.stdout.rstrip().endswith("[Step 1 of 100]")
+    assert preview.stdout.rstrip().endswith("[Call 1 of 100]")
     assert llm.requests == [], "preview makes no call"
 
     llm.add(WRITE_HELLO, APPROVE_HELLO)
@@ -319,7 +319,7 @@ def test_error_poststep_with_two_responses(jobs, tmp_path):
         logist_cli("job", "poststep", "hello", "--response-string", WRITE_HELLO, "--response-file", str(answer_file)),
         "exactly one", code=2,
     )
-    assert json.loads(ok(logist_cli("job", "status", "hello", "--json")).stdout)["steps"] == 0
+    assert json.loads(ok(logist_cli("job", "status", "hello", "--json")).stdout)["calls"] == 0
 
 
 def test_error_poststep_from_history_entry_that_is_not_a_call(jobs):
@@ -402,7 +402,8 @@ def test_poststep_string_and_file(jobs, tmp_path):
     assert [(r["role"], r["status"]) for r in data] == [("Supervisor", "APPROVAL_REQUIRED")]
 
     entries = load_history(jobs.path / "hello").interactions
-    assert [e.response.raw_response for e in entries if e.kind == "llm_call"] == [WRITE_HELLO, APPROVE_HELLO]
+    assert [e.response.raw_response for e in entries if e.kind == "poststep"] == [WRITE_HELLO, APPROVE_HELLO]
+    assert all(e.kind != "llm_call" for e in entries), "a posted answer is not recorded as a call"
     assert int(git(workspace, "rev-list", "--count", "HEAD")) == 2
 
 
@@ -434,12 +435,13 @@ def test_replay_the_wordcount_fixture(jobs):
     workspace = jobs.path / "wc" / "workspace"
     assert "def count_words" in (workspace / "wordcount.py").read_text()
 
-    def raw_responses(entries):
-        return [e["response"]["raw_response"] for e in entries if e["kind"] == "llm_call"]
+    def raw_responses(entries, kind):
+        return [e["response"]["raw_response"] for e in entries if e["kind"] == kind]
 
     replayed = json.loads((jobs.path / "wc" / "jobHistory.json").read_text())["interactions"]
-    assert raw_responses(replayed) == raw_responses(fixture["interactions"])
-    assert len(raw_responses(replayed)) == 4
+    assert raw_responses(replayed, "replay") == raw_responses(fixture["interactions"], "llm_call")
+    assert raw_responses(replayed, "llm_call") == [], "replayed answers are not recorded as calls"
+    assert len(raw_responses(replayed, "replay")) == 4
     assert [e["state_after"] for e in replayed] == [e["state_after"] for e in fixture["interactions"]]
 
 

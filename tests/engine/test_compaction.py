@@ -46,10 +46,12 @@ def test_summary_replaces_old_rounds_and_recent_ones_stay_whole(jobs, llm, norma
     llm.add(note(6))
     step_once(job, base_url=llm.base_url)
     prompt = llm.requests[6]["messages"]
-    # system + (opening, summary and round 4) + answer 4 + round 5 + answer 5 + the new message
+    # system (with the opening message and the summary) + round 4 + answer 4 + round 5 + answer 5 + the new message
     assert [m["role"] for m in prompt] == ["system", "user", "assistant", "user", "assistant", "user"]
-    assert "--- Summary of rounds 1 to 3 of this conversation ---\nRounds 1-3" in prompt[1]["content"]
-    assert prompt[1]["content"].startswith("# Job\n\n## Objective\nA long task")
+    system = prompt[0]["content"]
+    assert "--- This turn so far ---\nThe turn opened with this message:\n# Job\n\n## Objective\nA long task" in system
+    assert "Summary of rounds 1 to 3 (the rounds after it follow as they were):\nRounds 1-3" in system
+    assert prompt[1]["content"] == llm.requests[3]["messages"][-1]["content"], "round 4 as it was sent"
     assert "progress note 3" not in json.dumps(prompt) and "progress note 4" in prompt[2]["content"]
     assert normalise(prompt) == snapshot
 
@@ -58,7 +60,7 @@ def test_summary_replaces_old_rounds_and_recent_ones_stay_whole(jobs, llm, norma
     assert len(compactions) == 1 and compactions[0].response.raw_response.startswith("Rounds 1-3")
     assert compactions[0].request.prompt[0].content == COMPACTION_PROMPT
     m = job.manifest()
-    assert (m.turn.summarised_rounds, m.steps, m.totals.llm_calls) == (3, 6, 7)
+    assert (m.turn.summarised_rounds, m.calls, m.totals.llm_calls) == (3, 6, 7)
 
 
 def test_summary_is_updated_not_restarted(jobs, llm):
@@ -100,7 +102,7 @@ def test_a_restart_does_not_redo_the_summary(jobs, llm):
     result = logist_cli("job", "step", "--oneshot", "long", "--base-url", llm.base_url)
     assert result.returncode == 0, result.stderr
     assert [is_summary_call(r) for r in llm.requests] == [False] * 5 + [True] + [False, False]
-    assert "--- Summary of rounds 1 to 3" in llm.requests[-1]["messages"][1]["content"]
+    assert "Summary of rounds 1 to 3" in llm.requests[-1]["messages"][0]["content"]
 
 
 def test_failed_summary_falls_back_to_the_full_history(jobs, llm):

@@ -154,7 +154,8 @@ def test_the_committed_job_json_reads_and_writes_back_through_the_model(name):
     path = REPO_ROOT / "fixtures" / name / "job.json"
     fixture = load_fixture(path.parent)
     assert isinstance(fixture.job_spec, JobSpec)
-    dumped = {"job_id": fixture.spec["job_id"], **fixture.job_spec.model_dump(mode="json", exclude_defaults=True)}
+    dumped = {"$schema": "fixture-job.schema.json", "job_id": fixture.spec["job_id"],
+              **fixture.job_spec.model_dump(mode="json", exclude_defaults=True)}
     assert json.dumps(dumped, indent=2, ensure_ascii=False) + "\n" == path.read_text(encoding="utf-8")
 
 

@@ -70,7 +70,7 @@ def test_a_step_due_for_compaction_sends_the_previewed_summary_call(jobs, llm):
     step_oneshot("long", llm.base_url)
     assert role_call == llm.requests[-1]
     assert (role_call["max_tokens"], role_call["response_format"]) == (700, {"type": "json_object"})
-    assert "Rounds 1-2: notes 1 and 2." in role_call["messages"][1]["content"]
+    assert "Rounds 1-2: notes 1 and 2." in role_call["messages"][0]["content"]
 
 
 def test_a_planner_step_sends_exactly_the_previewed_body(jobs, llm):

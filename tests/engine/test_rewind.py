@@ -66,6 +66,11 @@ def three_steps(jobs, llm, job_id="rw"):
     return job, entries
 
 
+def after_entry(job, entry) -> dict:
+    """The manifest as ``entry`` left it: the job's definition with the entry's state."""
+    return job.manifest().with_state(entry.state).dump()
+
+
 def without(manifest: dict, keys=REWIND_VOLATILE) -> dict:
     return {k: v for k, v in manifest.items() if k not in keys}
 
@@ -85,7 +90,7 @@ def assert_at_entry(job, entry):
     assert git(job.workspace, "rev-parse", "HEAD^{tree}") == git(job.workspace, "rev-parse", f"{entry.workspace_commit}^{{tree}}")
     assert git(job.workspace, "status", "--porcelain", "--untracked-files=all", "--ignored") == "", "the working tree is clean"
     on_disk = json.loads(job.manifest_path.read_text())
-    assert without(on_disk) == without(entry.manifest_after)
+    assert without(on_disk) == without(after_entry(job, entry))
 
 
 def assert_no_step3(messages: list[dict]):
@@ -117,7 +122,7 @@ def test_restep_returns_to_the_step_before(jobs, llm):
 
     manifest = job.manifest()
     assert restored.model_dump() == manifest.model_dump()
-    assert manifest.steps == 2 and manifest.status == Status.RUNNING
+    assert manifest.calls == 2 and manifest.status == Status.RUNNING
     assert manifest.workspace_commit == step2.workspace_commit
     # Totals are not rewound: the third call was paid for.
     assert manifest.totals.model_dump() == totals_before
@@ -128,7 +133,7 @@ def test_restep_returns_to_the_step_before(jobs, llm):
     assert [e.dump() for e in after[:4]] == [e.dump() for e in entries]
     assert len(after) == 5 and after[4].kind == "rewind" and after[4].sequence == 5
     assert manifest.last_sequence == 5
-    assert after[4].manifest_after == json.loads(job.manifest_path.read_text())
+    assert after_entry(job, after[4]) == json.loads(job.manifest_path.read_text())
     assert job.history_path.read_text().startswith(before_bytes[: -len("\n  ]\n}\n")]), "the history was appended to, not rewritten"
 
     # The abandoned commit stays reachable.
@@ -144,7 +149,7 @@ def test_restep_returns_to_the_step_before(jobs, llm):
     assert_no_step3(resent)
     assert any(STEP2 == m["content"] for m in resent), "step 2's answer is still in the conversation"
     assert resent == llm.requests[2]["messages"], "the same request as the original third step"
-    assert resent[-1]["content"].endswith("[Step 3 of 100]")
+    assert resent[-1]["content"].endswith("[Call 3 of 100]")
     assert job.manifest().totals.llm_calls == 4
 
 
@@ -162,7 +167,7 @@ def test_restep_through_the_cli(jobs, llm):
     table = logist_cli("job", "history", "rw").stdout.splitlines()
     assert "rewind" in table[-1]
     status = json.loads(logist_cli("job", "status", "rw", "--json").stdout)
-    assert status["steps"] == 2 and status["totals"]["llm_calls"] == 3
+    assert status["calls"] == 2 and status["totals"]["llm_calls"] == 3
 
 
 def test_restep_to_an_earlier_entry(jobs, llm):
@@ -170,7 +175,7 @@ def test_restep_to_an_earlier_entry(jobs, llm):
     result = logist_cli("job", "restep", "rw", "--to", "2")
     assert result.returncode == 0, result.stderr
     assert_at_entry(job, entries[1])
-    assert job.manifest().steps == 1
+    assert job.manifest().calls == 1
     assert set(all_files(job.workspace)) == {"a.txt", "b.txt"}
     assert (job.workspace / "a.txt").read_text() == "alpha 1\n"
     # Both later steps' commits: the tip is kept, and step 2's commit is its ancestor.
@@ -191,7 +196,7 @@ def test_restep_to_the_creation_entry_is_the_baseline(jobs, llm):
     rewind(job, to=1)
     assert_at_entry(job, entries[0])
     assert git(job.workspace, "rev-parse", "HEAD").strip() == job.manifest().baseline_commit
-    assert job.manifest().status == Status.PENDING and job.manifest().steps == 0
+    assert job.manifest().status == Status.PENDING and job.manifest().calls == 0
 
 
 def test_restep_to_unknown_or_rewind_entry_is_refused(jobs, llm):
@@ -212,7 +217,7 @@ def test_restep_twice_in_a_row(jobs, llm):
     second = logist_cli("job", "restep", "rw")
     assert second.returncode == 0, second.stderr
     assert_at_entry(job, entries[1])
-    assert job.manifest().steps == 1
+    assert job.manifest().calls == 1
     after = load_history(job.dir).interactions
     assert [e.kind for e in after] == ["user_action", "llm_call", "llm_call", "llm_call", "rewind", "rewind"]
     assert git(job.workspace, "rev-parse", "refs/logist/rewound/5").strip() == entries[3].workspace_commit
@@ -231,14 +236,14 @@ def test_restep_after_a_new_step_goes_back_along_the_new_line(jobs, llm):
     rewind(job)
     llm.add(answer("MESSAGE", message="a different third step", file_changes=[{"path": "other.txt", "content": "x\n"}]))
     step_once(job, base_url=llm.base_url)
-    assert job.manifest().steps == 3
+    assert job.manifest().calls == 3
 
     rewind(job)
 
     assert_at_entry(job, entries[2])
     assert not (job.workspace / "made-by-step3-cmd.txt").exists()
     assert not (job.workspace / "other.txt").exists()
-    assert job.manifest().steps == 2
+    assert job.manifest().calls == 2
     llm.add(answer("MESSAGE", message="third step, third time"))
     step_once(job, base_url=llm.base_url)
     assert_no_step3(llm.requests[-1]["messages"])
@@ -282,10 +287,11 @@ def test_rerun_returns_to_the_baseline(jobs, llm):
     assert all_files(job.workspace) == set()
     assert git(job.workspace, "status", "--porcelain", "--untracked-files=all") == ""
     assert manifest.status == Status.PENDING
-    assert manifest.turn.role == "Worker" and manifest.turn.messages == [] and manifest.turn.pending is None
-    assert manifest.steps == 0
+    assert manifest.turn.role == "Worker" and manifest.turn.rounds == 0 and manifest.turn.pending is None
+    assert manifest.turn.last_call is None and manifest.turn.prompt_call is None
+    assert manifest.calls == 0
     assert manifest.totals.llm_calls == 3
-    assert without(manifest.dump()) == without(entries[0].manifest_after)
+    assert without(manifest.dump()) == without(after_entry(job, entries[0]))
     after = load_history(job.dir).interactions
     assert len(after) == 5 and after[-1].kind == "rewind"
     assert git(job.workspace, "rev-parse", "refs/logist/rewound/5").strip() == entries[3].workspace_commit
@@ -293,7 +299,7 @@ def test_rerun_returns_to_the_baseline(jobs, llm):
     llm.add(answer("MESSAGE", message="first step again"))
     step_once(job, base_url=llm.base_url)
     assert llm.requests[-1]["messages"] == llm.requests[0]["messages"]
-    assert llm.requests[-1]["messages"][-1]["content"].endswith("[Step 1 of 100]")
+    assert llm.requests[-1]["messages"][-1]["content"].endswith("[Call 1 of 100]")
 
 
 def _one_error_line(result):
@@ -355,7 +361,7 @@ def test_hand_edits_before_restep_are_kept(jobs, llm):
 # A restep killed while it records ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("point", ["mid_history_append", "after_history", "after_manifest"])
+@pytest.mark.parametrize("point", ["before_history_append", "after_history", "after_manifest"])
 def test_restep_killed_while_recording_is_finished_by_the_next_command(jobs, llm, point):
     job, entries = three_steps(jobs, llm)
     killed = logist_cli("job", "restep", "rw", env={"LOGIST_FAILPOINT": point})
@@ -366,10 +372,10 @@ def test_restep_killed_while_recording_is_finished_by_the_next_command(jobs, llm
     assert result.returncode == 0, result.stderr
 
     kinds = [e.kind for e in load_history(job.dir).interactions]
-    if point == "mid_history_append":
+    if point == "before_history_append":
         # Killed before the rewind was recorded: it is undone as a whole and
-        # the job goes on from where it was (after step 3), with a recovery note.
-        assert "rewind" not in kinds and "recovery" in kinds
+        # the job goes on from where it was (after step 3), with a repair note.
+        assert "rewind" not in kinds and "repair" in kinds
         assert llm.requests[-1]["messages"][:-1] != llm.requests[2]["messages"][:-1]
         assert (job.workspace / "made-by-step3-cmd.txt").exists()
         assert git(job.workspace, "rev-parse", "refs/logist/rewound/5").strip() == entries[3].workspace_commit

@@ -212,7 +212,7 @@ def test_format_retries_reask_with_the_error(jobs, llm):
     reask = llm.requests[1]["messages"]
     assert reask[2] == {"role": "assistant", "content": "not json at all"}
     assert "Your last answer was refused: the answer is not valid JSON" in reask[3]["content"]
-    assert reask[3]["content"].endswith("[Step 2 of 100]")
+    assert reask[3]["content"].endswith("[Call 2 of 100]")
 
 
 def test_transitions_refused_with_current_state(jobs, llm):
@@ -266,7 +266,7 @@ def test_max_steps_stops_before_calling(jobs, llm):
     step_once(job, base_url=llm.base_url)
     result = step_once(job, base_url=llm.base_url)
     assert result.status == Status.INTERVENTION_REQUIRED
-    assert "max steps reached (2 of 2)" in job.manifest().reason
+    assert "max steps reached (2 calls of 2)" in job.manifest().reason
     assert len(llm.requests) == 2
 
 
@@ -301,11 +301,16 @@ def test_poststep_and_live_step_leave_identical_job(tmp_path, llm, monkeypatch):
 
     def strip(data):
         if isinstance(data, dict):
-            return {k: strip(v) for k, v in data.items() if k not in ("timestamp", "created_at", "updated_at", "duration_seconds", "wall_seconds")}
+            # A live step and a posted answer differ only in the entry's kind
+            # and in which totals count them (calls, or posted answers).
+            volatile = ("timestamp", "created_at", "updated_at", "duration_ms", "wall_ms", "kind", "totals")
+            return {k: strip(v) for k, v in data.items() if k not in volatile}
         if isinstance(data, list):
             return [strip(v) for v in data]
         return data
 
+    assert {e["kind"] for e in live[1]["interactions"][1:]} == {"llm_call"}
+    assert {e["kind"] for e in posted[1]["interactions"][1:]} == {"poststep"}
     assert strip(live[0]) == strip(posted[0])
     assert strip(live[1]) == strip(posted[1])
     assert live[2] == posted[2]

@@ -250,7 +250,7 @@ def job_at(name: str, settings: dict, tmp_path: Path, tmp_path_factory):
         job = create_job(jobs, "walk", "Write hello.py", workflow="planned" if pos.planned else "default", **settings)
         pos.build(job)
         m = job.manifest()
-        assert (m.status, wf.who_acts(m), m.steps, m.retries_in_a_row) == (pos.state, pos.who, pos.steps, pos.retries)
+        assert (m.status, wf.who_acts(m), m.calls, m.retries_in_a_row) == (pos.state, pos.who, pos.steps, pos.retries)
         _templates[key] = root
     target = tmp_path / "walk-jobs"
     shutil.copytree(_templates[key], target)

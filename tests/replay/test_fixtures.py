@@ -38,21 +38,26 @@ def test_the_required_fixtures_are_there():
     assert people == ["create", "answer", "approve-command", "approve"]
 
 
-def comparable(job_dir_or_history, workspace: str | None = None) -> list[dict]:
+def comparable(job_dir_or_history, workspace: str | None = None, replayed: bool = False) -> list[dict]:
     """History entries with volatile values (times, shas, paths, endpoint)
-    replaced, so a recording and its replays can be compared whole."""
+    replaced, so a recording and its replays can be compared whole.
+
+    ``replayed``: the entries of a ``job replay``, whose answers are recorded
+    as ``replay`` entries and counted apart from calls; they are compared as
+    the calls they stand for, without the totals."""
     history = load_history(job_dir_or_history) if isinstance(job_dir_or_history, Path) else job_dir_or_history
     entries = []
     for entry in history.interactions:
         data = entry.dump()
-        # Through the model, so that a field added since the recording (with
-        # its default) does not count as a difference.
-        data["manifest_after"] = JobManifest.model_validate(data["manifest_after"]).dump()
+        if replayed:
+            data["kind"] = "llm_call" if data["kind"] == "replay" else data["kind"]
+        if replayed is not None:
+            data["state"].pop("totals", None)
         text = json.dumps(data).replace(json.dumps(entry.workspace_path)[1:-1], "<workspace>")
         entries.append(json.loads(text))
     normalised = Normaliser(Path("/nonexistent"))(entries)
     for data in normalised:
-        if data["response"] and data["response"]["error"]:
+        if data.get("response") and data["response"].get("error"):
             data["response"]["error"] = _endpoint(data["response"]["error"])
     return normalised
 
@@ -101,9 +106,12 @@ def test_fixture_replays_live_and_through_poststep_to_the_recording(name, tmp_pa
     # (hand-written answers) or python fixtures/record.py --again fixtures/NAME.
     expected = comparable(recorded)
     final = Normaliser(tmp_path)(fixture.manifest().dump())
-    for job in (live, posted):
-        assert comparable(job.dir) == expected, f"{job.dir} differs from the recording"
-        assert Normaliser(tmp_path)(job.manifest().dump()) == final
+    assert comparable(live.dir) == expected, f"{live.dir} differs from the recording"
+    assert Normaliser(tmp_path)(live.manifest().dump()) == final
+    assert comparable(posted.dir, replayed=True) == expected, f"{posted.dir} differs from the recording"
+    assert {**Normaliser(tmp_path)(posted.manifest().dump()), "totals": None} == {**final, "totals": None}
+    assert "llm_call" not in {e.kind for e in load_history(posted.dir).interactions}
+    assert posted.manifest().totals.replayed == fixture.manifest().totals.llm_calls
     assert workspace_tree(live.workspace) == workspace_tree(posted.workspace)
     git_log = ["git", "log", "--format=%s"]
     assert subprocess.run(git_log, cwd=live.workspace, capture_output=True, text=True).stdout == subprocess.run(
@@ -153,7 +161,7 @@ def test_a_live_run_recorded_as_a_fixture_replays_elsewhere(tmp_path, llm, repla
     assert recorder.returncode == 0, recorder.stderr
     fixture = load_fixture(tmp_path / "fixtures" / "notes")
     assert fixture.spec == {
-        "job_id": "notes", "objective": "Add a second line to notes.txt", "files": ["notes.txt"],
+        "$schema": "fixture-job.schema.json", "job_id": "notes", "objective": "Add a second line to notes.txt", "files": ["notes.txt"],
         "max_steps": 20, "command_policy": "allow", "allowed_commands": ["cat notes.txt"],
     }
     assert (fixture.path / "workspace" / "notes.txt").read_text() == "first line\n", "the files as the job started"
@@ -173,12 +181,12 @@ def test_a_fixture_is_re_recorded_after_the_prompts_change(tmp_path, replay_llm)
     # As if the recording were made before a change to the prompts.
     old = json.loads((copy / "jobHistory.json").read_text())
     for entry in old["interactions"]:
-        for message in (entry["request"] or {}).get("prompt", []):
+        for message in (entry.get("request") or {}).get("prompt") or (entry.get("request") or {}).get("added") or []:
             message["content"] = message["content"].replace("Answer with one JSON object", "Reply with one JSON object")
     (copy / "jobHistory.json").write_text(json.dumps(old, indent=2))
 
     stale = create_from_fixture(JobsDir(tmp_path / "stale"), copy)
-    with pytest.raises(ReplayDivergedError, match="replay mismatch at step 1"):
+    with pytest.raises(ReplayDivergedError, match="replay mismatch at step 2"):
         replay_history(stale, load_fixture(copy).history(), base_url=replay_llm(copy).base_url)
 
     differences = rerecord(copy)
@@ -231,7 +239,7 @@ def test_the_demo_refuses_to_pretend_when_the_requests_differ(jobs):
         run_demo(jobs, echo=lambda line: None)
     message = str(failed.value)
     assert message.startswith("the demo job 'demo' ended INTERVENTION_REQUIRED instead of waiting for approval: ")
-    assert "replay mismatch at step 1 (Worker call 1 of 2, history entry 2): message 0 (system) differs" in message
+    assert "replay mismatch at step 2 (Worker call 1 of 2): message 0 (system) differs" in message
     assert "--- System Context ---" in message
     assert jobs.job("demo").manifest().status == Status.INTERVENTION_REQUIRED
 

@@ -28,13 +28,22 @@ from conftest import REPO_ROOT, write_config
 WORDCOUNT = REPO_ROOT / "fixtures" / "wordcount"
 
 
+_ENTRIES: dict[int, dict] = {}
+
+
 def recorded_calls(history):
-    return [e for e in history.interactions if e.kind == "llm_call"]
+    """The recorded calls; each remembers its history, which a request that
+    continues an earlier one is rebuilt from."""
+    by_number = {e.sequence: e.dump() for e in history.interactions}
+    calls = [e for e in history.interactions if e.kind == "llm_call"]
+    for call in calls:
+        _ENTRIES[id(call)] = by_number
+    return calls
 
 
 def body_of(entry) -> dict:
     """The request body the recorded call sent (model, messages, parameters)."""
-    return {k: v for k, v in recorded_body(entry).items() if v is not None}
+    return {k: v for k, v in recorded_body(entry, _ENTRIES.get(id(entry))).items() if v is not None}
 
 
 def client(server, retries: int = 2) -> openai.OpenAI:
@@ -68,8 +77,8 @@ def test_each_request_gets_the_answer_recorded_for_it_in_any_order(replay_llm):
     with pytest.raises(openai.BadRequestError) as refused:
         llm.chat.completions.create(**body_of(calls[0]))
     text = str(refused.value)
-    assert "replay mismatch at step 3 (Worker call 2 of 2, history entry 4): message 1 (user) differs" in text
-    assert "(the request is that of step 1 (Worker call 1 of 2, history entry 2), already answered)" in text
+    assert "replay mismatch at step 4 (Worker call 2 of 2): message 1 (user) differs" in text
+    assert "(the request is that of step 2 (Worker call 1 of 2), already answered)" in text
     assert len(server.requests) == 3, "a refusal is not retried"
     assert server.remaining == 2
 
@@ -99,7 +108,7 @@ def test_canonical_request_keeps_model_messages_and_parameters():
         "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "ran in /w/ws and /w/ws/sub"}],
     }
     assert canonical_request(body, ("/w/ws",)) == {
-        "model": "m", "temperature": 0.2, "max_tokens": None,
+        "model": "m", "temperature": 0.2, "max_tokens": None, "response_format": {"type": "json_object"},
         "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "ran in <workspace> and <workspace>/sub"}],
     }
     # Exact values only: a path that is not the workspace stays.
@@ -107,7 +116,7 @@ def test_canonical_request_keeps_model_messages_and_parameters():
 
 
 def test_first_difference_names_the_place_and_shows_both_texts():
-    task = "## Objective\nCount the words in the text.\n\n[Step 1 of 100]"
+    task = "## Objective\nCount the words in the text.\n\n[Call 1 of 100]"
     recorded = canonical_request(
         {"model": "m", "temperature": 0.2, "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": task}]}
     )
@@ -115,8 +124,8 @@ def test_first_difference_names_the_place_and_shows_both_texts():
     assert first_difference(recorded, {**recorded, "model": "other"}) == 'the model is "other", the recording used "m"'
     changed = {**recorded, "messages": [recorded["messages"][0], {"role": "user", "content": task.replace("words", "lines")}]}
     assert first_difference(recorded, changed) == (
-        'message 1 (user) differs at character 23: recorded ..."Count the words in the text.\\n\\n[Step 1 of"..., '
-        'received ..."Count the lines in the text.\\n\\n[Step 1 of"...'
+        'message 1 (user) differs at character 23: recorded ..."Count the words in the text.\\n\\n[Call 1 of"..., '
+        'received ..."Count the lines in the text.\\n\\n[Call 1 of"...'
     )
     shorter = {**recorded, "messages": recorded["messages"][:1]}
     assert first_difference(recorded, shorter) == "the request has 1 messages, the recording 2"
@@ -133,7 +142,7 @@ def test_the_workspace_path_stands_for_the_new_jobs_path(tmp_path, llm, replay_l
     llm.add(answer("CMD", command="pwd"), answer("COMPLETED", "I am in the workspace."), answer("COMPLETED", "ok"))
     run_job(here, base_url=llm.base_url)
     recorded = load_history(here.dir)
-    assert str(here.workspace) in recorded_calls(recorded)[1].request.prompt[-1].content
+    assert str(here.workspace) in recorded_calls(recorded)[1].request.added[-1].content
 
     there = create_job(JobsDir(tmp_path / "elsewhere" / "deeper"), "moved", "Say where you are", **spec)
     server = replay_llm(recorded)
@@ -141,7 +150,7 @@ def test_the_workspace_path_stands_for_the_new_jobs_path(tmp_path, llm, replay_l
     replay_history(there, recorded, base_url=server.base_url)
     assert server.mismatches == [] and server.remaining == 0
     assert there.manifest().status == Status.APPROVAL_REQUIRED
-    assert str(there.workspace) in recorded_calls(load_history(there.dir))[1].request.prompt[-1].content
+    assert str(there.workspace) in recorded_calls(load_history(there.dir))[1].request.added[-1].content
 
     # Not told, the path is just a difference, shown where it is.
     unknown = create_job(JobsDir(tmp_path / "unknown"), "lost", "Say where you are", **spec)
@@ -168,7 +177,7 @@ def test_a_diverging_step_gets_the_strict_error_and_the_job_stays_consistent(job
     assert (refused.role, refused.action, refused.status) == ("Supervisor", "ERROR", Status.INTERVENTION_REQUIRED)
     reason = job.manifest().reason
     assert reason == refused.error
-    assert "HTTP 400: replay mismatch at step 2 (Supervisor call 1 of 2, history entry 3): message 1 (user) differs" in reason
+    assert "HTTP 400: replay mismatch at step 3 (Supervisor call 1 of 2): message 1 (user) differs" in reason
     assert 'received ..."nt.py\\n```\\ndef count_words(text):\\n    ret"...' in reason, "the excerpt shows what was received"
     assert "failed after 1 attempt" in reason, "the refusal is not retried"
     assert server.base_url not in reason, "the endpoint is not in what the model may be shown"
@@ -178,7 +187,7 @@ def test_a_diverging_step_gets_the_strict_error_and_the_job_stays_consistent(job
     # nothing was committed for the refused step; the recording is untouched.
     entries = load_history(job.dir).interactions
     assert (entries[-1].kind, entries[-1].response.status, entries[-1].response.error) == ("llm_call", "ERROR", reason)
-    assert entries[-1].manifest_after["status"] == "INTERVENTION_REQUIRED"
+    assert entries[-1].state.status == "INTERVENTION_REQUIRED"
     assert job.manifest().workspace_commit == entries[-2].workspace_commit
     assert (job.workspace / "wordcount.py").read_text() == "def count_words(text):\n    return {}\n"
     assert server.remaining == 3 and server.mismatches == [reason.split("HTTP 400: ", 1)[1]]
@@ -191,7 +200,7 @@ def test_a_diverging_step_gets_the_strict_error_and_the_job_stays_consistent(job
     assert str(diverged.value).startswith(
         "the replay diverged at history entry 2: the recorded step went to REVIEWING, this one to INTERVENTION_REQUIRED: "
     )
-    assert "replay mismatch at step 1 (Worker call 1 of 2, history entry 2): message 1 (user) differs" in str(diverged.value)
+    assert "replay mismatch at step 2 (Worker call 1 of 2): message 1 (user) differs" in str(diverged.value)
     assert other.manifest().status == Status.INTERVENTION_REQUIRED
 
 
@@ -203,7 +212,7 @@ def test_lenient_answers_the_nearest_call_and_logs_the_difference(jobs, replay_l
     assert (result.action, result.status) == ("COMPLETED", Status.REVIEWING)
     assert (job.workspace / "wordcount.py").is_file()
     assert len(server.mismatches) == 1
-    assert server.mismatches[0].startswith("replay mismatch at step 1 (Worker call 1 of 2, history entry 2): message 1 (user)")
+    assert server.mismatches[0].startswith("replay mismatch at step 2 (Worker call 1 of 2): message 1 (user)")
     assert any(server.mismatches[0] in r.getMessage() and "answered with the recorded answer anyway" in r.getMessage()
                for r in caplog.records)
     assert [c.entry.sequence for c in server.served] == [2] and server.remaining == 3
@@ -320,7 +329,7 @@ def test_the_official_client_in_another_process_sees_what_the_scripted_server_se
     refused = client_in_a_process(server.base_url, other)
     assert refused["error"] == "BadRequestError" and refused["status"] == 400
     text = refused["body"]["message"]
-    assert text.startswith("replay mismatch at step 3 (Worker call 2 of 2, history entry 4): message 1 (user) differs")
+    assert text.startswith("replay mismatch at step 4 (Worker call 2 of 2): message 1 (user) differs")
     with ScriptedLLMServer([Reply(status=400, error_message=text, error_type="replay_mismatch", headers=NO_RETRY)]) as scripted:
         assert client_in_a_process(scripted.base_url, other) == refused
     assert len(server.requests) == 2, "the client did not retry the refusal"
@@ -347,7 +356,7 @@ def test_the_cli_replay_server_serves_a_recording_until_stopped(tmp_path):
         llm = openai.OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
         completion = llm.chat.completions.create(**body_of(call))
         assert completion.choices[0].message.content == call.response.raw_response
-        with pytest.raises(openai.BadRequestError, match="replay mismatch at step 3"):
+        with pytest.raises(openai.BadRequestError, match="replay mismatch at step 4"):
             llm.chat.completions.create(**body_of(call))
     finally:
         child.send_signal(signal.SIGTERM)
@@ -355,8 +364,8 @@ def test_the_cli_replay_server_serves_a_recording_until_stopped(tmp_path):
     assert child.returncode == 0, err
     assert "Traceback" not in err
     assert "Replaying 4 recorded calls (Worker: 2, Supervisor: 2)" in err and "(strict)" in err
-    assert "step 1 (Worker call 1 of 2, history entry 2): answered as recorded (SUCCESS)" in err
-    assert "replay mismatch at step 3 (Worker call 2 of 2, history entry 4)" in err
+    assert "step 2 (Worker call 1 of 2): answered as recorded (SUCCESS)" in err
+    assert "replay mismatch at step 4 (Worker call 2 of 2)" in err
     assert "Stopped: answered 1 of 4 recorded calls; 1 request(s) differed from the recording." in err
     assert out == "", "only the URL goes to stdout"
 

@@ -13,6 +13,8 @@ answers slowly, so the first one still holds the lock when the others try.
 from __future__ import annotations
 
 import json
+
+from logist.store.requests import messages_of
 import os
 import subprocess
 import sys
@@ -97,11 +99,12 @@ def check_history(job, llm, calls: int) -> list[dict]:
     assert [e["sequence"] for e in entries] == list(range(1, len(entries) + 1))
     assert [e["kind"] for e in entries] == ["user_action"] + ["llm_call"] * calls
     assert len(llm.requests) == calls
+    by_number = {e["sequence"]: e for e in entries}
     for entry, request in zip(entries[1:], llm.requests):
-        assert entry["request"]["prompt"] == request["messages"], "each entry records the call it made"
+        assert messages_of(by_number, entry["sequence"]) == request["messages"], "each entry records the call it made"
     for earlier, later in zip(entries, entries[1:]):
         assert later["state_before"] == earlier["state_after"]
-        assert later["manifest_after"]["steps"] == earlier["manifest_after"]["steps"] + (later["kind"] == "llm_call")
+        assert later["state"].get("calls", 0) == earlier["state"].get("calls", 0) + (later["kind"] == "llm_call")
     # Every step saw the one before it: its prompt carries all earlier answers.
     answers = [e["response"]["raw_response"] for e in entries[1:]]
     for i, request in enumerate(llm.requests):
@@ -161,4 +164,4 @@ def test_wait_lets_both_step_one_after_the_other(jobs, llm, tmp_path):
     entries = check_history(job, llm, calls=2)
     # The second call was built from the state the first one left.
     assert llm.requests[1]["messages"][2] == {"role": "assistant", "content": message(1)}
-    assert entries[-1]["manifest_after"]["status"] == "RUNNING"
+    assert entries[-1]["state"]["status"] == "RUNNING"

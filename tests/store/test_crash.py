@@ -2,7 +2,9 @@
 SIGKILL at every failpoint (and from outside while it waits for the LLM), and
 the job must stay readable, keep every entry written before, and either agree
 (manifest, history, workspace HEAD) or be repaired by the next command, which
-records a ``recovery`` entry. Then the job must run on to APPROVAL_REQUIRED.
+records a ``repair`` entry. Right after each kill both files parse with a
+plain ``json.load`` and ``job status`` (which takes no lock) shows the state
+recovery will arrive at. Then the job must run on to APPROVAL_REQUIRED.
 
 Damaged files without a journal (a torn history, a garbage manifest) are moved
 aside, kept, reported in the history and repaired.
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from logist import JobsDir, create_job, load_history, step_once
+from logist import JobManifest, JobsDir, create_job, step_once
 from logist.failpoints import POINTS
 from logist.replay.scripted import Reply
 from logist.replay.scripted import answer
@@ -57,7 +59,7 @@ EXPECTED = {
     "after_call": dict(kept=False, recovery=True),
     "after_apply": dict(kept=False, recovery=True),
     "after_commit": dict(kept=False, recovery=True),
-    "mid_history_append": dict(kept=False, recovery=True),
+    "before_history_append": dict(kept=False, recovery=True),
     "after_history": dict(kept=True, recovery=True),
     "after_manifest": dict(kept=True, recovery=None),
     "mid_transcript": dict(kept=True, recovery=False),  # the views are written after the step is recorded
@@ -176,14 +178,14 @@ def test_killed_step_is_recoverable(jobs, llm, point):
 
     # -- right after the crash: readable, nothing earlier lost ---------------
     read_json(job.manifest_path)
-    if point == "mid_history_append":
-        # The file itself holds half an entry; its append journal says where the
-        # last complete document ends, and readers honour it.
-        assert (job.dir / "jobHistory.json.append").exists()
-        entries_now = [e.dump() for e in load_history(job.dir).interactions]
-    else:
-        entries_now = entries_raw(job)
+    entries_now = entries_raw(job)  # a plain json.load of the file, at every failpoint
     assert entries_now[: len(before)] == before
+    if point == "before_history_append":
+        assert (job.dir / "jobHistory.json.append").exists()
+    # A command that only looks shows the recovered state, never a stale one.
+    status = json.loads(ok(logist_cli("job", "status", "hello", "--json")).stdout)
+    recovered = ("REVIEWING", 3) if expect["kept"] else ("RUNNING", 2)
+    assert (status["status"], status["last_sequence"]) == recovered, point
     problems = disagreements(job, entries_now)
     journal_left = (job.dir / "step_journal.json").exists()
     if point == "after_apply":
@@ -212,7 +214,7 @@ def test_killed_step_is_recoverable(jobs, llm, point):
         assert crashed["response"]["raw_response"] == CRASHED
         assert crashed["workspace_commit"] == crash_commit != head_before
         assert {"hello.py", "draft.txt"} <= tree(job.workspace, crashed["workspace_commit"])
-    recoveries = [e for e in rest if e["kind"] == "recovery"]
+    recoveries = [e for e in rest if e["kind"] == "repair"]
     if expect["recovery"] is not None:
         assert len(recoveries) == (1 if expect["recovery"] else 0), recoveries
     if problems or journal_left:
@@ -221,13 +223,13 @@ def test_killed_step_is_recoverable(jobs, llm, point):
         (recovery,) = recoveries
         assert rest[0] is recovery, "recovery is recorded before the next call"
         assert recovery["note"]
-        m = recovery["manifest_after"]
+        m = recovery["state"]
         assert m["last_sequence"] == recovery["sequence"]
         assert m["workspace_commit"] == recovery["workspace_commit"] == (crash_commit if expect["kept"] else head_before)
         if not expect["kept"]:
             # The paid-for answer that had to be dropped stays on record.
             assert CRASHED in recovery["note"]
-    assert [e["kind"] for e in rest if e["kind"] != "recovery"] == ["llm_call"]
+    assert [e["kind"] for e in rest if e["kind"] != "repair"] == ["llm_call"]
 
     # -- the job runs on to APPROVAL_REQUIRED ---------------------------------
     if not expect["kept"]:
@@ -237,7 +239,7 @@ def test_killed_step_is_recoverable(jobs, llm, point):
     assert manifest["status"] == "APPROVAL_REQUIRED"
     assert llm.remaining == 0
     assert entries[: len(before)] == before
-    assert [e["kind"] for e in entries if e["kind"] != "recovery"] == ["user_action"] + ["llm_call"] * 3
+    assert [e["kind"] for e in entries if e["kind"] != "repair"] == ["user_action"] + ["llm_call"] * 3
     assert (job.workspace / "hello.py").read_text() == "print('Hello')\n"
     assert ("draft.txt" in tree(job.workspace)) == expect["kept"]
     assert (job.workspace / "draft.txt").exists() == expect["kept"], "a dropped answer's files must be gone"
@@ -296,11 +298,11 @@ def test_torn_history_is_moved_aside_and_readable_entries_kept(jobs, llm, where)
     entries = assert_consistent(job)
     assert entries[:kept] == entries_before[:kept], "the readable entries are kept"
     recovery = entries[kept]
-    assert recovery["kind"] == "recovery"
+    assert recovery["kind"] == "repair"
     assert asides[0].name in recovery["note"], "the loss is reported in the history"
     assert f"kept the {kept} entries" in recovery["note"]
     # The manifest was fine: its state carries on (the Supervisor's review).
-    assert recovery["manifest_after"]["status"] == manifest_before["status"] == "REVIEWING"
+    assert recovery["state"]["status"] == manifest_before["status"] == "REVIEWING"
     assert recovery["workspace_commit"] == manifest_before["workspace_commit"]
     assert [e["kind"] for e in entries[kept + 1:]] == ["llm_call"]
     assert entries[-1]["role"] == "Supervisor"
@@ -313,7 +315,8 @@ def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
     step_once(job, base_url=llm.base_url)
     entries_before = entries_raw(job)
     good = read_json(job.manifest_path)
-    assert good == entries_before[-1]["manifest_after"]
+    assert JobManifest.model_validate(good).with_state(entries_before[-1]["state"]).dump() == good, (
+        "the last entry carries the manifest's state")
     garbage = b"\x00\xff{ this is not a manifest ]]"
     job.manifest_path.write_bytes(garbage)
 
@@ -326,9 +329,9 @@ def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
     entries = assert_consistent(job)
     assert entries[: len(entries_before)] == entries_before
     recovery, call = entries[len(entries_before):]
-    assert recovery["kind"] == "recovery" and call["kind"] == "llm_call"
+    assert recovery["kind"] == "repair" and call["kind"] == "llm_call"
     assert "job_manifest.json" in recovery["note"] and asides[0].name in recovery["note"]
-    rebuilt = dict(recovery["manifest_after"])
+    rebuilt = JobManifest.model_validate(good).with_state(recovery["state"]).dump()
     volatile = ("last_sequence", "updated_at")
     assert {k: v for k, v in rebuilt.items() if k not in volatile} == {k: v for k, v in good.items() if k not in volatile}
     assert rebuilt["last_sequence"] == recovery["sequence"] == 3

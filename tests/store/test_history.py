@@ -10,16 +10,13 @@ import pytest
 
 from logist.store.atomic import dump_json
 from logist.errors import CorruptFileError
+from logist.store.entries import HistoryEntry, Request, RequestMetadata, Response, Usage, UserInput
 from logist.store.history import (
+    HISTORY_FORMAT,
     HISTORY_NAME,
+    HISTORY_SCHEMA,
     JOURNAL_SUFFIX,
     TAIL,
-    HistoryEntry,
-    Request,
-    RequestMetadata,
-    Response,
-    Usage,
-    UserInput,
     append_entry,
     create_history,
     history_path,
@@ -34,17 +31,21 @@ JOB = "hist-job"
 JOURNAL = HISTORY_NAME + ".append"
 
 
+def document(entries) -> dict:
+    return {"$schema": HISTORY_SCHEMA, "format": HISTORY_FORMAT, "job_id": JOB, "interactions": dumps(entries)}
+
+
 def make_entry(sequence: int, big: bool = True) -> HistoryEntry:
     """A realistic entry; text with newlines, quotes and non-ASCII, as prompts have."""
     if not big:
         return HistoryEntry(
-            sequence=sequence, timestamp="2026-01-01T00:00:00.000000Z", kind="user_action",
+            sequence=sequence, timestamp="2026-01-01T00:00:00Z", kind="user_action",
             state_before="PENDING", state_after="PENDING", workspace_path="/ws",
-            user_input=UserInput(action="note", text="x"), manifest_after={"status": "PENDING"},
+            user_input=UserInput(action="note", text="x"), state={"status": "PENDING", "last_sequence": sequence},
         )
     return HistoryEntry(
         sequence=sequence,
-        timestamp="2026-01-01T00:00:00.000000Z",
+        timestamp="2026-01-01T00:00:00Z",
         kind="llm_call",
         state_before="PENDING",
         state_after="RUNNING",
@@ -53,7 +54,7 @@ def make_entry(sequence: int, big: bool = True) -> HistoryEntry:
         request=Request(
             prompt=[
                 Message(role="system", content="You are the Worker.\n--- Role: Worker ---\n{\"json\": [1, 2]}"),
-                Message(role="user", content=f"Objective: grüße «{sequence}»\n\n[Step {sequence} of 100]"),
+                Message(role="user", content=f"Objective: grüße «{sequence}»\n\n[Call {sequence} of 100]"),
             ],
             files_context=["hello.py"],
             metadata=RequestMetadata(role="Worker", phase="work", model="gpt-4o-mini", temperature=0.2, max_tokens=None),
@@ -63,9 +64,9 @@ def make_entry(sequence: int, big: bool = True) -> HistoryEntry:
             raw_response=json.dumps({"action": "MESSAGE", "message": f"step {sequence}\n  ]\n}}\n"}),
         ),
         usage=Usage(prompt_tokens=100 + sequence, completion_tokens=7, cost_usd=0.0001),
-        duration_seconds=1.25,
+        duration_ms=1250,
         workspace_commit="0" * 40,
-        manifest_after={"status": "RUNNING", "steps": sequence, "nested": {"list": [{"a": 1}, {"b": [2, 3]}]}},
+        state={"status": "RUNNING", "calls": sequence, "last_sequence": sequence, "plan": ["a\n  ]\n}", "b"]},
     )
 
 
@@ -99,7 +100,7 @@ def test_journal_name_is_as_documented():
 def test_new_history_is_valid_and_empty(job_dir):
     data = history_path(job_dir).read_bytes()
     assert data.endswith(TAIL)
-    assert json.loads(data) == {"job_id": JOB, "interactions": []}
+    assert json.loads(data) == document([])
     assert load_history(job_dir).interactions == []
     assert last_entry(job_dir) is None
     assert repair(job_dir) is None
@@ -117,7 +118,7 @@ def test_every_append_keeps_a_valid_canonical_document(job_dir):
         assert after.endswith(TAIL)
         assert after.startswith(before[: -len(TAIL)]), "append-only: earlier bytes are never rewritten"
         data = json.loads(after)
-        assert data == {"job_id": JOB, "interactions": dumps(appended)}
+        assert data == document(appended)
         assert after.decode("utf-8") == dump_json(data), "indented, UTF-8, stable keys: Logist's JSON style"
         assert not (job_dir / JOURNAL).exists()
         assert last_entry(job_dir) == entry
@@ -288,7 +289,7 @@ def test_hand_reformatted_history_is_normalised_and_appended_to(job_dir, indent)
 
     append_entry(job_dir, make_entry(4))
     data = json.loads(path.read_bytes())
-    assert data == {"job_id": JOB, "interactions": dumps(entries + [make_entry(4)])}
+    assert data == document(entries + [make_entry(4)])
     assert path.read_text(encoding="utf-8") == dump_json(data)
     assert last_entry(job_dir) == make_entry(4)
 
@@ -300,7 +301,7 @@ def test_hand_reformatted_history_is_normalised_and_appended_to(job_dir, indent)
 
 def test_hand_reformatted_empty_history_is_appended_to(job_dir):
     path = history_path(job_dir)
-    path.write_text(json.dumps({"job_id": JOB, "interactions": []}, indent=4))
+    path.write_text(json.dumps(document([]), indent=4))
     append_entry(job_dir, make_entry(1))
     assert load_history(job_dir).interactions == [make_entry(1)]
     assert path.read_bytes().endswith(TAIL)

@@ -8,6 +8,7 @@ from .inspect import history, list_jobs, preview, select, show, status
 from .report import report, transcript
 from .step import poststep, replay, run, step
 from .timetravel import diff, export, rerun, restep
+from .upgrade import upgrade
 
 
 @click.group()
@@ -18,6 +19,6 @@ def job() -> None:
 for command in (
     create, list_jobs, select, status, show, history, preview, transcript, report,
     step, run, poststep, replay, restep, rerun, diff, export,
-    approve, reject, resubmit, answer, approve_command, skip_command, suspend, resume, cancel,
+    approve, reject, resubmit, answer, approve_command, skip_command, suspend, resume, cancel, upgrade,
 ):
     job.add_command(command)

@@ -29,7 +29,7 @@ def list_jobs(app: Application, as_json: bool) -> None:
             rows.append({"job_id": job_id, "status": str(manifest.status), "role": manifest.turn.role,
                          "calls": manifest.calls, "objective": manifest.objective})
         except Exception as exc:  # a damaged job must not hide the others
-            rows.append({"job_id": job_id, "status": "UNREADABLE", "role": None, "steps": None, "objective": str(exc)})
+            rows.append({"job_id": job_id, "status": "UNREADABLE", "role": None, "calls": None, "objective": str(exc)})
     if as_json:
         app.print_json({"current_job_id": index.current_job_id, "queue": index.queue, "jobs": rows})
         return
@@ -89,14 +89,16 @@ def _calls_line(m) -> str:
         cost = "cost unknown (no price for the model in config.json)"
     else:
         cost = f"${t.cost_usd:.4f}" + (f" (+{t.unpriced_calls} calls with no price)" if t.unpriced_calls else "")
-    return f"Calls:   {t.llm_calls}, {t.tokens} tokens ({t.prompt_tokens} in, {t.completion_tokens} out), {cost}, {t.wall_ms / 1000:.1f} s"
+    apart = [f"{n} {what} answer{'s' if n != 1 else ''}" for n, what in ((t.replayed, "replayed"), (t.posted, "posted")) if n]
+    calls = f"{t.llm_calls}" + (f" (and {', '.join(apart)}: no call made)" if apart else "")
+    return f"Calls:   {calls}, {t.tokens} tokens ({t.prompt_tokens} in, {t.completion_tokens} out), {cost}, {t.wall_ms / 1000:.1f} s"
 
 
 def _budget_line(budgets, *, with_steps: bool) -> Optional[str]:
     """The budgets that have a limit, with how much of each is used."""
     used = []
     for budget in budgets:
-        if budget.limit is None or (budget.name == "steps" and not with_steps):
+        if budget.limit is None or (budget.name == "calls" and not with_steps):
             continue
         if budget.name == "cost_usd":
             amount = f"${budget.used:.4f} of ${budget.limit:.4f}"
@@ -128,7 +130,7 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
     click.echo(f"Job:     {data['job_id']}")
     click.echo(f"Status:  {data['status']}")
     click.echo(f"Role:    {data['role']}")
-    click.echo(f"Steps:   {data['steps']} of {data['max_steps']} used")
+    click.echo(f"Step:    {data['last_sequence']} ({data['calls']} of {data['max_steps']} calls used)")
     click.echo(_calls_line(m))
     budget_line = _budget_line(budgets(m), with_steps=False)
     if budget_line:
@@ -163,7 +165,7 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
     if as_json:
         app.print_json(m.dump())
         return
-    click.echo(f"Job {m.job_id}: {m.status}  (role {m.turn.role}; {m.steps} of {m.settings.max_steps} steps used)")
+    click.echo(f"Job {m.job_id}: {m.status}  (role {m.turn.role}; step {m.last_sequence}, {m.calls} of {m.settings.max_steps} calls used)")
     click.echo(f"Objective: {m.objective}")
     if m.details:
         click.echo(f"Details: {m.details}")
@@ -256,29 +258,73 @@ def _table(rows, who: str) -> list[str]:
 
 @click.command()
 @job_argument
+@click.option("--entry", "number", type=int, metavar="N",
+              help="Show step N in full: for a call, every message of its request exactly as it was sent.")
 @json_option
 @pass_app
-def history(app: Application, job_id: Optional[str], as_json: bool) -> None:
-    """List a job's recorded interactions as a table.
+def history(app: Application, job_id: Optional[str], number: Optional[int], as_json: bool) -> None:
+    """List a job's recorded interactions as a table, or show one in full.
+
+    With --entry N --json: the entry as recorded, plus "request_body", the
+    exact Chat Completions body the call sent (rebuilt from the entries it
+    continues).
 
     \b
     Example:
       logist job history hello
+      logist job history hello --entry 3 --json
     """
     from ...errors import CorruptFileError
     from ...store.history import iter_entries
     from ...views.summary import step_row
 
     job = app.job(job_id)
+    if number is not None:
+        _show_entry(app, job, number, as_json)
+        return
     try:
-        entries = list(iter_entries(job.dir))
+        rows = [e.dump() for e in iter_entries(job.dir)] if as_json else [step_row(e) for e in iter_entries(job.dir)]
     except CorruptFileError as exc:
         raise CorruptFileError(f"{exc} (the next command that changes the job repairs it)") from None
     if as_json:
-        app.print_json([e.dump() for e in entries])
+        app.print_json(rows)
         return
-    for line in _table([step_row(e) for e in entries], "role"):
+    for line in _table(rows, "role"):
         click.echo(line)
+
+
+def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
+    from ...errors import NotFoundError
+    from ...store.history import read_entry
+    from ...store.requests import HistoryReader, request_body
+
+    last = job.manifest().last_sequence
+    if not 1 <= number <= last:
+        raise NotFoundError(f"job '{job.id}' has no step {number} (its history has steps 1 to {last})")
+    entry = read_entry(job.dir, number)
+    data = entry.dump()
+    body = None
+    if entry.request is not None:
+        body = request_body(data, HistoryReader(job.dir).messages(number))
+    if as_json:
+        app.print_json(data | ({"request_body": body} if body is not None else {}))
+        return
+    click.echo(f"Step {entry.sequence}: {entry.kind}, {entry.state_before} -> {entry.state_after}"
+               + (f", {entry.role}" if entry.role else "") + f", {entry.timestamp}")
+    if body is not None:
+        for key, value in body.items():
+            if key != "messages":
+                click.echo(f"{key}: {value}")
+        for message in body["messages"]:
+            click.echo(f"\n===== {message['role']} =====")
+            click.echo(message["content"])
+    if entry.response is not None:
+        click.echo(f"\n===== answer ({entry.response.status}) =====")
+        click.echo(entry.response.raw_response if entry.response.raw_response is not None else entry.response.error or "")
+    if entry.user_input is not None:
+        click.echo(f"{entry.user_input.action}: {entry.user_input.text or ''}")
+    if entry.note:
+        click.echo(entry.note)
 
 
 @click.command()
@@ -300,9 +346,13 @@ def preview(app: Application, job_id: Optional[str], model: Optional[str], base_
     import json
 
     from ...engine.prepare import prepare
+    from ...engine.session import upgrade
     from ...store.config import resolve_base_url
 
     job = app.job(job_id)
+    upgraded = upgrade(job)
+    if upgraded:
+        app.info(upgraded)
     prepared = prepare(job, job.manifest(), model)
     if as_json:
         app.print_json(prepared.body)
