@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from logist import create_job, load_history, post_answer, user_action
+from logist import create_job, load_history, post_answer, step_once, user_action
 from logist.cli import cli
 from logist.views.report import render_job_report, write_index, write_job_report
 from logist.engine.rewind import rewind
+from logist.replay.scripted import Reply
 from logist.store.requests import HistoryReader
 
 from conftest import logist_cli, write_config
@@ -179,7 +180,10 @@ def _jobs_in_every_state(jobs):
     post_answer(asking, a("ASK", question="Which one?"))
     create_job(jobs, "fresh", "Not started <yet>")
     broken = create_job(jobs, "broken", "Damaged")
+    # A damaged manifest alone is rebuilt from the history (in memory, for
+    # commands that only look); with both damaged the job cannot be read.
     broken.manifest_path.write_text("{ not json")
+    broken.history_path.write_text("{ not json either")
     return {"done": "SUCCESS", "asking": "INPUT_REQUIRED", "fresh": "PENDING", "broken": "UNREADABLE"}
 
 
@@ -225,10 +229,12 @@ def test_job_show_prints_the_same_summary(jobs, llm, tmp_path):
     assert json.loads(as_json.stdout) == job.manifest().dump(), "--json stays the manifest"
 
 
-def test_job_show_prints_budget_use(jobs):
+def test_job_show_prints_budget_use(jobs, llm):
     write_config(jobs, prices={"gpt-4o-mini": {"input_per_million": 1000, "output_per_million": 2000}})
     job = create_job(jobs, "budget", "Spend a little", max_steps=10, max_tokens=10_000, max_cost_usd=2.0)
-    post_answer(job, a("MESSAGE", message="one"), prompt_tokens=200, completion_tokens=100)
+    # A real call (a posted answer costs nothing: its tokens are counted apart).
+    llm.add(Reply(content=a("MESSAGE", message="one"), usage={"prompt_tokens": 200, "completion_tokens": 100}))
+    step_once(job, base_url=llm.base_url)
     out = CliRunner().invoke(cli, ["job", "show", "budget"]).stdout
     assert "Budgets: calls 1 of 10 (10%), cost_usd $0.4000 of $2.0000 (20%), tokens 300 of 10000 (3%)" in out
     page = render_job_report(job)
