@@ -15,9 +15,10 @@ before the first byte is written, so a refused answer changes nothing.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Iterable, Iterator, NamedTuple, Optional, Sequence, Union
 
 from .errors import LogistError
 from .protocol import DeleteFile, FileChange, InvalidAnswer, ReplaceInFile, WriteFile, check_relative_path
@@ -25,6 +26,8 @@ from .protocol import DeleteFile, FileChange, InvalidAnswer, ReplaceInFile, Writ
 COMMITTER = ("Logist", "logist@localhost")
 WORK_BRANCH = "logist/{job_id}"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
+#: Bytes of one "<new> <old>" line given to git diff-tree --stdin.
+_PAIR_LINE = 82
 
 
 def _git_config_args() -> list[str]:
@@ -39,6 +42,33 @@ def _git_detail(exc) -> str:
     lines = [line[len("stderr: "):] if line.startswith("stderr: ") else line for line in lines]
     lines = [line.strip("'") for line in lines if line.strip("'")]
     return "; ".join(lines) or f"exit code {exc.status}"
+
+
+class Patch(NamedTuple):
+    """One patch of :meth:`Workspace.iter_diffs`."""
+
+    text: str
+    #: Characters left out after the limit.
+    cut: int = 0
+    #: Why there is no patch (git cannot read a commit), or None.
+    error: Optional[str] = None
+
+
+class _Cut:
+    """A patch read piece by piece, kept up to ``limit`` characters."""
+
+    def __init__(self, limit: Optional[int]):
+        self.limit, self.parts, self.size, self.cut = limit, [], 0, 0
+
+    def add(self, text: str) -> None:
+        room = len(text) if self.limit is None else max(0, min(len(text), self.limit - self.size))
+        if room:
+            self.parts.append(text[:room])
+            self.size += room
+        self.cut += len(text) - room
+
+    def patch(self) -> Patch:
+        return Patch("".join(self.parts), self.cut)
 
 
 class Workspace:
@@ -135,41 +165,81 @@ class Workspace:
         return self._raw(*args, old, new)
 
     def diffs(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
-        """The patch from ``old`` to ``new`` of each pair, in order, from one git
-        process (``git diff-tree --stdin``): a report on a job of thousands of
-        steps would otherwise start thousands of processes."""
+        """The patch from ``old`` to ``new`` of each pair, in order (see :meth:`iter_diffs`)."""
+        patches = list(self.iter_diffs(pairs))
+        failed = next((p for p in patches if p.error), None)
+        if failed is not None:
+            raise LogistError(f"git diff-tree failed in {self.path}: {failed.error}")
+        return [p.text for p in patches]
+
+    def iter_diffs(self, pairs: Iterable[tuple[str, str]], limit: Optional[int] = None) -> Iterator[Patch]:
+        """The patch from ``old`` to ``new`` of each pair, in order, streamed
+        from one git process (``git diff-tree --stdin``): a report on a job of
+        thousands of steps would otherwise start thousands of processes, or
+        hold every patch at once. ``pairs`` (full shas) are all read before
+        this returns, so they may come from a generator. Each patch is cut at
+        ``limit`` characters; a pair git cannot read gets a :class:`Patch`
+        saying why, and the pairs after it are still compared."""
         import tempfile
 
-        import git
+        stdin = tempfile.TemporaryFile()
+        count = 0
+        for old, new in pairs:
+            # Fixed-width lines: pair i is at byte i * _PAIR_LINE (a bad sha becomes one git cannot read).
+            stdin.write(f"{new if _SHA.match(new) else '0' * 40} {old if _SHA.match(old) else '0' * 40}\n".encode())
+            count += 1
+        return self._diff_stream(stdin, count, limit)
 
-        if not pairs:
-            return []
-        with tempfile.TemporaryFile() as stdin:
-            # "<commit> <parent>" compares the parent with the commit; --always
-            # echoes every commit, also when the pair has no difference.
-            stdin.write("".join(f"{new} {old}\n" for old, new in pairs).encode("ascii"))
-            stdin.seek(0)
-            try:
-                out = git.Git(str(self.path)).execute(
+    def _diff_stream(self, stdin, count: int, limit: Optional[int]) -> Iterator[Patch]:
+        import subprocess
+        import tempfile
+
+        def new_of(index: int) -> bytes:  # pread: git shares the file's offset
+            return os.pread(stdin.fileno(), 40, index * _PAIR_LINE)
+
+        with stdin, tempfile.TemporaryFile() as errors:
+            done = 0  # pairs answered
+            while done < count:
+                stdin.seek(done * _PAIR_LINE)
+                errors.seek(0)
+                errors.truncate()
+                proc = subprocess.Popen(
                     ["git", *_git_config_args(), "diff-tree", "--stdin", "-r", "-p", "--always", "--no-color",
-                     "--no-ext-diff"],
-                    istream=stdin, strip_newline_in_stdout=False,
-                )
-            except git.GitCommandError as exc:
-                detail = (exc.stderr or "").strip().replace("\n", " ") or str(exc)
-                raise LogistError(f"git diff-tree failed in {self.path}: {detail}") from None
-        patches: list[list[str]] = []
-        expected = iter(new for _old, new in pairs)
-        upcoming = next(expected, None)
-        for line in out.splitlines(keepends=True):
-            if upcoming is not None and line.rstrip("\n") == upcoming:
-                patches.append([])
-                upcoming = next(expected, None)
-            elif patches:
-                patches[-1].append(line)
-        if len(patches) != len(pairs):
-            raise LogistError(f"git diff-tree in {self.path} answered {len(patches)} of {len(pairs)} diffs")
-        return ["".join(lines) for lines in patches]
+                     "--no-ext-diff"], cwd=self.path, stdin=stdin, stdout=subprocess.PIPE, stderr=errors)
+                try:
+                    current: Optional[_Cut] = None
+                    at_start = True
+                    for piece in iter(lambda: proc.stdout.readline(1 << 16), b""):
+                        header = at_start and len(piece) == 41 and _SHA.match(piece[:40].decode("ascii", "replace"))
+                        at_start = piece.endswith(b"\n")
+                        if header:
+                            found = next((i for i in range(done, count) if new_of(i) == piece[:40]), None)
+                            if found is not None:
+                                if current is not None:
+                                    yield current.patch()
+                                for skipped in range(done, found):  # git skips a commit it cannot read
+                                    yield Patch("", error=f"git cannot read commit {new_of(skipped).decode()}")
+                                current, done = _Cut(limit), found + 1
+                                continue
+                        if current is not None:
+                            current.add(piece.decode("utf-8", errors="replace"))
+                    if current is not None:
+                        yield current.patch()
+                    code = proc.wait()
+                finally:
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+                    proc.stdout.close()
+                if done < count and code == 0:  # git skipped the last pairs
+                    for skipped in range(done, count):
+                        yield Patch("", error=f"git cannot read commit {new_of(skipped).decode()}")
+                    done = count
+                elif done < count:  # git stopped at pair `done`: say why, go on after it
+                    errors.seek(0)
+                    why = " ".join(errors.read(500).decode("utf-8", "replace").split()) or f"git diff-tree exit {code}"
+                    yield Patch("", error=why)
+                    done += 1
 
     def file_at(self, sha: str, rel: str) -> str:
         """A workspace file's text as it was at commit ``sha``."""

@@ -353,6 +353,22 @@ def test_diffs_name_a_missing_commit(repo, three_commits):
         repo.diffs([(seed, third), (third, "0" * 40)])
 
 
+def test_streamed_diffs_are_cut_and_go_on_past_a_missing_commit(repo, three_commits):
+    seed, second, third = three_commits
+    missing = "0123456789abcdef" * 2 + "01234567"
+    pairs = [(seed, second), (second, missing), (missing, third), (second, third), (seed, third), (third, missing)]
+    patches = list(repo.iter_diffs(iter(pairs), limit=60))
+    assert len(patches) == len(pairs)
+    full = [repo.diff(seed, second), repo.diff(second, third), repo.diff(seed, third)]
+    for patch, whole in zip([patches[0], patches[3], patches[4]], full):
+        assert patch.error is None and patch.text == whole[:60] and patch.cut == len(whole) - 60
+    # A missing new commit (git skips it) and a missing old one (git stops at it).
+    assert [p.error is not None for p in patches] == [False, True, True, False, False, True]
+    assert missing in patches[1].error and missing in patches[2].error
+    assert [p.text for p in repo.iter_diffs([(seed, second)])] == [full[0]], "no limit: whole"
+    assert list(repo.iter_diffs([])) == []
+
+
 def test_file_at_and_format_patch(repo, three_commits, tmp_path):
     seed, second, third = three_commits
     assert repo.file_at(seed, "README.md") == "Hello world\nHello again\n"

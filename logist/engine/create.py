@@ -1,4 +1,4 @@
-"""Creating a job: its folder, workspace, manifest, history and index entry.
+"""Creating a job: its folder, workspace, manifest, history, README and index entry.
 
 Every way to create a job says what it wants with one model, :class:`JobSpec`:
 ``create_job`` takes it (or its fields as keywords), ``logist job create``
@@ -24,6 +24,7 @@ from ..store import recovery as journal
 from ..errors import ConfigError, LogistError
 from ..store.entries import UserInput
 from ..store.jobsdir import Job, JobsDir, check_job_id
+from ..store.layout import write_readme
 from ..store.manifest import JobManifest, JobSettings, Source, Turn, write_manifest
 from ..store.config import JobDefaults
 from ..store.roles import format_validation_error, load_roles
@@ -166,6 +167,7 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
         )
         hist.append_entry(job_dir, entry)
         write_manifest(job_dir, manifest)
+        write_readme(job_dir, job_id, manifest.objective)
     except BaseException:
         shutil.rmtree(job_dir, ignore_errors=True)
         raise

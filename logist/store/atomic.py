@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Iterator
 
 
 def fsync_dir(directory: Path) -> None:
@@ -42,18 +43,19 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~_UMASK[0]
 
 
-def atomic_write(path: Path, data: bytes | str) -> None:
-    """Replace ``path`` with ``data`` atomically and durably."""
+@contextmanager
+def atomic_writer(path: Path) -> Iterator[BinaryIO]:
+    """A binary file that replaces ``path`` atomically and durably when the
+    block ends (and is removed if it raises): for a file written piece by
+    piece, so it never has to be held whole in memory."""
     path = Path(path)
-    if isinstance(data, str):
-        data = data.encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp makes 0600 files; keep the mode a normal write would give.
         os.fchmod(fd, _mode_for(path))
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -64,6 +66,14 @@ def atomic_write(path: Path, data: bytes | str) -> None:
             pass
         raise
     fsync_dir(path.parent)
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Replace ``path`` with ``data`` atomically and durably."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    with atomic_writer(path) as handle:
+        handle.write(data)
 
 
 def dump_json(data: Any) -> str:

@@ -53,14 +53,10 @@ def status_badge(status: str) -> str:
     return f'<span class="status s-{esc(status)}">{esc(status)}</span>'
 
 
-def _diff_html(diff: str, sequence: int, job_id: str) -> str:
-    cut = ""
+def _diff_html(diff: str, sequence: int, job_id: str, cut: int = 0) -> str:
     if len(diff) > DIFF_LIMIT:
-        cut = (
-            f"\n… {len(diff) - DIFF_LIMIT} more characters cut; "
-            f"logist job diff {job_id} --step {sequence} shows them all"
-        )
-        diff = diff[:DIFF_LIMIT]
+        diff, cut = diff[:DIFF_LIMIT], cut + len(diff) - DIFF_LIMIT
+    note = f"\n… {cut} more characters cut; logist job diff {job_id} --step {sequence} shows them all" if cut else ""
     lines = []
     for line in diff.splitlines():
         if line.startswith("diff --git"):
@@ -77,7 +73,7 @@ def _diff_html(diff: str, sequence: int, job_id: str) -> str:
             lines.append(esc(line))
             continue
         lines.append(f'<span class="{cls}">{esc(line)}</span>')
-    return '<pre class="diff">\n' + "\n".join(lines) + esc(cut) + "</pre>"
+    return '<pre class="diff">\n' + "\n".join(lines) + esc(note) + "</pre>"
 
 
 def _message_html(role: str, content: str, extra: str = "") -> str:
@@ -85,7 +81,7 @@ def _message_html(role: str, content: str, extra: str = "") -> str:
 
 
 def _prompt_html(entry: HistoryEntry, tracker: PromptTracker) -> tuple[str, str]:
-    """The prompt section and the attributes that link it to earlier steps."""
+    """The prompt section and the attribute that links it to the step it continues."""
     view = tracker.view(entry)
     if view is None or entry.request is None:
         return "", ""
@@ -95,25 +91,20 @@ def _prompt_html(entry: HistoryEntry, tracker: PromptTracker) -> tuple[str, str]
     facts = [f"model {esc(meta.model)}"]
     if meta.temperature is not None:
         facts.append(f"temperature {meta.temperature:g}")
-    if view.system is not None:
-        system_at = view.system_seen_in or entry.sequence
-        attrs += f' data-system="{system_at}"'
-        if view.system_seen_in is not None:
-            facts.append(f'system prompt <a href="#step-{system_at}">as in #{system_at}</a>')
     if view.continues is not None:
         attrs += f' data-continues="{view.continues}"'
         facts.append(f'continues the conversation of <a href="#step-{view.continues}">#{view.continues}</a>; new:')
     else:
         facts.append(f"a new conversation of {len(view.messages)} message{'s' if len(view.messages) != 1 else ''}:")
     parts.append(f'<p class="meta">{" · ".join(facts)}</p>')
-    if view.system is not None and view.system_seen_in is None:
+    if view.system is not None:
         parts.append(
             '<details class="system"><summary>system prompt</summary>'
             f'{_message_html("system", view.system, " data-system-text")}</details>'
         )
     for message in view.messages:
         parts.append(_message_html(message["role"], message["content"], " data-new"))
-    if view.continues is not None or view.system_seen_in is not None:
+    if view.continues is not None:
         parts.append('<button type="button" class="full-prompt">Show the full prompt</button><div class="full"></div>')
     parts.append("</section>")
     return "".join(parts), attrs
@@ -210,11 +201,14 @@ def _row_html(row: StepRow) -> str:
     )
 
 
-def step_html(job_id: str, entry: HistoryEntry, row: StepRow, tracker: PromptTracker, diff: Optional[str]) -> str:
+def step_html(job_id: str, entry: HistoryEntry, row: StepRow, tracker: PromptTracker, diff: Optional[str],
+              diff_cut: int = 0) -> str:
+    """One entry as a row that opens; ``diff`` is its change (None: no diff
+    section), of which ``diff_cut`` characters were left out."""
     prompt, attrs = _prompt_html(entry, tracker)
     body = [prompt, _answer_html(entry), _outcome_html(entry)]
     if diff is not None:
-        shown = _diff_html(diff, entry.sequence, job_id) if diff else "<p>(no change)</p>"
+        shown = _diff_html(diff, entry.sequence, job_id, diff_cut) if diff else "<p>(no change)</p>"
         body.append(f'<section class="diff"><h3>Diff</h3>{shown}</section>')
     footer = [f"entry #{entry.sequence}", esc(entry.timestamp)]
     if entry.workspace_commit:
@@ -273,12 +267,15 @@ def facts_html(summary: JobSummary, job: Job) -> str:
     )
 
 
-def states_html(states: list[StateVisit]) -> str:
-    items = "".join(
+def states_html(states: list[StateVisit], omitted: int = 0, gap: Optional[int] = None) -> str:
+    """The states passed through; ``omitted`` of them, left out, were at ``gap``."""
+    items = [
         f'<li><a href="#step-{v.sequence}" title="entry #{v.sequence}, {esc(short_time(v.timestamp))}">{status_badge(v.status)}</a></li>'
         for v in states
-    )
-    return f'<section><h2>States passed through</h2><ol class="states">{items}</ol></section>'
+    ]
+    if omitted and gap is not None:
+        items.insert(gap, f"<li>… {omitted} more …</li>")
+    return f'<section><h2>States passed through</h2><ol class="states">{"".join(items)}</ol></section>'
 
 
 def asset(name: str) -> str:
@@ -288,9 +285,9 @@ def asset(name: str) -> str:
     return files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
 
 
-def page(title: str, body: str) -> str:
-    """A whole page: ``body`` with the style and script, and a policy that
-    allows those two texts (by hash) and nothing else."""
+def page_parts(title: str) -> tuple[str, str]:
+    """What comes before and after a page's body: the style and script, and
+    a policy that allows those two texts (by hash) and nothing else."""
     css, js = asset("report.css"), asset("report.js")
 
     def digest(text: str) -> str:
@@ -300,10 +297,17 @@ def page(title: str, body: str) -> str:
         f"default-src 'none'; style-src '{digest(css)}'; script-src '{digest(js)}'; "
         "img-src data:; base-uri 'none'; form-action 'none'"
     )
-    return (
+    head = (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="generator" content="Logist">'
-        f"<title>{esc(title)}</title><style>{css}</style></head>\n<body>\n{body}\n<script>{js}</script></body></html>\n"
+        f"<title>{esc(title)}</title><style>{css}</style></head>\n<body>\n"
     )
+    return head, f"\n<script>{js}</script></body></html>\n"
+
+
+def page(title: str, body: str) -> str:
+    """A whole page around ``body`` (see :func:`page_parts`)."""
+    head, tail = page_parts(title)
+    return head + body + tail

@@ -73,10 +73,7 @@ def _state_line(entry: HistoryEntry) -> str:
 def _render_prompt(view: PromptView) -> list[str]:
     out: list[str] = []
     if view.system is not None:
-        if view.system_seen_in is None:
-            out += ["### System prompt\n", fenced(view.system)]
-        else:
-            out.append(f"System prompt: as in #{view.system_seen_in}.\n")
+        out += ["### System prompt\n", fenced(view.system)]
     if view.continues is not None:
         out.append(f"### Prompt: continues the conversation of #{view.continues}; new\n")
     else:
@@ -181,13 +178,17 @@ def _render_outcome(entry: HistoryEntry) -> list[str]:
     return out
 
 
+#: What stood in for the model's call, for entries that applied an answer without one.
+_NO_CALL = {"replay": "answer replayed from a recording, no call", "poststep": "answer posted by hand, no call"}
+
+
 def _footer(entry: HistoryEntry) -> str:
     parts = [f"commit {code(entry.workspace_commit)}" if entry.workspace_commit else "no commit"]
-    if entry.request is not None:
+    if entry.kind in _NO_CALL:
+        parts.append(_NO_CALL[entry.kind])
+    elif entry.request is not None:
         parts.append(f"model {code(entry.request.metadata.model)}")
-    for part in (_tokens(entry), _cost(entry)):
-        if part:
-            parts.append(part)
+        parts += [part for part in (_tokens(entry), _cost(entry)) if part]
     if entry.duration_ms:
         parts.append(f"{entry.duration_ms / 1000:g} s")
     return "*" + " · ".join(parts) + "*\n"
@@ -219,17 +220,16 @@ def _render_person(entry: HistoryEntry) -> list[str]:
 
 
 def render_entry(entry: HistoryEntry, tracker: PromptTracker) -> str:
-    """One entry's Markdown block, without its marker."""
+    """One entry's Markdown block."""
     out = [_heading(entry), _state_line(entry)]
+    view = tracker.view(entry)
     if entry.kind in CALL_KINDS and entry.response is not None:
-        view = tracker.view(entry)
         if view is not None:
             out += _render_prompt(view)
         out += _render_answer(entry)
         if entry.kind in ANSWER_KINDS:
             out += _render_outcome(entry)
     else:
-        tracker.view(entry)
         if entry.user_input is not None:
             out += _render_person(entry)
         if entry.note:
@@ -258,7 +258,7 @@ def header(job_id: str, objective: Optional[str]) -> str:
         "\n",
         "Every entry of the job's history in order, written as it is recorded: who acted, the messages "
         "the model had not seen before, its answer, and what Logist did with it. The source of truth is "
-        "`jobHistory.json` beside this file (every prompt exactly as sent); "
+        "`jobHistory.json` beside this file (every request can be rebuilt from it exactly as sent); "
         f"`logist job transcript {job_id} --rebuild` rewrites this file from it.\n",
     ]
     if objective:

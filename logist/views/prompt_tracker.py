@@ -1,58 +1,45 @@
-"""What a reader of a job has already seen, so each view shows every prompt part once.
+"""How the views show a call's prompt: only what the reader has not seen.
 
-A prompt repeats the whole conversation so far, and every call of a job
-shares one of a few system prompts, so a view that showed each prompt whole
-would grow with the square of a turn's length and say the same thing again
-and again. Both the transcript and the HTML report therefore show, per
-call, only what is new: the system prompt where it first appears (later:
-"as in #N"), and the messages added since the call whose conversation it
-continues (found by a digest of the conversation that call saw plus its
-answer). A command's output that the next prompt repeats is shown once too.
+A history entry already says what is new (:mod:`logist.store.entries`): a
+call either sends its prompt in full (``request.prompt``: the first call of
+a turn, a summary call, the first call after a compaction) or continues an
+earlier entry and holds only the messages it added (``continues`` +
+``added``). The views show exactly that: the whole prompt, system prompt
+included, where a conversation starts (so once per turn, and each turn
+reads on its own), and otherwise "continues #N" and the added messages.
 
-The memory is a few small tables of digests → entry numbers
-(:class:`PromptTracker`). The transcript keeps them, bounded by
-:data:`MARKER_MEMORY`, in the marker ending the file, so an append needs no
-earlier entry; the report is built in one pass and keeps them all.
+One repetition is left: a command's output is shown in the entry that ran
+it (a call, or a person's ``approve-command``), and the next call sends it
+back as its user message. :class:`PromptTracker` remembers the outputs of
+the last :data:`OUTPUT_WINDOW` entries and shows such a message as "the
+command output shown in #N". The rule depends on the entries alone, so the
+transcript appended entry by entry (which reads back the few entries the
+window needs, :func:`context_start`) is exactly the transcript rebuilt in
+one pass, and the memory stays bounded on any history.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Optional
 
 from ..store.history import HistoryEntry
 
-#: How many system prompts and conversations the transcript's marker
-#: remembers. A conversation older than that is shown whole again, which is
-#: only longer.
-MARKER_MEMORY = 16
+#: How many entries back a command output is remembered. An output repeated
+#: later than that (rare: a Planner resuming after a long delegated turn) is
+#: shown again, which is only longer.
+OUTPUT_WINDOW = 32
 #: The "[Call N of MAX]" line ending a user message.
 STEP_MARKER = re.compile(r"\n\n\[Call \d+ of \d+\]\Z")
-
-
-
-def _feed(digest, role: str, content: str) -> None:
-    digest.update(role.encode("utf-8") + b"\0" + content.encode("utf-8", errors="surrogatepass") + b"\1")
-
-
-def _hex(digest) -> str:
-    return digest.hexdigest()[:16]
-
-
-def _text_digest(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
 
 
 @dataclass
 class PromptView:
     """How to show one call's prompt to someone who read the entries before."""
 
-    #: The system prompt, or None when the call had none.
+    #: The system prompt of a prompt sent in full, or None.
     system: Optional[str]
-    #: The entry that showed this system prompt first, or None: show it now.
-    system_seen_in: Optional[int]
     #: The call whose conversation (and answer) this prompt continues, or None.
     continues: Optional[int]
     #: The messages to show: the new ones, or all of them after the system prompt.
@@ -61,68 +48,59 @@ class PromptView:
     repeats_output_of: list[Optional[int]]
 
 
+def _repeat_candidates(entry: HistoryEntry) -> Optional[int]:
+    """The first entry whose command output ``entry``'s prompt may repeat, or
+    None when it can repeat none (it sends no user message after an earlier call)."""
+    request = entry.request
+    if request is None or request.continues is None:
+        return None
+    if not any(m.role == "user" for m in request.added or []):
+        return None
+    return max(request.continues, entry.sequence - OUTPUT_WINDOW)
+
+
+def context_start(entry: HistoryEntry) -> int:
+    """The first entry a tracker must have seen to view ``entry`` (``entry``
+    itself when it needs none before it)."""
+    start = _repeat_candidates(entry)
+    return entry.sequence if start is None else min(start, entry.sequence)
+
+
 @dataclass
 class PromptTracker:
-    """Remembers, by digest, the system prompts and conversations already shown.
+    """Command outputs of the last :data:`OUTPUT_WINDOW` entries, by entry number."""
 
-    ``limit`` bounds the memory (the transcript's marker); None keeps all
-    (the HTML report, built in one pass).
-    """
+    outputs: dict[int, str] = field(default_factory=dict)
 
-    limit: Optional[int] = MARKER_MEMORY
-    systems: dict[str, int] = field(default_factory=dict)
-    contexts: dict[str, int] = field(default_factory=dict)
-    outputs: dict[str, int] = field(default_factory=dict)
+    def remember(self, entry: HistoryEntry) -> None:
+        """Take in an entry the reader has seen (without viewing it)."""
+        if entry.command is not None and entry.command.output:
+            self.outputs[entry.sequence] = entry.command.output
+        oldest = entry.sequence - OUTPUT_WINDOW
+        for sequence in [s for s in self.outputs if s < oldest]:
+            del self.outputs[sequence]
 
     def view(self, entry: HistoryEntry) -> Optional[PromptView]:
-        """The view of ``entry``'s prompt, and remember what it shows."""
-        if entry.request is None:
-            self._remember_output(entry)
-            return None
+        """The view of ``entry``'s prompt (None: it has none); then remember it."""
         request = entry.request
-        system, system_seen_in, continues = None, None, request.continues
+        if request is None:
+            self.remember(entry)
+            return None
         if request.prompt is not None:
             prompt = request.prompt
             system = prompt[0].content if prompt and prompt[0].role == "system" else None
             shown = prompt[1:] if system is not None else list(prompt)
-            if system is not None:
-                key = _text_digest(system)
-                system_seen_in = self.systems.get(key)
-                if system_seen_in is None:
-                    self.systems[key] = entry.sequence
         else:
-            shown = list(request.added or [])
+            system, shown = None, list(request.added or [])
         messages = [{"role": m.role, "content": m.content} for m in shown]
-        repeats = [self._repeated_output(m) for m in messages]
-        self._remember_output(entry)
-        self._trim()
-        return PromptView(system, system_seen_in, continues, messages, repeats)
+        start = _repeat_candidates(entry)
+        repeats = [self._repeated_output(m, start, entry.sequence) for m in messages]
+        self.remember(entry)
+        return PromptView(system, request.continues, messages, repeats)
 
-    def _repeated_output(self, message: dict) -> Optional[int]:
-        if message["role"] != "user":
+    def _repeated_output(self, message: dict, start: Optional[int], before: int) -> Optional[int]:
+        if start is None or message["role"] != "user":
             return None
         text = STEP_MARKER.sub("", message["content"])
-        return self.outputs.get(_text_digest(text))
-
-    def _remember_output(self, entry: HistoryEntry) -> None:
-        if entry.command is not None and entry.command.output:
-            self.outputs[_text_digest(entry.command.output)] = entry.sequence
-            self._trim()
-
-    def _trim(self) -> None:
-        if self.limit is None:
-            return
-        for table in (self.systems, self.contexts, self.outputs):
-            while len(table) > self.limit:
-                del table[min(table, key=table.__getitem__)]
-
-    def state(self, sequence: int) -> dict:
-        return {"seq": sequence, "systems": self.systems, "contexts": self.contexts, "outputs": self.outputs}
-
-    @classmethod
-    def from_state(cls, state: dict) -> "PromptTracker":
-        return cls(
-            systems=dict(state.get("systems") or {}),
-            contexts=dict(state.get("contexts") or {}),
-            outputs=dict(state.get("outputs") or {}),
-        )
+        found = [s for s, output in self.outputs.items() if start <= s < before and output == text]
+        return max(found) if found else None

@@ -18,12 +18,20 @@ page's security policy are in :mod:`logist.views.html`):
   or collapses all, and assembles a step's full prompt on demand.
 * A prompt repeats the whole conversation so far, so a page that embedded
   every prompt whole would grow with the square of a turn's length. Each
-  step embeds only what is new (see :mod:`logist.views.prompt_tracker`):
-  the system prompt where it first appears, and the messages added since
-  the call whose conversation it continues; "Show the full prompt" follows
-  that chain inside the page.
-* Diffs come from the workspace's git repository, all of a job's in one git
-  process (:meth:`logist.workspace.Workspace.diffs`), each cut at
+  step embeds only what is new, as its history entry records it (see
+  :mod:`logist.views.prompt_tracker`): the whole prompt where a
+  conversation starts, then the messages each call added; "Show the full
+  prompt" follows the chain of ``continues`` inside the page.
+* The page is written as the history is read, one entry at a time, into a
+  new file that replaces the old one whole: a 1 GB history needs no more
+  memory than a small one (``bench/report_scaling.py --memory`` measures
+  it). The history is read twice, because the page says before its
+  timeline what only the whole history tells (the states passed through,
+  how many entries); the second read stops at the entry the first one
+  ended with.
+* Diffs come from the workspace's git repository, all of a job's from one
+  git process whose output is read as the timeline is written
+  (:meth:`logist.workspace.Workspace.iter_diffs`), each cut at
   :data:`logist.views.html.DIFF_LIMIT`.
 """
 
@@ -32,63 +40,68 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Iterator, Optional
 
-from ..store.atomic import atomic_write
+from ..store.atomic import atomic_writer
 from ..store.entries import ANSWER_KINDS
-from ..store.history import HistoryEntry, load_history
+from ..store.history import iter_entries, iter_entry_data
 from ..store.jobsdir import Job, JobsDir
 from ..store.manifest import JobManifest
-from .html import esc, facts_html, page, short_time, states_html, status_badge, step_html
+from .html import DIFF_LIMIT, esc, facts_html, page, page_parts, short_time, states_html, status_badge, step_html
 from .prompt_tracker import PromptTracker
-from .summary import cost_known, one_line, summarise
+from .summary import JobSummary, StateTrail, budgets, cost_known, one_line, step_row
 
 REPORT_NAME = "report.html"
 INDEX_NAME = "index.html"
+#: States the page lists at most (the first and the last half of them).
+STATES_SHOWN = 400
 
 
-def _step_diffs(job: Job, entries: list[HistoryEntry]) -> Optional[dict[int, str]]:
-    """Each entry's change: its commit against the previous entry's. None
-    when the workspace is gone; a diff git cannot make says why instead."""
-    from ..errors import LogistError
-
-    pairs: list[tuple[str, str]] = []
-    sequences: list[int] = []
-    previous: Optional[str] = None
-    for entry in entries:
-        commit = entry.workspace_commit
-        if previous and commit and commit != previous:
-            pairs.append((previous, commit))
-            sequences.append(entry.sequence)
-        previous = commit or previous
-    if not job.repo.exists():
-        return None
-    try:
-        patches = job.repo.diffs(pairs)
-    except LogistError:  # a commit is missing: find which, diff the others
-        patches = []
-        for old, new in pairs:
-            try:
-                patches.append(job.repo.diff(old, new))
-            except LogistError as exc:
-                patches.append(f"(no diff: {exc})")
-    return dict(zip(sequences, patches))
+def _diff_pair(previous: Optional[str], commit: Optional[str]) -> tuple[Optional[tuple[str, str]], Optional[str]]:
+    """The commits an entry's diff compares (None: it changed nothing), and
+    the commit the next entry is compared with."""
+    pair = (previous, commit) if previous and commit and commit != previous else None
+    return pair, commit or previous
 
 
-def render_job_report(job: Job) -> str:
-    """The job's report as one HTML document."""
-    entries = load_history(job.dir).interactions
-    summary = summarise(job, entries)
-    m = summary.manifest
-    diffs = _step_diffs(job, entries)
-    tracker = PromptTracker(limit=None)
-    def diff_of(entry: HistoryEntry) -> Optional[str]:
-        if diffs is None:
-            return None
-        return diffs.get(entry.sequence, "" if entry.kind in ANSWER_KINDS else None)
+class _Scan:
+    """The first pass over the history: what the page says before its
+    timeline (the states, how many entries) and the pairs of commits to diff."""
 
-    steps = [step_html(job.id, entry, row, tracker, diff_of(entry)) for entry, row in zip(entries, summary.rows)]
-    header = (
+    def __init__(self, job_dir: Path):
+        self.job_dir = job_dir
+        self.count = 0
+        self.last = 0
+        self.trail = StateTrail(STATES_SHOWN)
+
+    def pairs(self) -> Iterator[tuple[str, str]]:
+        previous: Optional[str] = None
+        for data in iter_entry_data(self.job_dir):
+            self.count += 1
+            self.last = data["sequence"]
+            self.trail.add(data["sequence"], data["timestamp"], data["state_before"], data["state_after"])
+            pair, previous = _diff_pair(previous, data.get("workspace_commit"))
+            if pair is not None:
+                yield pair
+
+
+def write_report(job: Job, write: Callable[[str], object]) -> None:
+    """Write the job's report piece by piece, holding one history entry (and
+    one diff) at a time: the history is read twice, once for what the page
+    says before its timeline, then for the timeline."""
+    from ..store.recovery import recovered_manifest
+
+    m = recovered_manifest(job.dir)
+    scan = _Scan(job.dir)
+    pairs = scan.pairs()
+    # Diffs come from one git process, read as the timeline is written.
+    diffs = job.repo.iter_diffs(pairs, DIFF_LIMIT) if job.repo.exists() else None
+    for _ in pairs:  # no workspace: the scan still counts
+        pass
+    summary = JobSummary(job.id, m, rows=[], states=scan.trail.visits, budgets=budgets(m))
+    head, tail = page_parts(f"{job.id}: {m.status} · Logist")
+    write(head)
+    write(
         f'<header><p class="crumb">Logist job report</p><h1><span class="id">{esc(job.id)}</span> {status_badge(str(m.status))}</h1>'
         f'<p class="objective prose">{esc(m.objective)}</p>'
         + (f'<details class="more"><summary>details and acceptance criteria</summary><p class="prose">{esc(m.details)}</p>'
@@ -96,22 +109,44 @@ def render_job_report(job: Job) -> str:
            if m.details or m.acceptance_criteria else "")
         + "</header>"
     )
-    timeline = (
-        f'<section><h2>Timeline <small>{len(entries)} entries</small></h2>'
+    write(facts_html(summary, job) + states_html(scan.trail.visits, scan.trail.omitted, scan.trail.gap))
+    write(
+        f'<section><h2>Timeline <small>{scan.count} entries</small></h2>'
         '<p class="tools"><button type="button" id="expand-all">Expand all</button> '
         '<button type="button" id="collapse-all">Collapse all</button></p>'
         '<div class="head"><span>#</span><span>time (UTC)</span><span>who</span><span>action</span><span>state after</span>'
         '<span>summary</span><span>tokens</span><span>cost</span><span>commit</span></div>'
-        f'<div class="steps" id="steps">{"".join(steps)}</div></section>'
+        '<div class="steps" id="steps">'
     )
-    body = header + facts_html(summary, job) + states_html(summary.states) + timeline
-    return page(f"{job.id}: {m.status} · Logist", body)
+    tracker = PromptTracker()
+    previous: Optional[str] = None
+    for entry in iter_entries(job.dir):
+        if entry.sequence > scan.last:
+            break  # recorded since the scan: the next report shows it
+        pair, previous = _diff_pair(previous, entry.workspace_commit)
+        diff, cut = None, 0
+        if diffs is not None and pair is not None:
+            patch = next(diffs)
+            diff, cut = (f"(no diff: {patch.error})", 0) if patch.error else (patch.text, patch.cut)
+        elif diffs is not None and entry.kind in ANSWER_KINDS:
+            diff = ""  # an answer that changed nothing
+        write(step_html(job.id, entry, step_row(entry), tracker, diff, cut))
+    write("</div></section>" + tail)
+
+
+def render_job_report(job: Job) -> str:
+    """The job's report as one HTML document, in memory (for tests and small jobs)."""
+    parts: list[str] = []
+    write_report(job, parts.append)
+    return "".join(parts)
 
 
 def write_job_report(job: Job, path: Optional[Path] = None) -> Path:
-    """Write the job's report (default ``<job>/report.html``); returns its path."""
+    """Write the job's report (default ``<job>/report.html``), streamed into
+    a new file that replaces the old one whole; returns its path."""
     target = Path(path) if path is not None else job.dir / REPORT_NAME
-    atomic_write(target, render_job_report(job))
+    with atomic_writer(target) as handle:
+        write_report(job, lambda text: handle.write(text.encode("utf-8", errors="replace")))
     return target
 
 
@@ -144,7 +179,8 @@ def write_index(jobs: JobsDir, path: Optional[Path] = None, *, reports: bool = T
             rows.append(IndexRow(job_id, str(manifest.status), report if report.exists() else None, manifest))
         except (LogistError, OSError, ValueError) as exc:
             rows.append(IndexRow(job_id, "UNREADABLE", None, error=str(exc)))
-    atomic_write(target, render_index(jobs, rows, target.parent, index.current_job_id))
+    with atomic_writer(target) as handle:
+        handle.write(render_index(jobs, rows, target.parent, index.current_job_id).encode("utf-8", errors="replace"))
     return target, rows
 
 

@@ -9,17 +9,19 @@ only chooses how to lay the summary out (columns, HTML, Markdown).
 
 The summary is plain data (dataclasses) derived from the manifest and the
 history entries; nothing here reads or writes a file except
-:func:`summarise`, which loads the history when it is not given.
+:func:`summarise`, which reads the history (one entry at a time) when it
+is not given.
 """
 
 from __future__ import annotations
 
 import json
+from collections import deque
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterable, Optional
 
 from ..store.entries import ANSWER_KINDS, CALL_KINDS
-from ..store.history import HistoryEntry, load_history
+from ..store.history import HistoryEntry, iter_entries
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, Totals
 
@@ -106,7 +108,8 @@ def action_of(entry: HistoryEntry) -> str:
 
 
 def actor_of(entry: HistoryEntry) -> str:
-    """Who acted: the role for a model call, a person, or Logist itself."""
+    """Who acted: the role for a model call (or an answer standing in for
+    one), a person, or Logist itself."""
     if entry.kind in CALL_KINDS:
         return entry.role or "model"
     if entry.kind == "user_action":
@@ -174,15 +177,51 @@ def one_line(text: str, limit: int) -> str:
 # -- The whole job -------------------------------------------------------------------------------
 
 
-def states_passed(entries: list[HistoryEntry]) -> list[StateVisit]:
+class StateTrail:
+    """The states a job entered, in order, each with the entry that entered
+    it; taken in one entry at a time. With a ``limit``, only the first and
+    the last ``limit // 2`` visits are kept (``omitted`` counts the others,
+    which were between them at ``gap``), so a history of any length costs
+    the same memory."""
+
+    def __init__(self, limit: Optional[int] = None):
+        self.head: list[StateVisit] = []
+        self.tail: deque[StateVisit] = deque(maxlen=None if limit is None else limit - limit // 2)
+        self.head_size = None if limit is None else limit // 2
+        self.omitted = 0
+        self.status: Optional[str] = None
+
+    def add(self, sequence: int, timestamp: str, state_before: str, state_after: str) -> None:
+        if self.status is None:
+            self._visit(StateVisit(state_before, sequence, timestamp))
+        if state_after != self.status:
+            self._visit(StateVisit(state_after, sequence, timestamp))
+
+    def _visit(self, visit: StateVisit) -> None:
+        self.status = visit.status
+        if self.head_size is None or len(self.head) < self.head_size:
+            self.head.append(visit)
+            return
+        if self.tail.maxlen is not None and len(self.tail) == self.tail.maxlen:
+            self.omitted += 1
+        self.tail.append(visit)
+
+    @property
+    def visits(self) -> list[StateVisit]:
+        return self.head + list(self.tail)
+
+    @property
+    def gap(self) -> Optional[int]:
+        """Where in :attr:`visits` the omitted ones were (None: none were)."""
+        return len(self.head) if self.omitted else None
+
+
+def states_passed(entries: Iterable[HistoryEntry]) -> list[StateVisit]:
     """Each state the job entered, in order, with the entry that entered it."""
-    visits: list[StateVisit] = []
+    trail = StateTrail()
     for entry in entries:
-        if not visits:
-            visits.append(StateVisit(entry.state_before, entry.sequence, entry.timestamp))
-        if entry.state_after != visits[-1].status:
-            visits.append(StateVisit(entry.state_after, entry.sequence, entry.timestamp))
-    return visits
+        trail.add(entry.sequence, entry.timestamp, entry.state_before, entry.state_after)
+    return trail.visits
 
 
 def budgets(manifest: JobManifest) -> list[Budget]:
@@ -201,15 +240,13 @@ def cost_known(totals: Totals) -> bool:
     return not totals.llm_calls or totals.unpriced_calls < totals.llm_calls
 
 
-def summarise(job: Job, entries: Optional[list[HistoryEntry]] = None, manifest: Optional[JobManifest] = None) -> JobSummary:
-    """The job's summary: its rows, the states it passed through, budget use."""
+def summarise(job: Job, entries: Optional[Iterable[HistoryEntry]] = None, manifest: Optional[JobManifest] = None) -> JobSummary:
+    """The job's summary: its rows, the states it passed through, budget use.
+    The history is read one entry at a time when ``entries`` is not given."""
     manifest = manifest if manifest is not None else job.manifest()
-    if entries is None:
-        entries = load_history(job.dir).interactions
-    return JobSummary(
-        job_id=job.id,
-        manifest=manifest,
-        rows=[step_row(e) for e in entries],
-        states=states_passed(entries),
-        budgets=budgets(manifest),
-    )
+    rows: list[StepRow] = []
+    trail = StateTrail()
+    for entry in iter_entries(job.dir) if entries is None else entries:
+        rows.append(step_row(entry))
+        trail.add(entry.sequence, entry.timestamp, entry.state_before, entry.state_after)
+    return JobSummary(job_id=job.id, manifest=manifest, rows=rows, states=trail.visits, budgets=budgets(manifest))

@@ -13,102 +13,120 @@ than one long file an editor opens and searches.
 It is derived data, so it is not written on the crash-safety path: a
 command records its entries under the job's lock, releases the lock, and
 then :func:`update` (through :func:`logist.views.refresh`) brings the file
-up to date. It knows where it is from the *marker*, a Markdown comment
-ending the file (invisible when rendered) that names the last entry it
-holds and the little memory the next append needs (see
-:mod:`logist.views.prompt_tracker`). So the usual update reads the marker
-and the history's last entry, appends one block, and costs the size of that
-entry, not of the job. A file that is behind by several entries gets them
-appended; one that does not end in a marker (missing, cut by a crash,
-edited by hand) or is ahead of the history is rebuilt whole from the
-history: it is derived data, so that is always safe. :func:`rebuild` does
-the same on demand (``logist job transcript JOB --rebuild``).
+up to date. It knows where it is from the *marker*, the Markdown comment
+that ends the file, ``<!-- logist: transcript up to step N -->``
+(invisible when rendered; the only one: an append writes over it). So the
+usual update reads the marker and the history's last entry (and the few
+entries before it whose command output the new prompt may repeat, see
+:mod:`logist.views.prompt_tracker`), writes the new block and a new marker
+over the old one, and costs the size of that entry, not of the job. A file
+that does not end in a marker (missing, cut by a crash, edited by hand), is
+ahead of the history or far behind it is rebuilt from the history, one
+entry at a time into a new file: it is derived data, so that is always
+safe. :func:`rebuild` does the same on demand (``logist job transcript
+JOB --rebuild``).
 """
 
 from __future__ import annotations
 
-import json
 import os
+import re
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, NamedTuple, Optional
 
 from ..failpoints import armed, failpoint
 from ..store import history as hist
-from ..store.atomic import atomic_write
-from ..store.history import HistoryEntry, load_history
+from ..store.atomic import atomic_writer
+from ..store.history import HistoryEntry
 from .markdown import header, render_entry
-from .prompt_tracker import PromptTracker
+from .prompt_tracker import PromptTracker, context_start
 
 TRANSCRIPT_NAME = "transcript.md"
-MARKER_PREFIX = "<!-- logist-transcript "
-MARKER_SUFFIX = " -->\n"
+#: Entries an update reads back at once; a transcript further behind is rebuilt.
+CATCH_UP_LIMIT = 256
+_MARKER = "\n<!-- logist: transcript up to step {} -->\n"
+_MARKER_AT_END = re.compile(rb"\n<!-- logist: transcript up to step (\d+) -->\n\Z")
+
+
+class Marker(NamedTuple):
+    #: The last entry the file holds.
+    seq: int
+    #: Where the marker starts: an append writes from here.
+    offset: int
 
 
 def transcript_path(job_dir: Path) -> Path:
     return Path(job_dir) / TRANSCRIPT_NAME
 
 
-def _marker(tracker: PromptTracker, sequence: int) -> str:
-    return MARKER_PREFIX + json.dumps(tracker.state(sequence), separators=(",", ":")) + MARKER_SUFFIX
-
-
-def _blocks(entries: Iterable[HistoryEntry], tracker: PromptTracker) -> str:
-    """Each entry's block followed by the marker that ends the file after it."""
-    return "".join("\n" + render_entry(e, tracker) + "\n" + _marker(tracker, e.sequence) for e in entries)
+def write_transcript(write: Callable[[str], object], entries: Iterable[HistoryEntry], job_id: Optional[str] = None) -> None:
+    """Write the whole transcript of ``entries`` piece by piece, holding one
+    entry at a time. ``job_id`` defaults to the one the first entry records."""
+    tracker = PromptTracker()
+    last = 0
+    for entry in entries:
+        if last == 0:
+            definition = entry.definition
+            write(header(job_id or (definition.job_id if definition else "?"), definition.objective if definition else None))
+        write("\n" + render_entry(entry, tracker))
+        last = entry.sequence
+    if last == 0:
+        write(header(job_id or "?", None))
+    write(_MARKER.format(last))
 
 
 def render(entries: Iterable[HistoryEntry], job_id: str) -> str:
     """The whole transcript of ``entries``."""
-    entries = list(entries)
-    tracker = PromptTracker()
-    if not entries:
-        return header(job_id, None) + "\n" + _marker(tracker, 0)
-    return header(job_id, entries[0].definition.objective if entries[0].definition else None) + _blocks(entries, tracker)
+    parts: list[str] = []
+    write_transcript(parts.append, entries, job_id)
+    return "".join(parts)
 
 
-def read_marker(path: Path) -> Optional[dict]:
+def read_marker(path: Path) -> Optional[Marker]:
     """The marker ending the file, or None when the file does not end in one."""
     try:
         with open(path, "rb") as handle:
             size = handle.seek(0, os.SEEK_END)
-            start = max(0, size - 8192)
+            start = max(0, size - 200)
             handle.seek(start)
-            tail = handle.read().decode("utf-8", errors="replace")
+            tail = handle.read()
     except FileNotFoundError:
         return None
-    if not tail.endswith(MARKER_SUFFIX):
-        return None
-    at = tail.rfind(MARKER_PREFIX)
-    if at < 0:
-        return None
-    try:
-        state = json.loads(tail[at + len(MARKER_PREFIX) : -len(MARKER_SUFFIX)])
-    except ValueError:
-        return None
-    return state if isinstance(state, dict) and isinstance(state.get("seq"), int) else None
+    found = _MARKER_AT_END.search(tail)
+    return Marker(int(found.group(1)), start + found.start()) if found else None
+
+
+def _encode(text: str) -> bytes:
+    # errors="replace": a lone surrogate from a model must not make every
+    # later update fail and rebuild again.
+    return text.encode("utf-8", errors="replace")
 
 
 def rebuild(job_dir: Path) -> Path:
     """Write the transcript afresh from ``jobHistory.json``; returns its path.
-
-    Call with the views' lock held (:func:`logist.views.views_lock`).
-    """
-    history = load_history(job_dir)
+    Reads the history one entry at a time. Call with the views' lock held
+    (:func:`logist.views.views_lock`)."""
     path = transcript_path(job_dir)
-    # errors="replace": a lone surrogate from a model must not make every
-    # later update fail and rebuild again.
-    atomic_write(path, render(history.interactions, history.job_id).encode("utf-8", errors="replace"))
+    with atomic_writer(path) as handle:
+        write_transcript(lambda text: handle.write(_encode(text)), hist.iter_entries(job_dir), Path(job_dir).name)
     return path
 
 
-def _append(path: Path, entries: list[HistoryEntry], state: dict) -> None:
-    data = _blocks(entries, PromptTracker.from_state(state))
-    with open(path, "a", encoding="utf-8", errors="replace") as handle:
+def _append(path: Path, marker: Marker, entries: list[HistoryEntry], tracker: PromptTracker) -> None:
+    data = _encode("".join("\n" + render_entry(e, tracker) for e in entries) + _MARKER.format(entries[-1].sequence))
+    with open(path, "r+b") as handle:
+        handle.seek(marker.offset)
         if armed("mid_transcript"):
             handle.write(data[: len(data) // 2])
             handle.flush()
             failpoint("mid_transcript")
         handle.write(data)
+        handle.truncate()
+
+
+def _entries_since(job_dir: Path, sequence: int) -> list[HistoryEntry]:
+    found = hist.entries_since(job_dir, sequence)
+    return [HistoryEntry.model_validate(found[n]) for n in sorted(found)]
 
 
 def update(job_dir: Path) -> str:
@@ -123,24 +141,34 @@ def update(job_dir: Path) -> str:
         raise OSError(f"{path} is not a file")  # before paying for a rebuild that cannot be written
     last = hist.last_entry(job_dir)
     last_sequence = last.sequence if last is not None else 0
-    state = read_marker(path)
-    if state is not None and state["seq"] == last_sequence:
+    marker = read_marker(path)
+    if marker is not None and marker.seq == last_sequence:
         return "current"
-    if state is None or state["seq"] > last_sequence or last is None:
+    if marker is None or last is None or not 0 < last_sequence - marker.seq <= CATCH_UP_LIMIT:
         rebuild(job_dir)
         return "rebuilt"
-    if state["seq"] == last_sequence - 1:
-        missing = [last]
-    else:  # several commands' entries, or a recovery and a step: rare, so read the history
-        missing = [e for e in load_history(job_dir).interactions if e.sequence > state["seq"]]
-        if [e.sequence for e in missing] != list(range(state["seq"] + 1, last_sequence + 1)):
-            rebuild(job_dir)
-            return "rebuilt"
-    _append(path, missing, state)
+    first_missing = marker.seq + 1
+    if first_missing == last_sequence:
+        start = context_start(last)
+        entries = [last] if start == last_sequence else _entries_since(job_dir, start)
+    else:  # several commands' entries, or a recovery and a step
+        entries = _entries_since(job_dir, first_missing)
+        start = min((context_start(e) for e in entries), default=first_missing)
+        if start < first_missing:
+            entries = _entries_since(job_dir, start)
+    missing = [e for e in entries if e.sequence >= first_missing]
+    if [e.sequence for e in missing] != list(range(first_missing, last_sequence + 1)):
+        rebuild(job_dir)
+        return "rebuilt"
+    tracker = PromptTracker()
+    for entry in entries:
+        if entry.sequence < first_missing:
+            tracker.remember(entry)
+    _append(path, marker, missing, tracker)
     return "appended"
 
 
 def is_current(job_dir: Path, last_sequence: int) -> bool:
     """Whether the transcript ends with entry ``last_sequence``."""
-    state = read_marker(transcript_path(job_dir))
-    return state is not None and state["seq"] == last_sequence
+    marker = read_marker(transcript_path(job_dir))
+    return marker is not None and marker.seq == last_sequence

@@ -22,10 +22,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from logist import create_job, load_history, post_answer, user_action
+from logist import create_job, load_history, post_answer, step_once, user_action
 from logist.cli import cli
 from logist.views.report import render_job_report, write_index, write_job_report
 from logist.engine.rewind import rewind
+from logist.replay.scripted import Reply
+from logist.store.requests import HistoryReader
 
 from conftest import logist_cli, write_config
 from test_transcript import HOSTILE, RUN_CHECK, a, calc_scenario
@@ -104,7 +106,7 @@ def test_report_has_every_step_and_escapes_everything(jobs, llm, tmp_path):
     # Each step carries its own diff, and only what is new of its prompt.
     step5 = page[page.index('id="step-5"'): page.index('id="step-6"')]
     assert "+    return a + b" in step5 and "diff --git a/notes.md b/notes.md" in step5
-    assert page.count("--- Role: Worker ---") == 1
+    assert page.count("--- Role: Worker ---") == 2, "the system prompt where each Worker turn starts"
     assert 'data-continues="5"' in page[page.index('id="step-6"'): page.index('id="step-7"')]
 
 
@@ -134,6 +136,26 @@ def test_a_rewind_shows_what_it_undid(jobs):
     assert "deleted file mode" in step4 and "-2" in step4
 
 
+def test_a_commit_git_cannot_read_costs_its_diff_only(jobs):
+    job = create_job(jobs, "lost", "Write three files")
+    for name in ("one", "two", "three"):
+        post_answer(job, a("MESSAGE", message=name, file_changes=[{"path": f"{name}.txt", "content": f"{name}\n"}]))
+    # Entry 3's commit was made by hand elsewhere and never reached this repository.
+    history = job.history_path.read_text(encoding="utf-8")
+    lost = load_history(job.dir).interactions[2].workspace_commit
+    job.history_path.write_text(history.replace(lost, "0123456789abcdef" * 2 + "01234567"), encoding="utf-8")
+    page = render_job_report(job)
+    steps = {n: page[page.index(f'id="step-{n}"'):] for n in (2, 3, 4)}
+    assert "+one" in steps[2].split('id="step-3"')[0]
+    lost_step = steps[3].split('id="step-4"')[0]
+    assert "(no diff: " in lost_step and "0123456789abcdef" * 2 in lost_step.split("(no diff: ")[1].split(")")[0]
+    assert "(no diff: " in steps[4] and "+three" not in steps[4], "its diff starts from the lost commit"
+
+    shutil.rmtree(job.workspace)
+    page = render_job_report(job)
+    assert [seq for seq in parse(page).rows] == [1, 2, 3, 4] and 'class="diff"' not in page.split("</style>")[1]
+
+
 def test_job_report_cli_writes_where_asked(jobs, tmp_path):
     job = create_job(jobs, "out", "Say hi")
     post_answer(job, a("MESSAGE", message="hi"))
@@ -158,7 +180,10 @@ def _jobs_in_every_state(jobs):
     post_answer(asking, a("ASK", question="Which one?"))
     create_job(jobs, "fresh", "Not started <yet>")
     broken = create_job(jobs, "broken", "Damaged")
+    # A damaged manifest alone is rebuilt from the history (in memory, for
+    # commands that only look); with both damaged the job cannot be read.
     broken.manifest_path.write_text("{ not json")
+    broken.history_path.write_text("{ not json either")
     return {"done": "SUCCESS", "asking": "INPUT_REQUIRED", "fresh": "PENDING", "broken": "UNREADABLE"}
 
 
@@ -204,12 +229,14 @@ def test_job_show_prints_the_same_summary(jobs, llm, tmp_path):
     assert json.loads(as_json.stdout) == job.manifest().dump(), "--json stays the manifest"
 
 
-def test_job_show_prints_budget_use(jobs):
+def test_job_show_prints_budget_use(jobs, llm):
     write_config(jobs, prices={"gpt-4o-mini": {"input_per_million": 1000, "output_per_million": 2000}})
     job = create_job(jobs, "budget", "Spend a little", max_steps=10, max_tokens=10_000, max_cost_usd=2.0)
-    post_answer(job, a("MESSAGE", message="one"), prompt_tokens=200, completion_tokens=100)
+    # A real call (a posted answer costs nothing: its tokens are counted apart).
+    llm.add(Reply(content=a("MESSAGE", message="one"), usage={"prompt_tokens": 200, "completion_tokens": 100}))
+    step_once(job, base_url=llm.base_url)
     out = CliRunner().invoke(cli, ["job", "show", "budget"]).stdout
-    assert "Budgets: steps 1 of 10 (10%), cost_usd $0.4000 of $2.0000 (20%), tokens 300 of 10000 (3%)" in out
+    assert "Budgets: calls 1 of 10 (10%), cost_usd $0.4000 of $2.0000 (20%), tokens 300 of 10000 (3%)" in out
     page = render_job_report(job)
     assert '<meter min="0" max="1" low="0.75" high="0.9" optimum="0" value="0.2000"></meter> 20%' in page
 
@@ -298,7 +325,9 @@ def test_report_in_headless_chromium(jobs, llm, tmp_path, chromium):
     assert result["diff8Visible"] is False and result["diff8VisibleAfterClick"] is True
     assert result["pwned"] is None and result["scripts"] == 1 and result["images"] == 0
     assert HOSTILE in result["row6"]
-    assert result["fullPrompt6"] == [m.model_dump() for m in entries[5].request.prompt]
+    # Step 6 recorded only what it added; the page rebuilds its request exactly.
+    assert entries[5].request.prompt is None and entries[5].request.continues == 5
+    assert result["fullPrompt6"] == HistoryReader(job.dir).messages(6)
 
     # A picture, for people: the job with step 5 open (a tall window: headless
     # Chromium paints nothing when a screenshot follows a scroll).

@@ -55,7 +55,8 @@ def test_killed_while_the_transcript_is_written_the_step_is_recorded(jobs, llm):
     llm.add(FIRST)
     step_once(job, base_url=llm.base_url)
     before = transcript_path(job.dir).read_bytes()
-    assert read_marker(transcript_path(job.dir))["seq"] == 2
+    marker = read_marker(transcript_path(job.dir))
+    assert marker.seq == 2 and before[marker.offset:] == b"\n<!-- logist: transcript up to step 2 -->\n"
 
     llm.add(SECOND)
     killed = step_cli(llm, LOGIST_FAILPOINT="mid_transcript")
@@ -70,9 +71,10 @@ def test_killed_while_the_transcript_is_written_the_step_is_recorded(jobs, llm):
     assert not (job.dir / "step_journal.json").exists()
     status = json.loads(ok(logist_cli("job", "status", "hello", "--json")).stdout)
     assert status["status"] == "REVIEWING" and status["last_sequence"] == 3
-    # The transcript was cut in the middle of the new entry's block.
+    # The transcript was cut in the middle of the new entry's block, which
+    # was written over the old marker.
     torn = transcript_path(job.dir).read_bytes()
-    assert torn.startswith(before) and len(torn) > len(before)
+    assert torn.startswith(before[: marker.offset]) and len(torn) > len(before)
     assert read_marker(transcript_path(job.dir)) is None
 
     # The next command needs no repair and rebuilds the transcript.
@@ -128,7 +130,7 @@ def test_a_busy_views_lock_is_skipped_and_caught_up_later(jobs, llm):
         result = ok(step_cli(llm))
         assert "could not update" not in result.stderr, "a busy views lock is not a failure"
         assert [e["sequence"] for e in read_json(job.history_path)["interactions"]] == [1, 2]
-        assert read_marker(transcript_path(job.dir))["seq"] == 1, "the step did not wait for, or write, the views"
+        assert read_marker(transcript_path(job.dir)).seq == 1, "the step did not wait for, or write, the views"
     finally:
         holder.communicate("\n", timeout=30)
     shown = ok(logist_cli("job", "transcript", "hello"))

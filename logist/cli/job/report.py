@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Optional
 
@@ -70,8 +71,10 @@ def transcript(app: Application, job_id: Optional[str], rebuild: bool, lock_time
             done = "rebuilt"
         else:
             done = tr.update(job.dir)
-        text = path.read_text(encoding="utf-8")
-    if done != "current":
-        app.info(f"{'Rebuilt' if done == 'rebuilt' else 'Brought'} {shown_path(path)} "
-             f"{'from' if done == 'rebuilt' else 'up to date with'} {HISTORY_NAME}.")
-    click.echo(text, nl=False)
+        if done != "current":
+            app.info(f"{'Rebuilt' if done == 'rebuilt' else 'Brought'} {shown_path(path)} "
+                     f"{'from' if done == 'rebuilt' else 'up to date with'} {HISTORY_NAME}.")
+        # Copied as it is read (a long job's transcript need not fit in
+        # memory), with the lock held so no append lands halfway.
+        with open(path, "rb") as handle:
+            shutil.copyfileobj(handle, click.get_binary_stream("stdout"), 1 << 20)

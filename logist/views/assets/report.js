@@ -20,8 +20,8 @@
   function fullPrompt(step) {
     var chain = [], at = step;
     while (at) { chain.unshift(at); at = at.dataset.continues ? stepOf(at.dataset.continues) : null; }
-    var out = [], system = step.dataset.system && stepOf(step.dataset.system);
-    var systemText = system && system.querySelector("[data-system-text] pre");
+    // The first step of the chain sent its prompt in full, system prompt included.
+    var out = [], systemText = chain[0].querySelector(":scope > .detail > .prompt [data-system-text] pre");
     if (systemText) { out.push(["system", systemText.textContent]); }
     chain.forEach(function (s, i) {
       messagesOf(s).forEach(function (m) { out.push([m.dataset.role, m.querySelector("pre").textContent]); });
