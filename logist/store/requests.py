@@ -27,7 +27,8 @@ def _answer(entry: dict) -> dict:
 
 
 def messages_of(entries: Entries, sequence: int, fetch: Optional[Callable[[int], Entries]] = None) -> list[dict]:
-    """The exact ``messages`` sent by call entry ``sequence``.
+    """The exact ``messages`` sent by call entry ``sequence`` (the message
+    dicts are those of ``entries``, shared: do not change them).
 
     ``fetch(n)`` returns entries from number n on, for when ``entries`` does
     not reach back far enough.
@@ -47,10 +48,10 @@ def messages_of(entries: Entries, sequence: int, fetch: Optional[Callable[[int],
         seen.add(previous)
         chain.append(current)
         current = _get(entries, previous, fetch)
-    messages = [dict(m) for m in current["request"]["prompt"]]
+    messages = list(current["request"]["prompt"])
     for entry in reversed(chain):
         messages.append(_answer(_get(entries, entry["request"]["continues"], fetch)))
-        messages.extend(dict(m) for m in entry["request"]["added"])
+        messages.extend(entry["request"]["added"])
     return messages
 
 
@@ -73,6 +74,11 @@ def request_body(entry: dict, messages: list[dict]) -> dict:
     return body
 
 
+#: Per process and job: the messages of the last request rebuilt, so that
+#: the next round (which continues it) costs its new messages, not the turn.
+_LAST: dict[str, tuple[object, int, list[dict]]] = {}
+
+
 class HistoryReader:
     """Entries of one job's history, read from the end of the file as far
     back as a question needs, and kept for the next question."""
@@ -91,7 +97,23 @@ class HistoryReader:
         return entries_since(self.job_dir, start)
 
     def messages(self, sequence: int) -> list[dict]:
-        return messages_of(self.entries, sequence, self.fetch)
+        from .history import file_identity
+
+        identity = file_identity(self.job_dir)
+        key = str(self.job_dir)
+        last = _LAST.get(key)
+        entry = self.entry(sequence)
+        request = entry.get("request") or {}
+        if last and last[0] == identity and last[1] == sequence:
+            return list(last[2])
+        if last and last[0] == identity and request.get("prompt") is None and request.get("continues") == last[1]:
+            messages = last[2] + [_answer(self.entry(last[1]))] + list(request.get("added") or [])
+        else:
+            messages = messages_of(self.entries, sequence, self.fetch)
+        _LAST[key] = (identity, sequence, messages)
+        if len(_LAST) > 4:
+            _LAST.pop(next(iter(_LAST)))
+        return list(messages)
 
     def entry(self, sequence: int) -> dict:
         return _get(self.entries, sequence, self.fetch)
