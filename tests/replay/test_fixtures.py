@@ -53,6 +53,7 @@ def comparable(job_dir_or_history, workspace: str | None = None, replayed: bool 
             data["kind"] = "llm_call" if data["kind"] == "replay" else data["kind"]
         if replayed is not None:
             data["state"].pop("totals", None)
+        data.pop("duration_ms", None)  # a time, and left out when 0 (an answer that took no call)
         text = json.dumps(data).replace(json.dumps(entry.workspace_path)[1:-1], "<workspace>")
         entries.append(json.loads(text))
     normalised = Normaliser(Path("/nonexistent"))(entries)
