@@ -206,5 +206,10 @@ def upgrade_job(job_dir: Path) -> Optional[str]:
     fsync_dir(job_dir)
     write_canonical(hpath, history["job_id"], history["interactions"])
     if manifest is not None:
-        atomic_write_json(mpath, JobManifest.model_validate(manifest).dump())
+        upgraded = JobManifest.model_validate(manifest)
+        atomic_write_json(mpath, upgraded.dump())
+        from .layout import README_NAME, write_readme
+
+        if not (job_dir / README_NAME).exists():  # format 2 jobs explain their folder
+            write_readme(job_dir, upgraded.job_id, upgraded.objective)
     return f"upgraded the job's files from format 1 to format 2 (the old ones are kept as {hpath.name}.v1 and {mpath.name}.v1)"

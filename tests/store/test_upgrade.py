@@ -64,6 +64,7 @@ def test_a_v1_job_directory_is_upgraded_by_job_upgrade_and_keeps_the_old_files(j
     job = create_from_fixture(jobs, V1, "calc1")
     for name in ("job_manifest.json", "jobHistory.json"):
         shutil.copy(V1 / name, job.dir / name)
+    (job.dir / "README.md").unlink()  # format 1 jobs had none
     v1_bytes = (job.dir / "jobHistory.json").read_bytes()
     assert file_format(job.dir) == 1
 
@@ -78,6 +79,7 @@ def test_a_v1_job_directory_is_upgraded_by_job_upgrade_and_keeps_the_old_files(j
     assert "format 1 to format 2" in done.stdout
     assert file_format(job.dir) == 2
     assert (job.dir / "jobHistory.json.v1").read_bytes() == v1_bytes
+    assert "job_manifest.json.v1" in (job.dir / "README.md").read_text() or "*.v1" in (job.dir / "README.md").read_text()
     manifest = json.loads((job.dir / "job_manifest.json").read_text())
     assert (manifest["format"], manifest["status"], manifest["calls"]) == (2, "SUCCESS", 6)
     assert "messages" not in manifest["turn"]
