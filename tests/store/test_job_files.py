@@ -91,7 +91,8 @@ def test_names_only_rare_events_leave_are_described(tmp_path):
     for name in ("jobHistory.json", "job_manifest.json"):
         shutil.copy(REPO_ROOT / "tests" / "data" / "v1-calc" / name, old / name)
     assert upgrade_job(old)
-    assert sorted(os.listdir(old)) == ["jobHistory.json", "jobHistory.json.v1", "job_manifest.json", "job_manifest.json.v1"]
+    assert sorted(os.listdir(old)) == [
+        "README.md", "jobHistory.json", "jobHistory.json.v1", "job_manifest.json", "job_manifest.json.v1"]
     aside = move_aside(old / "jobHistory.json", "2026-11-23T100405Z")
     for name in os.listdir(old):
         assert describe(name) is not None, name
