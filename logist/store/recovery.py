@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import history as hist
 from .atomic import atomic_write_json, move_aside
-from ..errors import CorruptFileError
+from ..errors import CorruptFileError, LogistError
 from ..failpoints import failpoint
 from .entries import HistoryEntry, JobDefinition
 from .manifest import JobManifest, read_manifest, utc_now, write_manifest
@@ -160,6 +160,25 @@ def _load_manifest_or_rebuild(job_dir: Path, notes: list[str]) -> JobManifest:
         return manifest
 
 
+def _refuse_a_newer_format(job_dir: Path) -> None:
+    """A job a newer Logist wrote can be read (unknown fields are kept), but
+    changing it could break what that version expects of its own format."""
+    from .manifest import MANIFEST_FORMAT
+
+    found = hist.file_format(job_dir)
+    if found <= hist.HISTORY_FORMAT:
+        try:
+            found = int(json.loads((job_dir / "job_manifest.json").read_text(encoding="utf-8")).get("format", 1))
+        except (OSError, ValueError, TypeError, AttributeError):
+            return  # an unreadable manifest is repaired below
+        if found <= MANIFEST_FORMAT:
+            return
+    raise LogistError(
+        f"job '{job_dir.name}' was written by a newer Logist (format {found}); this one writes format "
+        f"{hist.HISTORY_FORMAT}: it can show the job but not change it (upgrade Logist)"
+    )
+
+
 def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
     """Repair whatever an interrupted command left; return the manifest and
     what was done. Call with the job's lock held."""
@@ -177,6 +196,7 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
     upgraded = upgrade_job(job_dir)
     if upgraded:
         log.info("job %s: %s", job_dir.name, upgraded)
+    _refuse_a_newer_format(job_dir)
     try:
         hist.last_entry(job_dir)
     except CorruptFileError as exc:

@@ -129,3 +129,25 @@ def test_fields_a_newer_version_added_are_kept_not_refused(jobs):
     entries = json.loads(job.history_path.read_text())["interactions"]
     assert entries[0]["a_newer_entry_field"] == "kept" and len(entries) == 2
     assert entries[1]["state"]["turn"]["a_newer_turn_field"] is True
+
+
+def test_a_job_from_a_newer_logist_is_shown_but_not_changed(jobs):
+    from logist import create_job, post_answer
+    from logist.errors import LogistError
+
+    job = create_job(jobs, "future", "Do it")
+    history = job.history_path.read_text().replace('"format": 2,', '"format": 3,', 1)
+    job.history_path.write_text(history)
+    status = logist_cli("job", "status", "future", "--json", env={"LOGIST_JOBS_DIR": str(jobs.path)})
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["status"] == "PENDING"
+    before = job.history_path.read_bytes()
+    try:
+        post_answer(job, json.dumps({"action": "MESSAGE", "message": "hi"}))
+    except LogistError as exc:
+        assert "written by a newer Logist (format 3)" in str(exc)
+    else:
+        raise AssertionError("a newer format was changed")
+    assert job.history_path.read_bytes() == before
+    done = logist_cli("job", "step", "future", "--oneshot", env={"LOGIST_JOBS_DIR": str(jobs.path)})
+    assert done.returncode != 0 and "newer Logist" in done.stderr and "Traceback" not in done.stderr
