@@ -19,7 +19,7 @@ from ..store.config import LogistConfig
 from ..store.entries import RequestMetadata
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest
-from ..store.requests import HistoryReader
+from ..store.requests import HistoryReader, request_body
 from ..store.roles import RoleManifest, load_roles
 from . import compaction
 from .prompt import Prompt, build_prompt
@@ -50,22 +50,6 @@ class Prepared:
     @property
     def is_compaction(self) -> bool:
         return self.compaction_target is not None
-
-
-def request_body(
-    model: str,
-    messages: list[dict],
-    temperature: Optional[float] = None,
-    max_tokens: Optional[int] = None,
-    response_format: Optional[dict] = None,
-) -> dict:
-    """A Chat Completions body; parameters that are not set are left out,
-    so the endpoint applies its own defaults."""
-    body: dict = {"model": model, "messages": messages}
-    for key, value in (("temperature", temperature), ("max_tokens", max_tokens), ("response_format", response_format)):
-        if value is not None:
-            body[key] = value
-    return body
 
 
 def resolve_model(config: LogistConfig, manifest: JobManifest, role: RoleManifest, override: Optional[str]) -> str:

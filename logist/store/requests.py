@@ -63,15 +63,28 @@ def _get(entries: Entries, sequence: int, fetch: Optional[Callable[[int], Entrie
     return entries[sequence]
 
 
-def request_body(entry: dict, messages: list[dict]) -> dict:
-    """The Chat Completions body entry ``entry`` sent, from its messages and
-    metadata (parameters that were not set are left out, as when sent)."""
-    meta = entry["request"]["metadata"]
-    body: dict = {"model": meta["model"], "messages": messages}
-    for key in ("temperature", "max_tokens", "response_format"):
-        if meta.get(key) is not None:
-            body[key] = meta[key]
+def request_body(
+    model: str,
+    messages: list[dict],
+    temperature: Optional[float] = None,
+    max_tokens: Optional[int] = None,
+    response_format: Optional[dict] = None,
+) -> dict:
+    """A Chat Completions body, the one way Logist builds it (a step's, and
+    a recorded one rebuilt): parameters that are not set are left out, so
+    the endpoint applies its own defaults."""
+    body: dict = {"model": model, "messages": messages}
+    for key, value in (("temperature", temperature), ("max_tokens", max_tokens), ("response_format", response_format)):
+        if value is not None:
+            body[key] = value
     return body
+
+
+def recorded_body(entry: dict, messages: list[dict]) -> dict:
+    """The body call entry ``entry`` sent, from its rebuilt ``messages`` and its metadata."""
+    meta = entry["request"]["metadata"]
+    return request_body(meta["model"], messages, meta.get("temperature"), meta.get("max_tokens"),
+                        meta.get("response_format"))
 
 
 #: Per process and job: the messages of the last request rebuilt, so that

@@ -155,13 +155,7 @@ def _entry(entry: dict, upgrader: _Upgrader, first: bool) -> dict:
 
 def upgrade_history_data(data: Any) -> Any:
     """A format 1 history document as format 2 (anything else unchanged)."""
-    if not _v1(data):
-        return data
-    from .history import HISTORY_FORMAT, HISTORY_SCHEMA
-
-    upgrader = _Upgrader()
-    entries = [_entry(e, upgrader, i == 0) for i, e in enumerate(data.get("interactions") or [])]
-    return {"$schema": HISTORY_SCHEMA, "format": HISTORY_FORMAT, "job_id": data.get("job_id"), "interactions": entries}
+    return upgrade_files(None, data)[1]
 
 
 def upgrade_files(manifest_data: Any, history_data: Any) -> tuple[Any, Any]:
@@ -169,14 +163,14 @@ def upgrade_files(manifest_data: Any, history_data: Any) -> tuple[Any, Any]:
     from the history."""
     if not _v1(history_data):
         return upgrade_manifest_data(manifest_data), history_data
+    from .history import HISTORY_FORMAT, HISTORY_SCHEMA
+
     upgrader = _Upgrader()
     raw = history_data.get("interactions") or []
     entries = [_entry(e, upgrader, i == 0) for i, e in enumerate(raw)]
     pointers = upgrader.pointers({"kind": None, "sequence": None}, manifest_data) if _v1(manifest_data) else None
-    history = {"job_id": history_data.get("job_id"), "interactions": entries}
-    from .history import HISTORY_FORMAT, HISTORY_SCHEMA
-
-    history = {"$schema": HISTORY_SCHEMA, "format": HISTORY_FORMAT, **history}
+    history = {"$schema": HISTORY_SCHEMA, "format": HISTORY_FORMAT, "job_id": history_data.get("job_id"),
+               "interactions": entries}
     return upgrade_manifest_data(manifest_data, pointers), history
 
 

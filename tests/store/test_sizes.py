@@ -22,7 +22,7 @@ from logist.store.entries import HistoryEntry
 from logist.store.history import iter_entry_data, load_history
 from logist.store.manifest import read_manifest
 from logist.store.recovery import manifest_at
-from logist.store.requests import HistoryReader, request_body
+from logist.store.requests import HistoryReader, recorded_body
 
 WORDS = "the test file output line value check parse read count error warning sensor reading batch window".split()
 ALLOWED = ["head *", "tail *", "grep *", "cat *"]
@@ -96,7 +96,7 @@ def test_forty_command_round_trips_write_under_500_kb_and_every_request_is_rebui
         assert 200 <= len(call.command.output) <= 2100
         assert following["messages"][-1]["content"].startswith(call.command.output)
     for call, received in zip(calls, requests):
-        rebuilt = request_body(entries[call.sequence], HistoryReader(job.dir).messages(call.sequence))
+        rebuilt = recorded_body(entries[call.sequence], HistoryReader(job.dir).messages(call.sequence))
         assert rebuilt == received, f"entry {call.sequence}"
     assert job.history_path.stat().st_size < 500_000
 

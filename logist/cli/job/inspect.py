@@ -296,7 +296,7 @@ def history(app: Application, job_id: Optional[str], number: Optional[int], as_j
 def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
     from ...errors import NotFoundError
     from ...store.history import read_entry
-    from ...store.requests import HistoryReader, request_body
+    from ...store.requests import HistoryReader, recorded_body
 
     last = job.manifest().last_sequence
     if not 1 <= number <= last:
@@ -305,7 +305,7 @@ def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
     data = entry.dump()
     body = None
     if entry.request is not None:
-        body = request_body(data, HistoryReader(job.dir).messages(number))
+        body = recorded_body(data, HistoryReader(job.dir).messages(number))
     if as_json:
         app.print_json(data | ({"request_body": body} if body is not None else {}))
         return
