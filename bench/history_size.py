@@ -44,7 +44,8 @@ from pathlib import Path
 
 from logist import JobsDir, create_job, step_once
 from logist.replay.scripted import ScriptedLLMServer
-from logist.store.history import entry_bytes, iter_entry_data, last_entry
+from logist.store.history import entry_bytes, iter_entry_data
+from logist.store.seek import last_entry
 
 KB = 1000
 #: Issue 13's targets.

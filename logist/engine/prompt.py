@@ -42,7 +42,8 @@ class Prompt:
     #: The entry whose request and answer these messages extend, or None
     #: when the messages are a prompt in full.
     continues: Optional[int] = None
-    #: With ``continues``: the messages added after that entry's answer.
+    #: With ``continues``: the messages added after that entry's answer, as
+    #: recorded (a command's output by reference: ``output_of``).
     added: list[dict] = field(default_factory=list)
 
     def record(self) -> dict:
@@ -170,10 +171,17 @@ def build_prompt(
         text, files_context = opening_message(manifest, workspace)
     else:
         text = turn.pending
-    pending = {"role": "user", "content": f"{text}\n\n{call_marker(manifest)}"}
+    suffix = f"\n\n{call_marker(manifest)}"
+    pending = {"role": "user", "content": text + suffix}
     if turn.prompt_call is not None and turn.last_call is not None:
         conversation = history.conversation(turn)
-        return Prompt(conversation + [pending], files_context, continues=turn.last_call, added=[pending])
+        added = pending
+        if turn.pending is not None and manifest.last_sequence:
+            last = history.entry(manifest.last_sequence)
+            if (last.get("command") or {}).get("output") == turn.pending:
+                # The command's output is recorded once, in the entry that ran it.
+                added = {"role": "user", "output_of": manifest.last_sequence, "suffix": suffix}
+        return Prompt(conversation + [pending], files_context, continues=turn.last_call, added=[added])
     skill = (manifest.skill.name, manifest.skill.instructions) if manifest.skill else None
     addressable = None
     if manifest.workflow == "planned" and turn.slot == PLANNER:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..store import history as hist
+from ..store import seek
 from ..store import recovery as journal
 from ..errors import LogistError
 from ..store.entries import ANSWER_KINDS, HistoryEntry
@@ -28,7 +29,7 @@ def _target_entry(job: Job, to: Optional[int], baseline: bool, last: int) -> His
     if to is not None:
         if not 1 <= to <= last:
             raise LogistError(f"job '{job.id}' has no history entry {to} (it has 1 to {last})")
-        entry = hist.read_entry(job.dir, to)
+        entry = seek.read_entry(job.dir, to)
         if entry.kind == "rewind":
             raise LogistError(f"entry {to} is itself a rewind; name the step you want to return to")
         return entry

@@ -15,8 +15,8 @@ read out of the prompt text: no role detection, no per-role queues, no
 patterns. Prompts do not name the job or the endpoint, so a recording
 replays under any job id and against any port; the one job-specific value
 a prompt can hold is the workspace path (in a command's output), and it is
-replaced by exact known values only: each recorded call's own
-``workspace_path``, and :attr:`ReplayLLMServer.workspace` when the caller
+replaced by exact known values only: the recording's ``workspace_path``
+(its header's, or an entry's own where the job had moved), and :attr:`ReplayLLMServer.workspace` when the caller
 says where the replaying job lives. (``response_format`` is not part of a
 recording, so it is not compared.)
 
@@ -245,11 +245,14 @@ class ReplayLLMServer(LLMServer):
         seen: dict[str, int] = {}
         self.calls: list[RecordedCall] = []
         by_number = {e.sequence: e.dump() for e in self.history.interactions}
+        # Every workspace path the recording names (a message can repeat an earlier step's output).
+        self._recorded_workspaces = tuple(
+            {e.workspace_path for e in self.history.interactions if e.workspace_path}
+            | ({self.history.workspace_path} if self.history.workspace_path else set()))
         for entry, label in zip(entries, labels):
             seen[label] = seen.get(label, 0) + 1
-            request = canonical_request(recorded_body(entry, by_number), (entry.workspace_path,))
+            request = canonical_request(recorded_body(entry, by_number), self._recorded_workspaces)
             self.calls.append(RecordedCall(entry, label, seen[label], self.counts[label], request, digest(request)))
-        self._recorded_workspaces = tuple({e.workspace_path for e in entries if e.workspace_path})
         self.total = len(self.calls)
         #: Unserved calls by the digest of their request, earliest first.
         self._unserved: dict[str, deque[RecordedCall]] = {}

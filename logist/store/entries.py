@@ -37,10 +37,10 @@ class RequestMetadata(BaseModel):
     """How a call was made: for whom, in which state, with which model and parameters."""
 
     model_config = KEEP_UNKNOWN
-    role: str
-    """The role the call was made for."""
-    phase: str
-    """The job's state when the call was made, or "compaction" for a summary call."""
+    role: Optional[str] = None
+    """The role the call was made for (left out of the file when it is the entry's ``role``)."""
+    phase: Optional[str] = None
+    """The job's state when the call was made, or "compaction" for a summary call (left out of the file when it is the entry's ``state_before``)."""
     model: str
     """The model the request named."""
     temperature: Optional[float] = None
@@ -51,6 +51,28 @@ class RequestMetadata(BaseModel):
     """The response_format sent, if any."""
 
 
+class AddedMessage(BaseModel):
+    """A message a call added: its text, or (a command's output being the
+    next message the model is sent) the entry whose ``command.output`` it
+    is, then ``suffix``, so the output is stored once."""
+
+    model_config = KEEP_UNKNOWN
+    role: Literal["system", "user", "assistant"]
+    """Who speaks: the system prompt, Logist (user) or the model (assistant)."""
+    content: Optional[str] = None
+    """The message's text, exactly as sent (absent when ``output_of`` says it)."""
+    output_of: Optional[int] = None
+    """The entry whose command output begins the message (instead of ``content``)."""
+    suffix: str = ""
+    """With ``output_of``: the text sent after the output."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "AddedMessage":
+        if (self.content is None) == (self.output_of is None):
+            raise ValueError("an added message has either 'content' or 'output_of'")
+        return self
+
+
 class Request(BaseModel):
     """The request's messages: ``prompt`` in full, or ``continues`` + ``added``."""
 
@@ -59,7 +81,7 @@ class Request(BaseModel):
     """Every message sent, in order (first call of a turn, summary calls, first call after a compaction)."""
     continues: Optional[int] = None
     """The entry this call continues: its request's messages and its answer come before ``added``."""
-    added: Optional[list[Message]] = None
+    added: Optional[list[AddedMessage]] = None
     """The messages this call added after the continued entry's answer."""
     files_context: list[str] = []
     """Workspace files whose contents the prompt includes."""
@@ -79,7 +101,7 @@ class Response(BaseModel):
     """What came back from a call, and what Logist made of it."""
 
     model_config = KEEP_UNKNOWN
-    status: Literal["SUCCESS", "INVALID", "ERROR"]
+    status: Literal["SUCCESS", "INVALID", "ERROR"] = "SUCCESS"
     """SUCCESS: a valid answer; INVALID: not JSON or against the protocol; ERROR: the call failed (no answer)."""
     actions: list[str] = []
     """The answer's action."""
@@ -153,8 +175,8 @@ class HistoryEntry(BaseModel):
     """The job's state after the step."""
     role: Optional[str] = None
     """The role the step concerns."""
-    workspace_path: str
-    """The workspace the step ran in."""
+    workspace_path: Optional[str] = None
+    """The absolute workspace path the step ran in, when it is not the history's ``workspace_path`` (the job was moved)."""
     request: Optional[Request] = None
     """What was sent (calls only)."""
     response: Optional[Response] = None
@@ -190,6 +212,14 @@ class HistoryEntry(BaseModel):
                             ("workspace_commit", "workspace_commit")):
             if key not in state and data.get(source) is not None:
                 state[key] = data[source]
+        request = data.get("request")
+        if isinstance(request, dict) and isinstance(request.get("metadata"), dict):
+            # Said once by the entry itself.
+            meta = request["metadata"]
+            restored = {"role": data.get("role"), "phase": data.get("state_before")}
+            missing = {k: v for k, v in restored.items() if k not in meta and v is not None}
+            if missing:
+                data = {**data, "request": {**request, "metadata": {**meta, **missing}}}
         command = data.get("command")
         if data.get("pending_is_command_output") and isinstance(state.get("turn"), dict) and "pending" not in state["turn"]:
             output = command.get("output") if isinstance(command, dict) else getattr(command, "output", None)
@@ -198,8 +228,8 @@ class HistoryEntry(BaseModel):
 
     def dump(self) -> dict:
         """The entry as the file holds it: fields at their defaults left out;
-        in ``state``, what the entry itself says (status, time, number,
-        commit) left out, and the pending message not repeated when it is
+        in ``state`` and the request's metadata, what the entry itself says
+        (status, time, number, commit; role and phase) left out, and the pending message not repeated when it is
         the command's output."""
         skip = {"state", "definition", "pending_is_command_output"}
         data = self.model_dump(mode="json", exclude_defaults=True, exclude=skip)
@@ -216,6 +246,11 @@ class HistoryEntry(BaseModel):
         if self.command is not None and self.command.output is not None and turn.get("pending") == self.command.output:
             del turn["pending"]
             data["pending_is_command_output"] = True
+        meta = (data.get("request") or {}).get("metadata")
+        if meta is not None:
+            for key, value in (("role", self.role), ("phase", self.state_before)):
+                if meta.get(key) == value:
+                    del meta[key]
         data["state"] = state
         return data
 
@@ -228,5 +263,7 @@ class JobHistory(BaseModel):
     """The file's format version."""
     job_id: str
     """The job's id."""
+    workspace_path: Optional[str] = None
+    """The absolute workspace path the job was created with (a replay recognises it in recorded command output); an entry made elsewhere names its own."""
     interactions: list[HistoryEntry]
     """Every entry, oldest first."""

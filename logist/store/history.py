@@ -3,7 +3,11 @@
 The file is one JSON document that a person can open, and ``json.load``,
 at any time::
 
-    {"$schema": ..., "format": 2, "job_id": ..., "interactions": [entry, ...]}
+    {"$schema": ..., "format": 2, "job_id": ..., "workspace_path": ..., "interactions": [entry, ...]}
+
+``workspace_path`` is where the job's workspace was when it was created
+(absolute; a replay recognises it in recorded command output); an entry
+made after the job was moved names its own.
 
 Entries are :class:`~logist.store.entries.HistoryEntry` (what each holds:
 :mod:`logist.store.entries`). Rewriting the file on every step would cost
@@ -12,7 +16,7 @@ time proportional to its length, so an append writes in place instead:
 * The file always ends with the same closing bytes, :data:`TAIL`, and every
   entry starts on a line of its own at a fixed indent, with its
   ``sequence`` first, so an entry is found by its number without parsing
-  the others (:func:`read_entry`).
+  the others (:func:`logist.store.seek.read_entry`).
 * To append, Logist records the current length in a small journal
   (``jobHistory.json.append``, written atomically), then writes
   ``,<entry>`` + :data:`TAIL` over the old tail with one ``write`` call,
@@ -35,8 +39,8 @@ format 2 the first time a command changes the job.
 from __future__ import annotations
 
 import json
-import mmap
 import os
+import re
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -66,14 +70,20 @@ def _journal_path(path: Path) -> Path:
     return path.with_name(path.name + JOURNAL_SUFFIX)
 
 
-def header(job_id: str) -> bytes:
+def header(job_id: str, workspace_path: Optional[str] = None) -> bytes:
+    where = f'  "workspace_path": {json.dumps(workspace_path, ensure_ascii=False)},\n' if workspace_path else ""
     return (
         "{\n"
         f'  "$schema": "{HISTORY_SCHEMA}",\n'
         f'  "format": {HISTORY_FORMAT},\n'
         f'  "job_id": {json.dumps(job_id, ensure_ascii=False)},\n'
+        f"{where}"
         '  "interactions": ['
     ).encode("utf-8")
+
+
+#: Separators inside a field's value.
+COMPACT = (",", ":")
 
 
 def entry_bytes(entry: dict) -> bytes:
@@ -82,27 +92,54 @@ def entry_bytes(entry: dict) -> bytes:
     the rest of the file), and the indentation a nested layout would repeat
     on every line of every entry is not paid for."""
     inner = ENTRY_INDENT + "  "
-    fields = [f"{inner}{json.dumps(key, ensure_ascii=False)}: {json.dumps(value, ensure_ascii=False)}"
+    fields = [f"{inner}{json.dumps(key, ensure_ascii=False)}: {json.dumps(value, ensure_ascii=False, separators=COMPACT)}"
               for key, value in entry.items()]
     text = "{\n" + ",\n".join(fields) + "\n" + ENTRY_INDENT + "}"
     return ("\n" + ENTRY_INDENT + text).encode("utf-8")
 
 
-def create_history(job_dir: Path, job_id: str) -> None:
-    atomic_write(history_path(job_dir), header(job_id) + TAIL)
+def create_history(job_dir: Path, job_id: str, workspace_path: Optional[str] = None) -> None:
+    atomic_write(history_path(job_dir), header(job_id, workspace_path) + TAIL)
 
 
-def write_canonical(path: Path, job_id: str, entries: list[dict]) -> None:
+def write_canonical(path: Path, job_id: str, entries: list[dict], workspace_path: Optional[str] = None) -> None:
     body = b",".join(entry_bytes(e) for e in entries)
-    atomic_write(path, header(job_id) + body + TAIL)
+    atomic_write(path, header(job_id, workspace_path) + body + TAIL)
+
+
+def _head(path: Path) -> bytes:
+    """The file's header: its bytes before the list of entries."""
+    with open(path, "rb") as handle:
+        head = handle.read(8192)
+    end = head.find(b'"interactions"')
+    return head if end < 0 else head[:end]
+
+
+#: Per process: the header's workspace path, by file (path, inode).
+_WORKSPACE: dict[tuple[str, int], Optional[str]] = {}
+
+
+def recorded_workspace(job_dir: Path) -> Optional[str]:
+    """The absolute workspace path the history's header names (None: none)."""
+    path = history_path(job_dir)
+    try:
+        key = (str(path), os.stat(path).st_ino)
+    except FileNotFoundError:
+        return None
+    if key not in _WORKSPACE:
+        head = _head(path)
+        found = re.search(rb'"workspace_path":\s*("(?:[^"\\]|\\.)*")', head)
+        _WORKSPACE[key] = json.loads(found.group(1)) if found else None
+        if len(_WORKSPACE) > 64:
+            _WORKSPACE.pop(next(iter(_WORKSPACE)))
+    return _WORKSPACE[key]
 
 
 def file_format(job_dir: Path) -> int:
     """The format version the file's header names (1: none named)."""
-    with open(history_path(job_dir), "rb") as handle:
-        head = handle.read(4096)
+    head = _head(history_path(job_dir))
     marker = head.find(b'"format":')
-    if marker < 0 or marker > head.find(b'"interactions"') >= 0:
+    if marker < 0:
         return 1
     digits = head[marker + 9 :].lstrip()[:6]
     number = digits[: len(digits) - len(digits.lstrip(b"0123456789"))]
@@ -278,103 +315,12 @@ def iter_entry_data(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
             buffer = buffer[following:]
 
 
-def _map(handle) -> Optional[mmap.mmap]:
-    try:
-        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    except ValueError:  # an empty file
-        return None
-
-
-#: Per process, the entries last parsed from the end of a few histories, so
-#: that a loop of steps reads only what was appended since (the file only
-#: grows in place; a rewritten file is a new inode, a repaired one is
-#: shorter, and either is read afresh). Callers must not change the dicts.
-_PARSED: dict[str, tuple[tuple[int, int], int, int, dict[int, dict]]] = {}
-_PARSED_JOBS = 4
-
-
-def file_identity(job_dir: Path) -> tuple[int, int]:
-    """Which file the history is (a rewritten history is another file)."""
-    info = os.stat(history_path(job_dir))
-    return info.st_dev, info.st_ino
-
-
-def entries_since(job_dir: Path, sequence: int) -> dict[int, dict]:
-    """The parsed entries numbered ``sequence`` or more, by number, reading
-    only the end of the file from that entry on (and, in a process that
-    read this history before, only what was appended since)."""
-    path = history_path(job_dir)
-    if file_format(job_dir) < HISTORY_FORMAT:
-        return {e.sequence: e.dump() for e in load_history(job_dir).interactions if e.sequence >= sequence}
-    with open(path, "rb") as handle:
-        end = _canonical_end(path, handle)
-        view = _map(handle) if end is not None else None
-        if view is None:
-            return {e.sequence: e.dump() for e in load_history(job_dir).interactions if e.sequence >= sequence}
-        info = os.fstat(handle.fileno())
-        identity = (info.st_dev, info.st_ino)
-        with view:
-            cached = _PARSED.get(str(path))
-            if cached and cached[0] == identity and cached[1] <= sequence and cached[2] <= end:
-                _, first, parsed_end, entries = cached
-                fresh = view[parsed_end:end].lstrip(b",")
-            else:
-                start = view.rfind(ENTRY_START + str(sequence).encode() + b",", 0, end)
-                if start < 0:
-                    start = view.find(ENTRY_START, 0, end)  # renumbered by hand: read it all
-                if start < 0:
-                    return {}
-                first, entries, fresh = sequence, {}, view[start:end]
-            try:
-                items = json.loads(b"[" + fresh + b"]") if fresh.strip() else []
-            except ValueError as exc:
-                _PARSED.pop(str(path), None)
-                raise _corrupt(path, exc) from None
-    entries = {**entries, **{item["sequence"]: item for item in items}}
-    _PARSED.pop(str(path), None)
-    while len(_PARSED) >= _PARSED_JOBS:
-        _PARSED.pop(next(iter(_PARSED)))
-    _PARSED[str(path)] = (identity, first, end, entries)
-    return {number: item for number, item in entries.items() if number >= sequence}
-
-
-def read_entry(job_dir: Path, sequence: int) -> HistoryEntry:
-    """Entry number ``sequence``, found without parsing the others."""
-    found = entries_since(job_dir, sequence).get(sequence)
-    if found is None:
-        raise CorruptFileError(f"{history_path(job_dir)} has no entry {sequence}")
-    return HistoryEntry.model_validate(found)
-
-
-def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
-    """The last entry, reading only the end of the file."""
-    path = history_path(job_dir)
-    if file_format(job_dir) < HISTORY_FORMAT:
-        entries = load_history(job_dir).interactions
-        return entries[-1] if entries else None
-    with open(path, "rb") as handle:
-        end = _canonical_end(path, handle)
-        view = _map(handle) if end is not None else None
-        if view is None:
-            entries = load_history(job_dir).interactions
-            return entries[-1] if entries else None
-        with view:
-            start = view.rfind(ENTRY_START, 0, end)
-            if start < 0:
-                return None
-            text = view[start:end]
-    try:
-        return HistoryEntry.model_validate(json.loads(text))
-    except (ValueError, ValidationError):
-        raise CorruptFileError(f"{path} is corrupt: its last entry cannot be parsed") from None
-
-
 def _normalise(job_dir: Path) -> None:
     """Rewrite a parseable history that lost its canonical layout (or is in
     an older format) in the canonical format 2 form."""
     path = history_path(job_dir)
     history = load_history(job_dir)
-    write_canonical(path, history.job_id, [e.dump() for e in history.interactions])
+    write_canonical(path, history.job_id, [e.dump() for e in history.interactions], history.workspace_path)
 
 
 def salvage(job_dir: Path, job_id: str) -> tuple[Path, int]:
@@ -388,6 +334,7 @@ def salvage(job_dir: Path, job_id: str) -> tuple[Path, int]:
     kept: list[dict] = []
     decoder = json.JSONDecoder()
     text = raw.decode("utf-8", errors="replace")
+    workspace = recorded_workspace(job_dir)
     start = text.find("[")
     pos = start + 1 if start >= 0 else len(text)
     while pos < len(text):
@@ -401,5 +348,5 @@ def salvage(job_dir: Path, job_id: str) -> tuple[Path, int]:
         except (ValueError, ValidationError):
             break
     aside = move_aside(path, utc_now().replace(":", ""))
-    write_canonical(path, job_id, kept)
+    write_canonical(path, job_id, kept, workspace)
     return aside, len(kept)

@@ -38,6 +38,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import history as hist
+from . import seek
 from .atomic import atomic_write_json, move_aside
 from ..errors import CorruptFileError, LogistError
 from ..failpoints import failpoint
@@ -111,10 +112,19 @@ def new_entry(
         kind=kind,
         state_before=str(manifest_before.status),
         state_after=str(manifest_after.status),
-        workspace_path=str(workspace),
+        workspace_path=_moved(job_dir, workspace),
         state=manifest_after.state_dump(),
         **fields,
     )
+
+
+def _moved(job_dir: Path, workspace: Path) -> Optional[str]:
+    """The workspace's path when it is not the one the history's header
+    names (the job was moved since it was created), else None."""
+    from .history import recorded_workspace
+
+    path = str(Path(workspace).absolute())
+    return None if path == recorded_workspace(job_dir) else path
 
 
 def _record_recovery(job_dir: Path, workspace: Path, manifest: JobManifest, note: str) -> JobManifest:
@@ -150,7 +160,7 @@ def _load_manifest_or_rebuild(job_dir: Path, notes: list[str]) -> JobManifest:
     try:
         return read_manifest(job_dir)
     except CorruptFileError as exc:
-        last = hist.last_entry(job_dir)
+        last = seek.last_entry(job_dir)
         if last is None:
             raise CorruptFileError(f"{exc}; there is no history entry to rebuild it from") from None
         manifest = manifest_at(job_dir, last)
@@ -198,7 +208,7 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
         log.info("job %s: %s", job_dir.name, upgraded)
     _refuse_a_newer_format(job_dir)
     try:
-        hist.last_entry(job_dir)
+        seek.last_entry(job_dir)
     except CorruptFileError as exc:
         manifest_probe = None
         try:
@@ -219,7 +229,7 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
             raise CorruptFileError(
                 f"{jpath} could not be parsed (moved to {aside.name}); check the workspace with 'git status' before stepping"
             ) from None
-        last = hist.last_entry(job_dir)
+        last = seek.last_entry(job_dir)
         if last is not None and last.sequence >= journal.sequence:
             jpath.unlink()
             notes.append(f"entry {journal.sequence} was recorded but its command was interrupted before it finished")
@@ -238,7 +248,7 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
             notes.append(note)
 
     manifest = _load_manifest_or_rebuild(job_dir, notes)
-    last = hist.last_entry(job_dir)
+    last = seek.last_entry(job_dir)
     last_seq = last.sequence if last else 0
     if last is not None and last_seq > manifest.last_sequence:
         manifest = manifest_at(job_dir, last, manifest)
@@ -276,7 +286,7 @@ def recovered_manifest(job_dir: Path) -> JobManifest:
     except CorruptFileError:
         manifest = None
     try:
-        last = hist.last_entry(job_dir)
+        last = seek.last_entry(job_dir)
     except (CorruptFileError, FileNotFoundError):
         if manifest is None:
             raise

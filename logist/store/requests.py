@@ -4,7 +4,9 @@ A call entry records its request in full (``prompt``) or as the entry it
 continues plus the messages it added (:mod:`logist.store.entries`). The
 exact messages of entry N are therefore: follow ``continues`` back to an
 entry with a ``prompt``, then, forwards again, each continued entry's
-answer (as the assistant message) and the next entry's ``added``.
+answer (as the assistant message) and the next entry's ``added`` (where a
+command's output, the next message the model is sent, is named by the entry
+that ran it: ``output_of``).
 
 The functions here work on parsed entries (``{sequence: entry dict}``), so
 the same code serves a job's file (read from the end, only as far back as
@@ -24,6 +26,25 @@ Entries = dict[int, dict]
 
 def _answer(entry: dict) -> dict:
     return {"role": "assistant", "content": (entry.get("response") or {}).get("raw_response") or ""}
+
+
+def added_messages(request: dict, output: Callable[[int], Optional[str]]) -> list[dict]:
+    """A continuing request's ``added`` messages with their text: a message
+    recorded by reference (``output_of``) is that entry's command output
+    (``output(n)``) then its ``suffix``."""
+    messages = []
+    for message in request.get("added") or []:
+        if "output_of" in message and message.get("content") is None:
+            text = output(message["output_of"])
+            if text is None:
+                raise CorruptFileError(f"history entry {message['output_of']} has no command output to repeat")
+            message = {"role": message["role"], "content": text + message.get("suffix", "")}
+        messages.append(message)
+    return messages
+
+
+def _output_in(entries: Entries, fetch: Optional[Callable[[int], Entries]]) -> Callable[[int], Optional[str]]:
+    return lambda n: (_get(entries, n, fetch).get("command") or {}).get("output")
 
 
 def messages_of(entries: Entries, sequence: int, fetch: Optional[Callable[[int], Entries]] = None) -> list[dict]:
@@ -51,7 +72,7 @@ def messages_of(entries: Entries, sequence: int, fetch: Optional[Callable[[int],
     messages = list(current["request"]["prompt"])
     for entry in reversed(chain):
         messages.append(_answer(_get(entries, entry["request"]["continues"], fetch)))
-        messages.extend(entry["request"]["added"])
+        messages.extend(added_messages(entry["request"], _output_in(entries, fetch)))
     return messages
 
 
@@ -101,7 +122,7 @@ class HistoryReader:
         self.entries: Entries = {}
 
     def fetch(self, sequence: int) -> Entries:
-        from .history import entries_since
+        from .seek import entries_since
 
         # Read back at least twice as far as last time, so a long chain of
         # small steps back costs a few reads, not one per entry.
@@ -110,7 +131,7 @@ class HistoryReader:
         return entries_since(self.job_dir, start)
 
     def messages(self, sequence: int) -> list[dict]:
-        from .history import file_identity
+        from .seek import file_identity
 
         identity = file_identity(self.job_dir)
         key = str(self.job_dir)
@@ -120,7 +141,7 @@ class HistoryReader:
         if last and last[0] == identity and last[1] == sequence:
             return list(last[2])
         if last and last[0] == identity and request.get("prompt") is None and request.get("continues") == last[1]:
-            messages = last[2] + [_answer(self.entry(last[1]))] + list(request.get("added") or [])
+            messages = last[2] + [_answer(self.entry(last[1]))] + added_messages(request, _output_in(self.entries, self.fetch))
         else:
             messages = messages_of(self.entries, sequence, self.fetch)
         _LAST[key] = (identity, sequence, messages)

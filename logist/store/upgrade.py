@@ -168,9 +168,14 @@ def upgrade_files(manifest_data: Any, history_data: Any) -> tuple[Any, Any]:
     upgrader = _Upgrader()
     raw = history_data.get("interactions") or []
     entries = [_entry(e, upgrader, i == 0) for i, e in enumerate(raw)]
+    # The first entry's workspace path goes to the header; an entry keeps its own only when it differs.
+    workspace = entries[0].get("workspace_path") if entries else None
+    for entry in entries:
+        if entry.get("workspace_path") == workspace:
+            entry.pop("workspace_path", None)
     pointers = upgrader.pointers({"kind": None, "sequence": None}, manifest_data) if _v1(manifest_data) else None
     history = {"$schema": HISTORY_SCHEMA, "format": HISTORY_FORMAT, "job_id": history_data.get("job_id"),
-               "interactions": entries}
+               **({"workspace_path": workspace} if workspace else {}), "interactions": entries}
     return upgrade_manifest_data(manifest_data, pointers), history
 
 
@@ -198,7 +203,7 @@ def upgrade_job(job_dir: Path) -> Optional[str]:
                 except OSError:
                     shutil.copy2(path, keep)
     fsync_dir(job_dir)
-    write_canonical(hpath, history["job_id"], history["interactions"])
+    write_canonical(hpath, history["job_id"], history["interactions"], history.get("workspace_path"))
     if manifest is not None:
         upgraded = JobManifest.model_validate(manifest)
         atomic_write_json(mpath, upgraded.dump())

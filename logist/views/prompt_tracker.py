@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..errors import CorruptFileError
 from ..store.history import HistoryEntry
 
 #: How many entries back a command output is remembered. An output repeated
@@ -92,9 +93,17 @@ class PromptTracker:
             shown = prompt[1:] if system is not None else list(prompt)
         else:
             system, shown = None, list(request.added or [])
-        messages = [{"role": m.role, "content": m.content} for m in shown]
         start = _repeat_candidates(entry)
-        repeats = [self._repeated_output(m, start, entry.sequence) for m in messages]
+        messages, repeats = [], []
+        for m in shown:
+            if m.content is None:  # recorded by reference to the entry that ran the command
+                if m.output_of not in self.outputs:
+                    raise CorruptFileError(f"history entry {m.output_of} has no command output to repeat")
+                messages.append({"role": m.role, "content": self.outputs[m.output_of] + m.suffix})
+                repeats.append(m.output_of)
+            else:
+                messages.append({"role": m.role, "content": m.content})
+                repeats.append(self._repeated_output(messages[-1], start, entry.sequence))
         self.remember(entry)
         return PromptView(system, request.continues, messages, repeats)
 

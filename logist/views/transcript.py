@@ -36,6 +36,7 @@ from typing import Callable, Iterable, NamedTuple, Optional
 
 from ..failpoints import armed, failpoint
 from ..store import history as hist
+from ..store import seek
 from ..store.atomic import atomic_writer
 from ..store.history import HistoryEntry
 from .markdown import header, render_entry
@@ -125,7 +126,7 @@ def _append(path: Path, marker: Marker, entries: list[HistoryEntry], tracker: Pr
 
 
 def _entries_since(job_dir: Path, sequence: int) -> list[HistoryEntry]:
-    found = hist.entries_since(job_dir, sequence)
+    found = seek.entries_since(job_dir, sequence)
     return [HistoryEntry.model_validate(found[n]) for n in sorted(found)]
 
 
@@ -139,7 +140,7 @@ def update(job_dir: Path) -> str:
     path = transcript_path(job_dir)
     if path.exists() and not path.is_file():
         raise OSError(f"{path} is not a file")  # before paying for a rebuild that cannot be written
-    last = hist.last_entry(job_dir)
+    last = seek.last_entry(job_dir)
     last_sequence = last.sequence if last is not None else 0
     marker = read_marker(path)
     if marker is not None and marker.seq == last_sequence:

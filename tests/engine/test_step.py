@@ -77,7 +77,8 @@ def test_default_workflow_end_to_end(jobs, llm, normalise, snapshot):
     assert call.usage.prompt_tokens > 0 and call.usage.completion_tokens > 0
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=job.workspace, capture_output=True, text=True).stdout.strip()
     assert call.workspace_commit == entries[2].workspace_commit == head
-    assert call.workspace_path == str(job.workspace)
+    # Where the workspace is: said once, by the history's header (an entry says it only when the job moved).
+    assert load_history(job.dir).workspace_path == str(job.workspace) and call.workspace_path is None
 
     assert normalise(llm.requests) == snapshot(name="prompts")
     assert normalise(json.loads(job.manifest_path.read_text())) == snapshot(name="manifest")

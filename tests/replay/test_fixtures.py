@@ -54,7 +54,8 @@ def comparable(job_dir_or_history, workspace: str | None = None, replayed: bool 
         if replayed is not None:
             data["state"].pop("totals", None)
         data.pop("duration_ms", None)  # a time, and left out when 0 (an answer that took no call)
-        text = json.dumps(data).replace(json.dumps(entry.workspace_path)[1:-1], "<workspace>")
+        where = data.pop("workspace_path", None) or history.workspace_path
+        text = json.dumps(data).replace(json.dumps(where)[1:-1], "<workspace>") if where else json.dumps(data)
         entries.append(json.loads(text))
     normalised = Normaliser(Path("/nonexistent"))(entries)
     for data in normalised:

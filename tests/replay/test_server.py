@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import signal
 import subprocess
 import sys
@@ -142,7 +143,9 @@ def test_the_workspace_path_stands_for_the_new_jobs_path(tmp_path, llm, replay_l
     llm.add(answer("CMD", command="pwd"), answer("COMPLETED", "I am in the workspace."), answer("COMPLETED", "ok"))
     run_job(here, base_url=llm.base_url)
     recorded = load_history(here.dir)
-    assert str(here.workspace) in recorded_calls(recorded)[1].request.added[-1].content
+    # The output is recorded once, by the entry that ran the command; the next request names it.
+    cmd, then = recorded_calls(recorded)[:2]
+    assert str(here.workspace) in cmd.command.output and then.request.added[-1].output_of == cmd.sequence
 
     there = create_job(JobsDir(tmp_path / "elsewhere" / "deeper"), "moved", "Say where you are", **spec)
     server = replay_llm(recorded)
@@ -150,12 +153,38 @@ def test_the_workspace_path_stands_for_the_new_jobs_path(tmp_path, llm, replay_l
     replay_history(there, recorded, base_url=server.base_url)
     assert server.mismatches == [] and server.remaining == 0
     assert there.manifest().status == Status.APPROVAL_REQUIRED
-    assert str(there.workspace) in recorded_calls(load_history(there.dir))[1].request.added[-1].content
+    assert str(there.workspace) in recorded_calls(load_history(there.dir))[0].command.output
 
     # Not told, the path is just a difference, shown where it is.
     unknown = create_job(JobsDir(tmp_path / "unknown"), "lost", "Say where you are", **spec)
     with pytest.raises(ReplayDivergedError, match=r"message 3 \(user\) differs at character \d+: recorded .*<workspace>"):
         replay_history(unknown, recorded, base_url=replay_llm(recorded).base_url)
+
+
+def test_a_moved_job_names_its_new_workspace_and_its_recording_still_replays(tmp_path, llm, replay_llm):
+    """The header names the workspace the job was created with; an entry
+    made after the job was moved names its own, and a replay recognises both."""
+    spec = dict(allowed_commands=["pwd"])
+    job = create_job(JobsDir(tmp_path / "first"), "where", "Say where you are", **spec)
+    created_in = str(job.workspace)
+    llm.add(answer("CMD", command="pwd"))
+    step_once(job, base_url=llm.base_url)
+    shutil.move(str(tmp_path / "first"), str(tmp_path / "second"))
+    job = JobsDir(tmp_path / "second").job("where")
+    llm.add(answer("CMD", command="pwd"), answer("COMPLETED", "I was moved."), answer("COMPLETED", "ok"))
+    run_job(job, base_url=llm.base_url)
+
+    recorded = load_history(job.dir)
+    before, after = recorded_calls(recorded)[:2]
+    assert recorded.workspace_path == created_in != str(job.workspace)
+    assert before.workspace_path is None and created_in in before.command.output
+    assert after.workspace_path == str(job.workspace) and str(job.workspace) in after.command.output
+
+    there = create_job(JobsDir(tmp_path / "third"), "copy", "Say where you are", **spec)
+    server = replay_llm(recorded)
+    server.workspace = str(there.workspace)
+    replay_history(there, recorded, base_url=server.base_url)
+    assert server.mismatches == [] and server.remaining == 0
 
 
 # 2. A step that diverges (acceptance 3) --------------------------------------------------------

@@ -21,12 +21,12 @@ from logist.store.history import (
     header,
     create_history,
     history_path,
-    last_entry,
     load_history,
     repair,
     salvage,
 )
 from logist.store.manifest import Message
+from logist.store.seek import last_entry
 
 JOB = "hist-job"
 JOURNAL = HISTORY_NAME + ".append"

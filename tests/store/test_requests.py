@@ -16,7 +16,8 @@ from logist import create_job, load_history, step_once, user_action
 from logist.replay.scripted import NO_RETRY, Reply, answer
 from logist.resources import data_dir
 from logist.store.entries import CALL_KINDS
-from logist.store.history import entries_since, iter_entries, read_entry
+from logist.store.history import iter_entries
+from logist.store.seek import entries_since, read_entry
 
 from conftest import logist_cli, write_config
 

@@ -14,8 +14,6 @@ import json
 import random
 import subprocess
 
-import pytest
-
 from logist import create_job, step_once, user_action
 from logist.replay.scripted import ScriptedLLMServer
 from logist.store.entries import HistoryEntry
@@ -101,10 +99,6 @@ def test_forty_command_round_trips_write_under_500_kb_and_every_request_is_rebui
     assert job.history_path.stat().st_size < 500_000
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "not met yet: a call entry holds about 1.1 KB besides its messages (metadata, response fields, usage, the "
-    "state, a field per line), and a command's output is stored twice (command.output, and the next request's "
-    "added message): about 2.7x the messages exchanged; bench/history_size.py prints the breakdown"))
 def test_a_long_turn_writes_at_most_twice_the_messages_exchanged(jobs, tmp_path):
     job, requests, script = run_turn(jobs, tmp_path, 200, commands_only=False)
     exchanged = exchanged_bytes(requests, script)
@@ -124,9 +118,13 @@ def test_entries_survive_dump_parse_dump_and_store_a_command_output_once(jobs, t
     approval = stored[-2]
     output = approval["command"]["output"]
     assert output.startswith("Command output:\n$ head -n 12 data/log_0.txt") and approved.turn.pending == output
-    # In the file: the output once, the pending message a reference to it.
+    # In the file: the output once; the pending message, and the next request's message, a reference to it.
     assert approval["pending_is_command_output"] is True and "pending" not in approval["state"]["turn"]
-    assert json.dumps(approval).count("sensor-") == output.count("sensor-")
+    assert stored[-1]["request"]["added"] == [
+        {"role": "user", "output_of": approval["sequence"], "suffix": "\n\n[Call 2 of 100]"}]
+    assert job.history_path.read_text().count("sensor-") == output.count("sensor-")
+    assert recorded_body(stored[-1], HistoryReader(job.dir).messages(stored[-1]["sequence"])) == llm.requests[-1]
+    assert llm.requests[-1]["messages"][-1]["content"] == output + "\n\n[Call 2 of 100]"
     # Read back: the state is whole again, and is the manifest the step wrote.
     entry = HistoryEntry.model_validate(approval)
     assert entry.state.turn.pending == output

@@ -295,7 +295,7 @@ def history(app: Application, job_id: Optional[str], number: Optional[int], as_j
 
 def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
     from ...errors import NotFoundError
-    from ...store.history import read_entry
+    from ...store.seek import read_entry
     from ...store.requests import HistoryReader, recorded_body
 
     last = job.manifest().last_sequence

@@ -1,0 +1,113 @@
+"""History entries by number, read from the end of ``jobHistory.json``.
+
+A step needs the last few entries (the turn it continues, the entry before
+it), not the whole file: the entry with a given number is found by an mmap
+``rfind`` of the bytes every entry starts with (:data:`ENTRY_START`, see
+:mod:`logist.store.history`) and parsed from there to the end, and a
+process that read this history before parses only what was appended since.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+from pathlib import Path
+from typing import Optional
+
+from pydantic import ValidationError
+
+from ..errors import CorruptFileError
+from .entries import HistoryEntry
+from .history import ENTRY_START, HISTORY_FORMAT, _canonical_end, _corrupt, file_format, history_path, load_history
+
+
+def _map(handle) -> Optional[mmap.mmap]:
+    try:
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except ValueError:  # an empty file
+        return None
+
+
+#: Per process, the entries last parsed from the end of a few histories, so
+#: that a loop of steps reads only what was appended since (the file only
+#: grows in place; a rewritten file is a new inode, a repaired one is
+#: shorter, and either is read afresh). Callers must not change the dicts.
+_PARSED: dict[str, tuple[tuple[int, int], int, int, dict[int, dict]]] = {}
+_PARSED_JOBS = 4
+
+
+def file_identity(job_dir: Path) -> tuple[int, int]:
+    """Which file the history is (a rewritten history is another file)."""
+    info = os.stat(history_path(job_dir))
+    return info.st_dev, info.st_ino
+
+
+def entries_since(job_dir: Path, sequence: int) -> dict[int, dict]:
+    """The parsed entries numbered ``sequence`` or more, by number, reading
+    only the end of the file from that entry on (and, in a process that
+    read this history before, only what was appended since)."""
+    path = history_path(job_dir)
+    if file_format(job_dir) < HISTORY_FORMAT:
+        return {e.sequence: e.dump() for e in load_history(job_dir).interactions if e.sequence >= sequence}
+    with open(path, "rb") as handle:
+        end = _canonical_end(path, handle)
+        view = _map(handle) if end is not None else None
+        if view is None:
+            return {e.sequence: e.dump() for e in load_history(job_dir).interactions if e.sequence >= sequence}
+        info = os.fstat(handle.fileno())
+        identity = (info.st_dev, info.st_ino)
+        with view:
+            cached = _PARSED.get(str(path))
+            if cached and cached[0] == identity and cached[1] <= sequence and cached[2] <= end:
+                _, first, parsed_end, entries = cached
+                fresh = view[parsed_end:end].lstrip(b",")
+            else:
+                start = view.rfind(ENTRY_START + str(sequence).encode() + b",", 0, end)
+                if start < 0:
+                    start = view.find(ENTRY_START, 0, end)  # renumbered by hand: read it all
+                if start < 0:
+                    return {}
+                first, entries, fresh = sequence, {}, view[start:end]
+            try:
+                items = json.loads(b"[" + fresh + b"]") if fresh.strip() else []
+            except ValueError as exc:
+                _PARSED.pop(str(path), None)
+                raise _corrupt(path, exc) from None
+    entries = {**entries, **{item["sequence"]: item for item in items}}
+    _PARSED.pop(str(path), None)
+    while len(_PARSED) >= _PARSED_JOBS:
+        _PARSED.pop(next(iter(_PARSED)))
+    _PARSED[str(path)] = (identity, first, end, entries)
+    return {number: item for number, item in entries.items() if number >= sequence}
+
+
+def read_entry(job_dir: Path, sequence: int) -> HistoryEntry:
+    """Entry number ``sequence``, found without parsing the others."""
+    found = entries_since(job_dir, sequence).get(sequence)
+    if found is None:
+        raise CorruptFileError(f"{history_path(job_dir)} has no entry {sequence}")
+    return HistoryEntry.model_validate(found)
+
+
+def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
+    """The last entry, reading only the end of the file."""
+    path = history_path(job_dir)
+    if file_format(job_dir) < HISTORY_FORMAT:
+        entries = load_history(job_dir).interactions
+        return entries[-1] if entries else None
+    with open(path, "rb") as handle:
+        end = _canonical_end(path, handle)
+        view = _map(handle) if end is not None else None
+        if view is None:
+            entries = load_history(job_dir).interactions
+            return entries[-1] if entries else None
+        with view:
+            start = view.rfind(ENTRY_START, 0, end)
+            if start < 0:
+                return None
+            text = view[start:end]
+    try:
+        return HistoryEntry.model_validate(json.loads(text))
+    except (ValueError, ValidationError):
+        raise CorruptFileError(f"{path} is corrupt: its last entry cannot be parsed") from None
