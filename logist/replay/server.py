@@ -182,7 +182,9 @@ def recorded_reply(entry: HistoryEntry) -> Reply:
         return failure_reply(response.error or "")
     usage: Union[dict, bool] = False
     recorded = entry.usage
-    if recorded is not None and (recorded.prompt_tokens is not None or recorded.completion_tokens is not None):
+    # Estimated usage was estimated because the endpoint sent none: so does the replay.
+    if recorded is not None and not getattr(recorded, "estimated", False) and (
+            recorded.prompt_tokens is not None or recorded.completion_tokens is not None):
         usage = {"prompt_tokens": recorded.prompt_tokens or 0, "completion_tokens": recorded.completion_tokens or 0}
     return Reply(content=(response.raw_response if response else None) or "", usage=usage)
 
@@ -193,7 +195,7 @@ def failure_reply(error: str) -> Reply:
     if found:
         status, detail = int(found.group(1)), found.group(2) or ""
         return Reply(status=status, error_message=detail, error_type="recorded_error", headers=NO_RETRY)
-    if error.endswith("the request timed out"):
+    if "the request timed out" in error:
         return Reply(delay=TIMEOUT_HOLD)
     if "cannot connect" in error:
         return Reply(disconnect=True)
@@ -263,6 +265,7 @@ class ReplayLLMServer(LLMServer):
         # request get it again instead of the next recorded call.
         self._failing: Optional[tuple[str, Reply]] = None
         super().__init__(host, port)
+        self.models = sorted({call.request["model"] for call in self.calls if call.request["model"]}) or self.models
 
     @property
     def remaining(self) -> int:
