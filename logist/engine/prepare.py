@@ -4,8 +4,11 @@
 call, or the summary call when the role's conversation is due for
 compaction) and returns it as :attr:`Prepared.body`, the exact Chat
 Completions request body. That one dict is what ``job preview --json``
-prints, what :func:`logist.llm.chat` sends (nothing added, nothing dropped)
-and what the replay server compares, so the three cannot drift apart.
+prints, what :func:`logist.llm.chat` sends (nothing added; the stream
+fields dropped only for an endpoint found, in this process, not to stream,
+and the history then records that) and what the replay server compares, so
+the three cannot drift apart. Whether the answer is asked for as a stream is
+config.json's ``stream`` (on by default).
 """
 
 from __future__ import annotations

@@ -39,7 +39,8 @@ def test_a_worker_step_sends_exactly_the_previewed_body(jobs, llm):
     llm.add(answer("COMPLETED", "wrote it"))
     step_oneshot("hello", llm.base_url)
     assert body == llm.requests[-1]
-    assert list(body) == ["model", "messages", "temperature"], "parameters that are not set are not sent"
+    assert list(body) == ["model", "messages", "temperature", "stream", "stream_options"], \
+        "parameters that are not set are not sent"
     assert body["messages"][1]["content"].startswith("# Job\n\n## Objective\n"), "the prompt does not name the job"
 
 
