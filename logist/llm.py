@@ -65,12 +65,20 @@ class LLMReply:
     tool: Optional[str] = None
 
 
+#: What a history entry's note says of an answer sent as a tool call (the
+#: replay server reads the tool's name back from it).
+TOOL_NOTE = "the answer came as a call of tool '{}'; its arguments were read as the answer"
+
+
 # Local servers (Ollama, vLLM, LM Studio) accept any key; the SDK insists on
 # one, so a fixed placeholder is sent when none is configured.
 NO_KEY = "no-key-set"
 
-#: One client per (endpoint, key) for the life of the process.
+#: One client per (endpoint, key) for the life of the process (the last
+#: :data:`KEEP_CLIENTS` endpoints used: a long-lived process that talks to
+#: many, such as a test session, does not keep a connection to each).
 _CLIENTS: dict[tuple[str, Optional[str]], object] = {}
+KEEP_CLIENTS = 8
 #: Endpoints found, in this process, not to stream.
 _PLAIN: set[str] = set()
 
@@ -133,9 +141,13 @@ def client(base_url: str, api_key: Optional[str]):
     if key not in _CLIENTS:
         import openai
 
+        while len(_CLIENTS) >= KEEP_CLIENTS:
+            _CLIENTS.pop(next(iter(_CLIENTS))).close()
         _CLIENTS[key] = openai.OpenAI(
             base_url=base_url, api_key=api_key or NO_KEY, http_client=openai.DefaultHttpxClient(transport=_transport()),
         )
+    else:
+        _CLIENTS[key] = _CLIENTS.pop(key)  # the most recently used last
     return _CLIENTS[key]
 
 

@@ -273,7 +273,7 @@ def _call(job: Job, manifest: JobManifest, prepared: Prepared, base_url: Optiona
         called=True,
     )
     if reply.tool:
-        outcome.note = f"the answer came as a call of tool '{reply.tool}'; its arguments were read as the answer"
+        outcome.note = llm.TOOL_NOTE.format(reply.tool)
     if outcome.prompt_tokens is None or outcome.completion_tokens is None:
         outcome.estimated = True
         if outcome.prompt_tokens is None:

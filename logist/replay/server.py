@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from ..store.history import HISTORY_NAME, HistoryEntry, JobHistory
+from ..llm import TOOL_NOTE
 from .scripted import NO_RETRY, LLMServer, Reply
 
 logger = logging.getLogger("logist.replay.server")
@@ -54,6 +55,8 @@ TIMEOUT_HOLD = 600.0
 #: Parses a recorded call's error (not a prompt) back into the failure to replay.
 _HTTP_ERROR = re.compile(r": HTTP (\d{3})(?:: (.*?))?(?: \(set LOGIST_API_KEY or OPENAI_API_KEY\))?$", re.S)
 _EXCERPT = 30
+#: A recorded answer that came as a tool call, replayed as one.
+_TOOL_CALL = re.compile(re.escape(TOOL_NOTE).replace(re.escape("{}"), "(.+?)"))
 #: History entries that are calls of the model.
 from ..store.entries import CALL_KINDS  # noqa: E402  (re-exported)
 #: The request parameters a recording keeps (history ``request.metadata``),
@@ -186,7 +189,9 @@ def recorded_reply(entry: HistoryEntry) -> Reply:
     if recorded is not None and not getattr(recorded, "estimated", False) and (
             recorded.prompt_tokens is not None or recorded.completion_tokens is not None):
         usage = {"prompt_tokens": recorded.prompt_tokens or 0, "completion_tokens": recorded.completion_tokens or 0}
-    return Reply(content=(response.raw_response if response else None) or "", usage=usage)
+    tool = _TOOL_CALL.fullmatch(entry.note or "")
+    return Reply(content=(response.raw_response if response else None) or "", usage=usage,
+                 tool_call=tool.group(1) if tool else None)
 
 
 def failure_reply(error: str) -> Reply:

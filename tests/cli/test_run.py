@@ -17,7 +17,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from logist import create_job, load_history, step_once
+from logist import JobsDir, create_job, load_history, replay_history, step_once
 from logist.cli import cli
 from logist.errors import ConfigError
 from logist.replay.scripted import Reply, ScriptedLLMServer, answer
@@ -327,7 +327,7 @@ def test_no_usage_is_estimated_marked_and_counted_against_the_token_budget(jobs,
 
 
 @pytest.mark.parametrize("streamed", [True, False])
-def test_a_tool_call_answer_is_read_as_the_answer(jobs, streamed):
+def test_a_tool_call_answer_is_read_as_the_answer(jobs, streamed, replay_llm, tmp_path):
     job = make_job(jobs)
     with ScriptedLLMServer([Reply(content=DONE, tool_call="submit_answer")], streaming=streamed or "ignore") as server:
         result = step_once(job, base_url=server.base_url)
@@ -335,6 +335,10 @@ def test_a_tool_call_answer_is_read_as_the_answer(jobs, streamed):
     entry = load_history(job.dir).interactions[-1]
     assert entry.response.raw_response == DONE and entry.response.status == "SUCCESS"
     assert entry.note == "the answer came as a call of tool 'submit_answer'; its arguments were read as the answer"
+    # Replayed, it comes as the same tool call.
+    again = make_job(JobsDir(tmp_path / "again"))
+    replay_history(again, load_history(job.dir), base_url=replay_llm(load_history(job.dir)).base_url)
+    assert load_history(again.dir).interactions[-1].note == entry.note
 
 
 # Prices ----------------------------------------------------------------------------------------------------
