@@ -20,7 +20,8 @@ Streaming: a body that asks for a stream (``"stream": true``, see
 :func:`logist.store.requests.request_body`) is read piece by piece, each
 piece reported to ``on_tokens``, and the pieces joined into the whole
 answer. An endpoint that refuses a stream (HTTP 400, 404, 415, 422 or 501
-to a streamed request) is asked again once without it, and an endpoint that
+to a streamed request, with an error that mentions "stream") is asked
+again once without it, and an endpoint that
 answers a streamed request with a whole answer is read as such; either way
 it is remembered for the process (:func:`streams`), so its later calls go
 out plain. :attr:`LLMReply.streamed` says what the body sent was.
@@ -151,12 +152,19 @@ def client(base_url: str, api_key: Optional[str]):
     return _CLIENTS[key]
 
 
-def _attempts(exc: Exception) -> int:
-    request = getattr(exc, "request", None)
-    try:
-        return int(request.headers.get("x-stainless-retry-count", "0")) + 1
-    except (AttributeError, TypeError, ValueError):
-        return 1
+def _attempts(exc: Exception, settings: LLMSettings) -> int:
+    """How many times the request was sent, as the retry rules say (the
+    replay server replays a failure at once, so it is not counted off the
+    wire: a recording and its replay must say the same)."""
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        retried = exc.status_code in (408, 409, 429) or exc.status_code >= 500
+    elif isinstance(exc, openai.APITimeoutError):
+        retried = type(exc.__cause__).__name__ != "ReadTimeout"  # a connect timeout is retried
+    else:
+        retried = isinstance(exc, openai.APIConnectionError)
+    return settings.max_retries + 1 if retried else 1
 
 
 def _describe(exc: Exception, settings: LLMSettings) -> str:
@@ -185,7 +193,7 @@ def _describe(exc: Exception, settings: LLMSettings) -> str:
 
 
 def _failure(exc: Exception, settings: LLMSettings) -> LLMCallError:
-    attempts = _attempts(exc)
+    attempts = _attempts(exc, settings)
     message = f"LLM call failed after {attempts} attempt{'s' if attempts > 1 else ''}: {_describe(exc, settings)}"
     return LLMCallError(scrub(message, settings.api_key))
 
@@ -295,7 +303,7 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
                                   stream=True, stream_cls=openai.Stream[ChatCompletionChunk])
                 return _read_stream(stream, settings, on_tokens)
             except openai.APIStatusError as exc:
-                if exc.status_code not in _STREAM_REFUSED:
+                if exc.status_code not in _STREAM_REFUSED or "stream" not in str(exc.body or exc.message).lower():
                     raise
                 # Perhaps it does not stream: ask once without (not paid: it was refused).
                 completion = api.post("/chat/completions", body=without_stream(body), cast_to=ChatCompletion,

@@ -189,14 +189,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         events = [f"data: {json.dumps(chunk)}\n\n".encode("utf-8") for chunk in chunks] + [b"data: [DONE]\n\n"]
+        framed = [b"%x\r\n%s\r\n" % (len(event), event) for event in events] + [b"0\r\n\r\n"]
         try:
-            for i, event in enumerate(events):
-                if delay and 1 < i < len(events) - 1 and self._client_left_during(delay):
+            if not delay:  # one write: no wait on the client's delayed ACKs
+                self.wfile.write(b"".join(framed))
+                return
+            for i, piece in enumerate(framed):
+                if 1 < i < len(events) - 1 and self._client_left_during(delay):
                     self.close_connection = True
                     return
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.write(piece)
                 self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
@@ -246,6 +249,14 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     owner: "LLMServer"
     stopping: threading.Event
+
+    def handle_error(self, request, client_address):
+        # A client that closes a kept-alive connection with unread bytes
+        # (the SDK does, after a stream's [DONE]) resets it: not an error.
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
 
     def get_request(self):
         # Answers are small and written in pieces (headers, body): without

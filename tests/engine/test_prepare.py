@@ -112,7 +112,8 @@ def test_the_text_preview_names_the_resolved_endpoint_and_never_the_key(jobs):
 
     done = logist_cli("job", "preview", "hello")
     body = preview_json("hello")
-    assert done.stdout.splitlines()[1:4] == ["model: gpt-4o-mini", f"temperature: {body['temperature']}", ""]
+    assert done.stdout.splitlines()[1:6] == ["model: gpt-4o-mini", f"temperature: {body['temperature']}", "stream: true",
+                                             'stream_options: {"include_usage": true}', ""]
     assert done.stdout.endswith(body["messages"][-1]["content"] + "\n")
 
 
