@@ -1,22 +1,48 @@
 """The one module that talks to the model, through the ``openai`` SDK.
 
-Retries are the SDK's own: it retries timeouts, connection errors, 408, 409,
-429 and 5xx with exponential backoff and honours ``Retry-After``; Logist only
-bounds the count (``max_retries`` in config.json) and the per-request timeout
-(``request_timeout``, 30 s by default). When those are spent the call raises
-:class:`~logist.errors.LLMCallError` with one line saying what happened; the
-API key never appears in it, nor does the endpoint.
+``openai`` is imported only when a call is made, and one client is built per
+process and endpoint (:func:`client`): building one loads the SSL
+certificates, which costs more than the rest of a step.
+
+Retries are the SDK's own, configured, not patched: it retries connection
+failures, connect timeouts, 408, 409, 429 and 5xx with exponential backoff
+and honours ``Retry-After``; Logist bounds the count (``max_retries`` in
+config.json). A *read* timeout (the endpoint had the whole request and sent
+nothing for ``request_timeout`` seconds) is never sent again: the model may
+still be working on it, and a paid call is not made twice. The client's
+HTTP transport reports such a timeout as the SDK's own
+``APITimeoutError``, which the SDK raises at once instead of retrying.
+When a call fails it raises :class:`~logist.errors.LLMCallError` with one
+line saying what happened and, for a timeout, which setting raises the
+limit; the API key never appears in it, nor does the endpoint.
+
+Streaming: a body that asks for a stream (``"stream": true``, see
+:func:`logist.store.requests.request_body`) is read piece by piece, each
+piece reported to ``on_tokens``, and the pieces joined into the whole
+answer. An endpoint that refuses a stream (HTTP 400, 404, 415, 422 or 501
+to a streamed request, with an error that mentions "stream") is asked
+again once without it, and an endpoint that
+answers a streamed request with a whole answer is read as such; either way
+it is remembered for the process (:func:`streams`), so its later calls go
+out plain. :attr:`LLMReply.streamed` says what the body sent was.
 
 What is sent is decided elsewhere: :func:`chat` sends the request body it is
-given, key for key, so ``job preview --json`` shows exactly what goes out.
+given, key for key (less the stream fields when the endpoint does not
+stream), so ``job preview --json`` shows what goes out.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from .errors import LLMCallError
+
+#: The body keys that ask for a stream (one definition: store/requests.py adds them).
+STREAM_KEYS = ("stream", "stream_options")
+#: What an endpoint that does not stream answers a streamed request with.
+_STREAM_REFUSED = (400, 404, 415, 422, 501)
 
 
 @dataclass
@@ -33,11 +59,29 @@ class LLMReply:
     prompt_tokens: Optional[int]
     completion_tokens: Optional[int]
     model: Optional[str]
+    #: True when the body sent asked for a stream.
+    streamed: bool = False
+    #: The tool the model called when it answered by function calling (its
+    #: arguments are ``content``); None for a plain answer.
+    tool: Optional[str] = None
+
+
+#: What a history entry's note says of an answer sent as a tool call (the
+#: replay server reads the tool's name back from it).
+TOOL_NOTE = "the answer came as a call of tool '{}'; its arguments were read as the answer"
 
 
 # Local servers (Ollama, vLLM, LM Studio) accept any key; the SDK insists on
 # one, so a fixed placeholder is sent when none is configured.
 NO_KEY = "no-key-set"
+
+#: One client per (endpoint, key) for the life of the process (the last
+#: :data:`KEEP_CLIENTS` endpoints used: a long-lived process that talks to
+#: many, such as a test session, does not keep a connection to each).
+_CLIENTS: dict[tuple[str, Optional[str]], object] = {}
+KEEP_CLIENTS = 8
+#: Endpoints found, in this process, not to stream.
+_PLAIN: set[str] = set()
 
 
 def scrub(text: str, secret: Optional[str]) -> str:
@@ -48,11 +92,87 @@ def scrub(text: str, secret: Optional[str]) -> str:
     return text
 
 
-def _describe(exc: Exception) -> str:
+def streams(base_url: str) -> bool:
+    """False once ``base_url`` was found, in this process, not to stream."""
+    return base_url not in _PLAIN
+
+
+def without_stream(body: dict) -> dict:
+    return {key: value for key, value in body.items() if key not in STREAM_KEYS}
+
+
+def _transport():
+    """An HTTP transport that reports a read timeout as ``APITimeoutError``,
+    which the SDK raises as it is: a read timeout is not retried (module doc)."""
+    import openai
+
+    try:
+        import httpx2 as httpx  # the SDK's HTTP library from openai 3 on
+    except ImportError:  # pragma: no cover - older SDKs use httpx
+        import httpx
+
+    class _Guarded(httpx.SyncByteStream):
+        def __init__(self, stream, request):
+            self._stream, self._request = stream, request
+
+        def __iter__(self):
+            try:
+                yield from self._stream
+            except httpx.ReadTimeout as exc:
+                raise openai.APITimeoutError(request=self._request) from exc
+
+        def close(self) -> None:
+            self._stream.close()
+
+    class ReadTimeoutsAreFinal(httpx.HTTPTransport):
+        def handle_request(self, request):
+            try:
+                response = super().handle_request(request)
+            except httpx.ReadTimeout as exc:
+                raise openai.APITimeoutError(request=request) from exc
+            response.stream = _Guarded(response.stream, request)
+            return response
+
+    return ReadTimeoutsAreFinal()
+
+
+def client(base_url: str, api_key: Optional[str]):
+    """The process's client for ``base_url`` (built on first use)."""
+    key = (base_url, api_key)
+    if key not in _CLIENTS:
+        import openai
+
+        while len(_CLIENTS) >= KEEP_CLIENTS:
+            _CLIENTS.pop(next(iter(_CLIENTS))).close()
+        _CLIENTS[key] = openai.OpenAI(
+            base_url=base_url, api_key=api_key or NO_KEY, http_client=openai.DefaultHttpxClient(transport=_transport()),
+        )
+    else:
+        _CLIENTS[key] = _CLIENTS.pop(key)  # the most recently used last
+    return _CLIENTS[key]
+
+
+def _attempts(exc: Exception, settings: LLMSettings) -> int:
+    """How many times the request was sent, as the retry rules say (the
+    replay server replays a failure at once, so it is not counted off the
+    wire: a recording and its replay must say the same)."""
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        retried = exc.status_code in (408, 409, 429) or exc.status_code >= 500
+    elif isinstance(exc, openai.APITimeoutError):
+        retried = type(exc.__cause__).__name__ != "ReadTimeout"  # a connect timeout is retried
+    else:
+        retried = isinstance(exc, openai.APIConnectionError)
+    return settings.max_retries + 1 if retried else 1
+
+
+def _describe(exc: Exception, settings: LLMSettings) -> str:
     import openai
 
     if isinstance(exc, openai.APITimeoutError):
-        return "the request timed out"
+        return (f"the request timed out: no answer within {settings.timeout:g} s, not sent again "
+                f"(request_timeout in config.json or --request-timeout raises the limit)")
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc
         return f"cannot connect ({type(cause).__name__})"
@@ -72,9 +192,92 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def chat(settings: LLMSettings, body: dict) -> LLMReply:
-    """One Chat Completions call of ``body`` exactly as given (see
-    :func:`logist.engine.prepare.prepare`), with the SDK's bounded retries.
+def _failure(exc: Exception, settings: LLMSettings) -> LLMCallError:
+    attempts = _attempts(exc, settings)
+    message = f"LLM call failed after {attempts} attempt{'s' if attempts > 1 else ''}: {_describe(exc, settings)}"
+    return LLMCallError(scrub(message, settings.api_key))
+
+
+def _whole(completion, settings: LLMSettings, streamed: bool) -> LLMReply:
+    """An answer that came in one piece."""
+    if not completion.choices:
+        raise LLMCallError("LLM call returned no choices")
+    message = completion.choices[0].message
+    content, tool = message.content or "", None
+    calls = getattr(message, "tool_calls", None) or []
+    if not content.strip() and calls and getattr(calls[0], "function", None) is not None:
+        content, tool = calls[0].function.arguments or "", calls[0].function.name or "?"
+    usage = completion.usage
+    return LLMReply(
+        content=scrub(content, settings.api_key),
+        prompt_tokens=getattr(usage, "prompt_tokens", None) if usage else None,
+        completion_tokens=getattr(usage, "completion_tokens", None) if usage else None,
+        model=completion.model,
+        streamed=streamed,
+        tool=tool,
+    )
+
+
+def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[int], None]]) -> LLMReply:
+    """Join a streamed answer's pieces; a whole answer sent instead is read as one."""
+    from openai.types.chat import ChatCompletion
+
+    if "text/event-stream" not in stream.response.headers.get("content-type", ""):
+        _PLAIN.add(settings.base_url)
+        completion = ChatCompletion.model_validate(json.loads(stream.response.read()))
+        stream.close()
+        return _whole(completion, settings, streamed=True)
+    text: list[str] = []
+    arguments: list[str] = []
+    tool: Optional[str] = None
+    usage = model = None
+    pieces = 0
+    seen_choice = False
+    for chunk in stream:
+        model = chunk.model or model
+        if getattr(chunk, "usage", None):
+            usage = chunk.usage
+        for choice in chunk.choices or []:
+            if choice.index != 0 or choice.delta is None:
+                continue
+            seen_choice = True
+            delta = choice.delta
+            if delta.content:
+                text.append(delta.content)
+                pieces += 1
+            for call in getattr(delta, "tool_calls", None) or []:
+                if call.index != 0 or call.function is None:
+                    continue
+                tool = call.function.name or tool
+                if call.function.arguments:
+                    arguments.append(call.function.arguments)
+                    pieces += 1
+        if on_tokens is not None:
+            on_tokens(pieces)
+    if not seen_choice:
+        raise LLMCallError("LLM call returned no choices")
+    content = "".join(text)
+    if not content.strip() and tool is not None:
+        content = "".join(arguments)
+    else:
+        tool = None
+    return LLMReply(
+        content=scrub(content, settings.api_key),
+        prompt_tokens=getattr(usage, "prompt_tokens", None) if usage else None,
+        completion_tokens=getattr(usage, "completion_tokens", None) if usage else None,
+        model=model,
+        streamed=True,
+        tool=tool,
+    )
+
+
+def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], None]] = None) -> LLMReply:
+    """One Chat Completions call of ``body`` as given (see
+    :func:`logist.engine.prepare.prepare`), with the SDK's bounded retries;
+    streamed when ``body`` asks for it and the endpoint streams.
+
+    ``on_tokens(n)``: called as a streamed answer arrives, with the pieces
+    (about one token each) received so far.
 
     The error message names neither the endpoint nor the key: it is
     recorded as the step's reason, and a resubmitted job shows that reason
@@ -83,33 +286,43 @@ def chat(settings: LLMSettings, body: dict) -> LLMReply:
     endpoint where a person reads the error.
     """
     import openai
-    from openai.types.chat import ChatCompletion
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-    client = openai.OpenAI(
-        base_url=settings.base_url,
-        api_key=settings.api_key or NO_KEY,
-        timeout=settings.timeout,
-        max_retries=settings.max_retries,
-    )
+    api = client(settings.base_url, settings.api_key)
+    options = {"timeout": settings.timeout, "max_retries": settings.max_retries}
+    wants_stream = bool(body.get("stream"))
+    if wants_stream and not streams(settings.base_url):
+        body, wants_stream = without_stream(body), False
     try:
-        # The body as it is: the SDK's create() would walk and re-validate
-        # every message first, which costs more than the rest of a step once
-        # a turn has a few hundred messages (bench/history_size.py).
-        completion = client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+        if wants_stream:
+            try:
+                # The body as it is: the SDK's create() would walk and
+                # re-validate every message first, which costs more than the
+                # rest of a step once a turn has a few hundred messages.
+                stream = api.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options,
+                                  stream=True, stream_cls=openai.Stream[ChatCompletionChunk])
+                return _read_stream(stream, settings, on_tokens)
+            except openai.APIStatusError as exc:
+                if exc.status_code not in _STREAM_REFUSED or "stream" not in str(exc.body or exc.message).lower():
+                    raise
+                # Perhaps it does not stream: ask once without (not paid: it was refused).
+                completion = api.post("/chat/completions", body=without_stream(body), cast_to=ChatCompletion,
+                                      options=options)
+                _PLAIN.add(settings.base_url)
+                return _whole(completion, settings, streamed=False)
+        completion = api.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options)
+        return _whole(completion, settings, streamed=False)
     except openai.OpenAIError as exc:
-        retried = not isinstance(exc, openai.APIStatusError) or exc.status_code in (408, 409, 429) or exc.status_code >= 500
-        attempts = settings.max_retries + 1 if retried else 1
-        message = f"LLM call failed after {attempts} attempt{'s' if attempts > 1 else ''}: {_describe(exc)}"
-        raise LLMCallError(scrub(message, settings.api_key)) from None
-    finally:
-        client.close()
-    if not completion.choices:
-        raise LLMCallError("LLM call returned no choices")
-    content = scrub(completion.choices[0].message.content or "", settings.api_key)
-    usage = completion.usage
-    return LLMReply(
-        content=content,
-        prompt_tokens=getattr(usage, "prompt_tokens", None) if usage else None,
-        completion_tokens=getattr(usage, "completion_tokens", None) if usage else None,
-        model=completion.model,
-    )
+        raise _failure(exc, settings) from None
+
+
+def list_models(settings: LLMSettings) -> list[str]:
+    """The model names the endpoint's ``GET /models`` lists, sorted."""
+    import openai
+
+    api = client(settings.base_url, settings.api_key)
+    try:
+        page = api.with_options(max_retries=0).models.list(timeout=settings.timeout)
+        return sorted(str(model.id) for model in page.data)
+    except openai.OpenAIError as exc:
+        raise _failure(exc, settings) from None

@@ -52,6 +52,7 @@ def cli(ctx: click.Context, jobs_dir: str) -> None:
 
 def _register() -> None:
     from .demo import demo
+    from .doctor import doctor, models
     from .init import init
     from .job import job
     from .replay_server import replay_server
@@ -68,6 +69,8 @@ def _register() -> None:
     cli.add_command(report)
     cli.add_command(replay_server)
     cli.add_command(workflow)
+    cli.add_command(doctor)
+    cli.add_command(models)
 
 
 _register()

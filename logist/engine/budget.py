@@ -1,6 +1,6 @@
 """Budgets and running totals: checked before every call, summed after it.
 
-Cost needs a price for the model in config.json; tokens are counted either
+Cost needs a price for the model (shipped with Logist or in config.json); tokens are counted either
 way. Totals live in the manifest and in every history entry after it, so
 they survive restarts and rewinds (the calls were paid for).
 """
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def call_cost(config: LogistConfig, model: str, outcome: Outcome) -> Optional[float]:
-    price = config.prices.get(model)
+    price = config.price(model)
     if price is None or outcome.prompt_tokens is None or outcome.completion_tokens is None:
         return None
     return round(

@@ -4,8 +4,11 @@
 call, or the summary call when the role's conversation is due for
 compaction) and returns it as :attr:`Prepared.body`, the exact Chat
 Completions request body. That one dict is what ``job preview --json``
-prints, what :func:`logist.llm.chat` sends (nothing added, nothing dropped)
-and what the replay server compares, so the three cannot drift apart.
+prints, what :func:`logist.llm.chat` sends (nothing added; the stream
+fields dropped only for an endpoint found, in this process, not to stream,
+and the history then records that) and what the replay server compares, so
+the three cannot drift apart. Whether the answer is asked for as a stream is
+config.json's ``stream`` (on by default).
 """
 
 from __future__ import annotations
@@ -91,14 +94,15 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
     if target is not None:
         messages = compaction.request(manifest.turn, role, target, history.conversation(manifest.turn))
         metadata = RequestMetadata(
-            role=role.name, phase="compaction", model=model, temperature=SUMMARY_TEMPERATURE, max_tokens=None
+            role=role.name, phase="compaction", model=model, temperature=SUMMARY_TEMPERATURE, max_tokens=None,
+            stream=config.stream or None,
         )
-        body = request_body(model, messages, SUMMARY_TEMPERATURE)
+        body = request_body(model, messages, SUMMARY_TEMPERATURE, stream=config.stream)
         return Prepared(body, Prompt(messages=messages), role, metadata, config, compaction_target=target)
     prompt = build_prompt(manifest, role, job.workspace, jobs_dir, history, roles)
     metadata = RequestMetadata(
         role=role.name, phase=str(manifest.status), model=model, temperature=role.temperature, max_tokens=role.max_tokens,
-        response_format=role.response_format,
+        response_format=role.response_format, stream=config.stream or None,
     )
-    body = request_body(model, prompt.messages, role.temperature, role.max_tokens, role.response_format)
+    body = request_body(model, prompt.messages, role.temperature, role.max_tokens, role.response_format, config.stream)
     return Prepared(body, prompt, role, metadata, config)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Protocol
 
 from ..errors import LLMCallError, LogistError, TransitionError
 from ..failpoints import failpoint
 from ..protocol import Answer, InvalidAnswer, check_planner_answer, parse_answer
 from ..store import recovery as journal
-from ..store.config import resolve_api_key, resolve_base_url
+from ..store.config import resolve_api_key, resolve_endpoint
 from ..store.entries import CommandRecord, Request, Response, Usage
 from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest, Message, Status
@@ -47,6 +47,19 @@ class StepResult:
     error: Optional[str] = None
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
+    #: Whether the step made a call (not a posted or replayed answer, not a limit).
+    called: bool = False
+    model: Optional[str] = None
+    #: The call's cost; None when the model has no price (see ``priced``) or no tokens are known.
+    cost_usd: Optional[float] = None
+    priced: bool = True
+    #: The tokens were estimated from the text: the endpoint reported no usage.
+    tokens_estimated: bool = False
+    duration_ms: int = 0
+    #: A command the answer ran: the command, its cleaned output (as the model is shown it) and exit code.
+    command: Optional[str] = None
+    command_output: Optional[str] = None
+    command_exit_code: Optional[int] = None
 
     def as_dict(self) -> dict:
         data = dict(self.__dict__)
@@ -63,6 +76,21 @@ class Outcome:
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
     duration: float = 0.0
+    #: The endpoint reported no usage; the tokens are estimates.
+    estimated: bool = False
+    #: What the history entry says besides (an answer sent as a tool call).
+    note: Optional[str] = None
+    called: bool = False
+
+
+class CallWatch(Protocol):
+    """Told about a call while it is in flight (the CLI's progress line)."""
+
+    def started(self, role: str, call: int, of: int, model: str) -> None: ...
+
+    def tokens(self, count: int) -> None: ...
+
+    def finished(self) -> None: ...
 
 
 def _check_steppable(job: Job, manifest: JobManifest) -> None:
@@ -145,7 +173,8 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
         failpoint("after_commit")
     after.workspace_commit = commit
     cost = call_cost(config, prepared.model, outcome)
-    add_to_totals(after, outcome, cost, command, priced=prepared.model in config.prices, kind=kind)
+    priced = config.price(prepared.model) is not None
+    add_to_totals(after, outcome, cost, command, priced=priced, kind=kind)
     response = Response(
         status=status_label,
         actions=[answer.action] if answer else [],
@@ -159,6 +188,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
         prompt_tokens=outcome.prompt_tokens,
         completion_tokens=outcome.completion_tokens,
         cost_usd=cost,
+        estimated=outcome.estimated,
     )
     entry = journal.new_entry(
         job.dir,
@@ -173,6 +203,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
         duration_ms=round(outcome.duration * 1000),
         workspace_commit=commit,
         command=command,
+        note=outcome.note,
     )
     journal.record(job.dir, entry, after)
     return StepResult(
@@ -187,31 +218,70 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
         error=error,
         prompt_tokens=outcome.prompt_tokens,
         completion_tokens=outcome.completion_tokens,
+        **_call_facts(prepared, outcome, cost, priced),
+        command=command.command if command else None,
+        command_output=command.output if command else None,
+        command_exit_code=command.exit_code if command else None,
     )
 
 
-def _call(job: Job, prepared: Prepared, base_url: Optional[str]) -> Outcome:
-    """Send the prepared body, as it is, to the resolved endpoint."""
-    from ..llm import LLMSettings, chat
+def _call_facts(prepared: Prepared, outcome: Outcome, cost: Optional[float], priced: bool) -> dict:
+    return dict(called=outcome.called, model=prepared.model, cost_usd=cost, priced=priced,
+                tokens_estimated=outcome.estimated, duration_ms=round(outcome.duration * 1000))
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens in ``text`` when the endpoint does not say: 4 characters a token, rounded up."""
+    return -(-len(text) // 4)
+
+
+def _call(job: Job, manifest: JobManifest, prepared: Prepared, base_url: Optional[str],
+          request_timeout: Optional[float] = None, watch: Optional[CallWatch] = None) -> Outcome:
+    """Send the prepared body to the resolved endpoint: as it is, less the
+    stream fields when the endpoint was found not to stream (the recorded
+    metadata says which was sent)."""
+    from .. import llm
 
     config = prepared.config
-    settings = LLMSettings(
-        base_url=resolve_base_url(base_url, config),
+    settings = llm.LLMSettings(
+        base_url=resolve_endpoint(base_url, config),
         api_key=resolve_api_key(),
-        timeout=config.request_timeout,
+        timeout=request_timeout or config.request_timeout,
         max_retries=config.max_retries,
     )
+    body = prepared.body
+    if body.get("stream") and not llm.streams(settings.base_url):
+        body = llm.without_stream(body)
+    prepared.metadata.stream = bool(body.get("stream")) or None
+    llm.client(settings.base_url, settings.api_key)  # built (once per process) before the clock starts
+    if watch is not None:
+        watch.started(prepared.role.name, manifest.calls + 1, manifest.settings.max_steps, prepared.model)
     started = time.monotonic()
     try:
-        reply = chat(settings, prepared.body)
+        reply = llm.chat(settings, body, watch.tokens if watch is not None else None)
     except LLMCallError as exc:
-        return Outcome(error=str(exc), duration=time.monotonic() - started)
-    return Outcome(
+        return Outcome(error=str(exc), duration=time.monotonic() - started, called=True)
+    finally:
+        if watch is not None:
+            watch.finished()
+    prepared.metadata.stream = reply.streamed or None
+    outcome = Outcome(
         raw=reply.content,
         prompt_tokens=reply.prompt_tokens,
         completion_tokens=reply.completion_tokens,
         duration=time.monotonic() - started,
+        called=True,
     )
+    if reply.tool:
+        outcome.note = llm.TOOL_NOTE.format(reply.tool)
+    if outcome.prompt_tokens is None or outcome.completion_tokens is None:
+        outcome.estimated = True
+        if outcome.prompt_tokens is None:
+            outcome.prompt_tokens = estimate_tokens("".join(m.get("content") or "" for m in body["messages"]
+                                                            if isinstance(m.get("content"), str)))
+        if outcome.completion_tokens is None:
+            outcome.completion_tokens = estimate_tokens(reply.content)
+    return outcome
 
 
 def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
@@ -226,7 +296,7 @@ def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
 
 
 def _locked_step(
-    job: Job, lock_timeout: float, produce: Callable[[Prepared], Outcome], model: Optional[str], mode: str,
+    job: Job, lock_timeout: float, produce: Callable[[JobManifest, Prepared], Outcome], model: Optional[str], mode: str,
     kind: str = "llm_call",
 ) -> StepResult:
     """``mode``: "live" makes the call :func:`prepare` decides (a summary
@@ -242,8 +312,8 @@ def _locked_step(
         if mode == "summary" and not prepared.is_compaction:
             raise LogistError(f"job '{job.id}' has no compaction due; the recorded summary does not fit here")
         if prepared.is_compaction:
-            return _apply_compaction(job, manifest, prepared, produce(prepared), replayed=mode == "summary")
-        return _apply(job, manifest, prepared, produce(prepared), kind)
+            return _apply_compaction(job, manifest, prepared, produce(manifest, prepared), replayed=mode == "summary")
+        return _apply(job, manifest, prepared, produce(manifest, prepared), kind)
 
 
 def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, replayed: bool) -> StepResult:
@@ -263,12 +333,14 @@ def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome
         error = outcome.error or "the summary call returned an empty summary"
         status, action = "ERROR", "COMPACTION_FAILED"
     cost = call_cost(config, prepared.model, outcome)
-    add_to_totals(after, outcome, cost, None, priced=prepared.model in config.prices, kind="replay" if replayed else "llm_call")
+    priced = config.price(prepared.model) is not None
+    add_to_totals(after, outcome, cost, None, priced=priced, kind="replay" if replayed else "llm_call")
     entry = journal.new_entry(
         job.dir, job.workspace, before, after, kind="compaction", role=prepared.role.name,
         request=Request(prompt=[Message(**m) for m in prepared.prompt.messages], metadata=prepared.metadata),
         response=Response(status=status, raw_response=outcome.raw, error=error),
-        usage=Usage(prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=cost),
+        usage=Usage(prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=cost,
+                    estimated=outcome.estimated),
         duration_ms=round(outcome.duration * 1000),
         workspace_commit=before.workspace_commit,
         note=(f"summarised rounds 1 to {target}" if error is None else
@@ -277,13 +349,25 @@ def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome
     )
     journal.record(job.dir, entry, after)
     return StepResult(job.id, entry.sequence, prepared.role.name, action, after.status, summary=entry.note, error=error,
-                      prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens)
+                      prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
+                      **_call_facts(prepared, outcome, cost, priced))
 
 
-def step_once(job: Job, *, base_url: Optional[str] = None, model: Optional[str] = None, lock_timeout: float = 0) -> StepResult:
+def step_once(
+    job: Job, *, base_url: Optional[str] = None, model: Optional[str] = None, lock_timeout: float = 0,
+    request_timeout: Optional[float] = None, watch: Optional[CallWatch] = None,
+) -> StepResult:
     """Exactly one LLM call (``job step --oneshot``): the role's, or a summary
-    call when the role's conversation is due for compaction."""
-    return _locked_step(job, lock_timeout, lambda prepared: _call(job, prepared, base_url), model, "live")
+    call when the role's conversation is due for compaction.
+
+    Raises :class:`~logist.errors.ConfigError`, the job unchanged, when no
+    endpoint is configured. ``request_timeout`` overrides config.json's;
+    ``watch`` is told when the call starts, as its answer streams in, and
+    when it ends."""
+    return _locked_step(
+        job, lock_timeout, lambda manifest, prepared: _call(job, manifest, prepared, base_url, request_timeout, watch),
+        model, "live",
+    )
 
 
 def post_answer(
@@ -304,6 +388,6 @@ def post_answer(
     summary (``job replay``)."""
     outcome = Outcome(raw=raw, error=error, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
     kind = "replay" if replayed else "poststep"
-    return _locked_step(job, lock_timeout, lambda _prepared: outcome, model, "summary" if summary else "answer", kind)
+    return _locked_step(job, lock_timeout, lambda _manifest, _prepared: outcome, model, "summary" if summary else "answer", kind)
 
 

@@ -16,7 +16,16 @@ request is the one thing a subclass decides (:meth:`LLMServer.reply_for`):
 
 * :class:`ScriptedLLMServer` takes the next item of a script: a string is
   the assistant's content; a :class:`Reply` can also set an HTTP error
-  status, a delay (to provoke a client timeout) or the usage.
+  status, a delay (to provoke a client timeout), the usage, or send the
+  content as a tool call's arguments.
+
+A request with ``"stream": true`` is answered as OpenAI streams: server-sent
+events of ``chat.completion.chunk`` pieces, a last chunk with the usage when
+``stream_options.include_usage`` asks for it, then ``data: [DONE]``. A
+server made with ``streaming="refuse"`` answers such a request with HTTP 400
+(as endpoints that do not stream do), and with ``streaming="ignore"`` with
+the whole answer as if no stream had been asked for. ``GET /models`` lists
+:attr:`LLMServer.models`.
 * :class:`logist.replay.server.ReplayLLMServer` answers from a recorded
   ``jobHistory.json``.
 
@@ -54,6 +63,12 @@ class Reply:
     #: Close the connection without answering (the client sees a dropped
     #: connection).
     disconnect: bool = False
+    #: Send the content as the arguments of a call of this tool (function
+    #: calling) instead of as the message's content.
+    tool_call: Optional[str] = None
+    #: Streamed: the content in this many pieces, and seconds between them.
+    pieces: int = 4
+    piece_delay: float = 0.0
 
 
 Script = Iterable[Union[str, Reply]]
@@ -71,20 +86,60 @@ def estimate_usage(messages: list, content: str) -> dict:
     }
 
 
-def completion_body(request: dict, content: str, usage: Union[dict, None, bool], number: int) -> dict:
+def _usage(request: dict, content: str, usage: Union[dict, None, bool]) -> Optional[dict]:
+    if usage is False:
+        return None
+    usage = dict(usage or estimate_usage(request.get("messages") or [], content))
+    usage.setdefault("total_tokens", (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0))
+    return usage
+
+
+def _tool_call(name: str, arguments: str, with_id: bool = True) -> dict:
+    call = {"index": 0, "type": "function", "function": {"name": name, "arguments": arguments}}
+    return {**call, "id": "call_logist_0"} if with_id else call
+
+
+def completion_body(request: dict, content: str, usage: Union[dict, None, bool], number: int,
+                    tool_call: Optional[str] = None) -> dict:
     """A Chat Completions answer, as OpenAI shapes it."""
+    message: dict = {"role": "assistant", "content": content}
+    if tool_call:
+        message = {"role": "assistant", "content": None, "tool_calls": [_tool_call(tool_call, content)]}
+        del message["tool_calls"][0]["index"]
     answer = {
         "id": f"chatcmpl-logist-{number}",
         "object": "chat.completion",
         "created": 0,
         "model": request.get("model", "logist"),
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_call else "stop"}],
     }
-    if usage is not False:
-        usage = dict(usage or estimate_usage(request.get("messages") or [], content))
-        usage.setdefault("total_tokens", (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0))
+    usage = _usage(request, content, usage)
+    if usage is not None:
         answer["usage"] = usage
     return answer
+
+
+def stream_chunks(request: dict, reply: "Reply", number: int) -> list[dict]:
+    """A streamed Chat Completions answer: its ``chat.completion.chunk`` pieces."""
+    content = reply.content or ""
+    base = {"id": f"chatcmpl-logist-{number}", "object": "chat.completion.chunk", "created": 0,
+            "model": request.get("model", "logist")}
+    size = max(1, -(-len(content) // max(1, reply.pieces)))
+    parts = [content[i:i + size] for i in range(0, len(content), size)] or [""]
+    chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
+    for i, part in enumerate(parts):
+        if reply.tool_call:
+            delta = {"tool_calls": [_tool_call(reply.tool_call, part, with_id=i == 0)]}
+            if i:
+                del delta["tool_calls"][0]["type"], delta["tool_calls"][0]["function"]["name"]
+        else:
+            delta = {"content": part}
+        chunks.append({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if reply.tool_call else "stop"}]})
+    usage = _usage(request, content, reply.usage)
+    if usage is not None and (request.get("stream_options") or {}).get("include_usage"):
+        chunks.append({**base, "choices": [], "usage": usage})
+    return chunks
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -127,9 +182,31 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(min(left, 0.05))
         return True
 
+    def _send_stream(self, chunks: list[dict], delay: float) -> None:
+        """Server-sent events, in HTTP/1.1 chunked encoding (the connection stays open)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        events = [f"data: {json.dumps(chunk)}\n\n".encode("utf-8") for chunk in chunks] + [b"data: [DONE]\n\n"]
+        framed = [b"%x\r\n%s\r\n" % (len(event), event) for event in events] + [b"0\r\n\r\n"]
+        try:
+            if not delay:  # one write: no wait on the client's delayed ACKs
+                self.wfile.write(b"".join(framed))
+                return
+            for i, piece in enumerate(framed):
+                if 1 < i < len(events) - 1 and self._client_left_during(delay):
+                    self.close_connection = True
+                    return
+                self.wfile.write(piece)
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
     def do_GET(self):
         if self.path.rstrip("/").endswith("/models"):
-            self._send(200, {"object": "list", "data": [{"id": "logist", "object": "model", "owned_by": "logist"}]})
+            models = [{"id": name, "object": "model", "owned_by": "logist"} for name in self.server.owner.models]
+            self._send(200, {"object": "list", "data": models})
         else:
             self._error(404, f"no route {self.path}", "not_found")
 
@@ -147,6 +224,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, "request body is not a JSON object", "invalid_request_error")
             return
         owner = self.server.owner
+        if body.get("stream") and owner.streaming == "refuse":
+            owner._record(body, dict(self.headers))  # refused: the script's next answer is not used up
+            self._error(400, "stream is not supported", "invalid_request_error", NO_RETRY)
+            return
         number, reply = owner._next(body, dict(self.headers))
         if reply.delay and self._client_left_during(reply.delay):
             self.close_connection = True
@@ -157,7 +238,10 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             self._error(reply.status, reply.error_message, reply.error_type, reply.headers or {"retry-after-ms": "10"})
             return
-        self._send(200, completion_body(body, reply.content or "", reply.usage, number), reply.headers)
+        if body.get("stream") and owner.streaming is True:
+            self._send_stream(stream_chunks(body, reply, number), reply.piece_delay)
+        else:
+            self._send(200, completion_body(body, reply.content or "", reply.usage, number, reply.tool_call), reply.headers)
 
 
 class _Server(ThreadingHTTPServer):
@@ -165,6 +249,14 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     owner: "LLMServer"
     stopping: threading.Event
+
+    def handle_error(self, request, client_address):
+        # A client that closes a kept-alive connection with unread bytes
+        # (the SDK does, after a stream's [DONE]) resets it: not an error.
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
 
     def get_request(self):
         # Answers are small and written in pieces (headers, body): without
@@ -184,8 +276,14 @@ class LLMServer:
     #: Name of the serving thread, for debugging.
     thread_name = "logist-llm"
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0):
+    #: What ``GET /models`` lists.
+    models: list[str] = ["logist"]
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, streaming: Union[bool, str] = True):
         self._lock = threading.Lock()
+        #: True: a streamed request is answered with server-sent events;
+        #: "refuse": with HTTP 400; "ignore": with the whole answer.
+        self.streaming = streaming
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         self._server = _Server((host, port), _Handler)
@@ -196,6 +294,11 @@ class LLMServer:
     def reply_for(self, body: dict, headers: dict) -> Reply:
         """The reply to one request (called with the server's lock held)."""
         raise NotImplementedError
+
+    def _record(self, body: dict, headers: dict) -> None:
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
 
     def _next(self, body: dict, headers: dict) -> tuple[int, Reply]:
         with self._lock:
@@ -240,8 +343,11 @@ class ScriptedLLMServer(LLMServer):
 
     thread_name = "scripted-llm"
 
-    def __init__(self, script: Script = (), host: str = "127.0.0.1", port: int = 0):
-        super().__init__(host, port)
+    def __init__(self, script: Script = (), host: str = "127.0.0.1", port: int = 0, *,
+                 streaming: Union[bool, str] = True, models: Optional[list[str]] = None):
+        super().__init__(host, port, streaming)
+        if models is not None:
+            self.models = list(models)
         self._script = [s if isinstance(s, Reply) else Reply(content=s) for s in script]
 
     def add(self, *items: Union[str, Reply]) -> None:

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from ..store.history import HISTORY_NAME, HistoryEntry, JobHistory
+from ..llm import TOOL_NOTE
 from .scripted import NO_RETRY, LLMServer, Reply
 
 logger = logging.getLogger("logist.replay.server")
@@ -54,6 +55,8 @@ TIMEOUT_HOLD = 600.0
 #: Parses a recorded call's error (not a prompt) back into the failure to replay.
 _HTTP_ERROR = re.compile(r": HTTP (\d{3})(?:: (.*?))?(?: \(set LOGIST_API_KEY or OPENAI_API_KEY\))?$", re.S)
 _EXCERPT = 30
+#: A recorded answer that came as a tool call, replayed as one.
+_TOOL_CALL = re.compile(re.escape(TOOL_NOTE).replace(re.escape("{}"), "(.+?)"))
 #: History entries that are calls of the model.
 from ..store.entries import CALL_KINDS  # noqa: E402  (re-exported)
 #: The request parameters a recording keeps (history ``request.metadata``),
@@ -182,9 +185,13 @@ def recorded_reply(entry: HistoryEntry) -> Reply:
         return failure_reply(response.error or "")
     usage: Union[dict, bool] = False
     recorded = entry.usage
-    if recorded is not None and (recorded.prompt_tokens is not None or recorded.completion_tokens is not None):
+    # Estimated usage was estimated because the endpoint sent none: so does the replay.
+    if recorded is not None and not getattr(recorded, "estimated", False) and (
+            recorded.prompt_tokens is not None or recorded.completion_tokens is not None):
         usage = {"prompt_tokens": recorded.prompt_tokens or 0, "completion_tokens": recorded.completion_tokens or 0}
-    return Reply(content=(response.raw_response if response else None) or "", usage=usage)
+    tool = _TOOL_CALL.fullmatch(entry.note or "")
+    return Reply(content=(response.raw_response if response else None) or "", usage=usage,
+                 tool_call=tool.group(1) if tool else None)
 
 
 def failure_reply(error: str) -> Reply:
@@ -193,7 +200,7 @@ def failure_reply(error: str) -> Reply:
     if found:
         status, detail = int(found.group(1)), found.group(2) or ""
         return Reply(status=status, error_message=detail, error_type="recorded_error", headers=NO_RETRY)
-    if error.endswith("the request timed out"):
+    if "the request timed out" in error:
         return Reply(delay=TIMEOUT_HOLD)
     if "cannot connect" in error:
         return Reply(disconnect=True)
@@ -266,6 +273,7 @@ class ReplayLLMServer(LLMServer):
         # request get it again instead of the next recorded call.
         self._failing: Optional[tuple[str, Reply]] = None
         super().__init__(host, port)
+        self.models = sorted({call.request["model"] for call in self.calls if call.request["model"]}) or self.models
 
     @property
     def remaining(self) -> int:

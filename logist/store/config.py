@@ -4,6 +4,15 @@ Precedence for the endpoint: ``--base-url`` > ``LOGIST_BASE_URL`` >
 ``OPENAI_BASE_URL`` > ``config.json``. The API key is read from the
 environment only (``LOGIST_API_KEY`` then ``OPENAI_API_KEY``) and is never
 stored: the config model has no field for it and refuses one.
+
+Logist is pointed at a model when an endpoint is named in any of those
+places, or when a key is set (which means OpenAI's own endpoint,
+:data:`DEFAULT_BASE_URL`). With neither, :func:`resolve_endpoint` refuses
+before any call, so a first run never goes to api.openai.com without a key.
+
+Prices: common models' prices ship with Logist (``prices.json`` next to
+this module); ``prices`` in config.json adds models and overrides those
+(:meth:`LogistConfig.price`).
 """
 
 from __future__ import annotations
@@ -73,13 +82,38 @@ class LogistConfig(BaseModel):
     models: dict[str, str] = {}
     """Role name -> the model for that role (a job's or a command's --model still wins)."""
     request_timeout: float = Field(default=30.0, gt=0)
-    """Seconds to wait for one model request."""
+    """Seconds to wait for the endpoint to answer (for a streamed answer: between two pieces); a request that times out is not sent again."""
     max_retries: int = Field(default=3, ge=0, le=10)
-    """How many times a request that failed for a transient reason (timeout, 429, 5xx, connection) is sent again."""
+    """How many times a request that failed for a transient reason (429, 5xx, connection failure) is sent again; a timed-out one never is."""
+    stream: bool = True
+    """Ask for the answer as a stream (stream with usage) when the endpoint supports it; false: never."""
     prices: dict[str, Price] = {}
-    """Model name -> its price, so that cost is counted and max_cost_usd can apply."""
+    """Model name -> its price, so that cost is counted and max_cost_usd can apply; adds to and overrides the prices Logist ships."""
     defaults: JobDefaults = JobDefaults()
     """Settings every new job of this jobs directory starts with."""
+
+    def price(self, model: str) -> Optional[Price]:
+        """``model``'s price: config.json's, else the shipped one; a name
+        with a provider prefix (``openai/gpt-4o``) also matches without it."""
+        shipped = shipped_prices()
+        names = [model] + ([model.rsplit("/", 1)[1]] if "/" in model else [])
+        for table in (self.prices, shipped):
+            for name in names:
+                if name in table:
+                    return table[name]
+        return None
+
+
+_SHIPPED: Optional[dict[str, Price]] = None
+
+
+def shipped_prices() -> dict[str, Price]:
+    """The prices that ship with Logist (``prices.json``), read once."""
+    global _SHIPPED
+    if _SHIPPED is None:
+        data = json.loads(Path(__file__).with_name("prices.json").read_text(encoding="utf-8"))
+        _SHIPPED = {name: Price.model_validate(value) for name, value in data["prices"].items()}
+    return _SHIPPED
 
 
 def load_config(jobs_dir: Path) -> LogistConfig:
@@ -98,19 +132,42 @@ def load_config(jobs_dir: Path) -> LogistConfig:
         raise ConfigError(format_validation_error(exc, str(path))) from None
 
 
+#: Said when Logist is pointed at no model.
+NOT_CONFIGURED = (
+    "no model endpoint is configured: pass --base-url URL, set LOGIST_BASE_URL, or put \"base_url\" in "
+    "config.json (for OpenAI itself, set LOGIST_API_KEY or OPENAI_API_KEY instead)"
+)
+
+
+def endpoint_source(option: Optional[str], config: LogistConfig) -> tuple[Optional[str], str]:
+    """The endpoint named, and where: ``--base-url``, ``LOGIST_BASE_URL``,
+    ``OPENAI_BASE_URL`` or ``config.json``; ``(None, "")`` when none is."""
+    for value, source in ((option, "--base-url"), (os.environ.get("LOGIST_BASE_URL"), "LOGIST_BASE_URL"),
+                          (os.environ.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL"), (config.base_url, "config.json")):
+        if value:
+            return value, source
+    return None, ""
+
+
 def resolve_base_url(option: Optional[str], config: LogistConfig) -> str:
-    return (
-        option
-        or os.environ.get("LOGIST_BASE_URL")
-        or os.environ.get("OPENAI_BASE_URL")
-        or config.base_url
-        or DEFAULT_BASE_URL
-    )
+    """The endpoint calls go to (OpenAI's when none is named)."""
+    return endpoint_source(option, config)[0] or DEFAULT_BASE_URL
+
+
+def resolve_endpoint(option: Optional[str], config: LogistConfig) -> str:
+    """The endpoint a call goes to; :class:`ConfigError` (:data:`NOT_CONFIGURED`)
+    when none is named and no key is set."""
+    named, _ = endpoint_source(option, config)
+    if named is None and resolve_api_key() is None:
+        raise ConfigError(NOT_CONFIGURED)
+    return named or DEFAULT_BASE_URL
+
+
+def key_variable() -> Optional[str]:
+    """The environment variable the API key is read from, if one is set."""
+    return next((name for name in KEY_VARIABLES if os.environ.get(name)), None)
 
 
 def resolve_api_key() -> Optional[str]:
-    for name in KEY_VARIABLES:
-        value = os.environ.get(name)
-        if value:
-            return value
-    return None
+    name = key_variable()
+    return os.environ[name] if name else None

@@ -49,6 +49,8 @@ class RequestMetadata(BaseModel):
     """The max_tokens sent, if any."""
     response_format: Optional[dict] = None
     """The response_format sent, if any."""
+    stream: Optional[bool] = None
+    """True when the answer was asked for as a stream (stream, with stream_options asking for the usage)."""
 
 
 class AddedMessage(BaseModel):
@@ -127,6 +129,8 @@ class Usage(BaseModel):
     """Completion tokens the endpoint reported."""
     cost_usd: Optional[float] = None
     """The call's cost, when its model has a price."""
+    estimated: bool = False
+    """True when the endpoint reported no usage and the tokens were estimated from the text (4 characters a token, rounded up)."""
 
 
 class CommandRecord(BaseModel):

@@ -90,14 +90,19 @@ def request_body(
     temperature: Optional[float] = None,
     max_tokens: Optional[int] = None,
     response_format: Optional[dict] = None,
+    stream: Optional[bool] = None,
 ) -> dict:
     """A Chat Completions body, the one way Logist builds it (a step's, and
     a recorded one rebuilt): parameters that are not set are left out, so
-    the endpoint applies its own defaults."""
+    the endpoint applies its own defaults. ``stream`` asks for the answer
+    as a stream that ends with the usage."""
     body: dict = {"model": model, "messages": messages}
     for key, value in (("temperature", temperature), ("max_tokens", max_tokens), ("response_format", response_format)):
         if value is not None:
             body[key] = value
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
     return body
 
 
@@ -105,7 +110,7 @@ def recorded_body(entry: dict, messages: list[dict]) -> dict:
     """The body call entry ``entry`` sent, from its rebuilt ``messages`` and its metadata."""
     meta = entry["request"]["metadata"]
     return request_body(meta["model"], messages, meta.get("temperature"), meta.get("max_tokens"),
-                        meta.get("response_format"))
+                        meta.get("response_format"), meta.get("stream"))
 
 
 #: Per process and job: the messages of the last request rebuilt, so that

@@ -39,7 +39,8 @@ def test_a_worker_step_sends_exactly_the_previewed_body(jobs, llm):
     llm.add(answer("COMPLETED", "wrote it"))
     step_oneshot("hello", llm.base_url)
     assert body == llm.requests[-1]
-    assert list(body) == ["model", "messages", "temperature"], "parameters that are not set are not sent"
+    assert list(body) == ["model", "messages", "temperature", "stream", "stream_options"], \
+        "parameters that are not set are not sent"
     assert body["messages"][1]["content"].startswith("# Job\n\n## Objective\n"), "the prompt does not name the job"
 
 
@@ -111,7 +112,8 @@ def test_the_text_preview_names_the_resolved_endpoint_and_never_the_key(jobs):
 
     done = logist_cli("job", "preview", "hello")
     body = preview_json("hello")
-    assert done.stdout.splitlines()[1:4] == ["model: gpt-4o-mini", f"temperature: {body['temperature']}", ""]
+    assert done.stdout.splitlines()[1:6] == ["model: gpt-4o-mini", f"temperature: {body['temperature']}", "stream: true",
+                                             'stream_options: {"include_usage": true}', ""]
     assert done.stdout.endswith(body["messages"][-1]["content"] + "\n")
 
 

@@ -302,15 +302,18 @@ def test_poststep_and_live_step_leave_identical_job(tmp_path, llm, monkeypatch):
 
     def strip(data):
         if isinstance(data, dict):
-            # A live step and a posted answer differ only in the entry's kind
-            # and in which totals count them (calls, or posted answers).
-            volatile = ("timestamp", "created_at", "updated_at", "duration_ms", "wall_ms", "kind", "totals")
+            # A live step and a posted answer differ only in the entry's kind,
+            # in which totals count them (calls, or posted answers) and in the
+            # usage (the live calls' estimated, as the server sent none).
+            volatile = ("timestamp", "created_at", "updated_at", "duration_ms", "wall_ms", "kind", "totals", "usage")
             return {k: strip(v) for k, v in data.items() if k not in volatile}
         if isinstance(data, list):
             return [strip(v) for v in data]
         return data
 
     assert {e["kind"] for e in live[1]["interactions"][1:]} == {"llm_call"}
+    assert all(e["usage"]["estimated"] for e in live[1]["interactions"][1:])
+    assert not any((e.get("usage") or {}).get("estimated") for e in posted[1]["interactions"][1:])
     assert {e["kind"] for e in posted[1]["interactions"][1:]} == {"poststep"}
     assert strip(live[0]) == strip(posted[0])
     assert strip(live[1]) == strip(posted[1])

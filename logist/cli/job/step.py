@@ -11,6 +11,36 @@ from ..app import EXIT_ERROR, EXIT_NEEDS_PERSON, Application, pass_app
 from ..common import base_url_option, job_argument, json_option, wait_option
 
 model_option = click.option("--model", help="Use this model for this command's calls.")
+quiet_option = click.option(
+    "-q", "--quiet", is_flag=True,
+    help="No progress line while a call is in flight, no line per call, no command output; only a line per step.",
+)
+timeout_option = click.option(
+    "--request-timeout", type=click.FloatRange(min=0, min_open=True), envvar="LOGIST_REQUEST_TIMEOUT",
+    help="Seconds to wait for the model to answer (env LOGIST_REQUEST_TIMEOUT; default: request_timeout in config.json, 30).",
+)
+
+
+def _reporter(app: Application, quiet: bool, with_job: bool = False):
+    """What is printed after each step: its line, then (unless ``quiet``)
+    the call's tokens, cost and time, and a command's output."""
+    from ..progress import call_line, command_lines
+
+    def report(result) -> None:
+        app.step_line(result, with_job=with_job)
+        if quiet:
+            return
+        for line in [call_line(result)] + command_lines(result):
+            if line:
+                app.info(line)
+
+    return report
+
+
+def _call_options(quiet: bool, request_timeout: Optional[float]) -> dict:
+    from ..progress import progress_for
+
+    return dict(watch=progress_for(quiet), request_timeout=request_timeout)
 
 
 @click.command()
@@ -18,11 +48,13 @@ model_option = click.option("--model", help="Use this model for this command's c
 @click.option("--oneshot", is_flag=True, help="Exactly one LLM call, then stop.")
 @base_url_option
 @model_option
+@timeout_option
 @wait_option
+@quiet_option
 @json_option
 @pass_app
 def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optional[str], model: Optional[str],
-         lock_timeout: float, as_json: bool) -> None:
+         request_timeout: Optional[float], lock_timeout: float, quiet: bool, as_json: bool) -> None:
     """Run one role turn (--oneshot: exactly one LLM call).
 
     Exits 3 when the job ends needing intervention.
@@ -35,12 +67,13 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
     from ...engine.step import step_once
 
     job = app.job(job_id)
-    kwargs = dict(base_url=base_url, model=model, lock_timeout=lock_timeout)
+    kwargs = dict(base_url=base_url, model=model, lock_timeout=lock_timeout, **_call_options(quiet, request_timeout))
+    report = _reporter(app, quiet)
     if oneshot:
         results = [step_once(job, **kwargs)]
-        app.step_line(results[0])
+        report(results[0])
     else:
-        results = step_turn(job, on_step=app.step_line, **kwargs)
+        results = step_turn(job, on_step=report, **kwargs)
     app.finish_steps(results, as_json, base_url)
 
 
@@ -49,11 +82,13 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
 @click.option("--all", "run_all", is_flag=True, help="Run every queued job in queue order.")
 @base_url_option
 @model_option
+@timeout_option
 @wait_option
+@quiet_option
 @json_option
 @pass_app
 def run(app: Application, job_id: Optional[str], run_all: bool, base_url: Optional[str], model: Optional[str],
-        lock_timeout: float, as_json: bool) -> None:
+        request_timeout: Optional[float], lock_timeout: float, quiet: bool, as_json: bool) -> None:
     """Step the job until it needs a person or is done.
 
     Exits 3 when the job (with --all: any job) ends needing intervention or
@@ -66,13 +101,18 @@ def run(app: Application, job_id: Optional[str], run_all: bool, base_url: Option
     """
     from ...engine.loop import run_job
 
+    calls = _call_options(quiet, request_timeout)
     if run_all:
         if job_id:
             raise click.UsageError("--all runs every queued job; do not name one")
-        _run_queue(app, as_json, base_url=base_url, model=model, lock_timeout=lock_timeout)
+        from ...store.config import resolve_endpoint
+
+        resolve_endpoint(base_url, app.jobs.config())  # said once, not once per job
+        _run_queue(app, as_json, _reporter(app, quiet, with_job=True), base_url=base_url, model=model,
+                   lock_timeout=lock_timeout, **calls)
         return
     job = app.job(job_id)
-    results = run_job(job, on_step=app.step_line, base_url=base_url, model=model, lock_timeout=lock_timeout)
+    results = run_job(job, on_step=_reporter(app, quiet), base_url=base_url, model=model, lock_timeout=lock_timeout, **calls)
     if not as_json and results and results[-1].status.value != "INTERVENTION_REQUIRED":
         app.info(f"Job '{job.id}' is {results[-1].status}.")
     app.finish_steps(results, as_json, base_url)
@@ -111,7 +151,7 @@ def poststep(app: Application, job_id: Optional[str], response_file: Optional[st
     else:
         raw = Path(response_file).read_text(encoding="utf-8") if response_file else response_string
         result = post_answer(job, raw, lock_timeout=lock_timeout)
-    app.step_line(result)
+    _reporter(app, quiet=False)(result)
     app.finish_steps([result], as_json)
 
 
@@ -156,10 +196,10 @@ def replay(app: Application, job_id: Optional[str], history_file: str, lock_time
         app.info(f"Replayed {count} entries; job '{job.id}' is {job.manifest().status}.")
 
 
-def _run_queue(app: Application, as_json: bool, **kwargs) -> None:
+def _run_queue(app: Application, as_json: bool, report, **kwargs) -> None:
     from ...engine.loop import run_queue
 
-    outcomes = run_queue(app.jobs, on_step=lambda r: app.step_line(r, with_job=True), **kwargs)
+    outcomes = run_queue(app.jobs, on_step=report, **kwargs)
     if as_json:
         app.print_json([{"job_id": o.job_id, "status": str(o.status) if o.status else None, "steps": o.steps, "error": o.error}
                     for o in outcomes])

@@ -1,0 +1,144 @@
+"""``logist doctor`` and ``logist models``: where calls go, and what is there.
+
+``doctor`` shows the resolved endpoint and where it came from, the model of
+each role and its price, whether a key is set (never the key), the request
+settings, and pings the endpoint's ``GET /models``. ``models`` lists the
+endpoint's models. Both go through :mod:`logist.llm`, like a step.
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Optional
+
+import click
+
+from .app import EXIT_ERROR, Application, pass_app
+from .common import base_url_option, json_option
+
+
+def _settings(app: Application, base_url: Optional[str]):
+    from ..llm import LLMSettings
+    from ..store.config import resolve_api_key, resolve_endpoint
+
+    config = app.jobs.config()
+    return LLMSettings(base_url=resolve_endpoint(base_url, config), api_key=resolve_api_key(),
+                       timeout=min(config.request_timeout, 10.0), max_retries=0)
+
+
+def _role_models(app: Application) -> dict[str, str]:
+    from ..engine.prepare import resolve_model
+    from ..store.roles import load_roles
+
+    config = app.jobs.config()
+    no_job = SimpleNamespace(model=None)
+    return {name: resolve_model(config, no_job, role, None) for name, role in sorted(load_roles(app.jobs.path).items())}
+
+
+@click.command()
+@base_url_option
+@json_option
+@pass_app
+def doctor(app: Application, base_url: Optional[str], as_json: bool) -> None:
+    """Check where calls go: endpoint, key, models, and a ping of /models.
+
+    Exits 1 when no endpoint is configured or the endpoint does not answer.
+
+    \b
+    Example:
+      logist doctor
+      logist doctor --base-url http://localhost:11434/v1
+    """
+    from ..errors import LogistError
+    from ..llm import list_models
+    from ..store.config import DEFAULT_BASE_URL, NOT_CONFIGURED, endpoint_source, key_variable
+
+    config = app.jobs.config()
+    named, source = endpoint_source(base_url, config)
+    if source == "--base-url" and click.get_current_context().get_parameter_source("base_url").name == "ENVIRONMENT":
+        source = "LOGIST_BASE_URL"
+    variable = key_variable()
+    endpoint = named or (DEFAULT_BASE_URL if variable else None)
+    roles = _role_models(app)
+    report: dict = {
+        "endpoint": endpoint,
+        "endpoint_from": source or ("the default, as a key is set" if endpoint else None),
+        "api_key_set": variable is not None,
+        "api_key_variable": variable,
+        "roles": {},
+        "request_timeout": config.request_timeout,
+        "max_retries": config.max_retries,
+        "stream": config.stream,
+        "ping": None,
+    }
+    listed: Optional[set[str]] = None
+    if endpoint is not None:
+        from ..llm import client
+
+        settings = _settings(app, base_url)
+        client(settings.base_url, settings.api_key)  # built before the clock starts: the ping times the endpoint
+        started = time.monotonic()
+        try:
+            names = list_models(settings)
+            listed = set(names)
+            report["ping"] = {"ok": True, "models": len(names), "seconds": round(time.monotonic() - started, 3)}
+        except LogistError as exc:
+            report["ping"] = {"ok": False, "error": str(exc)}
+    for role, model in roles.items():
+        price = config.price(model)
+        report["roles"][role] = {
+            "model": model,
+            "price": price.model_dump() if price else None,
+            "listed": (model in listed) if listed else None,
+        }
+    healthy = endpoint is not None and report["ping"]["ok"]
+    if as_json:
+        app.print_json(report)
+    else:
+        echo = app.echo
+        if endpoint is None:
+            echo(f"endpoint   none: {NOT_CONFIGURED}")
+        else:
+            echo(f"endpoint   {endpoint}  (from {report['endpoint_from']})")
+        echo(f"api key    {'set, in ' + variable if variable else 'not set (LOGIST_API_KEY or OPENAI_API_KEY; local servers need none)'}")
+        for i, (role, facts) in enumerate(report["roles"].items()):
+            price = facts["price"]
+            cost = (f"${price['input_per_million']:g} in, ${price['output_per_million']:g} out per million tokens"
+                    if price else "price unknown: add it to \"prices\" in config.json")
+            where = "" if facts["listed"] is None else ("" if facts["listed"] else "; not among the endpoint's models")
+            echo(f"{'models' if i == 0 else '':<10} {role}: {facts['model']} ({cost}{where})")
+        echo(f"requests   timeout {config.request_timeout:g} s (a timed-out request is not sent again), "
+             f"{config.max_retries} retries for 429, 5xx and connection failures, "
+             f"{'streamed when the endpoint streams' if config.stream else 'not streamed'}")
+        ping = report["ping"]
+        if ping is None:
+            echo("ping       skipped: no endpoint")
+        elif ping["ok"]:
+            echo(f"ping       GET /models: {ping['models']} model{'s' if ping['models'] != 1 else ''} listed in {ping['seconds']:.2f} s")
+        else:
+            echo(f"ping       GET /models failed: {ping['error']}")
+    if not healthy:
+        app.exit(EXIT_ERROR)
+
+
+@click.command()
+@base_url_option
+@json_option
+@pass_app
+def models(app: Application, base_url: Optional[str], as_json: bool) -> None:
+    """List the models the endpoint serves (its GET /models).
+
+    \b
+    Example:
+      logist models --base-url http://localhost:11434/v1
+    """
+    from ..errors import LLMCallError, LogistError
+    from ..llm import list_models
+
+    settings = _settings(app, base_url)
+    try:
+        names = list_models(settings)
+    except LLMCallError as exc:
+        raise LogistError(f"{exc} (endpoint {settings.base_url})") from None
+    app.display(as_json, names, lambda: [app.echo(name) for name in names])
