@@ -179,6 +179,8 @@ class HistoryEntry(BaseModel):
     """The job's state after the step."""
     role: Optional[str] = None
     """The role the step concerns."""
+    workspace_commit: Optional[str] = None
+    """The workspace commit after the step."""
     workspace_path: Optional[str] = None
     """The absolute workspace path the step ran in, when it is not the history's ``workspace_path`` (the job was moved)."""
     request: Optional[Request] = None
@@ -187,8 +189,6 @@ class HistoryEntry(BaseModel):
     """What came back (calls only)."""
     usage: Optional[Usage] = None
     """Tokens and cost (calls only)."""
-    workspace_commit: Optional[str] = None
-    """The workspace commit after the step."""
     user_input: Optional[UserInput] = None
     """A person's command (user_action)."""
     command: Optional[CommandRecord] = None

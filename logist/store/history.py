@@ -87,14 +87,26 @@ COMPACT = (",", ":")
 
 
 def entry_bytes(entry: dict) -> bytes:
-    """An entry as the file holds it: one field per line, each value on its
-    line in compact JSON. Readable in any editor (a field per line, as in
-    the rest of the file), and the indentation a nested layout would repeat
-    on every line of every entry is not paid for."""
+    """An entry as the file holds it. Its plain fields (numbers, texts) share
+    a line, so the first line says what the step was (``"sequence": 4,
+    "kind": "llm_call", "timestamp": ..., "role": "Worker"``); each field
+    that holds an object or a list (the request, the answer, the state) has
+    a line of its own, its value in compact JSON. Readable in any editor,
+    and the indentation a nested layout would repeat on every line of every
+    entry is not paid for. Readers find an entry by :data:`ENTRY_START`
+    alone: the layout after its number is free."""
     inner = ENTRY_INDENT + "  "
-    fields = [f"{inner}{json.dumps(key, ensure_ascii=False)}: {json.dumps(value, ensure_ascii=False, separators=COMPACT)}"
-              for key, value in entry.items()]
-    text = "{\n" + ",\n".join(fields) + "\n" + ENTRY_INDENT + "}"
+    lines: list[list[str]] = []
+    plain = False
+    for key, value in entry.items():
+        field = f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(value, ensure_ascii=False, separators=COMPACT)}"
+        structured = isinstance(value, (dict, list))
+        if structured or not plain or not lines:
+            lines.append([field])
+        else:
+            lines[-1].append(field)
+        plain = not structured
+    text = "{\n" + ",\n".join(inner + ", ".join(line) for line in lines) + "\n" + ENTRY_INDENT + "}"
     return ("\n" + ENTRY_INDENT + text).encode("utf-8")
 
 
