@@ -17,10 +17,13 @@ import tempfile
 from pathlib import Path
 
 from logist import JobsDir, create_job, step_once
-from logist.engine.compaction import COMPACTION_PROMPT, due
+from logist.engine.compaction import due
+from logist.store.prompts import builtin
 from logist.store.roles import load_roles
 from logist.resources import data_dir
 from logist.replay.scripted import ScriptedLLMServer
+
+COMPACTION_PROMPT = builtin().render("compaction/system")
 
 
 def run(rounds: int, compress: bool) -> list[int]:

@@ -12,8 +12,9 @@ cannot drift: the pydantic models (with a description on every field) and
 
 * :func:`response_schema`, the JSON Schema answers are validated against
   (and which :mod:`logist.schemas` writes into ``schemas/llm-chat-schema.json``);
-* :func:`protocol_text`, the part of the system prompt that teaches the model
-  the protocol, example answer included;
+* :func:`protocol_text`, the rules of the protocol as the system prompt
+  teaches them, example answer included (the ``protocol`` prompt template
+  words the rest);
 * :data:`ACTIONS` and :data:`EXIT_ACTIONS`.
 
 Validation runs the generated JSON Schema first, because its messages
@@ -307,12 +308,6 @@ def check_planner_answer(answer: Answer, roles: list[str]) -> None:
 # --------------------------------------------------------------------------
 # The protocol as the system prompt states it
 
-_INTRO = (
-    "You are one role in a Logist job. Logist runs the job one step at a time: each step it sends you this "
-    "conversation, you answer once, and it applies your answer, commits the job's workspace with git and "
-    "records everything."
-)
-
 #: The example answer of the prompt; a test checks that parse_answer accepts it.
 EXAMPLE_ANSWER = Answer(
     action="COMPLETED",
@@ -344,9 +339,18 @@ def _fields(names: tuple[str, ...], described: set[str]) -> str:
     return ", ".join(out)
 
 
-@lru_cache(maxsize=1)
-def protocol_text() -> str:
-    """The protocol part of the system prompt, generated from the table and the models."""
+#: The protocols a role can be taught; the prompt template ``protocol``
+#: (logist/prompts/protocol.md) wraps the text as ``{protocol_rules}``.
+PROTOCOLS = ("json",)
+
+
+@lru_cache(maxsize=None)
+def protocol_text(protocol: str = "json") -> str:
+    """The rules of ``protocol`` as the system prompt states them, generated
+    from the table and the models (the words around them are the ``protocol``
+    prompt template's)."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
     described: set[str] = set()
     actions = []
     for name, rule in ACTION_RULES.items():
@@ -364,4 +368,4 @@ def protocol_text() -> str:
         "Answer with exactly one JSON object and nothing else (a ```json fence around it is accepted). "
         'Its "action" is one of:\n' + "\n".join(actions)
     )
-    return "\n\n".join([_INTRO, answer_format, file_changes, "Example:\n" + answer_json(EXAMPLE_ANSWER)])
+    return "\n\n".join([answer_format, file_changes, "Example:\n" + answer_json(EXAMPLE_ANSWER)])

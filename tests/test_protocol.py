@@ -395,7 +395,8 @@ def test_the_prompt_uses_the_generated_protocol_text():
     from logist.store.roles import RoleManifest
 
     role = RoleManifest(name="Worker", description="does the work", instructions="Do it.", llm_model="m")
-    assert system_prompt(role, None).startswith(protocol_text() + "\n\n--- Role: Worker ---")
+    assert protocol_text() in system_prompt(role, None)
+    assert system_prompt(role, None).endswith(protocol_text() + "\n\n--- Role: Worker ---\nDo it.")
 
 
 def test_answer_helper_builds_valid_answers_in_the_callers_order():

@@ -55,6 +55,7 @@ def _register() -> None:
     from .doctor import doctor, models
     from .init import init
     from .job import job
+    from .prompts import prompts
     from .replay_server import replay_server
     from .report import report
     from .role import role
@@ -66,6 +67,7 @@ def _register() -> None:
     cli.add_command(job)
     cli.add_command(role)
     cli.add_command(skill)
+    cli.add_command(prompts)
     cli.add_command(report)
     cli.add_command(replay_server)
     cli.add_command(workflow)

@@ -25,11 +25,12 @@ def role_list(app: Application, as_json: bool) -> None:
 
     roles = load_roles(app.jobs.path)
     if as_json:
-        app.print_json([{"name": r.name, "llm_model": r.llm_model, "description": r.description, "source": r.source} for r in roles.values()])
+        app.print_json([{"name": r.name, "llm_model": r.llm_model, "llm_alias": r.llm_alias, "description": r.description,
+                        "source": r.source} for r in roles.values()])
         return
     width = max(len(n) for n in roles)
     for r in roles.values():
-        click.echo(f"{r.name:<{width}}  {r.llm_model:<14}  {r.description}")
+        click.echo(f"{r.name:<{width}}  {r.model_label:<14}  {r.description}")
 
 
 @role.command("inspect")
@@ -43,18 +44,23 @@ def role_inspect(app: Application, name: str, as_json: bool) -> None:
     Example:
       logist role inspect Supervisor
     """
-    from ..store.roles import get_role
+    from ..store.prompts import Prompts
+    from ..store.roles import get_role, load_roles
 
     r = get_role(name, app.jobs.path)
-    data = r.model_dump(mode="json")
+    prompts = Prompts(app.jobs.path, load_roles(app.jobs.path))
+    instructions = prompts.resolve(f"roles/{r.name}", r)
+    data = r.model_dump(mode="json", exclude_none=True)
+    data["instructions"] = prompts.instructions(r)
+    data["instructions_from"] = instructions.where
     if as_json:
         app.print_json(data)
         return
     click.echo(f"Role: {r.name}    (from {r.source})")
     for key, value in data.items():
-        if key in ("name", "instructions"):
+        if key in ("name", "instructions", "instructions_from"):
             continue
         click.echo(f"{key}: {value}")
-    click.echo("instructions:")
-    for line in r.instructions.splitlines():
+    click.echo(f"instructions (from {instructions.where}):")
+    for line in data["instructions"].splitlines():
         click.echo(f"  {line}")

@@ -34,6 +34,7 @@ from typing import Optional
 from ..store.entries import CommandRecord
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest
+from ..store.prompts import Prompts, builtin
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
 ALWAYS_REMOVED = {"LOGIST_API_KEY", "OPENAI_API_KEY"}
@@ -57,20 +58,16 @@ class CommandResult:
     stderr: str
     duration: float
 
-    def report(self, timeout: float) -> str:
-        """The next user message: what the model is told about the run."""
-        lines = ["Command output:", f"$ {self.command}"]
-        if self.stdout:
-            lines += ["--- stdout ---", self.stdout]
-        if self.stderr:
-            lines += ["--- stderr ---", self.stderr]
-        if not self.stdout and not self.stderr:
-            lines.append("(no output)")
+    def report(self, timeout: float, prompts: Optional[Prompts] = None) -> str:
+        """The next user message: what the model is told about the run (the ``command/*`` prompt templates)."""
+        prompts = prompts or builtin()
+        parts = [prompts.render(f"command/{name}", text=text) for name, text in (("stdout", self.stdout),
+                 ("stderr", self.stderr)) if text] or [prompts.render("command/no_output")]
         if self.timed_out:
-            lines.append(f"The command did not finish within {timeout:g} s and was killed.")
+            ending = prompts.render("command/timed_out", seconds=f"{timeout:g}")
         else:
-            lines.append(f"Exit code: {self.exit_code}")
-        return "\n".join(lines)
+            ending = prompts.render("command/exit_code", exit_code=str(self.exit_code))
+        return prompts.render("command/output", command=self.command, output="\n".join(parts), ending=ending)
 
 
 def command_env(base: Optional[dict] = None) -> dict:
@@ -208,7 +205,7 @@ def execute(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
         exit_code=result.exit_code,
         timed_out=result.timed_out,
         duration_ms=round(result.duration * 1000),
-        output=result.report(settings.command_timeout),
+        output=result.report(settings.command_timeout, Prompts(job.jobs_dir.path)),
     )
 
 

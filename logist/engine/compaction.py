@@ -10,6 +10,11 @@ and how many rounds it covers live in the turn (manifest), and the call is
 recorded in the history like any other, so a restart never redoes it and a
 replay repeats it exactly.
 
+Its words are the prompt templates ``compaction/system``,
+``compaction/request``, ``compaction/round`` and ``compaction/summary``
+(:mod:`logist.store.prompts`); the summary section also recalls, word for
+word, what the person answered during the turn.
+
 A summary call is a step of its own (``job step --oneshot`` still makes one
 call). When it fails, the job keeps running on the full conversation and no
 new attempt is made until the conversation has grown past that point.
@@ -20,15 +25,9 @@ from __future__ import annotations
 from typing import Optional
 
 from ..store.manifest import Turn
+from ..store.prompts import Prompts, builtin
 from ..store.requests import rounds_of
 from ..store.roles import RoleManifest
-
-COMPACTION_PROMPT = """\
-You keep the working memory of one role in a Logist job. You are given the summary so far (if any) and the newest rounds of the role's conversation with Logist (each round: what Logist told the role, then the role's JSON answer).
-
-Write the updated summary, replacing the old one. Keep everything the role needs to go on: the task and the plan, facts learned about the workspace, decisions and their reasons, files created or changed, commands run and what they showed (exit codes, key errors), questions asked and their answers, and what is still open. Drop chatter and repetition. Be concrete: names, paths, numbers.
-
-Answer with the summary as plain text (no JSON), at most about 400 words."""
 
 
 def due(turn: Turn, role: RoleManifest) -> Optional[int]:
@@ -44,30 +43,39 @@ def due(turn: Turn, role: RoleManifest) -> Optional[int]:
     return target if target > turn.summarised_rounds else None
 
 
-def request(turn: Turn, role: RoleManifest, upto: int, conversation: list[dict]) -> list[dict]:
+def request(
+    turn: Turn, role: RoleManifest, upto: int, conversation: list[dict], prompts: Optional[Prompts] = None
+) -> list[dict]:
     """The messages of the summary call that covers rounds 1..``upto``;
     ``conversation`` is the turn's conversation so far (as sent).
 
     Nothing in them names the job or where it lives, so a recorded summary
     call matches the same call of the same job under another name."""
-    parts = [f"Conversation of the {role.name}."]
-    if turn.summary:
-        parts.append(f"Summary so far (rounds 1 to {turn.summarised_rounds}):\n{turn.summary}")
-    parts.append(f"Rounds to fold in ({turn.summarised_rounds + 1} to {upto}):")
-    for number, user, answer in rounds_of(conversation, turn):
-        if turn.summarised_rounds < number <= upto:
-            parts.append(f"### Round {number}\n[Logist]\n{user}\n[{role.name}]\n{answer}")
-    parts.append("Write the updated summary.")
-    return [{"role": "system", "content": COMPACTION_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
+    prompts = prompts or builtin()
+    rounds = [
+        prompts.render("compaction/round", number=str(number), message=user, role=role.name, answer=answer)
+        for number, user, answer in rounds_of(conversation, turn)
+        if turn.summarised_rounds < number <= upto
+    ]
+    text = prompts.render(
+        "compaction/request",
+        role=role.name,
+        summarised_rounds=str(turn.summarised_rounds) if turn.summary else None,
+        summary=turn.summary or None,
+        first=str(turn.summarised_rounds + 1),
+        last=str(upto),
+        rounds="\n\n".join(rounds) or None,
+    )
+    return [{"role": "system", "content": prompts.render("compaction/system")}, {"role": "user", "content": text}]
 
 
-def summary_section(opening: str, turn: Turn) -> str:
+def summary_section(opening: str, turn: Turn, prompts: Optional[Prompts] = None, memory: Optional[str] = None) -> str:
     """What the system message gains once rounds are summarised: the turn's
-    opening message, then the summary of the rounds it replaces."""
-    k = turn.summarised_rounds
-    return (
-        f"--- This turn so far ---\nThe turn opened with this message:\n{opening}\n\n"
-        f"Summary of rounds 1 to {k} (the rounds after it follow as they were):\n{turn.summary}"
+    opening message, the summary of the rounds it replaces, and ``memory``
+    (what the person answered during the turn)."""
+    return (prompts or builtin()).render(
+        "compaction/summary", opening=opening, summarised_rounds=str(turn.summarised_rounds), summary=turn.summary,
+        memory=memory,
     )
 
 

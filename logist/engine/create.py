@@ -64,6 +64,8 @@ class JobSpec(BaseModel):
         default=None, description="Start the workspace as a clone of this git repository (never modified).")
     ref: Optional[str] = Field(default=None, description="With --from-repo: the branch, tag or commit to start from.")
     model: Optional[str] = Field(default=None, description="Use this model for every role of the job.")
+    llm_alias: Optional[str] = Field(default=None, description=(
+        "Use this model alias (model_aliases in config.json, such as CHEAP) for every role of the job."))
     workflow: Literal["default", "planned"] = Field(
         default="default", description="default: Worker then Supervisor; planned: a Planner routes work to the roles.")
     planner: Optional[str] = Field(
@@ -132,6 +134,14 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
         raise LogistError("a job needs an objective (--objective TEXT)")
     jobs_dir.init()
     slots = _slots(spec, load_roles(jobs_dir.path))
+    model = spec.model
+    if spec.llm_alias:
+        if spec.model:
+            raise LogistError("give --model or --llm-alias, not both")
+        # Checked now, so a job never starts with an alias nothing defines;
+        # kept as the alias, so config.json decides the model at each call.
+        jobs_dir.config().alias(spec.llm_alias, "--llm-alias")
+        model = spec.llm_alias
     settings = _settings(spec.model_copy(update={"max_steps": max_steps}), jobs_dir.config().defaults)
 
     first_slot = PLANNER if spec.workflow == "planned" else WORKER
@@ -148,7 +158,7 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
             acceptance_criteria=[a.strip() for a in spec.acceptance if a.strip()],
             files=rel_files,
             roles=slots,
-            model=spec.model,
+            model=model,
             settings=settings,
             skill=active_skill,
             source=source,

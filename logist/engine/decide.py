@@ -2,7 +2,9 @@
 resume, cancel. Each is a row of :data:`logist.engine.workflow.TABLE` (who:
 ``person``), which gives the next state and the refusal when the job's state
 has no such row; this module does the row's turn part. Each is recorded in
-the history like a step.
+the history like a step. An answer, and the feedback of a reject or a
+resubmit, is also listed in the manifest's ``person_inputs``, so that every
+later turn's first message recalls it (read back from that entry).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ..store.entries import CommandRecord, UserInput
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, Turn
 from ..store.manifest import PLANNER, WORKER
+from ..store.prompts import Prompts, builtin
 from .session import open_locked
 from .workflow import PERSON, Rule, describe_state_hint, find_rule, move, person_rules
 
@@ -23,11 +26,19 @@ def _fresh_turn(manifest: JobManifest, slot: str, feedback: Optional[str]) -> Tu
     return Turn(slot=slot, role=manifest.roles[slot], feedback=feedback)
 
 
-def _apply(manifest: JobManifest, rule: Rule, text: Optional[str], command: Optional[CommandRecord] = None) -> JobManifest:
+#: The person's commands whose text every later turn recalls (manifest ``person_inputs``).
+REMEMBERED = ("answer", "reject", "resubmit")
+
+
+def _apply(
+    manifest: JobManifest, rule: Rule, text: Optional[str], command: Optional[CommandRecord] = None,
+    prompts: Optional[Prompts] = None,
+) -> JobManifest:
+    prompts = prompts or builtin()
     after = manifest.model_copy(deep=True)
     event = rule.event
     if event == "reject":
-        feedback = f"A person reviewed the result and rejected it:\n{text}"
+        feedback = prompts.render("messages/rejected", feedback=text)
         if after.workflow == "planned":
             # The Planner goes on with its plan and conversation.
             after.turn.pending = feedback
@@ -36,8 +47,10 @@ def _apply(manifest: JobManifest, rule: Rule, text: Optional[str], command: Opti
         after.retries_in_a_row = 0
     elif event == "resubmit":
         slot = after.turn.slot
-        feedback = f"A person looked at why the job stopped ({after.reason}) and resubmitted it"
-        feedback += f":\n{text}" if text else "."
+        if text:
+            feedback = prompts.render("messages/resubmitted", reason=str(after.reason), feedback=text)
+        else:
+            feedback = prompts.render("messages/resubmitted_without_feedback", reason=str(after.reason))
         if after.workflow == "planned" and slot == PLANNER and after.turn.rounds:
             after.turn.pending = feedback
         else:
@@ -45,16 +58,19 @@ def _apply(manifest: JobManifest, rule: Rule, text: Optional[str], command: Opti
         after.retries_in_a_row = 0
         after.reason = None
     elif event in ("approve-command", "skip-command"):
-        after.turn.pending = command.output if command is not None else "User skipped the command."
+        after.turn.pending = command.output if command is not None else prompts.render("messages/skipped_command")
         after.pending_command = None
     elif event == "skip":
         if after.question is not None and after.question.required:
             raise LogistError("this question is required; it cannot be skipped (answer it with TEXT)")
-        after.turn.pending = "User skipped the question."
+        after.turn.pending = prompts.render("messages/skipped_question")
         after.question = None
     elif event == "answer":
-        after.turn.pending = f"User response: {text}"
+        after.turn.pending = prompts.render("messages/answered", answer=text)
         after.question = None
+    if event in REMEMBERED and (text or "").strip():
+        # The entry about to record this command; later turns read it back.
+        after.person_inputs = [*manifest.person_inputs, manifest.last_sequence + 1]
     move(after, rule, manifest.status)
     return after
 
@@ -100,7 +116,8 @@ def user_action(
             commit = job.repo.commit_all(
                 f"logist: {job.id} step {sequence} command approved by a person: {command.command}"[:200]
             ) or commit
-        after = _apply(manifest, rule, text, command)
+        prompts = Prompts(job.jobs_dir.path)
+        after = _apply(manifest, rule, text, command, prompts)
         after.workspace_commit = commit
         if command is not None:
             after.totals.wall_ms += command.duration_ms

@@ -22,6 +22,7 @@ from ..store.config import LogistConfig
 from ..store.entries import RequestMetadata
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest
+from ..store.prompts import Prompts
 from ..store.requests import HistoryReader, request_body
 from ..store.roles import RoleManifest, load_roles
 from . import compaction
@@ -43,6 +44,8 @@ class Prepared:
     metadata: RequestMetadata
     #: config.json as read once for this step.
     config: LogistConfig
+    #: The prompt templates in effect (also for the messages the step records).
+    prompts: Optional[Prompts] = None
     #: For a summary call, the number of rounds the summary will cover.
     compaction_target: Optional[int] = None
 
@@ -57,13 +60,23 @@ class Prepared:
 
 def resolve_model(config: LogistConfig, manifest: JobManifest, role: RoleManifest, override: Optional[str]) -> str:
     """``--model`` > the job's model > config ``models[role]`` > a jobs-dir
-    role's own model > config ``default_model`` > the built-in role's model."""
+    role's own model or alias > config ``default_model`` > the built-in
+    role's model; whichever it is, a name config.json's ``model_aliases``
+    defines is replaced by the model it names."""
+    return config.resolve_alias(_chosen_model(config, manifest, role, override))
+
+
+def _chosen_model(config: LogistConfig, manifest: JobManifest, role: RoleManifest, override: Optional[str]) -> str:
     if override:
         return override
     if manifest.model:
         return manifest.model
     if role.name in config.models:
         return config.models[role.name]
+    if role.llm_alias:
+        # An alias names a model on purpose: one config.json lacks is an error.
+        config.alias(role.llm_alias, f"role '{role.name}' ({role.source})")
+        return role.llm_alias
     # A jobs directory's own manifest names its model on purpose; only a
     # built-in role's model gives way to config.json's default_model.
     builtin = role.source is not None and Path(role.source).parent == data_dir("roles")
@@ -91,18 +104,19 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
     model = resolve_model(config, manifest, role, model_override)
     target = compaction.due(manifest.turn, role) if compact else None
     history = HistoryReader(job.dir)
+    prompts = Prompts(jobs_dir, roles)
     if target is not None:
-        messages = compaction.request(manifest.turn, role, target, history.conversation(manifest.turn))
+        messages = compaction.request(manifest.turn, role, target, history.conversation(manifest.turn), prompts)
         metadata = RequestMetadata(
             role=role.name, phase="compaction", model=model, temperature=SUMMARY_TEMPERATURE, max_tokens=None,
             stream=config.stream or None,
         )
         body = request_body(model, messages, SUMMARY_TEMPERATURE, stream=config.stream)
-        return Prepared(body, Prompt(messages=messages), role, metadata, config, compaction_target=target)
-    prompt = build_prompt(manifest, role, job.workspace, jobs_dir, history, roles)
+        return Prepared(body, Prompt(messages=messages), role, metadata, config, prompts, compaction_target=target)
+    prompt = build_prompt(manifest, role, job.workspace, jobs_dir, history, roles, prompts)
     metadata = RequestMetadata(
         role=role.name, phase=str(manifest.status), model=model, temperature=role.temperature, max_tokens=role.max_tokens,
         response_format=role.response_format, stream=config.stream or None,
     )
     body = request_body(model, prompt.messages, role.temperature, role.max_tokens, role.response_format, config.stream)
-    return Prepared(body, prompt, role, metadata, config)
+    return Prepared(body, prompt, role, metadata, config, prompts)

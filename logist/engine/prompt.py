@@ -7,6 +7,13 @@ opens with a message stating the job; each later user message reports what
 happened since the model's last answer. Every user message ends with
 ``[Call N of MAX]`` so the model knows how many calls the job has left.
 
+What goes where is decided here; every word of it is a prompt template
+(:mod:`logist.store.prompts`, the files in ``logist/prompts/``), which a
+jobs directory can override. A turn's first message also recalls what the
+person answered and said earlier in the job (:func:`memory`), read from the
+history's entries of the person's commands, so an answer given to one turn
+is not lost when the work starts over.
+
 The first call of a turn (and the first after a compaction) is built whole
 from the manifest and the files it names; a later call is the turn's
 conversation so far, read back from the history, plus the new user message
@@ -23,6 +30,7 @@ from typing import Optional
 
 from ..protocol import protocol_text
 from ..store.manifest import JobManifest
+from ..store.prompts import Prompts, builtin
 from ..store.requests import HistoryReader
 from ..store.roles import RoleManifest
 from . import compaction
@@ -30,9 +38,6 @@ from ..store.manifest import PLANNER, SUPERVISOR
 
 FILE_LIMIT = 20_000
 TOTAL_FILES_LIMIT = 100_000
-
-# The protocol part is generated from logist/protocol.py, its one definition.
-PROTOCOL_PROMPT = protocol_text()
 
 
 @dataclass
@@ -66,89 +71,128 @@ def system_prompt(
     context: Optional[str],
     skill: Optional[tuple[str, str]] = None,
     addressable: Optional[list[RoleManifest]] = None,
+    prompts: Optional[Prompts] = None,
+    this_turn: Optional[str] = None,
 ) -> str:
-    parts = [PROTOCOL_PROMPT]
-    if context:
-        parts.append("--- System Context ---\n" + context)
-    parts.append(f"--- Role: {role.name} ---\n" + role.instructions.strip())
+    """The system message: protocol, context, role, the Planner's roles,
+    skill, and after a compaction the turn so far (``this_turn``)."""
+    prompts = prompts or builtin()
+    planner = None
     if addressable is not None:
-        lines = [f"- {r.name}: {r.description.strip()}" for r in addressable]
-        lines.append("- User: the person who owns the job; approves the result and answers questions.")
-        parts.append("--- Roles you can address (send_to) ---\n" + "\n".join(lines))
+        roles = "\n".join(f"- {r.name}: {r.description.strip()}" for r in addressable) or None
+        planner = prompts.render("planner", roles=roles)
+    skill_part = None
     if skill:
         name, body = skill
-        parts.append(f"--- Active Skill: {name} ---\n" + body.strip())
-    return "\n\n".join(parts)
+        skill_part = prompts.render("skill", skill=name, instructions=body.strip())
+    return prompts.render(
+        "system",
+        protocol=prompts.render("protocol", protocol_rules=protocol_text("json")),
+        context=context or None,
+        role=role.name,
+        instructions=prompts.instructions(role),
+        planner=planner,
+        skill=skill_part,
+        this_turn=this_turn,
+    )
 
 
-def call_marker(manifest: JobManifest) -> str:
-    return f"[Call {manifest.calls + 1} of {manifest.settings.max_steps}]"
+def call_marker(manifest: JobManifest, text: str, prompts: Optional[Prompts] = None) -> str:
+    """A user message as sent: ``text`` and the call it is."""
+    return (prompts or builtin()).render(
+        "call", message=text, call=str(manifest.calls + 1), max_calls=str(manifest.settings.max_steps)
+    )
 
 
-def _file_sections(workspace: Path, paths: list[str], budget: list[int]) -> tuple[list[str], list[str]]:
+def _file_sections(
+    workspace: Path, paths: list[str], budget: list[int], prompts: Prompts
+) -> tuple[Optional[str], list[str]]:
     from ..workspace import Workspace
 
     sections, used = [], []
     for rel in paths:
         if budget[0] <= 0:
-            sections.append(f"### {rel}\n[not shown: the prompt's file budget is spent]")
+            sections.append(prompts.render("file_over_budget", path=rel))
             continue
         text = Workspace(workspace).read_text_file(rel, min(FILE_LIMIT, budget[0]))
         if text is None:
-            sections.append(f"### {rel}\n[no such file in the workspace]")
+            sections.append(prompts.render("file_missing", path=rel))
             continue
         budget[0] -= len(text)
         used.append(rel)
-        sections.append(f"### {rel}\n```\n{text}\n```")
-    return sections, used
+        sections.append(prompts.render("file", path=rel, content=text))
+    return ("\n".join(sections) if sections else None), used
 
 
-def opening_message(manifest: JobManifest, workspace: Path) -> tuple[str, list[str]]:
-    """The first user message of a turn: the job, feedback, work to review."""
+def _items(lines: list[str]) -> Optional[str]:
+    return "\n".join(lines) if lines else None
+
+
+def memory(history: HistoryReader, prompts: Prompts, sequences: list[int], repeated: Optional[str] = None) -> Optional[str]:
+    """What the person answered and said in history entries ``sequences``
+    (answers with their questions, the feedback of a reject or a resubmit),
+    rendered with the ``memory`` template; None when there is nothing.
+    Feedback that ``repeated`` (the turn's own feedback) already carries is
+    not said twice."""
+    items = []
+    for said in history.person_inputs(sequences):
+        if said.action == "answer":
+            items.append(prompts.render("memory/answer", role=said.role, question=said.question, answer=said.text))
+        elif repeated and said.text in repeated:
+            continue
+        else:
+            template = "memory/rejected" if said.action == "reject" else "memory/resubmitted"
+            items.append(prompts.render(template, feedback=said.text))
+    return prompts.render("memory", items="\n\n".join(items)) if items else None
+
+
+def opening_message(
+    manifest: JobManifest, workspace: Path, prompts: Optional[Prompts] = None, history: Optional[HistoryReader] = None,
+) -> tuple[str, list[str]]:
+    """The first user message of a turn: the job, feedback, work to review,
+    and (with ``history``) what the person has said so far."""
+    prompts = prompts or builtin()
     turn = manifest.turn
-    # The heading does not name the job: a prompt depends on what the job
+    # The message does not name the job: a prompt depends on what the job
     # asks, not on what it is called, so a recording replays under any id.
-    lines = ["# Job", "", "## Objective", manifest.objective.strip()]
-    if manifest.details.strip():
-        lines += ["", "## Details", manifest.details.strip()]
+    values: dict[str, Optional[str]] = {
+        "objective": manifest.objective.strip(),
+        "details": manifest.details.strip() or None,
+        "acceptance_criteria": _items([f"- {c}" for c in manifest.acceptance_criteria]),
+    }
     if manifest.skill and manifest.skill.params:
-        lines += ["", "## Parameters"] + [f"- {k}: {v}" for k, v in manifest.skill.params.items()]
-    if manifest.acceptance_criteria:
-        lines += ["", "## Acceptance criteria"] + [f"- {c}" for c in manifest.acceptance_criteria]
+        values["parameters"] = _items([f"- {k}: {v}" for k, v in manifest.skill.params.items()])
     budget = [TOTAL_FILES_LIMIT]
     files_context: list[str] = []
     if turn.slot == SUPERVISOR and manifest.last_exit is not None:
         handoff = manifest.last_exit
-        lines += [
-            "",
-            "## Work to review",
-            f"The {handoff.role} finished its turn with {handoff.action}:",
-            handoff.summary.strip(),
-        ]
+        evidence = None
         if handoff.evidence_files:
-            sections, used = _file_sections(workspace, handoff.evidence_files, budget)
+            evidence, used = _file_sections(workspace, handoff.evidence_files, budget, prompts)
             files_context += used
-            lines += ["", "## Evidence files"] + sections
+        values["review"] = prompts.render(
+            "review", role=handoff.role, action=handoff.action, summary=handoff.summary.strip(), evidence_files=evidence
+        )
     elif manifest.last_exit is not None and manifest.last_exit.evidence_files and turn.feedback:
         # A turn sent back with feedback sees the files as they are now.
-        sections, used = _file_sections(workspace, manifest.last_exit.evidence_files, budget)
+        values["last_turn_files"], used = _file_sections(workspace, manifest.last_exit.evidence_files, budget, prompts)
         files_context += used
-        lines += ["", "## Files from the last turn (as they are now)"] + sections
     if manifest.files:
-        sections, used = _file_sections(workspace, [f for f in manifest.files if f not in files_context], budget)
+        values["job_files"], used = _file_sections(
+            workspace, [f for f in manifest.files if f not in files_context], budget, prompts
+        )
         files_context += used
-        if sections:
-            lines += ["", "## Job files"] + sections
     if manifest.workflow == "planned" and turn.slot != PLANNER and manifest.plan:
-        lines += ["", "## Plan (from the Planner)"] + [
+        values["plan"] = _items([
             f"{i}. {step}" + ("   <- current" if i == manifest.current_plan_step else "") for i, step in enumerate(manifest.plan)
-        ]
+        ])
     if turn.task:
-        lines += ["", "## Your task (from the Planner)", turn.task.strip()]
+        values["task"] = turn.task.strip()
     if turn.feedback:
-        lines += ["", "## Feedback", turn.feedback.strip()]
-    lines += ["", "Answer with one JSON object as the protocol describes."]
-    return "\n".join(lines), files_context
+        values["feedback"] = turn.feedback.strip()
+    if history is not None:
+        values["memory"] = memory(history, prompts, manifest.person_inputs, repeated=turn.feedback)
+    return prompts.render("job", **values), files_context
 
 
 def build_prompt(
@@ -158,40 +202,48 @@ def build_prompt(
     jobs_dir: Path,
     history: HistoryReader,
     roles: Optional[dict[str, RoleManifest]] = None,
+    prompts: Optional[Prompts] = None,
 ) -> Prompt:
     """The complete ``messages`` of the next call for the job's current turn.
 
     ``history`` reads the turn's conversation back; ``roles`` (all roles
     known to the jobs directory) lets the Planner of a planned job see the
-    roles it may address.
+    roles it may address; ``prompts`` are the templates in effect.
     """
+    prompts = prompts or Prompts(jobs_dir, roles)
     turn = manifest.turn
     files_context: list[str] = []
     if turn.pending is None:
-        text, files_context = opening_message(manifest, workspace)
+        text, files_context = opening_message(manifest, workspace, prompts, history)
     else:
         text = turn.pending
-    suffix = f"\n\n{call_marker(manifest)}"
-    pending = {"role": "user", "content": text + suffix}
+    pending = {"role": "user", "content": call_marker(manifest, text, prompts)}
     if turn.prompt_call is not None and turn.last_call is not None:
         conversation = history.conversation(turn)
         added = pending
         if turn.pending is not None and manifest.last_sequence:
             last = history.entry(manifest.last_sequence)
             if (last.get("command") or {}).get("output") == turn.pending:
-                # The command's output is recorded once, in the entry that ran it.
-                added = {"role": "user", "output_of": manifest.last_sequence, "suffix": suffix}
+                # Recorded once, in the entry that ran the command; the message names it.
+                start = pending["content"].find(text)
+                if start >= 0:
+                    added = {"role": "user", "output_of": manifest.last_sequence}
+                    added.update({k: v for k, v in (("prefix", pending["content"][:start]),
+                                                     ("suffix", pending["content"][start + len(text):])) if v})
         return Prompt(conversation + [pending], files_context, continues=turn.last_call, added=[added])
     skill = (manifest.skill.name, manifest.skill.instructions) if manifest.skill else None
     addressable = None
     if manifest.workflow == "planned" and turn.slot == PLANNER:
         names = [name for slot, name in manifest.roles.items() if slot != PLANNER]
         addressable = [roles[n] for n in names if roles and n in roles]
-    system = system_prompt(role, context_text(workspace, jobs_dir), skill, addressable)
     kept: list[dict] = []
+    this_turn = None
     if turn.summary and turn.last_call is not None:
-        # After a compaction: the summary stands in for the rounds it covers.
+        # After a compaction: the summary stands in for the rounds it covers,
+        # and what the person answered in them is recalled word for word.
         conversation = history.conversation(turn)
-        system += "\n\n" + compaction.summary_section(history.opening(turn) or "", turn)
+        said = memory(history, prompts, [s for s in manifest.person_inputs if s > (turn.first_call or 0)])
+        this_turn = compaction.summary_section(history.opening(turn) or "", turn, prompts, said)
         kept = compaction.kept_rounds(conversation, turn)
+    system = system_prompt(role, context_text(workspace, jobs_dir), skill, addressable, prompts, this_turn)
     return Prompt([{"role": "system", "content": system}, *kept, pending], files_context)

@@ -137,7 +137,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
             status_label = "INVALID"
             error = str(exc)
             answer = None
-            refuse_answer(after, call, error)
+            refuse_answer(after, call, error, prepared.prompts)
     head_before = before.workspace_commit
     action = answer.action if answer else status_label
     # Only an answer with file changes or a command can change the workspace;
@@ -160,7 +160,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
         failpoint("after_apply")
         if answer.action == "CMD":
             command = run_or_hold(job, before, answer.command or "")
-        apply_answer(after, before, answer, call, command)
+        apply_answer(after, before, answer, call, command, prepared.prompts)
         if after.status != Status.INTERVENTION_REQUIRED:
             after.reason = None
         if after.status != Status.INPUT_REQUIRED:

@@ -5,7 +5,9 @@ for the answer's event (set by :func:`~logist.engine.workflow.move`); this
 module does the row's *turn* part: which messages the turn keeps, what it
 sends next, whose turn follows. Pure with respect to the disk: these
 functions change a copy of the manifest (``after``) and nothing else;
-:mod:`logist.engine.step` records it.
+:mod:`logist.engine.step` records it. The messages they leave for the next
+call (feedback, the report to the Planner, a re-ask) are worded by the
+``messages/*`` prompt templates the step's prompts give.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from typing import Optional
 from ..protocol import Answer
 from ..store.entries import CommandRecord
 from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Handoff, JobManifest, Question, Turn
+from ..store.prompts import Prompts, builtin
 from .workflow import (
     ADDRESSED, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, USER, Rule, find_rule, move, rule_for, who_acts,
 )
 
-CONTINUE_AFTER_MESSAGE = "[Continue after informational message]"
 EXITS = ("COMPLETED", "RETRY", "STUCK")
 
 
@@ -67,21 +69,20 @@ def answer_event(who: str, answer: Answer, command: Optional[CommandRecord]) -> 
     return answer.action
 
 
-def _continue_with(event: str, answer: Answer, command: Optional[CommandRecord]) -> str:
+def _continue_with(event: str, answer: Answer, command: Optional[CommandRecord], prompts: Prompts) -> str:
     if event == "CMD run":
         return command.output
     if event == "CMD denied":
-        return (
-            f"The command was refused: this job's command policy does not allow running commands.\n$ {answer.command}\n"
-            "Continue without it, or finish your turn."
-        )
-    return CONTINUE_AFTER_MESSAGE
+        return prompts.render("messages/command_denied", command=answer.command)
+    return prompts.render("messages/continue")
 
 
 def apply_answer(
-    after: JobManifest, before: JobManifest, answer: Answer, call: Call, command: Optional[CommandRecord]
+    after: JobManifest, before: JobManifest, answer: Answer, call: Call, command: Optional[CommandRecord],
+    prompts: Optional[Prompts] = None,
 ) -> None:
     """Move ``after`` to the state the answer's row leads to, and do its turn part."""
+    prompts = prompts or builtin()
     turn = after.turn
     action = answer.action
     who = who_acts(before)
@@ -118,7 +119,7 @@ def apply_answer(
     if effect in ("continue", "wait", "stop", "delegate"):
         add_round(turn, call)
     if effect == "continue":
-        turn.pending = _continue_with(event, answer, command)
+        turn.pending = _continue_with(event, answer, command, prompts)
     elif effect == "wait" and action == "ASK":
         after.question = Question(text=answer.question or answer.message or "", required=answer.required)
     elif effect == "wait":
@@ -128,36 +129,33 @@ def apply_answer(
     elif effect == "handoff":
         _next_turn(after, SUPERVISOR, None)
     elif effect == "send back":
-        _next_turn(after, WORKER, f"The {turn.role} reviewed your work and sent it back:\n{summary}")
+        _next_turn(after, WORKER, prompts.render("messages/sent_back", role=turn.role, summary=summary))
     elif effect == "afresh" and who == PLANNER:
-        _next_turn(after, PLANNER, f"Your previous attempt ended with RETRY:\n{summary}\nMake a fresh plan.")
+        _next_turn(after, PLANNER, prompts.render("messages/planner_retry", summary=summary))
     elif effect == "afresh":
-        feedback = f"Your previous attempt ended with RETRY:\n{summary}\nStart afresh with a different approach."
-        _next_turn(after, turn.slot, feedback)
+        _next_turn(after, turn.slot, prompts.render("messages/retry", summary=summary))
     elif effect == "delegate":
         slot = next(s for s, name in after.roles.items() if name == answer.send_to and s != PLANNER)
         after.planner_turn = turn
         after.turn = Turn(slot=slot, role=answer.send_to, task=answer.message)
     elif effect == "report":
         # The addressed role's exit command goes back to the Planner.
-        report = f"The {turn.role} finished its turn with {action}:\n{summary}"
-        if answer.evidence_files:
-            report += "\nEvidence files: " + ", ".join(answer.evidence_files)
+        report = prompts.render(
+            "messages/report", role=turn.role, action=action, summary=summary,
+            evidence_files=", ".join(answer.evidence_files) or None,
+        )
         planner_turn = after.planner_turn or Turn(slot=PLANNER, role=after.roles[PLANNER])
         planner_turn.pending = report
         after.turn, after.planner_turn = planner_turn, None
 
 
-def refuse_answer(after: JobManifest, call: Call, reason: str) -> None:
+def refuse_answer(after: JobManifest, call: Call, reason: str, prompts: Optional[Prompts] = None) -> None:
     """An invalid answer: re-ask while the job's format retries last, then stop."""
     turn = after.turn
     if turn.format_retries_used < after.settings.format_retries:
         turn.format_retries_used += 1
         add_round(turn, call)
-        turn.pending = (
-            f"Your last answer was refused: {reason}\n"
-            "Nothing from it was applied. Answer again with exactly one JSON object as the protocol describes."
-        )
+        turn.pending = (prompts or builtin()).render("messages/refused", reason=reason)
         apply_event(after, INVALID)
     else:
         apply_event(after, INVALID_LAST, f"invalid answer from {turn.role}: {reason}")

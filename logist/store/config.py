@@ -81,6 +81,8 @@ class LogistConfig(BaseModel):
     """The model for the built-in roles, instead of the one their manifests name."""
     models: dict[str, str] = {}
     """Role name -> the model for that role (a job's or a command's --model still wins)."""
+    model_aliases: dict[str, str] = {}
+    """Alias -> model, such as {"CHEAP": "gpt-4o-mini", "SMART": "gpt-4o"}: a role's llm_alias names one, and any model named by an alias (--model CHEAP, models, default_model) is sent as the model it stands for."""
     request_timeout: float = Field(default=30.0, gt=0)
     """Seconds to wait for the endpoint to answer (for a streamed answer: between two pieces); a request that times out is not sent again."""
     max_retries: int = Field(default=3, ge=0, le=10)
@@ -114,6 +116,21 @@ def shipped_prices() -> dict[str, Price]:
         data = json.loads(Path(__file__).with_name("prices.json").read_text(encoding="utf-8"))
         _SHIPPED = {name: Price.model_validate(value) for name, value in data["prices"].items()}
     return _SHIPPED
+
+
+    def alias(self, name: str, who: str) -> str:
+        """The model alias ``name`` stands for; ``who`` uses it (for the error)."""
+        if name not in self.model_aliases:
+            known = ", ".join(sorted(self.model_aliases)) or "none"
+            raise ConfigError(
+                f"{who} uses the model alias '{name}', which config.json does not define "
+                f"(model_aliases: {known}); add it, such as \"model_aliases\": {{\"{name}\": \"gpt-4o-mini\"}}"
+            )
+        return self.model_aliases[name]
+
+    def resolve_alias(self, model: str) -> str:
+        """``model``, or the model it stands for when it is an alias."""
+        return self.model_aliases.get(model, model)
 
 
 def load_config(jobs_dir: Path) -> LogistConfig:

@@ -55,8 +55,8 @@ class RequestMetadata(BaseModel):
 
 class AddedMessage(BaseModel):
     """A message a call added: its text, or (a command's output being the
-    next message the model is sent) the entry whose ``command.output`` it
-    is, then ``suffix``, so the output is stored once."""
+    next message the model is sent) ``prefix``, the ``command.output`` of
+    entry ``output_of``, then ``suffix``, so the output is stored once."""
 
     model_config = KEEP_UNKNOWN
     role: Literal["system", "user", "assistant"]
@@ -64,7 +64,9 @@ class AddedMessage(BaseModel):
     content: Optional[str] = None
     """The message's text, exactly as sent (absent when ``output_of`` says it)."""
     output_of: Optional[int] = None
-    """The entry whose command output begins the message (instead of ``content``)."""
+    """The entry whose command output the message holds (instead of ``content``)."""
+    prefix: str = ""
+    """With ``output_of``: the text sent before the output."""
     suffix: str = ""
     """With ``output_of``: the text sent after the output."""
 

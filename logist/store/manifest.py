@@ -253,6 +253,8 @@ class JobState(BaseModel):
     """The state to return to after SUSPENDED or INPUT_REQUIRED."""
     reason: Optional[str] = None
     """Why the job needs a person (INTERVENTION_REQUIRED)."""
+    person_inputs: list[int] = []
+    """The history entries in which the person answered a question or gave feedback (reject, resubmit with a text): every turn's first message recalls them, read from those entries."""
 
     def state_dump(self) -> dict:
         """The state part alone, defaults left out: what a history entry carries."""

@@ -8,6 +8,9 @@ answer (as the assistant message) and the next entry's ``added`` (where a
 command's output, the next message the model is sent, is named by the entry
 that ran it: ``output_of``).
 
+It also reads back what the person said (:func:`person_inputs`): the
+entries a manifest's ``person_inputs`` names, each parsed alone.
+
 The functions here work on parsed entries (``{sequence: entry dict}``), so
 the same code serves a job's file (read from the end, only as far back as
 needed) and a history held in memory (a fixture, a replay server).
@@ -15,6 +18,8 @@ needed) and a history held in memory (a fixture, a replay server).
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -30,15 +35,15 @@ def _answer(entry: dict) -> dict:
 
 def added_messages(request: dict, output: Callable[[int], Optional[str]]) -> list[dict]:
     """A continuing request's ``added`` messages with their text: a message
-    recorded by reference (``output_of``) is that entry's command output
-    (``output(n)``) then its ``suffix``."""
+    recorded by reference (``output_of``) is its ``prefix``, that entry's
+    command output (``output(n)``), then its ``suffix``."""
     messages = []
     for message in request.get("added") or []:
         if "output_of" in message and message.get("content") is None:
             text = output(message["output_of"])
             if text is None:
                 raise CorruptFileError(f"history entry {message['output_of']} has no command output to repeat")
-            message = {"role": message["role"], "content": text + message.get("suffix", "")}
+            message = {"role": message["role"], "content": message.get("prefix", "") + text + message.get("suffix", "")}
         messages.append(message)
     return messages
 
@@ -166,6 +171,10 @@ class HistoryReader:
             self.entries.update(self.fetch(turn.prompt_call))
         return self.messages(turn.last_call) + [_answer(self.entry(turn.last_call))]
 
+    def person_inputs(self, sequences: list[int]) -> list[PersonInput]:
+        """What the person said in entries ``sequences`` (see :func:`person_inputs`)."""
+        return person_inputs(self.job_dir, sequences, self.entries)
+
     def opening(self, turn: Turn) -> Optional[str]:
         """The first user message of the turn (its first call's)."""
         if turn.first_call is None:
@@ -173,6 +182,73 @@ class HistoryReader:
         prompt = self.messages(turn.first_call)
         users = [m for m in prompt if m["role"] == "user"]
         return users[0]["content"] if users else None
+
+
+@dataclass(frozen=True)
+class PersonInput:
+    """Something the person said to the job: an answer (with the question
+    it answers) or the feedback of a reject or a resubmit."""
+
+    sequence: int
+    #: The person's command: answer, reject or resubmit.
+    action: str
+    text: str
+    #: The role whose turn it was.
+    role: str
+    #: For an answer: the question, as the job held it just before.
+    question: Optional[str] = None
+
+
+def read_entries(job_dir: Path, sequences: set[int]) -> dict[int, dict]:
+    """The parsed entries numbered ``sequences`` (not empty), each found by
+    its number and parsed alone: an early entry of a long history costs its
+    own bytes, not those of every entry after it (which
+    :func:`~logist.store.history.entries_since` parses). It reads the file
+    the way that module lays it out, hence its private helpers."""
+    from .history import (
+        ENTRY_START, HISTORY_FORMAT, _canonical_end, _corrupt, _map, entries_since, file_format, history_path,
+    )
+
+    path, found = history_path(job_dir), {}
+    with open(path, "rb") as handle:
+        end = _canonical_end(path, handle) if file_format(job_dir) >= HISTORY_FORMAT else None
+        view = _map(handle) if end is not None else None
+        if view is None:
+            return {n: e for n, e in entries_since(job_dir, min(sequences)).items() if n in sequences}
+        with view:
+            for sequence in sequences:
+                start = view.rfind(ENTRY_START + b"%d," % sequence, 0, end)
+                if start < 0:
+                    continue
+                stop = view.find(ENTRY_START, start + 1, end)
+                try:
+                    found[sequence] = json.loads(view[start:stop if stop >= 0 else end].rstrip().rstrip(b","))
+                except ValueError as exc:
+                    raise _corrupt(path, exc) from None
+    return found
+
+
+def person_inputs(job_dir: Path, sequences: list[int], known: Optional[Entries] = None) -> list[PersonInput]:
+    """The person's inputs recorded in entries ``sequences`` (a manifest's
+    ``person_inputs``), reading those entries and, for an answer, the one
+    before it (whose state holds the question), and nothing else."""
+    known = known or {}
+    wanted = set(sequences) | {s - 1 for s in sequences}
+    entries = {s: known[s] for s in wanted if s in known}
+    if wanted - set(entries):
+        entries.update(read_entries(job_dir, wanted - set(entries)))
+    found = []
+    for sequence in sequences:
+        entry = entries.get(sequence) or {}
+        said = entry.get("user_input") or {}
+        if not said.get("text"):
+            continue
+        question = None
+        if said.get("action") == "answer":
+            before = ((entries.get(sequence - 1) or {}).get("state") or {}).get("question") or {}
+            question = before.get("text")
+        found.append(PersonInput(sequence, said.get("action", ""), said["text"], entry.get("role") or "", question))
+    return found
 
 
 def rounds_of(conversation: list[dict], turn: Turn) -> list[tuple[int, str, str]]:

@@ -1,9 +1,13 @@
 """Role manifests: the built-in Worker, Supervisor and Planner, plus the jobs
 directory's own ``roles/`` that add to them and override them by name.
 
-A manifest is JSON (YAML accepted) with four mandatory fields and a few
-optional ones; unknown fields are refused so that a typo in a manifest is an
-error naming the file and the field, not a silently ignored setting.
+A manifest is JSON (YAML accepted) with three mandatory fields (name,
+description, and llm_model or llm_alias) and a few optional ones; unknown
+fields are refused so that a typo in a manifest is an error naming the file
+and the field, not a silently ignored setting. A role's instructions are a
+prompt template (:mod:`logist.store.prompts`): the manifest's own
+``instructions`` or ``prompt_file``, else ``roles/<name>.md`` of the jobs
+directory's ``prompts/`` or of Logist's; the built-in roles' are Logist's.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from ..errors import ConfigError, NotFoundError
@@ -32,10 +36,17 @@ class RoleManifest(BaseModel):
     """The role's name, by which jobs and workflows name it (a manifest with a built-in's name replaces it)."""
     description: str = Field(min_length=1)
     """One line on what the role does (shown by role list, and to the Planner)."""
-    instructions: str = Field(min_length=1)
-    """The role's part of the system prompt."""
-    llm_model: str = Field(min_length=1)
+    # Absent or a string (null is refused): see logist/protocol.py on optional text fields.
+    instructions: str = Field(default=None, min_length=1)
+    """The role's part of the system prompt; without it (and without prompt_file) the prompt template roles/<name>.md gives it (a jobs directory's prompts/ first, then Logist's own)."""
+    prompt_file: str = Field(
+        default=None, min_length=1, validation_alias=AliasChoices("prompt_file", "prompt_file_path")
+    )
+    """A text file with the role's instructions, relative to this manifest's folder (prompt_file_path is accepted as well); instead of instructions."""
+    llm_model: str = Field(default=None, min_length=1)
     """The model the role calls, unless the job, config.json or --model chooses another."""
+    llm_alias: str = Field(default=None, min_length=1)
+    """A model alias (such as CHEAP or SMART) that config.json's model_aliases turns into a model; instead of llm_model, and an error before any call when config.json does not define it."""
     temperature: float = Field(default=0.3, ge=0, le=2)
     """The sampling temperature sent with each call."""
     max_tokens: Optional[int] = Field(default=None, gt=0)
@@ -51,6 +62,19 @@ class RoleManifest(BaseModel):
     """With prompt_compression: how many of the latest rounds are kept as they are."""
     # Where the manifest came from; not part of the file.
     source: SkipJsonSchema[Optional[str]] = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _one_of_each(self) -> "RoleManifest":
+        if self.instructions is not None and self.prompt_file is not None:
+            raise ValueError("give instructions or prompt_file, not both")
+        if self.llm_model is None and self.llm_alias is None:
+            raise ValueError("llm_model (or llm_alias) is required")
+        return self
+
+    @property
+    def model_label(self) -> str:
+        """The model as the manifest names it: its alias, else its model."""
+        return self.llm_alias or self.llm_model or ""
 
 
 def format_validation_error(exc: ValidationError, where: str) -> str:
@@ -74,7 +98,7 @@ def load_role_file(path: Path) -> RoleManifest:
     except (OSError, ValueError) as exc:
         raise ConfigError(f"role manifest {path}: cannot be read: {exc}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"role manifest {path}: expected an object with name, description, instructions, llm_model")
+        raise ConfigError(f"role manifest {path}: expected an object with name, description, llm_model")
     try:
         role = RoleManifest.model_validate(data)
     except ValidationError as exc:

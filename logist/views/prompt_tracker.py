@@ -99,7 +99,7 @@ class PromptTracker:
             if m.content is None:  # recorded by reference to the entry that ran the command
                 if m.output_of not in self.outputs:
                     raise CorruptFileError(f"history entry {m.output_of} has no command output to repeat")
-                messages.append({"role": m.role, "content": self.outputs[m.output_of] + m.suffix})
+                messages.append({"role": m.role, "content": m.prefix + self.outputs[m.output_of] + m.suffix})
                 repeats.append(m.output_of)
             else:
                 messages.append({"role": m.role, "content": m.content})

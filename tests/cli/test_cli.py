@@ -375,7 +375,7 @@ def test_jobs_dir_roles_override_and_yaml(jobs):
     assert {"Supervisor", "Planner"} <= set(roles)
 
     reviewer = json.loads(invoke("role", "inspect", "Reviewer", "--json").stdout)
-    assert reviewer["instructions"] == "Check every criterion twice.\n" and reviewer["temperature"] == 0.1
+    assert reviewer["instructions"] == "Check every criterion twice." and reviewer["temperature"] == 0.1
 
     # Jobs use them.
     created = invoke("job", "create", "hello", "-o", "Write hello.py", "--supervisor", "Reviewer")

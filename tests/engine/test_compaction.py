@@ -8,7 +8,7 @@ import signal
 import time
 
 from logist import Status, create_job, load_history, step_once
-from logist.engine.compaction import COMPACTION_PROMPT
+from logist.store.prompts import builtin
 from logist.resources import data_dir
 from logist.replay.scripted import Reply
 
@@ -26,7 +26,7 @@ def note(i: int) -> str:
 
 
 def is_summary_call(request: dict) -> bool:
-    return request["messages"][0]["content"] == COMPACTION_PROMPT
+    return request["messages"][0]["content"] == builtin().render("compaction/system")
 
 
 def test_summary_replaces_old_rounds_and_recent_ones_stay_whole(jobs, llm, normalise, snapshot):
@@ -58,7 +58,7 @@ def test_summary_replaces_old_rounds_and_recent_ones_stay_whole(jobs, llm, norma
     entries = load_history(job.dir).interactions
     compactions = [e for e in entries if e.kind == "compaction"]
     assert len(compactions) == 1 and compactions[0].response.raw_response.startswith("Rounds 1-3")
-    assert compactions[0].request.prompt[0].content == COMPACTION_PROMPT
+    assert compactions[0].request.prompt[0].content == builtin().render("compaction/system")
     m = job.manifest()
     assert (m.turn.summarised_rounds, m.calls, m.totals.llm_calls) == (3, 6, 7)
 

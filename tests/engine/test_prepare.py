@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from logist import load_history, step_once
-from logist.engine.compaction import COMPACTION_PROMPT
+from logist.store.prompts import builtin
 from logist.resources import data_dir
 from logist.replay.scripted import Reply, answer
 
@@ -60,7 +60,7 @@ def test_a_step_due_for_compaction_sends_the_previewed_summary_call(jobs, llm):
     llm.add("Rounds 1-2: notes 1 and 2.")
     step_oneshot("long", llm.base_url)
     assert summary_call == llm.requests[-1]
-    assert summary_call["messages"][0]["content"] == COMPACTION_PROMPT
+    assert summary_call["messages"][0]["content"] == builtin().render("compaction/system")
     assert summary_call["messages"][1]["content"].startswith("Conversation of the Worker.\n")
     assert "response_format" not in summary_call and "max_tokens" not in summary_call
     assert load_history(job.dir).interactions[-1].kind == "compaction"

@@ -115,3 +115,18 @@ def test_entries_are_found_by_number_without_reading_the_whole_file(jobs, llm):
     assert list(entries_since(job.dir, 6)) == [6, 7, 8, 9]
     assert read_entry(job.dir, 4).dump() == everything[3]
     assert [e.dump() for e in iter_entries(job.dir, block=64)] == everything, "small read blocks change nothing"
+
+
+def test_single_entries_are_parsed_alone_by_number(jobs, llm):
+    from logist.store.requests import read_entries
+
+    job = create_job(jobs, "single", "Take notes")
+    for i in range(1, 6):
+        llm.add(answer("MESSAGE", message=f"note {i}"))
+        step_once(job, base_url=llm.base_url)
+    everything = {e["sequence"]: e for e in (x.dump() for x in iter_entries(job.dir))}
+    assert read_entries(job.dir, {2, 4, 6, 99}) == {n: everything[n] for n in (2, 4, 6)}, "the last one too; no 99"
+    # A history not in the canonical layout (edited by hand) is read whole instead.
+    data = json.loads(job.history_path.read_text())
+    job.history_path.write_text(json.dumps(data))
+    assert read_entries(job.dir, {1, 3}) == {n: everything[n] for n in (1, 3)}

@@ -1,0 +1,89 @@
+"""``logist prompts``: the prompt templates in effect, and where each comes from."""
+
+from __future__ import annotations
+
+import click
+
+from .app import Application, pass_app
+from .common import json_option
+
+
+@click.group()
+def prompts() -> None:
+    """Prompt templates: every text Logist sends a model, as files you can override."""
+
+
+def _prompts(app: Application):
+    from ..store.prompts import Prompts
+    from ..store.roles import load_roles
+
+    return Prompts(app.jobs.path, load_roles(app.jobs.path))
+
+
+@prompts.command("list")
+@json_option
+@pass_app
+def prompts_list(app: Application, as_json: bool) -> None:
+    """List each template and where it comes from (built-in or which override).
+
+    \b
+    Example:
+      logist prompts list
+    """
+    from ..errors import ConfigError
+
+    templates = _prompts(app)
+    rows = []
+    for name in templates.names():
+        spec = templates.spec(name)
+        try:
+            resolved = templates.resolve(name)
+            row = {"name": name, "origin": resolved.origin, "path": str(resolved.path) if resolved.path else None}
+        except ConfigError as exc:
+            row = {"name": name, "origin": "error", "path": None, "error": str(exc)}
+        rows.append({**row, "placeholders": list(spec.placeholders), "description": spec.description})
+    unused = [str(p) for p in templates.unused_files()]
+    if as_json:
+        app.print_json({"templates": rows, "override_dir": str(templates.dir), "unused_files": unused})
+        return
+    width = max(len(r["name"]) for r in rows)
+    for row in rows:
+        where = row["origin"] if row["origin"] == "built-in" else f"{row['origin']}: {row.get('path') or row.get('error')}"
+        click.echo(f"{row['name']:<{width}}  {where}")
+    app.info(f"Override one by writing {templates.dir}/NAME.md (logist prompts show NAME prints the text to start from).")
+    for path in unused:
+        app.info(f"Not used: {path} is not the name of a template.")
+
+
+@prompts.command("show")
+@click.argument("name")
+@click.option("--builtin", "builtin_only", is_flag=True, help="Show Logist's own text, not an override.")
+@json_option
+@pass_app
+def prompts_show(app: Application, name: str, builtin_only: bool, as_json: bool) -> None:
+    """Print a template's text as in effect here (placeholders unfilled).
+
+    \b
+    Example:
+      logist prompts show compaction/system
+      logist prompts show roles/Worker > jobs/prompts/roles/Worker.md
+    """
+    from ..store.prompts import Prompts
+
+    templates = _prompts(app)
+    name = name.removesuffix(".md")
+    role = None
+    if builtin_only:
+        templates = Prompts(None)
+    elif name.startswith("roles/"):
+        role = templates.roles.get(name[len("roles/"):])
+    resolved = templates.resolve(name, role)
+    spec = templates.spec(name)
+    if as_json:
+        app.print_json({"name": name, "origin": resolved.origin, "path": str(resolved.path) if resolved.path else None,
+                        "placeholders": list(spec.placeholders), "description": spec.description,
+                        "text": resolved.text})
+        return
+    app.info(f"# {name}: {spec.description} From {resolved.where}.")
+    click.echo(resolved.text)
+

@@ -1,0 +1,274 @@
+"""Prompt templates: every text Logist sends a model, as files a person edits.
+
+The built-in templates are the files in ``logist/prompts/`` (``NAME.md``,
+NAME being the path without ``.md``: ``system``, ``compaction/system``,
+``roles/Worker``, ...). A jobs directory overrides any of them with a file
+of the same name in ``<jobs-dir>/prompts/``; a role's instructions
+(``roles/<Role>``) come first from the role manifest itself, its
+``prompt_file`` (a text file beside the manifest; seed 004's
+``prompt_file_path`` is accepted) or its inline ``instructions``.
+
+A template is plain text with ``{name}`` placeholders; :data:`TEMPLATES`
+says which names each one may use, and a file that uses another is one
+error naming the file and the placeholder (``{{name}}`` writes a literal
+``{name}``; any other brace is text, so JSON examples need no escaping).
+Optional parts need no conditionals: a paragraph, or a line, whose
+placeholders all have no value this time (no details, no feedback) is left
+out, heading and all. So the composition of a prompt stays in the engine,
+and its wording in the files.
+
+No new format or dependency: str.format would need every JSON brace
+doubled, and Jinja would be a dependency for what two rules do. The files
+are read when a prompt is built (small, and a step reads each once), so an
+edit applies from the next step on; a prompt already sent, or a message
+already recorded (feedback, a person's answer), keeps the words it had.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from .roles import RoleManifest
+
+#: The built-in templates, shipped in the package.
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "prompts"
+SUFFIX = ".md"
+PROMPTS_DIR = "prompts"
+ROLE_PREFIX = "roles/"
+
+_TOKEN = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class Template:
+    """What a template is for, and the placeholders it may use."""
+
+    description: str
+    placeholders: tuple[str, ...] = ()
+
+
+#: Every template but the roles' instructions (``roles/<Role>``, placeholder ``role``).
+TEMPLATES: dict[str, Template] = {
+    "system": Template(
+        "The system message: its parts in order.",
+        ("protocol", "context", "role", "instructions", "planner", "skill", "this_turn"),
+    ),
+    "protocol": Template(
+        "How to answer; {protocol_rules} is the protocol generated from its one definition (logist/protocol.py).",
+        ("protocol_rules",),
+    ),
+    "planner": Template("The Planner's list of the roles it can address (send_to).", ("roles",)),
+    "skill": Template("The active skill's part of the system message.", ("skill", "instructions")),
+    "job": Template(
+        "The first message of a role's turn: the job, and what the turn is for.",
+        ("objective", "details", "parameters", "acceptance_criteria", "review", "last_turn_files", "job_files",
+         "plan", "task", "memory", "feedback"),
+    ),
+    "review": Template("The Supervisor's part of the first message: the work to review.",
+                       ("role", "action", "summary", "evidence_files")),
+    "file": Template("A workspace file shown in a prompt.", ("path", "content")),
+    "file_missing": Template("A file named for a prompt that the workspace does not have.", ("path",)),
+    "file_over_budget": Template("A file left out because the prompt's file budget is spent.", ("path",)),
+    "call": Template("Every user message: the message, then how many calls the job has used.",
+                     ("message", "call", "max_calls")),
+    "memory": Template("What the person answered and said earlier in the job, in a turn's first message.",
+                       ("items",)),
+    "memory/answer": Template("One question the person answered.", ("role", "question", "answer")),
+    "memory/rejected": Template("The person's feedback when rejecting the result.", ("feedback",)),
+    "memory/resubmitted": Template("The person's feedback when resubmitting the job.", ("feedback",)),
+    "compaction/system": Template("The summary call's system message (context compaction)."),
+    "compaction/request": Template(
+        "The summary call's user message.", ("role", "summarised_rounds", "summary", "first", "last", "rounds")
+    ),
+    "compaction/round": Template("One round of the conversation in the summary call.",
+                                 ("number", "message", "role", "answer")),
+    "compaction/summary": Template(
+        "In the system message after a compaction: the turn's opening message and the summary.",
+        ("opening", "summarised_rounds", "summary", "memory"),
+    ),
+    "command/output": Template("The next message after a command ran: the command, its output, how it ended.",
+                               ("command", "output", "ending")),
+    "command/stdout": Template("A command's standard output.", ("text",)),
+    "command/stderr": Template("A command's standard error.", ("text",)),
+    "command/no_output": Template("What a command that printed nothing shows."),
+    "command/exit_code": Template("How a command that ran to the end ended.", ("exit_code",)),
+    "command/timed_out": Template("How a command stopped at the job's timeout ended.", ("seconds",)),
+    "messages/continue": Template("The next message after a MESSAGE answer."),
+    "messages/command_denied": Template("The next message after a command the job's policy refuses.", ("command",)),
+    "messages/refused": Template("The next message after an invalid answer (a re-ask).", ("reason",)),
+    "messages/sent_back": Template("The Worker's feedback when the Supervisor sends the work back (RETRY).",
+                                   ("role", "summary")),
+    "messages/retry": Template("A role's feedback after its own RETRY.", ("summary",)),
+    "messages/planner_retry": Template("The Planner's feedback after its own RETRY.", ("summary",)),
+    "messages/report": Template("The Planner's next message when a role it addressed ends its turn.",
+                                ("role", "action", "summary", "evidence_files")),
+    "messages/answered": Template("The next message after the person answers a question.", ("answer",)),
+    "messages/skipped_question": Template("The next message after the person skips a question."),
+    "messages/skipped_command": Template("The next message after the person skips a held command."),
+    "messages/rejected": Template("The Worker's feedback when the person rejects the result.", ("feedback",)),
+    "messages/resubmitted": Template("The feedback when the person resubmits a stopped job with a text.",
+                                     ("reason", "feedback")),
+    "messages/resubmitted_without_feedback": Template("The feedback when the person resubmits without a text.",
+                                                      ("reason",)),
+}
+
+ROLE_TEMPLATE = Template("The role's instructions, in the system message.", ("role",))
+
+
+def placeholders(text: str) -> list[str]:
+    """The placeholder names ``text`` uses, in order (``{{name}}`` is not one)."""
+    return [m.group(2) for m in _TOKEN.finditer(text) if m.group(2)]
+
+
+def _substitute(text: str, values: dict[str, Optional[str]]) -> str:
+    def one(match: re.Match) -> str:
+        if match.group(1):
+            return "{" + match.group(1) + "}"
+        return values.get(match.group(2)) or ""
+
+    return _TOKEN.sub(one, text)
+
+
+def render_text(text: str, values: dict[str, Optional[str]]) -> str:
+    """``text`` with its placeholders filled; a paragraph or a line whose
+    placeholders are all ``None`` (or not given) is left out."""
+
+    def absent(part: str) -> bool:
+        names = placeholders(part)
+        return bool(names) and all(values.get(n) is None for n in names)
+
+    paragraphs = []
+    for paragraph in text.split("\n\n"):
+        if absent(paragraph):
+            continue
+        lines = [_substitute(line, values) for line in paragraph.split("\n") if not absent(line)]
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
+
+
+def read_template(path: Path) -> str:
+    """A template file's text: line ends made ``\\n``, trailing newlines not part of it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"prompt template {path}: cannot be read: {exc}") from None
+    return text.replace("\r\n", "\n").rstrip("\n")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A template's text and where it came from."""
+
+    name: str
+    text: str
+    #: "built-in", "jobs directory", "role manifest" (inline instructions) or "prompt_file".
+    origin: str
+    #: The file the text was read from.
+    path: Optional[Path]
+
+    @property
+    def where(self) -> str:
+        return f"{self.origin} ({self.path})" if self.path else self.origin
+
+
+class Prompts:
+    """The templates in effect for one jobs directory (``None``: the built-ins only).
+
+    ``roles`` are the role manifests known there, whose own instructions
+    come before any file of the prompts directories.
+    """
+
+    def __init__(self, jobs_dir: Optional[Path] = None, roles: Optional[dict[str, "RoleManifest"]] = None):
+        self.dir = Path(jobs_dir) / PROMPTS_DIR if jobs_dir is not None else None
+        self.roles = roles or {}
+        self._cache: dict[str, Resolved] = {}
+
+    # -- finding a template -------------------------------------------------------------------
+
+    @staticmethod
+    def spec(name: str) -> Template:
+        if name.startswith(ROLE_PREFIX):
+            return ROLE_TEMPLATE
+        if name not in TEMPLATES:
+            raise ConfigError(f"no prompt template named '{name}' (logist prompts list shows them)")
+        return TEMPLATES[name]
+
+    def _role_own(self, role: "RoleManifest") -> Optional[Resolved]:
+        name = ROLE_PREFIX + role.name
+        if role.prompt_file:
+            base = Path(role.source).parent if role.source else Path.cwd()
+            path = (base / role.prompt_file).resolve()
+            return Resolved(name, read_template(path), "prompt_file", path)
+        if role.instructions:
+            path = Path(role.source) if role.source else None
+            return Resolved(name, role.instructions.strip(), "role manifest", path)
+        return None
+
+    def resolve(self, name: str, role: Optional["RoleManifest"] = None) -> Resolved:
+        """The template ``name`` in effect, its placeholders checked."""
+        if role is None and name.startswith(ROLE_PREFIX):
+            role = self.roles.get(name[len(ROLE_PREFIX):])
+        key = name if role is None else f"{name}\0{id(role)}"
+        if key in self._cache:
+            return self._cache[key]
+        spec = self.spec(name)
+        found = self._role_own(role) if role is not None else None
+        if found is None and self.dir is not None and (self.dir / (name + SUFFIX)).is_file():
+            path = self.dir / (name + SUFFIX)
+            found = Resolved(name, read_template(path), "jobs directory", path)
+        if found is None and (BUILTIN_DIR / (name + SUFFIX)).is_file():
+            path = BUILTIN_DIR / (name + SUFFIX)
+            found = Resolved(name, read_template(path), "built-in", path)
+        if found is None:
+            who = name[len(ROLE_PREFIX):]
+            raise ConfigError(
+                f"role '{who}' has no instructions: give its manifest 'instructions' or 'prompt_file', "
+                f"or write {self.dir or PROMPTS_DIR}/{name}{SUFFIX}"
+            )
+        unknown = [p for p in dict.fromkeys(placeholders(found.text)) if p not in spec.placeholders]
+        if unknown:
+            allowed = ", ".join("{" + p + "}" for p in spec.placeholders) or "none"
+            raise ConfigError(
+                f"prompt template {found.path or found.where}: unknown placeholder "
+                + ", ".join("{" + p + "}" for p in unknown)
+                + f" (allowed here: {allowed}; write {{{{name}}}} for a literal {{name}})"
+            )
+        self._cache[key] = found
+        return found
+
+    # -- using one ----------------------------------------------------------------------------
+
+    def render(self, name: str, **values: Optional[str]) -> str:
+        return render_text(self.resolve(name).text, values)
+
+    def instructions(self, role: "RoleManifest") -> str:
+        """The role's instructions as the system message gives them."""
+        return render_text(self.resolve(ROLE_PREFIX + role.name, role).text, {"role": role.name})
+
+    # -- listing ------------------------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        """Every template: the fixed ones, then one per known role."""
+        return list(TEMPLATES) + [ROLE_PREFIX + name for name in self.roles]
+
+    def unused_files(self) -> list[Path]:
+        """Files in ``<jobs-dir>/prompts/`` that no template reads (a misspelt name, say)."""
+        if self.dir is None or not self.dir.is_dir():
+            return []
+        known = set(self.names())
+        return sorted(
+            p for p in self.dir.rglob("*")
+            if p.is_file()
+            and (p.suffix != SUFFIX or p.relative_to(self.dir).with_suffix("").as_posix() not in known)
+        )
+
+
+#: The built-in templates only, for code that has no jobs directory at hand.
+def builtin() -> Prompts:
+    return Prompts(None)
