@@ -105,19 +105,6 @@ class LogistConfig(BaseModel):
                     return table[name]
         return None
 
-
-_SHIPPED: Optional[dict[str, Price]] = None
-
-
-def shipped_prices() -> dict[str, Price]:
-    """The prices that ship with Logist (``prices.json``), read once."""
-    global _SHIPPED
-    if _SHIPPED is None:
-        data = json.loads(Path(__file__).with_name("prices.json").read_text(encoding="utf-8"))
-        _SHIPPED = {name: Price.model_validate(value) for name, value in data["prices"].items()}
-    return _SHIPPED
-
-
     def alias(self, name: str, who: str) -> str:
         """The model alias ``name`` stands for; ``who`` uses it (for the error)."""
         if name not in self.model_aliases:
@@ -131,6 +118,18 @@ def shipped_prices() -> dict[str, Price]:
     def resolve_alias(self, model: str) -> str:
         """``model``, or the model it stands for when it is an alias."""
         return self.model_aliases.get(model, model)
+
+
+_SHIPPED: Optional[dict[str, Price]] = None
+
+
+def shipped_prices() -> dict[str, Price]:
+    """The prices that ship with Logist (``prices.json``), read once."""
+    global _SHIPPED
+    if _SHIPPED is None:
+        data = json.loads(Path(__file__).with_name("prices.json").read_text(encoding="utf-8"))
+        _SHIPPED = {name: Price.model_validate(value) for name, value in data["prices"].items()}
+    return _SHIPPED
 
 
 def load_config(jobs_dir: Path) -> LogistConfig:

@@ -199,35 +199,6 @@ class PersonInput:
     question: Optional[str] = None
 
 
-def read_entries(job_dir: Path, sequences: set[int]) -> dict[int, dict]:
-    """The parsed entries numbered ``sequences`` (not empty), each found by
-    its number and parsed alone: an early entry of a long history costs its
-    own bytes, not those of every entry after it (which
-    :func:`~logist.store.history.entries_since` parses). It reads the file
-    the way that module lays it out, hence its private helpers."""
-    from .history import (
-        ENTRY_START, HISTORY_FORMAT, _canonical_end, _corrupt, _map, entries_since, file_format, history_path,
-    )
-
-    path, found = history_path(job_dir), {}
-    with open(path, "rb") as handle:
-        end = _canonical_end(path, handle) if file_format(job_dir) >= HISTORY_FORMAT else None
-        view = _map(handle) if end is not None else None
-        if view is None:
-            return {n: e for n, e in entries_since(job_dir, min(sequences)).items() if n in sequences}
-        with view:
-            for sequence in sequences:
-                start = view.rfind(ENTRY_START + b"%d," % sequence, 0, end)
-                if start < 0:
-                    continue
-                stop = view.find(ENTRY_START, start + 1, end)
-                try:
-                    found[sequence] = json.loads(view[start:stop if stop >= 0 else end].rstrip().rstrip(b","))
-                except ValueError as exc:
-                    raise _corrupt(path, exc) from None
-    return found
-
-
 def person_inputs(job_dir: Path, sequences: list[int], known: Optional[Entries] = None) -> list[PersonInput]:
     """The person's inputs recorded in entries ``sequences`` (a manifest's
     ``person_inputs``), reading those entries and, for an answer, the one
@@ -236,6 +207,8 @@ def person_inputs(job_dir: Path, sequences: list[int], known: Optional[Entries] 
     wanted = set(sequences) | {s - 1 for s in sequences}
     entries = {s: known[s] for s in wanted if s in known}
     if wanted - set(entries):
+        from .seek import read_entries
+
         entries.update(read_entries(job_dir, wanted - set(entries)))
     found = []
     for sequence in sequences:

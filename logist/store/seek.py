@@ -111,3 +111,27 @@ def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
         return HistoryEntry.model_validate(json.loads(text))
     except (ValueError, ValidationError):
         raise CorruptFileError(f"{path} is corrupt: its last entry cannot be parsed") from None
+
+
+def read_entries(job_dir: Path, sequences: set[int]) -> dict[int, dict]:
+    """The parsed entries numbered ``sequences`` (not empty), each found by
+    its number and parsed alone: an early entry of a long history costs its
+    own bytes, not those of every entry after it (which
+    :func:`entries_since` parses)."""
+    path, found = history_path(job_dir), {}
+    with open(path, "rb") as handle:
+        end = _canonical_end(path, handle) if file_format(job_dir) >= HISTORY_FORMAT else None
+        view = _map(handle) if end is not None else None
+        if view is None:
+            return {n: e for n, e in entries_since(job_dir, min(sequences)).items() if n in sequences}
+        with view:
+            for sequence in sequences:
+                start = view.rfind(ENTRY_START + b"%d," % sequence, 0, end)
+                if start < 0:
+                    continue
+                stop = view.find(ENTRY_START, start + 1, end)
+                try:
+                    found[sequence] = json.loads(view[start:stop if stop >= 0 else end].rstrip().rstrip(b","))
+                except ValueError as exc:
+                    raise _corrupt(path, exc) from None
+    return found

@@ -118,7 +118,7 @@ def test_entries_are_found_by_number_without_reading_the_whole_file(jobs, llm):
 
 
 def test_single_entries_are_parsed_alone_by_number(jobs, llm):
-    from logist.store.requests import read_entries
+    from logist.store.seek import read_entries
 
     job = create_job(jobs, "single", "Take notes")
     for i in range(1, 6):
