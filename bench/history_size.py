@@ -246,10 +246,12 @@ def breakdown(job) -> dict[str, float]:
         parts["entry"] += written
         request = data["request"]
         messages = request.get("added") or request.get("prompt") or []
-        parts["messages added"] += sum(len(json.dumps(m["content"], ensure_ascii=False).encode()) for m in messages)
+        # A message that repeats a command's output names its entry instead (output_of): its own text only.
+        parts["messages added"] += sum(len(json.dumps(m.get("content") or m.get("prefix", "") + m.get("suffix", ""),
+                                                      ensure_ascii=False).encode()) for m in messages)
         parts["answer"] += len(json.dumps((data.get("response") or {}).get("raw_response") or "").encode())
         parts["command output"] += len(json.dumps((data.get("command") or {}).get("output") or "").encode())
-        parts["state"] += len(json.dumps(data["state"], indent=2, ensure_ascii=False).encode())
+        parts["state"] += len(json.dumps(data["state"], separators=(",", ":"), ensure_ascii=False).encode())
         pending = (data["state"].get("turn") or {}).get("pending")
         parts["state.turn.pending"] += len(json.dumps(pending).encode()) if pending else 0
         parts["indentation"] += written - len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
