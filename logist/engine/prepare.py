@@ -20,7 +20,7 @@ from ..store.entries import RequestMetadata
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest
 from ..store.requests import HistoryReader, request_body
-from ..store.roles import RoleManifest, load_roles
+from ..store.roles import RoleManifest, answer_protocol, load_roles
 from . import compaction
 from .prompt import Prompt, build_prompt
 
@@ -42,6 +42,8 @@ class Prepared:
     config: LogistConfig
     #: For a summary call, the number of rounds the summary will cover.
     compaction_target: Optional[int] = None
+    #: The protocol the answer is read in: "json" or "tags" (the role's, or the job's skill's).
+    protocol: str = "json"
 
     @property
     def model(self) -> str:
@@ -101,4 +103,5 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
         response_format=role.response_format,
     )
     body = request_body(model, prompt.messages, role.temperature, role.max_tokens, role.response_format)
-    return Prepared(body, prompt, role, metadata, config)
+    protocol = answer_protocol(role, manifest)
+    return Prepared(body, prompt, role, metadata, config, protocol=protocol)

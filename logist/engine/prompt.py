@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ..protocol import protocol_text
+from ..protocol import answer_reminder, protocol_text
 from ..store.manifest import JobManifest
 from ..store.requests import HistoryReader
-from ..store.roles import RoleManifest
+from ..store.roles import RoleManifest, answer_protocol
 from . import compaction
 from ..store.manifest import PLANNER, SUPERVISOR
 
@@ -65,8 +65,9 @@ def system_prompt(
     context: Optional[str],
     skill: Optional[tuple[str, str]] = None,
     addressable: Optional[list[RoleManifest]] = None,
+    protocol: str = "json",
 ) -> str:
-    parts = [PROTOCOL_PROMPT]
+    parts = [protocol_text(protocol)]
     if context:
         parts.append("--- System Context ---\n" + context)
     parts.append(f"--- Role: {role.name} ---\n" + role.instructions.strip())
@@ -102,7 +103,7 @@ def _file_sections(workspace: Path, paths: list[str], budget: list[int]) -> tupl
     return sections, used
 
 
-def opening_message(manifest: JobManifest, workspace: Path) -> tuple[str, list[str]]:
+def opening_message(manifest: JobManifest, workspace: Path, protocol: str = "json") -> tuple[str, list[str]]:
     """The first user message of a turn: the job, feedback, work to review."""
     turn = manifest.turn
     # The heading does not name the job: a prompt depends on what the job
@@ -146,7 +147,7 @@ def opening_message(manifest: JobManifest, workspace: Path) -> tuple[str, list[s
         lines += ["", "## Your task (from the Planner)", turn.task.strip()]
     if turn.feedback:
         lines += ["", "## Feedback", turn.feedback.strip()]
-    lines += ["", "Answer with one JSON object as the protocol describes."]
+    lines += ["", answer_reminder(protocol)]
     return "\n".join(lines), files_context
 
 
@@ -166,8 +167,9 @@ def build_prompt(
     """
     turn = manifest.turn
     files_context: list[str] = []
+    protocol = answer_protocol(role, manifest)
     if turn.pending is None:
-        text, files_context = opening_message(manifest, workspace)
+        text, files_context = opening_message(manifest, workspace, protocol)
     else:
         text = turn.pending
     pending = {"role": "user", "content": f"{text}\n\n{call_marker(manifest)}"}
@@ -179,7 +181,7 @@ def build_prompt(
     if manifest.workflow == "planned" and turn.slot == PLANNER:
         names = [name for slot, name in manifest.roles.items() if slot != PLANNER]
         addressable = [roles[n] for n in names if roles and n in roles]
-    system = system_prompt(role, context_text(workspace, jobs_dir), skill, addressable)
+    system = system_prompt(role, context_text(workspace, jobs_dir), skill, addressable, protocol)
     kept: list[dict] = []
     if turn.summary and turn.last_call is not None:
         # After a compaction: the summary stands in for the rounds it covers.
