@@ -18,7 +18,8 @@ from ..store.entries import CommandRecord
 from ..store.roles import RoleManifest
 from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Handoff, JobManifest, Question, Turn
 from .workflow import (
-    ADDRESSED, CHANGES_HELD, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, USER, Rule, find_rule, move, rule_for, who_acts,
+    ADDRESSED, CHANGES_HELD, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, USER, Rule, find_rule, move, rule_for,
+    who_acts,
 )
 
 CONTINUE_AFTER_MESSAGE = "[Continue after informational message]"
