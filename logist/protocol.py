@@ -19,7 +19,16 @@ cannot drift: the pydantic models (with a description on every field) and
 
 Validation runs the generated JSON Schema first, because its messages
 (``'command' is a required property``) read well to a person and to a model,
-then pydantic, which builds the objects.
+then pydantic, which builds the objects. The schema is the answer's one
+shape; what models really send (a ``<think>`` block, prose around the
+object, ``"completed"``, extra keys, seed 004's wrapper) is brought to that
+shape first by :mod:`logist.answer_forms`, which notes each liberty taken.
+
+Two protocols speak the same actions (:data:`PROTOCOLS`): ``json``, one
+JSON object per answer, and ``tags``, seed 002's line protocol (``[CMD] ls``,
+``[ASK] ...``, ``[DONE] ...``), which small local models follow more
+reliably. The table gives each action its tag, so both prompt texts, both
+parsers and the schema come from one place.
 """
 
 from __future__ import annotations
@@ -29,9 +38,9 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
-from typing import Annotated, Literal, Union, get_args
+from typing import Annotated, Literal, Optional, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 from pydantic.json_schema import GenerateJsonSchema
 
 
@@ -45,26 +54,47 @@ class ActionRule:
     exit: bool = False
     #: Optional fields worth naming with this action in the prompt.
     optional: tuple[str, ...] = ()
+    #: The line protocol: the tag that starts such an answer, and the field its text fills.
+    tag: str = ""
+    tag_field: str = ""
 
 
 _EXIT_FIELDS = ("evidence_files", "summary_for_supervisor")
 
 #: The protocol's actions, in the order the prompt and the schema list them.
+_SUMMARY = "summary_for_supervisor"
 ACTION_RULES: dict[str, ActionRule] = {
-    "COMPLETED": ActionRule("your turn is done.", _EXIT_FIELDS, exit=True),
-    "STUCK": ActionRule("a person must step in; the summary says exactly what is needed.", _EXIT_FIELDS, exit=True),
+    "COMPLETED": ActionRule("your turn is done.", _EXIT_FIELDS, exit=True, tag="DONE", tag_field=_SUMMARY),
+    "STUCK": ActionRule(
+        "a person must step in; the summary says exactly what is needed.", _EXIT_FIELDS, exit=True,
+        tag="STUCK", tag_field=_SUMMARY,
+    ),
     "RETRY": ActionRule(
         "your approach failed; your turn starts over with fresh context; the summary says what to do differently.",
         _EXIT_FIELDS,
         exit=True,
+        tag="RETRY",
+        tag_field=_SUMMARY,
     ),
-    "CMD": ActionRule("run a command in the workspace; its output comes back in the next message.", ("command",)),
-    "ASK": ActionRule("ask the person a question.", ("question",), optional=("required",)),
-    "MESSAGE": ActionRule("a short progress note; you continue right away.", ("message",)),
+    "CMD": ActionRule(
+        "run a command in the workspace; its output comes back in the next message.", ("command",),
+        tag="CMD", tag_field="command",
+    ),
+    "ASK": ActionRule(
+        "ask the person a question.", ("question",), optional=("required",),
+        tag="ASK", tag_field="question",
+    ),
+    "MESSAGE": ActionRule("a short progress note; you continue right away.", ("message",), tag="MESSAGE", tag_field="message"),
 }
 
 ACTIONS = tuple(ACTION_RULES)
 EXIT_ACTIONS = tuple(name for name, rule in ACTION_RULES.items() if rule.exit)
+#: The protocols a role (``protocol`` in its manifest) or a skill can speak.
+PROTOCOLS = ("json", "tags")
+#: Every spelling of an action the parsers accept: its name, and its tag.
+ACTION_SPELLINGS = {**{rule.tag: name for name, rule in ACTION_RULES.items()}, **{name: name for name in ACTIONS}}
+#: The line protocol's tags -> (action, the field the text fills); action names work as tags too.
+TAGS = {spelling: (name, ACTION_RULES[name].tag_field) for spelling, name in ACTION_SPELLINGS.items()}
 
 _FENCE = re.compile(r"^```(?:json|JSON)?[ \t]*\r?\n(?P<body>.*?)\r?\n?```$", re.DOTALL)
 
@@ -114,6 +144,12 @@ class DeleteFile(BaseModel):
 FileChange = Union[WriteFile, ReplaceInFile, DeleteFile]
 
 
+def file_changes_from(data: list) -> list[FileChange]:
+    """File changes kept as data (held for a person) as the models, checked again."""
+    answer = validate_answer({"action": "MESSAGE", "message": "", "file_changes": data})
+    return answer.file_changes
+
+
 def _per_action_requirements(schema: dict) -> None:
     """The table's required fields as ``allOf`` of ``if``/``then``, one per group of actions."""
     groups: dict[tuple[str, ...], list[str]] = {}
@@ -152,6 +188,9 @@ class Answer(BaseModel):
     plan: list[Annotated[str, Field(min_length=1)]] = Field(None, description="the Planner's plan, one step per item")
     current_plan_step: int = Field(None, ge=0, le=100_000, description="the Planner's step being worked on (from 0)")
     send_to: str = Field(None, min_length=1, description="the role the Planner addresses next, or User")
+    # How the answer was read (not part of the protocol): recorded in the history.
+    _notes: list[str] = PrivateAttr(default_factory=list)
+    _extra: dict = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _has_the_fields_its_action_requires(self) -> "Answer":
@@ -163,6 +202,17 @@ class Answer(BaseModel):
     @property
     def is_exit(self) -> bool:
         return self.action in EXIT_ACTIONS
+
+    @property
+    def notes(self) -> list[str]:
+        """Each liberty taken to read the answer (a reasoning block set aside,
+        a lower-case action, no tag...); empty for an answer in the protocol's shape."""
+        return self._notes
+
+    @property
+    def extra(self) -> dict:
+        """Fields the answer carried that the protocol does not know: kept, never acted on."""
+        return self._extra
 
 
 # --------------------------------------------------------------------------
@@ -251,20 +301,8 @@ def check_relative_path(path: str) -> str:
     return "/".join(parts)
 
 
-def parse_answer(raw: str) -> Answer:
-    """Parse and validate one answer; raise :class:`InvalidAnswer` with the reason."""
-    if raw is None or not raw.strip():
-        raise InvalidAnswer("the answer is empty; expected one JSON object")
-    text = extract_json_text(raw)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidAnswer(
-            f"the answer is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
-            "answer with exactly one JSON object"
-        ) from None
-    if not isinstance(data, dict):
-        raise InvalidAnswer(f"the answer is JSON but not an object (got {type(data).__name__})")
+def validate_answer(data: dict) -> Answer:
+    """An answer in the protocol's one shape (the schema's), or :class:`InvalidAnswer`."""
     errors = sorted(_response_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         from jsonschema.exceptions import best_match
@@ -279,6 +317,39 @@ def parse_answer(raw: str) -> Answer:
     for change in answer.file_changes:
         change.path = check_relative_path(change.path)
     answer.evidence_files = [check_relative_path(p) for p in answer.evidence_files]
+    return answer
+
+
+def parse_answer(raw: Optional[str], protocol: str = "json", *, planner: bool = False) -> Answer:
+    """Read and validate one answer; raise :class:`InvalidAnswer` with the reason.
+
+    ``protocol``: "json" or "tags" (the role's). ``planner``: the answer is
+    a Planner's, which may leave out ``action`` (its ``send_to`` says what it
+    does). The returned answer's :attr:`Answer.notes` and
+    :attr:`Answer.extra` say how it was read.
+    """
+    from . import answer_forms as forms
+
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
+    notes: list[str] = []
+    try:
+        if protocol == "tags":
+            data = forms.read_tag_text(raw, TAGS, notes)
+            if data.get("action") in EXIT_ACTIONS and len(data[_SUMMARY]) > 1000:
+                data[_SUMMARY] = data[_SUMMARY][:999] + "\u2026"
+                notes.append("the summary was cut to 1000 characters")
+        else:
+            data = forms.read_json_text(raw, notes)
+    except forms.Unreadable as exc:
+        raise InvalidAnswer(str(exc)) from None
+    if not isinstance(data, dict):
+        raise InvalidAnswer(f"the answer is JSON but not an object (got {type(data).__name__})")
+    data, extra = forms.normalise(data, set(Answer.model_fields), ACTION_SPELLINGS, planner=planner, notes=notes)
+    if "action" not in data and planner:
+        raise InvalidAnswer("schema violation: answer: the Planner's answer needs 'send_to' (or an 'action')")
+    answer = validate_answer(data)
+    answer._notes, answer._extra = notes, extra
     return answer
 
 
@@ -322,50 +393,24 @@ def answer_json(answer: Answer) -> str:
     return json.dumps(answer.model_dump(mode="json", exclude_unset=True), ensure_ascii=False)
 
 
-def _phrase(sentence: str) -> str:
-    """A description as a phrase inside a sentence: no capital, no final period."""
-    sentence = sentence.strip().rstrip(".")
-    return sentence[:1].lower() + sentence[1:]
-
-
-def _fields(names: tuple[str, ...], described: set[str]) -> str:
-    out = []
-    for name in names:
-        if name in described:
-            out.append(f'"{name}"')
-        else:
-            described.add(name)
-            out.append(f'"{name}" ({Answer.model_fields[name].description})')
-    return ", ".join(out)
-
-
-#: The protocols a role can be taught; the prompt template ``protocol``
-#: (logist/prompts/protocol.md) wraps the text as ``{protocol_rules}``.
-PROTOCOLS = ("json",)
-
-
-@lru_cache(maxsize=None)
 def protocol_text(protocol: str = "json") -> str:
-    """The rules of ``protocol`` as the system prompt states them, generated
-    from the table and the models (the words around them are the ``protocol``
-    prompt template's)."""
+    """The protocol part of the system prompt for ``protocol`` ("json" or
+    "tags"), generated from :data:`ACTION_RULES` and the models by
+    :mod:`logist.protocol_prompt`."""
+    from .protocol_prompt import protocol_text as text
+
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
-    described: set[str] = set()
-    actions = []
-    for name, rule in ACTION_RULES.items():
-        line = f'- "{name}": {rule.meaning} Required: {_fields(rule.required, described)}.'
-        if rule.optional:
-            line += f" Optional: {_fields(rule.optional, described)}."
-        actions.append(line)
-    changes = [f"- {form} to {_phrase(doc)}" for form, doc in _file_change_forms()]
-    file_changes = "\n".join([
-        f'Any answer may also carry "file_changes" ({Answer.model_fields["file_changes"].description}), as a list of:',
-        ";\n".join(changes) + ".",
-        f"Paths are {PATH_RULE}. A refused or malformed answer changes nothing.",
-    ])
-    answer_format = (
-        "Answer with exactly one JSON object and nothing else (a ```json fence around it is accepted). "
-        'Its "action" is one of:\n' + "\n".join(actions)
-    )
-    return "\n\n".join([answer_format, file_changes, "Example:\n" + answer_json(EXAMPLE_ANSWER)])
+    return text(protocol)
+
+
+def answer_form(protocol: str = "json") -> str:
+    """How an answer is given, as a re-ask says it ("Answer again ...")."""
+    return "starting with one of the tags" if protocol == "tags" else "with exactly one JSON object"
+
+
+def answer_reminder(protocol: str = "json") -> str:
+    """The last line of a turn's opening message."""
+    if protocol == "tags":
+        return "Answer starting with one of the tags the protocol describes."
+    return "Answer with one JSON object as the protocol describes."

@@ -104,9 +104,16 @@ def test_missing_action_error_names_action():
     refused(json.dumps({"message": "hi"}), "'action' is a required property")
 
 
-@pytest.mark.parametrize("action", ["LAUNCH", "completed", "", None, 3])
+@pytest.mark.parametrize("action", ["LAUNCH", "", None, 3, "message please"])
 def test_unknown_action_is_refused(action):
     refused(json.dumps({"action": action, "message": "x"}), "action")
+
+
+@pytest.mark.parametrize("spelling", ["message", "Message", " MESSAGE ", "mEsSaGe"])
+def test_an_action_in_another_case_is_read_and_noted(spelling):
+    answer = parse_answer(json.dumps({"action": spelling, "message": "x"}))
+    assert answer.action == "MESSAGE"
+    assert answer.notes == [f"action '{spelling}' read as MESSAGE"]
 
 
 def test_ask_required_defaults_true_and_can_be_false():
@@ -135,16 +142,23 @@ def test_summary_length_limit_is_1000_characters():
 
 
 @pytest.mark.parametrize(
-    "data",
+    "data, extra",
     [
-        {"action": "MESSAGE", "message": "x", "confidence": 0.9},
-        {"action": "CMD", "command": "ls", "cwd": "/"},
-        {"action": "MESSAGE", "message": "x", "file_changes": [{"path": "a", "content": "x", "mode": "755"}]},
+        ({"action": "MESSAGE", "message": "x", "confidence": 0.9}, {"confidence": 0.9}),
+        ({"action": "CMD", "command": "ls", "cwd": "/", "why": {"a": [1]}}, {"cwd": "/", "why": {"a": [1]}}),
     ],
-    ids=["top-level", "cmd-extra", "in-file-change"],
+    ids=["top-level", "cmd-extra"],
 )
-def test_unknown_fields_are_refused(data):
-    refused(json.dumps(data))
+def test_unknown_top_level_fields_are_kept_apart_never_acted_on(data, extra):
+    answer = parse_answer(json.dumps(data))
+    assert answer.extra == extra
+    assert answer.notes == []
+    assert not set(extra) & set(answer.model_dump())
+
+
+def test_an_unknown_field_inside_a_file_change_is_refused():
+    # An unknown key there could change what the change means (a mode, an append): refused, not guessed at.
+    refused(dumps("MESSAGE", message="x", file_changes=[{"path": "a", "content": "x", "mode": "755"}]), "file_changes/0")
 
 
 # --------------------------------------------------------------------------
@@ -173,22 +187,57 @@ def test_fences_are_tolerated(raw):
 
 
 @pytest.mark.parametrize(
+    "raw, note",
+    [
+        (f"Here is my answer: {BODY}", "the text around the JSON object was ignored"),
+        (f"{BODY}\nHope that helps!", "the text around the JSON object was ignored"),
+        (f"Sure.\n```json\n{BODY}\n```", "the text around the fenced block was ignored"),
+        (f"```json\n{BODY}\n```\nDone.", "the text around the fenced block was ignored"),
+        (f"```python\n{BODY}\n```", None),
+        (f"```json\n{BODY}", "the text around the JSON object was ignored"),
+        (f"I think {{braces}} matter. {BODY} {{not json}}", "the text around the JSON object was ignored"),
+    ],
+    ids=["prefix", "suffix", "text-before-fence", "text-after-fence", "other-fence-lang", "unclosed-fence",
+         "braces-in-prose"],
+)
+def test_prose_around_one_json_object_is_read_and_noted(raw, note):
+    answer = parse_answer(raw)
+    assert (answer.action, answer.message) == ("MESSAGE", "hello")
+    assert note is None or answer.notes == [note]
+
+
+@pytest.mark.parametrize(
+    "raw, match",
+    [
+        (f"{BODY}{BODY}", "holds 2 JSON objects"),
+        (f"First {BODY}, or maybe {BODY}", "holds 2 JSON objects"),
+        ("Sure! Here is my answer: done.", "not valid JSON"),
+        ('Here: {"action": "MESSAGE", "message": "hello",}', "not valid JSON"),
+    ],
+    ids=["two-objects", "two-in-prose", "prose", "broken-object"],
+)
+def test_no_single_json_object_is_refused(raw, match):
+    refused(raw, match)
+
+
+@pytest.mark.parametrize(
     "raw",
     [
-        f"Here is my answer: {BODY}",
-        f"{BODY}\nHope that helps!",
-        f"Sure.\n```json\n{BODY}\n```",
-        f"```json\n{BODY}\n```\nDone.",
-        f"{BODY}{BODY}",
-        f"```python\n{BODY}\n```",
-        f"```json\n{BODY}",
-        "Sure! Here is my answer: done.",
+        f"<think>The user wants a greeting. {{maybe}} I'll say hello.</think>\n{BODY}",
+        f"<think>\nmulti\nline\n</think>\n\n```json\n{BODY}\n```",
+        f"<THINKING>x</THINKING>{BODY}",
+        f"reasoning the server left without its opening tag</think>\n{BODY}",
     ],
-    ids=["prefix", "suffix", "text-before-fence", "text-after-fence", "two-objects", "other-fence-lang",
-         "unclosed-fence", "prose"],
+    ids=["think", "think-then-fence", "thinking", "lone-close"],
 )
-def test_text_around_the_json_is_refused(raw):
-    refused(raw)
+def test_a_reasoning_block_before_the_answer_is_set_aside(raw):
+    answer = parse_answer(raw)
+    assert (answer.action, answer.message) == ("MESSAGE", "hello")
+    assert answer.notes[0] == "the reasoning block before the answer was set aside"
+
+
+def test_a_reasoning_block_alone_is_refused():
+    refused("<think>I should answer.</think>", "only a reasoning block")
 
 
 def test_not_json_error_says_so():
@@ -354,9 +403,10 @@ def test_the_model_itself_requires_the_fields_of_its_action(action, missing):
     assert Answer(action=action, **REQUIRED[action]).action == action
 
 
-def test_null_is_refused_like_an_absent_field_is_not():
-    refused(dumps("CMD", command="ls", question=None), "question")
-    refused(dumps("COMPLETED", evidence_files=[], summary_for_supervisor=None), "summary_for_supervisor")
+def test_null_reads_as_an_absent_field():
+    # Many models send every field, null where unused: that is a field not used.
+    assert parse_answer(dumps("CMD", command="ls", question=None, plan=None)).command == "ls"
+    refused(dumps("COMPLETED", evidence_files=[], summary_for_supervisor=None), "'summary_for_supervisor' is a required")
     with pytest.raises(ValidationError):
         Answer(action="CMD", command=None)
 
@@ -434,7 +484,7 @@ def test_the_protocol_module_is_pure():
     root = str(PurePosixPath(logist.protocol.__file__).parent.parent)
     env = dict(os.environ, PYTHONPATH=root)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
-    assert json.loads(out.replace("'", '"')) == ["logist", "logist.protocol"]
+    assert json.loads(out.replace("'", '"')) == ["logist", "logist.answer_forms", "logist.protocol"]
 
 
 # --------------------------------------------------------------------------

@@ -79,7 +79,8 @@ class JobSpec(BaseModel):
     max_steps: Optional[int] = _setting(
         "max_steps", f"LLM calls allowed (default {_BUILT_IN.max_steps}, or config.json).")
     format_retries: Optional[int] = _setting(
-        "format_retries", "Re-ask this many times after an invalid answer.")
+        "format_retries",
+        f"Re-ask this many times after an invalid answer, quoting the error (default {_BUILT_IN.format_retries}; 0: stop at once).")
     rank: Optional[int] = Field(default=None, ge=0, description="Position in the queue (0 = first); default last.")
     skill: Optional[str] = Field(default=None, description="Make the job from this skill (logist skill list).")
     params: dict[str, str] = Field(default={}, description="A skill parameter (repeatable).")
@@ -124,7 +125,8 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
     if spec.skill:
         template = load_skill(spec.skill, jobs_dir.path)
         values = template.resolve_params(spec.params)
-        active_skill = ActiveSkill(name=template.name, params=values, instructions=template.render(values))
+        active_skill = ActiveSkill(
+            name=template.name, params=values, instructions=template.render(values), protocol=template.protocol)
         objective = objective or template.render_text(template.description, values)
         if max_steps is None:
             max_steps = template.max_steps

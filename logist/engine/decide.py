@@ -30,9 +30,21 @@ def _fresh_turn(manifest: JobManifest, slot: str, feedback: Optional[str]) -> Tu
 REMEMBERED = ("answer", "reject", "resubmit")
 
 
+def _changes_decided(changed: Optional[list[str]]) -> str:
+    """What the role is told after a person decided on its held file changes."""
+    if changed is None:
+        return "A person declined your file changes; nothing of that answer was applied. Go on without them."
+    return (
+        "A person approved your file changes and they are applied"
+        + (f": {', '.join(changed)}" if changed else "")
+        + ". Nothing else of that answer was applied; go on from here."
+    )
+
+
 def _apply(
     manifest: JobManifest, rule: Rule, text: Optional[str], command: Optional[CommandRecord] = None,
     prompts: Optional[Prompts] = None,
+    changed: Optional[list[str]] = None,
 ) -> JobManifest:
     prompts = prompts or builtin()
     after = manifest.model_copy(deep=True)
@@ -57,6 +69,9 @@ def _apply(
             after.turn = _fresh_turn(after, slot, feedback)
         after.retries_in_a_row = 0
         after.reason = None
+    elif event in ("approve-command", "skip-command") and manifest.pending_changes is not None:
+        after.turn.pending = _changes_decided(changed)
+        after.pending_changes = None
     elif event in ("approve-command", "skip-command"):
         after.turn.pending = command.output if command is not None else prompts.render("messages/skipped_command")
         after.pending_command = None
@@ -82,8 +97,28 @@ def _check_waiting_for(job: Job, manifest: JobManifest, rule: Rule) -> None:
             f"job '{job.id}' is waiting for a decision on a command, not an answer: "
             "logist job approve-command or logist job skip-command"
         )
-    if rule.waits_for == "command" and manifest.pending_command is None:
+    if rule.waits_for == "command" and manifest.pending_command is None and manifest.pending_changes is None:
         raise TransitionError(f"job '{job.id}' holds no command; it is waiting for an answer (logist job answer TEXT)")
+
+
+def _apply_held_changes(job: Job, manifest: JobManifest) -> tuple[list[str], Optional[str]]:
+    """Apply the file changes a role's policy held, and commit them."""
+    from ..protocol import InvalidAnswer, file_changes_from
+
+    sequence = manifest.last_sequence + 1
+    try:
+        changes = file_changes_from(manifest.pending_changes or [])
+        job.repo.plan_changes(changes)
+    except InvalidAnswer as exc:
+        raise LogistError(
+            f"job '{job.id}': the held file changes no longer apply ({exc}); skip them (logist job skip-command)"
+        ) from None
+    journal.begin_applying(job.dir, sequence, manifest.workspace_commit, None)
+    changed = job.repo.apply_changes(changes)
+    commit = job.repo.commit_all(
+        f"logist: {job.id} step {sequence} file changes approved by a person: {', '.join(changed)}"[:200]
+    ) or manifest.workspace_commit
+    return changed, commit
 
 
 def user_action(
@@ -105,9 +140,11 @@ def user_action(
                 f"({action} needs {allowed}); {describe_state_hint(manifest.status)}"
             )
         _check_waiting_for(job, manifest, rule)
-        command = None
+        command, changed = None, None
         commit = manifest.workspace_commit
-        if action == "approve-command":
+        if action == "approve-command" and manifest.pending_changes is not None:
+            changed, commit = _apply_held_changes(job, manifest)
+        elif action == "approve-command":
             from .commands import execute
 
             sequence = manifest.last_sequence + 1
@@ -117,7 +154,7 @@ def user_action(
                 f"logist: {job.id} step {sequence} command approved by a person: {command.command}"[:200]
             ) or commit
         prompts = Prompts(job.jobs_dir.path)
-        after = _apply(manifest, rule, text, command, prompts)
+        after = _apply(manifest, rule, text, command, prompts, changed)
         after.workspace_commit = commit
         if command is not None:
             after.totals.wall_ms += command.duration_ms

@@ -24,7 +24,7 @@ from ..store.jobsdir import Job
 from ..store.manifest import JobManifest
 from ..store.prompts import Prompts
 from ..store.requests import HistoryReader, request_body
-from ..store.roles import RoleManifest, load_roles
+from ..store.roles import RoleManifest, answer_protocol, load_roles
 from . import compaction
 from .prompt import Prompt, build_prompt
 
@@ -48,6 +48,8 @@ class Prepared:
     prompts: Optional[Prompts] = None
     #: For a summary call, the number of rounds the summary will cover.
     compaction_target: Optional[int] = None
+    #: The protocol the answer is read in: "json" or "tags" (the role's, or the job's skill's).
+    protocol: str = "json"
 
     @property
     def model(self) -> str:
@@ -119,4 +121,4 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
         response_format=role.response_format, stream=config.stream or None,
     )
     body = request_body(model, prompt.messages, role.temperature, role.max_tokens, role.response_format, config.stream)
-    return Prepared(body, prompt, role, metadata, config, prompts)
+    return Prepared(body, prompt, role, metadata, config, prompts, protocol=answer_protocol(role, manifest))

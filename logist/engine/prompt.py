@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ..protocol import protocol_text
+from ..protocol import answer_reminder, protocol_text
 from ..store.manifest import JobManifest
 from ..store.prompts import Prompts, builtin
 from ..store.requests import HistoryReader
-from ..store.roles import RoleManifest
+from ..store.roles import RoleManifest, answer_protocol
 from . import compaction
 from ..store.manifest import PLANNER, SUPERVISOR
 
@@ -73,9 +73,10 @@ def system_prompt(
     addressable: Optional[list[RoleManifest]] = None,
     prompts: Optional[Prompts] = None,
     this_turn: Optional[str] = None,
+    protocol: str = "json",
 ) -> str:
-    """The system message: protocol, context, role, the Planner's roles,
-    skill, and after a compaction the turn so far (``this_turn``)."""
+    """The system message: ``protocol`` taught, context, role, the Planner's
+    roles, skill, and after a compaction the turn so far (``this_turn``)."""
     prompts = prompts or builtin()
     planner = None
     if addressable is not None:
@@ -87,7 +88,7 @@ def system_prompt(
         skill_part = prompts.render("skill", skill=name, instructions=body.strip())
     return prompts.render(
         "system",
-        protocol=prompts.render("protocol", protocol_rules=protocol_text("json")),
+        protocol=prompts.render("protocol", protocol_rules=protocol_text(protocol)),
         context=context or None,
         role=role.name,
         instructions=prompts.instructions(role),
@@ -148,6 +149,7 @@ def memory(history: HistoryReader, prompts: Prompts, sequences: list[int], repea
 
 def opening_message(
     manifest: JobManifest, workspace: Path, prompts: Optional[Prompts] = None, history: Optional[HistoryReader] = None,
+    protocol: str = "json",
 ) -> tuple[str, list[str]]:
     """The first user message of a turn: the job, feedback, work to review,
     and (with ``history``) what the person has said so far."""
@@ -192,6 +194,7 @@ def opening_message(
         values["feedback"] = turn.feedback.strip()
     if history is not None:
         values["memory"] = memory(history, prompts, manifest.person_inputs, repeated=turn.feedback)
+    values["answer_reminder"] = answer_reminder(protocol)
     return prompts.render("job", **values), files_context
 
 
@@ -213,8 +216,9 @@ def build_prompt(
     prompts = prompts or Prompts(jobs_dir, roles)
     turn = manifest.turn
     files_context: list[str] = []
+    protocol = answer_protocol(role, manifest)
     if turn.pending is None:
-        text, files_context = opening_message(manifest, workspace, prompts, history)
+        text, files_context = opening_message(manifest, workspace, prompts, history, protocol)
     else:
         text = turn.pending
     pending = {"role": "user", "content": call_marker(manifest, text, prompts)}
@@ -245,5 +249,5 @@ def build_prompt(
         said = memory(history, prompts, [s for s in manifest.person_inputs if s > (turn.first_call or 0)])
         this_turn = compaction.summary_section(history.opening(turn) or "", turn, prompts, said)
         kept = compaction.kept_rounds(conversation, turn)
-    system = system_prompt(role, context_text(workspace, jobs_dir), skill, addressable, prompts, this_turn)
+    system = system_prompt(role, context_text(workspace, jobs_dir), skill, addressable, prompts, this_turn, protocol)
     return Prompt([{"role": "system", "content": system}, *kept, pending], files_context)

@@ -25,7 +25,7 @@ from .budget import add_to_totals, call_cost, limit_reason
 from .commands import run_or_hold
 from .prepare import Prepared, prepare
 from .session import open_locked
-from .transition import Call, apply_answer, apply_event, refuse_answer
+from .transition import Call, apply_answer, apply_event, hold_changes, holds_file_changes, refuse_answer
 from .workflow import CALL_FAILED, LIMIT, STEPPABLE, describe_state_hint
 
 #: Step results after which ``job step`` makes another call in the same turn.
@@ -109,6 +109,15 @@ def _commit_message(job_id: str, seq: int, role: str, action: str, summary: Opti
     return subject + ("\n\n" + body if body and body != first else "")
 
 
+def _summary_of(answer: Optional[Answer], held: bool) -> Optional[str]:
+    if answer is None:
+        return None
+    if held:
+        paths = ", ".join(change.path for change in answer.file_changes)
+        return f"file changes held until a person approves or skips them (approve-command / skip-command): {paths}"
+    return answer.summary_for_supervisor or answer.message or answer.question or answer.command
+
+
 def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str) -> StepResult:
     """Everything after the call; shared by live steps and posted answers.
 
@@ -124,25 +133,28 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
     files_changed: list[str] = []
     status_label = "SUCCESS"
     error = outcome.error
+    held = False
     if error is not None:
         status_label = "ERROR"
         apply_event(after, CALL_FAILED, error)
     else:
+        planner = before.workflow == "planned" and before.turn.slot == PLANNER
         try:
-            answer = parse_answer(outcome.raw or "")
-            if before.workflow == "planned" and before.turn.slot == PLANNER:
+            answer = parse_answer(outcome.raw or "", prepared.protocol, planner=planner)
+            if planner:
                 check_planner_answer(answer, [n for slot, n in before.roles.items() if slot != PLANNER])
+            held = holds_file_changes(answer, prepared.role)
             job.repo.plan_changes(answer.file_changes)
         except InvalidAnswer as exc:
             status_label = "INVALID"
             error = str(exc)
             answer = None
-            refuse_answer(after, call, error, prepared.prompts)
+            refuse_answer(after, call, error, prepared.prompts, prepared.protocol)
     head_before = before.workspace_commit
     action = answer.action if answer else status_label
     # Only an answer with file changes or a command can change the workspace;
     # the others need no git process at all.
-    touches = answer is not None and bool(answer.file_changes or answer.action == "CMD")
+    touches = answer is not None and not held and bool(answer.file_changes or answer.action == "CMD")
     if touches and job.repo.is_dirty():
         # A person edited the workspace by hand since the last step. Commit
         # that on its own, so it is neither mixed into the model's commit nor
@@ -155,7 +167,10 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
     # answer: one that was paid for is never lost from the record.
     journal.begin_applying(job.dir, sequence, head_before, outcome.raw)
     failpoint("after_call")
-    if answer is not None:
+    if answer is not None and held:
+        hold_changes(after, before, answer, call)
+        after.reason, after.question = None, None
+    elif answer is not None:
         files_changed = job.repo.apply_changes(answer.file_changes)
         failpoint("after_apply")
         if answer.action == "CMD":
@@ -183,6 +198,8 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
         raw_response=outcome.raw,
         error=error,
         files_changed=files_changed,
+        notes=answer.notes if answer else [],
+        extra_fields=answer.extra if answer else {},
     )
     usage = Usage(
         prompt_tokens=outcome.prompt_tokens,
@@ -212,7 +229,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
         role=prepared.role.name,
         action=action,
         status=after.status,
-        summary=(answer.summary_for_supervisor or answer.message or answer.question or answer.command) if answer else None,
+        summary=_summary_of(answer, held),
         commit=commit,
         files_changed=files_changed,
         error=error,

@@ -15,12 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..protocol import Answer
+from ..protocol import Answer, InvalidAnswer, answer_form
 from ..store.entries import CommandRecord
+from ..store.roles import RoleManifest
 from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Handoff, JobManifest, Question, Turn
 from ..store.prompts import Prompts, builtin
 from .workflow import (
-    ADDRESSED, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, USER, Rule, find_rule, move, rule_for, who_acts,
+    ADDRESSED, CHANGES_HELD, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, USER, Rule, find_rule, move, rule_for,
+    who_acts,
 )
 
 EXITS = ("COMPLETED", "RETRY", "STUCK")
@@ -149,13 +151,38 @@ def apply_answer(
         after.turn, after.planner_turn = planner_turn, None
 
 
-def refuse_answer(after: JobManifest, call: Call, reason: str, prompts: Optional[Prompts] = None) -> None:
+def refuse_answer(
+    after: JobManifest, call: Call, reason: str, prompts: Optional[Prompts] = None, protocol: str = "json"
+) -> None:
     """An invalid answer: re-ask while the job's format retries last, then stop."""
     turn = after.turn
     if turn.format_retries_used < after.settings.format_retries:
         turn.format_retries_used += 1
         add_round(turn, call)
-        turn.pending = (prompts or builtin()).render("messages/refused", reason=reason)
+        turn.pending = (prompts or builtin()).render("messages/refused", reason=reason, answer_form=answer_form(protocol))
         apply_event(after, INVALID)
     else:
         apply_event(after, INVALID_LAST, f"invalid answer from {turn.role}: {reason}")
+
+
+def holds_file_changes(answer: Answer, role: RoleManifest) -> bool:
+    """The role's ``file_changes`` policy for an answer that carries some:
+    False to apply them (allowed), True to hold them for a person
+    (approval); refused raises :class:`InvalidAnswer` with the reason."""
+    if not answer.file_changes or role.file_changes == "allowed":
+        return False
+    if role.file_changes == "approval":
+        return True
+    raise InvalidAnswer(
+        f"file_changes: the {role.name} role may not change files (its role manifest says file_changes: refused). "
+        "Answer without file_changes; if a file must change, say in your summary what should change."
+    )
+
+
+def hold_changes(after: JobManifest, before: JobManifest, answer: Answer, call: Call) -> None:
+    """An answer whose file changes wait for a person: nothing of it is
+    applied; the person's approve-command applies the changes, skip-command
+    drops them, and either way the role's turn goes on."""
+    add_round(after.turn, call)
+    move(after, rule_for(before.status, CHANGES_HELD, who_acts(before)), before.status)
+    after.pending_changes = [change.model_dump(mode="json") for change in answer.file_changes]

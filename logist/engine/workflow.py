@@ -77,6 +77,7 @@ RETRY_LIMIT = "RETRY over limit"
 OUT_OF_TURN = "answer out of turn"
 INVALID = "invalid answer"
 INVALID_LAST = "invalid answer, no re-asks"
+CHANGES_HELD = "file changes held"
 CALL_FAILED = "call failed"
 LIMIT = "limit reached"
 COMPACTION = "compaction"
@@ -89,7 +90,7 @@ LIVE = frozenset(Status) - TERMINAL
 
 STEP = "step it (logist job step)"
 ANSWER = "answer its question (logist job answer TEXT)"
-DECIDE = "decide on its command (logist job approve-command / skip-command)"
+DECIDE = "decide on its held command or file changes (logist job approve-command / skip-command)"
 #: What a person is told in a state no hinted row leaves.
 RESTING_HINTS = {S.SUCCESS: "it is finished", S.CANCELED: "it was canceled", S.DRAFT: "it is being created"}
 
@@ -106,7 +107,7 @@ class Rule:
     hint: str = STEP
     #: A named target or state kept in ``resume_status`` for a later RESUME.
     remember: Optional[str] = None
-    #: INPUT_REQUIRED waits for one thing: "question" or "command".
+    #: INPUT_REQUIRED waits for one thing: "question", or "command" (a held command or held file changes).
     waits_for: Optional[str] = None
 
 
@@ -141,6 +142,7 @@ TABLE: tuple[Rule, ...] = (
     _row(STEPPABLE, "CMD denied", ROLES, WORKING, "continue"),
     _row(STEPPABLE, "CMD held", ROLES, S.INPUT_REQUIRED, "wait", remember=WORKING),
     _row(STEPPABLE, "ASK", ROLES, S.INPUT_REQUIRED, "wait", remember=WORKING),
+    _row(STEPPABLE, CHANGES_HELD, ROLES, S.INPUT_REQUIRED, "wait", remember=WORKING),
     _row(STEPPABLE, INVALID, ROLES, WORKING, "continue"),
     _row(STEPPABLE, INVALID_LAST, ROLES, S.INTERVENTION_REQUIRED, "stop"),
     _row(STEPPABLE, CALL_FAILED, ROLES, S.INTERVENTION_REQUIRED, "stop"),

@@ -47,8 +47,8 @@ class JobDefaults(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     max_steps: int = Field(default=100, ge=1)
     """Answers a job may apply (calls, replayed and posted answers) before it stops for a person."""
-    format_retries: int = Field(default=0, ge=0)
-    """How many times a role is asked again, in one turn, after an answer that is not valid."""
+    format_retries: int = Field(default=1, ge=0)
+    """How many times a role is asked again, in one turn, after an answer that is not valid (each re-ask quotes the reason); 0 stops the job at the first."""
     max_retries_in_a_row: int = Field(default=3, ge=1)
     """RETRYs in a row, without the Supervisor accepting work, before a person is needed."""
     # Budgets checked before every call; None = no limit.

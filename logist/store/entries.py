@@ -119,6 +119,10 @@ class Response(BaseModel):
     """Why the answer was refused or the call failed."""
     files_changed: list[str] = []
     """Workspace paths the answer's file changes wrote or deleted."""
+    notes: list[str] = []
+    """How the answer was read when it was not in the protocol's exact shape (a reasoning block set aside, a lower-case action, no tag: its first line read as a command...)."""
+    extra_fields: dict[str, Any] = {}
+    """Fields the answer carried that the protocol does not know (seed 003's job_manifest_url, seed 004's plan_reasoning...): kept here, never acted on."""
 
 
 class Usage(BaseModel):

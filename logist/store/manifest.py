@@ -249,6 +249,8 @@ class JobState(BaseModel):
     """The open question (INPUT_REQUIRED)."""
     pending_command: Optional[str] = None
     """A command the policy holds until a person approves or skips it."""
+    pending_changes: Optional[list[dict]] = None
+    """File changes the role's file_changes policy (approval) holds until a person approves or skips them."""
     resume_status: Optional[Status] = None
     """The state to return to after SUSPENDED or INPUT_REQUIRED."""
     reason: Optional[str] = None

@@ -68,7 +68,7 @@ TEMPLATES: dict[str, Template] = {
     "job": Template(
         "The first message of a role's turn: the job, and what the turn is for.",
         ("objective", "details", "parameters", "acceptance_criteria", "review", "last_turn_files", "job_files",
-         "plan", "task", "memory", "feedback"),
+         "plan", "task", "memory", "feedback", "answer_reminder"),
     ),
     "review": Template("The Supervisor's part of the first message: the work to review.",
                        ("role", "action", "summary", "evidence_files")),
@@ -101,7 +101,9 @@ TEMPLATES: dict[str, Template] = {
     "command/timed_out": Template("How a command stopped at the job's timeout ended.", ("seconds",)),
     "messages/continue": Template("The next message after a MESSAGE answer."),
     "messages/command_denied": Template("The next message after a command the job's policy refuses.", ("command",)),
-    "messages/refused": Template("The next message after an invalid answer (a re-ask).", ("reason",)),
+    "messages/refused": Template(
+        "The next message after an invalid answer (a re-ask); {answer_form} is how the role's protocol answers.",
+        ("reason", "answer_form")),
     "messages/sent_back": Template("The Worker's feedback when the Supervisor sends the work back (RETRY).",
                                    ("role", "summary")),
     "messages/retry": Template("A role's feedback after its own RETRY.", ("summary",)),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
@@ -53,6 +53,10 @@ class RoleManifest(BaseModel):
     """The most tokens an answer may have; not sent when unset."""
     response_format: Optional[dict] = None
     """Sent as is as the request's response_format (such as {"type": "json_object"}) where the endpoint supports it."""
+    protocol: Literal["json", "tags"] = "json"
+    """How the role answers: json, one JSON object; tags, a line starting with [CMD], [ASK], [MESSAGE], [DONE]... (seed 002's line protocol, which small local models follow more reliably). A job's skill that names a protocol wins."""
+    file_changes: Literal["allowed", "refused", "approval"] = "allowed"
+    """What becomes of an answer's file_changes: allowed, applied; refused, the answer is refused with the reason (and re-asked while format_retries last); approval, held until a person approves (job approve-command) or skips them (job skip-command)."""
     # Planner and compaction settings (SPEC section 7).
     prompt_compression: bool = False
     """Keep long conversations within bounds: older rounds are folded into a summary by a separate call."""
@@ -75,6 +79,23 @@ class RoleManifest(BaseModel):
     def model_label(self) -> str:
         """The model as the manifest names it: its alias, else its model."""
         return self.llm_alias or self.llm_model or ""
+
+
+def answer_protocol(role: RoleManifest, manifest) -> str:
+    """The protocol ``role`` answers in, in the job of ``manifest``: its
+    job's skill's, when that names one, else its own. A Planner always
+    answers in JSON: only JSON carries its plan and send_to."""
+    from .manifest import PLANNER
+
+    if manifest.workflow == "planned" and manifest.turn.slot == PLANNER:
+        if role.protocol != "json":
+            raise ConfigError(
+                f"role manifest {role.source or role.name}: protocol: {role.protocol} cannot be a Planner's protocol "
+                "(its plan and send_to need json)"
+            )
+        return "json"
+    skill = manifest.skill.protocol if manifest.skill is not None else None
+    return skill or role.protocol
 
 
 def format_validation_error(exc: ValidationError, where: str) -> str:

@@ -2,8 +2,9 @@
 
 A skill is a folder ``<name>/SKILL.md``: YAML frontmatter (``name``,
 ``description``, ``params`` with ``name``/``description``/``required``/
-``default``, optional ``max_steps``) and a Markdown body with the skill's
-instructions, in which ``{{param}}`` is replaced by the param's value. The
+``default``, optional ``max_steps``, and ``protocol``: json or tags, the
+protocol the roles of a job made from it answer in, a Planner's staying
+json) and a Markdown body with the skill's instructions, in which ``{{param}}`` is replaced by the param's value. The
 built-in skills ship with Logist; ``<jobs-dir>/skills/`` adds to and
 overrides them by name.
 
@@ -16,9 +17,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 from pydantic.json_schema import SkipJsonSchema
 
 from ..errors import ConfigError, NotFoundError
@@ -56,6 +57,8 @@ class Skill(BaseModel):
     """The values the instructions name."""
     max_steps: Optional[int] = Field(default=None, ge=1)
     """The max_steps of a job made from the skill, unless the job sets its own."""
+    protocol: Optional[Literal["json", "tags"]] = None
+    """How the job's roles answer (json or tags, seed 002's line protocol); unset: each role's own protocol."""
     body: str = ""
     """The instructions (the Markdown after the frontmatter)."""
     source: SkipJsonSchema[Optional[str]] = Field(default=None, exclude=True)
@@ -103,6 +106,16 @@ class ActiveSkill(BaseModel):
     """The values its params had: given, else their defaults."""
     instructions: str
     """The skill's instructions as rendered with those values at create; later edits of SKILL.md do not change them."""
+    protocol: Optional[Literal["json", "tags"]] = None
+    """The protocol the skill asks the job's roles to answer in, if it names one (absent: each role's own)."""
+
+    @model_serializer(mode="wrap")
+    def _without_an_unset_protocol(self, handler):
+        # Absent, not null: a job whose skill names no protocol keeps the files it had.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("protocol", "") is None:
+            del data["protocol"]
+        return data
 
 
 def parse_skill(path: Path) -> Skill:

@@ -160,11 +160,17 @@ def _render_outcome(entry: HistoryEntry) -> list[str]:
     elif response is not None and response.status == "ERROR":
         out.append("- The call failed:\n")
         out.append(quoted(response.error or ""))
+    if response is not None and response.notes:
+        out.append("- The answer was read leniently: " + "; ".join(response.notes) + ".\n")
     if response is not None and response.files_changed:
         out.append("- Files changed: " + ", ".join(code(p) for p in response.files_changed) + "\n")
     if entry.command is not None:
         out += _render_command(entry)
     after = entry.state.model_dump(mode="json")
+    held = after.get("pending_changes")
+    if response is not None and held and entry.state_after == "INPUT_REQUIRED":
+        paths = ", ".join(code(str(change.get("path"))) for change in held if isinstance(change, dict))
+        out.append(f"- File changes held until a person approves or skips them (the role's policy): {paths}\n")
     question = after.get("question")
     if response is not None and isinstance(question, dict) and entry.state_after == "INPUT_REQUIRED":
         kind = "required" if question.get("required", True) else "optional"
@@ -201,8 +207,8 @@ _PERSON_LABELS = {
     "approve": "Approved the result",
     "reject": "Rejected the result",
     "resubmit": "Resubmitted the job",
-    "approve-command": "Approved the held command",
-    "skip-command": "Skipped the held command",
+    "approve-command": "Approved the held command or file changes",
+    "skip-command": "Skipped the held command or file changes",
     "suspend": "Suspended the job",
     "resume": "Resumed the job",
     "cancel": "Canceled the job",

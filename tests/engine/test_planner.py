@@ -91,7 +91,7 @@ def test_invalid_planner_answers_are_reasked(jobs, llm, answer, error):
 
 
 def test_invalid_planner_answer_without_retries_needs_a_person(jobs, llm):
-    job = create_job(jobs, "plan", "Anything", workflow="planned")
+    job = create_job(jobs, "plan", "Anything", workflow="planned", format_retries=0)
     llm.add(planner(0, "Intern", "Do it."))
     step_once(job, base_url=llm.base_url)
     m = job.manifest()

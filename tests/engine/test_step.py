@@ -130,7 +130,7 @@ def _intervention(job, llm, *replies, **kw):
     ids=["stuck", "not-json", "schema-missing-field", "schema-bad-action", "dotdot", "absolute", "dotgit"],
 )
 def test_failures_end_in_intervention_with_reason(jobs, llm, tmp_path, reply, reason_part):
-    job = make_job(jobs)
+    job = make_job(jobs, format_retries=0)
     llm.add(WRITE_HELLO)
     step_once(job, base_url=llm.base_url)  # an earlier entry that must stay intact
     before = job.history_path.read_bytes()
@@ -152,7 +152,7 @@ def test_failures_end_in_intervention_with_reason(jobs, llm, tmp_path, reply, re
 
 
 def test_symlink_escape_is_refused(jobs, llm, tmp_path):
-    job = make_job(jobs)
+    job = make_job(jobs, format_retries=0)
     outside = tmp_path / "outside"
     outside.mkdir()
     (job.workspace / "link").symlink_to(outside)

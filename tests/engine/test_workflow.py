@@ -81,6 +81,24 @@ class Position:
     hand_edited: bool = False
 
 
+HELD_CHANGE = [{"path": "held.txt", "content": "held\n"}]
+
+
+def _roles_ask_before_changing_files(job) -> None:
+    for name in ("worker", "supervisor", "planner"):
+        role = json.loads((data_dir("roles") / f"{name}.json").read_text())
+        role["file_changes"] = "approval"
+        (job.jobs_dir.path / "roles" / f"{name}.json").write_text(json.dumps(role))
+
+
+def _hold_changes(job, pos) -> None:
+    _roles_ask_before_changing_files(job)
+    if pos.who == PLANNER:
+        post_answer(job, plan("User", file_changes=HELD_CHANGE))
+    else:
+        post_answer(job, json.dumps({"action": "MESSAGE", "message": "a fix", "file_changes": HELD_CHANGE}))
+
+
 def _out_of_turn(job):
     post(job, msg())
     m = job.manifest()
@@ -128,6 +146,8 @@ POSITIONS = {
         waits_for="question", resume=S.REVIEWING),
     "command worker": Position(S.INPUT_REQUIRED, WORKER, 1, lambda j: post(
         j, json.dumps({"action": "CMD", "command": "echo held"})), waits_for="command", resume=S.RUNNING),
+    "changes worker": Position(S.INPUT_REQUIRED, WORKER, 1, lambda j: _hold_changes(j, POSITIONS["worker running"]),
+                               waits_for="command", resume=S.RUNNING),
     "suspended running": Position(S.SUSPENDED, WORKER, 1, lambda j: (post(j, msg()), user_action(j, "suspend")),
                                   resume=S.RUNNING),
     "suspended reviewing": Position(S.SUSPENDED, SUPERVISOR, 1, lambda j: (
@@ -177,7 +197,8 @@ FIRES: dict[str, Fire] = {
     "CMD held": Fire(lambda job, pos: post_answer(job, json.dumps({"action": "CMD", "command": "echo hi"}))),
     "ASK": Fire(lambda job, pos: post_answer(job, ask(pos.who))),
     wf.INVALID: Fire(lambda job, pos: post_answer(job, "not json"), {"format_retries": 1}),
-    wf.INVALID_LAST: Fire(lambda job, pos: post_answer(job, "not json")),
+    wf.INVALID_LAST: Fire(lambda job, pos: post_answer(job, "not json"), {"format_retries": 0}),
+    wf.CHANGES_HELD: Fire(_hold_changes),
     wf.CALL_FAILED: Fire(lambda job, pos: post_answer(job, None, error="connection refused")),
     wf.LIMIT: Fire(lambda job, pos: post_answer(job, msg()), {"max_steps": "steps"}),
     wf.RETRY_LIMIT: Fire(lambda job, pos: post_answer(job, exit_("RETRY")), {"max_retries_in_a_row": 1}),

@@ -73,6 +73,7 @@ def _status_data(job, m) -> dict:
         "reason": m.reason,
         "question": m.question.model_dump() if m.question else None,
         "pending_command": m.pending_command,
+        "pending_changes": m.pending_changes,
         "last_exit": m.last_exit.model_dump() if m.last_exit else None,
         "totals": {**m.totals.model_dump(), "tokens": m.totals.tokens},
         "budgets": {b.name: {"used": b.used, "limit": b.limit} for b in budgets(m)},
@@ -142,6 +143,9 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
         click.echo(f"Question{optional}: {data['question']['text']}")
     if data["pending_command"]:
         click.echo(f"Command: {data['pending_command']}  (approve-command or skip-command)")
+    if data["pending_changes"]:
+        paths = ", ".join(change["path"] for change in data["pending_changes"])
+        click.echo(f"Changes: {paths}  (held for you: approve-command or skip-command)")
     if data["last_exit"]:
         le = data["last_exit"]
         click.echo(f"Last:    {le['role']} {le['action']}: {le['summary']}")
@@ -189,6 +193,8 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
         click.echo(f"Question: {m.question.text}")
     if m.pending_command:
         click.echo(f"Held command: {m.pending_command}")
+    if m.pending_changes:
+        click.echo("Held file changes: " + ", ".join(change["path"] for change in m.pending_changes))
     policy = m.settings.command_policy
     if policy == "allow":
         policy += " " + (", ".join(m.settings.allowed_commands) or "(no patterns)")
