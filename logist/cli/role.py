@@ -3,7 +3,7 @@ from __future__ import annotations
 import click
 
 from .app import Application, pass_app
-from .common import json_option
+from .common import fit, json_option, table_width
 
 
 @click.group()
@@ -27,9 +27,9 @@ def role_list(app: Application, as_json: bool) -> None:
     if as_json:
         app.print_json([{"name": r.name, "llm_model": r.llm_model, "description": r.description, "source": r.source} for r in roles.values()])
         return
-    width = max(len(n) for n in roles)
+    width, columns = max(len(n) for n in roles), table_width()
     for r in roles.values():
-        click.echo(f"{r.name:<{width}}  {r.llm_model:<14}  {r.description}")
+        click.echo(fit(f"{r.name:<{width}}  {r.llm_model:<14}  {r.description}", columns))
 
 
 @role.command("inspect")
