@@ -24,6 +24,8 @@ def role_list(app: Application, as_json: bool) -> None:
     from ..store.roles import load_roles
 
     roles = load_roles(app.jobs.path)
+    for error in roles.errors():  # the other roles are listed; jobs that use this one stop with this line
+        app.info(f"Not loaded: {error}")
     if as_json:
         app.print_json([{"name": r.name, "llm_model": r.llm_model, "description": r.description, "source": r.source} for r in roles.values()])
         return

@@ -23,7 +23,10 @@ def skill_list(app: Application, as_json: bool) -> None:
     """
     from ..store.skills import list_skills
 
-    skills = list_skills(app.jobs.path)
+    errors: list[str] = []
+    skills = list_skills(app.jobs.path, errors)
+    for error in errors:  # the other skills are listed; a job made from this one stops with this line
+        app.info(f"Not loaded: {error}")
     if as_json:
         app.print_json([{"name": s.name, "description": s.description, "params": [p.model_dump() for p in s.params],
                      "max_steps": s.max_steps, "source": s.source} for s in skills])

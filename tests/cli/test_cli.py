@@ -302,8 +302,11 @@ def test_error_from_repo_not_a_repository(jobs, tmp_path):
 def test_error_bad_role_manifest_names_file_and_field(jobs):
     bad = jobs.path / "roles" / "bad.json"
     bad.write_text(json.dumps({"name": "Bad", "description": "d", "instructions": "i"}))
-    line = assert_error(logist_cli("role", "list"), str(bad), "llm_model")
+    line = assert_error(logist_cli("role", "inspect", "Bad"), str(bad), "llm_model")
     assert "required" in line
+    listing = ok(logist_cli("role", "list"))  # the others are listed; the bad one is named on stderr
+    assert "Worker" in listing.stdout and "Bad" not in listing.stdout
+    assert listing.stderr.startswith(f"Not loaded: role manifest {bad}: llm_model: Field required")
 
 
 def test_error_corrupt_config(jobs):
