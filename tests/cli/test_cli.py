@@ -95,7 +95,7 @@ def test_whole_job_through_the_cli(jobs, llm):
     workspace = jobs.path / "hello" / "workspace"
     assert (workspace / "hello.py").read_text() == "print('Hello')\n"
 
-    history = ok(logist_cli("job", "history", "hello"))
+    history = ok(logist_cli("job", "history", "hello", env={"COLUMNS": "200"}))  # wide: every column
     header, *lines = history.stdout.splitlines()
     assert header.split() == ["seq", "time", "(UTC)", "role", "action", "state", "after", "tokens", "cost", "commit", "summary"]
     assert len(lines) == 3

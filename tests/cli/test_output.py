@@ -157,6 +157,14 @@ def test_tables_follow_columns(jobs, argv):
         assert len(narrow_lines) == table
 
 
+def test_a_narrow_history_table_leaves_out_the_time_for_the_summary(jobs):
+    job = create_job(jobs, "wc", LONG)
+    post_answer(job, MESSAGE)
+    narrow, wide = invoke("job", "history", "wc", columns="110"), invoke("job", "history", "wc", columns="140")
+    assert "time (UTC)" not in narrow.stdout and "time (UTC)" in wide.stdout
+    assert "Reading the specification" in narrow.stdout.splitlines()[2]
+
+
 def test_piped_tables_are_whole_without_columns(jobs):
     job = create_job(jobs, "wc", LONG)
     listing = logist_cli("job", "list", env={"COLUMNS": ""})

@@ -341,6 +341,6 @@ def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
     # continues the turn that entry 2 left.
     assert llm.requests[-1]["messages"][2] == {"role": "assistant", "content": FIRST}
 
-    ok(logist_cli("job", "run", "hello", "--base-url", llm.base_url))
+    ok(logist_cli("job", "run", "hello", "--base-url", llm.base_url), code=3)
     assert_consistent(job)
     assert read_json(job.manifest_path)["status"] == "APPROVAL_REQUIRED"

@@ -239,25 +239,37 @@ def _summary_lines(summary) -> list[str]:
     return lines
 
 
+#: The least room a table leaves its summary column before it drops the time column.
+SUMMARY_ROOM = 30
+
+
 def _table(rows, who: str, width: Optional[int]) -> list[str]:
     """The summary's rows as a table; ``who`` names the third column: "who"
     (who acted) or "role" (whose turn it was). Those two columns and the
     action are as wide as their longest value, at least 10; the summary
-    takes what is left of ``width`` (None: all of it)."""
+    takes what is left of ``width`` (None: all of it). When that would be
+    less than :data:`SUMMARY_ROOM`, the time column is left out."""
     from ...views.summary import one_line
 
     names = [row.actor if who == "who" else (row.role or "-") for row in rows]
     wn = max([10] + [len(name) for name in names])
     wa = max([10] + [len(row.action) for row in rows])
-    lines = [fit(f"{'seq':>4}  {'time (UTC)':<20}  {who:<{wn}} {'action':<{wa}} {'state after':<21} {'tokens':>6} {'cost':>8}  {'commit':<8}  summary", width)]
+    head = f"{'seq':>4}  {'time (UTC)':<20}  {who:<{wn}} {'action':<{wa}} {'state after':<21} {'tokens':>6} {'cost':>8}  {'commit':<8}  "
+    with_time = width is None or width - len(head) >= SUMMARY_ROOM
+
+    def line(seq: str, time: str, cells: str) -> str:
+        return f"{seq:>4}  " + (f"{time:<20}  " if with_time else "") + cells
+
+    lines = [fit(line("seq", "time (UTC)", f"{who:<{wn}} {'action':<{wa}} {'state after':<21} {'tokens':>6} "
+                                           f"{'cost':>8}  {'commit':<8}  summary"), width)]
     for row, name in zip(rows, names):
         tokens = "" if row.tokens is None else str(row.tokens)
         cost = "" if row.cost_usd is None else f"${row.cost_usd:.4f}"
-        lines.append(fit(
-            f"{row.sequence:>4}  {row.timestamp[:19] + 'Z':<20}  {name:<{wn}} {row.action:<{wa}} "
-            f"{row.state_after:<21} {tokens:>6} {cost:>8}  {(row.commit or '')[:8]:<8}  {one_line(row.summary, 10_000)}",
-            width,
-        ))
+        lines.append(fit(line(
+            str(row.sequence), row.timestamp[:19] + "Z",
+            f"{name:<{wn}} {row.action:<{wa}} {row.state_after:<21} {tokens:>6} {cost:>8}  "
+            f"{(row.commit or '')[:8]:<8}  {one_line(row.summary, 10_000)}",
+        ), width))
     return lines
 
 
