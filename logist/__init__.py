@@ -1,14 +1,22 @@
 """Logist: run LLM agent jobs as plain directories.
 
 The library API, importable without the CLI (and without openai or git,
-which load only when a step or a workspace needs them)::
+which load only when a step or a workspace needs them). This example runs as
+it is: a scripted OpenAI-compatible server on 127.0.0.1 stands in for the
+model (give ``run_job`` your endpoint's ``base_url`` instead)::
 
-    from logist import JobsDir, create_job, step_once, run_job, user_action
+    from logist import JobsDir, create_job, run_job, user_action
+    from logist.replay.scripted import ScriptedLLMServer, answer
 
     jobs = JobsDir("jobs")
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting")
-    run_job(job)                     # Worker, then Supervisor, until a person is needed
-    user_action(job, "approve")
+    worker = answer("COMPLETED", "Wrote hello.py.", ["hello.py"],
+                    file_changes=[{"path": "hello.py", "content": "print('Hello')\\n"}])
+    supervisor = answer("COMPLETED", "hello.py prints Hello.", ["hello.py"])
+    with ScriptedLLMServer([worker, supervisor]) as llm:
+        results = run_job(job, base_url=llm.base_url)  # Worker, then Supervisor, until a person is needed
+    print(results[-1].status)                          # APPROVAL_REQUIRED
+    user_action(job, "approve")                        # SUCCESS; the work is in jobs/hello/workspace
 """
 
 # Names resolve on first use (PEP 562), so that importing the package, as the
@@ -27,6 +35,8 @@ _EXPORTS = {
     "InvalidAnswer": "protocol",
     "parse_answer": "protocol",
     "replay_history": "replay.apply",
+    "create_from_fixture": "replay.fixtures",
+    "load_fixture": "replay.fixtures",
     "RoleManifest": "store.roles",
     "load_roles": "store.roles",
     "StepResult": "engine.step",
@@ -66,7 +76,9 @@ __all__ = [
     "RoleManifest",
     "Status",
     "StepResult",
+    "create_from_fixture",
     "create_job",
+    "load_fixture",
     "load_history",
     "load_roles",
     "parse_answer",

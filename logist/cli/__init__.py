@@ -13,7 +13,8 @@ import sys
 import click
 
 from ..errors import LogistError
-from .app import Application
+from .app import Application, exit_codes_help
+from .common import JOBS_DIR_HELP, accept_jobs_dir
 
 
 class LogistGroup(click.Group):
@@ -26,18 +27,16 @@ class LogistGroup(click.Group):
             raise click.ClickException(str(exc)) from None
 
 
-@click.group(cls=LogistGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LogistGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=exit_codes_help())
 @click.option(
     "--jobs-dir",
     type=click.Path(file_okay=False),
     envvar="LOGIST_JOBS_DIR",
-    default="jobs",
-    show_default=True,
-    help="The jobs directory (env LOGIST_JOBS_DIR).",
+    help=JOBS_DIR_HELP,
 )
 @click.version_option(package_name="logist")
 @click.pass_context
-def cli(ctx: click.Context, jobs_dir: str) -> None:
+def cli(ctx: click.Context, jobs_dir: str | None) -> None:
     """Run LLM agent jobs as plain directories: every step one recorded,
     committed, resumable LLM call.
 
@@ -47,7 +46,8 @@ def cli(ctx: click.Context, jobs_dir: str) -> None:
       logist job create hello --objective "Write hello.py that prints a greeting"
       logist job run hello
     """
-    ctx.obj = Application(jobs_dir)
+    app = ctx.ensure_object(Application)
+    app.jobs_dir_option = app.jobs_dir_option or jobs_dir
 
 
 def _register() -> None:
@@ -62,13 +62,9 @@ def _register() -> None:
     from .skill import skill
     from .workflow import workflow
 
-    cli.add_command(init)
-    cli.add_command(demo)
-    cli.add_command(job)
-    cli.add_command(role)
-    cli.add_command(skill)
-    cli.add_command(prompts)
-    cli.add_command(report)
+    for command in (init, demo, job, role, skill, prompts, report):
+        accept_jobs_dir(command)
+        cli.add_command(command)
     cli.add_command(replay_server)
     cli.add_command(workflow)
     cli.add_command(doctor)

@@ -28,6 +28,37 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 #: A job a command ran ended needing a person to step in.
 EXIT_NEEDS_PERSON = 3
+#: A job a command ran stopped at a spent budget (``logist job set`` raises it).
+EXIT_BUDGET = 4
+
+#: The states in which a job waits for a person (exit 3).
+NEEDS_PERSON = ("INPUT_REQUIRED", "APPROVAL_REQUIRED", "INTERVENTION_REQUIRED")
+
+#: What each exit code means: the one table, from which ``logist --help``,
+#: the help of every command that runs steps and the README's table are made.
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (EXIT_OK, "success: done; a job it ran can go on, or is finished"),
+    (EXIT_ERROR, "error: one line on stderr says why"),
+    (EXIT_USAGE, "usage: a wrong, missing or ambiguous option or argument"),
+    (EXIT_NEEDS_PERSON, "a job it ran needs a person: " + ", ".join(NEEDS_PERSON)),
+    (EXIT_BUDGET, "a job it ran stopped at a spent budget: logist job set raises it"),
+)
+
+#: Commands that run steps, the ones that exit 3 and 4 (``logist demo``
+#: exits 0 once its job waits for approval, as the demo means it to).
+RUNS_STEPS = ("job step", "job run", "job poststep", "job replay")
+
+
+def exit_codes_help() -> str:
+    """The exit codes as a ``--help`` epilog (``\\b`` keeps click from rewrapping it)."""
+    lines = [f"  {code}  {meaning}" for code, meaning in EXIT_CODES]
+    return "\b\nExit codes (3 and 4 from " + ", ".join(RUNS_STEPS) + "):\n" + "\n".join(lines)
+
+
+def exit_codes_markdown() -> str:
+    """The exit codes as the README's table."""
+    lines = ["| exit code | meaning |", "|---|---|"] + [f"| {code} | {meaning} |" for code, meaning in EXIT_CODES]
+    return "\n".join(lines) + "\n"
 
 
 class Application:
@@ -75,12 +106,13 @@ class Application:
         else:
             text()
 
-    def job_changed(self, as_json: bool, job_id: str, manifest: "JobManifest", message: Optional[str] = None) -> None:
+    def job_changed(self, as_json: bool, job_id: str, manifest: "JobManifest", message: Optional[str] = None,
+                    extra: Optional[dict] = None) -> None:
         """What a command that changed a job prints: its new state."""
         self.display(
             as_json,
             {"job_id": job_id, "status": str(manifest.status), "role": manifest.turn.role,
-             "workspace_commit": manifest.workspace_commit},
+             "workspace_commit": manifest.workspace_commit, **(extra or {})},
             lambda: self.info(message or f"Job '{job_id}' is now {manifest.status}."),
         )
 
@@ -102,29 +134,80 @@ class Application:
             click.get_current_context().exit(code)
 
     @staticmethod
-    def needs_person(status: "Status", *, with_input: bool = False) -> bool:
-        """Whether ``status`` means a command that ran the job exits 3."""
-        waiting = {"INTERVENTION_REQUIRED"} | ({"INPUT_REQUIRED"} if with_input else set())
-        return str(status) in waiting
+    def needs_person(status: "Status") -> bool:
+        """Whether ``status`` means a job waits for a person (exit 3)."""
+        return str(status) in NEEDS_PERSON
 
-    def finish_steps(self, results: Iterable["StepResult"], as_json: bool, base_url: Optional[str] = None) -> None:
-        """Print a run of steps; exit 3 when the job ends needing intervention.
+    def finish_steps(self, results: Iterable["StepResult"], as_json: bool, base_url: Optional[str] = None,
+                     *, say_status: bool = False) -> None:
+        """Print a run of steps; exit 3 when the job ends needing a person, 4
+        when a spent budget stopped it (``say_status``: also say where it is
+        when it can go on).
 
         A failed call's recorded reason does not name the endpoint (the model
         may be shown it), so the person is told here which one it was."""
         results = list(results)
         if as_json:
             self.print_json([r.as_dict() for r in results])
-        if results and self.needs_person(results[-1].status):
-            last = results[-1]
+        if not results:
+            return
+        last = results[-1]
+        if last.action == "LIMIT":
             if not as_json:
-                reason = last.error or "see logist job status"
-                if last.action == "ERROR" and last.error:
-                    from ..store.config import resolve_base_url
+                from ..engine.budget import raise_hint
 
-                    reason += f" (endpoint {resolve_base_url(base_url, self.jobs.config())})"
-                self.info(f"Job '{last.job_id}' needs intervention: {reason}")
+                hint = raise_hint(last.job_id, self.jobs.job(last.job_id).manifest())
+                self.info(f"Job '{last.job_id}' stopped at a budget: {hint or last.error}")
+            self.exit(EXIT_BUDGET)
+        elif self.needs_person(last.status):
+            if not as_json:
+                if str(last.status) == "INTERVENTION_REQUIRED":
+                    reason = last.error or "see logist job status"
+                    if last.action == "ERROR" and last.error:
+                        from ..store.config import resolve_base_url
+
+                        reason += f" (endpoint {resolve_base_url(base_url, self.jobs.config())})"
+                    self.info(f"Job '{last.job_id}' needs intervention: {reason}")
+                else:
+                    self.info(f"Job '{last.job_id}' is {last.status}: {self._hint(last.status)}.")
             self.exit(EXIT_NEEDS_PERSON)
+        elif say_status and not as_json:
+            self.info(f"Job '{last.job_id}' is {last.status}.")
+
+    @staticmethod
+    def _hint(status) -> str:
+        from ..engine.workflow import describe_state_hint
+
+        return describe_state_hint(status)
+
+    def exit_for_job(self, job: "Job", as_json: bool, *, refused: Optional[Exception] = None,
+                     finished_is_done: bool = True) -> None:
+        """Exit as the job's state says: after a run of steps that printed
+        its own lines, or when the job could not be stepped (``refused``):
+        then a job waiting for a person exits 3 (4: a spent budget), a
+        finished one 0 (with ``finished_is_done``: there was nothing to
+        run; else, as for any other refusal, the error it is: 1)."""
+        from ..engine.budget import raise_hint, stopped_by_budget
+
+        manifest = job.manifest()
+        status = str(manifest.status)
+        if stopped_by_budget(job.dir, manifest):
+            code = EXIT_BUDGET
+            line = f"Job '{job.id}' stopped at a budget: {raise_hint(job.id, manifest) or manifest.reason}"
+        elif status in NEEDS_PERSON:
+            code = EXIT_NEEDS_PERSON
+            reason = f"{manifest.reason}; " if status == "INTERVENTION_REQUIRED" and manifest.reason else ""
+            line = f"Job '{job.id}' is {status}: {reason}{self._hint(manifest.status)}."
+        elif refused is not None and (status != "SUCCESS" or not finished_is_done):
+            raise refused
+        else:
+            code = EXIT_OK
+            line = f"Job '{job.id}' is {status}" + (": nothing to run." if refused is not None else ".")
+        if refused is not None and as_json:
+            self.print_json([])
+        if refused is not None or not as_json:
+            self.info(line)
+        self.exit(code)
 
 
 pass_app = click.make_pass_decorator(Application)

@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import click
 
-job_argument = click.argument("job_id", metavar="[JOB]", required=False)
+
+
+def complete_job_ids(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of a JOB: the ids in the jobs directory."""
+    from ..store.jobsdir import JobsDir
+
+    try:
+        ids = JobsDir(ctx.find_root().params.get("jobs_dir")).job_ids()
+    except Exception:  # completion must never fail loudly
+        return []
+    return [job_id for job_id in ids if job_id.startswith(incomplete)]
+
+
+job_argument = click.argument("job_id", metavar="[JOB]", required=False, shell_complete=complete_job_ids)
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print data only, as JSON, to stdout.")
 
@@ -22,3 +35,51 @@ base_url_option = click.option(
     "--base-url", envvar="LOGIST_BASE_URL",
     help="OpenAI-compatible endpoint (env LOGIST_BASE_URL, then OPENAI_BASE_URL, then config.json).",
 )
+
+JOBS_DIR_HELP = (
+    "The jobs directory (env LOGIST_JOBS_DIR; default: found upward from here like git, "
+    "the first folder with a jobs_index.json or a jobs/ that has one, else ./jobs)."
+)
+
+
+def _set_jobs_dir(ctx: click.Context, _param: click.Parameter, value):
+    if value is not None:
+        from .app import Application
+
+        ctx.ensure_object(Application).jobs_dir_option = value
+
+
+def accept_jobs_dir(command: click.Command) -> None:
+    """Let ``--jobs-dir`` come after the command's name too (``logist job
+    --jobs-dir D list``, ``logist job list --jobs-dir D``): an option on the
+    command and, for a group, on each of its commands."""
+    if not any("--jobs-dir" in param.opts for param in command.params):
+        command.params.append(click.Option(
+            ["--jobs-dir"], type=click.Path(file_okay=False), expose_value=False, callback=_set_jobs_dir,
+            help="The jobs directory (as before the command).",
+        ))
+    for sub in getattr(command, "commands", {}).values():
+        accept_jobs_dir(sub)
+
+
+def table_width() -> int | None:
+    """How wide a table's lines may be: ``COLUMNS`` when it is set, else
+    the terminal's when stdout is one, else no limit (a pipe gets whole lines)."""
+    import os
+    import shutil
+    import sys
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def fit(line: str, width: int | None) -> str:
+    """``line`` cut to ``width`` characters with an ellipsis (None: as it is)."""
+    line = line.rstrip()
+    if width is None or len(line) <= width:
+        return line
+    return line[: max(width - 1, 0)] + "…"

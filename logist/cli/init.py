@@ -3,11 +3,13 @@ from __future__ import annotations
 import click
 
 from .app import Application, pass_app
+from .common import json_option
 
 
 @click.command()
+@json_option
 @pass_app
-def init(app: Application) -> None:
+def init(app: Application, as_json: bool) -> None:
     """Create a jobs directory (index, roles/, skills/).
 
     \b
@@ -15,4 +17,5 @@ def init(app: Application) -> None:
       logist --jobs-dir ./jobs init
     """
     created = app.jobs.init()
-    click.echo(f"{'Created' if created else 'Already set up:'} jobs directory {app.jobs.path}")
+    app.display(as_json, {"jobs_dir": str(app.jobs.path), "created": created},
+                lambda: app.info(f"{'Created' if created else 'Already set up:'} jobs directory {app.jobs.path}"))

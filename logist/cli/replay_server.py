@@ -9,6 +9,7 @@ import signal
 import click
 
 from .app import Application
+from .common import json_option
 
 
 def _loopback(host: str) -> bool:
@@ -36,12 +37,14 @@ def _stop_on_sigterm(*_args) -> None:
     help="Refuse a request that differs from the recording (HTTP 400 naming the step), "
     "or answer it anyway and log the difference.",
 )
-def replay_server(history: str, host: str, port: int, strict: bool) -> None:
+@json_option
+def replay_server(history: str, host: str, port: int, strict: bool, as_json: bool) -> None:
     """Serve a recorded jobHistory.json as an OpenAI-compatible endpoint.
 
     HISTORY is a jobHistory.json, a job or fixture folder, or a bundled
     fixture's name. Each request gets the answer recorded for that request.
-    The base URL is the first line on stdout; Ctrl-C stops the server.
+    The base URL is the first line on stdout (--json: a JSON object with
+    base_url, on one line); Ctrl-C stops the server.
 
     \b
     Example:
@@ -56,7 +59,12 @@ def replay_server(history: str, host: str, port: int, strict: bool) -> None:
         server = ReplayLLMServer(fixture_path(history), strict=strict, host=host, port=port)
     except OSError as exc:
         raise LogistError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    click.echo(server.base_url)
+    if as_json:
+        import json
+
+        click.echo(json.dumps({"base_url": server.base_url, "recording": history, "calls": server.total, "strict": strict}))
+    else:
+        click.echo(server.base_url)
     Application.info(f"Replaying {server.summary()} from {history} ({'strict' if strict else 'lenient'}). Ctrl-C stops.")
     if not _loopback(host):
         Application.info(f"Warning: listening on {host}, so other machines can reach this server.")

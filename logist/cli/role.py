@@ -3,7 +3,7 @@ from __future__ import annotations
 import click
 
 from .app import Application, pass_app
-from .common import json_option
+from .common import fit, json_option, table_width
 
 
 @click.group()
@@ -24,13 +24,15 @@ def role_list(app: Application, as_json: bool) -> None:
     from ..store.roles import load_roles
 
     roles = load_roles(app.jobs.path)
+    for error in roles.errors():  # the other roles are listed; jobs that use this one stop with this line
+        app.info(f"Not loaded: {error}")
     if as_json:
         app.print_json([{"name": r.name, "llm_model": r.llm_model, "llm_alias": r.llm_alias, "description": r.description,
                         "source": r.source} for r in roles.values()])
         return
-    width = max(len(n) for n in roles)
+    width, columns = max(len(n) for n in roles), table_width()
     for r in roles.values():
-        click.echo(f"{r.name:<{width}}  {r.model_label:<14}  {r.description}")
+        click.echo(fit(f"{r.name:<{width}}  {r.model_label:<14}  {r.description}", columns))
 
 
 @role.command("inspect")

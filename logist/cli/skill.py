@@ -3,7 +3,7 @@ from __future__ import annotations
 import click
 
 from .app import Application, pass_app
-from .common import json_option
+from .common import fit, json_option, table_width
 
 
 @click.group()
@@ -23,15 +23,18 @@ def skill_list(app: Application, as_json: bool) -> None:
     """
     from ..store.skills import list_skills
 
-    skills = list_skills(app.jobs.path)
+    errors: list[str] = []
+    skills = list_skills(app.jobs.path, errors)
+    for error in errors:  # the other skills are listed; a job made from this one stops with this line
+        app.info(f"Not loaded: {error}")
     if as_json:
         app.print_json([{"name": s.name, "description": s.description, "params": [p.model_dump() for p in s.params],
                      "max_steps": s.max_steps, "source": s.source} for s in skills])
         return
-    width = max((len(s.name) for s in skills), default=4)
+    width, columns = max((len(s.name) for s in skills), default=4), table_width()
     for s in skills:
         params = ", ".join(p.name + ("" if p.required or p.default is None else "?") + ("*" if p.required else "") for p in s.params)
-        click.echo(f"{s.name:<{width}}  {s.description}" + (f"  [{params}]" if params else ""))
+        click.echo(fit(f"{s.name:<{width}}  {s.description}" + (f"  [{params}]" if params else ""), columns))
 
 
 @skill.command("show")

@@ -1,5 +1,9 @@
 """Budgets and running totals: checked before every call, summed after it.
 
+:data:`BUDGETS` names the settings that are budgets: ``job create``, ``job
+set`` and ``job resubmit`` make their budget options from those fields of
+:class:`logist.engine.create.JobSpec`, so the three cannot differ.
+
 Cost needs a price for the model (shipped with Logist or in config.json); tokens are counted either
 way. Totals live in the manifest and in every history entry after it, so
 they survive restarts and rewinds (the calls were paid for).
@@ -7,14 +11,25 @@ they survive restarts and rewinds (the calls were paid for).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from ..store.config import LogistConfig
 from ..store.entries import CommandRecord
-from ..store.manifest import JobManifest
+from ..store.manifest import JobManifest, Status
 
 if TYPE_CHECKING:
     from .step import Outcome
+
+
+#: The settings that are budgets, with the option that sets each (``job
+#: create``, ``job set``, ``job resubmit``), in the order they are checked.
+BUDGETS = {
+    "max_steps": "--max-steps",
+    "max_cost_usd": "--max-cost",
+    "max_tokens": "--max-tokens",
+    "max_wall_seconds": "--max-wall-seconds",
+}
 
 
 def call_cost(config: LogistConfig, model: str, outcome: Outcome) -> Optional[float]:
@@ -51,15 +66,63 @@ def add_to_totals(
     totals.wall_ms += round(outcome.duration * 1000) + (command.duration_ms if command else 0)
 
 
-def limit_reason(manifest: JobManifest) -> Optional[str]:
-    """Why the next call must not be sent, or None (budgets, SPEC section 5)."""
+def spent_budget(manifest: JobManifest) -> Optional[tuple[str, str]]:
+    """The first budget that is spent, as (its setting, why), or None."""
     settings, totals = manifest.settings, manifest.totals
     if manifest.calls >= settings.max_steps:
-        return f"max steps reached ({manifest.calls} calls of {settings.max_steps})"
+        return "max_steps", f"max steps reached ({manifest.calls} calls of {settings.max_steps})"
     if settings.max_cost_usd is not None and totals.cost_usd >= settings.max_cost_usd:
-        return f"cost budget spent (${totals.cost_usd:.4f} of ${settings.max_cost_usd:.4f})"
+        return "max_cost_usd", f"cost budget spent (${totals.cost_usd:.4f} of ${settings.max_cost_usd:.4f})"
     if settings.max_tokens is not None and totals.tokens >= settings.max_tokens:
-        return f"token budget spent ({totals.tokens} of {settings.max_tokens} tokens)"
+        return "max_tokens", f"token budget spent ({totals.tokens} of {settings.max_tokens} tokens)"
     if settings.max_wall_seconds is not None and totals.wall_ms >= settings.max_wall_seconds * 1000:
-        return f"time budget spent ({totals.wall_ms / 1000:.1f} s of {settings.max_wall_seconds:g} s)"
+        return "max_wall_seconds", f"time budget spent ({totals.wall_ms / 1000:.1f} s of {settings.max_wall_seconds:g} s)"
     return None
+
+
+def limit_reason(manifest: JobManifest) -> Optional[str]:
+    """Why the next call must not be sent, or None (budgets, SPEC section 5)."""
+    spent = spent_budget(manifest)
+    return spent[1] if spent else None
+
+
+def raise_hint(job_id: str, manifest: JobManifest) -> Optional[str]:
+    """How to raise the budget that is spent, or None when none is."""
+    spent = spent_budget(manifest)
+    if spent is None:
+        return None
+    return f"{spent[1]}; raise it: logist job set {job_id} {BUDGETS[spent[0]]} N"
+
+
+#: A person's actions that leave a job where it waits (they are looked past
+#: when asking why it waits).
+_PASSING_ACTIONS = ("set", "suspend", "resume")
+
+
+def stopped_by_budget(job_dir: Path, manifest: JobManifest) -> bool:
+    """Whether the job waits for a person because a budget stopped it.
+
+    It does when it is INTERVENTION_REQUIRED and the entry that stopped it is
+    a ``limit`` entry. Reading back from the last entry, a person's ``set``,
+    ``suspend`` and ``resume`` and a repair are looked past, and a rewind
+    leads to the entry it returned to; only those few entries are read.
+    """
+    from ..store.history import read_entry
+
+    if manifest.status != Status.INTERVENTION_REQUIRED:
+        return False
+    sequence = manifest.last_sequence
+    while sequence >= 1:
+        entry = read_entry(job_dir, sequence)
+        if entry.kind == "limit":
+            return True
+        if entry.kind == "rewind" and entry.rewound_to is not None and entry.rewound_to < sequence:
+            sequence = entry.rewound_to
+        elif entry.kind == "repair" or (
+            entry.kind == "user_action" and entry.user_input is not None
+            and entry.user_input.action in _PASSING_ACTIONS
+        ):
+            sequence -= 1
+        else:
+            return False
+    return False

@@ -219,7 +219,8 @@ def _slots(spec: JobSpec, roles: dict) -> dict[str, str]:
             slots[name.lower()] = name
     for slot, name in slots.items():
         if name not in roles:
-            raise LogistError(f"the {slot} role '{name}' is not defined (known: {', '.join(sorted(roles))})")
+            raise LogistError(f"the {slot} role '{name}' is not defined (known: {', '.join(sorted(roles.keys()))})")
+        roles[name]  # a role whose file does not load raises that file's error
     return slots
 
 

@@ -1,25 +1,35 @@
 """What a person does to a job: approve, reject, resubmit, answer, suspend,
-resume, cancel. Each is a row of :data:`logist.engine.workflow.TABLE` (who:
-``person``), which gives the next state and the refusal when the job's state
-has no such row; this module does the row's turn part. Each is recorded in
-the history like a step. An answer, and the feedback of a reject or a
-resubmit, is also listed in the manifest's ``person_inputs``, so that every
-later turn's first message recalls it (read back from that entry).
+resume, cancel, set. Each is a row of :data:`logist.engine.workflow.TABLE`
+(who: ``person``), which gives the next state and the refusal when the job's
+state has no such row; this module does the row's turn part. Each is
+recorded in the history like a step. An answer, and the feedback of a reject
+or a resubmit, is also listed in the manifest's ``person_inputs``, so that
+every later turn's first message recalls it (read back from that entry).
+
+``set`` (and ``resubmit`` with new budgets) changes the job's settings, which
+are part of its definition: the entry records the new definition, so the
+history alone still restores the manifest. A job a spent budget stopped goes
+on where it stopped once ``set`` leaves no budget spent (the table's
+``budget raised`` row).
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
+
+from pydantic import ValidationError
 
 from ..store import recovery as journal
-from ..errors import LogistError, TransitionError
+from ..errors import ConfigError, LogistError, TransitionError
 from ..store.entries import CommandRecord, UserInput
 from ..store.jobsdir import Job
-from ..store.manifest import JobManifest, Turn
+from ..store.manifest import JobManifest, JobSettings, Turn
 from ..store.manifest import PLANNER, WORKER
 from ..store.prompts import Prompts, builtin
+from ..store.roles import format_validation_error
+from .budget import BUDGETS, raise_hint, stopped_by_budget
 from .session import open_locked
-from .workflow import PERSON, Rule, describe_state_hint, find_rule, move, person_rules
+from .workflow import BUDGET_RAISED, PERSON, Rule, describe_state_hint, find_rule, move, person_rules
 
 
 def _fresh_turn(manifest: JobManifest, slot: str, feedback: Optional[str]) -> Turn:
@@ -86,8 +96,26 @@ def _apply(
     if event in REMEMBERED and (text or "").strip():
         # The entry about to record this command; later turns read it back.
         after.person_inputs = [*manifest.person_inputs, manifest.last_sequence + 1]
+    if event == BUDGET_RAISED:
+        after.reason = None
     move(after, rule, manifest.status)
     return after
+
+
+def _with_settings(job: Job, manifest: JobManifest, settings: dict[str, Any]) -> JobManifest:
+    """``manifest`` with ``settings`` changed (None leaves one as it is); a
+    bad value is a :class:`ConfigError` naming it."""
+    changed = {name: value for name, value in settings.items() if value is not None}
+    unknown = sorted(set(changed) - set(BUDGETS))
+    if unknown:
+        raise ConfigError(f"job '{job.id}': only budgets can be changed ({', '.join(BUDGETS)}), not {', '.join(unknown)}")
+    try:
+        new = JobSettings.model_validate({**manifest.settings.model_dump(), **changed})
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, f"job '{job.id}' settings")) from None
+    updated = manifest.model_copy(deep=True)
+    updated.settings = new
+    return updated
 
 
 def _check_waiting_for(job: Job, manifest: JobManifest, rule: Rule) -> None:
@@ -119,19 +147,38 @@ def _apply_held_changes(job: Job, manifest: JobManifest) -> tuple[list[str], Opt
         f"logist: {job.id} step {sequence} file changes approved by a person: {', '.join(changed)}"[:200]
     ) or manifest.workspace_commit
     return changed, commit
+def _settings_change(before: JobManifest, after: JobManifest) -> str:
+    """What ``job set`` changed, in words, for the history and the transcript."""
+    changes = [
+        f"{name} {getattr(before.settings, name)} -> {getattr(after.settings, name)}"
+        for name in BUDGETS if getattr(before.settings, name) != getattr(after.settings, name)
+    ]
+    return ", ".join(changes) or "no change"
 
 
 def user_action(
-    job: Job, action: str, text: Optional[str] = None, *, skip: bool = False, lock_timeout: float = 0
+    job: Job, action: str, text: Optional[str] = None, *, skip: bool = False,
+    settings: Optional[dict[str, Any]] = None, lock_timeout: float = 0,
 ) -> JobManifest:
-    """Apply a person's ``action`` to the job; returns the new manifest."""
+    """Apply a person's ``action`` to the job; returns the new manifest.
+
+    ``settings``: new budgets (``max_steps``, ``max_cost_usd``,
+    ``max_tokens``, ``max_wall_seconds``; None leaves one as it is), for
+    ``set`` and ``resubmit``."""
     event = "skip" if action == "answer" and skip else action
     rules = person_rules(event)
-    if not rules or event == "create":
+    if not rules or event in ("create", BUDGET_RAISED):
         raise LogistError(f"unknown action {action}")
     if action in ("reject",) and not (text or "").strip():
         raise LogistError("reject needs --feedback TEXT: say what is wrong so the Worker can fix it")
+    if settings and action not in ("set", "resubmit"):
+        raise LogistError(f"{action} does not change settings (job set and job resubmit do)")
     with open_locked(job, lock_timeout) as manifest:
+        settled = _with_settings(job, manifest, settings or {})
+        if action == "set":
+            text = _settings_change(manifest, settled)
+        if action == "set" and stopped_by_budget(job.dir, manifest) and raise_hint(job.id, settled) is None:
+            event = BUDGET_RAISED
         rule = find_rule(manifest.status, event, PERSON)
         if rule is None:
             allowed = ", ".join(sorted({str(s) for r in rules for s in r.states}))
@@ -154,7 +201,7 @@ def user_action(
                 f"logist: {job.id} step {sequence} command approved by a person: {command.command}"[:200]
             ) or commit
         prompts = Prompts(job.jobs_dir.path)
-        after = _apply(manifest, rule, text, command, prompts, changed)
+        after = _apply(settled, rule, text, command, prompts, changed)
         after.workspace_commit = commit
         if command is not None:
             after.totals.wall_ms += command.duration_ms
@@ -168,6 +215,7 @@ def user_action(
             user_input=UserInput(action=action if not skip else "skip", text=text),
             workspace_commit=commit,
             command=command,
+            definition=after.definition() if after.settings != manifest.settings else None,
         )
         journal.record(job.dir, entry, after)
         return after

@@ -101,7 +101,7 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
     role_name = manifest.turn.role
     if role_name not in roles:
         raise NotFoundError(f"job '{job.id}' needs role '{role_name}', which is not defined")
-    role = roles[role_name]
+    role = roles[role_name]  # a role whose file does not load raises that file's error
     config = job.jobs_dir.config()
     model = resolve_model(config, manifest, role, model_override)
     target = compaction.due(manifest.turn, role) if compact else None

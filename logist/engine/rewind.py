@@ -7,6 +7,7 @@ back at that commit and the manifest's state back to that entry's. Nothing is er
 history keeps every entry and gains a ``rewind`` entry saying what was done,
 and the abandoned commits stay reachable under ``refs/logist/rewound/<seq>``
 in the workspace. Totals are not rewound: the calls were made and paid for.
+A canceled job is not rewound: canceling is final.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import Optional
 from ..store import history as hist
 from ..store import seek
 from ..store import recovery as journal
-from ..errors import LogistError
+from ..errors import LogistError, TransitionError
 from ..store.entries import ANSWER_KINDS, HistoryEntry
 from ..store.jobsdir import Job
-from ..store.manifest import JobManifest
+from ..store.manifest import JobManifest, Status
 from .session import open_locked
 
 
@@ -54,6 +55,11 @@ def rewind(job: Job, *, to: Optional[int] = None, baseline: bool = False, lock_t
     """Return the job to the end of history entry ``to`` (default: the step
     before the last one; ``baseline``: right after create)."""
     with open_locked(job, lock_timeout) as manifest:
+        if manifest.status == Status.CANCELED:
+            raise TransitionError(
+                f"job '{job.id}' was canceled, and canceling is final: it cannot be "
+                f"{'rerun' if baseline else 'restepped'} (create a new job to start again)"
+            )
         target = _target_entry(job, to, baseline, manifest.last_sequence)
         restored = manifest.with_state(target.state)
         sequence = manifest.last_sequence + 1

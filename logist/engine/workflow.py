@@ -81,6 +81,8 @@ CHANGES_HELD = "file changes held"
 CALL_FAILED = "call failed"
 LIMIT = "limit reached"
 COMPACTION = "compaction"
+#: ``job set`` fires it instead of ``set`` when the new budgets free a job a budget stopped.
+BUDGET_RAISED = "budget raised"
 
 S = Status
 ACTIVE = frozenset({S.PENDING, S.RUNNING})
@@ -107,7 +109,8 @@ class Rule:
     hint: str = STEP
     #: A named target or state kept in ``resume_status`` for a later RESUME.
     remember: Optional[str] = None
-    #: INPUT_REQUIRED waits for one thing: "question", or "command" (a held command or held file changes).
+    #: INPUT_REQUIRED waits for one thing: "question", or "command" (a held command or held file changes);
+    #: INTERVENTION_REQUIRED waits for a "budget" when a spent one stopped it.
     waits_for: Optional[str] = None
 
 
@@ -163,6 +166,10 @@ TABLE: tuple[Rule, ...] = (
     _row(LIVE - {S.SUSPENDED}, "suspend", PERSON, S.SUSPENDED, "keep", hint="", remember=SAME),
     _row(S.SUSPENDED, "resume", PERSON, RESUME, "keep", hint="resume it (logist job resume)"),
     _row(LIVE, "cancel", PERSON, S.CANCELED, "keep", hint=""),
+    # job set: new budgets; a job a spent budget stopped goes on where it stopped.
+    _row(LIVE, "set", PERSON, SAME, "keep", hint=""),
+    _row(S.INTERVENTION_REQUIRED, BUDGET_RAISED, PERSON, WORKING, "keep",
+         hint="raise the budget that stopped it (logist job set JOB --max-steps N)", waits_for="budget"),
 )
 
 EVENTS = frozenset(r.event for r in TABLE)

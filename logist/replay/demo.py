@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 from ..errors import LogistError
 from ..store.jobsdir import JobsDir
@@ -35,7 +35,13 @@ def _free_id(jobs: JobsDir, wanted: str) -> str:
     return f"{wanted}-{n}"
 
 
-def run_demo(jobs: JobsDir, job_id: str = "demo", echo: Callable[[str], None] = print) -> StepResult:
+def run_demo(
+    jobs: JobsDir, job_id: str = "demo", echo: Callable[[str], None] = print,
+    summary: Optional[Callable[[str], None]] = None,
+) -> StepResult:
+    """Create and run the demo job; ``echo`` gets the progress lines and
+    ``summary`` (default ``echo``) the closing lines: where the job is and
+    what to open (:func:`demo_summary`)."""
     fixture = load_fixture(DEMO_FIXTURE)
     history = fixture.history()
     # The recording's model, so that a config.json choosing another one
@@ -61,16 +67,33 @@ def run_demo(jobs: JobsDir, job_id: str = "demo", echo: Callable[[str], None] = 
             f"the demo job '{job_id}' ended {last.status} instead of waiting for approval: "
             f"{last.error or 'see logist job status ' + job_id}"
         )
-    here = Path.cwd()
-    shown = Path(os.path.relpath(job.dir, here)) if job.dir.is_relative_to(here) else job.dir
-    echo("")
-    echo(f"Job '{job_id}' is {last.status}. Everything it did is in {shown}:")
-    echo(f"  {shown / 'job_manifest.json'}    its state")
-    echo(f"  {shown / 'jobHistory.json'}      every prompt and answer")
-    echo(f"  {shown / 'workspace'}/           the files, one git commit per step")
-    echo("Try next:")
-    jd = "" if jobs.path == JobsDir().path else f" --jobs-dir {jobs.path}"
-    echo(f"  logist{jd} job history {job_id}")
-    echo(f"  git -C {shown / 'workspace'} log --stat")
-    echo(f"  logist{jd} job approve {job_id}")
+    for line in summary_lines(demo_summary(jobs, job.id, job.dir, str(last.status))):
+        (summary or echo)(line)
     return last
+
+
+def demo_summary(jobs: JobsDir, job_id: str, job_dir: Path, status: str) -> dict:
+    """Where the demo job is, what to open and what to try next (paths
+    relative to the current directory when they are below it)."""
+    here = Path.cwd()
+    shown = Path(os.path.relpath(job_dir, here)) if job_dir.is_relative_to(here) else job_dir
+    jd = "" if jobs.path == JobsDir().path else f" --jobs-dir {jobs.path}"
+    return {
+        "job_id": job_id,
+        "status": status,
+        "directory": str(shown),
+        "open": {
+            str(shown / "job_manifest.json"): "its state",
+            str(shown / "jobHistory.json"): "every prompt and answer",
+            str(shown / "workspace") + "/": "the files, one git commit per step",
+        },
+        "next": [f"logist{jd} job history {job_id}", f"git -C {shown / 'workspace'} log --stat",
+                 f"logist{jd} job approve {job_id}"],
+    }
+
+
+def summary_lines(data: dict) -> list[str]:
+    width = max(len(path) for path in data["open"])
+    lines = ["", f"Job '{data['job_id']}' is {data['status']}. Everything it did is in {data['directory']}:"]
+    lines += [f"  {path:<{width}}  {what}" for path, what in data["open"].items()]
+    return lines + ["Try next:"] + [f"  {command}" for command in data["next"]]

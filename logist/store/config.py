@@ -138,6 +138,8 @@ def load_config(jobs_dir: Path) -> LogistConfig:
         return LogistConfig()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{path}: cannot be read: {exc}") from None
     if isinstance(data, dict) and any(k.lower() in ("api_key", "key", "openai_api_key") for k in data):

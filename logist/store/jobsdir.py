@@ -3,6 +3,12 @@
 ``jobs_index.json`` lists the jobs, the current one and the queue; each job is
 a folder with its manifest, history, workspace and lock. The index has its
 own lock, so two ``job create`` at once cannot lose each other's entry.
+
+Like git finds its repository, a jobs directory not named (``--jobs-dir``,
+``LOGIST_JOBS_DIR``) is found upward from the current directory: the first
+folder that holds a ``jobs_index.json``, or a ``jobs/`` folder that does, so
+commands work from inside a job or its workspace; inside a job's folder that
+job is the one commands that name none act on.
 """
 
 from __future__ import annotations
@@ -56,8 +62,24 @@ class JobsIndex(BaseModel):
 
 
 def resolve_jobs_dir(option: Optional[str | Path] = None) -> Path:
-    """``--jobs-dir``, else ``LOGIST_JOBS_DIR``, else ``./jobs``."""
-    return Path(option or os.environ.get("LOGIST_JOBS_DIR") or DEFAULT_JOBS_DIR).absolute()
+    """``--jobs-dir``, else ``LOGIST_JOBS_DIR``, else the nearest jobs
+    directory upward from here (:func:`find_jobs_dir`), else ``./jobs``."""
+    chosen = option or os.environ.get("LOGIST_JOBS_DIR")
+    if chosen:
+        return Path(chosen).absolute()
+    return find_jobs_dir(Path.cwd()) or Path(DEFAULT_JOBS_DIR).absolute()
+
+
+def find_jobs_dir(start: Path) -> Optional[Path]:
+    """The jobs directory ``start`` is in, or the ``jobs/`` of the nearest
+    folder above it that has one, like git finds ``.git``; None if none."""
+    start = start.absolute()
+    for folder in (start, *start.parents):
+        if (folder / INDEX_NAME).is_file():
+            return folder
+        if (folder / DEFAULT_JOBS_DIR / INDEX_NAME).is_file():
+            return folder / DEFAULT_JOBS_DIR
+    return None
 
 
 def check_job_id(job_id: str) -> str:
@@ -190,13 +212,26 @@ class JobsDir:
         return Job(self, job_id, path)
 
     def resolve(self, job_id: Optional[str] = None) -> Job:
-        """The job from the argument, else ``LOGIST_JOB_ID``, else the index's current job."""
-        chosen = job_id or os.environ.get("LOGIST_JOB_ID") or self.read_index().current_job_id
+        """The job from the argument, else ``LOGIST_JOB_ID``, else the job
+        whose folder the current directory is in, else the index's current job."""
+        chosen = job_id or os.environ.get("LOGIST_JOB_ID") or self.job_here() or self.read_index().current_job_id
         if not chosen:
             raise NotFoundError(
                 f"no job given and no current job in {self.path} (name one, or run 'logist job select JOB')"
             )
         return self.job(chosen)
+
+    def job_here(self, where: Optional[Path] = None) -> Optional[str]:
+        """The id of the job whose folder ``where`` (default: the current
+        directory) is in, or None."""
+        try:
+            inside = Path(where or Path.cwd()).resolve().relative_to(self.path.resolve())
+        except ValueError:
+            return None
+        if not inside.parts:
+            return None
+        folders = {Path(rel).parts[0]: job_id for job_id, rel in self.read_index().jobs.items() if Path(rel).parts}
+        return folders.get(inside.parts[0])
 
     def job_ids(self) -> list[str]:
         return list(self.read_index().jobs)

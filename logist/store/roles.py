@@ -8,11 +8,18 @@ and the field, not a silently ignored setting. A role's instructions are a
 prompt template (:mod:`logist.store.prompts`): the manifest's own
 ``instructions`` or ``prompt_file``, else ``roles/<name>.md`` of the jobs
 directory's ``prompts/`` or of Logist's; the built-in roles' are Logist's.
+
+A file that cannot be loaded (a syntax error: one line naming the file and
+the line) harms only the jobs that use it: :func:`load_roles` keeps its
+error under the names the file may define (its stem, and a ``name`` found
+in its text), and looking up such a role raises it, while every other role
+is there as usual (:class:`Roles`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -107,6 +114,17 @@ def format_validation_error(exc: ValidationError, where: str) -> str:
     return f"{where}: " + "; ".join(parts)
 
 
+def syntax_error(path: Path, exc: Exception, what: str) -> ConfigError:
+    """A JSON or YAML syntax error as one line naming the file and the line."""
+    if isinstance(exc, json.JSONDecodeError):
+        return ConfigError(f"{what} {path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+    if mark is not None:
+        return ConfigError(f"{what} {path}: not valid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}")
+    return ConfigError(f"{what} {path}: cannot be read: {problem}")
+
+
 def load_role_file(path: Path) -> RoleManifest:
     try:
         text = path.read_text(encoding="utf-8")
@@ -115,9 +133,12 @@ def load_role_file(path: Path) -> RoleManifest:
         else:
             import yaml
 
-            data = yaml.safe_load(text)
+            try:
+                data = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                raise syntax_error(path, exc, "role manifest") from None
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"role manifest {path}: cannot be read: {exc}") from None
+        raise syntax_error(path, exc, "role manifest") from None
     if not isinstance(data, dict):
         raise ConfigError(f"role manifest {path}: expected an object with name, description, llm_model")
     try:
@@ -128,33 +149,83 @@ def load_role_file(path: Path) -> RoleManifest:
     return role
 
 
-def _load_dir(directory: Path) -> dict[str, RoleManifest]:
-    roles: dict[str, RoleManifest] = {}
+class Roles(dict):
+    """Role name -> :class:`RoleManifest`, and the role files that could not
+    be loaded (``broken``: a name the file may define, in lower case -> its
+    error). Looking up such a name, or asking whether it is there, meets the
+    error instead of a role (a broken override never falls back to the
+    built-in); listing shows the roles that loaded."""
+
+    def __init__(self, roles: dict[str, RoleManifest], broken: Optional[dict[str, ConfigError]] = None):
+        super().__init__(roles)
+        self.broken = dict(broken or {})
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(name) or (isinstance(name, str) and name.lower() in self.broken)
+
+    def __getitem__(self, name: str) -> RoleManifest:
+        error = self.broken.get(name.lower())
+        if error is not None:
+            raise ConfigError(str(error))
+        return super().__getitem__(name)
+
+    def errors(self) -> list[str]:
+        """Each broken file's error once."""
+        return list(dict.fromkeys(str(error) for error in self.broken.values()))
+
+
+_NAME_IN_TEXT = re.compile(r"""^\s*["']?name["']?\s*:\s*["']?([A-Za-z][A-Za-z0-9_-]*)""", re.M)
+
+
+def _names_in(path: Path) -> set[str]:
+    """The role names a file that does not load may define: its stem and
+    any ``name`` its text sets."""
+    names = {path.stem.lower()}
+    try:
+        names |= {found.lower() for found in _NAME_IN_TEXT.findall(path.read_text(encoding="utf-8", errors="replace"))}
+    except OSError:
+        pass
+    return names
+
+
+def _load_dir(directory: Path) -> Roles:
+    roles = Roles({})
     if not directory.is_dir():
         return roles
     for path in sorted(directory.iterdir()):
         if path.suffix in MANIFEST_SUFFIXES and path.is_file() and not path.name.startswith("."):
-            role = load_role_file(path)
-            if role.name in roles:
-                raise ConfigError(f"role manifest {path}: role '{role.name}' is already defined by {roles[role.name].source}")
-            roles[role.name] = role
+            try:
+                role = load_role_file(path)
+            except ConfigError as exc:
+                roles.broken.update({name: exc for name in _names_in(path)})
+                continue
+            if dict.__contains__(roles, role.name):
+                error = ConfigError(
+                    f"role manifest {path}: role '{role.name}' is already defined by {dict.__getitem__(roles, role.name).source}")
+                roles.broken[role.name.lower()] = error
+                continue
+            dict.__setitem__(roles, role.name, role)
     return roles
 
 
-def builtin_roles() -> dict[str, RoleManifest]:
+def builtin_roles() -> Roles:
     return _load_dir(data_dir("roles"))
 
 
-def load_roles(jobs_dir: Optional[Path] = None) -> dict[str, RoleManifest]:
+def load_roles(jobs_dir: Optional[Path] = None) -> Roles:
     """Built-ins, then ``<jobs-dir>/roles`` adding and overriding by name."""
     roles = builtin_roles()
     if jobs_dir is not None:
-        roles.update(_load_dir(Path(jobs_dir) / "roles"))
+        own = _load_dir(Path(jobs_dir) / "roles")
+        for name in own.broken:  # a broken override hides the built-in of that name
+            for builtin in [n for n in dict.keys(roles) if n.lower() == name]:
+                dict.__delitem__(roles, builtin)
+        roles = Roles({**roles, **own}, {**roles.broken, **own.broken})
     return roles
 
 
 def get_role(name: str, jobs_dir: Optional[Path] = None) -> RoleManifest:
     roles = load_roles(jobs_dir)
     if name not in roles:
-        raise NotFoundError(f"no role named '{name}' (known: {', '.join(sorted(roles))})")
+        raise NotFoundError(f"no role named '{name}' (known: {', '.join(sorted(roles.keys()))})")
     return roles[name]

@@ -131,9 +131,10 @@ def parse_skill(path: Path) -> Skill:
     try:
         meta = yaml.safe_load(match.group("yaml"))
     except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        line = f" at line {where.line + 2}" if where is not None else ""
-        raise ConfigError(f"skill {path}: frontmatter is not valid YAML{line}") from None
+        where = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = f" at line {where.line + 2}" if where is not None else ""  # + the opening '---'
+        problem = " ".join(str(getattr(exc, "problem", None) or "").split())
+        raise ConfigError(f"skill {path}: frontmatter is not valid YAML{line}" + (f": {problem}" if problem else "")) from None
     if not isinstance(meta, dict):
         raise ConfigError(f"skill {path}: frontmatter must be a mapping with name and description")
     try:
@@ -173,5 +174,16 @@ def load_skill(name: str, jobs_dir: Optional[Path] = None) -> Skill:
     return skill
 
 
-def list_skills(jobs_dir: Optional[Path] = None) -> list[Skill]:
-    return [parse_skill(path) for path in skill_files(jobs_dir).values()]
+def list_skills(jobs_dir: Optional[Path] = None, errors: Optional[list[str]] = None) -> list[Skill]:
+    """Every skill that loads; a SKILL.md that does not is left out, its
+    error appended to ``errors`` (given) or raised (not given). Only jobs
+    made from that skill need it."""
+    skills = []
+    for path in skill_files(jobs_dir).values():
+        try:
+            skills.append(parse_skill(path))
+        except ConfigError as exc:
+            if errors is None:
+                raise
+            errors.append(str(exc))
+    return skills

@@ -84,18 +84,18 @@ def test_whole_job_through_the_cli(jobs, llm):
     assert llm.requests == [], "preview makes no call"
 
     llm.add(WRITE_HELLO, APPROVE_HELLO)
-    run = ok(logist_cli("job", "run", "hello", "--base-url", llm.base_url))
+    run = ok(logist_cli("job", "run", "hello", "--base-url", llm.base_url), code=3)  # waits for approval
     assert run.stdout == "", "progress goes to stderr"
     assert "#2 Worker COMPLETED -> REVIEWING [hello.py]" in run.stderr
     assert "#3 Supervisor COMPLETED -> APPROVAL_REQUIRED" in run.stderr
-    assert "Job 'hello' is APPROVAL_REQUIRED." in run.stderr
+    assert "Job 'hello' is APPROVAL_REQUIRED: approve it (logist job approve)" in run.stderr
     assert len(llm.requests) == 2
     # The system prompt preview showed is the one the server received.
     assert llm.requests[0]["messages"][0]["content"] in preview.stdout
     workspace = jobs.path / "hello" / "workspace"
     assert (workspace / "hello.py").read_text() == "print('Hello')\n"
 
-    history = ok(logist_cli("job", "history", "hello"))
+    history = ok(logist_cli("job", "history", "hello", env={"COLUMNS": "200"}))  # wide: every column
     header, *lines = history.stdout.splitlines()
     assert header.split() == ["seq", "time", "(UTC)", "role", "action", "state", "after", "tokens", "cost", "commit", "summary"]
     assert len(lines) == 3
@@ -132,7 +132,7 @@ def test_whole_job_through_the_cli(jobs, llm):
 def test_run_json_prints_only_json_on_stdout(jobs, llm):
     create_hello()
     llm.add(WRITE_HELLO, APPROVE_HELLO)
-    run = ok(logist_cli("job", "run", "--json", "--base-url", llm.base_url))  # the current job
+    run = ok(logist_cli("job", "run", "--json", "--base-url", llm.base_url), code=3)  # the current job
     data = json.loads(run.stdout)
     assert [(r["role"], r["action"], r["status"]) for r in data] == [
         ("Worker", "COMPLETED", "REVIEWING"), ("Supervisor", "COMPLETED", "APPROVAL_REQUIRED"),
@@ -162,7 +162,7 @@ def test_api_key_never_leaks(jobs, llm, key_variable):
     ok(run("job", "create", "hello", "-o", "Write hello.py that prints a greeting", "-a", "prints Hello"))
     ok(run("job", "preview", "hello"))
     llm.add(WRITE_HELLO, APPROVE_HELLO)
-    assert json.loads(ok(run("job", "run", "hello", "--json", "--base-url", llm.base_url)).stdout)[-1]["status"] == "APPROVAL_REQUIRED"
+    assert json.loads(ok(run("job", "run", "hello", "--json", "--base-url", llm.base_url), code=3).stdout)[-1]["status"] == "APPROVAL_REQUIRED"
     for args in (("job", "history", "hello", "--json"), ("job", "show", "hello", "--json"),
                  ("job", "status", "hello"), ("job", "approve", "hello"), ("job", "list", "--json")):
         ok(run(*args))
@@ -271,11 +271,12 @@ def test_error_approve_pending_names_the_state(jobs):
     assert_error(logist_cli("job", "approve", "hello"), "PENDING", "approve")
 
 
-def test_error_step_waiting_for_approval_names_the_state(jobs, llm):
+def test_step_waiting_for_approval_names_the_state_and_exits_3(jobs, llm):
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting")
     post_answer(job, WRITE_HELLO)
     post_answer(job, APPROVE_HELLO)
-    assert_error(logist_cli("job", "step", "hello", "--base-url", llm.base_url), "APPROVAL_REQUIRED")
+    result = ok(logist_cli("job", "step", "hello", "--base-url", llm.base_url), code=3)
+    assert result.stderr.startswith("Job 'hello' is APPROVAL_REQUIRED: approve it") and len(result.stderr.splitlines()) == 1
     assert llm.requests == [], "refused before any call"
     assert job.manifest().status == "APPROVAL_REQUIRED"
 
@@ -301,8 +302,11 @@ def test_error_from_repo_not_a_repository(jobs, tmp_path):
 def test_error_bad_role_manifest_names_file_and_field(jobs):
     bad = jobs.path / "roles" / "bad.json"
     bad.write_text(json.dumps({"name": "Bad", "description": "d", "instructions": "i"}))
-    line = assert_error(logist_cli("role", "list"), str(bad), "llm_model")
+    line = assert_error(logist_cli("role", "inspect", "Bad"), str(bad), "llm_model")
     assert "required" in line
+    listing = ok(logist_cli("role", "list"))  # the others are listed; the bad one is named on stderr
+    assert "Worker" in listing.stdout and "Bad" not in listing.stdout
+    assert listing.stderr.startswith(f"Not loaded: role manifest {bad}: llm_model: Field required")
 
 
 def test_error_corrupt_config(jobs):
@@ -397,7 +401,7 @@ def test_poststep_string_and_file(jobs, tmp_path):
 
     answer_file = tmp_path / "supervisor.json"
     answer_file.write_text(APPROVE_HELLO)
-    second = ok(logist_cli("job", "poststep", "hello", "--response-file", str(answer_file), "--json"))
+    second = ok(logist_cli("job", "poststep", "hello", "--response-file", str(answer_file), "--json"), code=3)
     data = json.loads(second.stdout)
     assert [(r["role"], r["status"]) for r in data] == [("Supervisor", "APPROVAL_REQUIRED")]
 
@@ -410,7 +414,7 @@ def test_poststep_string_and_file(jobs, tmp_path):
 def test_poststep_from_a_live_history(jobs, llm):
     create_hello("live")
     llm.add(WRITE_HELLO, APPROVE_HELLO)
-    ok(logist_cli("job", "run", "live", "--base-url", llm.base_url))
+    ok(logist_cli("job", "run", "live", "--base-url", llm.base_url), code=3)
     recorded = jobs.path / "live" / "jobHistory.json"
     worker_call = next(
         e for e in json.loads(recorded.read_text())["interactions"] if e["kind"] == "llm_call" and e["role"] == "Worker"
@@ -428,8 +432,8 @@ def test_poststep_from_a_live_history(jobs, llm):
 def test_replay_the_wordcount_fixture(jobs):
     fixture = json.loads(WORDCOUNT_HISTORY.read_text())
     ok(logist_cli("job", "create", "wc", "-o", "Write wordcount.py"))
-    result = ok(logist_cli("job", "replay", "wc", "--history", str(WORDCOUNT_HISTORY)))
-    assert "job 'wc' is APPROVAL_REQUIRED" in result.stderr
+    result = ok(logist_cli("job", "replay", "wc", "--history", str(WORDCOUNT_HISTORY)), code=3)
+    assert "Replayed 4 entries." in result.stderr and "Job 'wc' is APPROVAL_REQUIRED: approve it" in result.stderr
     status = json.loads(ok(logist_cli("job", "status", "wc", "--json")).stdout)
     assert status["status"] == "APPROVAL_REQUIRED"
     workspace = jobs.path / "wc" / "workspace"
@@ -469,7 +473,8 @@ def test_demo_runs_offline_without_a_key(jobs):
     demo = subprocess.run(_offline([sys.executable, "-m", "logist", "demo"]), capture_output=True, text=True, env=env, timeout=120)
     ok(demo)
     job_dir = jobs.path / "demo"
-    assert "Job 'demo' is APPROVAL_REQUIRED" in demo.stderr
+    assert "Job 'demo' is APPROVAL_REQUIRED" in demo.stdout, "the summary is data: stdout"
+    assert "#5 Supervisor" in demo.stderr, "the progress is chatter: stderr"
     assert str(job_dir) in demo.stderr + demo.stdout
 
     approve = ok(logist_cli("job", "approve", "demo"))
@@ -499,7 +504,7 @@ def test_demo_paths_it_prints_exist_from_the_current_directory(jobs, tmp_path):
     elsewhere.mkdir()
     demo = subprocess.run([sys.executable, "-m", "logist", "demo"], capture_output=True, text=True, cwd=elsewhere, timeout=120)
     ok(demo)
-    printed = [line.split()[0] for line in demo.stderr.splitlines() if line.strip().endswith(("its state", "every prompt and answer"))]
+    printed = [line.split()[0] for line in demo.stdout.splitlines() if line.strip().endswith(("its state", "every prompt and answer"))]
     assert len(printed) == 2, demo.stderr
     for path in printed:
         assert (elsewhere / path).exists(), f"{path} does not exist from {elsewhere}"

@@ -72,14 +72,14 @@ def test_cost_budget_stops_before_the_next_call(jobs, llm):
     ok(logist_cli("job", "create", "pricey", "-o", "Take notes", "--model", PRICED, "--max-cost", "0.5"))
     llm.add(*[msg(n) for n in range(6)])
 
-    run = ok(logist_cli("job", "run", "pricey", "--base-url", llm.base_url), code=3)
+    run = ok(logist_cli("job", "run", "pricey", "--base-url", llm.base_url), code=4)
 
     # $0.00, $0.20, $0.40 are under $0.50: three calls; $0.60 is not: no fourth.
     assert len(llm.requests) == 3
     assert llm.remaining == 3
     assert all(r["model"] == PRICED for r in llm.requests)
     assert "cost budget" in run.stderr
-    assert "needs intervention" in run.stderr
+    assert "Job 'pricey' stopped at a budget" in run.stderr and "logist job set pricey --max-cost N" in run.stderr
 
     job_dir = jobs.path / "pricey"
     status = status_json("pricey")
@@ -98,8 +98,9 @@ def test_cost_budget_stops_before_the_next_call(jobs, llm):
     assert "$0.6000" in text and "450 tokens" in text and "cost budget" in text
 
     # Resubmitted, the job is still over budget: it stops again without a call.
-    ok(logist_cli("job", "resubmit", "pricey", "--feedback", "go on"))
-    again = ok(logist_cli("job", "step", "pricey", "--oneshot", "--base-url", llm.base_url), code=3)
+    resubmitted = ok(logist_cli("job", "resubmit", "pricey", "--feedback", "go on"))
+    assert "Its next step will stop again: cost budget spent" in resubmitted.stderr
+    again = ok(logist_cli("job", "step", "pricey", "--oneshot", "--base-url", llm.base_url), code=4)
     assert "cost budget" in again.stderr
     assert len(llm.requests) == 3
     assert status_json("pricey")["status"] == "INTERVENTION_REQUIRED"
@@ -151,7 +152,7 @@ def test_token_budget_stops_a_job_whose_model_has_no_price(jobs, llm):
     ok(logist_cli("job", "create", "free", "-o", "Take notes", "--model", FREE, "--max-tokens", "400"))
     llm.add(*[msg(n) for n in range(6)])
 
-    run = ok(logist_cli("job", "run", "free", "--base-url", llm.base_url), code=3)
+    run = ok(logist_cli("job", "run", "free", "--base-url", llm.base_url), code=4)
 
     # 0, 150, 300 tokens are under 400: three calls; 450 is not.
     assert len(llm.requests) == 3

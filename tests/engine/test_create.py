@@ -37,14 +37,28 @@ def spec_options() -> dict[str, click.Option]:
 def test_every_field_is_exactly_one_option_and_every_option_a_field():
     options = spec_options()
     assert list(options) == list(JobSpec.model_fields), "one option per field, in the model's order"
-    # The command's own parameters are JOB and --json; everything else is the model's.
-    assert [param.name for param in create.params] == ["job_id", "as_json"]
+    # The command's own parameters are JOB, --json and --jobs-dir (which every
+    # command takes after its name); everything else is the model's.
+    assert [param.name for param in create.params] == ["job_id", "as_json", "jobs_dir"]
     flags = [flag for option in options.values() for flag in option.opts + option.secondary_opts]
     assert len(flags) == len(set(flags)), "no flag is used twice"
     for name, option in options.items():
         assert option.help == JobSpec.model_fields[name].description, name
         assert option.help, f"{name} has no description"
     assert set(STYLE) <= set(JobSpec.model_fields), "STYLE names only fields"
+
+
+def test_set_and_resubmit_take_the_budget_options_of_create():
+    from logist.cli.job.decide import resubmit, set_budgets
+    from logist.engine.budget import BUDGETS
+
+    made = spec_options()
+    for command in (set_budgets, resubmit):
+        options = {option.name: option for option in command.spec_options()}
+        assert list(options) == list(BUDGETS)
+        for name, option in options.items():
+            assert option.opts == made[name].opts == [BUDGETS[name]]
+            assert (option.help, option.type.to_info_dict()) == (made[name].help, made[name].type.to_info_dict())
 
 
 def test_option_types_and_limits_come_from_the_fields():

@@ -108,7 +108,7 @@ def make_exported_job(jobs, llm, source, via_cli: bool):
     if via_cli:
         ok(logist_cli("job", "create", "exp", "-o", "Extend app.py", "--from-repo", str(source)))
         assert snapshot_repo(source) == before, "creating the job does not touch the source"
-        ok(logist_cli("job", "run", "exp", "--base-url", llm.base_url))
+        ok(logist_cli("job", "run", "exp", "--base-url", llm.base_url), code=3)  # waits for approval
     else:
         job = create_job(jobs, "exp", "Extend app.py", from_repo=str(source))
         run_job(job, base_url=llm.base_url)

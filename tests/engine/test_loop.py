@@ -102,10 +102,10 @@ def test_run_all_json(jobs, llm):
     ]
 
 
-def test_run_all_only_approval_needed_exits_zero(jobs, llm):
+def test_run_all_only_approval_needed_exits_3(jobs, llm):
     create("approve-job")
     llm.add(WRITE, APPROVE)
-    run = ok(logist_cli("job", "run", "--all", "--base-url", llm.base_url))
+    run = ok(logist_cli("job", "run", "--all", "--base-url", llm.base_url), code=3)
     assert len(summary_lines(run.stderr, "approve-job")) == 1
     assert status_of("approve-job")["status"] == "APPROVAL_REQUIRED"
 
@@ -116,7 +116,7 @@ def test_rank_orders_the_queue(jobs, llm):
     create("fail-job", "--rank", "1")
     assert index(jobs)["queue"] == ["approve-job", "fail-job", "ask-job"]
     llm.add(WRITE, APPROVE, WRITE, APPROVE, WRITE, APPROVE)
-    ok(logist_cli("job", "run", "--all", "--base-url", llm.base_url))
+    ok(logist_cli("job", "run", "--all", "--base-url", llm.base_url), code=3)  # all wait for approval
     assert requested_jobs(llm) == ["approve-job", "approve-job", "fail-job", "fail-job", "ask-job", "ask-job"]
 
 
@@ -189,7 +189,7 @@ def test_a_repairable_job_is_repaired_and_run(jobs, llm):
     create("approve-job")
     (jobs.path / "approve-job" / "job_manifest.json").write_text("garbage")
     llm.add(WRITE, APPROVE)
-    ok(logist_cli("job", "run", "--all", "--base-url", llm.base_url))
+    ok(logist_cli("job", "run", "--all", "--base-url", llm.base_url), code=3)
     assert len(llm.requests) == 2
     assert status_of("approve-job")["status"] == "APPROVAL_REQUIRED"
 

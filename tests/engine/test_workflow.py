@@ -154,6 +154,9 @@ POSITIONS = {
         post(j, exit_("COMPLETED")), user_action(j, "suspend")), resume=S.REVIEWING),
     "suspended asked": Position(S.SUSPENDED, WORKER, 1, lambda j: (
         post(j, ask(WORKER)), user_action(j, "suspend")), resume=S.INPUT_REQUIRED),
+    # Stopped by a spent budget (max_steps 1: the second answer is not applied).
+    "budget worker": Position(S.INTERVENTION_REQUIRED, WORKER, 1, lambda j: (
+        user_action(j, "set", settings={"max_steps": 1}), post(j, msg(), msg())), waits_for="budget"),
     "draft": Position(S.DRAFT, PERSON, 0, None),
 }
 
@@ -215,6 +218,9 @@ FIRES: dict[str, Fire] = {
     "suspend": Fire(lambda job, pos: user_action(job, "suspend")),
     "resume": Fire(lambda job, pos: user_action(job, "resume")),
     "cancel": Fire(lambda job, pos: user_action(job, "cancel")),
+    # Not enough to free a job a spent max_steps stopped: the state stays.
+    "set": Fire(lambda job, pos: user_action(job, "set", settings={"max_tokens": 10**9})),
+    wf.BUDGET_RAISED: Fire(lambda job, pos: user_action(job, "set", settings={"max_steps": 100})),
 }
 
 #: (event, position) pairs a row covers but no real job can fire, and why.
@@ -224,6 +230,7 @@ NOT_WALKED = {
     (wf.RETRY_LIMIT, "worker pending"): "RETRYs in a row restart at 0 when a turn is PENDING",
     ("suspend", "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
     ("cancel", "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
+    ("set", "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
 }
 
 

@@ -139,8 +139,9 @@ def make_job(jobs: JobsDir):
     )
 
 
-def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert result.returncode == 0, f"rc={result.returncode}\nstdout={result.stdout}\nstderr={result.stderr}"
+def ok(result: subprocess.CompletedProcess, code: int = 0) -> subprocess.CompletedProcess:
+    """``result`` exited ``code`` (3: the job it ran waits for a person) without a traceback."""
+    assert result.returncode == code, f"rc={result.returncode}\nstdout={result.stdout}\nstderr={result.stderr}"
     assert "Traceback" not in result.stderr
     return result
 
@@ -204,7 +205,8 @@ def test_killed_step_is_recoverable(jobs, llm, point):
         llm.add(REVIEW_OK)  # the crashed Worker step was finished: the Supervisor is next
     else:
         llm.add(REDONE, REVIEW_OK)  # the crashed step was dropped: the Worker goes again
-    ok(logist_cli("job", "step", "--oneshot", "hello", "--base-url", llm.base_url))
+    # A kept step leaves the Supervisor's review, which ends waiting for approval (exit 3).
+    ok(logist_cli("job", "step", "--oneshot", "hello", "--base-url", llm.base_url), code=3 if expect["kept"] else 0)
     entries = assert_consistent(job)
     assert entries[: len(before)] == before, "an entry written before the crash was lost or changed"
     rest = entries[len(before):]
@@ -233,7 +235,7 @@ def test_killed_step_is_recoverable(jobs, llm, point):
 
     # -- the job runs on to APPROVAL_REQUIRED ---------------------------------
     if not expect["kept"]:
-        ok(logist_cli("job", "run", "hello", "--base-url", llm.base_url))
+        ok(logist_cli("job", "run", "hello", "--base-url", llm.base_url), code=3)
     entries = assert_consistent(job)
     manifest = read_json(job.manifest_path)
     assert manifest["status"] == "APPROVAL_REQUIRED"
@@ -290,7 +292,7 @@ def test_torn_history_is_moved_aside_and_readable_entries_kept(jobs, llm, where)
     manifest_before = read_json(job.manifest_path)
 
     llm.add(REVIEW_OK)
-    ok(logist_cli("job", "step", "--oneshot", "hello", "--base-url", llm.base_url))
+    ok(logist_cli("job", "step", "--oneshot", "hello", "--base-url", llm.base_url), code=3)
 
     asides = sorted(job.dir.glob("jobHistory.json.corrupt-*"))
     assert len(asides) == 1, sorted(p.name for p in job.dir.iterdir())
@@ -339,6 +341,6 @@ def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
     # continues the turn that entry 2 left.
     assert llm.requests[-1]["messages"][2] == {"role": "assistant", "content": FIRST}
 
-    ok(logist_cli("job", "run", "hello", "--base-url", llm.base_url))
+    ok(logist_cli("job", "run", "hello", "--base-url", llm.base_url), code=3)
     assert_consistent(job)
     assert read_json(job.manifest_path)["status"] == "APPROVAL_REQUIRED"

@@ -367,10 +367,11 @@ def test_every_view_takes_its_words_from_the_one_summary(jobs, llm, tmp_path):
     transcript = transcript_path(job.dir).read_text(encoding="utf-8")
     assert [(int(s), who, what) for s, who, what in HEADING.findall(transcript)] == EXPECTED_ROWS
 
-    table = CliRunner().invoke(cli, ["job", "history", "calc"]).stdout.splitlines()[1:]
+    wide = CliRunner(env={"COLUMNS": "1000"})  # every column, and the summaries whole
+    table = wide.invoke(cli, ["job", "history", "calc"]).stdout.splitlines()[1:]
     assert [line.split()[:4] for line in table] == [[str(r.sequence), r.timestamp[:19] + "Z", r.role, r.action] for r in rows]
-    assert all(line.endswith(one_line(r.summary, 50)) for line, r in zip(table, rows))
-    show = CliRunner().invoke(cli, ["job", "show", "calc"]).stdout
+    assert all(line.endswith(one_line(r.summary, 1000)) for line, r in zip(table, rows))
+    show = wide.invoke(cli, ["job", "show", "calc"]).stdout
     shown = show[show.index("Last entries"):].splitlines()[2:10]
     assert [line.split()[:4] for line in shown] == [[str(r.sequence), r.timestamp[:19] + "Z", r.actor, r.action] for r in rows[-8:]]
     assert "Supervisor RETRY" in show and "$ " + RUN_CHECK in table[1]

@@ -36,8 +36,9 @@ def read_json(path: Path):
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert result.returncode == 0, f"rc={result.returncode}\nstdout={result.stdout}\nstderr={result.stderr}"
+def ok(result: subprocess.CompletedProcess, code: int = 0) -> subprocess.CompletedProcess:
+    """``result`` exited ``code`` (3: the job it ran waits for a person) without a traceback."""
+    assert result.returncode == code, f"rc={result.returncode}\nstdout={result.stdout}\nstderr={result.stderr}"
     assert "Traceback" not in result.stderr
     return result
 
@@ -79,7 +80,7 @@ def test_killed_while_the_transcript_is_written_the_step_is_recorded(jobs, llm):
 
     # The next command needs no repair and rebuilds the transcript.
     llm.add(REVIEW)
-    ok(step_cli(llm))
+    ok(step_cli(llm), code=3)  # the review ends waiting for approval
     entries = load_history(job.dir).interactions
     assert [e.kind for e in entries] == ["user_action", "llm_call", "llm_call", "llm_call"], "no recovery was needed"
     assert transcript_path(job.dir).read_text(encoding="utf-8") == fresh_render(job)
@@ -104,7 +105,7 @@ def test_a_transcript_that_cannot_be_written_costs_a_warning_not_the_step(jobs, 
     # Once the path is free again, the next command writes the whole transcript.
     transcript_path(job.dir).rmdir()
     llm.add(REVIEW)
-    ok(step_cli(llm))
+    ok(step_cli(llm), code=3)  # the review ends waiting for approval
     assert transcript_path(job.dir).read_text(encoding="utf-8") == fresh_render(job)
 
 

@@ -3,7 +3,9 @@
 import click
 
 from .create import create
-from .decide import answer, approve, approve_command, cancel, reject, resubmit, resume, skip_command, suspend
+from .decide import (
+    answer, approve, approve_command, cancel, reject, resubmit, resume, set_budgets, skip_command, suspend,
+)
 from .inspect import history, list_jobs, preview, select, show, status
 from .report import report, transcript
 from .step import poststep, replay, run, step
@@ -19,6 +21,6 @@ def job() -> None:
 for command in (
     create, list_jobs, select, status, show, history, preview, transcript, report,
     step, run, poststep, replay, restep, rerun, diff, export,
-    approve, reject, resubmit, answer, approve_command, skip_command, suspend, resume, cancel, upgrade,
+    approve, reject, resubmit, answer, approve_command, skip_command, suspend, resume, cancel, set_budgets, upgrade,
 ):
     job.add_command(command)

@@ -3,7 +3,10 @@
 Each field of the model is one option: its name (``max_steps`` becomes
 ``--max-steps``), type, limits, default and help come from the field, so the
 library, the CLI and a fixture's job.json cannot drift apart. :data:`STYLE`
-holds what only the command line has: short flags and friendlier names.
+holds what only the command line has: short flags and friendlier names (a
+budget's option is named in :data:`logist.engine.budget.BUDGETS`). ``job
+set`` and ``job resubmit`` take the budget options made the same way
+(:class:`SpecCommand` with ``spec_fields="budgets"``).
 
 The model (and pydantic with it) loads only when ``job create`` itself runs
 or shows its help: ``logist --help`` lists the command from its docstring.
@@ -29,7 +32,6 @@ STYLE: dict[str, dict[str, Any]] = {
     "extra_roles": {"decls": ["--role"], "metavar": "ROLE"},
     "params": {"decls": ["--param"], "metavar": "NAME=VALUE"},
     "allowed_commands": {"decls": ["--allow"], "metavar": "PATTERN"},
-    "max_cost_usd": {"decls": ["--max-cost"]},
     "make_current": {"decls": ["--current/--no-current"]},
 }
 
@@ -57,7 +59,9 @@ def _click_type(annotation: Any, limits: dict[str, Any]) -> Any:
 
 def spec_option(name: str, field: Any) -> click.Option:
     """The click option for the JobSpec field ``name``."""
-    style = STYLE.get(name, {})
+    from ...engine.budget import BUDGETS
+
+    style = STYLE.get(name, {"decls": [BUDGETS[name]]} if name in BUDGETS else {})
     annotation = field.annotation
     if typing.get_origin(annotation) is typing.Union:  # Optional[X]: None means "not given"
         annotation = next(arg for arg in typing.get_args(annotation) if arg is not type(None))
@@ -79,15 +83,22 @@ def spec_option(name: str, field: Any) -> click.Option:
 
 
 class SpecCommand(click.Command):
-    """A command whose options are JobSpec's fields, made on first use."""
+    """A command whose options are JobSpec's fields, made on first use:
+    all of them, or with ``spec_fields="budgets"`` the budgets."""
 
     _spec_options: Optional[list[click.Option]] = None
 
+    def __init__(self, *args: Any, spec_fields: Optional[str] = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.spec_fields = spec_fields
+
     def spec_options(self) -> list[click.Option]:
         if self._spec_options is None:
+            from ...engine.budget import BUDGETS
             from ...engine.create import JobSpec
 
-            self._spec_options = [spec_option(name, field) for name, field in JobSpec.model_fields.items()]
+            names = list(BUDGETS) if self.spec_fields == "budgets" else list(JobSpec.model_fields)
+            self._spec_options = [spec_option(name, JobSpec.model_fields[name]) for name in names]
         return self._spec_options
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:

@@ -1,4 +1,4 @@
-"""A person's decisions: approve, reject, resubmit, answer, suspend, resume, cancel."""
+"""A person's decisions: approve, reject, resubmit, answer, suspend, resume, cancel, set."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import click
 
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
+from .create import SpecCommand
 
 
 def _simple(name: str, doc: str):
@@ -28,7 +29,11 @@ def _simple(name: str, doc: str):
 approve = _simple("approve", "Approve the work: the job becomes SUCCESS.\n\n\b\nExample:\n  logist job approve hello")
 suspend = _simple("suspend", "Suspend a job until it is resumed.\n\n\b\nExample:\n  logist job suspend hello")
 resume = _simple("resume", "Resume a suspended job where it was.\n\n\b\nExample:\n  logist job resume hello")
-cancel = _simple("cancel", "Cancel a job for good.\n\n\b\nExample:\n  logist job cancel hello")
+cancel = _simple(
+    "cancel",
+    "Cancel a job for good: it cannot be resumed, rerun or restepped.\n\n"
+    "To stop it for now, suspend it instead.\n\n\b\nExample:\n  logist job cancel hello",
+)
 approve_command = _simple(
     "approve-command",
     "Run the held command; the model sees its output.\n\n\b\nExample:\n  logist job approve-command hello",
@@ -58,47 +63,138 @@ def reject(app: Application, job_id: Optional[str], feedback: str, lock_timeout:
     app.job_changed(as_json, job.id, user_action(job, "reject", feedback, lock_timeout=lock_timeout))
 
 
-@click.command()
+def _budgets_data(manifest) -> dict:
+    from ...engine.budget import BUDGETS
+
+    return {"budgets": {name: getattr(manifest.settings, name) for name in BUDGETS}}
+
+
+@click.command(cls=SpecCommand, spec_fields="budgets")
 @job_argument
 @click.option("--feedback", "-f", default="", help="What to do differently; sent to the role that stopped.")
 @wait_option
 @json_option
 @pass_app
-def resubmit(app: Application, job_id: Optional[str], feedback: str, lock_timeout: float, as_json: bool) -> None:
-    """Send a stopped job back to work with your feedback.
+def resubmit(app: Application, job_id: Optional[str], feedback: str, lock_timeout: float, as_json: bool,
+             **budgets) -> None:
+    """Send a stopped job back to work with your feedback (and new budgets).
 
     \b
     Example:
       logist job resubmit hello --feedback "Use Python 3.11; pytest is installed"
+      logist job resubmit hello --max-steps 50 --feedback "Go on"
     """
+    from ...engine.budget import raise_hint
     from ...engine.decide import user_action
 
     job = app.job(job_id)
-    app.job_changed(as_json, job.id, user_action(job, "resubmit", feedback or None, lock_timeout=lock_timeout))
+    manifest = user_action(job, "resubmit", feedback or None, settings=budgets, lock_timeout=lock_timeout)
+    app.job_changed(as_json, job.id, manifest, extra=_budgets_data(manifest))
+    spent = raise_hint(job.id, manifest)
+    if spent and not as_json:
+        app.info(f"Its next step will stop again: {spent}")
+
+
+@click.command("set", cls=SpecCommand, spec_fields="budgets")
+@job_argument
+@wait_option
+@json_option
+@pass_app
+def set_budgets(app: Application, job_id: Optional[str], lock_timeout: float, as_json: bool, **budgets) -> None:
+    """Change a job's budgets; a job a spent budget stopped then goes on.
+
+    Each budget counts from the job's start: --max-steps 50 allows 50 calls
+    in all. A job a budget stopped continues its turn where it stopped.
+
+    \b
+    Example:
+      logist job set hello --max-steps 50 --max-cost 2.50
+      logist job run hello
+    """
+    from ...engine.budget import BUDGETS, raise_hint
+    from ...engine.decide import user_action
+
+    if all(value is None for value in budgets.values()):
+        raise click.UsageError("give at least one budget: " + ", ".join(f"{option} N" for option in BUDGETS.values()))
+    job = app.job(job_id)
+    before = str(job.manifest().status)
+    manifest = user_action(job, "set", settings=budgets, lock_timeout=lock_timeout)
+    spent = raise_hint(job.id, manifest)
+    if spent and str(manifest.status) == "INTERVENTION_REQUIRED":
+        message = f"Job '{job.id}' is still stopped: {spent}"
+    elif before != str(manifest.status):
+        message = f"Job '{job.id}' is {manifest.status} again: logist job run {job.id} goes on where it stopped."
+    else:
+        message = f"Job '{job.id}' budgets changed; it is {manifest.status}."
+    app.job_changed(as_json, job.id, manifest, message, extra=_budgets_data(manifest))
 
 
 @click.command()
 @click.argument("args", nargs=-1, metavar="[JOB] TEXT")
+@click.option("--job", "job_option", metavar="JOB", help="The job to answer (instead of naming it first).")
+@click.option("--text", help="The answer (instead of TEXT).")
 @click.option("--skip", is_flag=True, help="Skip an optional question instead of answering it.")
 @wait_option
 @json_option
 @pass_app
-def answer(app: Application, args: tuple, skip: bool, lock_timeout: float, as_json: bool) -> None:
+def answer(app: Application, args: tuple, job_option: Optional[str], text: Optional[str], skip: bool,
+           lock_timeout: float, as_json: bool) -> None:
     """Answer the job's question (or --skip an optional one).
+
+    The answer is one argument: quote it. A single word that could be a job
+    id but names no job is refused as ambiguous; give it with --text.
 
     \b
     Example:
       logist job answer hello "Use the MIT license"
+      logist job answer --text yes          # the current job
     """
     from ...engine.decide import user_action
 
-    if skip:
-        if len(args) > 1:
-            raise click.UsageError("with --skip give at most the job")
-        job_id, text = (args[0] if args else None), None
-    else:
-        if not args:
-            raise click.UsageError("give the answer TEXT (or --skip)")
-        job_id, text = (args[0], " ".join(args[1:])) if len(args) > 1 else (None, args[0])
+    job_id, text = _answer_arguments(app, list(args), job_option, text, skip)
     job = app.job(job_id)
     app.job_changed(as_json, job.id, user_action(job, "answer", text, skip=skip, lock_timeout=lock_timeout))
+
+
+def _answer_arguments(app: Application, args: list[str], job_option: Optional[str], text: Optional[str],
+                      skip: bool) -> tuple[Optional[str], Optional[str]]:
+    """(job, answer) from ``job answer``'s arguments, refusing any reading
+    of them that could answer the wrong job or with the wrong words."""
+    if skip or text is not None:
+        if skip and text is not None:
+            raise click.UsageError("--skip answers nothing; leave out --text")
+        if len(args) > 1 or (args and job_option):
+            raise click.UsageError(f"with {'--skip' if skip else '--text'} give at most the job")
+        return job_option or (args[0] if args else None), text
+    if job_option is not None:
+        if len(args) != 1:
+            raise click.UsageError("give the answer as one argument (quote it) or with --text")
+        return job_option, args[0]
+    if len(args) == 2:
+        return args[0], args[1]
+    if not args:
+        raise click.UsageError("give the answer TEXT (or --text TEXT, or --skip)")
+    if len(args) > 2:
+        raise click.UsageError(f"the answer is one argument: quote it (logist job answer {args[0]} \"...\") or give --text")
+    return _single_argument(app, args[0])
+
+
+def _single_argument(app: Application, word: str) -> tuple[Optional[str], Optional[str]]:
+    """``job answer WORD``: the answer for the current job only when WORD
+    cannot be a job id (it has spaces, say); otherwise refused."""
+    import os
+
+    from ...errors import NotFoundError
+    from ...store.jobsdir import JOB_ID_RE
+
+    if not JOB_ID_RE.match(word):
+        return None, word
+    try:
+        app.jobs.job(word)
+    except NotFoundError:
+        current = os.environ.get("LOGIST_JOB_ID") or app.jobs.read_index().current_job_id or "JOB"
+        raise click.UsageError(
+            f"'{word}' is not a job; to answer job '{current}' with it, say: "
+            f"logist job answer {current} \"{word}\"  (or: logist job answer --text \"{word}\")"
+        ) from None
+    raise click.UsageError(f"give the answer: logist job answer {word} \"TEXT\" (or --text TEXT)")

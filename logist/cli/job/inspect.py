@@ -7,7 +7,7 @@ from typing import Optional
 import click
 
 from ..app import Application, pass_app
-from ..common import job_argument, json_option
+from ..common import complete_job_ids, fit, job_argument, json_option, table_width
 from .step import base_url_option
 
 
@@ -36,16 +36,18 @@ def list_jobs(app: Application, as_json: bool) -> None:
     if not rows:
         app.info(f"No jobs in {app.jobs.path}. Create one: logist job create JOB --objective TEXT")
         return
+    width = table_width()
     for row in rows:
         mark = "*" if row["job_id"] == index.current_job_id else " "
-        objective = (row["objective"] or "").splitlines()[0][:60]
-        click.echo(f"{mark} {row['job_id']:<24} {row['status']:<22} {objective}")
+        objective = " ".join((row["objective"] or "").split())
+        click.echo(fit(f"{mark} {row['job_id']:<24} {row['status']:<22} {objective}", width))
 
 
 @click.command()
-@click.argument("job_id", metavar="JOB")
+@click.argument("job_id", metavar="JOB", shell_complete=complete_job_ids)
+@json_option
 @pass_app
-def select(app: Application, job_id: str) -> None:
+def select(app: Application, job_id: str, as_json: bool) -> None:
     """Make JOB the current job.
 
     Commands that name no job use the current one.
@@ -54,8 +56,8 @@ def select(app: Application, job_id: str) -> None:
     Example:
       logist job select hello
     """
-    app.jobs.select(job_id)
-    app.info(f"Current job: {job_id}")
+    job = app.jobs.select(job_id)
+    app.display(as_json, {"current_job_id": job.id, "path": str(job.dir)}, lambda: app.info(f"Current job: {job.id}"))
 
 
 def _status_data(job, m) -> dict:
@@ -238,27 +240,42 @@ def _summary_lines(summary) -> list[str]:
     lines = [_budget_line(summary.budgets, with_steps=True) or "Budgets: none", _states_line(summary)]
     rows = summary.rows[-LAST_STEPS:]
     lines.append(f"Last entries ({len(rows)} of {len(summary.rows)}):")
-    lines += ["  " + line for line in _table(rows, "who")]
+    width = table_width()
+    lines += ["  " + line for line in _table(rows, "who", None if width is None else width - 2)]
     return lines
 
 
-def _table(rows, who: str) -> list[str]:
+#: The least room a table leaves its summary column before it drops the time column.
+SUMMARY_ROOM = 30
+
+
+def _table(rows, who: str, width: Optional[int]) -> list[str]:
     """The summary's rows as a table; ``who`` names the third column: "who"
     (who acted) or "role" (whose turn it was). Those two columns and the
-    action are as wide as their longest value, at least 10."""
+    action are as wide as their longest value, at least 10; the summary
+    takes what is left of ``width`` (None: all of it). When that would be
+    less than :data:`SUMMARY_ROOM`, the time column is left out."""
     from ...views.summary import one_line
 
     names = [row.actor if who == "who" else (row.role or "-") for row in rows]
     wn = max([10] + [len(name) for name in names])
     wa = max([10] + [len(row.action) for row in rows])
-    lines = [f"{'seq':>4}  {'time (UTC)':<20}  {who:<{wn}} {'action':<{wa}} {'state after':<21} {'tokens':>6} {'cost':>8}  {'commit':<8}  summary"]
+    head = f"{'seq':>4}  {'time (UTC)':<20}  {who:<{wn}} {'action':<{wa}} {'state after':<21} {'tokens':>6} {'cost':>8}  {'commit':<8}  "
+    with_time = width is None or width - len(head) >= SUMMARY_ROOM
+
+    def line(seq: str, time: str, cells: str) -> str:
+        return f"{seq:>4}  " + (f"{time:<20}  " if with_time else "") + cells
+
+    lines = [fit(line("seq", "time (UTC)", f"{who:<{wn}} {'action':<{wa}} {'state after':<21} {'tokens':>6} "
+                                           f"{'cost':>8}  {'commit':<8}  summary"), width)]
     for row, name in zip(rows, names):
         tokens = "" if row.tokens is None else str(row.tokens)
         cost = "" if row.cost_usd is None else f"${row.cost_usd:.4f}"
-        lines.append(
-            f"{row.sequence:>4}  {row.timestamp[:19] + 'Z':<20}  {name:<{wn}} {row.action:<{wa}} "
-            f"{row.state_after:<21} {tokens:>6} {cost:>8}  {(row.commit or '')[:8]:<8}  {one_line(row.summary, 50)}".rstrip()
-        )
+        lines.append(fit(line(
+            str(row.sequence), row.timestamp[:19] + "Z",
+            f"{name:<{wn}} {row.action:<{wa}} {row.state_after:<21} {tokens:>6} {cost:>8}  "
+            f"{(row.commit or '')[:8]:<8}  {one_line(row.summary, 10_000)}",
+        ), width))
     return lines
 
 
@@ -295,7 +312,7 @@ def history(app: Application, job_id: Optional[str], number: Optional[int], as_j
     if as_json:
         app.print_json(rows)
         return
-    for line in _table(rows, "role"):
+    for line in _table(rows, "role", table_width()):
         click.echo(line)
 
 

@@ -10,7 +10,7 @@ from typing import Optional
 import click
 
 from ..app import Application, pass_app
-from ..common import job_argument, wait_option
+from ..common import job_argument, json_option, wait_option
 
 
 def shown_path(path: Path) -> str:
@@ -24,8 +24,9 @@ def shown_path(path: Path) -> str:
 @click.command()
 @job_argument
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here (default: JOB/report.html in the jobs directory).")
+@json_option
 @pass_app
-def report(app: Application, job_id: Optional[str], output: Optional[str]) -> None:
+def report(app: Application, job_id: Optional[str], output: Optional[str], as_json: bool) -> None:
     """Write a job's timeline as one self-contained HTML file.
 
     Each step is a row that opens to its prompt, answer and diff; open
@@ -40,15 +41,18 @@ def report(app: Application, job_id: Optional[str], output: Optional[str]) -> No
 
     job = app.job(job_id)
     path = write_job_report(job, Path(output) if output else None)
-    app.info(f"Wrote {shown_path(path)} ({path.stat().st_size // 1024 + 1} KB); open it in a browser.")
+    size = path.stat().st_size
+    app.display(as_json, {"job_id": job.id, "path": str(path.resolve()), "bytes": size},
+                lambda: app.info(f"Wrote {shown_path(path)} ({size // 1024 + 1} KB); open it in a browser."))
 
 
 @click.command()
 @job_argument
 @click.option("--rebuild", is_flag=True, help="Rewrite the transcript from jobHistory.json first.")
 @wait_option
+@json_option
 @pass_app
-def transcript(app: Application, job_id: Optional[str], rebuild: bool, lock_timeout: float) -> None:
+def transcript(app: Application, job_id: Optional[str], rebuild: bool, lock_timeout: float, as_json: bool) -> None:
     """Print a job's readable transcript (JOB/transcript.md).
 
     Logist brings it up to date after every command that changes the job;
@@ -76,5 +80,30 @@ def transcript(app: Application, job_id: Optional[str], rebuild: bool, lock_time
                      f"{'from' if done == 'rebuilt' else 'up to date with'} {HISTORY_NAME}.")
         # Copied as it is read (a long job's transcript need not fit in
         # memory), with the lock held so no append lands halfway.
-        with open(path, "rb") as handle:
-            shutil.copyfileobj(handle, click.get_binary_stream("stdout"), 1 << 20)
+        if as_json:
+            _json_copy(job.id, path)
+        else:
+            with open(path, "rb") as handle:
+                shutil.copyfileobj(handle, _stdout_bytes(), 1 << 20)
+
+
+def _stdout_bytes():
+    """stdout for bytes (click's get_binary_stream is deprecated)."""
+    import sys
+
+    sys.stdout.flush()
+    return sys.stdout.buffer
+
+
+def _json_copy(job_id: str, path: Path) -> None:
+    """``{"job_id", "path", "transcript"}`` on stdout, the transcript
+    escaped as it is read, so that it need not fit in memory either."""
+    import json
+
+    out = _stdout_bytes()
+    out.write(f'{{"job_id": {json.dumps(job_id)}, "path": {json.dumps(str(path))}, "transcript": "'.encode())
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        while chunk := handle.read(1 << 20):
+            out.write(json.dumps(chunk, ensure_ascii=False)[1:-1].encode("utf-8"))
+    out.write(b'"}\n')
+    out.flush()

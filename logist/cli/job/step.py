@@ -7,7 +7,8 @@ from typing import Optional
 
 import click
 
-from ..app import EXIT_ERROR, EXIT_NEEDS_PERSON, Application, pass_app
+from ...errors import TransitionError
+from ..app import EXIT_BUDGET, EXIT_ERROR, EXIT_NEEDS_PERSON, Application, exit_codes_help, pass_app
 from ..common import base_url_option, job_argument, json_option, wait_option
 
 model_option = click.option("--model", help="Use this model for this command's calls.")
@@ -43,7 +44,7 @@ def _call_options(quiet: bool, request_timeout: Optional[float]) -> dict:
     return dict(watch=progress_for(quiet), request_timeout=request_timeout)
 
 
-@click.command()
+@click.command(epilog=exit_codes_help())
 @job_argument
 @click.option("--oneshot", is_flag=True, help="Exactly one LLM call, then stop.")
 @base_url_option
@@ -57,8 +58,6 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
          request_timeout: Optional[float], lock_timeout: float, quiet: bool, as_json: bool) -> None:
     """Run one role turn (--oneshot: exactly one LLM call).
 
-    Exits 3 when the job ends needing intervention.
-
     \b
     Example:
       logist job step hello --oneshot
@@ -69,15 +68,19 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
     job = app.job(job_id)
     kwargs = dict(base_url=base_url, model=model, lock_timeout=lock_timeout, **_call_options(quiet, request_timeout))
     report = _reporter(app, quiet)
-    if oneshot:
-        results = [step_once(job, **kwargs)]
-        report(results[0])
-    else:
-        results = step_turn(job, on_step=report, **kwargs)
+    try:
+        if oneshot:
+            results = [step_once(job, **kwargs)]
+            report(results[0])
+        else:
+            results = step_turn(job, on_step=report, **kwargs)
+    except TransitionError as exc:
+        app.exit_for_job(job, as_json, refused=exc)
+        return
     app.finish_steps(results, as_json, base_url)
 
 
-@click.command()
+@click.command(epilog=exit_codes_help())
 @job_argument
 @click.option("--all", "run_all", is_flag=True, help="Run every queued job in queue order.")
 @base_url_option
@@ -91,8 +94,9 @@ def run(app: Application, job_id: Optional[str], run_all: bool, base_url: Option
         request_timeout: Optional[float], lock_timeout: float, quiet: bool, as_json: bool) -> None:
     """Step the job until it needs a person or is done.
 
-    Exits 3 when the job (with --all: any job) ends needing intervention or
-    an answer, and 1 when a job could not be run at all.
+    With --all the code is the worst of the jobs': 1 when a job could not be
+    run at all, else 4 when one stopped at a budget, else 3 when one needs a
+    person.
 
     \b
     Example:
@@ -112,13 +116,16 @@ def run(app: Application, job_id: Optional[str], run_all: bool, base_url: Option
                    lock_timeout=lock_timeout, **calls)
         return
     job = app.job(job_id)
-    results = run_job(job, on_step=_reporter(app, quiet), base_url=base_url, model=model, lock_timeout=lock_timeout, **calls)
-    if not as_json and results and results[-1].status.value != "INTERVENTION_REQUIRED":
-        app.info(f"Job '{job.id}' is {results[-1].status}.")
-    app.finish_steps(results, as_json, base_url)
+    try:
+        results = run_job(job, on_step=_reporter(app, quiet), base_url=base_url, model=model, lock_timeout=lock_timeout,
+                          **calls)
+    except TransitionError as exc:
+        app.exit_for_job(job, as_json, refused=exc)
+        return
+    app.finish_steps(results, as_json, base_url, say_status=True)
 
 
-@click.command()
+@click.command(epilog=exit_codes_help())
 @job_argument
 @click.option("--response-file", type=click.Path(exists=True, dir_okay=False), help="Read the answer from this file.")
 @click.option("--response-string", help="The answer itself.")
@@ -146,16 +153,20 @@ def poststep(app: Application, job_id: Optional[str], response_file: Optional[st
     if (from_history is None) != (index is None):
         raise click.UsageError("--from-history and --index go together")
     job = app.job(job_id)
-    if from_history:
-        result = post_recorded(job, entry_by_sequence(read_history_file(Path(from_history)), index), lock_timeout)
-    else:
-        raw = Path(response_file).read_text(encoding="utf-8") if response_file else response_string
-        result = post_answer(job, raw, lock_timeout=lock_timeout)
+    try:
+        if from_history:
+            result = post_recorded(job, entry_by_sequence(read_history_file(Path(from_history)), index), lock_timeout)
+        else:
+            raw = Path(response_file).read_text(encoding="utf-8") if response_file else response_string
+            result = post_answer(job, raw, lock_timeout=lock_timeout)
+    except TransitionError as exc:  # the answer was not applied: a finished job is an error here
+        app.exit_for_job(job, as_json, refused=exc, finished_is_done=False)
+        return
     _reporter(app, quiet=False)(result)
     app.finish_steps([result], as_json)
 
 
-@click.command()
+@click.command(epilog=exit_codes_help())
 @job_argument
 @click.option("--history", "history_file", required=True, type=click.Path(exists=True, dir_okay=False), help="The jobHistory.json to replay.")
 @wait_option
@@ -193,21 +204,38 @@ def replay(app: Application, job_id: Optional[str], history_file: str, lock_time
     if as_json:
         app.print_json(results)
     else:
-        app.info(f"Replayed {count} entries; job '{job.id}' is {job.manifest().status}.")
+        app.info(f"Replayed {count} entries.")
+    app.exit_for_job(job, as_json)
 
 
 def _run_queue(app: Application, as_json: bool, report, **kwargs) -> None:
     from ...engine.loop import run_queue
 
     outcomes = run_queue(app.jobs, on_step=report, **kwargs)
+    budget = {o.job_id: _budget_hint(app, o) for o in outcomes}
     if as_json:
         app.print_json([{"job_id": o.job_id, "status": str(o.status) if o.status else None, "steps": o.steps, "error": o.error}
                     for o in outcomes])
     else:
         for o in outcomes:
             what = f"error: {o.error}" if o.error else f"{o.status}" + (f" after {o.steps} step{'s' if o.steps != 1 else ''}" if o.steps else " (not run)")
-            app.info(f"{o.job_id:<24} {what}")
+            app.info(f"{o.job_id:<24} {what}" + (f": stopped at a budget: {budget[o.job_id]}" if budget[o.job_id] else ""))
     if any(o.error for o in outcomes):
         app.exit(EXIT_ERROR)
-    if any(o.status is not None and app.needs_person(o.status, with_input=True) for o in outcomes):
+    if any(budget.values()):
+        app.exit(EXIT_BUDGET)
+    if any(o.status is not None and app.needs_person(o.status) for o in outcomes):
         app.exit(EXIT_NEEDS_PERSON)
+
+
+def _budget_hint(app: Application, outcome) -> Optional[str]:
+    """How to raise the budget that stopped the outcome's job, or None."""
+    from ...engine.budget import raise_hint, stopped_by_budget
+
+    if outcome.status is None or str(outcome.status) != "INTERVENTION_REQUIRED":
+        return None
+    job = app.jobs.job(outcome.job_id)
+    manifest = job.manifest()
+    if not stopped_by_budget(job.dir, manifest):
+        return None
+    return raise_hint(job.id, manifest) or manifest.reason or "see logist job status"

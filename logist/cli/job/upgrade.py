@@ -33,4 +33,4 @@ def upgrade(app: Application, job_id: Optional[str], lock_timeout: float, as_jso
     if as_json:
         app.print_json({"job_id": job.id, "upgraded": done is not None, "format": HISTORY_FORMAT, "note": done})
         return
-    click.echo(f"Job '{job.id}': {done}" if done else f"Job '{job.id}' is already in format {HISTORY_FORMAT}.")
+    app.info(f"Job '{job.id}': {done}" if done else f"Job '{job.id}' is already in format {HISTORY_FORMAT}.")
