@@ -107,7 +107,7 @@ def stopped_by_budget(job_dir: Path, manifest: JobManifest) -> bool:
     ``suspend`` and ``resume`` and a repair are looked past, and a rewind
     leads to the entry it returned to; only those few entries are read.
     """
-    from ..store.history import read_entry
+    from ..store.seek import read_entry
 
     if manifest.status != Status.INTERVENTION_REQUIRED:
         return False
