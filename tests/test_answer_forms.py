@@ -129,7 +129,16 @@ def test_the_tags_prompt_states_every_tag_with_its_meaning():
 
 def test_the_json_prompt_is_the_default_and_differs():
     assert protocol_text() == protocol_text("json") != protocol_text("tags")
-    assert protocol_text().startswith(protocol_text("tags").split("\n\n")[0])
+    # Both are placed after the same introduction (the protocol.md template).
+    from logist.store.prompts import builtin
+
+    prompts = builtin()
+
+    json_part = prompts.render("protocol", protocol_rules=protocol_text("json"))
+    tags_part = prompts.render("protocol", protocol_rules=protocol_text("tags"))
+    intro = json_part.split("\n\n")[0]
+    assert intro.startswith("You are one role in a Logist job")
+    assert tags_part.startswith(intro) and tags_part.endswith(protocol_text("tags"))
 
 
 # --------------------------------------------------------------------------

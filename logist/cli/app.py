@@ -169,16 +169,17 @@ class Application:
                         reason += f" (endpoint {resolve_base_url(base_url, self.jobs.config())})"
                     self.info(f"Job '{last.job_id}' needs intervention: {reason}")
                 else:
-                    self.info(f"Job '{last.job_id}' is {last.status}: {self._hint(last.status)}.")
+                    manifest = self.jobs.job(last.job_id).manifest()
+                    self.info(f"Job '{last.job_id}' is {last.status}: {self._hint(manifest)}.")
             self.exit(EXIT_NEEDS_PERSON)
         elif say_status and not as_json:
             self.info(f"Job '{last.job_id}' is {last.status}.")
 
     @staticmethod
-    def _hint(status) -> str:
-        from ..engine.workflow import describe_state_hint
+    def _hint(manifest) -> str:
+        from ..engine.workflow import describe_job_hint
 
-        return describe_state_hint(status)
+        return describe_job_hint(manifest)
 
     def exit_for_job(self, job: "Job", as_json: bool, *, refused: Optional[Exception] = None,
                      finished_is_done: bool = True) -> None:
@@ -197,7 +198,7 @@ class Application:
         elif status in NEEDS_PERSON:
             code = EXIT_NEEDS_PERSON
             reason = f"{manifest.reason}; " if status == "INTERVENTION_REQUIRED" and manifest.reason else ""
-            line = f"Job '{job.id}' is {status}: {reason}{self._hint(manifest.status)}."
+            line = f"Job '{job.id}' is {status}: {reason}{self._hint(manifest)}."
         elif refused is not None and (status != "SUCCESS" or not finished_is_done):
             raise refused
         else:

@@ -29,7 +29,7 @@ from ..store.prompts import Prompts, builtin
 from ..store.roles import format_validation_error
 from .budget import BUDGETS, raise_hint, stopped_by_budget
 from .session import open_locked
-from .workflow import BUDGET_RAISED, PERSON, Rule, describe_state_hint, find_rule, move, person_rules
+from .workflow import BUDGET_RAISED, PERSON, Rule, describe_job_hint, find_rule, move, person_rules
 
 
 def _fresh_turn(manifest: JobManifest, slot: str, feedback: Optional[str]) -> Turn:
@@ -184,7 +184,7 @@ def user_action(
             allowed = ", ".join(sorted({str(s) for r in rules for s in r.states}))
             raise TransitionError(
                 f"cannot {action} job '{job.id}': it is {manifest.status} "
-                f"({action} needs {allowed}); {describe_state_hint(manifest.status)}"
+                f"({action} needs {allowed}); {describe_job_hint(manifest)}"
             )
         _check_waiting_for(job, manifest, rule)
         command, changed = None, None

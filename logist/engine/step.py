@@ -26,7 +26,7 @@ from .commands import run_or_hold
 from .prepare import Prepared, prepare
 from .session import open_locked
 from .transition import Call, apply_answer, apply_event, hold_changes, holds_file_changes, refuse_answer
-from .workflow import CALL_FAILED, LIMIT, STEPPABLE, describe_state_hint
+from .workflow import CALL_FAILED, LIMIT, STEPPABLE, describe_job_hint
 
 #: Step results after which ``job step`` makes another call in the same turn.
 CONTINUES_TURN = ("MESSAGE", "INVALID", "CMD", "COMPACTED", "COMPACTION_FAILED")
@@ -96,7 +96,7 @@ class CallWatch(Protocol):
 def _check_steppable(job: Job, manifest: JobManifest) -> None:
     if manifest.status not in STEPPABLE:
         raise TransitionError(
-            f"job '{job.id}' is {manifest.status}; it cannot be stepped: {describe_state_hint(manifest.status)}"
+            f"job '{job.id}' is {manifest.status}; it cannot be stepped: {describe_job_hint(manifest)}"
         )
 
 

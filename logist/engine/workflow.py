@@ -243,3 +243,29 @@ def describe_state_hint(status: Status) -> str:
         if status in rule.states and rule.hint and rule.hint not in hints:
             hints.append(rule.hint)
     return " or ".join(hints) or RESTING_HINTS.get(status, STEP)
+
+
+def waiting_for(manifest: JobManifest) -> Optional[str]:
+    """What an INPUT_REQUIRED job waits for: "question", or "command" (a
+    held command or held file changes); None in any other state."""
+    if manifest.status != S.INPUT_REQUIRED:
+        return None
+    if manifest.question is not None:
+        return "question"
+    return "command" if manifest.pending_command is not None or manifest.pending_changes is not None else None
+
+
+def describe_job_hint(manifest: JobManifest) -> str:
+    """What a person can do next with this job: its state's hints, less
+    those for what it does not wait for, naming what is held."""
+    waits = waiting_for(manifest)
+    if waits is None:
+        return describe_state_hint(manifest.status)
+    held = "command" if manifest.pending_command is not None else "file changes"
+    hints: list[str] = []
+    for rule in TABLE:
+        if manifest.status in rule.states and rule.hint and rule.waits_for in (None, waits):
+            hint = rule.hint.replace("its held command or file changes", f"its held {held}")
+            if hint not in hints:
+                hints.append(hint)
+    return " or ".join(hints)

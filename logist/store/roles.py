@@ -79,7 +79,7 @@ class RoleManifest(BaseModel):
         if self.instructions is not None and self.prompt_file is not None:
             raise ValueError("give instructions or prompt_file, not both")
         if self.llm_model is None and self.llm_alias is None:
-            raise ValueError("llm_model (or llm_alias) is required")
+            raise ValueError("llm_model: Field required (or give llm_alias)")
         return self
 
     @property
@@ -109,8 +109,10 @@ def format_validation_error(exc: ValidationError, where: str) -> str:
     """One line per field, as the CLI shows pydantic errors."""
     parts = []
     for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        parts.append(f"{loc}: {err['msg']}")
+        loc = ".".join(str(x) for x in err["loc"])
+        message = err["msg"].removeprefix("Value error, ")
+        # A check across fields names its fields in its own message.
+        parts.append(f"{loc}: {message}" if loc else message)
     return f"{where}: " + "; ".join(parts)
 
 

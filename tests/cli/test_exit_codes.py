@@ -64,8 +64,8 @@ def test_job_run_on_a_job_that_waits_exits_3_and_says_what_to_do(jobs):
     post_answer(job, ASK)
     result = logist_cli("job", "run", "j", "--base-url", "http://127.0.0.1:9/v1")
     assert result.returncode == EXIT_NEEDS_PERSON, result.stderr
-    assert result.stderr.strip() == "Job 'j' is INPUT_REQUIRED: answer its question (logist job answer TEXT) " \
-        "or decide on its command (logist job approve-command / skip-command)."
+    # It names what the job waits for: here a question, not a held command.
+    assert result.stderr.strip() == "Job 'j' is INPUT_REQUIRED: answer its question (logist job answer TEXT)."
     as_json = logist_cli("job", "run", "j", "--json")
     assert as_json.returncode == EXIT_NEEDS_PERSON and json.loads(as_json.stdout) == []
 

@@ -117,7 +117,8 @@ def test_model_aliases_resolve_through_config(jobs, llm):
     assert preview("b")["model"] == "small-model"
     assert json.loads(ok(logist_cli("job", "preview", "a", "--json", "--model", "CHEAP")).stdout)["model"] == "small-model"
     llm.add(answer("COMPLETED", "wrote a.py"), answer("COMPLETED", "fine"))
-    ok(logist_cli("job", "run", "a", "--base-url", llm.base_url))
+    ran = logist_cli("job", "run", "a", "--base-url", llm.base_url)
+    assert ran.returncode == 3 and "APPROVAL_REQUIRED" in ran.stderr, ran.stderr  # a person approves now
     assert [r["model"] for r in llm.requests] == ["gpt-4o-mini", "big-model"]
     history = json.loads(ok(logist_cli("job", "history", "a", "--entry", "3", "--json")).stdout)
     assert history["request"]["metadata"]["model"] == "big-model"

@@ -79,7 +79,8 @@ def test_policy_ask_holds_until_approved_or_skipped(jobs, llm, tmp_path):
     result = step_once(job, base_url=llm.base_url)
     m = job.manifest()
     assert result.status == Status.INPUT_REQUIRED and m.pending_command == RUN_TESTS
-    with pytest.raises(TransitionError, match="INPUT_REQUIRED"):
+    # The refusal names what it waits for: the held command, not a question.
+    with pytest.raises(TransitionError, match=r"INPUT_REQUIRED; it cannot be stepped: decide on its held command \(logist job approve-command / skip-command\)$"):
         step_once(job, base_url=llm.base_url)
     with pytest.raises(TransitionError, match="waiting for a decision on a command"):
         user_action(job, "answer", "yes")

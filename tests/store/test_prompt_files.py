@@ -101,8 +101,10 @@ def test_a_role_without_instructions_anywhere_is_one_clear_error(jobs):
 def test_a_manifest_with_instructions_and_prompt_file_is_refused(jobs):
     manifest = {"name": "Two", "description": "d", "llm_model": "m", "instructions": "x", "prompt_file": "x.md"}
     (jobs.path / "roles" / "two.json").write_text(json.dumps(manifest))
-    with pytest.raises(ConfigError, match="not both"):
-        load_roles(jobs.path)
+    roles = load_roles(jobs.path)  # the other roles still load; this one is named with its error
+    assert "Two" in roles and "two.json" in roles.errors()[0] and "not both" in roles.errors()[0]
+    with pytest.raises(ConfigError, match="give instructions or prompt_file, not both"):
+        roles["Two"]
 
 
 def test_files_no_template_reads_are_reported(jobs):
