@@ -32,7 +32,7 @@ def available() -> Optional[str]:
     """None when LangGraph and its SQLite checkpointer can be imported, else why not."""
     try:
         import langgraph.checkpoint.sqlite  # noqa: F401
-        import langgraph.graph  # noqa: F401
+        import langgraph.graph  # noqa: F401  (both, or the row says what is missing)
     except ImportError as exc:
         return f"not installed ({exc.name}): pip install -e '.[bench]'"
     return None

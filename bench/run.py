@@ -51,7 +51,7 @@ sys.path.insert(0, str(HERE))
 import bench_rows as rows  # noqa: E402
 from bench_rows import Row, table  # noqa: E402
 
-from logist import JobsDir, create_job, load_history, post_answer  # noqa: E402
+from logist import JobsDir, create_job, post_answer  # noqa: E402
 from logist.replay.scripted import ScriptedLLMServer  # noqa: E402
 
 
