@@ -5,8 +5,11 @@ needs is one method on it, so "where does a step commit?" has one answer.
 It holds no state besides the path (git is the state), so making one is
 free and any number may point at the same repository.
 
-The only module that imports ``git`` (GitPython), and only inside methods,
-so commands that never touch a workspace start fast. Paths from the model are
+The only module that runs ``git``, through GitPython's command runner
+(``git.Git.execute``: one process per git command, imported only when a
+workspace runs one; the import checks the ``git`` program once per
+process). A step that commits starts three processes: ``git status`` (were there hand edits?), ``git add -A`` and
+``git commit``; HEAD is read from ``.git`` itself. Paths from the model are
 checked twice: for shape by :mod:`logist.protocol` (no absolute paths, no
 ``..``, nothing in ``.git``) and here against the disk (no symlink on the way,
 nothing resolving outside the workspace). A set of changes is checked whole
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple, Optional, Sequence, Union
 
@@ -36,12 +40,46 @@ def _git_config_args() -> list[str]:
     return ["-c", f"user.name={COMMITTER[0]}", "-c", f"user.email={COMMITTER[1]}", "-c", "commit.gpgsign=false"]
 
 
-def _git_detail(exc) -> str:
-    """git's own message on one line (GitPython's text adds the command line)."""
-    lines = [line.strip() for line in (exc.stderr or "").splitlines() if line.strip()]
-    lines = [line[len("stderr: "):] if line.startswith("stderr: ") else line for line in lines]
-    lines = [line.strip("'") for line in lines if line.strip("'")]
-    return "; ".join(lines) or f"exit code {exc.status}"
+def _git_env() -> dict:
+    # git's messages in English whatever the locale ("nothing to commit" is read).
+    return {**os.environ, "LANGUAGE": "C", "LC_ALL": "C"}
+
+
+class _Done(NamedTuple):
+    """A finished git process: its exit code and output as bytes."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+def _run_git(cwd: Path, args: Sequence[str]) -> _Done:
+    """One ``git`` process in ``cwd``, no standard input, output as bytes."""
+    if not Path(cwd).is_dir():  # GitPython would run it in the current directory instead
+        raise LogistError(f"cannot run git in {cwd}: no such folder")
+    try:
+        import git
+    except ImportError as exc:  # no git program on PATH: GitPython refuses to load
+        raise LogistError(f"cannot run git: {str(exc).splitlines()[0]}") from None
+    try:
+        code, out, err = git.Git(str(cwd)).execute(
+            ["git", *_git_config_args(), *args], env=_git_env(), with_extended_output=True,
+            with_exceptions=False, stdout_as_string=False, strip_newline_in_stdout=False,
+        )
+    except (OSError, git.GitCommandNotFound) as exc:
+        raise LogistError(f"cannot run git in {cwd}: {getattr(exc, 'strerror', None) or exc}") from None
+    return _Done(code, out, err if isinstance(err, bytes) else err.encode())
+
+
+def _decode(data: bytes) -> str:
+    # Bytes that are not UTF-8 (a file's content in a patch) survive the round trip.
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _git_detail(proc: _Done) -> str:
+    """git's own message on one line."""
+    lines = [line.strip() for line in _decode(proc.stderr or proc.stdout).splitlines() if line.strip()]
+    return "; ".join(lines) or f"exit code {proc.returncode}"
 
 
 class Patch(NamedTuple):
@@ -97,16 +135,10 @@ class Workspace:
         source = Path(source).resolve()
         if not (source / ".git").exists() and not (source / "HEAD").exists():
             raise LogistError(f"--from-repo {source} is not a git repository")
-        import git
-
         workspace = cls(path)
-        try:
-            git.Git(str(workspace.path.parent)).execute(
-                ["git", "clone", "-q", "--no-checkout", "--", str(source), str(workspace.path)]
-            )
-        except git.GitCommandError as exc:
-            detail = (exc.stderr or "").strip().replace("\n", " ")
-            raise LogistError(f"cannot clone {source}: {detail}") from None
+        proc = _run_git(workspace.path.parent, ["clone", "-q", "--no-checkout", "--", str(source), str(workspace.path)])
+        if proc.returncode != 0:
+            raise LogistError(f"cannot clone {source}: {_git_detail(proc)}")
         target = ref or "HEAD"
         try:
             sha = workspace._git("rev-parse", "--verify", "-q", f"{target}^{{commit}}")
@@ -120,22 +152,18 @@ class Workspace:
 
     # -- running git --------------------------------------------------------
 
-    def _git(self, *args: str) -> str:
-        import git
-
-        try:
-            return git.Git(str(self.path)).execute(["git", *_git_config_args(), *args])
-        except git.GitCommandError as exc:
-            raise LogistError(f"git {args[0]} failed in {self.path}: {_git_detail(exc)}") from None
-
     def _raw(self, *args: str) -> str:
-        """Like :meth:`_git` but keeps the output byte-exact (patches)."""
-        import git
+        """git's output as it is (patches); :class:`LogistError` with git's
+        message when it fails."""
+        proc = _run_git(self.path, args)
+        if proc.returncode != 0:
+            raise LogistError(f"git {args[0]} failed in {self.path}: {_git_detail(proc)}")
+        return _decode(proc.stdout)
 
-        try:
-            return git.Git(str(self.path)).execute(["git", *_git_config_args(), *args], strip_newline_in_stdout=False)
-        except git.GitCommandError as exc:
-            raise LogistError(f"git {args[0]} failed in {self.path}: {_git_detail(exc)}") from None
+    def _git(self, *args: str) -> str:
+        """Like :meth:`_raw`, without the output's last newline."""
+        out = self._raw(*args)
+        return out[:-1] if out.endswith("\n") else out
 
     # -- reading ------------------------------------------------------------
 
@@ -191,7 +219,6 @@ class Workspace:
         return self._diff_stream(stdin, count, limit)
 
     def _diff_stream(self, stdin, count: int, limit: Optional[int]) -> Iterator[Patch]:
-        import subprocess
         import tempfile
 
         def new_of(index: int) -> bytes:  # pread: git shares the file's offset
@@ -205,7 +232,7 @@ class Workspace:
                 errors.truncate()
                 proc = subprocess.Popen(
                     ["git", *_git_config_args(), "diff-tree", "--stdin", "-r", "-p", "--always", "--no-color",
-                     "--no-ext-diff"], cwd=self.path, stdin=stdin, stdout=subprocess.PIPE, stderr=errors)
+                     "--no-ext-diff"], cwd=self.path, env=_git_env(), stdin=stdin, stdout=subprocess.PIPE, stderr=errors)
                 try:
                     current: Optional[_Cut] = None
                     at_start = True
@@ -278,18 +305,13 @@ class Workspace:
 
     def commit_all(self, message: str) -> Optional[str]:
         """Commit every change in the workspace; None when nothing changed."""
-        import git
-
         self._git("add", "-A")
-        status, out, err = git.Git(str(self.path)).execute(
-            ["git", *_git_config_args(), "commit", "-q", "--no-verify", "-m", message],
-            with_extended_output=True, with_exceptions=False,
-        )
-        if status != 0:
+        proc = _run_git(self.path, ["commit", "-q", "--no-verify", "-m", message])
+        if proc.returncode != 0:
+            out = _decode(proc.stdout)
             if "nothing to commit" in out or "nothing added to commit" in out or "no changes added" in out:
                 return None
-            detail = "; ".join(line.strip() for line in (err or out).splitlines() if line.strip()) or f"exit code {status}"
-            raise LogistError(f"git commit failed in {self.path}: {detail}")
+            raise LogistError(f"git commit failed in {self.path}: {_git_detail(proc)}")
         return self.head()
 
     def push_branch(self, source: Path, branch: str, sha: str, force: bool = False) -> bool:
@@ -389,7 +411,6 @@ def _plan(root: Path, changes: Sequence[FileChange]) -> list[tuple[Path, Optiona
             raise InvalidAnswer(f"file_changes/{index}: {rel} is a directory, not a file")
         if isinstance(change, WriteFile):
             check_parents(index, rel)
-        if isinstance(change, WriteFile):
             contents[rel] = change.content
         elif isinstance(change, DeleteFile):
             if current(rel, target) is None:

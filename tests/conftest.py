@@ -31,6 +31,28 @@ CANARY_KEY = "sk-canary-7f3a9c1e5b2d4f60a8b1c3d5e7f9a0b2"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True, scope="session")
+def compiled_once(tmp_path_factory):
+    """Child processes (``python -m logist``, crash and concurrency tests) read
+    compiled bytecode from one cache outside the source tree, written by the
+    first of them: with ``PYTHONDONTWRITEBYTECODE`` set, as it often is in
+    containers, each would otherwise compile the whole package again. The
+    folder is shared by pytest-xdist's workers (CPython writes each file
+    atomically)."""
+    saved = {name: os.environ.get(name) for name in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch):
     """Temp jobs dir, fixed git identity and dates, no real keys or endpoints."""

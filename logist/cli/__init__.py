@@ -12,9 +12,14 @@ import sys
 
 import click
 
+from .. import __version__
 from ..errors import LogistError
 from .app import Application, exit_codes_help
 from .common import JOBS_DIR_HELP, accept_jobs_dir
+
+#: Set by :func:`main`: the core's warnings go to stderr (not under CliRunner,
+#: whose streams are gone after each invocation).
+_warnings_to_stderr = False
 
 
 class LogistGroup(click.Group):
@@ -34,7 +39,9 @@ class LogistGroup(click.Group):
     envvar="LOGIST_JOBS_DIR",
     help=JOBS_DIR_HELP,
 )
-@click.version_option(package_name="logist")
+# The version from logist/__init__.py (the package's one definition of it):
+# asking importlib.metadata would cost more than the rest of --version.
+@click.version_option(version=__version__, prog_name="logist")
 @click.pass_context
 def cli(ctx: click.Context, jobs_dir: str | None) -> None:
     """Run LLM agent jobs as plain directories: every step one recorded,
@@ -46,6 +53,8 @@ def cli(ctx: click.Context, jobs_dir: str | None) -> None:
       logist job create hello --objective "Write hello.py that prints a greeting"
       logist job run hello
     """
+    if _warnings_to_stderr:
+        _show_core_warnings()
     app = ctx.ensure_object(Application)
     app.jobs_dir_option = app.jobs_dir_option or jobs_dir
 
@@ -88,7 +97,8 @@ def _show_core_warnings() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every failure is one line on stderr and a non-zero exit."""
-    _show_core_warnings()
+    global _warnings_to_stderr
+    _warnings_to_stderr = True  # for a command; --help and --version need no logging
     try:
         code = cli.main(args=argv, prog_name="logist", standalone_mode=False)
     except click.UsageError as exc:

@@ -10,7 +10,6 @@ pypa/hatch's ``Application``).
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
@@ -96,6 +95,8 @@ class Application:
 
     @staticmethod
     def print_json(data: Any) -> None:
+        import json
+
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
     def display(self, as_json: bool, data: Any, text: Optional[Callable[[], None]] = None) -> None:

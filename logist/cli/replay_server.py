@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
-import logging
-import signal
-
 import click
 
 from .app import Application
@@ -13,6 +9,8 @@ from .common import json_option
 
 
 def _loopback(host: str) -> bool:
+    import ipaddress
+
     if host == "localhost":
         return True
     try:
@@ -51,6 +49,9 @@ def replay_server(history: str, host: str, port: int, strict: bool, as_json: boo
       logist replay-server fixtures/wordcount/jobHistory.json --port 8765
       logist job run JOB --base-url http://127.0.0.1:8765/v1
     """
+    import logging
+    import signal
+
     from ..errors import LogistError
     from ..replay.fixtures import fixture_path
     from ..replay.server import ReplayLLMServer

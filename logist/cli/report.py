@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 import click
@@ -23,6 +22,8 @@ def report(app: Application, output: Optional[str], as_json: bool) -> None:
     Example:
       logist report && xdg-open jobs/index.html
     """
+    from pathlib import Path
+
     from ..views.report import write_index
 
     path, rows = write_index(app.jobs, Path(output) if output else None)

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from ..store.config import LogistConfig
-from ..store.entries import CommandRecord
 from ..store.manifest import JobManifest, Status
 
 if TYPE_CHECKING:
@@ -44,12 +43,13 @@ def call_cost(config: LogistConfig, model: str, outcome: Outcome) -> Optional[fl
 
 
 def add_to_totals(
-    after: JobManifest, outcome: Outcome, cost: Optional[float], command: Optional[CommandRecord], priced: bool,
+    after: JobManifest, outcome: Outcome, cost: Optional[float], wall_ms: int, priced: bool,
     kind: str = "llm_call",
 ) -> None:
     """Count one applied answer. Only a real call (``llm_call``, or a
     ``compaction`` that was not replayed) counts as a call with tokens and
-    cost; a replayed or posted answer is counted apart."""
+    cost; a replayed or posted answer is counted apart. ``wall_ms``: the
+    step's whole time (call, apply, commit, command), for the wall budget."""
     totals = after.totals
     if kind == "replay":
         totals.replayed += 1
@@ -63,7 +63,7 @@ def add_to_totals(
             totals.unpriced_calls += 1
         elif cost is not None:
             totals.cost_usd = round(totals.cost_usd + cost, 8)
-    totals.wall_ms += round(outcome.duration * 1000) + (command.duration_ms if command else 0)
+    totals.wall_ms += wall_ms
 
 
 def spent_budget(manifest: JobManifest) -> Optional[tuple[str, str]]:

@@ -81,6 +81,13 @@ class Outcome:
     #: What the history entry says besides (an answer sent as a tool call).
     note: Optional[str] = None
     called: bool = False
+    #: When the step began (``time.monotonic()``, the lock held): the wall
+    #: budget counts the whole step, what the user waits for, not the call alone.
+    started: Optional[float] = None
+
+    def wall_ms(self) -> int:
+        """The step's time so far (the call's when the start is unknown)."""
+        return round(((time.monotonic() - self.started) if self.started is not None else self.duration) * 1000)
 
 
 class CallWatch(Protocol):
@@ -189,7 +196,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
     after.workspace_commit = commit
     cost = call_cost(config, prepared.model, outcome)
     priced = config.price(prepared.model) is not None
-    add_to_totals(after, outcome, cost, command, priced=priced, kind=kind)
+    add_to_totals(after, outcome, cost, outcome.wall_ms(), priced=priced, kind=kind)
     response = Response(
         status=status_label,
         actions=[answer.action] if answer else [],
@@ -321,6 +328,7 @@ def _locked_step(
     applies the role's answer (poststep, replay); "summary" applies a
     recorded summary (replay). ``kind`` is the entry kind of an answer."""
     with open_locked(job, lock_timeout) as manifest:
+        started = time.monotonic()
         _check_steppable(job, manifest)
         reason = limit_reason(manifest)
         if reason:
@@ -328,9 +336,11 @@ def _locked_step(
         prepared = prepare(job, manifest, model, compact=mode != "answer")
         if mode == "summary" and not prepared.is_compaction:
             raise LogistError(f"job '{job.id}' has no compaction due; the recorded summary does not fit here")
+        outcome = produce(manifest, prepared)
+        outcome.started = started
         if prepared.is_compaction:
-            return _apply_compaction(job, manifest, prepared, produce(manifest, prepared), replayed=mode == "summary")
-        return _apply(job, manifest, prepared, produce(manifest, prepared), kind)
+            return _apply_compaction(job, manifest, prepared, outcome, replayed=mode == "summary")
+        return _apply(job, manifest, prepared, outcome, kind)
 
 
 def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, replayed: bool) -> StepResult:
@@ -351,7 +361,8 @@ def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome
         status, action = "ERROR", "COMPACTION_FAILED"
     cost = call_cost(config, prepared.model, outcome)
     priced = config.price(prepared.model) is not None
-    add_to_totals(after, outcome, cost, None, priced=priced, kind="replay" if replayed else "llm_call")
+    add_to_totals(after, outcome, cost, outcome.wall_ms(), priced=priced,
+                  kind="replay" if replayed else "llm_call")
     entry = journal.new_entry(
         job.dir, job.workspace, before, after, kind="compaction", role=prepared.role.name,
         request=Request(prompt=[Message(**m) for m in prepared.prompt.messages], metadata=prepared.metadata),

@@ -202,9 +202,11 @@ class JobsDir:
     def write_index(self, index: JobsIndex) -> None:
         atomic_write_json(self.index_path, index.dump())
 
-    def job(self, job_id: str) -> Job:
+    def job(self, job_id: str, index: Optional[JobsIndex] = None) -> Job:
+        """The job ``job_id``; ``index``: the index already read, so that a
+        command going through every job reads it once, not once per job."""
         check_job_id(job_id)
-        index = self.read_index()
+        index = index if index is not None else self.read_index()
         rel = index.jobs.get(job_id, job_id)
         path = (self.path / rel).resolve()
         if not (path / MANIFEST_NAME).exists():

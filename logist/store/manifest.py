@@ -158,7 +158,7 @@ class Totals(BaseModel):
     posted: int = 0
     """Answers posted by hand (job poststep): no call was made."""
     wall_ms: int = 0
-    """Time spent in calls and commands, in milliseconds (not waiting for a person)."""
+    """Time spent in steps, in milliseconds: each step whole (call, answer applied, commit, command), not waiting for a person."""
 
     @property
     def tokens(self) -> int:

@@ -173,7 +173,7 @@ def write_index(jobs: JobsDir, path: Optional[Path] = None, *, reports: bool = T
     rows: list[IndexRow] = []
     for job_id in index.jobs:
         try:
-            job = jobs.job(job_id)
+            job = jobs.job(job_id, index)
             manifest = job.manifest()
             report = write_job_report(job) if reports else job.dir / REPORT_NAME
             rows.append(IndexRow(job_id, str(manifest.status), report if report.exists() else None, manifest))

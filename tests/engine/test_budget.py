@@ -202,6 +202,20 @@ def test_wall_time_budget(jobs, llm):
     assert entries[-1].state_after == "INTERVENTION_REQUIRED"
 
 
+def test_wall_time_counts_the_whole_step_not_only_the_call(jobs):
+    """A posted answer makes no call, but its step applies and commits: the
+    person waited for that, so the wall budget counts it."""
+    from logist import post_answer
+    from logist.engine.budget import limit_reason
+
+    job = create_job(jobs, "posted", "Take notes", max_wall_seconds=0.0001)
+    post_answer(job, answer("MESSAGE", message="notes", file_changes=[{"path": "notes.txt", "content": "n\n"}]))
+    manifest = job.manifest()
+    assert manifest.totals.llm_calls == 0 and manifest.totals.posted == 1
+    assert manifest.totals.wall_ms >= 1, "a step that committed took time"
+    assert "time budget" in (limit_reason(manifest) or "")
+
+
 # RETRYs in a row ------------------------------------------------------------------------------
 
 

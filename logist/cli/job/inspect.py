@@ -25,7 +25,7 @@ def list_jobs(app: Application, as_json: bool) -> None:
     rows = []
     for job_id in index.jobs:
         try:
-            manifest = app.jobs.job(job_id).manifest()
+            manifest = app.jobs.job(job_id, index).manifest()
             rows.append({"job_id": job_id, "status": str(manifest.status), "role": manifest.turn.role,
                          "calls": manifest.calls, "objective": manifest.objective})
         except Exception as exc:  # a damaged job must not hide the others

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import click
 
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
 
+if TYPE_CHECKING:
+    from pathlib import Path
 
-def shown_path(path: Path) -> str:
+
+def shown_path(path: "Path") -> str:
     """``path`` relative to the current directory when it is below it."""
+    import os
+    from pathlib import Path
+
     try:
         return os.path.relpath(path) if Path(path).resolve().is_relative_to(Path.cwd().resolve()) else str(path)
     except ValueError:  # another drive
@@ -37,6 +40,8 @@ def report(app: Application, job_id: Optional[str], output: Optional[str], as_js
       logist job report hello
       logist job report hello -o /tmp/hello.html
     """
+    from pathlib import Path
+
     from ...views.report import write_job_report
 
     job = app.job(job_id)
@@ -64,6 +69,8 @@ def transcript(app: Application, job_id: Optional[str], rebuild: bool, lock_time
       logist job transcript hello --rebuild
     """
     from ...store.history import HISTORY_NAME
+    import shutil
+
     from ...views import views_lock
     from ...views import transcript as tr
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 import click
@@ -144,6 +143,8 @@ def poststep(app: Application, job_id: Optional[str], response_file: Optional[st
     Example:
       logist job poststep hello --response-string '{"action": "MESSAGE", "message": "hi"}'
     """
+    from pathlib import Path
+
     from ...replay.apply import entry_by_sequence, post_recorded, read_history_file
     from ...engine.step import post_answer
 
@@ -181,6 +182,8 @@ def replay(app: Application, job_id: Optional[str], history_file: str, lock_time
     Example:
       logist job replay hello --history fixtures/wordcount/jobHistory.json
     """
+    from pathlib import Path
+
     from ...errors import LogistError
     from ...replay.apply import read_history_file, replay_history
     from ...engine.step import StepResult

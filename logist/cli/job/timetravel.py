@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 import click
@@ -91,6 +90,8 @@ def export(app: Application, job_id: Optional[str], branch: Optional[str], patch
       logist job export hello --branch feature/hello
       logist job export hello --patch hello.patch && git apply hello.patch
     """
+    from pathlib import Path
+
     from ...engine.export import export_branch, export_patch
 
     if (branch is None) == (patch is None):
