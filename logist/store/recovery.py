@@ -129,9 +129,12 @@ def _moved(job_dir: Path, workspace: Path) -> Optional[str]:
 
 def _record_recovery(job_dir: Path, workspace: Path, manifest: JobManifest, note: str) -> JobManifest:
     after = manifest.model_copy(deep=True)
+    # A history salvaged down to nothing gets what the job is back, so that
+    # the history alone can still restore the manifest.
+    empty = seek.last_entry(job_dir) is None
     entry = new_entry(
         job_dir, workspace, manifest, after, kind="repair", role=manifest.turn.role, note=note,
-        workspace_commit=manifest.workspace_commit,
+        workspace_commit=manifest.workspace_commit, definition=manifest.definition() if empty else None,
     )
     record(job_dir, entry, after)
     return after
