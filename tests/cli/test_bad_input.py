@@ -109,3 +109,66 @@ def test_an_answer_over_the_size_limit_is_refused_and_stored_once_cut(jobs):
     raised = logist_cli("job", "set", "j", "--max-answer-bytes", "20000000", "--json")
     assert raised.returncode == 0, raised.stderr
     assert json.loads((jobs.path / "j" / "job_manifest.json").read_text())["settings"]["max_answer_bytes"] == 20_000_000
+
+
+HISTORY_DAMAGE = {
+    "empty": b"",
+    "blank": b" \n\t\n",
+    "truncated header": b'{\n  "$schema": "job-history.v2.sch',
+    "header only": b'{\n  "$schema": "job-history.v2.schema.json",\n  "format": 2,\n  "job_id": "j",\n  "interactions": [',
+}
+
+
+@pytest.mark.parametrize("damage", list(HISTORY_DAMAGE))
+def test_a_damaged_history_is_reported_then_repaired_by_the_next_step(jobs, damage):
+    create_job(jobs, "j", "Say hi")
+    job_dir = jobs.path / "j"
+    (job_dir / "jobHistory.json").write_bytes(HISTORY_DAMAGE[damage])
+    # Commands that only look say what is wrong in one line (or show the manifest).
+    status = logist_cli("job", "status", "j")
+    assert "Traceback" not in status.stderr and "internal error" not in status.stderr
+    assert status.returncode == 0 and "PENDING" in status.stdout
+    history = logist_cli("job", "history", "j")
+    assert history.returncode == 1 and _one_clean_line(history).startswith("Error: ")
+    assert "jobHistory.json is corrupt" in history.stderr and "repairs it" in history.stderr
+    with ScriptedLLMServer([answer("MESSAGE", message="hi"), answer("MESSAGE", message="again")]) as server:
+        step = logist_cli("job", "step", "j", "--oneshot", "--base-url", server.base_url)
+    assert step.returncode == 0, step.stderr
+    assert "Traceback" not in step.stderr and "internal error" not in step.stderr
+    assert "repaired job j: " in step.stderr and "jobHistory.json is corrupt" in step.stderr
+    # Nothing is lost: the damaged bytes are kept beside the new history.
+    aside = [p for p in job_dir.iterdir() if p.name.startswith("jobHistory.json.corrupt-")]
+    assert len(aside) == 1 and aside[0].read_bytes() == HISTORY_DAMAGE[damage]
+    entries = list(iter_entries(job_dir))
+    assert [e.kind for e in entries] == ["repair", "llm_call"]
+    assert entries[0].definition is not None  # the history alone can restore the manifest again
+    assert [e.sequence for e in entries] == [1, 2]
+    json.loads((job_dir / "jobHistory.json").read_bytes())
+    listed = logist_cli("job", "history", "j")
+    assert listed.returncode == 0 and "repair" in listed.stdout
+
+
+INDEX_DAMAGE = {"empty": b"", "blank": b"\n  \n", "cut": b'{"jobs": {"a": ', "not an object": b"[]",
+                "wrong types": b'{"jobs": 3}'}
+
+
+@pytest.mark.parametrize("damage", list(INDEX_DAMAGE))
+def test_a_damaged_jobs_index_is_rebuilt_from_the_job_folders(jobs, damage):
+    create_job(jobs, "a", "First")
+    create_job(jobs, "b", "Second")
+    jobs.index_path.write_bytes(INDEX_DAMAGE[damage])
+    listed = logist_cli("job", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert "Traceback" not in listed.stderr and "internal error" not in listed.stderr
+    warnings = [line for line in listed.stderr.splitlines() if line.strip()]
+    assert len(warnings) == 1 and "jobs_index.json is corrupt" in warnings[0]
+    assert "rebuilt it from the 2 job folders" in warnings[0]
+    assert sorted(job["job_id"] for job in json.loads(listed.stdout)["jobs"]) == ["a", "b"]
+    index = json.loads(jobs.index_path.read_bytes())
+    assert index["jobs"] == {"a": "a", "b": "b"} and index["queue"] == ["a", "b"] and index["current_job_id"] is None
+    aside = [p for p in jobs.path.iterdir() if p.name.startswith("jobs_index.json.corrupt-")]
+    assert len(aside) == 1 and aside[0].read_bytes() == INDEX_DAMAGE[damage]
+    # Once rebuilt, no more warnings; a new job registers as usual.
+    created = logist_cli("job", "create", "c", "-o", "Third")
+    assert created.returncode == 0 and "corrupt" not in created.stderr
+    assert json.loads(jobs.index_path.read_bytes())["queue"] == ["a", "b", "c"]
