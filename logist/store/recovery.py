@@ -233,17 +233,22 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
                 f"{jpath} could not be parsed (moved to {aside.name}); check the workspace with 'git status' before stepping"
             ) from None
         last = seek.last_entry(job_dir)
-        if last is not None and last.sequence >= journal.sequence:
+        interrupted = f"step {journal.sequence} was interrupted after its LLM call, before it was recorded"
+        if last is not None and last.kind == "repair" and interrupted in (last.note or ""):
+            jpath.unlink()  # the repair that dropped it was recorded; only this unlink was left
+        elif last is not None and last.sequence >= journal.sequence:
             jpath.unlink()
             notes.append(f"entry {journal.sequence} was recorded but its command was interrupted before it finished")
         else:
             if journal.head_before:
                 Workspace(workspace).reset_to(journal.head_before)
                 reset_head = journal.head_before
-            jpath.unlink()
+            # The journal stays until the repair entry holding the dropped
+            # answer is recorded (record() removes it): a kill before then
+            # repeats this repair instead of losing the answer.
             dropped = journal.raw_response
             note = (
-                f"step {journal.sequence} was interrupted after its LLM call, before it was recorded; "
+                f"{interrupted}; "
                 f"the workspace was reset to {journal.head_before} and the job stays as before that step"
             )
             if dropped is not None:
