@@ -42,10 +42,10 @@ stream), so ``job preview --json`` shows what goes out.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
+from typing import Callable, Optional
 
+from .completions import AnswerFault, LLMReply, answer_json, chunks, text_of, tokens, whole
 from .errors import LLMCallError
 
 #: The body keys that ask for a stream (one definition: store/requests.py adds them).
@@ -63,24 +63,6 @@ class LLMSettings:
     #: Answers longer than this (UTF-8 bytes of the content) are refused; None: no limit.
     max_answer_bytes: Optional[int] = None
 
-
-class AnswerFault(Exception):
-    """The endpoint began to answer and the answer is unusable (see module
-    doc): not retried, as the SDK lets anything that is not a transport
-    error through."""
-
-
-@dataclass
-class LLMReply:
-    content: str
-    prompt_tokens: Optional[int]
-    completion_tokens: Optional[int]
-    model: Optional[str]
-    #: True when the body sent asked for a stream.
-    streamed: bool = False
-    #: The tool the model called when it answered by function calling (its
-    #: arguments are ``content``); None for a plain answer.
-    tool: Optional[str] = None
 
 
 #: What a history entry's note says of an answer sent as a tool call (the
@@ -170,15 +152,6 @@ def _broke_off(exc: Exception) -> str:
     return f"{what} ({name}); not sent again, as the answer had begun"
 
 
-def _excerpt(raw, content_type: str = "") -> str:
-    """A short, one-line look at a body that could not be read as an answer."""
-    text = raw.decode("utf-8", errors="replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
-    shown = " ".join(text.split())
-    shown = shown if len(shown) <= 80 else shown[:77] + "..."
-    kind = f"{content_type}, " if content_type else ""
-    return f"{kind}{len(raw):,} bytes: {shown!r}" if shown else f"{kind}{len(raw):,} bytes, all blank"
-
-
 def client(base_url: str, api_key: Optional[str]):
     """The process's client for ``base_url`` (built on first use)."""
     key = (base_url, api_key)
@@ -245,43 +218,6 @@ def _failure(exc: Exception, settings: LLMSettings) -> LLMCallError:
     return LLMCallError(scrub(message, settings.api_key))
 
 
-def _bad(what: str) -> AnswerFault:
-    return AnswerFault(f"the endpoint answered HTTP 200 with {what}")
-
-
-def _answer_json(response) -> dict:
-    """A whole answer's body as a chat completion's JSON (its shape checked)."""
-    raw = response.read()
-    content_type = response.headers.get("content-type", "").split(";")[0].strip()
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        raise _bad(f"a body that is not JSON ({_excerpt(raw, content_type)})") from None
-    if isinstance(data, dict) and "choices" not in data and isinstance(data.get("error"), (dict, str)):
-        error = data["error"]
-        message = str(error.get("message") if isinstance(error, dict) else error)
-        raise _bad(f"an error: {' '.join(message.split())[:300]}")
-    if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
-        raise _bad(f"JSON that is not a chat completion ({_excerpt(raw)})")
-    return data
-
-
-def _text(value, what: str) -> str:
-    """A message's content: a string, null, or a list of text parts."""
-    if value is None or isinstance(value, str):
-        return value or ""
-    if isinstance(value, list) and all(isinstance(part, dict) for part in value):
-        return "".join(str(part.get("text") or "") for part in value)
-    raise _bad(f"{what} that is not text ({type(value).__name__})")
-
-
-def _tokens(usage) -> tuple[Optional[int], Optional[int]]:
-    if not isinstance(usage, dict):
-        return None, None
-    found = [usage.get(name) for name in ("prompt_tokens", "completion_tokens")]
-    return tuple(n if isinstance(n, int) and not isinstance(n, bool) else None for n in found)  # type: ignore[return-value]
-
-
 def _check_size(reply: LLMReply, settings: LLMSettings, complete: bool = True) -> LLMReply:
     """``reply``; over ``max_answer_bytes``, an :class:`~logist.errors.LLMCallError`
     whose ``reply`` holds the answer's first bytes (``complete``: the whole
@@ -298,47 +234,12 @@ def _check_size(reply: LLMReply, settings: LLMSettings, complete: bool = True) -
         reply)
 
 
-def _whole(data: dict, settings: LLMSettings, streamed: bool) -> LLMReply:
-    """An answer that came in one piece, from its JSON."""
-    if not data["choices"]:
-        raise LLMCallError("LLM call returned no choices")
-    first = data["choices"][0]
-    message = first.get("message") if isinstance(first, dict) else None
-    if not isinstance(message, dict):
-        raise _bad(f"a chat completion whose first choice has no message ({_excerpt(json.dumps(first))})")
-    content, tool = _text(message.get("content"), "a message"), None
-    calls = message.get("tool_calls") or []
-    function = calls[0].get("function") if isinstance(calls, list) and calls and isinstance(calls[0], dict) else None
-    if not content.strip() and isinstance(function, dict):
-        content, tool = _text(function.get("arguments"), "tool call arguments"), str(function.get("name") or "?")
-    prompt_tokens, completion_tokens = _tokens(data.get("usage"))
-    model = data.get("model")
-    return LLMReply(content=scrub(content, settings.api_key), prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens, model=model if isinstance(model, str) else None,
-                    streamed=streamed, tool=tool)
-
-
-def _chunks(stream) -> Iterator[dict]:
-    """A stream's pieces as JSON objects; one that is not is an AnswerFault."""
-    pieces = iter(stream)
-    while True:
-        try:
-            chunk = next(pieces)
-        except StopIteration:
-            return
-        except ValueError as exc:  # json.JSONDecodeError: .doc is the piece
-            raise _bad(f"a streamed piece that is not JSON ({_excerpt(getattr(exc, 'doc', ''))})") from None
-        if not isinstance(chunk, dict):
-            raise _bad(f"a streamed piece that is not a chat completion chunk ({_excerpt(json.dumps(chunk))})")
-        yield chunk
-
-
 def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[int], None]]) -> LLMReply:
     """Join a streamed answer's pieces; a whole answer sent instead is read as one."""
     if "text/event-stream" not in stream.response.headers.get("content-type", ""):
         _PLAIN.add(settings.base_url)
         try:
-            return _whole(_answer_json(stream.response), settings, streamed=True)
+            return whole(answer_json(stream.response), streamed=True)
         finally:
             stream.close()
     text: list[str] = []
@@ -348,7 +249,7 @@ def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[in
     pieces = size = 0
     seen_choice = False
     limit = settings.max_answer_bytes
-    for chunk in _chunks(stream):
+    for chunk in chunks(stream):
         model = chunk.get("model") or model
         usage = chunk.get("usage") or usage
         choices = chunk.get("choices") or []
@@ -357,7 +258,7 @@ def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[in
             if choice.get("index", 0) != 0 or not isinstance(delta, dict):
                 continue
             seen_choice = True
-            piece = _text(delta.get("content"), "a streamed piece")
+            piece = text_of(delta.get("content"), "a streamed piece")
             if piece:
                 text.append(piece)
                 pieces += 1
@@ -368,14 +269,14 @@ def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[in
                     continue
                 tool = function.get("name") or tool
                 if function.get("arguments"):
-                    arguments.append(_text(function["arguments"], "tool call arguments"))
+                    arguments.append(text_of(function["arguments"], "tool call arguments"))
                     pieces += 1
                     size += len(arguments[-1].encode("utf-8"))
         if on_tokens is not None:
             on_tokens(pieces)
         if limit is not None and size > limit:
             stream.close()  # not read further: the answer is refused either way
-            return _check_size(LLMReply("".join(text) or "".join(arguments), *_tokens(usage), model, True),
+            return _check_size(LLMReply("".join(text) or "".join(arguments), *tokens(usage), model, True),
                                settings, complete=False)
     if not seen_choice:
         raise LLMCallError("LLM call returned no choices")
@@ -384,7 +285,7 @@ def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[in
         content = "".join(arguments)
     else:
         tool = None
-    prompt_tokens, completion_tokens = _tokens(usage)
+    prompt_tokens, completion_tokens = tokens(usage)
     return LLMReply(content=scrub(content, settings.api_key), prompt_tokens=prompt_tokens,
                     completion_tokens=completion_tokens, model=model if isinstance(model, str) else None,
                     streamed=True, tool=tool)
@@ -428,14 +329,15 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
                 response = api.post("/chat/completions", body=without_stream(body), cast_to=httpx.Response,
                                     options=options)
                 _PLAIN.add(settings.base_url)
-                reply = _whole(_answer_json(response), settings, streamed=False)
+                reply = whole(answer_json(response), streamed=False)
         else:
             response = api.post("/chat/completions", body=body, cast_to=httpx.Response, options=options)
-            reply = _whole(_answer_json(response), settings, streamed=False)
+            reply = whole(answer_json(response), streamed=False)
     except openai.OpenAIError as exc:
         raise _failure(exc, settings) from None
     except AnswerFault as exc:
         raise LLMCallError(scrub(f"LLM call failed after 1 attempt: {exc}", settings.api_key)) from None
+    reply.content = scrub(reply.content, settings.api_key)
     return _check_size(reply, settings)
 
 
