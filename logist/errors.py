@@ -33,4 +33,12 @@ class ConfigError(LogistError):
 
 
 class LLMCallError(LogistError):
-    """The LLM endpoint failed after the bounded retries."""
+    """The LLM endpoint failed after the bounded retries.
+
+    ``reply``: what did come back, when there was an answer Logist refused
+    (one over ``max_answer_bytes``: its content cut to the limit), so that
+    an answer that was paid for is recorded, once."""
+
+    def __init__(self, message: str, reply=None):
+        super().__init__(message)
+        self.reply = reply

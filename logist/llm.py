@@ -26,6 +26,15 @@ answers a streamed request with a whole answer is read as such; either way
 it is remembered for the process (:func:`streams`), so its later calls go
 out plain. :attr:`LLMReply.streamed` says what the body sent was.
 
+Faults after the endpoint began to answer are final, never sent again (the
+answer was being paid for) and named: a connection reset or closed while
+the answer was being received, an HTTP 200 whose body is not JSON or not a
+chat completion, a streamed piece that is not JSON. Each is one line of
+:class:`~logist.errors.LLMCallError`, recorded as the step's failed call.
+An answer longer than ``max_answer_bytes`` is refused the same way; the
+error's ``reply`` holds its first ``max_answer_bytes`` bytes (a stream is
+not read past them), so the history keeps it once, cut, with its size.
+
 What is sent is decided elsewhere: :func:`chat` sends the request body it is
 given, key for key (less the stream fields when the endpoint does not
 stream), so ``job preview --json`` shows what goes out.
@@ -33,10 +42,10 @@ stream), so ``job preview --json`` shows what goes out.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from .completions import AnswerFault, LLMReply, answer_json, chunks, text_of, tokens, whole
 from .errors import LLMCallError
 
 #: The body keys that ask for a stream (one definition: store/requests.py adds them).
@@ -51,19 +60,9 @@ class LLMSettings:
     api_key: Optional[str]
     timeout: float = 30.0
     max_retries: int = 3
+    #: Answers longer than this (UTF-8 bytes of the content) are refused; None: no limit.
+    max_answer_bytes: Optional[int] = None
 
-
-@dataclass
-class LLMReply:
-    content: str
-    prompt_tokens: Optional[int]
-    completion_tokens: Optional[int]
-    model: Optional[str]
-    #: True when the body sent asked for a stream.
-    streamed: bool = False
-    #: The tool the model called when it answered by function calling (its
-    #: arguments are ``content``); None for a plain answer.
-    tool: Optional[str] = None
 
 
 #: What a history entry's note says of an answer sent as a tool call (the
@@ -101,15 +100,21 @@ def without_stream(body: dict) -> dict:
     return {key: value for key, value in body.items() if key not in STREAM_KEYS}
 
 
-def _transport():
-    """An HTTP transport that reports a read timeout as ``APITimeoutError``,
-    which the SDK raises as it is: a read timeout is not retried (module doc)."""
-    import openai
-
+def _httpx():
     try:
         import httpx2 as httpx  # the SDK's HTTP library from openai 3 on
     except ImportError:  # pragma: no cover - older SDKs use httpx
         import httpx
+    return httpx
+
+
+def _transport():
+    """An HTTP transport that reports a read timeout as ``APITimeoutError``,
+    which the SDK raises as it is: a read timeout is not retried (module doc),
+    and a connection that fails once the answer began as an AnswerFault."""
+    import openai
+
+    httpx = _httpx()
 
     class _Guarded(httpx.SyncByteStream):
         def __init__(self, stream, request):
@@ -120,6 +125,8 @@ def _transport():
                 yield from self._stream
             except httpx.ReadTimeout as exc:
                 raise openai.APITimeoutError(request=self._request) from exc
+            except httpx.TransportError as exc:  # headers came: the model was answering
+                raise AnswerFault(_broke_off(exc)) from None
 
         def close(self) -> None:
             self._stream.close()
@@ -134,6 +141,15 @@ def _transport():
             return response
 
     return ReadTimeoutsAreFinal()
+
+
+def _broke_off(exc: Exception) -> str:
+    name = type(exc).__name__
+    if name == "ReadError" or isinstance(exc.__context__ or exc.__cause__, ConnectionResetError):
+        what = "the connection was reset while the answer was being received"
+    else:
+        what = "the connection was closed before the whole answer was received"
+    return f"{what} ({name}); not sent again, as the answer had begun"
 
 
 def client(base_url: str, api_key: Optional[str]):
@@ -175,7 +191,11 @@ def _describe(exc: Exception, settings: LLMSettings) -> str:
                 f"(request_timeout in config.json or --request-timeout raises the limit)")
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc
-        return f"cannot connect ({type(cause).__name__})"
+        name = type(cause).__name__
+        if name in ("ReadError", "RemoteProtocolError", "WriteError"):
+            # Connected and sent; no answer began (a reset mid-answer is an AnswerFault).
+            return f"the connection was reset or closed before an answer came ({name})"
+        return f"cannot connect ({name})"
     if isinstance(exc, openai.APIStatusError):
         detail = ""
         body = exc.body
@@ -198,62 +218,66 @@ def _failure(exc: Exception, settings: LLMSettings) -> LLMCallError:
     return LLMCallError(scrub(message, settings.api_key))
 
 
-def _whole(completion, settings: LLMSettings, streamed: bool) -> LLMReply:
-    """An answer that came in one piece."""
-    if not completion.choices:
-        raise LLMCallError("LLM call returned no choices")
-    message = completion.choices[0].message
-    content, tool = message.content or "", None
-    calls = getattr(message, "tool_calls", None) or []
-    if not content.strip() and calls and getattr(calls[0], "function", None) is not None:
-        content, tool = calls[0].function.arguments or "", calls[0].function.name or "?"
-    usage = completion.usage
-    return LLMReply(
-        content=scrub(content, settings.api_key),
-        prompt_tokens=getattr(usage, "prompt_tokens", None) if usage else None,
-        completion_tokens=getattr(usage, "completion_tokens", None) if usage else None,
-        model=completion.model,
-        streamed=streamed,
-        tool=tool,
-    )
+def _check_size(reply: LLMReply, settings: LLMSettings, complete: bool = True) -> LLMReply:
+    """``reply``; over ``max_answer_bytes``, an :class:`~logist.errors.LLMCallError`
+    whose ``reply`` holds the answer's first bytes (``complete``: the whole
+    answer was read, so its size is known)."""
+    limit = settings.max_answer_bytes
+    data = reply.content.encode("utf-8")
+    if limit is None or len(data) <= limit:
+        return reply
+    reply.content = scrub(data[:limit].decode("utf-8", errors="ignore"), settings.api_key)
+    told = f"it is {len(data):,} bytes" if complete else "it went past it (the rest was not read)"
+    raise LLMCallError(
+        f"the answer was refused: the limit is {limit:,} bytes and {told} (max_answer_bytes; "
+        f"logist job set --max-answer-bytes N raises it); its first {len(reply.content.encode()):,} bytes are kept",
+        reply)
 
 
 def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[int], None]]) -> LLMReply:
     """Join a streamed answer's pieces; a whole answer sent instead is read as one."""
-    from openai.types.chat import ChatCompletion
-
     if "text/event-stream" not in stream.response.headers.get("content-type", ""):
         _PLAIN.add(settings.base_url)
-        completion = ChatCompletion.model_validate(json.loads(stream.response.read()))
-        stream.close()
-        return _whole(completion, settings, streamed=True)
+        try:
+            return whole(answer_json(stream.response), streamed=True)
+        finally:
+            stream.close()
     text: list[str] = []
     arguments: list[str] = []
     tool: Optional[str] = None
     usage = model = None
-    pieces = 0
+    pieces = size = 0
     seen_choice = False
-    for chunk in stream:
-        model = chunk.model or model
-        if getattr(chunk, "usage", None):
-            usage = chunk.usage
-        for choice in chunk.choices or []:
-            if choice.index != 0 or choice.delta is None:
+    limit = settings.max_answer_bytes
+    for chunk in chunks(stream):
+        model = chunk.get("model") or model
+        usage = chunk.get("usage") or usage
+        choices = chunk.get("choices") or []
+        for choice in choices if isinstance(choices, list) else []:
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if choice.get("index", 0) != 0 or not isinstance(delta, dict):
                 continue
             seen_choice = True
-            delta = choice.delta
-            if delta.content:
-                text.append(delta.content)
+            piece = text_of(delta.get("content"), "a streamed piece")
+            if piece:
+                text.append(piece)
                 pieces += 1
-            for call in getattr(delta, "tool_calls", None) or []:
-                if call.index != 0 or call.function is None:
+                size += len(piece.encode("utf-8"))
+            for call in delta.get("tool_calls") or []:
+                function = call.get("function") if isinstance(call, dict) else None
+                if call.get("index", 0) != 0 or not isinstance(function, dict):
                     continue
-                tool = call.function.name or tool
-                if call.function.arguments:
-                    arguments.append(call.function.arguments)
+                tool = function.get("name") or tool
+                if function.get("arguments"):
+                    arguments.append(text_of(function["arguments"], "tool call arguments"))
                     pieces += 1
+                    size += len(arguments[-1].encode("utf-8"))
         if on_tokens is not None:
             on_tokens(pieces)
+        if limit is not None and size > limit:
+            stream.close()  # not read further: the answer is refused either way
+            return _check_size(LLMReply("".join(text) or "".join(arguments), *tokens(usage), model, True),
+                               settings, complete=False)
     if not seen_choice:
         raise LLMCallError("LLM call returned no choices")
     content = "".join(text)
@@ -261,14 +285,10 @@ def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[in
         content = "".join(arguments)
     else:
         tool = None
-    return LLMReply(
-        content=scrub(content, settings.api_key),
-        prompt_tokens=getattr(usage, "prompt_tokens", None) if usage else None,
-        completion_tokens=getattr(usage, "completion_tokens", None) if usage else None,
-        model=model,
-        streamed=True,
-        tool=tool,
-    )
+    prompt_tokens, completion_tokens = tokens(usage)
+    return LLMReply(content=scrub(content, settings.api_key), prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens, model=model if isinstance(model, str) else None,
+                    streamed=True, tool=tool)
 
 
 def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], None]] = None) -> LLMReply:
@@ -286,8 +306,8 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
     endpoint where a person reads the error.
     """
     import openai
-    from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+    httpx = _httpx()
     api = client(settings.base_url, settings.api_key)
     options = {"timeout": settings.timeout, "max_retries": settings.max_retries}
     wants_stream = bool(body.get("stream"))
@@ -299,21 +319,26 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
                 # The body as it is: the SDK's create() would walk and
                 # re-validate every message first, which costs more than the
                 # rest of a step once a turn has a few hundred messages.
-                stream = api.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options,
-                                  stream=True, stream_cls=openai.Stream[ChatCompletionChunk])
-                return _read_stream(stream, settings, on_tokens)
+                stream = api.post("/chat/completions", body=body, cast_to=object, options=options,
+                                  stream=True, stream_cls=openai.Stream[object])
+                reply = _read_stream(stream, settings, on_tokens)
             except openai.APIStatusError as exc:
                 if exc.status_code not in _STREAM_REFUSED or "stream" not in str(exc.body or exc.message).lower():
                     raise
                 # Perhaps it does not stream: ask once without (not paid: it was refused).
-                completion = api.post("/chat/completions", body=without_stream(body), cast_to=ChatCompletion,
-                                      options=options)
+                response = api.post("/chat/completions", body=without_stream(body), cast_to=httpx.Response,
+                                    options=options)
                 _PLAIN.add(settings.base_url)
-                return _whole(completion, settings, streamed=False)
-        completion = api.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options)
-        return _whole(completion, settings, streamed=False)
+                reply = whole(answer_json(response), streamed=False)
+        else:
+            response = api.post("/chat/completions", body=body, cast_to=httpx.Response, options=options)
+            reply = whole(answer_json(response), streamed=False)
     except openai.OpenAIError as exc:
         raise _failure(exc, settings) from None
+    except AnswerFault as exc:
+        raise LLMCallError(scrub(f"LLM call failed after 1 attempt: {exc}", settings.api_key)) from None
+    reply.content = scrub(reply.content, settings.api_key)
+    return _check_size(reply, settings)
 
 
 def list_models(settings: LLMSettings) -> list[str]:

@@ -29,6 +29,10 @@ BUDGETS = {
     "max_tokens": "--max-tokens",
     "max_wall_seconds": "--max-wall-seconds",
 }
+#: The settings ``job set`` and ``job resubmit`` change: the budgets, and
+#: the limit on an answer's size (a job an answer over it stopped is
+#: resubmitted once it is raised).
+SETTABLE = {**BUDGETS, "max_answer_bytes": "--max-answer-bytes"}
 
 
 def call_cost(config: LogistConfig, model: str, outcome: Outcome) -> Optional[float]:

@@ -100,6 +100,10 @@ class JobSpec(BaseModel):
         "max_tokens", "Stop before a call once this many tokens are used.")
     max_wall_seconds: Optional[float] = _setting(
         "max_wall_seconds", "Stop before a call once calls and commands took this long.")
+    max_answer_bytes: Optional[int] = _setting(
+        "max_answer_bytes",
+        f"Bytes an answer may have; a longer one is refused, recorded cut to this size, and stops the job "
+        f"(default {_BUILT_IN.max_answer_bytes:,}).")
     max_retries_in_a_row: Optional[int] = _setting(
         "max_retries_in_a_row",
         f"RETRYs in a row before a person is needed (default {_BUILT_IN.max_retries_in_a_row}).")

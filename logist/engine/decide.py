@@ -27,7 +27,7 @@ from ..store.manifest import JobManifest, JobSettings, Turn
 from ..store.manifest import PLANNER, WORKER
 from ..store.prompts import Prompts, builtin
 from ..store.roles import format_validation_error
-from .budget import BUDGETS, raise_hint, stopped_by_budget
+from .budget import SETTABLE, raise_hint, stopped_by_budget
 from .session import open_locked
 from .workflow import BUDGET_RAISED, PERSON, Rule, describe_job_hint, find_rule, move, person_rules
 
@@ -106,9 +106,9 @@ def _with_settings(job: Job, manifest: JobManifest, settings: dict[str, Any]) ->
     """``manifest`` with ``settings`` changed (None leaves one as it is); a
     bad value is a :class:`ConfigError` naming it."""
     changed = {name: value for name, value in settings.items() if value is not None}
-    unknown = sorted(set(changed) - set(BUDGETS))
+    unknown = sorted(set(changed) - set(SETTABLE))
     if unknown:
-        raise ConfigError(f"job '{job.id}': only budgets can be changed ({', '.join(BUDGETS)}), not {', '.join(unknown)}")
+        raise ConfigError(f"job '{job.id}': only budgets can be changed ({', '.join(SETTABLE)}), not {', '.join(unknown)}")
     try:
         new = JobSettings.model_validate({**manifest.settings.model_dump(), **changed})
     except ValidationError as exc:
@@ -151,7 +151,7 @@ def _settings_change(before: JobManifest, after: JobManifest) -> str:
     """What ``job set`` changed, in words, for the history and the transcript."""
     changes = [
         f"{name} {getattr(before.settings, name)} -> {getattr(after.settings, name)}"
-        for name in BUDGETS if getattr(before.settings, name) != getattr(after.settings, name)
+        for name in SETTABLE if getattr(before.settings, name) != getattr(after.settings, name)
     ]
     return ", ".join(changes) or "no change"
 

@@ -270,6 +270,7 @@ def _call(job: Job, manifest: JobManifest, prepared: Prepared, base_url: Optiona
         api_key=resolve_api_key(),
         timeout=request_timeout or config.request_timeout,
         max_retries=config.max_retries,
+        max_answer_bytes=manifest.settings.max_answer_bytes,
     )
     body = prepared.body
     if body.get("stream") and not llm.streams(settings.base_url):
@@ -279,21 +280,19 @@ def _call(job: Job, manifest: JobManifest, prepared: Prepared, base_url: Optiona
     if watch is not None:
         watch.started(prepared.role.name, manifest.calls + 1, manifest.settings.max_steps, prepared.model)
     started = time.monotonic()
+    error = None
     try:
         reply = llm.chat(settings, body, watch.tokens if watch is not None else None)
     except LLMCallError as exc:
-        return Outcome(error=str(exc), duration=time.monotonic() - started, called=True)
+        if exc.reply is None:  # no answer came
+            return Outcome(error=str(exc), duration=time.monotonic() - started, called=True)
+        reply, error = exc.reply, str(exc)  # an answer refused (too long): recorded once, cut
     finally:
         if watch is not None:
             watch.finished()
     prepared.metadata.stream = reply.streamed or None
-    outcome = Outcome(
-        raw=reply.content,
-        prompt_tokens=reply.prompt_tokens,
-        completion_tokens=reply.completion_tokens,
-        duration=time.monotonic() - started,
-        called=True,
-    )
+    outcome = Outcome(raw=reply.content, error=error, prompt_tokens=reply.prompt_tokens,
+                      completion_tokens=reply.completion_tokens, duration=time.monotonic() - started, called=True)
     if reply.tool:
         outcome.note = llm.TOOL_NOTE.format(reply.tool)
     if outcome.prompt_tokens is None or outcome.completion_tokens is None:

@@ -17,7 +17,9 @@ request is the one thing a subclass decides (:meth:`LLMServer.reply_for`):
 * :class:`ScriptedLLMServer` takes the next item of a script: a string is
   the assistant's content; a :class:`Reply` can also set an HTTP error
   status, a delay (to provoke a client timeout), the usage, or send the
-  content as a tool call's arguments.
+  content as a tool call's arguments, or send a fault: a raw body (an HTML
+  page, JSON that is not a chat completion, a stream piece that is not
+  JSON) or an answer broken off after some bytes (closed, or reset).
 
 A request with ``"stream": true`` is answered as OpenAI streams: server-sent
 events of ``chat.completion.chunk`` pieces, a last chunk with the usage when
@@ -38,11 +40,14 @@ from __future__ import annotations
 import json
 import select
 import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterable, Optional, Union
+
+from .shapes import completion_body, stream_chunks
 
 
 @dataclass
@@ -69,77 +74,22 @@ class Reply:
     #: Streamed: the content in this many pieces, and seconds between them.
     pieces: int = 4
     piece_delay: float = 0.0
+    #: Raw faults. ``body``: these bytes are the whole answer (with
+    #: ``status`` and ``content_type``), whatever was asked for, e.g. an HTML
+    #: page or ``b"data: {oops\n\n"`` as ``text/event-stream``.
+    body: Optional[bytes] = None
+    content_type: str = "application/json"
+    #: Send only the answer's first this many bytes (of the body, or of the
+    #: stream's chunked frames), then close the connection; with ``reset``,
+    #: reset it (TCP RST) instead.
+    break_after: Optional[int] = None
+    reset: bool = False
 
 
 Script = Iterable[Union[str, Reply]]
 
 #: Tells the openai client not to retry (it honours this header).
 NO_RETRY = {"x-should-retry": "false"}
-
-
-def estimate_usage(messages: list, content: str) -> dict:
-    prompt_chars = sum(len(m.get("content") or "") for m in messages)
-    return {
-        "prompt_tokens": max(1, prompt_chars // 4),
-        "completion_tokens": max(1, len(content) // 4),
-        "total_tokens": max(1, prompt_chars // 4) + max(1, len(content) // 4),
-    }
-
-
-def _usage(request: dict, content: str, usage: Union[dict, None, bool]) -> Optional[dict]:
-    if usage is False:
-        return None
-    usage = dict(usage or estimate_usage(request.get("messages") or [], content))
-    usage.setdefault("total_tokens", (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0))
-    return usage
-
-
-def _tool_call(name: str, arguments: str, with_id: bool = True) -> dict:
-    call = {"index": 0, "type": "function", "function": {"name": name, "arguments": arguments}}
-    return {**call, "id": "call_logist_0"} if with_id else call
-
-
-def completion_body(request: dict, content: str, usage: Union[dict, None, bool], number: int,
-                    tool_call: Optional[str] = None) -> dict:
-    """A Chat Completions answer, as OpenAI shapes it."""
-    message: dict = {"role": "assistant", "content": content}
-    if tool_call:
-        message = {"role": "assistant", "content": None, "tool_calls": [_tool_call(tool_call, content)]}
-        del message["tool_calls"][0]["index"]
-    answer = {
-        "id": f"chatcmpl-logist-{number}",
-        "object": "chat.completion",
-        "created": 0,
-        "model": request.get("model", "logist"),
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_call else "stop"}],
-    }
-    usage = _usage(request, content, usage)
-    if usage is not None:
-        answer["usage"] = usage
-    return answer
-
-
-def stream_chunks(request: dict, reply: "Reply", number: int) -> list[dict]:
-    """A streamed Chat Completions answer: its ``chat.completion.chunk`` pieces."""
-    content = reply.content or ""
-    base = {"id": f"chatcmpl-logist-{number}", "object": "chat.completion.chunk", "created": 0,
-            "model": request.get("model", "logist")}
-    size = max(1, -(-len(content) // max(1, reply.pieces)))
-    parts = [content[i:i + size] for i in range(0, len(content), size)] or [""]
-    chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
-    for i, part in enumerate(parts):
-        if reply.tool_call:
-            delta = {"tool_calls": [_tool_call(reply.tool_call, part, with_id=i == 0)]}
-            if i:
-                del delta["tool_calls"][0]["type"], delta["tool_calls"][0]["function"]["name"]
-        else:
-            delta = {"content": part}
-        chunks.append({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
-    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if reply.tool_call else "stop"}]})
-    usage = _usage(request, content, reply.usage)
-    if usage is not None and (request.get("stream_options") or {}).get("include_usage"):
-        chunks.append({**base, "choices": [], "usage": usage})
-    return chunks
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -182,7 +132,33 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(min(left, 0.05))
         return True
 
-    def _send_stream(self, chunks: list[dict], delay: float) -> None:
+    def _break_off(self, data: bytes, reply: "Reply") -> None:
+        """Send the first ``reply.break_after`` bytes of ``data``, then close or reset."""
+        try:
+            self.wfile.write(data[: reply.break_after])
+            self.wfile.flush()
+            if reply.reset:  # an abortive close: the client reads ECONNRESET
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.connection.close()
+        except OSError:
+            pass
+        self.close_connection = True
+
+    def _send_raw(self, reply: "Reply") -> None:
+        data = reply.body or b""
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if reply.break_after is not None:
+            self._break_off(data, reply)
+            return
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _send_stream(self, chunks: list[dict], delay: float, reply: Optional["Reply"] = None) -> None:
         """Server-sent events, in HTTP/1.1 chunked encoding (the connection stays open)."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -190,6 +166,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         events = [f"data: {json.dumps(chunk)}\n\n".encode("utf-8") for chunk in chunks] + [b"data: [DONE]\n\n"]
         framed = [b"%x\r\n%s\r\n" % (len(event), event) for event in events] + [b"0\r\n\r\n"]
+        if reply is not None and reply.break_after is not None:
+            self._break_off(b"".join(framed), reply)
+            return
         try:
             if not delay:  # one write: no wait on the client's delayed ACKs
                 self.wfile.write(b"".join(framed))
@@ -235,11 +214,18 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.disconnect:
             self.close_connection = True
             return
+        if reply.body is not None:
+            self._send_raw(reply)
+            return
         if reply.status != 200:
             self._error(reply.status, reply.error_message, reply.error_type, reply.headers or {"retry-after-ms": "10"})
             return
         if body.get("stream") and owner.streaming is True:
-            self._send_stream(stream_chunks(body, reply, number), reply.piece_delay)
+            self._send_stream(stream_chunks(body, reply, number), reply.piece_delay, reply)
+        elif reply.break_after is not None:
+            whole = completion_body(body, reply.content or "", reply.usage, number, reply.tool_call)
+            self._send_raw(Reply(body=json.dumps(whole).encode("utf-8"), break_after=reply.break_after,
+                                 reset=reply.reset))
         else:
             self._send(200, completion_body(body, reply.content or "", reply.usage, number, reply.tool_call), reply.headers)
 

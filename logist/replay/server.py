@@ -29,7 +29,8 @@ answers anyway and the difference is logged.
 A recorded failure replays as the same failure: ``HTTP NNN: detail`` as
 that status and detail (not retried, so it comes back at once with the same
 text), a timeout by holding the request until the client gives up, a
-connection failure by dropping the connection. Retries of a failed request
+connection failure by dropping the connection, an answer broken off by
+closing (or resetting) the connection once it began. Retries of a failed request
 get the same failure again.
 """
 
@@ -202,7 +203,11 @@ def failure_reply(error: str) -> Reply:
         return Reply(status=status, error_message=detail, error_type="recorded_error", headers=NO_RETRY)
     if "the request timed out" in error:
         return Reply(delay=TIMEOUT_HOLD)
-    if "cannot connect" in error:
+    if "while the answer was being received" in error:
+        return Reply(break_after=0, reset=True)
+    if "before the whole answer was received" in error:
+        return Reply(break_after=0)
+    if "cannot connect" in error or "before an answer came" in error:
         return Reply(disconnect=True)
     return Reply(status=500, error_message=error, error_type="recorded_error", headers=NO_RETRY)
 

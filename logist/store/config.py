@@ -66,6 +66,8 @@ class JobDefaults(BaseModel):
     """Seconds a command may run before it is killed."""
     command_output_limit: int = Field(default=20_000, ge=200)
     """Characters of a command's output the model is shown; longer output is cut in the middle."""
+    max_answer_bytes: int = Field(default=1_000_000, ge=1_000)
+    """Bytes an answer may have; a longer one is refused (the job stops for a person) and only its first max_answer_bytes are recorded."""
 
 
 class LogistConfig(BaseModel):

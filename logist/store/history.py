@@ -249,6 +249,8 @@ def _read_committed_bytes(path: Path) -> bytes:
 
 def _corrupt(path: Path, exc: Exception) -> CorruptFileError:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, ValueError) and not getattr(exc, "doc", "x").strip():
+        first = "it is empty"  # a JSONDecodeError of nothing but blanks
     return CorruptFileError(f"{path} is corrupt: {first}")
 
 

@@ -14,8 +14,10 @@ job is the one commands that name none act on.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional
@@ -34,6 +36,7 @@ JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 INDEX_NAME = "jobs_index.json"
 LOCK_NAME = ".lock"
 DEFAULT_JOBS_DIR = "jobs"
+log = logging.getLogger("logist")
 INDEX_FORMAT = 2
 INDEX_SCHEMA = "jobs-index.v2.schema.json"
 
@@ -163,6 +166,7 @@ class Job:
 class JobsDir:
     def __init__(self, path: Optional[str | Path] = None):
         self.path = resolve_jobs_dir(path)
+        self._index_holder: Optional[int] = None
 
     @property
     def index_path(self) -> Path:
@@ -186,18 +190,60 @@ class JobsDir:
 
     @contextmanager
     def index_lock(self):
+        if self._index_holder == threading.get_ident():  # held already (a rebuild while registering)
+            yield
+            return
         self.path.mkdir(parents=True, exist_ok=True)
         with hold_lock(self.path / ".index.lock", f"jobs index {self.index_path}", timeout=30):
-            yield
+            self._index_holder = threading.get_ident()
+            try:
+                yield
+            finally:
+                self._index_holder = None
+
+    def _parse_index(self) -> JobsIndex:
+        data = self.index_path.read_bytes()
+        try:
+            return JobsIndex.model_validate(json.loads(data))
+        except (ValueError, ValidationError) as exc:
+            first = "it is empty" if not data.strip() else str(exc).strip().splitlines()[0]
+            raise CorruptFileError(f"{self.index_path} is corrupt: {first}") from None
 
     def read_index(self) -> JobsIndex:
+        """The index; an empty or corrupt one is rebuilt from the job folders
+        (moved aside, one warning: the current job is forgotten and the queue
+        follows the jobs' creation times)."""
         if not self.index_path.exists():
             return JobsIndex()
         try:
-            return JobsIndex.model_validate(json.loads(self.index_path.read_text(encoding="utf-8")))
-        except (ValueError, ValidationError) as exc:
-            first = str(exc).strip().splitlines()[0]
-            raise CorruptFileError(f"{self.index_path} is corrupt: {first}") from None
+            return self._parse_index()
+        except CorruptFileError as exc:
+            with self.index_lock():
+                try:
+                    return self._parse_index()  # another command rebuilt it meanwhile
+                except CorruptFileError:
+                    return self._rebuild_index(str(exc))
+
+    def _rebuild_index(self, why: str) -> JobsIndex:
+        from .atomic import move_aside
+        from .manifest import utc_now
+
+        found: list[tuple[str, str]] = []
+        for folder in sorted(self.path.iterdir()):
+            if not (folder / MANIFEST_NAME).is_file() or not JOB_ID_RE.match(folder.name):
+                continue
+            try:
+                created = read_manifest(folder).created_at
+            except (CorruptFileError, OSError):
+                created = ""  # still a job: recovery rebuilds its manifest from the history
+            found.append((created, folder.name))
+        found.sort()
+        index = JobsIndex(jobs={name: name for _, name in found}, queue=[name for _, name in found])
+        aside = move_aside(self.index_path, utc_now().replace(":", ""))
+        self.write_index(index)
+        log.warning("%s; moved it to %s and rebuilt it from the %d job folders (no current job is selected)",
+                    why, aside.name, len(found))
+        return index
 
     def write_index(self, index: JobsIndex) -> None:
         atomic_write_json(self.index_path, index.dump())

@@ -129,9 +129,12 @@ def _moved(job_dir: Path, workspace: Path) -> Optional[str]:
 
 def _record_recovery(job_dir: Path, workspace: Path, manifest: JobManifest, note: str) -> JobManifest:
     after = manifest.model_copy(deep=True)
+    # A history salvaged down to nothing gets what the job is back, so that
+    # the history alone can still restore the manifest.
+    empty = seek.last_entry(job_dir) is None
     entry = new_entry(
         job_dir, workspace, manifest, after, kind="repair", role=manifest.turn.role, note=note,
-        workspace_commit=manifest.workspace_commit,
+        workspace_commit=manifest.workspace_commit, definition=manifest.definition() if empty else None,
     )
     record(job_dir, entry, after)
     return after
@@ -230,17 +233,22 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
                 f"{jpath} could not be parsed (moved to {aside.name}); check the workspace with 'git status' before stepping"
             ) from None
         last = seek.last_entry(job_dir)
-        if last is not None and last.sequence >= journal.sequence:
+        interrupted = f"step {journal.sequence} was interrupted after its LLM call, before it was recorded"
+        if last is not None and last.kind == "repair" and interrupted in (last.note or ""):
+            jpath.unlink()  # the repair that dropped it was recorded; only this unlink was left
+        elif last is not None and last.sequence >= journal.sequence:
             jpath.unlink()
             notes.append(f"entry {journal.sequence} was recorded but its command was interrupted before it finished")
         else:
             if journal.head_before:
                 Workspace(workspace).reset_to(journal.head_before)
                 reset_head = journal.head_before
-            jpath.unlink()
+            # The journal stays until the repair entry holding the dropped
+            # answer is recorded (record() removes it): a kill before then
+            # repeats this repair instead of losing the answer.
             dropped = journal.raw_response
             note = (
-                f"step {journal.sequence} was interrupted after its LLM call, before it was recorded; "
+                f"{interrupted}; "
                 f"the workspace was reset to {journal.head_before} and the job stays as before that step"
             )
             if dropped is not None:

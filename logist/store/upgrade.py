@@ -191,8 +191,16 @@ def upgrade_job(job_dir: Path) -> Optional[str]:
     hpath, mpath = history_path(job_dir), manifest_path(job_dir)
     if not hpath.exists() or file_format(job_dir) >= 2:
         return None
-    history_data = json.loads(hpath.read_text(encoding="utf-8"))
-    manifest_data = json.loads(mpath.read_text(encoding="utf-8")) if mpath.exists() else None
+    try:
+        history_data = json.loads(hpath.read_bytes())
+    except ValueError:  # not a format 1 history but a damaged one: recovery salvages it
+        return None
+    if not isinstance(history_data, dict):
+        return None
+    try:
+        manifest_data = json.loads(mpath.read_bytes()) if mpath.exists() else None
+    except ValueError:  # rebuilt from the history by recovery
+        manifest_data = None
     manifest, history = upgrade_files(manifest_data, history_data)
     for path in (hpath, mpath):
         if path.exists():

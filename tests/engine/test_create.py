@@ -50,14 +50,14 @@ def test_every_field_is_exactly_one_option_and_every_option_a_field():
 
 def test_set_and_resubmit_take_the_budget_options_of_create():
     from logist.cli.job.decide import resubmit, set_budgets
-    from logist.engine.budget import BUDGETS
+    from logist.engine.budget import SETTABLE
 
     made = spec_options()
     for command in (set_budgets, resubmit):
         options = {option.name: option for option in command.spec_options()}
-        assert list(options) == list(BUDGETS)
+        assert list(options) == list(SETTABLE)
         for name, option in options.items():
-            assert option.opts == made[name].opts == [BUDGETS[name]]
+            assert option.opts == made[name].opts == [SETTABLE[name]]
             assert (option.help, option.type.to_info_dict()) == (made[name].help, made[name].type.to_info_dict())
 
 

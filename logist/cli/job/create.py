@@ -4,7 +4,7 @@ Each field of the model is one option: its name (``max_steps`` becomes
 ``--max-steps``), type, limits, default and help come from the field, so the
 library, the CLI and a fixture's job.json cannot drift apart. :data:`STYLE`
 holds what only the command line has: short flags and friendlier names (a
-budget's option is named in :data:`logist.engine.budget.BUDGETS`). ``job
+budget's option is named in :data:`logist.engine.budget.SETTABLE`). ``job
 set`` and ``job resubmit`` take the budget options made the same way
 (:class:`SpecCommand` with ``spec_fields="budgets"``).
 
@@ -59,9 +59,9 @@ def _click_type(annotation: Any, limits: dict[str, Any]) -> Any:
 
 def spec_option(name: str, field: Any) -> click.Option:
     """The click option for the JobSpec field ``name``."""
-    from ...engine.budget import BUDGETS
+    from ...engine.budget import SETTABLE
 
-    style = STYLE.get(name, {"decls": [BUDGETS[name]]} if name in BUDGETS else {})
+    style = STYLE.get(name, {"decls": [SETTABLE[name]]} if name in SETTABLE else {})
     annotation = field.annotation
     if typing.get_origin(annotation) is typing.Union:  # Optional[X]: None means "not given"
         annotation = next(arg for arg in typing.get_args(annotation) if arg is not type(None))
@@ -94,10 +94,10 @@ class SpecCommand(click.Command):
 
     def spec_options(self) -> list[click.Option]:
         if self._spec_options is None:
-            from ...engine.budget import BUDGETS
+            from ...engine.budget import SETTABLE
             from ...engine.create import JobSpec
 
-            names = list(BUDGETS) if self.spec_fields == "budgets" else list(JobSpec.model_fields)
+            names = list(SETTABLE) if self.spec_fields == "budgets" else list(JobSpec.model_fields)
             self._spec_options = [spec_option(name, JobSpec.model_fields[name]) for name in names]
         return self._spec_options
 

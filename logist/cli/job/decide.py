@@ -111,11 +111,11 @@ def set_budgets(app: Application, job_id: Optional[str], lock_timeout: float, as
       logist job set hello --max-steps 50 --max-cost 2.50
       logist job run hello
     """
-    from ...engine.budget import BUDGETS, raise_hint
+    from ...engine.budget import SETTABLE, raise_hint
     from ...engine.decide import user_action
 
     if all(value is None for value in budgets.values()):
-        raise click.UsageError("give at least one budget: " + ", ".join(f"{option} N" for option in BUDGETS.values()))
+        raise click.UsageError("give at least one budget: " + ", ".join(f"{option} N" for option in SETTABLE.values()))
     job = app.job(job_id)
     before = str(job.manifest().status)
     manifest = user_action(job, "set", settings=budgets, lock_timeout=lock_timeout)

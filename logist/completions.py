@@ -1,0 +1,116 @@
+"""Reading a Chat Completions answer from what the endpoint sent: a whole
+``chat.completion`` (its JSON body) or the ``chat.completion.chunk``
+pieces of a stream, as plain JSON, every shape checked. Anything else is an
+:class:`AnswerFault` naming what came (a body that is not JSON, JSON that is
+not a chat completion, a piece that is not JSON), in one line with a short
+excerpt. :mod:`logist.llm` sends the request and turns the fault into the
+step's recorded failure.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from .errors import LLMCallError
+
+
+class AnswerFault(Exception):
+    """The endpoint began to answer and the answer is unusable: final, not
+    retried (the openai SDK lets anything that is not a transport error
+    through, so one raised from the HTTP transport ends the call too)."""
+
+
+@dataclass
+class LLMReply:
+    content: str
+    prompt_tokens: Optional[int]
+    completion_tokens: Optional[int]
+    model: Optional[str]
+    #: True when the body sent asked for a stream.
+    streamed: bool = False
+    #: The tool the model called when it answered by function calling (its
+    #: arguments are ``content``); None for a plain answer.
+    tool: Optional[str] = None
+
+
+def excerpt(raw, content_type: str = "") -> str:
+    """A short, one-line look at a body that could not be read as an answer."""
+    text = raw.decode("utf-8", errors="replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
+    shown = " ".join(text.split())
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    kind = f"{content_type}, " if content_type else ""
+    return f"{kind}{len(raw):,} bytes: {shown!r}" if shown else f"{kind}{len(raw):,} bytes, all blank"
+
+
+def bad(what: str) -> AnswerFault:
+    return AnswerFault(f"the endpoint answered HTTP 200 with {what}")
+
+
+def answer_json(response) -> dict:
+    """A whole answer's body as a chat completion's JSON (its shape checked)."""
+    raw = response.read()
+    content_type = response.headers.get("content-type", "").split(";")[0].strip()
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise bad(f"a body that is not JSON ({excerpt(raw, content_type)})") from None
+    if isinstance(data, dict) and "choices" not in data and isinstance(data.get("error"), (dict, str)):
+        error = data["error"]
+        message = str(error.get("message") if isinstance(error, dict) else error)
+        raise bad(f"an error: {' '.join(message.split())[:300]}")
+    if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+        raise bad(f"JSON that is not a chat completion ({excerpt(raw)})")
+    return data
+
+
+def text_of(value, what: str) -> str:
+    """A message's content: a string, null, or a list of text parts."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    if isinstance(value, list) and all(isinstance(part, dict) for part in value):
+        return "".join(str(part.get("text") or "") for part in value)
+    raise bad(f"{what} that is not text ({type(value).__name__})")
+
+
+def tokens(usage) -> tuple[Optional[int], Optional[int]]:
+    if not isinstance(usage, dict):
+        return None, None
+    found = [usage.get(name) for name in ("prompt_tokens", "completion_tokens")]
+    return tuple(n if isinstance(n, int) and not isinstance(n, bool) else None for n in found)  # type: ignore[return-value]
+
+
+def whole(data: dict, streamed: bool) -> LLMReply:
+    """An answer that came in one piece, from its JSON."""
+    if not data["choices"]:
+        raise LLMCallError("LLM call returned no choices")
+    first = data["choices"][0]
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict):
+        raise bad(f"a chat completion whose first choice has no message ({excerpt(json.dumps(first))})")
+    content, tool = text_of(message.get("content"), "a message"), None
+    calls = message.get("tool_calls") or []
+    function = calls[0].get("function") if isinstance(calls, list) and calls and isinstance(calls[0], dict) else None
+    if not content.strip() and isinstance(function, dict):
+        content, tool = text_of(function.get("arguments"), "tool call arguments"), str(function.get("name") or "?")
+    prompt_tokens, completion_tokens = tokens(data.get("usage"))
+    model = data.get("model")
+    return LLMReply(content=content, prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens, model=model if isinstance(model, str) else None,
+                    streamed=streamed, tool=tool)
+
+
+def chunks(stream) -> Iterator[dict]:
+    """A stream's pieces as JSON objects; one that is not is an AnswerFault."""
+    pieces = iter(stream)
+    while True:
+        try:
+            chunk = next(pieces)
+        except StopIteration:
+            return
+        except ValueError as exc:  # json.JSONDecodeError: .doc is the piece
+            raise bad(f"a streamed piece that is not JSON ({excerpt(getattr(exc, 'doc', ''))})") from None
+        if not isinstance(chunk, dict):
+            raise bad(f"a streamed piece that is not a chat completion chunk ({excerpt(json.dumps(chunk))})")
+        yield chunk

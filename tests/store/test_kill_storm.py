@@ -1,0 +1,141 @@
+"""A storm of SIGKILLs spread across whole steps, with real processes and a
+real HTTP server: every failpoint, and random times from the process's
+start to its end (importing, reading, calling, streaming, applying,
+committing, recording, writing the views).
+
+After each kill, with nothing repaired yet: both files parse with a plain
+``json.load``; every entry written before the kill is still there,
+unchanged and in order; no lock is left held; what ``job status`` shows is
+the history's last entry. A paid answer the killed step had received is on
+record (its entry, or the repair note that dropped it). At the end, after a
+step that runs through: manifest, history and workspace agree, no journal
+is left, and ``git fsck`` finds the repository sound.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import logist_cli
+from logist import create_job
+from logist.failpoints import POINTS
+from logist.replay.scripted import LLMServer, Reply, answer
+from logist.store.recovery import recovered_manifest
+
+pytestmark = pytest.mark.slow
+
+#: Kills in all: each failpoint twice, the rest at random times.
+KILLS = 32
+
+
+class Answers(LLMServer):
+    """Answers every request with a new progress note that writes a file,
+    streamed in a few pieces (so a kill can land mid-answer)."""
+
+    def reply_for(self, body: dict, headers: dict) -> Reply:
+        n = len(self.requests)
+        content = answer("MESSAGE", message=f"note {n:04d}",
+                         file_changes=[{"path": f"notes/n{n:04d}.txt", "content": f"note {n}\n" * 20}])
+        return Reply(content, pieces=6, piece_delay=0.02)
+
+
+def _step(server, **env: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "logist", "job", "step", "--oneshot", "storm", "--base-url", server.base_url],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **env},
+    )
+
+
+def _files(job) -> tuple[dict, list[dict]]:
+    """Manifest and entries with a plain json.load (the test fails here on any unparseable file)."""
+    with open(job.manifest_path, encoding="utf-8") as handle:
+        manifest = json.load(handle)
+    with open(job.history_path, encoding="utf-8") as handle:
+        entries = json.load(handle)["interactions"]
+    return manifest, entries
+
+
+def _lock_is_free(job) -> bool:
+    from logist.errors import JobBusyError
+
+    try:
+        with job.lock(0):
+            return True
+    except JobBusyError:
+        return False
+
+
+def test_a_storm_of_kills_loses_and_breaks_nothing(jobs):
+    random.seed(18)
+    job = create_job(jobs, "storm", "Write notes", max_steps=500, command_policy="deny")
+    plan = [*POINTS, *POINTS] + [None] * (KILLS - 2 * len(POINTS))
+    random.shuffle(plan)
+    step_seconds = 2.0  # refined from each step that runs through
+    kills = completed = 0
+    answered_before_kill: list[str] = []
+    with Answers() as server:
+        for i, point in enumerate(plan):
+            _, before = _files(job)
+            served = len(server.requests)
+            if point is not None:
+                child = _step(server, LOGIST_FAILPOINT=point)
+                child.wait(timeout=120)
+            else:
+                started = time.monotonic()
+                child = _step(server)
+                try:
+                    child.wait(timeout=random.uniform(0.05, 1.2) * step_seconds)
+                except subprocess.TimeoutExpired:
+                    os.kill(child.pid, signal.SIGKILL)
+                    child.wait(timeout=30)
+                else:  # it ran through before its kill time
+                    step_seconds = time.monotonic() - started
+            out, err = child.communicate()
+            if child.returncode == -signal.SIGKILL:
+                kills += 1
+            else:
+                assert child.returncode == 0, f"kill {i} ({point}): rc={child.returncode}\n{err}"
+                completed += 1
+            assert "Traceback" not in err and "internal error" not in err, err
+            if point is not None and point != "mid_transcript" and len(server.requests) > served:
+                answered_before_kill.append(f"note {len(server.requests):04d}")
+
+            # Right after the kill, nothing repaired yet.
+            manifest, entries = _files(job)
+            assert entries[: len(before)] == before, f"kill {i} ({point}): an earlier entry was lost or changed"
+            assert [e["sequence"] for e in entries] == list(range(1, len(entries) + 1)), f"kill {i}: reordered"
+            assert _lock_is_free(job), f"kill {i} ({point}): the job's lock is still held"
+            assert recovered_manifest(job.dir).last_sequence == entries[-1]["sequence"]
+            assert manifest["last_sequence"] in (entries[-1]["sequence"], entries[-1]["sequence"] - 1)
+            if i % 8 == 7:  # the real command, now and then (each is a process)
+                status = logist_cli("job", "status", "storm", "--json")
+                assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
+                assert json.loads(status.stdout)["last_sequence"] == entries[-1]["sequence"]
+
+        assert kills >= 30, f"only {kills} kills landed ({completed} steps ran through)"
+        # A last step runs through, repairing what the last kill left.
+        final = logist_cli("job", "step", "--oneshot", "storm", "--base-url", server.base_url)
+        assert final.returncode == 0 and "Traceback" not in final.stderr, final.stderr
+
+    manifest, entries = _files(job)
+    status = json.loads(logist_cli("job", "status", "storm", "--json").stdout)
+    assert status["status"] == manifest["status"] == "RUNNING"
+    assert status["last_sequence"] == manifest["last_sequence"] == entries[-1]["sequence"]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=job.workspace, capture_output=True, text=True).stdout.strip()
+    assert manifest["workspace_commit"] == head
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=job.workspace, capture_output=True, text=True).stdout == ""
+    assert not (job.dir / "step_journal.json").exists() and not (job.dir / "jobHistory.json.append").exists()
+    fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=job.workspace, capture_output=True, text=True)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    # Every answer a killed step had received is on record, in its entry or in the repair note that dropped it.
+    history = job.history_path.read_text(encoding="utf-8")
+    assert [note for note in answered_before_kill if note not in history] == []
+    assert [p.name for p in job.dir.iterdir() if ".corrupt-" in p.name] == []
