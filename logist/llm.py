@@ -29,6 +29,13 @@ out plain. :attr:`LLMReply.streamed` says what the body sent was.
 What is sent is decided elsewhere: :func:`chat` sends the request body it is
 given, key for key (less the stream fields when the endpoint does not
 stream), so ``job preview --json`` shows what goes out.
+
+Each request carries an ``Idempotency-Key`` header (``key_for(body)``, see
+:mod:`logist.store.calls`): the SDK's retries of a request resend its
+headers, so every retry of a call carries the same key, and a gateway that
+honours the header charges for the call once. A request asked again
+without the stream fields is another body, so it gets its own key (a
+gateway must not answer it with the refusal it keeps for the first).
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from .errors import LLMCallError
+#: The header that names a call, the same on each of its retries (one definition: :mod:`logist.store.calls`).
+from .store.calls import HEADER as IDEMPOTENCY_HEADER
 
 #: The body keys that ask for a stream (one definition: store/requests.py adds them).
 STREAM_KEYS = ("stream", "stream_options")
@@ -64,6 +73,8 @@ class LLMReply:
     #: The tool the model called when it answered by function calling (its
     #: arguments are ``content``); None for a plain answer.
     tool: Optional[str] = None
+    #: The ``Idempotency-Key`` the answered request was sent with (None: none).
+    key: Optional[str] = None
 
 
 #: What a history entry's note says of an answer sent as a tool call (the
@@ -271,13 +282,15 @@ def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[in
     )
 
 
-def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], None]] = None) -> LLMReply:
+def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], None]] = None,
+         key_for: Optional[Callable[[dict], str]] = None) -> LLMReply:
     """One Chat Completions call of ``body`` as given (see
     :func:`logist.engine.prepare.prepare`), with the SDK's bounded retries;
     streamed when ``body`` asks for it and the endpoint streams.
 
     ``on_tokens(n)``: called as a streamed answer arrives, with the pieces
-    (about one token each) received so far.
+    (about one token each) received so far. ``key_for(body)``: the
+    ``Idempotency-Key`` of the body sent (none sent without it).
 
     The error message names neither the endpoint nor the key: it is
     recorded as the step's reason, and a resubmitted job shows that reason
@@ -289,29 +302,39 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
     api = client(settings.base_url, settings.api_key)
-    options = {"timeout": settings.timeout, "max_retries": settings.max_retries}
     wants_stream = bool(body.get("stream"))
     if wants_stream and not streams(settings.base_url):
         body, wants_stream = without_stream(body), False
+
+    def options(sent: dict) -> dict:
+        found = {"timeout": settings.timeout, "max_retries": settings.max_retries}
+        if key_for is not None:
+            found["headers"] = {IDEMPOTENCY_HEADER: key_for(sent)}
+        return found
+
+    def keyed(reply: LLMReply, sent: dict) -> LLMReply:
+        reply.key = key_for(sent) if key_for is not None else None
+        return reply
+
     try:
         if wants_stream:
             try:
                 # The body as it is: the SDK's create() would walk and
                 # re-validate every message first, which costs more than the
                 # rest of a step once a turn has a few hundred messages.
-                stream = api.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options,
+                stream = api.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options(body),
                                   stream=True, stream_cls=openai.Stream[ChatCompletionChunk])
-                return _read_stream(stream, settings, on_tokens)
+                return keyed(_read_stream(stream, settings, on_tokens), body)
             except openai.APIStatusError as exc:
                 if exc.status_code not in _STREAM_REFUSED or "stream" not in str(exc.body or exc.message).lower():
                     raise
                 # Perhaps it does not stream: ask once without (not paid: it was refused).
-                completion = api.post("/chat/completions", body=without_stream(body), cast_to=ChatCompletion,
-                                      options=options)
+                plain = without_stream(body)
+                completion = api.post("/chat/completions", body=plain, cast_to=ChatCompletion, options=options(plain))
                 _PLAIN.add(settings.base_url)
-                return _whole(completion, settings, streamed=False)
-        completion = api.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options)
-        return _whole(completion, settings, streamed=False)
+                return keyed(_whole(completion, settings, streamed=False), plain)
+        completion = api.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options(body))
+        return keyed(_whole(completion, settings, streamed=False), body)
     except openai.OpenAIError as exc:
         raise _failure(exc, settings) from None
 

@@ -34,11 +34,12 @@ def open_locked(job: Job, timeout: float = 0) -> Iterator[JobManifest]:
     cannot be opened is left alone: nothing was recorded.
     """
     from .. import views
+    from .call import finish_interrupted
 
     opened = False
     try:
         with job.lock(timeout):
-            manifest, _notes = recovery.open_job(job.dir, job.workspace)
+            manifest, _notes = recovery.open_job(job.dir, job.workspace, finish_interrupted(job))
             opened = True
             yield manifest
     finally:

@@ -189,7 +189,7 @@ def recorded_reply(entry: HistoryEntry) -> Reply:
     if recorded is not None and not getattr(recorded, "estimated", False) and (
             recorded.prompt_tokens is not None or recorded.completion_tokens is not None):
         usage = {"prompt_tokens": recorded.prompt_tokens or 0, "completion_tokens": recorded.completion_tokens or 0}
-    tool = _TOOL_CALL.fullmatch(entry.note or "")
+    tool = _TOOL_CALL.match(entry.note or "")  # the note may go on (an answer recovered from the journal)
     return Reply(content=(response.raw_response if response else None) or "", usage=usage,
                  tool_call=tool.group(1) if tool else None)
 
@@ -243,7 +243,9 @@ class ReplayLLMServer(LLMServer):
         self.strict = strict
         #: The replaying job's workspace path, replaced like the recorded ones.
         self.workspace: Optional[str] = str(workspace) if workspace else None
-        entries = [e for e in self.history.interactions if e.kind in CALL_KINDS and e.request is not None]
+        # A call of unknown outcome has no answer to serve: the call made again after it is the one served.
+        entries = [e for e in self.history.interactions
+                   if e.kind in CALL_KINDS and e.request is not None and not e.unknown_outcome]
         labels = [(e.role or e.request.metadata.role) + (" summary" if e.kind == "compaction" else "") for e in entries]
         #: Recorded calls per label ("Worker", "Worker summary", ...), in order of first appearance.
         self.counts: dict[str, int] = {}

@@ -51,6 +51,8 @@ class RequestMetadata(BaseModel):
     """The response_format sent, if any."""
     stream: Optional[bool] = None
     """True when the answer was asked for as a stream (stream, with stream_options asking for the usage)."""
+    idempotency_key: Optional[str] = None
+    """The ``Idempotency-Key`` header the call was sent with (the same on every retry of the call): ``<job>@<created>:<step>:<digest of the body>`` (:func:`logist.store.calls.call_key`)."""
 
 
 class AddedMessage(BaseModel):
@@ -105,8 +107,8 @@ class Response(BaseModel):
     """What came back from a call, and what Logist made of it."""
 
     model_config = KEEP_UNKNOWN
-    status: Literal["SUCCESS", "INVALID", "ERROR"] = "SUCCESS"
-    """SUCCESS: a valid answer; INVALID: not JSON or against the protocol; ERROR: the call failed (no answer)."""
+    status: Literal["SUCCESS", "INVALID", "ERROR", "UNKNOWN"] = "SUCCESS"
+    """SUCCESS: a valid answer; INVALID: not JSON or against the protocol; ERROR: the call failed (no answer); UNKNOWN: the process ended while the call was in flight, so whether the endpoint answered (and charged for it) is unknown; nothing was applied."""
     actions: list[str] = []
     """The answer's action."""
     evidence_files: list[str] = []
@@ -165,6 +167,15 @@ class UserInput(BaseModel):
     """The person's command (create, answer, approve, reject, ...)."""
     text: Optional[str] = None
     """Its text: an answer, feedback, the objective."""
+
+
+#: The response status of a call whose outcome is unknown.
+UNKNOWN = "UNKNOWN"
+
+
+def unknown_outcome(entry: dict) -> bool:
+    """Whether a parsed entry records a call of unknown outcome (no answer to replay)."""
+    return ((entry.get("response") or {}).get("status")) == UNKNOWN
 
 
 class HistoryEntry(BaseModel):
@@ -235,6 +246,11 @@ class HistoryEntry(BaseModel):
             output = command.get("output") if isinstance(command, dict) else getattr(command, "output", None)
             state["turn"] = {**state["turn"], "pending": output}
         return {**data, "state": state}
+
+    @property
+    def unknown_outcome(self) -> bool:
+        """A call of unknown outcome: sent, its answer never received (no answer to apply or replay)."""
+        return self.response is not None and self.response.status == UNKNOWN
 
     def dump(self) -> dict:
         """The entry as the file holds it: fields at their defaults left out;

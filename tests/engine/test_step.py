@@ -303,9 +303,11 @@ def test_poststep_and_live_step_leave_identical_job(tmp_path, llm, monkeypatch):
     def strip(data):
         if isinstance(data, dict):
             # A live step and a posted answer differ only in the entry's kind,
-            # in which totals count them (calls, or posted answers) and in the
-            # usage (the live calls' estimated, as the server sent none).
-            volatile = ("timestamp", "created_at", "updated_at", "duration_ms", "wall_ms", "kind", "totals", "usage")
+            # in which totals count them (calls, or posted answers), in the
+            # usage (the live calls' estimated, as the server sent none) and in
+            # the key a live call was sent with.
+            volatile = ("timestamp", "created_at", "updated_at", "duration_ms", "wall_ms", "kind", "totals", "usage",
+                        "idempotency_key")
             return {k: strip(v) for k, v in data.items() if k not in volatile}
         if isinstance(data, list):
             return [strip(v) for v in data]
