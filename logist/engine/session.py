@@ -52,10 +52,10 @@ def upgrade(job: Job, timeout: float = 0) -> Optional[str]:
     old files are kept beside it); what was done, or None when the job is
     current. ``job upgrade`` runs this; any command that changes a job does
     it too, through :func:`open_locked`."""
-    from ..store.history import HISTORY_FORMAT, file_format
+    from ..store.history import HISTORY_FORMAT, file_format, recorded_workspace
     from ..store.upgrade import upgrade_job
 
-    if file_format(job.dir) >= HISTORY_FORMAT:
+    if file_format(job.dir) >= HISTORY_FORMAT and recorded_workspace(job.dir) is None:
         return None
     with job.lock(timeout):
         return upgrade_job(job.dir)

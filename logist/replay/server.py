@@ -15,8 +15,9 @@ read out of the prompt text: no role detection, no per-role queues, no
 patterns. Prompts do not name the job or the endpoint, so a recording
 replays under any job id and against any port; the one job-specific value
 a prompt can hold is the workspace path (in a command's output), and it is
-replaced by exact known values only: the recording's ``workspace_path``
-(its header's, or an entry's own where the job had moved), and :attr:`ReplayLLMServer.workspace` when the caller
+replaced by exact known values only: where the recording's commands ran
+(``command.cwd``; in files written before paths were relative, the
+header's and entries' ``workspace_path``), and :attr:`ReplayLLMServer.workspace` when the caller
 says where the replaying job lives. (``response_format`` is not part of a
 recording, so it is not compared.)
 
@@ -254,9 +255,11 @@ class ReplayLLMServer(LLMServer):
         seen: dict[str, int] = {}
         self.calls: list[RecordedCall] = []
         by_number = {e.sequence: e.dump() for e in self.history.interactions}
-        # Every workspace path the recording names (a message can repeat an earlier step's output).
+        # Every workspace path the recording names (a message can repeat an earlier step's output):
+        # where its commands ran, and in files written before paths were relative, its header's and entries'.
         self._recorded_workspaces = tuple(
-            {e.workspace_path for e in self.history.interactions if e.workspace_path}
+            {e.command.cwd for e in self.history.interactions if e.command is not None and e.command.cwd}
+            | {e.workspace_path for e in self.history.interactions if e.workspace_path}
             | ({self.history.workspace_path} if self.history.workspace_path else set()))
         for entry, label in zip(entries, labels):
             seen[label] = seen.get(label, 0) + 1

@@ -157,6 +157,8 @@ class CommandRecord(BaseModel):
     """How long it ran, in milliseconds."""
     output: Optional[str] = None
     """The cleaned output exactly as the model is shown it."""
+    cwd: Optional[str] = None
+    """The absolute path the command ran in (the job's workspace then), as its output may name it: a record of the run that a replay recognises in the output, never used to find the workspace."""
 
 
 class UserInput(BaseModel):
@@ -199,7 +201,7 @@ class HistoryEntry(BaseModel):
     workspace_commit: Optional[str] = None
     """The workspace commit after the step."""
     workspace_path: Optional[str] = None
-    """The absolute workspace path the step ran in, when it is not the history's ``workspace_path`` (the job was moved)."""
+    """Files written before paths were relative: the absolute workspace path the step ran in, when it was not the history's ``workspace_path``. No longer written (the workspace is always the job's ``workspace/``; a command records where it ran: ``command.cwd``)."""
     request: Optional[Request] = None
     """What was sent (calls only)."""
     response: Optional[Response] = None
@@ -290,6 +292,6 @@ class JobHistory(BaseModel):
     job_id: str
     """The job's id."""
     workspace_path: Optional[str] = None
-    """The absolute workspace path the job was created with (a replay recognises it in recorded command output); an entry made elsewhere names its own."""
+    """Files written before paths were relative: the absolute workspace path the job was created with. No longer written: the workspace is always the job's ``workspace/`` (``logist job upgrade`` moves it into the ``command.cwd`` of the entries that ran a command)."""
     interactions: list[HistoryEntry]
     """Every entry, oldest first."""

@@ -167,19 +167,9 @@ def new_entry(
         kind=kind,
         state_before=str(manifest_before.status),
         state_after=str(manifest_after.status),
-        workspace_path=_moved(job_dir, workspace),
         state=manifest_after.state_dump(),
         **fields,
     )
-
-
-def _moved(job_dir: Path, workspace: Path) -> Optional[str]:
-    """The workspace's path when it is not the one the history's header
-    names (the job was moved since it was created), else None."""
-    from .history import recorded_workspace
-
-    path = str(Path(workspace).absolute())
-    return None if path == recorded_workspace(job_dir) else path
 
 
 def _record_recovery(job_dir: Path, workspace: Path, manifest: JobManifest, note: str) -> JobManifest:

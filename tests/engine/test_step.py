@@ -77,8 +77,9 @@ def test_default_workflow_end_to_end(jobs, llm, normalise, snapshot):
     assert call.usage.prompt_tokens > 0 and call.usage.completion_tokens > 0
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=job.workspace, capture_output=True, text=True).stdout.strip()
     assert call.workspace_commit == entries[2].workspace_commit == head
-    # Where the workspace is: said once, by the history's header (an entry says it only when the job moved).
-    assert load_history(job.dir).workspace_path == str(job.workspace) and call.workspace_path is None
+    # No absolute path in the job's files: the workspace is always the job's workspace/.
+    assert load_history(job.dir).workspace_path is None and call.workspace_path is None
+    assert str(job.dir) not in job.history_path.read_text() + job.manifest_path.read_text()
 
     assert normalise(llm.requests) == snapshot(name="prompts")
     assert normalise(json.loads(job.manifest_path.read_text())) == snapshot(name="manifest")
