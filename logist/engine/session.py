@@ -3,7 +3,9 @@
 Every entry point that changes a job (a step, a person's action, a rewind,
 the queue's check of each job) does the same things around its own work:
 take the job's lock, let :func:`logist.store.recovery.open_job` repair
-whatever an interrupted command left (recording what it did), hand the
+whatever an interrupted command left (recording what it did; a call an
+interrupted step made is recorded as the call it was, by
+:func:`logist.engine.call.finish_interrupted`), hand the
 manifest to the caller, release the lock, and only then bring the views
 (``transcript.md``) up to date. :func:`open_locked` is that sequence, so it
 is written once and the order cannot differ between commands.

@@ -1,4 +1,8 @@
-"""Upgrading job files from format 1 to format 2.
+"""Upgrading job files from format 1 to format 2, and to relative paths.
+
+A format 2 history written before paths in job files were relative names
+the absolute workspace path in its header; :func:`relative_paths` rewrites
+it without (each command keeps where it ran, ``command.cwd``).
 
 Format 1 (files without a ``format`` field) kept the whole conversation in
 the manifest (``turn.messages``) and, in every history entry, the whole

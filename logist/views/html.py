@@ -153,8 +153,9 @@ def _outcome_html(entry: HistoryEntry) -> str:
             + (f': <span class="prose">{esc(text)}</span>' if text else "")
             + "</li>"
         )
-    if response is not None and response.status in ("INVALID", "ERROR"):
-        what = "The answer was refused; nothing from it was applied" if response.status == "INVALID" else "The call failed"
+    if response is not None and response.status in ("INVALID", "ERROR", "UNKNOWN"):
+        what = {"INVALID": "The answer was refused; nothing from it was applied", "ERROR": "The call failed",
+                "UNKNOWN": "The call's outcome is unknown; nothing was applied"}[response.status]
         items.append(f'<li class="error">{what}: {esc(response.error)}</li>')
     if response is not None and response.files_changed:
         files = ", ".join(f"<code>{esc(p)}</code>" for p in response.files_changed)
