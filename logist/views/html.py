@@ -245,7 +245,8 @@ def facts_html(summary: JobSummary, job: Job) -> str:
     rows = [
         ("Status", status_badge(str(m.status)) + (f' <span class="error">{esc(m.reason)}</span>' if m.reason else "")),
         ("Whose turn", esc(m.turn.role)),
-        ("Calls", f"{t.llm_calls} ({t.unpriced_calls} without a price)" if t.unpriced_calls else str(t.llm_calls)),
+        ("Calls", str(t.llm_calls) + "".join(f" ({n} {what})" for n, what in (
+            (t.unpriced_calls, "without a price"), (t.unknown_calls, "of unknown outcome")) if n)),
         ("Tokens", f"{t.tokens} ({t.prompt_tokens} in, {t.completion_tokens} out)"),
         ("Cost", f"${t.cost_usd:.4f}" if cost_known else "unknown (no price for the model)"),
         ("Time in calls and commands", f"{t.wall_ms / 1000:.1f} s"),

@@ -90,3 +90,30 @@ def test_a_run_asked_again_of_a_finished_job_returns_its_status(jobs, llm):
         raise AssertionError("a finished job was stepped")
     done = logist_cli("job", "run", "again", "--base-url", llm.base_url)
     assert done.returncode == 0 and "SUCCESS: nothing to run" in done.stderr
+
+
+def test_a_call_of_unknown_outcome_is_counted_and_shown(jobs, llm):
+    """The journal says a call was in flight and nothing came back (a kill
+    during the call: tests/store/test_crash.py does it with a real process)."""
+    from logist.engine.call import request_of
+    from logist.engine.prepare import prepare
+    from logist.store import recovery
+
+    job = create_job(jobs, "lost", "Write hello.py that prints a greeting")
+    manifest = job.manifest()
+    prepared = prepare(job, manifest)
+    recovery.begin_call(job.dir, 2, manifest.workspace_commit, "lost@t:2:abc", request_of(prepared))
+    shown = logist_cli("job", "status", "lost")
+    assert "Pending: step 2's call is not recorded yet: it was in flight" in shown.stdout
+
+    llm.add(DONE)
+    step_once(job, base_url=llm.base_url)
+    unknown, call = load_history(job.dir).interactions[1:]
+    assert unknown.unknown_outcome and call.sequence == 3 and not call.unknown_outcome
+    shown = logist_cli("job", "status", "lost")
+    assert "Calls:   2 (1 of unknown outcome)" in shown.stdout and "Pending" not in shown.stdout
+    assert "The call's outcome is unknown" in (job.dir / "transcript.md").read_text()
+    report = logist_cli("job", "report", "lost", "--json")
+    assert report.returncode == 0, report.stderr
+    html = open(json.loads(report.stdout)["path"], encoding="utf-8").read()
+    assert "<td>2 (1 of unknown outcome)</td>" in html and "The call's outcome is unknown; nothing was applied" in html
