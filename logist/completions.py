@@ -33,6 +33,8 @@ class LLMReply:
     #: The tool the model called when it answered by function calling (its
     #: arguments are ``content``); None for a plain answer.
     tool: Optional[str] = None
+    #: The ``Idempotency-Key`` the answered request was sent with (None: none).
+    key: Optional[str] = None
 
 
 def excerpt(raw, content_type: str = "") -> str:

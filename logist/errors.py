@@ -20,6 +20,14 @@ class TransitionError(LogistError):
     """The job's current state does not allow what was asked."""
 
 
+class NotSteppableError(TransitionError):
+    """The job cannot be stepped: it is finished or waits for a person (``status`` says which)."""
+
+    def __init__(self, message: str, status=None):
+        super().__init__(message)
+        self.status = status
+
+
 class JobBusyError(LogistError):
     """Another process holds the job's lock."""
 

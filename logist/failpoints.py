@@ -6,7 +6,7 @@ process kills itself (no cleanup, no ``finally``) exactly there. Unset, a
 failpoint costs one dictionary lookup.
 
 Points, in the order a step reaches them:
-``after_call`` (answer received, nothing written), ``after_apply`` (files
+``after_call`` (answer received and journalled, nothing applied), ``after_apply`` (files
 changed, not committed), ``after_commit`` (committed, nothing recorded),
 ``before_history_append`` (the history's append journal written, the entry
 not yet: the entry is then written with one ``write`` call), ``after_history``

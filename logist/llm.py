@@ -38,6 +38,13 @@ not read past them), so the history keeps it once, cut, with its size.
 What is sent is decided elsewhere: :func:`chat` sends the request body it is
 given, key for key (less the stream fields when the endpoint does not
 stream), so ``job preview --json`` shows what goes out.
+
+Each request carries an ``Idempotency-Key`` header (``key_for(body)``, see
+:mod:`logist.store.calls`): the SDK's retries of a request resend its
+headers, so every retry of a call carries the same key, and a gateway that
+honours the header charges for the call once. A request asked again
+without the stream fields is another body, so it gets its own key (a
+gateway must not answer it with the refusal it keeps for the first).
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ from typing import Callable, Optional
 
 from .completions import AnswerFault, LLMReply, answer_json, chunks, text_of, tokens, whole
 from .errors import LLMCallError
+#: The header that names a call, the same on each of its retries (one definition: :mod:`logist.store.calls`).
+from .store.calls import HEADER as IDEMPOTENCY_HEADER
 
 #: The body keys that ask for a stream (one definition: store/requests.py adds them).
 STREAM_KEYS = ("stream", "stream_options")
@@ -291,13 +300,15 @@ def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[in
                     streamed=True, tool=tool)
 
 
-def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], None]] = None) -> LLMReply:
+def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], None]] = None,
+         key_for: Optional[Callable[[dict], str]] = None) -> LLMReply:
     """One Chat Completions call of ``body`` as given (see
     :func:`logist.engine.prepare.prepare`), with the SDK's bounded retries;
     streamed when ``body`` asks for it and the endpoint streams.
 
     ``on_tokens(n)``: called as a streamed answer arrives, with the pieces
-    (about one token each) received so far.
+    (about one token each) received so far. ``key_for(body)``: the
+    ``Idempotency-Key`` of the body sent (none sent without it).
 
     The error message names neither the endpoint nor the key: it is
     recorded as the step's reason, and a resubmitted job shows that reason
@@ -309,35 +320,44 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
 
     httpx = _httpx()
     api = client(settings.base_url, settings.api_key)
-    options = {"timeout": settings.timeout, "max_retries": settings.max_retries}
     wants_stream = bool(body.get("stream"))
     if wants_stream and not streams(settings.base_url):
         body, wants_stream = without_stream(body), False
+
+    def options(sent: dict) -> dict:
+        found = {"timeout": settings.timeout, "max_retries": settings.max_retries}
+        if key_for is not None:
+            found["headers"] = {IDEMPOTENCY_HEADER: key_for(sent)}
+        return found
+
     try:
         if wants_stream:
             try:
                 # The body as it is: the SDK's create() would walk and
                 # re-validate every message first, which costs more than the
                 # rest of a step once a turn has a few hundred messages.
-                stream = api.post("/chat/completions", body=body, cast_to=object, options=options,
+                sent = body
+                stream = api.post("/chat/completions", body=sent, cast_to=object, options=options(sent),
                                   stream=True, stream_cls=openai.Stream[object])
                 reply = _read_stream(stream, settings, on_tokens)
             except openai.APIStatusError as exc:
                 if exc.status_code not in _STREAM_REFUSED or "stream" not in str(exc.body or exc.message).lower():
                     raise
                 # Perhaps it does not stream: ask once without (not paid: it was refused).
-                response = api.post("/chat/completions", body=without_stream(body), cast_to=httpx.Response,
-                                    options=options)
+                sent = without_stream(body)
+                response = api.post("/chat/completions", body=sent, cast_to=httpx.Response, options=options(sent))
                 _PLAIN.add(settings.base_url)
                 reply = whole(answer_json(response), streamed=False)
         else:
-            response = api.post("/chat/completions", body=body, cast_to=httpx.Response, options=options)
+            sent = body
+            response = api.post("/chat/completions", body=sent, cast_to=httpx.Response, options=options(sent))
             reply = whole(answer_json(response), streamed=False)
     except openai.OpenAIError as exc:
         raise _failure(exc, settings) from None
     except AnswerFault as exc:
         raise LLMCallError(scrub(f"LLM call failed after 1 attempt: {exc}", settings.api_key)) from None
     reply.content = scrub(reply.content, settings.api_key)
+    reply.key = key_for(sent) if key_for is not None else None
     return _check_size(reply, settings)
 
 

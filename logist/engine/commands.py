@@ -211,6 +211,7 @@ def execute(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
         timed_out=result.timed_out,
         duration_ms=round(result.duration * 1000),
         output=result.report(settings.command_timeout, Prompts(job.jobs_dir.path)),
+        cwd=str(job.workspace.absolute()),
     )
 
 

@@ -173,7 +173,7 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
             workflow=spec.workflow,
             turn=Turn(slot=first_slot, role=slots[first_slot]),
         )
-        hist.create_history(job_dir, job_id, str((job_dir / "workspace").absolute()))
+        hist.create_history(job_dir, job_id)
         before = manifest.model_copy(deep=True)
         before.status = drafted
         entry = journal.new_entry(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..errors import LogistError
+from ..errors import LogistError, NotSteppableError
 from ..store.manifest import Status
 from ..store.jobsdir import Job
 from .session import open_locked
@@ -36,6 +36,33 @@ def step_turn(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = Non
 def run_job(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[StepResult]:
     """Turns until the job needs a person or is done."""
     return _step_while(job, lambda r: r.status in STEPPABLE, on_step, kwargs)
+
+
+@dataclass
+class JobRun:
+    """Where :func:`run_to_rest` left a job, and the steps it made."""
+
+    job_id: str
+    status: Status
+    results: list[StepResult]
+
+
+def run_to_rest(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> JobRun:
+    """Like :func:`run_job`, for a task that may be run again (a batch
+    task retried after its worker died): a job that has already finished or
+    waits for a person, because an earlier attempt (or another runner) got
+    it there, returns its status with no step made, instead of raising."""
+    results: list[StepResult] = []
+    while True:
+        try:
+            result = step_once(job, **kwargs)
+        except NotSteppableError as exc:
+            return JobRun(job.id, exc.status, results)
+        results.append(result)
+        if on_step:
+            on_step(result)
+        if result.status not in STEPPABLE:
+            return JobRun(job.id, result.status, results)
 
 
 @dataclass

@@ -40,7 +40,7 @@ def _target_entry(job: Job, to: Optional[int], baseline: bool, last: int) -> His
     for entry in hist.iter_entries(job.dir):
         if entry.kind == "rewind" and entry.rewound_to is not None:
             chain = [e for e in chain if e.sequence <= entry.rewound_to]
-        elif entry.kind in ANSWER_KINDS:
+        elif entry.kind in ANSWER_KINDS and not entry.unknown_outcome:
             chain.append(entry)
     live = chain
     if len(live) < 2:

@@ -3,7 +3,9 @@
 Every entry point that changes a job (a step, a person's action, a rewind,
 the queue's check of each job) does the same things around its own work:
 take the job's lock, let :func:`logist.store.recovery.open_job` repair
-whatever an interrupted command left (recording what it did), hand the
+whatever an interrupted command left (recording what it did; a call an
+interrupted step made is recorded as the call it was, by
+:func:`logist.engine.call.finish_interrupted`), hand the
 manifest to the caller, release the lock, and only then bring the views
 (``transcript.md``) up to date. :func:`open_locked` is that sequence, so it
 is written once and the order cannot differ between commands.
@@ -34,11 +36,12 @@ def open_locked(job: Job, timeout: float = 0) -> Iterator[JobManifest]:
     cannot be opened is left alone: nothing was recorded.
     """
     from .. import views
+    from .call import finish_interrupted
 
     opened = False
     try:
         with job.lock(timeout):
-            manifest, _notes = recovery.open_job(job.dir, job.workspace)
+            manifest, _notes = recovery.open_job(job.dir, job.workspace, finish_interrupted(job))
             opened = True
             yield manifest
     finally:
@@ -51,10 +54,10 @@ def upgrade(job: Job, timeout: float = 0) -> Optional[str]:
     old files are kept beside it); what was done, or None when the job is
     current. ``job upgrade`` runs this; any command that changes a job does
     it too, through :func:`open_locked`."""
-    from ..store.history import HISTORY_FORMAT, file_format
+    from ..store.history import HISTORY_FORMAT, file_format, recorded_workspace
     from ..store.upgrade import upgrade_job
 
-    if file_format(job.dir) >= HISTORY_FORMAT:
+    if file_format(job.dir) >= HISTORY_FORMAT and recorded_workspace(job.dir) is None:
         return None
     with job.lock(timeout):
         return upgrade_job(job.dir)

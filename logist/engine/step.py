@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Protocol
+from typing import Callable, Optional
 
-from ..errors import LLMCallError, LogistError, TransitionError
+from ..errors import LogistError, NotSteppableError
 from ..failpoints import failpoint
 from ..protocol import Answer, InvalidAnswer, check_planner_answer, parse_answer
 from ..store import recovery as journal
-from ..store.config import resolve_api_key, resolve_endpoint
-from ..store.entries import CommandRecord, Request, Response, Usage
+from ..store.entries import CommandRecord, Response, Usage
 from ..store.jobsdir import Job
-from ..store.manifest import PLANNER, JobManifest, Message, Status
+from ..store.manifest import PLANNER, JobManifest, Status
 from .budget import count_call, limit_reason
+from .call import CallWatch, Outcome, estimate_tokens, make_call  # noqa: F401 (CallWatch, estimate_tokens: the library's names)
 from .commands import run_or_hold
 from .prepare import Prepared, prepare
 from .session import open_locked
@@ -67,43 +67,11 @@ class StepResult:
         return data
 
 
-@dataclass
-class Outcome:
-    """The result of a call (or a posted answer), before it is applied."""
-
-    raw: Optional[str] = None
-    error: Optional[str] = None
-    prompt_tokens: Optional[int] = None
-    completion_tokens: Optional[int] = None
-    duration: float = 0.0
-    #: The endpoint reported no usage; the tokens are estimates.
-    estimated: bool = False
-    #: What the history entry says besides (an answer sent as a tool call).
-    note: Optional[str] = None
-    called: bool = False
-    #: When the step began (``time.monotonic()``, the lock held): the wall
-    #: budget counts the whole step, what the user waits for, not the call alone.
-    started: Optional[float] = None
-
-    def wall_ms(self) -> int:
-        """The step's time so far (the call's when the start is unknown)."""
-        return round(((time.monotonic() - self.started) if self.started is not None else self.duration) * 1000)
-
-
-class CallWatch(Protocol):
-    """Told about a call while it is in flight (the CLI's progress line)."""
-
-    def started(self, role: str, call: int, of: int, model: str) -> None: ...
-
-    def tokens(self, count: int) -> None: ...
-
-    def finished(self) -> None: ...
-
-
 def _check_steppable(job: Job, manifest: JobManifest) -> None:
     if manifest.status not in STEPPABLE:
-        raise TransitionError(
-            f"job '{job.id}' is {manifest.status}; it cannot be stepped: {describe_job_hint(manifest)}"
+        raise NotSteppableError(
+            f"job '{job.id}' is {manifest.status}; it cannot be stepped: {describe_job_hint(manifest)}",
+            manifest.status,
         )
 
 
@@ -172,7 +140,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
     commit = head_before
     # From here on a crash is repaired from the journal, which also keeps the
     # answer: one that was paid for is never lost from the record.
-    journal.begin_applying(job.dir, sequence, head_before, outcome.raw)
+    journal.begin_applying(job.dir, sequence, head_before, outcome.raw, outcome.saved)
     failpoint("after_call")
     if answer is not None and held:
         hold_changes(after, before, answer, call)
@@ -219,7 +187,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
         after,
         kind=kind,
         role=prepared.role.name,
-        request=Request(**prepared.prompt.record(), files_context=prepared.prompt.files_context, metadata=prepared.metadata),
+        request=outcome.request(prepared),
         response=response,
         usage=usage,
         duration_ms=round(outcome.duration * 1000),
@@ -250,59 +218,6 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
 def _call_facts(prepared: Prepared, outcome: Outcome, cost: Optional[float], priced: bool) -> dict:
     return dict(called=outcome.called, model=prepared.model, cost_usd=cost, priced=priced,
                 tokens_estimated=outcome.estimated, duration_ms=round(outcome.duration * 1000))
-
-
-def estimate_tokens(text: str) -> int:
-    """Tokens in ``text`` when the endpoint does not say: 4 characters a token, rounded up."""
-    return -(-len(text) // 4)
-
-
-def _call(job: Job, manifest: JobManifest, prepared: Prepared, base_url: Optional[str],
-          request_timeout: Optional[float] = None, watch: Optional[CallWatch] = None) -> Outcome:
-    """Send the prepared body to the resolved endpoint: as it is, less the
-    stream fields when the endpoint was found not to stream (the recorded
-    metadata says which was sent)."""
-    from .. import llm
-
-    config = prepared.config
-    settings = llm.LLMSettings(
-        base_url=resolve_endpoint(base_url, config),
-        api_key=resolve_api_key(),
-        timeout=request_timeout or config.request_timeout,
-        max_retries=config.max_retries,
-        max_answer_bytes=manifest.settings.max_answer_bytes,
-    )
-    body = prepared.body
-    if body.get("stream") and not llm.streams(settings.base_url):
-        body = llm.without_stream(body)
-    prepared.metadata.stream = bool(body.get("stream")) or None
-    llm.client(settings.base_url, settings.api_key)  # built (once per process) before the clock starts
-    if watch is not None:
-        watch.started(prepared.role.name, manifest.calls + 1, manifest.settings.max_steps, prepared.model)
-    started = time.monotonic()
-    error = None
-    try:
-        reply = llm.chat(settings, body, watch.tokens if watch is not None else None)
-    except LLMCallError as exc:
-        if exc.reply is None:  # no answer came
-            return Outcome(error=str(exc), duration=time.monotonic() - started, called=True)
-        reply, error = exc.reply, str(exc)  # an answer refused (too long): recorded once, cut
-    finally:
-        if watch is not None:
-            watch.finished()
-    prepared.metadata.stream = reply.streamed or None
-    outcome = Outcome(raw=reply.content, error=error, prompt_tokens=reply.prompt_tokens,
-                      completion_tokens=reply.completion_tokens, duration=time.monotonic() - started, called=True)
-    if reply.tool:
-        outcome.note = llm.TOOL_NOTE.format(reply.tool)
-    if outcome.prompt_tokens is None or outcome.completion_tokens is None:
-        outcome.estimated = True
-        if outcome.prompt_tokens is None:
-            outcome.prompt_tokens = estimate_tokens("".join(m.get("content") or "" for m in body["messages"]
-                                                            if isinstance(m.get("content"), str)))
-        if outcome.completion_tokens is None:
-            outcome.completion_tokens = estimate_tokens(reply.content)
-    return outcome
 
 
 def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
@@ -359,7 +274,7 @@ def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome
     cost, priced = count_call(after, config, prepared.model, outcome, "replay" if replayed else "llm_call")
     entry = journal.new_entry(
         job.dir, job.workspace, before, after, kind="compaction", role=prepared.role.name,
-        request=Request(prompt=[Message(**m) for m in prepared.prompt.messages], metadata=prepared.metadata),
+        request=outcome.request(prepared),
         response=Response(status=status, raw_response=outcome.raw, error=error),
         usage=Usage(prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=cost,
                     estimated=outcome.estimated),
@@ -387,7 +302,7 @@ def step_once(
     ``watch`` is told when the call starts, as its answer streams in, and
     when it ends."""
     return _locked_step(
-        job, lock_timeout, lambda manifest, prepared: _call(job, manifest, prepared, base_url, request_timeout, watch),
+        job, lock_timeout, lambda manifest, prepared: make_call(job, manifest, prepared, base_url, request_timeout, watch),
         model, "live",
     )
 

@@ -109,11 +109,15 @@ def replay_history(
     ends in another state than the recorded one stops the replay with
     :class:`ReplayDivergedError`.
 
-    The creation entry and Logist's own recovery notes are skipped. Returns
+    The creation entry, Logist's own recovery notes and calls of unknown
+    outcome (no answer was recorded: the call made again after one is the
+    step) are skipped. Returns
     the number of entries applied; stops at the first one the job refuses.
     """
     applied = 0
     for entry in history.interactions:
+        if entry.unknown_outcome:
+            continue
         if entry.kind in CALL_KINDS and base_url is not None:
             result = step_recorded(job, entry, base_url, lock_timeout)
         elif entry.kind in CALL_KINDS:

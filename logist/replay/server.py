@@ -15,8 +15,9 @@ read out of the prompt text: no role detection, no per-role queues, no
 patterns. Prompts do not name the job or the endpoint, so a recording
 replays under any job id and against any port; the one job-specific value
 a prompt can hold is the workspace path (in a command's output), and it is
-replaced by exact known values only: the recording's ``workspace_path``
-(its header's, or an entry's own where the job had moved), and :attr:`ReplayLLMServer.workspace` when the caller
+replaced by exact known values only: where the recording's commands ran
+(``command.cwd``; in files written before paths were relative, the
+header's and entries' ``workspace_path``), and :attr:`ReplayLLMServer.workspace` when the caller
 says where the replaying job lives. (``response_format`` is not part of a
 recording, so it is not compared.)
 
@@ -190,7 +191,7 @@ def recorded_reply(entry: HistoryEntry) -> Reply:
     if recorded is not None and not getattr(recorded, "estimated", False) and (
             recorded.prompt_tokens is not None or recorded.completion_tokens is not None):
         usage = {"prompt_tokens": recorded.prompt_tokens or 0, "completion_tokens": recorded.completion_tokens or 0}
-    tool = _TOOL_CALL.fullmatch(entry.note or "")
+    tool = _TOOL_CALL.match(entry.note or "")  # the note may go on (an answer recovered from the journal)
     return Reply(content=(response.raw_response if response else None) or "", usage=usage,
                  tool_call=tool.group(1) if tool else None)
 
@@ -248,7 +249,9 @@ class ReplayLLMServer(LLMServer):
         self.strict = strict
         #: The replaying job's workspace path, replaced like the recorded ones.
         self.workspace: Optional[str] = str(workspace) if workspace else None
-        entries = [e for e in self.history.interactions if e.kind in CALL_KINDS and e.request is not None]
+        # A call of unknown outcome has no answer to serve: the call made again after it is the one served.
+        entries = [e for e in self.history.interactions
+                   if e.kind in CALL_KINDS and e.request is not None and not e.unknown_outcome]
         labels = [(e.role or e.request.metadata.role) + (" summary" if e.kind == "compaction" else "") for e in entries]
         #: Recorded calls per label ("Worker", "Worker summary", ...), in order of first appearance.
         self.counts: dict[str, int] = {}
@@ -257,9 +260,11 @@ class ReplayLLMServer(LLMServer):
         seen: dict[str, int] = {}
         self.calls: list[RecordedCall] = []
         by_number = {e.sequence: e.dump() for e in self.history.interactions}
-        # Every workspace path the recording names (a message can repeat an earlier step's output).
+        # Every workspace path the recording names (a message can repeat an earlier step's output):
+        # where its commands ran, and in files written before paths were relative, its header's and entries'.
         self._recorded_workspaces = tuple(
-            {e.workspace_path for e in self.history.interactions if e.workspace_path}
+            {e.command.cwd for e in self.history.interactions if e.command is not None and e.command.cwd}
+            | {e.workspace_path for e in self.history.interactions if e.workspace_path}
             | ({self.history.workspace_path} if self.history.workspace_path else set()))
         for entry, label in zip(entries, labels):
             seen[label] = seen.get(label, 0) + 1

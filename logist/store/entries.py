@@ -51,6 +51,8 @@ class RequestMetadata(BaseModel):
     """The response_format sent, if any."""
     stream: Optional[bool] = None
     """True when the answer was asked for as a stream (stream, with stream_options asking for the usage)."""
+    idempotency_key: Optional[str] = None
+    """The ``Idempotency-Key`` header the call was sent with (the same on every retry of the call): ``<job>@<created>:<step>:<digest of the body>`` (:func:`logist.store.calls.call_key`)."""
 
 
 class AddedMessage(BaseModel):
@@ -105,8 +107,8 @@ class Response(BaseModel):
     """What came back from a call, and what Logist made of it."""
 
     model_config = KEEP_UNKNOWN
-    status: Literal["SUCCESS", "INVALID", "ERROR"] = "SUCCESS"
-    """SUCCESS: a valid answer; INVALID: not JSON or against the protocol; ERROR: the call failed (no answer)."""
+    status: Literal["SUCCESS", "INVALID", "ERROR", "UNKNOWN"] = "SUCCESS"
+    """SUCCESS: a valid answer; INVALID: not JSON or against the protocol; ERROR: the call failed (no answer); UNKNOWN: the process ended while the call was in flight, so whether the endpoint answered (and charged for it) is unknown; nothing was applied."""
     actions: list[str] = []
     """The answer's action."""
     evidence_files: list[str] = []
@@ -155,6 +157,8 @@ class CommandRecord(BaseModel):
     """How long it ran, in milliseconds."""
     output: Optional[str] = None
     """The cleaned output exactly as the model is shown it."""
+    cwd: Optional[str] = None
+    """The absolute path the command ran in (the job's workspace then), as its output may name it: a record of the run that a replay recognises in the output, never used to find the workspace."""
 
 
 class UserInput(BaseModel):
@@ -165,6 +169,15 @@ class UserInput(BaseModel):
     """The person's command (create, answer, approve, reject, ...)."""
     text: Optional[str] = None
     """Its text: an answer, feedback, the objective."""
+
+
+#: The response status of a call whose outcome is unknown.
+UNKNOWN = "UNKNOWN"
+
+
+def unknown_outcome(entry: dict) -> bool:
+    """Whether a parsed entry records a call of unknown outcome (no answer to replay)."""
+    return ((entry.get("response") or {}).get("status")) == UNKNOWN
 
 
 class HistoryEntry(BaseModel):
@@ -188,7 +201,7 @@ class HistoryEntry(BaseModel):
     workspace_commit: Optional[str] = None
     """The workspace commit after the step."""
     workspace_path: Optional[str] = None
-    """The absolute workspace path the step ran in, when it is not the history's ``workspace_path`` (the job was moved)."""
+    """Files written before paths were relative: the absolute workspace path the step ran in, when it was not the history's ``workspace_path``. No longer written (the workspace is always the job's ``workspace/``; a command records where it ran: ``command.cwd``)."""
     request: Optional[Request] = None
     """What was sent (calls only)."""
     response: Optional[Response] = None
@@ -236,6 +249,11 @@ class HistoryEntry(BaseModel):
             state["turn"] = {**state["turn"], "pending": output}
         return {**data, "state": state}
 
+    @property
+    def unknown_outcome(self) -> bool:
+        """A call of unknown outcome: sent, its answer never received (no answer to apply or replay)."""
+        return self.response is not None and self.response.status == UNKNOWN
+
     def dump(self) -> dict:
         """The entry as the file holds it: fields at their defaults left out;
         in ``state`` and the request's metadata, what the entry itself says
@@ -274,6 +292,6 @@ class JobHistory(BaseModel):
     job_id: str
     """The job's id."""
     workspace_path: Optional[str] = None
-    """The absolute workspace path the job was created with (a replay recognises it in recorded command output); an entry made elsewhere names its own."""
+    """Files written before paths were relative: the absolute workspace path the job was created with. No longer written: the workspace is always the job's ``workspace/`` (``logist job upgrade`` moves it into the ``command.cwd`` of the entries that ran a command)."""
     interactions: list[HistoryEntry]
     """Every entry, oldest first."""

@@ -3,11 +3,13 @@
 The file is one JSON document that a person can open, and ``json.load``,
 at any time::
 
-    {"$schema": ..., "format": 2, "job_id": ..., "workspace_path": ..., "interactions": [entry, ...]}
+    {"$schema": ..., "format": 2, "job_id": ..., "interactions": [entry, ...]}
 
-``workspace_path`` is where the job's workspace was when it was created
-(absolute; a replay recognises it in recorded command output); an entry
-made after the job was moved names its own.
+No path in it is absolute: the workspace is always the job's
+``workspace/``, so a jobs directory can be moved or mounted anywhere. (Files
+written before named the absolute workspace path in the header,
+``workspace_path``; :func:`logist.store.upgrade.relative_paths` moves it into
+the commands' ``cwd``, where a command records the path it ran in.)
 
 Entries are :class:`~logist.store.entries.HistoryEntry` (what each holds:
 :mod:`logist.store.entries`). Rewriting the file on every step would cost
@@ -132,7 +134,8 @@ _WORKSPACE: dict[tuple[str, int], Optional[str]] = {}
 
 
 def recorded_workspace(job_dir: Path) -> Optional[str]:
-    """The absolute workspace path the history's header names (None: none)."""
+    """The absolute workspace path the header of a history written before
+    paths were relative names (None: none, as in every file written now)."""
     path = history_path(job_dir)
     try:
         key = (str(path), os.stat(path).st_ino)

@@ -153,6 +153,8 @@ class Totals(BaseModel):
     """Cost of the calls whose model has a price in config.json; see unpriced_calls."""
     unpriced_calls: int = 0
     """Calls whose model has no price, so their cost is unknown."""
+    unknown_calls: int = 0
+    """Calls of unknown outcome (counted in llm_calls too): the process ended while the call was in flight, so whether it was answered and charged is unknown; their tokens and cost are not known."""
     replayed: int = 0
     """Answers applied from a recorded history (job replay): no call was made."""
     posted: int = 0

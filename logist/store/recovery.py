@@ -3,17 +3,28 @@
 A step changes three things: the workspace (files, then a git commit), the
 history (one appended entry) and the manifest. No filesystem makes that one
 atomic write, so a step first writes a small journal,
-``<job>/step_journal.json`` (atomically), holding the workspace's HEAD before
-the step and the model's raw answer, and removes it once the step is
-recorded. Recovery then knows, after a crash at any point:
+``<job>/step_journal.json`` (atomically, fsynced), and removes it once the
+step is recorded. A step that calls the model writes it before the request
+is sent (phase ``calling``: the step number, the call's key and request),
+again as soon as the answer arrives (``answered``: the answer, its usage and
+time, :class:`~logist.store.calls.SavedAnswer`) and before it changes the
+workspace (``applying``: the workspace's HEAD before the step). Recovery then
+knows, after a crash at any point:
 
-* journal present, its entry not in the history: the step was interrupted
-  before it was recorded. The workspace is reset to that HEAD and the dropped
-  answer is written into the recovery note, so nothing that was paid for is
-  lost from the record; the job stays as before the step.
 * journal present, its entry in the history: the step was recorded; only the
   manifest may be behind, and it is restored from the entry's ``state``, as
   for any manifest that is behind the history.
+* a call's journal, its entry not in the history: the call was paid for (or
+  may have been), so it is recorded as the call it was, never made again.
+  With its answer saved, the workspace is reset to that HEAD (``applying``)
+  and the saved answer is applied by the engine (``finish``, see
+  :func:`open_job`): an ``llm_call`` entry like any other, counted once.
+  Without one (the process ended while the call was in flight) it is
+  recorded as a call of unknown outcome (``response.status`` ``UNKNOWN``),
+  counted in the totals, the job left as before the call.
+* any other journal, its entry not in the history (a person's action, a
+  rewind): the workspace is reset to that HEAD and the job stays as before
+  the step; an answer the journal holds is written into the recovery note.
 
 The history's own append is made safe by its append journal
 (:mod:`logist.store.history`); the manifest is written atomically. Every entry
@@ -25,7 +36,8 @@ with the job's lock held, and records in the history what it repaired (a
 ``repair`` entry). It also upgrades a job written in an older format.
 :func:`recovered_manifest` is the read-only counterpart: the state recovery
 would arrive at, computed in memory without the lock, for commands that
-only look.
+only look (a call waiting in the journal to be recorded is not part of it:
+:func:`pending_call` says what is waiting).
 """
 
 from __future__ import annotations
@@ -33,7 +45,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Callable, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -42,7 +54,8 @@ from . import seek
 from .atomic import atomic_write_json, move_aside
 from ..errors import CorruptFileError, LogistError
 from ..failpoints import failpoint
-from .entries import HistoryEntry, JobDefinition
+from .calls import SavedAnswer
+from .entries import HistoryEntry, JobDefinition, Request
 from .manifest import JobManifest, read_manifest, utc_now, write_manifest
 
 JOURNAL_NAME = "step_journal.json"
@@ -58,23 +71,65 @@ class StepJournal(BaseModel):
     """The JSON Schema of this file."""
     format: int = 2
     """The file's format version."""
-    phase: Literal["applying"] = "applying"
-    """What the step was doing: applying an answer (or a rewind)."""
+    phase: Literal["calling", "answered", "applying"] = "applying"
+    """What the step was doing: calling the model (the request may be on its way), holding its answer (nothing applied yet), or applying an answer (or a person's action, or a rewind) to the workspace."""
     sequence: int
     """The history entry the step will record."""
     head_before: Optional[str] = None
     """The workspace's commit before the step: a step that is not recorded is undone to it."""
     raw_response: Optional[str] = None
-    """The model's answer, kept so an answer that was paid for is never lost."""
+    """An answer that did not come from a call here (posted, replayed), kept for the recovery note."""
+    key: Optional[str] = None
+    """A call's key, sent as its ``Idempotency-Key`` header."""
+    request: Optional[Request] = None
+    """A call's request, as its history entry records it."""
+    answer: Optional[SavedAnswer] = None
+    """A call's answer (or failure) as it arrived, with its usage and time."""
 
 
 def journal_path(job_dir: Path) -> Path:
     return Path(job_dir) / JOURNAL_NAME
 
 
-def begin_applying(job_dir: Path, sequence: int, head_before: Optional[str], raw: Optional[str]) -> None:
-    journal = StepJournal(phase="applying", sequence=sequence, head_before=head_before, raw_response=raw)
-    atomic_write_json(journal_path(job_dir), journal.model_dump(mode="json", by_alias=True))
+def _write(job_dir: Path, journal: StepJournal) -> StepJournal:
+    atomic_write_json(journal_path(job_dir), journal.model_dump(mode="json", by_alias=True, exclude_none=True))
+    return journal
+
+
+def begin_call(job_dir: Path, sequence: int, head_before: Optional[str], key: str, request: Request) -> StepJournal:
+    """Record that the call of step ``sequence`` is about to be sent."""
+    return _write(job_dir, StepJournal(phase="calling", sequence=sequence, head_before=head_before, key=key,
+                                       request=request))
+
+
+def call_answered(job_dir: Path, calling: StepJournal, request: Request, answer: SavedAnswer) -> StepJournal:
+    """Record a call's answer as it arrived, before anything is made of it
+    (``request``: the request as finally sent, its metadata complete)."""
+    return _write(job_dir, calling.model_copy(update={"phase": "answered", "request": request, "answer": answer}))
+
+
+def begin_applying(job_dir: Path, sequence: int, head_before: Optional[str], raw: Optional[str],
+                   call: Optional[StepJournal] = None) -> None:
+    """Record that the step's changes are about to be applied; ``call``: the
+    journal of the call whose answer it applies (it keeps the answer)."""
+    if call is not None:
+        _write(job_dir, call.model_copy(update={"phase": "applying", "sequence": sequence, "head_before": head_before}))
+    else:
+        _write(job_dir, StepJournal(phase="applying", sequence=sequence, head_before=head_before, raw_response=raw))
+
+
+def pending_call(job_dir: Path) -> Optional[StepJournal]:
+    """A call the journal holds that the history does not record yet (the
+    next command that changes the job records it), else None. For commands
+    that only look."""
+    try:
+        journal = StepJournal.model_validate(json.loads(journal_path(job_dir).read_text(encoding="utf-8")))
+    except (OSError, ValueError, ValidationError):
+        return None
+    if journal.request is None:
+        return None
+    last = seek.last_entry(job_dir)
+    return None if last is not None and last.sequence >= journal.sequence else journal
 
 
 def record(job_dir: Path, entry: HistoryEntry, manifest: JobManifest) -> None:
@@ -112,19 +167,9 @@ def new_entry(
         kind=kind,
         state_before=str(manifest_before.status),
         state_after=str(manifest_after.status),
-        workspace_path=_moved(job_dir, workspace),
         state=manifest_after.state_dump(),
         **fields,
     )
-
-
-def _moved(job_dir: Path, workspace: Path) -> Optional[str]:
-    """The workspace's path when it is not the one the history's header
-    names (the job was moved since it was created), else None."""
-    from .history import recorded_workspace
-
-    path = str(Path(workspace).absolute())
-    return None if path == recorded_workspace(job_dir) else path
 
 
 def _record_recovery(job_dir: Path, workspace: Path, manifest: JobManifest, note: str) -> JobManifest:
@@ -192,9 +237,19 @@ def _refuse_a_newer_format(job_dir: Path) -> None:
     )
 
 
-def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
+#: Records an interrupted call from its journal (the engine's, see :func:`open_job`); returns the manifest after it.
+Finish = Callable[[JobManifest, StepJournal], JobManifest]
+
+
+def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) -> tuple[JobManifest, list[str]]:
     """Repair whatever an interrupted command left; return the manifest and
-    what was done. Call with the job's lock held."""
+    what was done. Call with the job's lock held.
+
+    ``finish(manifest, journal)`` records a call the journal holds and the
+    history does not (its saved answer applied, or a call of unknown
+    outcome) and removes the journal; it is the engine's, as applying an
+    answer is. Without it such a call is dropped like any interrupted step,
+    its answer kept in the recovery note."""
     from ..workspace import Workspace
 
     job_dir = Path(job_dir)
@@ -224,6 +279,7 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
 
     jpath = journal_path(job_dir)
     reset_head: Optional[str] = None
+    interrupted: Optional[StepJournal] = None
     if jpath.exists():
         try:
             journal = StepJournal.model_validate(json.loads(jpath.read_text(encoding="utf-8")))
@@ -233,12 +289,18 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
                 f"{jpath} could not be parsed (moved to {aside.name}); check the workspace with 'git status' before stepping"
             ) from None
         last = seek.last_entry(job_dir)
-        interrupted = f"step {journal.sequence} was interrupted after its LLM call, before it was recorded"
-        if last is not None and last.kind == "repair" and interrupted in (last.note or ""):
+        dropped_step = f"step {journal.sequence} was interrupted after its LLM call, before it was recorded"
+        if last is not None and last.kind == "repair" and dropped_step in (last.note or ""):
             jpath.unlink()  # the repair that dropped it was recorded; only this unlink was left
         elif last is not None and last.sequence >= journal.sequence:
             jpath.unlink()
             notes.append(f"entry {journal.sequence} was recorded but its command was interrupted before it finished")
+        elif journal.request is not None and finish is not None:
+            # A call: recorded as the call it was (below), never made again.
+            if journal.phase == "applying" and journal.head_before:
+                Workspace(workspace).reset_to(journal.head_before)
+                reset_head = journal.head_before
+            interrupted = journal
         else:
             if journal.head_before:
                 Workspace(workspace).reset_to(journal.head_before)
@@ -246,9 +308,9 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
             # The journal stays until the repair entry holding the dropped
             # answer is recorded (record() removes it): a kill before then
             # repeats this repair instead of losing the answer.
-            dropped = journal.raw_response
+            dropped = journal.answer.raw if journal.answer is not None else journal.raw_response
             note = (
-                f"{interrupted}; "
+                f"{dropped_step}; "
                 f"the workspace was reset to {journal.head_before} and the job stays as before that step"
             )
             if dropped is not None:
@@ -272,6 +334,8 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
         # Usually the manifest's own commit; a commit of hand edits made just
         # before the interrupted step otherwise.
         manifest.workspace_commit = reset_head
+    if interrupted is not None:
+        manifest = finish(manifest, interrupted)
     if notes:
         manifest = _record_recovery(job_dir, workspace, manifest, "; ".join(notes))
         for note in notes:

@@ -1,4 +1,8 @@
-"""Upgrading job files from format 1 to format 2.
+"""Upgrading job files from format 1 to format 2, and to relative paths.
+
+A format 2 history written before paths in job files were relative names
+the absolute workspace path in its header; :func:`relative_paths` rewrites
+it without (each command keeps where it ran, ``command.cwd``).
 
 Format 1 (files without a ``format`` field) kept the whole conversation in
 the manifest (``turn.messages``) and, in every history entry, the whole
@@ -180,6 +184,42 @@ def upgrade_files(manifest_data: Any, history_data: Any) -> tuple[Any, Any]:
 
 
 def upgrade_job(job_dir: Path) -> Optional[str]:
+    """Rewrite a job's files in the current form: a format 1 job in format
+    2 (:func:`upgrade_v1`), then a history that names absolute paths with
+    none (:func:`relative_paths`). Returns what was done, or None when
+    there was nothing to do. Call with the job's lock held."""
+    done = [what for what in (upgrade_v1(job_dir), relative_paths(job_dir)) if what]
+    return "; ".join(done) or None
+
+
+def relative_paths(job_dir: Path) -> Optional[str]:
+    """Rewrite a history whose header names the absolute workspace path
+    (files written before paths in job files were relative to the job's
+    folder) without it: the workspace is always the job's ``workspace/``.
+    Nothing is lost: the path where each command ran (the header's, or the
+    entry's own ``workspace_path`` where the job had moved) goes into that
+    entry's ``command.cwd``, where a replay looks for it. Returns what was
+    done, or None. Call with the job's lock held."""
+    from .history import load_history, history_path, recorded_workspace, write_canonical
+
+    job_dir = Path(job_dir)
+    created_in = recorded_workspace(job_dir)
+    if created_in is None:
+        return None
+    history = load_history(job_dir)
+    entries = []
+    for entry in history.interactions:
+        data = entry.dump()
+        where = data.pop("workspace_path", None) or created_in
+        command = data.get("command")
+        if isinstance(command, dict) and command.get("decision") == "run" and not command.get("cwd"):
+            command["cwd"] = where
+        entries.append(data)
+    write_canonical(history_path(job_dir), history.job_id, entries)
+    return "the history no longer names the workspace's absolute path (each command keeps where it ran)"
+
+
+def upgrade_v1(job_dir: Path) -> Optional[str]:
     """Rewrite a format 1 job's manifest and history in format 2, keeping the
     old files as ``job_manifest.json.v1`` and ``jobHistory.json.v1``.
     Returns what was done, or None when there was nothing to do. Call with

@@ -153,8 +153,9 @@ def _outcome_html(entry: HistoryEntry) -> str:
             + (f': <span class="prose">{esc(text)}</span>' if text else "")
             + "</li>"
         )
-    if response is not None and response.status in ("INVALID", "ERROR"):
-        what = "The answer was refused; nothing from it was applied" if response.status == "INVALID" else "The call failed"
+    if response is not None and response.status in ("INVALID", "ERROR", "UNKNOWN"):
+        what = {"INVALID": "The answer was refused; nothing from it was applied", "ERROR": "The call failed",
+                "UNKNOWN": "The call's outcome is unknown; nothing was applied"}[response.status]
         items.append(f'<li class="error">{what}: {esc(response.error)}</li>')
     if response is not None and response.files_changed:
         files = ", ".join(f"<code>{esc(p)}</code>" for p in response.files_changed)
@@ -244,7 +245,8 @@ def facts_html(summary: JobSummary, job: Job) -> str:
     rows = [
         ("Status", status_badge(str(m.status)) + (f' <span class="error">{esc(m.reason)}</span>' if m.reason else "")),
         ("Whose turn", esc(m.turn.role)),
-        ("Calls", f"{t.llm_calls} ({t.unpriced_calls} without a price)" if t.unpriced_calls else str(t.llm_calls)),
+        ("Calls", str(t.llm_calls) + "".join(f" ({n} {what})" for n, what in (
+            (t.unpriced_calls, "without a price"), (t.unknown_calls, "of unknown outcome")) if n)),
         ("Tokens", f"{t.tokens} ({t.prompt_tokens} in, {t.completion_tokens} out)"),
         ("Cost", f"${t.cost_usd:.4f}" if cost_known else "unknown (no price for the model)"),
         ("Time in calls and commands", f"{t.wall_ms / 1000:.1f} s"),

@@ -160,6 +160,8 @@ def _render_outcome(entry: HistoryEntry) -> list[str]:
     elif response is not None and response.status == "ERROR":
         out.append("- The call failed:\n")
         out.append(quoted(response.error or ""))
+    elif response is not None and response.status == "UNKNOWN":
+        out.append("- The call's outcome is unknown (the process ended while it was in flight); nothing was applied.\n")
     if response is not None and response.notes:
         out.append("- The answer was read leniently: " + "; ".join(response.notes) + ".\n")
     if response is not None and response.files_changed:

@@ -77,8 +77,9 @@ def test_default_workflow_end_to_end(jobs, llm, normalise, snapshot):
     assert call.usage.prompt_tokens > 0 and call.usage.completion_tokens > 0
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=job.workspace, capture_output=True, text=True).stdout.strip()
     assert call.workspace_commit == entries[2].workspace_commit == head
-    # Where the workspace is: said once, by the history's header (an entry says it only when the job moved).
-    assert load_history(job.dir).workspace_path == str(job.workspace) and call.workspace_path is None
+    # No absolute path in the job's files: the workspace is always the job's workspace/.
+    assert load_history(job.dir).workspace_path is None and call.workspace_path is None
+    assert str(job.dir) not in job.history_path.read_text() + job.manifest_path.read_text()
 
     assert normalise(llm.requests) == snapshot(name="prompts")
     assert normalise(json.loads(job.manifest_path.read_text())) == snapshot(name="manifest")
@@ -303,9 +304,11 @@ def test_poststep_and_live_step_leave_identical_job(tmp_path, llm, monkeypatch):
     def strip(data):
         if isinstance(data, dict):
             # A live step and a posted answer differ only in the entry's kind,
-            # in which totals count them (calls, or posted answers) and in the
-            # usage (the live calls' estimated, as the server sent none).
-            volatile = ("timestamp", "created_at", "updated_at", "duration_ms", "wall_ms", "kind", "totals", "usage")
+            # in which totals count them (calls, or posted answers), in the
+            # usage (the live calls' estimated, as the server sent none) and in
+            # the key a live call was sent with.
+            volatile = ("timestamp", "created_at", "updated_at", "duration_ms", "wall_ms", "kind", "totals", "usage",
+                        "idempotency_key")
             return {k: strip(v) for k, v in data.items() if k not in volatile}
         if isinstance(data, list):
             return [strip(v) for v in data]

@@ -55,7 +55,11 @@ def comparable(job_dir_or_history, workspace: str | None = None, replayed: bool 
         if replayed is not None:
             data["state"].pop("totals", None)
         data.pop("duration_ms", None)  # a time, and left out when 0 (an answer that took no call)
-        where = data.pop("workspace_path", None) or history.workspace_path
+        # A call's key names the job and when it was made; a replay makes its own.
+        ((data.get("request") or {}).get("metadata") or {}).pop("idempotency_key", None)
+        # Where a command ran (files from before paths were relative: the header's or the entry's path).
+        where = (data.get("command") or {}).pop("cwd", None) or data.pop("workspace_path", None) or history.workspace_path
+        data.pop("workspace_path", None)
         text = json.dumps(data).replace(json.dumps(where)[1:-1], "<workspace>") if where else json.dumps(data)
         entries.append(json.loads(text))
     normalised = Normaliser(Path("/nonexistent"))(entries)

@@ -163,9 +163,9 @@ def test_the_workspace_path_stands_for_the_new_jobs_path(tmp_path, llm, replay_l
         replay_history(unknown, recorded, base_url=replay_llm(recorded).base_url)
 
 
-def test_a_moved_job_names_its_new_workspace_and_its_recording_still_replays(tmp_path, llm, replay_llm):
-    """The header names the workspace the job was created with; an entry
-    made after the job was moved names its own, and a replay recognises both."""
+def test_a_moved_job_keeps_working_and_its_recording_still_replays(tmp_path, llm, replay_llm):
+    """The job's files name no absolute path; each command records where it
+    ran (what its output may name), and a replay recognises each."""
     spec = dict(allowed_commands=["pwd"])
     job = create_job(JobsDir(tmp_path / "first"), "where", "Say where you are", **spec)
     created_in = str(job.workspace)
@@ -178,9 +178,9 @@ def test_a_moved_job_names_its_new_workspace_and_its_recording_still_replays(tmp
 
     recorded = load_history(job.dir)
     before, after = recorded_calls(recorded)[:2]
-    assert recorded.workspace_path == created_in != str(job.workspace)
-    assert before.workspace_path is None and created_in in before.command.output
-    assert after.workspace_path == str(job.workspace) and str(job.workspace) in after.command.output
+    assert recorded.workspace_path is None and created_in != str(job.workspace)
+    assert before.workspace_path is None and before.command.cwd == created_in and created_in in before.command.output
+    assert after.workspace_path is None and after.command.cwd == str(job.workspace) in after.command.output
 
     there = create_job(JobsDir(tmp_path / "third"), "copy", "Say where you are", **spec)
     server = replay_llm(recorded)

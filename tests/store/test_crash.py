@@ -52,18 +52,22 @@ REVIEW_OK = answer("COMPLETED", "hello.py prints Hello; criterion met.", ["hello
 
 KILL_WHILE_WAITING = "kill_while_waiting"
 
-#: Per crash point: is the crashed step's answer kept (finished forward from
-#: the journal), and must the next command record a recovery entry
-#: (True / False / None = either is acceptable, the files already agree).
+#: Per crash point: ``saved``: the answer had arrived and was journalled but
+#: the step was not recorded, so the next command applies the saved answer
+#: (no new call); ``kept``: the crashed step's answer ends up recorded (from
+#: the history itself, or applied from the journal); ``recovery``: must the
+#: next command record a ``repair`` entry (True / False / None = either is
+#: acceptable, the files already agree). A kill while waiting for the answer
+#: leaves a call of unknown outcome, recorded as such; the call is made again.
 EXPECTED = {
-    "after_call": dict(kept=False, recovery=True),
-    "after_apply": dict(kept=False, recovery=True),
-    "after_commit": dict(kept=False, recovery=True),
-    "before_history_append": dict(kept=False, recovery=True),
-    "after_history": dict(kept=True, recovery=True),
-    "after_manifest": dict(kept=True, recovery=None),
-    "mid_transcript": dict(kept=True, recovery=False),  # the views are written after the step is recorded
-    KILL_WHILE_WAITING: dict(kept=False, recovery=False),
+    "after_call": dict(saved=True, kept=True, recovery=False),
+    "after_apply": dict(saved=True, kept=True, recovery=False),
+    "after_commit": dict(saved=True, kept=True, recovery=False),
+    "before_history_append": dict(saved=True, kept=True, recovery=False),
+    "after_history": dict(saved=False, kept=True, recovery=True),
+    "after_manifest": dict(saved=False, kept=True, recovery=None),
+    "mid_transcript": dict(saved=False, kept=True, recovery=False),  # the views are written after the step is recorded
+    KILL_WHILE_WAITING: dict(saved=False, kept=False, recovery=False),
 }
 assert set(POINTS) <= set(EXPECTED), "a new failpoint needs an expectation here"
 
@@ -149,6 +153,10 @@ def ok(result: subprocess.CompletedProcess, code: int = 0) -> subprocess.Complet
 # -- killed mid-step -------------------------------------------------------
 
 
+def key_of(headers: dict) -> str | None:
+    return next((v for k, v in headers.items() if k.lower() == "idempotency-key"), None)
+
+
 @pytest.mark.parametrize("point", [*POINTS, KILL_WHILE_WAITING])
 def test_killed_step_is_recoverable(jobs, llm, point):
     expect = EXPECTED[point]
@@ -176,6 +184,8 @@ def test_killed_step_is_recoverable(jobs, llm, point):
     out, err = child.communicate(timeout=60)
     assert child.returncode == -signal.SIGKILL, f"rc={child.returncode}\nstdout={out}\nstderr={err}"
     assert len(llm.requests) == 2, "the killed child made exactly one call"
+    crashed_key = key_of(llm.headers[1])
+    assert crashed_key and crashed_key.startswith("hello@") and ":3:" in crashed_key
 
     # -- right after the crash: readable, nothing earlier lost ---------------
     read_json(job.manifest_path)
@@ -183,54 +193,73 @@ def test_killed_step_is_recoverable(jobs, llm, point):
     assert entries_now[: len(before)] == before
     if point == "before_history_append":
         assert (job.dir / "jobHistory.json.append").exists()
-    # A command that only looks shows the recovered state, never a stale one.
+    # A command that only looks shows the recovered state, never a stale one;
+    # a call the journal holds and the history does not is shown as waiting.
     status = json.loads(ok(logist_cli("job", "status", "hello", "--json")).stdout)
-    recovered = ("REVIEWING", 3) if expect["kept"] else ("RUNNING", 2)
-    assert (status["status"], status["last_sequence"]) == recovered, point
-    problems = disagreements(job, entries_now)
+    recorded = expect["kept"] and not expect["saved"]
+    assert (status["status"], status["last_sequence"]) == (("REVIEWING", 3) if recorded else ("RUNNING", 2)), point
     journal_left = (job.dir / "step_journal.json").exists()
+    if not recorded:
+        assert journal_left
+        assert status["unrecorded_call"] == {
+            "step": 3, "answered": expect["saved"], "idempotency_key": crashed_key}, point
+    problems = disagreements(job, entries_now)
     if point == "after_apply":
         assert any("not clean" in p for p in problems), "after_apply must leave the workspace dirty"
         assert (job.workspace / "draft.txt").exists()
     if point == "after_commit":
         assert head(job.workspace) != head_before and "draft.txt" in tree(job.workspace)
     crash_commit = head(job.workspace)
-    if expect["recovery"] is False:
-        assert problems == [] and not journal_left
-    if problems:
+    if expect["recovery"] is False and not journal_left:
+        assert problems == []
+    if problems and not journal_left:
         assert expect["recovery"], f"{point}: {problems} but no recovery is expected"
 
-    # -- the next command repairs and steps -----------------------------------
+    # -- the next command records the crashed call once, then steps -----------
     if expect["kept"]:
         llm.add(REVIEW_OK)  # the crashed Worker step was finished: the Supervisor is next
     else:
-        llm.add(REDONE, REVIEW_OK)  # the crashed step was dropped: the Worker goes again
+        llm.add(REDONE, REVIEW_OK)  # the call's outcome is unknown: the Worker makes it again
     # A kept step leaves the Supervisor's review, which ends waiting for approval (exit 3).
     ok(logist_cli("job", "step", "--oneshot", "hello", "--base-url", llm.base_url), code=3 if expect["kept"] else 0)
     entries = assert_consistent(job)
     assert entries[: len(before)] == before, "an entry written before the crash was lost or changed"
     rest = entries[len(before):]
+    crashed = rest.pop(0)
+    assert crashed["kind"] == "llm_call" and crashed["sequence"] == 3
+    assert crashed["request"]["metadata"]["idempotency_key"] == crashed_key
     if expect["kept"]:
-        crashed = rest.pop(0)
-        assert crashed["kind"] == "llm_call" and crashed["sequence"] == 3
-        assert crashed["response"]["raw_response"] == CRASHED
-        assert crashed["workspace_commit"] == crash_commit != head_before
+        assert crashed["response"]["raw_response"] == CRASHED and crashed["response"].get("status", "SUCCESS") == "SUCCESS"
+        assert crashed["usage"]["prompt_tokens"] > 0 and crashed["usage"]["completion_tokens"] > 0
         assert {"hello.py", "draft.txt"} <= tree(job.workspace, crashed["workspace_commit"])
+        assert "plan.md" not in tree(job.workspace, crashed["workspace_commit"])
+        if expect["saved"]:
+            assert "the saved answer was applied" in crashed["note"]
+        else:
+            assert crashed["workspace_commit"] == crash_commit != head_before
+        assert len(llm.requests) == 3, "the crashed step's call was made once, never again"
+    else:
+        # The call of unknown outcome: counted, shown, nothing applied; the
+        # call made again is the same request, sent with the same key.
+        assert crashed["response"]["status"] == "UNKNOWN" and "raw_response" not in crashed["response"]
+        assert "in flight" in crashed["note"] and "usage" not in crashed
+        assert crashed["workspace_commit"] == head_before and crashed["state_after"] == "RUNNING"
+        redone = rest[0]
+        assert redone["response"]["raw_response"] == REDONE
+        assert llm.requests[2] == llm.requests[1], "the same request is made again"
+        assert key_of(llm.headers[2]) == crashed_key == redone["request"]["metadata"]["idempotency_key"]
     recoveries = [e for e in rest if e["kind"] == "repair"]
     if expect["recovery"] is not None:
         assert len(recoveries) == (1 if expect["recovery"] else 0), recoveries
-    if problems or journal_left:
-        assert recoveries, f"{point}: the next command repaired {problems or 'a journal'} without recording it"
+    if problems and not journal_left:
+        assert recoveries, f"{point}: the next command repaired {problems} without recording it"
     if recoveries:
         (recovery,) = recoveries
         assert rest[0] is recovery, "recovery is recorded before the next call"
         assert recovery["note"]
         m = HistoryEntry.model_validate(recovery).state.model_dump(mode="json")
         assert m["last_sequence"] == recovery["sequence"]
-        assert m["workspace_commit"] == recovery["workspace_commit"] == (crash_commit if expect["kept"] else head_before)
-        if not expect["kept"]:
-            # The paid-for answer that had to be dropped stays on record.
-            assert CRASHED in recovery["note"]
+        assert m["workspace_commit"] == recovery["workspace_commit"] == crash_commit
     assert [e["kind"] for e in rest if e["kind"] != "repair"] == ["llm_call"]
 
     # -- the job runs on to APPROVAL_REQUIRED ---------------------------------
@@ -241,7 +270,13 @@ def test_killed_step_is_recoverable(jobs, llm, point):
     assert manifest["status"] == "APPROVAL_REQUIRED"
     assert llm.remaining == 0
     assert entries[: len(before)] == before
-    assert [e["kind"] for e in entries if e["kind"] != "repair"] == ["user_action"] + ["llm_call"] * 3
+    calls = [e for e in entries if e["kind"] == "llm_call"]
+    assert [e["kind"] for e in entries if e["kind"] != "repair"] == ["user_action"] + ["llm_call"] * len(calls)
+    # Every request the server saw is recorded exactly once, and counted once.
+    assert len(calls) == len(llm.requests) == manifest["totals"]["llm_calls"] == (3 if expect["kept"] else 4)
+    assert manifest["totals"]["unknown_calls"] == (0 if expect["kept"] else 1)
+    assert manifest["calls"] == 3, "a call of unknown outcome does not use up a step"
+    assert manifest["totals"]["prompt_tokens"] == sum(e["usage"]["prompt_tokens"] for e in calls if "usage" in e)
     assert (job.workspace / "hello.py").read_text() == "print('Hello')\n"
     assert ("draft.txt" in tree(job.workspace)) == expect["kept"]
     assert (job.workspace / "draft.txt").exists() == expect["kept"], "a dropped answer's files must be gone"

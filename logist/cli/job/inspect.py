@@ -60,6 +60,16 @@ def select(app: Application, job_id: str, as_json: bool) -> None:
     app.display(as_json, {"current_job_id": job.id, "path": str(job.dir)}, lambda: app.info(f"Current job: {job.id}"))
 
 
+def _unrecorded_call(job) -> Optional[dict]:
+    """A call the step journal holds and the history does not record yet."""
+    from ...store.recovery import pending_call
+
+    found = pending_call(job.dir)
+    if found is None:
+        return None
+    return {"step": found.sequence, "answered": found.answer is not None, "idempotency_key": found.key}
+
+
 def _status_data(job, m) -> dict:
     from ...views.summary import budgets
 
@@ -79,6 +89,7 @@ def _status_data(job, m) -> dict:
         "last_exit": m.last_exit.model_dump() if m.last_exit else None,
         "totals": {**m.totals.model_dump(), "tokens": m.totals.tokens},
         "budgets": {b.name: {"used": b.used, "limit": b.limit} for b in budgets(m)},
+        "unrecorded_call": _unrecorded_call(job),
     }
     return data
 
@@ -93,7 +104,8 @@ def _calls_line(m) -> str:
     else:
         cost = f"${t.cost_usd:.4f}" + (f" (+{t.unpriced_calls} calls with no price)" if t.unpriced_calls else "")
     apart = [f"{n} {what} answer{'s' if n != 1 else ''}" for n, what in ((t.replayed, "replayed"), (t.posted, "posted")) if n]
-    calls = f"{t.llm_calls}" + (f" (and {', '.join(apart)}: no call made)" if apart else "")
+    calls = f"{t.llm_calls}" + (f" ({t.unknown_calls} of unknown outcome)" if t.unknown_calls else "")
+    calls += f" (and {', '.join(apart)}: no call made)" if apart else ""
     return f"Calls:   {calls}, {t.tokens} tokens ({t.prompt_tokens} in, {t.completion_tokens} out), {cost}, {t.wall_ms / 1000:.1f} s"
 
 
@@ -151,6 +163,11 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
     if data["last_exit"]:
         le = data["last_exit"]
         click.echo(f"Last:    {le['role']} {le['action']}: {le['summary']}")
+    waiting = data["unrecorded_call"]
+    if waiting:
+        what = ("its answer was saved and is applied" if waiting["answered"]
+                else "it was in flight when the process ended; it is recorded as a call of unknown outcome")
+        click.echo(f"Pending: step {waiting['step']}'s call is not recorded yet: {what} by the next command on this job")
 
 
 @click.command()

@@ -1,0 +1,241 @@
+"""Making one call, and recording it exactly once.
+
+:func:`make_call` sends a prepared request to the endpoint. Around it the
+step journal (:mod:`logist.store.recovery`) records the call: ``calling``
+with its key and request before anything is sent, ``answered`` with the
+answer, its usage and time as soon as it arrives (fsynced), before
+:mod:`logist.engine.step` applies it. The key (:func:`logist.store.calls.call_key`)
+goes out as the ``Idempotency-Key`` header, the same on every retry the SDK
+makes; a call made again after one of unknown outcome, with the same body,
+reuses that call's key, so a gateway that honours the header answers it
+without charging again.
+
+:func:`finish_interrupted` is what recovery calls when a command finds a
+call in the journal that the history does not record: with a saved answer,
+the answer is applied as the step would have (an ``llm_call`` entry, counted
+once, no new call); without one, the call is recorded as of unknown outcome
+(``response.status`` ``UNKNOWN``: counted in ``totals.llm_calls`` and
+``totals.unknown_calls``, the job left as before it, so the next step makes
+it again).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional, Protocol
+
+from ..errors import LLMCallError, LogistError
+from ..store import recovery as journal
+from ..store.calls import SavedAnswer, body_digest, call_key, key_digest
+from ..store.config import resolve_api_key, resolve_endpoint
+from ..store.entries import UNKNOWN, Message, Request, Response
+from ..store.jobsdir import Job
+from ..store.manifest import JobManifest, read_manifest
+
+if TYPE_CHECKING:
+    from .prepare import Prepared
+
+#: What an entry recovered from a saved answer says (after any note of its own).
+RECOVERED_NOTE = ("the process ended after this call's answer arrived and before it was recorded; "
+                  "the saved answer was applied when the job was next opened, without calling again")
+#: What an entry of unknown outcome says.
+UNKNOWN_NOTE = ("the process ended while this call was in flight: whether the endpoint answered it (and charged "
+                "for it) is unknown; nothing was applied, and the next step makes the call again (the same "
+                "Idempotency-Key when the request is the same)")
+
+
+@dataclass
+class Outcome:
+    """The result of a call (or a posted answer), before it is applied."""
+
+    raw: Optional[str] = None
+    error: Optional[str] = None
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None
+    duration: float = 0.0
+    #: The endpoint reported no usage; the tokens are estimates.
+    estimated: bool = False
+    #: What the history entry says besides (an answer sent as a tool call).
+    note: Optional[str] = None
+    called: bool = False
+    #: When the step began (``time.monotonic()``, the lock held): the wall
+    #: budget counts the whole step, what the user waits for, not the call alone.
+    started: Optional[float] = None
+    #: A call's journal once its answer arrived (None: no call here).
+    saved: Optional[journal.StepJournal] = None
+
+    def wall_ms(self) -> int:
+        """The step's time so far (the call's when the start is unknown)."""
+        return round(((time.monotonic() - self.started) if self.started is not None else self.duration) * 1000)
+
+    def request(self, prepared: "Prepared") -> Request:
+        """The request the entry records: the call's as its journal holds
+        it, else the prepared one."""
+        if self.saved is not None and self.saved.request is not None:
+            return self.saved.request
+        return request_of(prepared)
+
+
+class CallWatch(Protocol):
+    """Told about a call while it is in flight (the CLI's progress line)."""
+
+    def started(self, role: str, call: int, of: int, model: str) -> None: ...
+
+    def tokens(self, count: int) -> None: ...
+
+    def finished(self) -> None: ...
+
+
+def request_of(prepared: "Prepared") -> Request:
+    """The prepared call's request as its history entry records it."""
+    if prepared.is_compaction:
+        return Request(prompt=[Message(**m) for m in prepared.prompt.messages], metadata=prepared.metadata)
+    return Request(**prepared.prompt.record(), files_context=prepared.prompt.files_context, metadata=prepared.metadata)
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens in ``text`` when the endpoint does not say: 4 characters a token, rounded up."""
+    return -(-len(text) // 4)
+
+
+def retried_key(job: Job, manifest: JobManifest) -> Optional[str]:
+    """The key of the call of unknown outcome the job's last entry records
+    (past repairs), if it is one: the call made again is sent with it."""
+    from ..store.seek import read_entry
+
+    sequence = manifest.last_sequence
+    while sequence >= 1:
+        entry = read_entry(job.dir, sequence)
+        if entry.kind != "repair":
+            if entry.unknown_outcome and entry.request is not None:
+                return entry.request.metadata.idempotency_key
+            return None
+        sequence -= 1
+    return None
+
+
+def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", base_url: Optional[str],
+              request_timeout: Optional[float] = None, watch: Optional[CallWatch] = None) -> Outcome:
+    """Send the prepared body to the resolved endpoint: as it is, less the
+    stream fields when the endpoint was found not to stream (the recorded
+    metadata says which was sent), journalled before and after."""
+    from .. import llm
+
+    config = prepared.config
+    settings = llm.LLMSettings(
+        base_url=resolve_endpoint(base_url, config),
+        api_key=resolve_api_key(),
+        timeout=request_timeout or config.request_timeout,
+        max_retries=config.max_retries,
+        max_answer_bytes=manifest.settings.max_answer_bytes,
+    )
+    body = prepared.body
+    if body.get("stream") and not llm.streams(settings.base_url):
+        body = llm.without_stream(body)
+    prepared.metadata.stream = bool(body.get("stream")) or None
+    sequence = manifest.last_sequence + 1
+    again = retried_key(job, manifest)
+
+    def key_for(sent: dict) -> str:
+        if again is not None and key_digest(again) == body_digest(sent):
+            return again
+        return call_key(job.id, manifest.created_at, sequence, sent)
+
+    prepared.metadata.idempotency_key = key_for(body)
+    llm.client(settings.base_url, settings.api_key)  # built (once per process) before the clock starts
+    calling = journal.begin_call(job.dir, sequence, manifest.workspace_commit, prepared.metadata.idempotency_key,
+                                 request_of(prepared))
+    if watch is not None:
+        watch.started(prepared.role.name, manifest.calls + 1, manifest.settings.max_steps, prepared.model)
+    started = time.monotonic()
+    error = None
+    try:
+        reply = llm.chat(settings, body, watch.tokens if watch is not None else None, key_for)
+    except LLMCallError as exc:
+        if exc.reply is None:  # no answer came
+            outcome = Outcome(error=str(exc), duration=time.monotonic() - started, called=True)
+            return _saved(job, prepared, calling, outcome)
+        reply, error = exc.reply, str(exc)  # an answer refused (too long): recorded once, cut
+    finally:
+        if watch is not None:
+            watch.finished()
+    prepared.metadata.stream = reply.streamed or None
+    prepared.metadata.idempotency_key = reply.key
+    outcome = Outcome(
+        raw=reply.content,
+        error=error,
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+        duration=time.monotonic() - started,
+        called=True,
+    )
+    if reply.tool:
+        outcome.note = llm.TOOL_NOTE.format(reply.tool)
+    if outcome.prompt_tokens is None or outcome.completion_tokens is None:
+        outcome.estimated = True
+        if outcome.prompt_tokens is None:
+            outcome.prompt_tokens = estimate_tokens("".join(m.get("content") or "" for m in body["messages"]
+                                                            if isinstance(m.get("content"), str)))
+        if outcome.completion_tokens is None:
+            outcome.completion_tokens = estimate_tokens(reply.content)
+    return _saved(job, prepared, calling, outcome)
+
+
+def _saved(job: Job, prepared: "Prepared", calling: journal.StepJournal, outcome: Outcome) -> Outcome:
+    """Write the call's outcome into its journal (fsynced) before anything is made of it."""
+    answer = SavedAnswer(raw=outcome.raw, error=outcome.error, prompt_tokens=outcome.prompt_tokens,
+                         completion_tokens=outcome.completion_tokens, estimated=outcome.estimated,
+                         duration_ms=round(outcome.duration * 1000), note=outcome.note)
+    outcome.saved = journal.call_answered(job.dir, calling, request_of(prepared), answer)
+    return outcome
+
+
+def finish_interrupted(job: Job) -> journal.Finish:
+    """Recovery's ``finish`` for ``job`` (see :func:`logist.store.recovery.open_job`)."""
+
+    def finish(manifest: JobManifest, saved: journal.StepJournal) -> JobManifest:
+        if saved.answer is None:
+            _record_unknown(job, manifest, saved)
+        else:
+            _apply_saved(job, manifest, saved)
+        return read_manifest(job.dir)
+
+    return finish
+
+
+def _apply_saved(job: Job, manifest: JobManifest, saved: journal.StepJournal) -> None:
+    from .prepare import prepare
+    from .step import _apply, _apply_compaction
+
+    metadata = saved.request.metadata
+    prepared = prepare(job, manifest, metadata.model)
+    if prepared.is_compaction != (metadata.phase == "compaction"):
+        raise LogistError(
+            f"job '{job.id}': the answer saved for step {saved.sequence} no longer fits the job's next call "
+            "(its roles or config changed); restore them and run the command again"
+        )
+    answer = saved.answer
+    note = "; ".join(n for n in (answer.note, RECOVERED_NOTE) if n)
+    outcome = Outcome(raw=answer.raw, error=answer.error, prompt_tokens=answer.prompt_tokens,
+                      completion_tokens=answer.completion_tokens, duration=answer.duration_ms / 1000,
+                      estimated=answer.estimated, note=note, called=True, saved=saved)
+    if prepared.is_compaction:
+        _apply_compaction(job, manifest, prepared, outcome, replayed=False)
+    else:
+        _apply(job, manifest, prepared, outcome, "llm_call")
+
+
+def _record_unknown(job: Job, manifest: JobManifest, saved: journal.StepJournal) -> None:
+    after = manifest.model_copy(deep=True)
+    after.totals.llm_calls += 1
+    after.totals.unknown_calls += 1
+    metadata = saved.request.metadata
+    entry = journal.new_entry(
+        job.dir, job.workspace, manifest, after,
+        kind="compaction" if metadata.phase == "compaction" else "llm_call",
+        role=metadata.role or manifest.turn.role, request=saved.request,
+        response=Response(status=UNKNOWN, error="the call's outcome is unknown: the process ended while it was in flight"),
+        workspace_commit=manifest.workspace_commit, note=UNKNOWN_NOTE,
+    )
+    journal.record(job.dir, entry, after)

@@ -1,0 +1,70 @@
+"""Paid calls: the key that names each one, and its answer as it arrived.
+
+A call is paid for once, so it is recorded once. Before a step sends its
+request, the step journal (:mod:`logist.store.recovery`) records that the
+call is being made, with its key and its request; as soon as the answer
+arrives, the journal holds it (:class:`SavedAnswer`, fsynced) before
+anything is applied. A process that ends after that point is finished by the
+next command from the saved answer, never by calling again; one that ends
+while the call is in flight leaves a call of unknown outcome, which is
+recorded as such.
+
+The key, :func:`call_key`, is ``<job>@<created>:<step>:<digest>``: the job
+(its id and when it was created, so a job made again under the same id has
+other keys),
+the step number (the history entry the call is made for) and the SHA-256 of
+the request body sent. It goes out as the ``Idempotency-Key`` header, the
+same on every retry of the call, so an endpoint or gateway that honours it
+never charges twice; a call made again after one of unknown outcome, with
+the same body, is sent with that call's key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Optional
+
+from pydantic import BaseModel
+
+from .manifest import KEEP_UNKNOWN
+
+#: The HTTP header the key is sent in.
+HEADER = "Idempotency-Key"
+
+
+def body_digest(body: dict) -> str:
+    """The SHA-256 of a request body's canonical JSON (sorted keys, no spaces), in hex."""
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def call_key(job_id: str, created_at: str, sequence: int, body: dict) -> str:
+    """The key of the call step ``sequence`` of the job makes with ``body``."""
+    return f"{job_id}@{created_at}:{sequence}:{body_digest(body)}"
+
+
+def key_digest(key: Optional[str]) -> Optional[str]:
+    """The body digest a key names (None: not a key of this form)."""
+    parts = (key or "").rsplit(":", 2)
+    return parts[2] if len(parts) == 3 else None
+
+
+class SavedAnswer(BaseModel):
+    """A call's outcome as it arrived, before anything was made of it."""
+
+    model_config = KEEP_UNKNOWN
+    raw: Optional[str] = None
+    """The answer's text (None when the call failed)."""
+    error: Optional[str] = None
+    """Why the call failed, when it did."""
+    prompt_tokens: Optional[int] = None
+    """Prompt tokens (reported, or estimated: see ``estimated``)."""
+    completion_tokens: Optional[int] = None
+    """Completion tokens."""
+    estimated: bool = False
+    """The endpoint reported no usage; the tokens are estimates."""
+    duration_ms: int = 0
+    """How long the call took, in milliseconds."""
+    note: Optional[str] = None
+    """What the entry says besides (an answer sent as a tool call)."""

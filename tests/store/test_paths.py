@@ -1,0 +1,81 @@
+"""Paths in job files are relative to the job's folder: a jobs directory
+can be moved, copied or mounted anywhere (another host's path) and its jobs
+step, replay and rewind there. Files written when the history's header named
+the absolute workspace path are upgraded without losing where commands ran."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from logist import JobsDir, Status, create_job, load_history, run_job, step_once
+from logist.engine.rewind import rewind
+from logist.replay.apply import replay_history
+from logist.replay.scripted import answer
+from logist.store.history import history_path, recorded_workspace, write_canonical
+
+from conftest import logist_cli
+
+SPEC = dict(allowed_commands=["pwd"])
+
+
+def test_a_copied_jobs_dir_steps_replays_and_rewinds_where_it_now_is(tmp_path, llm, replay_llm):
+    first = create_job(JobsDir(tmp_path / "host-a" / "jobs"), "where", "Say where you are", **SPEC)
+    made_in = str(first.workspace)
+    llm.add(answer("CMD", command="pwd"))
+    step_once(first, base_url=llm.base_url)
+    shutil.copytree(tmp_path / "host-a", tmp_path / "host-b" / "mnt", symlinks=True)
+    shutil.move(str(tmp_path / "host-a"), str(tmp_path / "gone"))  # nothing may still point there
+
+    job = JobsDir(tmp_path / "host-b" / "mnt" / "jobs").job("where")
+    for path in (job.manifest_path, job.history_path):
+        text = path.read_text()
+        # The only place the old path is named: the recorded command, where it ran and what it printed.
+        assert str(tmp_path / "host-a") not in text.replace(json.dumps(made_in)[1:-1], ""), path.name
+    llm.add(answer("CMD", command="pwd"), answer("COMPLETED", "I was copied."), answer("COMPLETED", "ok"))
+    assert run_job(job, base_url=llm.base_url)[-1].status == Status.APPROVAL_REQUIRED
+    recorded = load_history(job.dir)
+    ran = [e.command for e in recorded.interactions if e.command is not None]
+    assert [c.cwd for c in ran] == [made_in, str(job.workspace)]
+    assert str(job.workspace) in ran[1].output
+
+    # Rewound there: back to the end of the second command's step.
+    second = [e.sequence for e in recorded.interactions if e.command is not None][1]
+    assert rewind(job, to=second).status == Status.RUNNING
+
+    # Replayed live into a job in a third place: both recorded paths are recognised.
+    there = create_job(JobsDir(tmp_path / "host-c"), "copy", "Say where you are", **SPEC)
+    server = replay_llm(recorded)
+    server.workspace = str(there.workspace)
+    replay_history(there, recorded, base_url=server.base_url)
+    assert server.mismatches == [] and server.remaining == 0
+    assert there.manifest().status == Status.APPROVAL_REQUIRED
+
+
+def test_job_upgrade_moves_an_old_headers_path_into_the_commands(jobs, llm):
+    job = create_job(jobs, "old", "Say where you are", **SPEC)
+    llm.add(answer("CMD", command="pwd"), answer("CMD", command="pwd"))
+    step_once(job, base_url=llm.base_url)
+    step_once(job, base_url=llm.base_url)
+    # As an earlier Logist wrote it: the header names the workspace, commands do not say where they ran.
+    old = "/srv/elsewhere/jobs/old/workspace"
+    entries = [e.dump() for e in load_history(job.dir).interactions]
+    for entry in entries:
+        (entry.get("command") or {}).pop("cwd", None)
+    entries[2]["workspace_path"] = "/srv/moved/jobs/old/workspace"  # an entry made after a move named its own
+    write_canonical(history_path(job.dir), "old", entries, old)
+    assert recorded_workspace(job.dir) == old
+
+    status = logist_cli("job", "status", "old", "--json")  # looking does not rewrite
+    assert status.returncode == 0 and recorded_workspace(job.dir) == old
+    done = logist_cli("job", "upgrade", "old")
+    assert done.returncode == 0, done.stderr
+    assert "no longer names the workspace's absolute path" in done.stderr
+    assert recorded_workspace(job.dir) is None
+    upgraded = load_history(job.dir)
+    assert upgraded.workspace_path is None and all(e.workspace_path is None for e in upgraded.interactions)
+    assert [e.command.cwd for e in upgraded.interactions if e.command] == [old, "/srv/moved/jobs/old/workspace"]
+    again = logist_cli("job", "upgrade", "old")
+    assert "already in format 2" in again.stderr
+    shown = logist_cli("job", "history", "old", "--entry", "3", "--json")
+    assert shown.returncode == 0, shown.stderr
