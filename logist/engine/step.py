@@ -264,7 +264,7 @@ def _call(job: Job, manifest: JobManifest, prepared: Prepared, base_url: Optiona
     """Send the prepared body to the resolved endpoint: as it is, less the
     stream fields when the endpoint was found not to stream (the recorded
     metadata says which was sent)."""
-    from .. import llm
+    from .. import llm, redact as secrets
 
     config = prepared.config
     settings = llm.LLMSettings(
@@ -284,13 +284,13 @@ def _call(job: Job, manifest: JobManifest, prepared: Prepared, base_url: Optiona
     try:
         reply = llm.chat(settings, body, watch.tokens if watch is not None else None)
     except LLMCallError as exc:
-        return Outcome(error=str(exc), duration=time.monotonic() - started, called=True)
+        return Outcome(error=secrets.redact(str(exc)), duration=time.monotonic() - started, called=True)
     finally:
         if watch is not None:
             watch.finished()
     prepared.metadata.stream = reply.streamed or None
     outcome = Outcome(
-        raw=reply.content,
+        raw=secrets.redact(reply.content),  # a secret the model echoes is recorded and shown as [redacted]
         prompt_tokens=reply.prompt_tokens,
         completion_tokens=reply.completion_tokens,
         duration=time.monotonic() - started,
