@@ -39,24 +39,39 @@ REDACTED = "[redacted]"
 MIN_LENGTH = 6
 #: Where the API key is read from (store/config.py reads the same names).
 KEY_VARIABLES = ("LOGIST_API_KEY", "OPENAI_API_KEY")
-#: Variable names whose values are secret.
-SECRET_NAME = re.compile(
-    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|(?:^|_)PAT(?:$|_)|(?:^|_)AUTH(?:$|_)", re.I)
+#: Variable names whose values are secret: these words anywhere in the name...
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL")
+#: ... or these as a whole part of it (``GH_PAT``, not ``PATH``).
+SECRET_PARTS = frozenset({"PAT", "AUTH"})
 #: The password of a URL with credentials: scheme://user:PASSWORD@host.
 URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^\s:/@]*:([^\s@/]+)@", re.I)
+
+_CACHE: dict = {}
+
+
+def secret_name(name: str) -> bool:
+    """Whether an environment variable's name says its value is secret."""
+    upper = name.upper()
+    return any(word in upper for word in SECRET_WORDS) or not SECRET_PARTS.isdisjoint(upper.split("_"))
 
 
 def known_secrets(environ: Optional[Mapping[str, str]] = None, extra: Iterable[str] = ()) -> list[str]:
     """The secret values in ``environ`` (the process's, by default) and
     ``extra``, longest first (so a secret that contains another is replaced whole)."""
+    raw = getattr(os.environ, "_data", None) if environ is None and not extra else None
+    if raw is not None and _CACHE.get("environ") == raw:
+        return _CACHE["secrets"]
     env = os.environ if environ is None else environ
     found = set(extra)
     for name, value in env.items():
-        if name in KEY_VARIABLES or SECRET_NAME.search(name):
+        if name in KEY_VARIABLES or secret_name(name):
             found.add(value)
         if "@" in value:
             found.update(match.group(1) for match in URL_PASSWORD.finditer(value))
-    return sorted((value for value in found if len(value.strip()) >= MIN_LENGTH), key=len, reverse=True)
+    secrets = sorted((value for value in found if len(value.strip()) >= MIN_LENGTH), key=len, reverse=True)
+    if raw is not None:
+        _CACHE.update(environ=dict(raw), secrets=secrets)
+    return secrets
 
 
 def _forms(secret: str) -> list[str]:
