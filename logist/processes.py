@@ -63,6 +63,10 @@ _UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
 
 
+class SandboxUnavailable(LogistError):
+    """``command_sandbox`` is ``namespace`` and this system cannot make one."""
+
+
 def command_env(named: Sequence[str] = (), base: Optional[dict] = None) -> dict:
     """The environment a command runs with: :data:`PASSED`, ``LC_*`` and
     ``named``, from ``base`` (Logist's own by default)."""
@@ -101,7 +105,7 @@ def launcher(command: str, sandbox: str) -> list[str]:
     if sandbox != "none":
         prefix = namespace_prefix() or ()
         if not prefix and sandbox == "namespace":
-            raise LogistError("command_sandbox is 'namespace' but this system cannot start a PID namespace "
+            raise SandboxUnavailable("command_sandbox is 'namespace' but this system cannot start a PID namespace "
                               "(unshare --user --pid); set it to auto or none to run commands without one")
     return [*prefix, "/bin/sh", "-c", _GATE, "logist-command", command]
 

@@ -213,5 +213,8 @@ def run_or_hold(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
     """Apply the job's command policy: run now, hold for a person, or refuse."""
     decision = decide(manifest.settings.command_policy, manifest.settings.allowed_commands, command)
     if decision == "run":
-        return execute(job, manifest, command)
+        try:
+            return execute(job, manifest, command)
+        except processes.SandboxUnavailable as exc:  # refused, not run unconfined: the reason is recorded
+            return CommandRecord(command=command, decision="deny", output=str(exc))
     return CommandRecord(command=command, decision=decision)

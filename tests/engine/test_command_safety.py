@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,7 +26,7 @@ import pytest
 from logist.processes import namespace_prefix
 from logist.replay.scripted import answer
 
-from conftest import logist_cli
+from conftest import CANARY_KEY, logist_cli
 
 pytestmark = pytest.mark.slow
 
@@ -79,6 +80,10 @@ def assert_nowhere(secrets, jobs_dir: Path, llm, outputs) -> None:
 def test_a_command_cannot_read_logists_environment(jobs, llm, sandbox):
     key = f"sk-test-{uuid.uuid4().hex}"
     env = secret_env(key)
+    secrets = [key, GH_PAT, DB_PASSWORD, AWS_SECRET]
+    if sandbox == "namespace":  # no other process is visible in there: the shared canary can be used too
+        env["OPENAI_API_KEY"] = CANARY_KEY
+        secrets.append(CANARY_KEY)
     outputs = [ok(logist_cli("job", "create", "probe", "-o", "Probe", "--allow", PROBE, "--command-sandbox", sandbox,
                              env=env))]
     llm.add(answer("CMD", command=PROBE), answer("COMPLETED", "probed"))
@@ -86,7 +91,7 @@ def test_a_command_cannot_read_logists_environment(jobs, llm, sandbox):
     workspace = jobs.path / "probe" / "workspace"
     parent, walk, own = ((workspace / name).read_text(errors="replace") for name in ("parent.env", "walk.env", "own.env"))
     assert "PATH=" in walk and "PATH=" in own, "the walk read the environments it could"
-    for secret in (key, GH_PAT, DB_PASSWORD, AWS_SECRET):
+    for secret in secrets:
         assert secret not in parent and secret not in walk and secret not in own
     assert "[redacted]" not in parent + walk + own, "found absent, not redacted"
     if sandbox == "namespace":
@@ -99,7 +104,7 @@ def test_a_command_cannot_read_logists_environment(jobs, llm, sandbox):
     assert {"parent.env", "walk.env", "own.env"} <= set(git(workspace, "ls-tree", "-r", "--name-only", "HEAD").decode().split())
     outputs.append(ok(logist_cli("report", env=env)))
     assert (jobs.path / "probe" / "report.html").is_file()
-    assert_nowhere((key, GH_PAT, DB_PASSWORD, AWS_SECRET), jobs.path, llm, outputs)
+    assert_nowhere(secrets, jobs.path, llm, outputs)
 
 
 def test_commands_get_an_allowlisted_environment_and_secrets_are_redacted(jobs, llm):
@@ -163,7 +168,7 @@ def wait_for(predicate, seconds: float = 30.0) -> None:
 def test_recovery_kills_the_command_of_a_killed_step(jobs, llm, sandbox):
     # A background child in the command's process group, which a plain kill
     # of the command's first process would leave behind to write late.
-    marker = f"sleep 4.{uuid.uuid4().int % 10**6:06d}"
+    marker = f"sleep 8.{uuid.uuid4().int % 10**6:06d}"  # long enough for a loaded machine to reach recovery first
     command = f"touch started; ({marker}; echo late > late.txt) & wait"
     ok(logist_cli("job", "create", "slow", "-o", "Wait", "--allow", command, "--command-sandbox", sandbox))
     workspace = jobs.path / "slow" / "workspace"
@@ -182,7 +187,7 @@ def test_recovery_kills_the_command_of_a_killed_step(jobs, llm, sandbox):
     llm.add(answer("COMPLETED", "waited"))
     ok(logist_cli("job", "step", "slow", "--oneshot", "--base-url", llm.base_url))
     assert processes_with(marker) == []
-    time.sleep(max(0.0, 5.0 - (time.monotonic() - began)))
+    time.sleep(max(0.0, 9.0 - (time.monotonic() - began)))
     assert not (workspace / "late.txt").exists()
     assert b"late" not in git(workspace, "log", "-p", "--all")
     assert git(workspace, "status", "--porcelain") == b""
@@ -206,3 +211,18 @@ def test_a_command_never_runs_unrecorded(jobs, llm):
     ok(logist_cli("job", "step", "gate", "--oneshot", "--base-url", llm.base_url))
     time.sleep(0.5)
     assert not (jobs.path / "gate" / "workspace" / "ran").exists()
+
+
+def test_a_namespace_the_system_cannot_make_refuses_the_command(jobs, llm, tmp_path):
+    """``command_sandbox: namespace`` never falls back to running unconfined:
+    here ``unshare`` is not on the PATH, so the command is refused with the reason."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in ("git", "touch"):
+        (tools / tool).symlink_to(shutil.which(tool))
+    ok(logist_cli("job", "create", "strict", "-o", "Touch", "--allow", "touch ran", "--command-sandbox", "namespace"))
+    llm.add(answer("CMD", command="touch ran"), answer("COMPLETED", "done"))
+    ok(logist_cli("job", "step", "strict", "--base-url", llm.base_url, env={"PATH": str(tools)}))
+    command = json.loads((jobs.path / "strict" / "jobHistory.json").read_text())["interactions"][1]["command"]
+    assert command["decision"] == "deny" and "cannot start a PID namespace" in command["output"]
+    assert not (jobs.path / "strict" / "workspace" / "ran").exists()
