@@ -14,7 +14,9 @@ not yet: the entry is then written with one ``write`` call), ``after_history``
 journal not yet removed), then, once the step is recorded and the job's lock
 released, ``mid_transcript`` (half of the new entries' Markdown appended to
 ``transcript.md``, the views' lock held). A half-written entry (a power
-loss) is tested by writing one, not by a failpoint.
+loss) is tested by writing one, not by a failpoint. A step that runs a
+command also passes ``command_started`` (:data:`COMMAND_POINTS`: its process
+group recorded in the step's journal, the command not yet begun).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import signal
 
 POINTS = ("after_call", "after_apply", "after_commit", "before_history_append", "after_history", "after_manifest",
           "mid_transcript")
+
+COMMAND_POINTS = ("command_started",)
 
 
 def armed(name: str) -> bool:

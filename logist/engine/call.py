@@ -120,7 +120,7 @@ def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", base_url: O
     """Send the prepared body to the resolved endpoint: as it is, less the
     stream fields when the endpoint was found not to stream (the recorded
     metadata says which was sent), journalled before and after."""
-    from .. import llm
+    from .. import llm, redact as secrets
 
     config = prepared.config
     settings = llm.LLMSettings(
@@ -154,16 +154,16 @@ def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", base_url: O
         reply = llm.chat(settings, body, watch.tokens if watch is not None else None, key_for)
     except LLMCallError as exc:
         if exc.reply is None:  # no answer came
-            outcome = Outcome(error=str(exc), duration=time.monotonic() - started, called=True)
+            outcome = Outcome(error=secrets.redact(str(exc)), duration=time.monotonic() - started, called=True)
             return _saved(job, prepared, calling, outcome)
-        reply, error = exc.reply, str(exc)  # an answer refused (too long): recorded once, cut
+        reply, error = exc.reply, secrets.redact(str(exc))  # an answer refused (too long): recorded once, cut
     finally:
         if watch is not None:
             watch.finished()
     prepared.metadata.stream = reply.streamed or None
     prepared.metadata.idempotency_key = reply.key
     outcome = Outcome(
-        raw=reply.content,
+        raw=secrets.redact(reply.content),  # a secret the model echoes is recorded and shown as [redacted]
         error=error,
         prompt_tokens=reply.prompt_tokens,
         completion_tokens=reply.completion_tokens,

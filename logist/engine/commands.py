@@ -1,13 +1,16 @@
 """Commands the model asks to run (``CMD``): policy, execution, clean output.
 
 A command runs with the workspace as its directory, no standard input, a
-timeout (its whole process group is killed when it expires) and an
-environment without secrets. Its output goes to temporary files, not into
+timeout (its whole process group is killed when it expires), an allowlisted
+environment and, where the system allows it, in a PID namespace of its own
+that cannot see Logist (:mod:`logist.processes` starts and stops it; its
+process group is recorded in the step's journal before it runs, and every
+process it leaves behind is killed when it ends). Its output goes to temporary files, not into
 memory, so a command that prints gigabytes costs only the part the model is
 shown: the output is cleaned (terminal escapes, carriage-return redraws and
 echoed prompts removed; long runs of one repeated line collapsed with a
-count) and cut in the middle with a marker when it is longer than the job's
-limit.
+count), cut in the middle with a marker when it is longer than the job's
+limit, and every known secret value in it redacted (:mod:`logist.redact`).
 
 Policy (per job, default from config.json): ``deny`` refuses every command
 and tells the model; ``ask`` holds each one until a person approves or skips
@@ -29,15 +32,16 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional, Sequence
 
+from .. import processes
+from ..redact import redact
+from ..store import recovery as journal
 from ..store.entries import CommandRecord
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest
 from ..store.prompts import Prompts, builtin
 
-SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION)", re.I)
-ALWAYS_REMOVED = {"LOGIST_API_KEY", "OPENAI_API_KEY"}
 SHELL_CONTROL = re.compile(r"[;&|`$<>\n]")
 
 _CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
@@ -68,22 +72,6 @@ class CommandResult:
         else:
             ending = prompts.render("command/exit_code", exit_code=str(self.exit_code))
         return prompts.render("command/output", command=self.command, output="\n".join(parts), ending=ending)
-
-
-def command_env(base: Optional[dict] = None) -> dict:
-    """The environment for a command: everything but secrets."""
-    env = dict(os.environ if base is None else base)
-    for name in list(env):
-        if name in ALWAYS_REMOVED or SECRET_NAME.search(name):
-            del env[name]
-    env.setdefault("TERM", "dumb")
-    env["NO_COLOR"] = "1"
-    # Python writes no bytecode into the workspace (it would be committed), and
-    # never runs a stale one: a file the model changed within the second, at the
-    # same size, would otherwise pass the cache's mtime-and-size check.
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env.pop("PYTHONPYCACHEPREFIX", None)
-    return env
 
 
 def decide(policy: str, allowed: list[str], command: str) -> str:
@@ -170,26 +158,31 @@ def _read_capped(handle, limit: int) -> str:
     return (head + marker + tail).decode("utf-8", errors="replace")
 
 
-def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20_000) -> CommandResult:
-    """Run ``command`` with a shell in ``cwd`` under the rules above."""
+def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20_000, *,
+                sandbox: str = "auto", env_names: Sequence[str] = (),
+                recorded: Optional[Callable[[int, Optional[str]], None]] = None) -> CommandResult:
+    """Run ``command`` with a shell in ``cwd`` under the rules above;
+    ``recorded(pgid, start_time)`` is called before the command begins."""
+    argv = processes.launcher(command, sandbox)
+    processes.hide_secrets_from_proc()
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(
-            command, shell=True, cwd=str(cwd), env=command_env(), stdin=subprocess.DEVNULL,
-            stdout=out, stderr=err, start_new_session=True,
-        )
+        proc = processes.start(argv, str(cwd), processes.command_env(env_names), out, err,
+                               recorded or (lambda pgid, start: None))
         timed_out = False
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
+        finally:
+            # What the command left running (or all of it, on a timeout) ends with it.
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
+            except (ProcessLookupError, PermissionError):
                 pass
             proc.wait()
-        stdout = clean_output(_read_capped(out, limit), command, limit)
-        stderr = clean_output(_read_capped(err, limit), command, limit)
+        stdout = redact(clean_output(_read_capped(out, limit), command, limit))
+        stderr = redact(clean_output(_read_capped(err, limit), command, limit))
     return CommandResult(
         command=command,
         exit_code=None if timed_out else proc.returncode,
@@ -203,7 +196,9 @@ def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20
 def execute(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
     """Run a command in the job's workspace with the job's limits."""
     settings = manifest.settings
-    result = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit)
+    result = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit,
+                         sandbox=settings.command_sandbox, env_names=settings.command_env,
+                         recorded=lambda pgid, start: journal.command_started(job.dir, pgid, start))
     return CommandRecord(
         command=command,
         decision="run",
@@ -219,5 +214,8 @@ def run_or_hold(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
     """Apply the job's command policy: run now, hold for a person, or refuse."""
     decision = decide(manifest.settings.command_policy, manifest.settings.allowed_commands, command)
     if decision == "run":
-        return execute(job, manifest, command)
+        try:
+            return execute(job, manifest, command)
+        except processes.SandboxUnavailable as exc:  # refused, not run unconfined: the reason is recorded
+            return CommandRecord(command=command, decision="deny", output=str(exc))
     return CommandRecord(command=command, decision=decision)

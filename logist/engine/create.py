@@ -93,6 +93,13 @@ class JobSpec(BaseModel):
     command_timeout: Optional[float] = _setting(
         "command_timeout",
         f"Seconds a command may run (default {_BUILT_IN.command_timeout:g}).")
+    command_sandbox: Optional[Literal["auto", "namespace", "none"]] = _setting(
+        "command_sandbox",
+        f"Run commands in a PID namespace that cannot see Logist: auto where the system can, namespace always "
+        f"(refused where it cannot), none never (default {_BUILT_IN.command_sandbox}).")
+    command_env: list[str] = Field(default=[], description=(
+        "An environment variable commands get besides PATH, HOME, LANG, LC_*, TERM, TZ, TMPDIR, USER, LOGNAME "
+        "and SHELL (repeatable; the API key is never passed)."))
     max_cost_usd: Optional[float] = _setting(
         "max_cost_usd",
         "Stop before a call once this many USD are spent (needs prices in config.json).")

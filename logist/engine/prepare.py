@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from ..redact import redact_data
 from ..resources import data_dir
 from ..store.config import LogistConfig
 from ..store.entries import RequestMetadata
@@ -108,7 +109,7 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
     history = HistoryReader(job.dir)
     prompts = Prompts(jobs_dir, roles)
     if target is not None:
-        messages = compaction.request(manifest.turn, role, target, history.conversation(manifest.turn), prompts)
+        messages = redact_data(compaction.request(manifest.turn, role, target, history.conversation(manifest.turn), prompts))
         metadata = RequestMetadata(
             role=role.name, phase="compaction", model=model, temperature=SUMMARY_TEMPERATURE, max_tokens=None,
             stream=config.stream or None,
@@ -116,6 +117,8 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
         body = request_body(model, messages, SUMMARY_TEMPERATURE, stream=config.stream)
         return Prepared(body, Prompt(messages=messages), role, metadata, config, prompts, compaction_target=target)
     prompt = build_prompt(manifest, role, job.workspace, jobs_dir, history, roles, prompts)
+    # What is sent, previewed and recorded holds no secret value (workspace files, a person's text).
+    prompt.messages, prompt.added = redact_data(prompt.messages), redact_data(prompt.added)
     metadata = RequestMetadata(
         role=role.name, phase=str(manifest.status), model=model, temperature=role.temperature, max_tokens=role.max_tokens,
         response_format=role.response_format, stream=config.stream or None,

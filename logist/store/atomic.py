@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
+from ..redact import redact_data
+
 
 def fsync_dir(directory: Path) -> None:
     """Make a rename or create inside ``directory`` durable."""
@@ -80,8 +82,9 @@ def dump_json(data: Any) -> str:
     """Logist's on-disk JSON style: indented, UTF-8, trailing newline.
 
     Key order is the order of the pydantic model's fields, which is stable.
+    No known secret value is written (:func:`logist.redact.redact_data`).
     """
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(redact_data(data), indent=2, ensure_ascii=False) + "\n"
 
 
 def atomic_write_json(path: Path, data: Any) -> None:

@@ -25,10 +25,10 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
+from ..redact import KEY_VARIABLES
 from .roles import format_validation_error
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-KEY_VARIABLES = ("LOGIST_API_KEY", "OPENAI_API_KEY")
 
 
 class Price(BaseModel):
@@ -68,6 +68,10 @@ class JobDefaults(BaseModel):
     """Characters of a command's output the model is shown; longer output is cut in the middle."""
     max_answer_bytes: int = Field(default=1_000_000, ge=1_000)
     """Bytes an answer may have; a longer one is refused (the job stops for a person) and only its first max_answer_bytes are recorded."""
+    command_sandbox: Literal["auto", "namespace", "none"] = "auto"
+    """Where commands run: namespace runs each in a PID namespace of its own that cannot see Logist's processes (refused where the system cannot make one), auto does so where it can, none runs them as plain child processes."""
+    command_env: list[str] = []
+    """Names of environment variables commands get besides PATH, HOME, LANG, LC_*, TERM, TZ, TMPDIR, USER, LOGNAME and SHELL (the API key is never passed)."""
 
 
 class LogistConfig(BaseModel):

@@ -85,6 +85,10 @@ class StepJournal(BaseModel):
     """A call's request, as its history entry records it."""
     answer: Optional[SavedAnswer] = None
     """A call's answer (or failure) as it arrived, with its usage and time."""
+    command_pgid: Optional[int] = None
+    """The process group of the command the step runs, written before the command begins: recovery kills it before it resets the workspace."""
+    command_started: Optional[str] = None
+    """When that group's first process started (the kernel's count, Linux), so a later group with the same id is left alone."""
 
 
 def journal_path(job_dir: Path) -> Path:
@@ -130,6 +134,26 @@ def pending_call(job_dir: Path) -> Optional[StepJournal]:
         return None
     last = seek.last_entry(job_dir)
     return None if last is not None and last.sequence >= journal.sequence else journal
+
+
+def command_started(job_dir: Path, pgid: int, started: Optional[str]) -> None:
+    """Note in the step's journal the process group of the command it is
+    about to run (called before the command begins)."""
+    path = journal_path(job_dir)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.update(command_pgid=pgid, command_started=started)
+    atomic_write_json(path, data)
+    failpoint("command_started")
+
+
+def _stop_command(journal: StepJournal) -> Optional[str]:
+    """Kill what is left of an interrupted step's command, before anything
+    is reset (it could write into the workspace afterwards)."""
+    from ..processes import stop_group
+
+    if journal.command_pgid is None or not stop_group(journal.command_pgid, journal.command_started):
+        return None
+    return f"the command of step {journal.sequence} was still running (process group {journal.command_pgid}); it was killed"
 
 
 def record(job_dir: Path, entry: HistoryEntry, manifest: JobManifest) -> None:
@@ -288,6 +312,9 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) ->
             raise CorruptFileError(
                 f"{jpath} could not be parsed (moved to {aside.name}); check the workspace with 'git status' before stepping"
             ) from None
+        stopped = _stop_command(journal)
+        if stopped:
+            notes.append(stopped)
         last = seek.last_entry(job_dir)
         dropped_step = f"step {journal.sequence} was interrupted after its LLM call, before it was recorded"
         if last is not None and last.kind == "repair" and dropped_step in (last.note or ""):

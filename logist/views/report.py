@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
+from ..redact import known_secrets, redact
 from ..store.atomic import atomic_writer
 from ..store.entries import ANSWER_KINDS
 from ..store.history import iter_entries, iter_entry_data
@@ -146,7 +147,8 @@ def write_job_report(job: Job, path: Optional[Path] = None) -> Path:
     a new file that replaces the old one whole; returns its path."""
     target = Path(path) if path is not None else job.dir / REPORT_NAME
     with atomic_writer(target) as handle:
-        write_report(job, lambda text: handle.write(text.encode("utf-8", errors="replace")))
+        secrets = known_secrets()  # none is written (logist.redact)
+        write_report(job, lambda text: handle.write(redact(text, secrets).encode("utf-8", errors="replace")))
     return target
 
 
@@ -180,7 +182,7 @@ def write_index(jobs: JobsDir, path: Optional[Path] = None, *, reports: bool = T
         except (LogistError, OSError, ValueError) as exc:
             rows.append(IndexRow(job_id, "UNREADABLE", None, error=str(exc)))
     with atomic_writer(target) as handle:
-        handle.write(render_index(jobs, rows, target.parent, index.current_job_id).encode("utf-8", errors="replace"))
+        handle.write(redact(render_index(jobs, rows, target.parent, index.current_job_id)).encode("utf-8", errors="replace"))
     return target, rows
 
 

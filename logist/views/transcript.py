@@ -37,6 +37,7 @@ from typing import Callable, Iterable, NamedTuple, Optional
 from ..failpoints import armed, failpoint
 from ..store import history as hist
 from ..store import seek
+from ..redact import redact
 from ..store.atomic import atomic_writer
 from ..store.history import HistoryEntry
 from .markdown import header, render_entry
@@ -99,8 +100,8 @@ def read_marker(path: Path) -> Optional[Marker]:
 
 def _encode(text: str) -> bytes:
     # errors="replace": a lone surrogate from a model must not make every
-    # later update fail and rebuild again.
-    return text.encode("utf-8", errors="replace")
+    # later update fail and rebuild again. No known secret value is written.
+    return redact(text).encode("utf-8", errors="replace")
 
 
 def rebuild(job_dir: Path) -> Path:

@@ -7,7 +7,8 @@ import sys
 from hypothesis import given
 from hypothesis import strategies as st
 
-from logist.engine.commands import clean_output, command_env, cut_middle, decide, run_command
+from logist.engine.commands import clean_output, cut_middle, decide, run_command
+from logist.processes import command_env
 
 
 def test_escapes_and_redraws_are_removed():
@@ -57,12 +58,17 @@ def test_policy_decisions():
     assert decide("allow", ["make test | tee log"], "make test | tee log") == "run"
 
 
-def test_command_env_drops_secrets():
-    env = command_env({
-        "PATH": "/bin", "HOME": "/h", "LOGIST_API_KEY": "k", "OPENAI_API_KEY": "k", "GITHUB_TOKEN": "t",
-        "DB_PASSWORD": "p", "AWS_SECRET_ACCESS_KEY": "s", "MY_API_KEY": "s", "EDITOR": "vi",
-    })
-    assert set(env) == {"PATH", "HOME", "EDITOR", "TERM", "NO_COLOR", "PYTHONDONTWRITEBYTECODE"}
+def test_command_env_is_an_allowlist():
+    base = {
+        "PATH": "/bin", "HOME": "/h", "LANG": "C.UTF-8", "LC_ALL": "C", "TZ": "UTC", "LOGIST_API_KEY": "k",
+        "OPENAI_API_KEY": "k", "GITHUB_TOKEN": "t", "GH_PAT": "ghp_x", "DATABASE_URL": "postgres://u:p@h/db",
+        "AWS_ACCESS_KEY_ID": "a", "DB_PASSWORD": "p", "EDITOR": "vi", "SENTRY_DSN": "https://k@s.io/1",
+    }
+    assert set(command_env(base=base)) == {"PATH", "HOME", "LANG", "LC_ALL", "TZ", "TERM", "NO_COLOR", "PYTHONDONTWRITEBYTECODE"}
+    # The job names what else a command needs; never the API key.
+    named = command_env(["EDITOR", "GH_PAT", "LOGIST_API_KEY", "OPENAI_API_KEY"], base=base)
+    assert named["EDITOR"] == "vi" and named["GH_PAT"] == "ghp_x"
+    assert "LOGIST_API_KEY" not in named and "OPENAI_API_KEY" not in named
 
 
 def test_run_reports_exit_code_and_stderr(tmp_path):

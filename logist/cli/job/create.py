@@ -32,6 +32,7 @@ STYLE: dict[str, dict[str, Any]] = {
     "extra_roles": {"decls": ["--role"], "metavar": "ROLE"},
     "params": {"decls": ["--param"], "metavar": "NAME=VALUE"},
     "allowed_commands": {"decls": ["--allow"], "metavar": "PATTERN"},
+    "command_env": {"decls": ["--command-env"], "metavar": "NAME"},
     "make_current": {"decls": ["--current/--no-current"]},
 }
 

@@ -1,0 +1,244 @@
+"""How a model's command is started, and stopped: out of sight of Logist.
+
+Logist holds the API key; a command is code the model wrote. So a command:
+
+* runs in its own **PID namespace** with ``/proc`` remounted, where the
+  platform allows it (Linux with unprivileged user namespaces: ``unshare
+  --user --map-current-user --pid --fork --kill-child --mount-proc``, probed
+  once per process by :func:`namespace_prefix`). Inside it no Logist process
+  exists: ``/proc/$PPID/environ`` and a walk of ``/proc/*/environ`` find
+  only the command's own processes, and when the command's first process
+  ends every process it left behind ends with it. The job's
+  ``command_sandbox`` chooses: ``auto`` (the namespace when it works, else
+  none), ``namespace`` (a command is refused where it does not work) or
+  ``none``.
+* gets an **allowlisted environment** (:func:`command_env`): :data:`PASSED`,
+  ``LC_*`` and the variables the job names (``command_env``); never the key.
+* is started by a **launcher** (``/bin/sh``, given only that environment)
+  that waits, before it runs the command, until Logist has recorded the
+  command's process group in the step's journal (:func:`start`), so a
+  command never runs unrecorded; with ``PR_SET_PDEATHSIG`` on Linux it is
+  killed when Logist dies.
+* Without a namespace, Logist hides what it can of itself before the first
+  command (:func:`hide_secrets_from_proc`): it makes itself non-dumpable
+  (``/proc/<logist>/environ`` and ``mem`` then refuse other processes of its
+  user that lack ``CAP_SYS_PTRACE``) and overwrites the secret values in the
+  environment block it was started with, which is what ``/proc/<pid>/environ``
+  shows (the copy Python keeps in ``os.environ`` is untouched). Processes
+  other than Logist that were started with the key (the shell that exported
+  it) stay readable: see the README's Safety section.
+
+:func:`stop_group` ends a recorded process group (SIGKILL) and waits until
+it is gone: the recovery of a step interrupted while its command ran calls
+it before it resets the workspace, so the command cannot write into the
+workspace afterwards.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from typing import IO, Callable, Optional, Sequence
+
+from .errors import LogistError
+from .redact import known_secrets
+
+#: Variables a command gets from Logist's environment (with every ``LC_*``).
+PASSED = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL")
+#: Never passed, even when a job names them.
+NEVER_PASSED = ("LOGIST_API_KEY", "OPENAI_API_KEY")
+SANDBOXES = ("auto", "namespace", "none")
+
+#: Waits until Logist writes a line on its standard input, a pipe (the
+#: command's group is then recorded), and runs the command with no input;
+#: exits without running anything (125) when Logist died first.
+_GATE = 'IFS= read -r _ || exit 125; exec </dev/null; exec /bin/sh -c "$1"'
+_UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
+
+
+class SandboxUnavailable(LogistError):
+    """``command_sandbox`` is ``namespace`` and this system cannot make one."""
+
+
+def command_env(named: Sequence[str] = (), base: Optional[dict] = None) -> dict:
+    """The environment a command runs with: :data:`PASSED`, ``LC_*`` and
+    ``named``, from ``base`` (Logist's own by default)."""
+    source = os.environ if base is None else base
+    env = {name: value for name, value in source.items()
+           if (name in PASSED or name.startswith("LC_") or name in named) and name not in NEVER_PASSED}
+    env.setdefault("TERM", "dumb")
+    env["NO_COLOR"] = "1"
+    # Python writes no bytecode into the workspace (it would be committed), and
+    # never runs a stale one: a file the model changed within the second, at the
+    # same size, would otherwise pass the cache's mtime-and-size check.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+@functools.lru_cache(maxsize=1)
+def namespace_prefix() -> Optional[tuple[str, ...]]:
+    """The ``unshare`` command line that runs a program in a new user and PID
+    namespace with its own ``/proc``; None where that does not work."""
+    unshare = shutil.which("unshare") if sys.platform.startswith("linux") else None
+    if unshare is None:
+        return None
+    for mapping in ("--map-current-user", "--map-root-user"):
+        prefix = (unshare, *_UNSHARE, mapping)
+        try:
+            probe = subprocess.run([*prefix, "/bin/sh", "-c", "test ! -e /proc/2"], stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=command_env(), timeout=20)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if probe.returncode == 0:
+            return prefix
+    return None
+
+
+def launcher(command: str, sandbox: str) -> list[str]:
+    """The argv that runs ``command`` under ``sandbox`` (see the module's doc)."""
+    if sandbox not in SANDBOXES:
+        raise LogistError(f"command_sandbox '{sandbox}' is not one of {', '.join(SANDBOXES)}")
+    prefix: tuple[str, ...] = ()
+    if sandbox != "none":
+        prefix = namespace_prefix() or ()
+        if not prefix and sandbox == "namespace":
+            raise SandboxUnavailable("command_sandbox is 'namespace' but this system cannot start a PID namespace "
+                              "(unshare --user --pid); set it to auto or none to run commands without one")
+    return [*prefix, "/bin/sh", "-c", _GATE, "logist-command", command]
+
+
+@functools.lru_cache(maxsize=1)
+def _libc():
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:  # pragma: no cover
+        return None
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    libc = _libc()
+    if libc is not None and sys.platform.startswith("linux"):
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def hide_secrets_from_proc() -> None:
+    """Make this process's environment unreadable, and blank the secrets in
+    the block ``/proc/self/environ`` shows (Linux; elsewhere the process's
+    ``environ`` strings), so a command cannot read them from Logist."""
+    libc = _libc()
+    if libc is None:
+        return
+    secrets = [s.encode() for s in known_secrets()]
+    if sys.platform.startswith("linux"):
+        libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+        try:
+            with open("/proc/self/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+            start, end = int(fields[47]), int(fields[48])  # env_start, env_end: fields 50 and 51 of stat
+        except (OSError, IndexError, ValueError):
+            return
+        block = ctypes.string_at(start, end - start)
+        for secret in secrets:
+            at = block.find(secret)
+            while at != -1:
+                ctypes.memset(start + at, ord("*"), len(secret))
+                at = block.find(secret, at + len(secret))
+        return
+    try:  # pragma: no cover - not Linux: the strings environ points to
+        environ = ctypes.POINTER(ctypes.c_void_p).in_dll(libc, "environ")
+        i = 0
+        while environ[i]:
+            entry = ctypes.string_at(environ[i])
+            for secret in secrets:
+                if secret in entry:
+                    ctypes.memset(environ[i] + entry.index(secret), ord("*"), len(secret))
+            i += 1
+    except (ValueError, AttributeError):
+        pass
+
+
+def start_time(pid: int) -> Optional[str]:
+    """When process ``pid`` started, as the kernel counts it (Linux), so a
+    recorded group is not mistaken for a later one with the same id."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def start(argv: list[str], cwd: str, env: dict, stdout: IO, stderr: IO,
+          recorded: Callable[[int, Optional[str]], None]) -> subprocess.Popen:
+    """Start ``argv`` (from :func:`launcher`) in a new process group, call
+    ``recorded(pgid, start_time)``, then let the command run."""
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=read_end, stdout=stdout, stderr=stderr,
+                                start_new_session=True,
+                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+    except BaseException:
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    with os.fdopen(write_end, "w") as gate:
+        try:
+            recorded(proc.pid, start_time(proc.pid))
+        except BaseException:
+            gate.close()  # the launcher reads end of file and exits without running the command
+            proc.wait()
+            raise
+        gate.write("go\n")
+    return proc
+
+
+def _members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of group ``pgid`` (Linux); None elsewhere."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != b"Z":
+                found.append(int(name))
+    return found
+
+
+def group_alive(pgid: int) -> bool:
+    if os.path.isdir("/proc/self"):
+        return bool(_members(pgid))
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def stop_group(pgid: int, started: Optional[str] = None, wait: float = 10.0) -> bool:
+    """SIGKILL process group ``pgid`` and wait until none of it is left;
+    False when there was nothing to stop (or the id now names another
+    group: its leader started at another time than ``started``)."""
+    if pgid <= 1 or pgid == os.getpgid(0):
+        return False
+    if started is not None:
+        now = start_time(pgid)
+        if now is not None and now != started:
+            return False
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return False
+    deadline = time.monotonic() + wait
+    while group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return True

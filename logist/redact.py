@@ -1,0 +1,107 @@
+"""Secret values never reach a file, a request or the terminal: one function.
+
+A *known secret* is a value Logist can see in its own environment that must
+not travel: the API key (``LOGIST_API_KEY``, ``OPENAI_API_KEY``), the value
+of every variable whose name looks secret (``*KEY*``, ``*TOKEN*``,
+``*SECRET*``, ``*PASSWORD*``, ``*PASSWD*``, ``*PASSPHRASE*``,
+``*CREDENTIAL*``, a ``PAT`` or ``AUTH`` word such as ``GH_PAT``) and the
+password of any URL with credentials in any variable
+(``DATABASE_URL=postgres://user:PASSWORD@host/db``). Values shorter than
+:data:`MIN_LENGTH` characters are left alone: blanking ``1`` or ``yes``
+everywhere would wreck the text and hide nothing.
+
+:func:`redact` replaces each with ``[redacted]``. It is applied where text
+from outside enters Logist, so what is recorded, sent and printed is the
+same redacted text:
+
+* a command's output, before the model is told about it (engine/commands.py);
+* the model's answer and a failed call's message, as they arrive (engine/step.py);
+* text a person gives a job (objective, details, answers, feedback), and the
+  prompt as a whole, workspace files included (engine/prepare.py), before it
+  is sent, previewed or recorded;
+
+and, as a last guard, by the writers themselves (:func:`redact_data` in the
+store's JSON writer and the history's append, :func:`redact` in the
+transcript and report writers), so a path nobody thought of still writes no
+secret. Commands never see these values in the first place (see
+:mod:`logist.processes`): redaction is defence in depth, not the wall.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any, Iterable, Mapping, Optional
+
+REDACTED = "[redacted]"
+#: Shorter values are not redacted (see the module's doc).
+MIN_LENGTH = 6
+#: Where the API key is read from (store/config.py reads the same names).
+KEY_VARIABLES = ("LOGIST_API_KEY", "OPENAI_API_KEY")
+#: Variable names whose values are secret: these words anywhere in the name...
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL")
+#: ... or these as a whole part of it (``GH_PAT``, not ``PATH``).
+SECRET_PARTS = frozenset({"PAT", "AUTH"})
+#: The password of a URL with credentials: scheme://user:PASSWORD@host.
+URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^\s:/@]*:([^\s@/]+)@", re.I)
+
+_CACHE: dict = {}
+
+
+def secret_name(name: str) -> bool:
+    """Whether an environment variable's name says its value is secret."""
+    upper = name.upper()
+    return any(word in upper for word in SECRET_WORDS) or not SECRET_PARTS.isdisjoint(upper.split("_"))
+
+
+def known_secrets(environ: Optional[Mapping[str, str]] = None, extra: Iterable[str] = ()) -> list[str]:
+    """The secret values in ``environ`` (the process's, by default) and
+    ``extra``, longest first (so a secret that contains another is replaced whole)."""
+    raw = getattr(os.environ, "_data", None) if environ is None and not extra else None
+    if raw is not None and _CACHE.get("environ") == raw:
+        return _CACHE["secrets"]
+    env = os.environ if environ is None else environ
+    found = set(extra)
+    for name, value in env.items():
+        if name in KEY_VARIABLES or secret_name(name):
+            found.add(value)
+        if "@" in value:
+            found.update(match.group(1) for match in URL_PASSWORD.finditer(value))
+    secrets = sorted((value for value in found if len(value.strip()) >= MIN_LENGTH), key=len, reverse=True)
+    if raw is not None:
+        _CACHE.update(environ=dict(raw), secrets=secrets)
+    return secrets
+
+
+def _forms(secret: str) -> list[str]:
+    """The secret, and how it reads inside a JSON string when that differs."""
+    escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+    return [secret] if escaped == secret else [secret, escaped]
+
+
+def redact(text: Optional[str], secrets: Optional[list[str]] = None) -> Optional[str]:
+    """``text`` with every known secret replaced by ``[redacted]``."""
+    if not text:
+        return text
+    for secret in known_secrets() if secrets is None else secrets:
+        for form in _forms(secret):
+            if form in text:
+                text = text.replace(form, REDACTED)
+    return text
+
+
+def redact_data(data: Any, secrets: Optional[list[str]] = None) -> Any:
+    """JSON-like ``data`` with :func:`redact` applied to every string in it
+    (keys too); a new object only where something changed."""
+    secrets = known_secrets() if secrets is None else secrets
+    if not secrets:
+        return data
+    if isinstance(data, str):
+        return redact(data, secrets)
+    if isinstance(data, dict):
+        return {redact(key, secrets) if isinstance(key, str) else key: redact_data(value, secrets)
+                for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [redact_data(value, secrets) for value in data]
+    return data

@@ -1,0 +1,228 @@
+"""A model's commands cannot reach the key or other secrets, no secret value
+is written or sent, and a command does not outlive a killed Logist (issue 18).
+
+Everything runs through the real CLI in child processes and the real
+ScriptedLLMServer. Each test uses a key of its own rather than the shared
+CANARY_KEY: without a namespace a command can still read the environment of
+*other* processes of its user that were started with a key (another test's
+``logist``, running at the same time), which is the documented limit of
+``command_sandbox: none``; this test measures what Logist itself leaks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from logist.processes import namespace_prefix
+from logist.replay.scripted import answer
+
+from conftest import CANARY_KEY, logist_cli
+
+pytestmark = pytest.mark.slow
+
+GH_PAT = "ghp_canaryPAT0123456789abcdefABCDEF0123"
+DB_PASSWORD = "dbpass-canary-8c1f27"
+DATABASE_URL = f"postgres://app:{DB_PASSWORD}@db.invalid:5432/app"
+AWS_SECRET = "aws-canary-Zx81QmT4"
+
+SANDBOXES = ["none", pytest.param("namespace", marks=pytest.mark.skipif(
+    namespace_prefix() is None, reason="this system cannot start a user and PID namespace"))]
+
+#: What a hostile command tries: its parent's environment, every process's,
+#: its own; each written into the workspace, so it is committed as it is.
+PROBE = ("cat /proc/$PPID/environ > parent.env 2>&1; "
+         "for f in /proc/[0-9]*/environ; do cat $f 2>/dev/null; echo; done > walk.env; "
+         "env > own.env; echo probed")
+SHOW = 'echo "pat=$GH_PAT db=$DATABASE_URL aws=$AWS_SECRET_ACCESS_KEY"'
+
+
+def secret_env(key: str) -> dict:
+    return {"LOGIST_API_KEY": key, "GH_PAT": GH_PAT, "DATABASE_URL": DATABASE_URL, "AWS_SECRET_ACCESS_KEY": AWS_SECRET}
+
+
+def ok(result: subprocess.CompletedProcess, code: int = 0) -> subprocess.CompletedProcess:
+    assert result.returncode == code, f"rc={result.returncode}\nstdout={result.stdout}\nstderr={result.stderr}"
+    assert "Traceback" not in result.stderr
+    return result
+
+
+def git(workspace: Path, *args: str) -> bytes:
+    return subprocess.run(["git", *args], cwd=workspace, capture_output=True, check=True).stdout
+
+
+def assert_nowhere(secrets, jobs_dir: Path, llm, outputs) -> None:
+    """No secret in any file under the jobs dir, any git object or patch, any
+    request body the endpoint received, or anything Logist printed."""
+    files = {p: p.read_bytes() for p in jobs_dir.rglob("*") if p.is_file() and not p.is_symlink()}
+    assert any(p.name == "jobHistory.json" for p in files) and any(p.name == "transcript.md" for p in files)
+    bodies = json.dumps(llm.requests)
+    for secret in secrets:
+        assert [str(p) for p, data in files.items() if secret.encode() in data] == []
+        assert secret not in bodies
+        for result in outputs:
+            assert secret not in result.stdout + result.stderr, result.args
+        for workspace in jobs_dir.glob("*/workspace"):
+            assert secret.encode() not in git(workspace, "cat-file", "--batch-all-objects", "--batch")
+            assert secret.encode() not in git(workspace, "log", "-p", "--all")
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_command_cannot_read_logists_environment(jobs, llm, sandbox):
+    key = f"sk-test-{uuid.uuid4().hex}"
+    env = secret_env(key)
+    secrets = [key, GH_PAT, DB_PASSWORD, AWS_SECRET]
+    if sandbox == "namespace":  # no other process is visible in there: the shared canary can be used too
+        env["OPENAI_API_KEY"] = CANARY_KEY
+        secrets.append(CANARY_KEY)
+    outputs = [ok(logist_cli("job", "create", "probe", "-o", "Probe", "--allow", PROBE, "--command-sandbox", sandbox,
+                             env=env))]
+    llm.add(answer("CMD", command=PROBE), answer("COMPLETED", "probed"))
+    outputs.append(ok(logist_cli("job", "step", "probe", "--base-url", llm.base_url, env=env)))
+    workspace = jobs.path / "probe" / "workspace"
+    parent, walk, own = ((workspace / name).read_text(errors="replace") for name in ("parent.env", "walk.env", "own.env"))
+    assert "PATH=" in walk and "PATH=" in own, "the walk read the environments it could"
+    for secret in secrets:
+        assert secret not in parent and secret not in walk and secret not in own
+    assert "[redacted]" not in parent + walk + own, "found absent, not redacted"
+    if sandbox == "namespace":
+        assert "No such file" in parent  # no parent is visible: $PPID is 0 inside the namespace
+        assert str(os.getpid()) not in walk
+    else:
+        # Logist made itself non-dumpable (refused to other users' processes)
+        # and blanked the values in the block /proc shows (what root still reads).
+        assert "Permission denied" in parent or f"LOGIST_API_KEY={'*' * len(key)}" in parent
+    assert {"parent.env", "walk.env", "own.env"} <= set(git(workspace, "ls-tree", "-r", "--name-only", "HEAD").decode().split())
+    outputs.append(ok(logist_cli("report", env=env)))
+    assert (jobs.path / "probe" / "report.html").is_file()
+    assert_nowhere(secrets, jobs.path, llm, outputs)
+
+
+def test_commands_get_an_allowlisted_environment_and_secrets_are_redacted(jobs, llm):
+    key = f"sk-test-{uuid.uuid4().hex}"
+    env = secret_env(key)
+    outputs = [
+        ok(logist_cli("job", "create", "plain", "-o", "Show", "--allow", SHOW, env=env)),
+        ok(logist_cli("job", "create", "named", "-o", "Show", "--allow", SHOW, "--command-env", "GH_PAT",
+                      "--command-env", "DATABASE_URL", "--command-env", "LOGIST_API_KEY", env=env)),
+    ]
+    # Not named: not passed, whatever the name.
+    llm.add(answer("CMD", command=SHOW), answer("COMPLETED", "shown"))
+    outputs.append(ok(logist_cli("job", "step", "plain", "--base-url", llm.base_url, env=env)))
+    history = json.loads((jobs.path / "plain" / "jobHistory.json").read_text())["interactions"]
+    assert "pat= db= aws=" in history[1]["command"]["output"]
+
+    # Named: passed (never the key), and redacted from the output, the next
+    # request and the answer that echoes them; so is a person's answer.
+    llm.add(answer("CMD", command=SHOW),
+            answer("ASK", question=f"Is {GH_PAT} the right token?"),
+            answer("COMPLETED", f"used {DB_PASSWORD} and {key}"))
+    outputs.append(ok(logist_cli("job", "step", "named", "--base-url", llm.base_url, env=env), code=3))
+    outputs.append(ok(logist_cli("job", "answer", "named", f"yes, and the key is {key}", env=env)))
+    outputs.append(ok(logist_cli("job", "step", "named", "--base-url", llm.base_url, env=env)))
+    outputs.append(ok(logist_cli("job", "history", "named", "--json", env=env)))
+    outputs.append(ok(logist_cli("report", env=env)))
+    entries = json.loads((jobs.path / "named" / "jobHistory.json").read_text())["interactions"]
+    output = next(e["command"]["output"] for e in entries if e.get("command"))
+    assert "pat=[redacted] db=postgres://app:[redacted]@db.invalid:5432/app aws=" in output
+    assert "[redacted]" in json.dumps(llm.requests[-1])
+    assert "Is [redacted] the right token?" in (jobs.path / "named" / "transcript.md").read_text()
+    assert_nowhere((key, GH_PAT, DB_PASSWORD, AWS_SECRET), jobs.path, llm, outputs)
+
+
+# -- a command does not outlive a killed Logist ----------------------------------
+
+
+def processes_with(marker: str) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+                state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if marker.encode() in cmdline and state != b"Z":
+                found.append(int(name))
+    return found
+
+
+def wait_for(predicate, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_recovery_kills_the_command_of_a_killed_step(jobs, llm, sandbox):
+    # A background child in the command's process group, which a plain kill
+    # of the command's first process would leave behind to write late.
+    marker = f"sleep 8.{uuid.uuid4().int % 10**6:06d}"  # long enough for a loaded machine to reach recovery first
+    command = f"touch started; ({marker}; echo late > late.txt) & wait"
+    ok(logist_cli("job", "create", "slow", "-o", "Wait", "--allow", command, "--command-sandbox", sandbox))
+    workspace = jobs.path / "slow" / "workspace"
+    llm.add(answer("CMD", command=command))
+    child = subprocess.Popen([sys.executable, "-m", "logist", "job", "step", "slow", "--oneshot", "--base-url",
+                              llm.base_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    began = time.monotonic()
+    wait_for(lambda: (workspace / "started").exists() and processes_with(marker))
+    journal = json.loads((jobs.path / "slow" / "step_journal.json").read_text())
+    assert journal["command_pgid"] > 1
+    child.kill()
+    child.communicate()
+    if sandbox == "none":
+        assert processes_with(marker), "the command outlived Logist: recovery has something to stop"
+
+    llm.add(answer("COMPLETED", "waited"))
+    ok(logist_cli("job", "step", "slow", "--oneshot", "--base-url", llm.base_url))
+    assert processes_with(marker) == []
+    time.sleep(max(0.0, 9.0 - (time.monotonic() - began)))
+    assert not (workspace / "late.txt").exists()
+    assert b"late" not in git(workspace, "log", "-p", "--all")
+    assert git(workspace, "status", "--porcelain") == b""
+    notes = [e.get("note") or "" for e in json.loads((jobs.path / "slow" / "jobHistory.json").read_text())["interactions"]]
+    assert any("was interrupted" in note for note in notes)
+    if sandbox == "none":
+        assert any(f"process group {journal['command_pgid']}" in note and "killed" in note for note in notes)
+
+
+def test_a_command_never_runs_unrecorded(jobs, llm):
+    """Killed after the group is recorded, before the launcher is told to go:
+    the command does not run at all."""
+    command = "touch ran"
+    ok(logist_cli("job", "create", "gate", "-o", "Touch", "--allow", command))
+    llm.add(answer("CMD", command=command))
+    killed = logist_cli("job", "step", "gate", "--oneshot", "--base-url", llm.base_url,
+                        env={"LOGIST_FAILPOINT": "command_started"})
+    assert killed.returncode == -signal.SIGKILL
+    assert json.loads((jobs.path / "gate" / "step_journal.json").read_text())["command_pgid"] > 1
+    llm.add(answer("COMPLETED", "done"))
+    ok(logist_cli("job", "step", "gate", "--oneshot", "--base-url", llm.base_url))
+    time.sleep(0.5)
+    assert not (jobs.path / "gate" / "workspace" / "ran").exists()
+
+
+def test_a_namespace_the_system_cannot_make_refuses_the_command(jobs, llm, tmp_path):
+    """``command_sandbox: namespace`` never falls back to running unconfined:
+    here ``unshare`` is not on the PATH, so the command is refused with the reason."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in ("git", "touch"):
+        (tools / tool).symlink_to(shutil.which(tool))
+    ok(logist_cli("job", "create", "strict", "-o", "Touch", "--allow", "touch ran", "--command-sandbox", "namespace"))
+    llm.add(answer("CMD", command="touch ran"), answer("COMPLETED", "done"))
+    ok(logist_cli("job", "step", "strict", "--base-url", llm.base_url, env={"PATH": str(tools)}))
+    command = json.loads((jobs.path / "strict" / "jobHistory.json").read_text())["interactions"][1]["command"]
+    assert command["decision"] == "deny" and "cannot start a PID namespace" in command["output"]
+    assert not (jobs.path / "strict" / "workspace" / "ran").exists()
