@@ -34,7 +34,8 @@ stream), so ``job preview --json`` shows what goes out.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from .errors import LLMCallError
@@ -51,6 +52,14 @@ class LLMSettings:
     api_key: Optional[str]
     timeout: float = 30.0
     max_retries: int = 3
+    #: Extra request headers (:data:`JOB_HEADER`).
+    headers: dict = field(default_factory=dict)
+
+
+#: The header that names the job a request is for. Prompts do not name the
+#: job, so a server that serves many jobs at once (the replay server) tells
+#: them apart by it; other endpoints ignore it.
+JOB_HEADER = "X-Logist-Job"
 
 
 @dataclass
@@ -80,6 +89,8 @@ NO_KEY = "no-key-set"
 #: many, such as a test session, does not keep a connection to each).
 _CLIENTS: dict[tuple[str, Optional[str]], object] = {}
 KEEP_CLIENTS = 8
+#: Steps run on threads (``job run --all --engine threads``) share the clients.
+_CLIENTS_LOCK = threading.Lock()
 #: Endpoints found, in this process, not to stream.
 _PLAIN: set[str] = set()
 
@@ -139,17 +150,19 @@ def _transport():
 def client(base_url: str, api_key: Optional[str]):
     """The process's client for ``base_url`` (built on first use)."""
     key = (base_url, api_key)
-    if key not in _CLIENTS:
-        import openai
+    with _CLIENTS_LOCK:
+        if key not in _CLIENTS:
+            import openai
 
-        while len(_CLIENTS) >= KEEP_CLIENTS:
-            _CLIENTS.pop(next(iter(_CLIENTS))).close()
-        _CLIENTS[key] = openai.OpenAI(
-            base_url=base_url, api_key=api_key or NO_KEY, http_client=openai.DefaultHttpxClient(transport=_transport()),
-        )
-    else:
-        _CLIENTS[key] = _CLIENTS.pop(key)  # the most recently used last
-    return _CLIENTS[key]
+            while len(_CLIENTS) >= KEEP_CLIENTS:
+                _CLIENTS.pop(next(iter(_CLIENTS))).close()
+            _CLIENTS[key] = openai.OpenAI(
+                base_url=base_url, api_key=api_key or NO_KEY,
+                http_client=openai.DefaultHttpxClient(transport=_transport()),
+            )
+        else:
+            _CLIENTS[key] = _CLIENTS.pop(key)  # the most recently used last
+        return _CLIENTS[key]
 
 
 def _attempts(exc: Exception, settings: LLMSettings) -> int:
@@ -290,6 +303,8 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
 
     api = client(settings.base_url, settings.api_key)
     options = {"timeout": settings.timeout, "max_retries": settings.max_retries}
+    if settings.headers:
+        options["headers"] = dict(settings.headers)
     wants_stream = bool(body.get("stream"))
     if wants_stream and not streams(settings.base_url):
         body, wants_stream = without_stream(body), False

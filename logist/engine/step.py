@@ -271,7 +271,7 @@ def _call(job: Job, manifest: JobManifest, prepared: Prepared, base_url: Optiona
         base_url=resolve_endpoint(base_url, config),
         api_key=resolve_api_key(),
         timeout=request_timeout or config.request_timeout,
-        max_retries=config.max_retries,
+        max_retries=config.max_retries, headers={llm.JOB_HEADER: job.id},
     )
     body = prepared.body
     if body.get("stream") and not llm.streams(settings.base_url):
