@@ -254,7 +254,7 @@ def _run_queue(app: Application, as_json: bool, report, **kwargs) -> None:
     if as_json:
         app.print_json([{"job_id": o.job_id, "status": str(o.status) if o.status else None, "steps": o.steps,
                          "error": o.error, "skipped": o.skipped} for o in outcomes])
-    elif len(outcomes) > 1:
+    if len(outcomes) > 1:  # on stderr, with --json too
         counts = {"done": 0, "waiting for a person": 0, "failed": 0, "skipped": 0}
         for o in outcomes:
             key = ("failed" if o.error else "skipped" if o.skipped else
