@@ -26,7 +26,9 @@ in flight at once, each asking the cluster for one CPU.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from dataclasses import dataclass
 from typing import Optional
 
@@ -82,6 +84,11 @@ class RayEngine:
             raise ConfigError(f"cannot reach the Ray cluster at {address!r}: {first}") from None
 
     def run(self, jobs_path, job_ids, kwargs, on_step):
+        # Ray prints its own news (a worker died, ...) on stdout, which is for data (--json).
+        with contextlib.redirect_stdout(sys.stderr):
+            yield from self._run(jobs_path, job_ids, kwargs)
+
+    def _run(self, jobs_path, job_ids, kwargs):
         ray = ray_module()
         kwargs = {**kwargs, "watch": None}
         self._connect(ray)
