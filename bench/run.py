@@ -27,7 +27,7 @@ Child processes run as after an install: with compiled bytecode (a cache
 outside the tree, filled by a first run), whatever ``PYTHONDONTWRITEBYTECODE``
 says. Process times are medians of repeated runs.
 
-    python bench/run.py [--quick] [--with-suite]
+    python bench/run.py [--quick] [--with-suite] [--with-batch]
 
 Figures only: nothing here asserts a time.
 """
@@ -268,6 +268,15 @@ def bench_suite(with_suite: bool) -> None:
                  note=last.strip("= ")))
 
 
+def bench_batch(tmp: Path, wanted: bool, quick: bool) -> None:
+    if not wanted:
+        rows.add(Row("batch per engine (bench/batch.py)", None, note="not run (--with-batch)"))
+        return
+    from batch import batch_rows
+
+    batch_rows(tmp, 8 if quick else 20, 0.2 if quick else 0.5)
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--step-worker":
         step_worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
@@ -275,6 +284,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Logist's benchmarks: one table of figures, ratios and targets.")
     parser.add_argument("--quick", action="store_true", help="Fewer runs and smaller sizes (a smoke test).")
     parser.add_argument("--with-suite", action="store_true", help="Also time the test suite (minutes).")
+    parser.add_argument("--with-batch", action="store_true",
+                        help="Also time a batch on each engine (bench/batch.py: about 3 minutes).")
     parser.add_argument("--json", default=str(HERE / "results.json"), help="Where to write the results.")
     args = parser.parse_args()
     quick = args.quick
@@ -291,6 +302,7 @@ def main() -> None:
             ("history scaling", lambda: rows.history_scaling(quick)),
             ("history size and a long turn", lambda: rows.history_size(quick)),
             ("concurrency", lambda: rows.concurrency(tmp, child_env(tmp))),
+            ("batch", lambda: bench_batch(tmp, args.with_batch, quick)),
             ("test suite", lambda: bench_suite(args.with_suite)),
         ]
         found: dict = {}

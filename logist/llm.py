@@ -49,7 +49,8 @@ gateway must not answer it with the refusal it keeps for the first).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from .completions import AnswerFault, LLMReply, answer_json, chunks, text_of, tokens, whole
@@ -71,6 +72,14 @@ class LLMSettings:
     max_retries: int = 3
     #: Answers longer than this (UTF-8 bytes of the content) are refused; None: no limit.
     max_answer_bytes: Optional[int] = None
+    #: Extra request headers (:data:`JOB_HEADER`).
+    headers: dict = field(default_factory=dict)
+
+
+#: The header that names the job a request is for. Prompts do not name the
+#: job, so a server that serves many jobs at once (the replay server) tells
+#: them apart by it; other endpoints ignore it.
+JOB_HEADER = "X-Logist-Job"
 
 
 
@@ -88,6 +97,8 @@ NO_KEY = "no-key-set"
 #: many, such as a test session, does not keep a connection to each).
 _CLIENTS: dict[tuple[str, Optional[str]], object] = {}
 KEEP_CLIENTS = 8
+#: Steps run on threads (``job run --all --engine threads``) share the clients.
+_CLIENTS_LOCK = threading.Lock()
 #: Endpoints found, in this process, not to stream.
 _PLAIN: set[str] = set()
 
@@ -164,17 +175,19 @@ def _broke_off(exc: Exception) -> str:
 def client(base_url: str, api_key: Optional[str]):
     """The process's client for ``base_url`` (built on first use)."""
     key = (base_url, api_key)
-    if key not in _CLIENTS:
-        import openai
+    with _CLIENTS_LOCK:
+        if key not in _CLIENTS:
+            import openai
 
-        while len(_CLIENTS) >= KEEP_CLIENTS:
-            _CLIENTS.pop(next(iter(_CLIENTS))).close()
-        _CLIENTS[key] = openai.OpenAI(
-            base_url=base_url, api_key=api_key or NO_KEY, http_client=openai.DefaultHttpxClient(transport=_transport()),
-        )
-    else:
-        _CLIENTS[key] = _CLIENTS.pop(key)  # the most recently used last
-    return _CLIENTS[key]
+            while len(_CLIENTS) >= KEEP_CLIENTS:
+                _CLIENTS.pop(next(iter(_CLIENTS))).close()
+            _CLIENTS[key] = openai.OpenAI(
+                base_url=base_url, api_key=api_key or NO_KEY,
+                http_client=openai.DefaultHttpxClient(transport=_transport()),
+            )
+        else:
+            _CLIENTS[key] = _CLIENTS.pop(key)  # the most recently used last
+        return _CLIENTS[key]
 
 
 def _attempts(exc: Exception, settings: LLMSettings) -> int:
@@ -326,8 +339,11 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
 
     def options(sent: dict) -> dict:
         found = {"timeout": settings.timeout, "max_retries": settings.max_retries}
+        headers = dict(settings.headers)
         if key_for is not None:
-            found["headers"] = {IDEMPOTENCY_HEADER: key_for(sent)}
+            headers[IDEMPOTENCY_HEADER] = key_for(sent)
+        if headers:
+            found["headers"] = headers
         return found
 
     try:

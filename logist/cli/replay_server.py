@@ -35,14 +35,22 @@ def _stop_on_sigterm(*_args) -> None:
     help="Refuse a request that differs from the recording (HTTP 400 naming the step), "
     "or answer it anyway and log the difference.",
 )
+@click.option("--repeats", is_flag=True,
+              help="Answer a request its job already got the answer of again (marked in the ledger) instead of refusing it.")
+@click.option("--latency", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Seconds each answer waits, as a model's response time would.")
 @json_option
-def replay_server(history: str, host: str, port: int, strict: bool, as_json: bool) -> None:
+def replay_server(history: str, host: str, port: int, strict: bool, repeats: bool, latency: float,
+                  as_json: bool) -> None:
     """Serve a recorded jobHistory.json as an OpenAI-compatible endpoint.
 
     HISTORY is a jobHistory.json, a job or fixture folder, or a bundled
     fixture's name. Each request gets the answer recorded for that request.
-    The base URL is the first line on stdout (--json: a JSON object with
-    base_url, on one line); Ctrl-C stops the server.
+    Many jobs can replay it at once (logist job run --all): each job, named
+    by the X-Logist-Job header Logist sends, has its own queue, and
+    GET /ledger lists every call served. The base URL is the first line on
+    stdout (--json: a JSON object with base_url, on one line); Ctrl-C stops
+    the server.
 
     \b
     Example:
@@ -57,7 +65,8 @@ def replay_server(history: str, host: str, port: int, strict: bool, as_json: boo
     from ..replay.server import ReplayLLMServer
 
     try:
-        server = ReplayLLMServer(fixture_path(history), strict=strict, host=host, port=port)
+        server = ReplayLLMServer(fixture_path(history), strict=strict, host=host, port=port, repeats=repeats,
+                                 latency=latency)
     except OSError as exc:
         raise LogistError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     if as_json:
@@ -79,4 +88,7 @@ def replay_server(history: str, host: str, port: int, strict: bool, as_json: boo
         signal.signal(signal.SIGTERM, previous)
         server.stop()
     refused = f"; {len(server.mismatches)} request(s) differed from the recording" if server.mismatches else ""
-    Application.info(f"Stopped: answered {len(server.served)} of {server.total} recorded calls{refused}.")
+    jobs = f" for {len(server.queues)} jobs" if len(server.queues) > 1 else ""
+    again = sum(1 for e in server.ledger if e["repeat"])
+    repeated = f" ({again} answered again)" if again else ""
+    Application.info(f"Stopped: answered {len(server.served)}{repeated} of {server.total} recorded calls{jobs}{refused}.")

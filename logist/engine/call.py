@@ -128,7 +128,7 @@ def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", base_url: O
         api_key=resolve_api_key(),
         timeout=request_timeout or config.request_timeout,
         max_retries=config.max_retries,
-        max_answer_bytes=manifest.settings.max_answer_bytes,
+        max_answer_bytes=manifest.settings.max_answer_bytes, headers={llm.JOB_HEADER: job.id},
     )
     body = prepared.body
     if body.get("stream") and not llm.streams(settings.base_url):

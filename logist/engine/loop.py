@@ -9,10 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..errors import LogistError, NotSteppableError
+from ..errors import NotSteppableError
 from ..store.manifest import Status
 from ..store.jobsdir import Job
-from .session import open_locked
 from .step import CONTINUES_TURN, StepResult, step_once
 from .workflow import STEPPABLE
 
@@ -70,32 +69,20 @@ class QueueOutcome:
     job_id: str
     status: Optional[Status]
     steps: int = 0
+    #: The job could not be run (busy, damaged, misconfigured): why.
     error: Optional[str] = None
+    #: Another runner holds the job's lease: who (not an error).
+    skipped: Optional[str] = None
+    #: Anything else worth saying (a lease taken over from a dead runner).
+    note: Optional[str] = None
 
 
-def run_queue(jobs_dir, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[QueueOutcome]:
-    """``job run --all``: every queued job in queue order, each to its resting
-    state. A job that fails (busy, damaged, misconfigured) is reported and
-    the others still run. Jobs that have finished leave the queue."""
-    outcomes: list[QueueOutcome] = []
-    finished: list[str] = []
-    for job_id in jobs_dir.read_index().queue:
-        try:
-            job = jobs_dir.job(job_id)
-            with open_locked(job, kwargs.get("lock_timeout", 0)) as manifest:
-                status = manifest.status  # open_locked repaired what it could
-            if status not in STEPPABLE:
-                if status in (Status.SUCCESS, Status.CANCELED):
-                    finished.append(job_id)
-                outcomes.append(QueueOutcome(job_id, status))
-                continue
-            results = run_job(job, on_step=on_step, **kwargs)
-            outcomes.append(QueueOutcome(job_id, results[-1].status, steps=len(results)))
-        except (LogistError, OSError) as exc:
-            outcomes.append(QueueOutcome(job_id, None, error=str(exc)))
-    if finished:
-        with jobs_dir.index_lock():
-            index = jobs_dir.read_index()
-            index.queue = [j for j in index.queue if j not in finished]
-            jobs_dir.write_index(index)
-    return outcomes
+def run_queue(jobs_dir, *, on_step: Optional[Callable[[StepResult], None]] = None, engine: str = "serial",
+              **kwargs) -> list[QueueOutcome]:
+    """``job run --all``: every queued job, each to its resting state (see
+    :func:`logist.engine.engines.run_batch`, which runs them on ``engine``).
+    A job that fails (busy, damaged, misconfigured) is reported and the
+    others still run. Jobs that have finished leave the queue."""
+    from .engines import run_batch
+
+    return run_batch(jobs_dir, engine=engine, on_step=on_step, **kwargs)

@@ -186,6 +186,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/").endswith("/models"):
             models = [{"id": name, "object": "model", "owned_by": "logist"} for name in self.server.owner.models]
             self._send(200, {"object": "list", "data": models})
+        elif (extra := self.server.owner.extra_get(self.path)) is not None:
+            self._send(200, extra)
         else:
             self._error(404, f"no route {self.path}", "not_found")
 
@@ -280,6 +282,10 @@ class LLMServer:
     def reply_for(self, body: dict, headers: dict) -> Reply:
         """The reply to one request (called with the server's lock held)."""
         raise NotImplementedError
+
+    def extra_get(self, path: str) -> Optional[dict]:
+        """The JSON a subclass answers ``GET path`` with, besides ``/models`` (None: 404)."""
+        return None
 
     def _record(self, body: dict, headers: dict) -> None:
         with self._lock:

@@ -27,6 +27,19 @@ messages agree longest with the request) and the first difference; the
 client records it and the job stops for a person. Lenient, the nearest call
 answers anyway and the difference is logged.
 
+Many jobs at once: each job replays the recording on its own queue. A
+request names its job by the ``X-Logist-Job`` header Logist sends
+(:data:`logist.llm.JOB_HEADER`); the prompts cannot tell jobs apart, since
+jobs created from one recording ask the very same things. A request without
+the header is one more job (the one anonymous queue). :attr:`ReplayLLMServer.ledger`
+lists every call served, for which job, in order (``GET /ledger`` returns
+it as JSON), so a batch can be checked call by call. ``repeats``: a request
+its job already got the answer of, with no unserved call left that matches
+it, is answered again with that answer and marked in the ledger as a repeat
+(as a gateway that honours an ``Idempotency-Key`` does); without it, such a
+request is refused as a mismatch. ``latency``: seconds each answer waits, to
+measure a batch against a model's response time (``bench/batch.py``).
+
 A recorded failure replays as the same failure: ``HTTP NNN: detail`` as
 that status and detail (not retried, so it comes back at once with the same
 text), a timeout by holding the request until the client gives up, a
@@ -37,17 +50,18 @@ get the same failure again.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import re
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
 from ..store.history import HISTORY_NAME, HistoryEntry, JobHistory
-from ..llm import TOOL_NOTE
+from ..llm import JOB_HEADER, TOOL_NOTE
 from .scripted import NO_RETRY, LLMServer, Reply
 
 logger = logging.getLogger("logist.replay.server")
@@ -223,6 +237,17 @@ def load_recording(source: Union[str, Path, JobHistory]) -> JobHistory:
     return read_history_file(path / HISTORY_NAME if path.is_dir() else path)
 
 
+@dataclass
+class _JobQueue:
+    """One job's replay of the recording: its unserved calls by digest, earliest first."""
+
+    unserved: dict[str, deque]
+    served: list[RecordedCall] = field(default_factory=list)
+    # The last failure served, so that the client's retries of the same
+    # request get it again instead of the next recorded call.
+    failing: Optional[tuple[str, Reply]] = None
+
+
 class ReplayLLMServer(LLMServer):
     """Answers each request with the recorded call whose request it is.
 
@@ -244,9 +269,13 @@ class ReplayLLMServer(LLMServer):
         workspace: Union[str, Path, None] = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        repeats: bool = False,
+        latency: float = 0.0,
     ):
         self.history = load_recording(recording)
         self.strict = strict
+        self.repeats = repeats
+        self.latency = latency
         #: The replaying job's workspace path, replaced like the recorded ones.
         self.workspace: Optional[str] = str(workspace) if workspace else None
         # A call of unknown outcome has no answer to serve: the call made again after it is the one served.
@@ -271,23 +300,38 @@ class ReplayLLMServer(LLMServer):
             request = canonical_request(recorded_body(entry, by_number), self._recorded_workspaces)
             self.calls.append(RecordedCall(entry, label, seen[label], self.counts[label], request, digest(request)))
         self.total = len(self.calls)
-        #: Unserved calls by the digest of their request, earliest first.
-        self._unserved: dict[str, deque[RecordedCall]] = {}
-        for call in self.calls:
-            self._unserved.setdefault(call.digest, deque()).append(call)
-        #: Recorded calls answered so far, in the order they were served.
+        #: Each job's queue, by the job's id ("" for requests that name none).
+        self.queues: dict[str, _JobQueue] = {}
+        #: Recorded calls answered so far (every job's), in the order they were served.
         self.served: list[RecordedCall] = []
+        #: Every call served: ``{"job", "call", "sequence", "outcome", "repeat"}``, in order.
+        self.ledger: list[dict] = []
         #: Every difference found (strict: refused; lenient: answered anyway).
         self.mismatches: list[str] = []
-        # The last failure served, so that the client's retries of the same
-        # request get it again instead of the next recorded call.
-        self._failing: Optional[tuple[str, Reply]] = None
         super().__init__(host, port)
         self.models = sorted({call.request["model"] for call in self.calls if call.request["model"]}) or self.models
 
+    def queue(self, job: str) -> _JobQueue:
+        """Job ``job``'s queue, made on its first request."""
+        if job not in self.queues:
+            unserved: dict[str, deque] = {}
+            for call in self.calls:
+                unserved.setdefault(call.digest, deque()).append(call)
+            self.queues[job] = _JobQueue(unserved)
+        return self.queues[job]
+
     @property
     def remaining(self) -> int:
-        return sum(len(calls) for calls in self._unserved.values())
+        """Calls not yet served to the jobs that have asked (the whole
+        recording while none has)."""
+        if not self.queues:
+            return self.total
+        return sum(len(calls) for queue in self.queues.values() for calls in queue.unserved.values())
+
+    def extra_get(self, path: str) -> Optional[dict]:
+        if path.rstrip("/").endswith("/ledger"):
+            return {"ledger": list(self.ledger), "recorded_calls": self.total, "jobs": len(self.queues)}
+        return None
 
     def summary(self) -> str:
         """``4 recorded calls (Worker: 2, Supervisor: 2)``."""
@@ -304,42 +348,56 @@ class ReplayLLMServer(LLMServer):
         logger.info(message)
         return Reply(status=400, error_message=message, error_type=kind, headers=NO_RETRY)
 
-    def _nearest(self, request: dict) -> Optional[RecordedCall]:
-        """The unserved call that agrees longest with ``request`` (the
+    def _nearest(self, queue: _JobQueue, request: dict) -> Optional[RecordedCall]:
+        """The job's unserved call that agrees longest with ``request`` (the
         earliest among equals)."""
-        pending = [c for c in self.calls if c in self._unserved.get(c.digest, ())]
+        pending = [c for c in self.calls if c in queue.unserved.get(c.digest, ())]
         return max(pending, key=lambda c: agreement(c.request, request), default=None)
+
+    def _answer(self, job: str, call: RecordedCall, repeat: bool = False) -> Reply:
+        outcome = call.entry.response.status if call.entry.response else "?"
+        self.ledger.append({"job": job or None, "call": call.describe(), "sequence": call.entry.sequence,
+                            "outcome": outcome, "repeat": repeat})
+        logger.info(f"{call.describe()}{' for job ' + job if job else ''}: answered as recorded ({outcome})"
+                    + (", again" if repeat else ""))
+        reply = recorded_reply(call.entry)
+        if self.latency and reply.status == 200 and not reply.delay and not reply.disconnect:
+            reply = dataclasses.replace(reply, delay=self.latency)
+        return reply
 
     def reply_for(self, body: dict, headers: dict) -> Reply:
         messages = body.get("messages")
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             return self._refuse("the request has no list of messages", "invalid_request_error")
+        job = next((value for name, value in headers.items() if name.lower() == JOB_HEADER.lower()), "")
+        queue = self.queue(job)
         request = self.canonical(body)
         key = digest(request)
-        if self._failing and self._failing[0] == key:
-            return self._failing[1]
-        matching = self._unserved.get(key)
+        if queue.failing and queue.failing[0] == key:
+            return queue.failing[1]
+        matching = queue.unserved.get(key)
+        again = next((c for c in reversed(queue.served) if c.digest == key), None)
         if matching:
             call = matching[0]
+        elif again is not None and self.repeats:
+            return self._answer(job, again, repeat=True)
         else:
-            call = self._nearest(request)
+            call = self._nearest(queue, request)
             if call is None:
                 return self._refuse(
                     f"the recording has no call left: all {self.total} were answered", "replay_exhausted"
                 )
             text = f"replay mismatch at {call.describe()}: {first_difference(call.request, request)}"
-            again = next((c for c in self.served if c.digest == key), None)
             if again is not None:
                 text += f" (the request is that of {again.describe()}, already answered)"
             self.mismatches.append(text)
             if self.strict:
                 return self._refuse(text, "replay_mismatch")
             logger.warning(f"{text} (answered with the recorded answer anyway)")
-        self._unserved[call.digest].remove(call)
+        queue.unserved[call.digest].remove(call)
+        queue.served.append(call)
         self.served.append(call)
-        reply = recorded_reply(call.entry)
-        failed = reply.status != 200 or reply.delay or reply.disconnect
-        self._failing = (key, reply) if failed else None
-        outcome = call.entry.response.status if call.entry.response else "?"
-        logger.info(f"{call.describe()}: answered as recorded ({outcome})")
+        reply = self._answer(job, call)
+        failed = reply.status != 200 or reply.disconnect or (reply.delay and reply.delay != self.latency)
+        queue.failing = (key, reply) if failed else None
         return reply

@@ -49,6 +49,10 @@ JOB_FILES: tuple[JobFile, ...] = (
     JobFile(".lock", "the job's lock, held while a command changes the job; an empty file that stays "
                      "(deleting a lock file could let two commands in at once), harmless"),
     JobFile(".views.lock", "the same for transcript.md and report.html"),
+    JobFile("lease.json", "only while a runner (`logist job run --all`) runs the job: which host, process and "
+                          "engine task own it and until when; another runner skips the job meanwhile", always=False),
+    JobFile(".lease.lock", "the lease's lock, held while a runner takes, renews or ends a lease; an empty file "
+                           "that stays, harmless", always=False),
     JobFile("report.html", "the job's timeline as one HTML page, written by `logist job report`", always=False),
     JobFile("step_journal.json", "only while a step is applied: what to undo if it is interrupted", always=False),
     JobFile("jobHistory.json.append", "only while an entry is appended to the history: where the append started",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from filelock import FileLock
 
 from logist.replay.scripted import Reply
@@ -21,6 +22,13 @@ APPROVE = answer("COMPLETED", "a.txt is right.")
 ASK = answer("ASK", question="Which greeting do you want?")
 
 OBJECTIVES = {"approve-job": "Objective ALPHA", "ask-job": "Objective BRAVO", "fail-job": "Objective CHARLIE"}
+
+
+@pytest.fixture(autouse=True)
+def serial(isolated, monkeypatch):
+    """These tests script the model's answers in queue order: one job after
+    another (tests/engine/test_engines.py runs batches on every engine)."""
+    monkeypatch.setenv("LOGIST_ENGINE", "serial")
 
 
 def ok(result, code: int = 0):
@@ -81,9 +89,12 @@ def test_run_all_leaves_each_job_in_its_state(jobs, llm):
         assert state in lines[0]
     assert "HTTP 500" in status_of("fail-job")["reason"]
     assert status_of("ask-job")["question"]["text"] == "Which greeting do you want?"
-    # The summary comes after the progress of every job, in queue order.
-    tail = run.stderr.strip().splitlines()[-3:]
-    assert [line.split()[0] for line in tail] == ["fail-job", "approve-job", "ask-job"]
+    # A line as each job finishes (serially: in queue order), with where the batch stands.
+    done = [line for line in run.stderr.splitlines() if line.split()[0] in expected]
+    assert [line.split()[0] for line in done] == ["fail-job", "approve-job", "ask-job"]
+    assert done[-1].endswith("[3/3: 0 done, 3 waiting for a person, 0 failed; 0 running]")
+    assert run.stderr.strip().splitlines()[-1].startswith("Batch of 3 jobs (serial) in ")
+    assert run.stderr.strip().splitlines()[-1].endswith(" s: 0 done, 3 waiting for a person, 0 failed, 0 skipped.")
     assert "after 2 steps" in summary_lines(run.stderr, "approve-job")[0]
     assert "after 1 step" in summary_lines(run.stderr, "ask-job")[0]
     # Nothing finished, so the queue is unchanged.

@@ -81,7 +81,15 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
 
 @click.command(epilog=exit_codes_help())
 @job_argument
-@click.option("--all", "run_all", is_flag=True, help="Run every queued job in queue order.")
+@click.option("--all", "run_all", is_flag=True, help="Run every queued job (see --engine).")
+@click.option("--engine", type=click.Choice(["serial", "threads", "ray"]), envvar="LOGIST_ENGINE",
+              help="With --all: one job after another (serial), several at once on threads of this process "
+              "(threads, the default), or each as a task on a Ray cluster (ray: pip install 'logist[ray]'). "
+              "Env LOGIST_ENGINE.")
+@click.option("--concurrency", type=click.IntRange(min=1), envvar="LOGIST_CONCURRENCY",
+              help="With --all: at most this many jobs at once (threads, ray; default 4). Env LOGIST_CONCURRENCY.")
+@click.option("--address", help="With --engine ray: the cluster: auto (the one `ray start` runs here), HOST:PORT "
+              "(its head), or local (a cluster for this batch); default RAY_ADDRESS, else local.")
 @base_url_option
 @model_option
 @timeout_option
@@ -89,31 +97,42 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
 @quiet_option
 @json_option
 @pass_app
-def run(app: Application, job_id: Optional[str], run_all: bool, base_url: Optional[str], model: Optional[str],
+def run(app: Application, job_id: Optional[str], run_all: bool, engine: Optional[str], concurrency: Optional[int],
+        address: Optional[str], base_url: Optional[str], model: Optional[str],
         request_timeout: Optional[float], lock_timeout: float, quiet: bool, as_json: bool) -> None:
     """Step the job until it needs a person or is done.
 
-    With --all the code is the worst of the jobs': 1 when a job could not be
+    With --all, every queued job, each under a lease (lease.json in its
+    folder) so that another runner skips it meanwhile; a line as each job
+    finishes. The code is the worst of the jobs': 1 when a job could not be
     run at all, else 4 when one stopped at a budget, else 3 when one needs a
-    person.
+    person (a job skipped because another runner holds it is not an error).
 
     \b
     Example:
       logist job run hello --base-url http://localhost:11434/v1
-      logist job run --all
+      logist job run --all --concurrency 8
+      logist job run --all --engine ray --address auto
     """
     from ...engine.loop import run_job
 
-    calls = _call_options(quiet, request_timeout)
     if run_all:
         if job_id:
             raise click.UsageError("--all runs every queued job; do not name one")
         from ...store.config import resolve_endpoint
 
         resolve_endpoint(base_url, app.jobs.config())  # said once, not once per job
-        _run_queue(app, as_json, _reporter(app, quiet, with_job=True), base_url=base_url, model=model,
+        engine = engine or "threads"
+        if address is not None and engine != "ray":
+            raise click.UsageError("--address names a Ray cluster: it goes with --engine ray")
+        calls = _call_options(quiet or engine != "serial", request_timeout)
+        _run_queue(app, as_json, None if engine == "ray" else _reporter(app, quiet, with_job=True), engine=engine,
+                   concurrency=concurrency, address=address, base_url=base_url, model=model,
                    lock_timeout=lock_timeout, **calls)
         return
+    if engine or concurrency or address:
+        raise click.UsageError("--engine, --concurrency and --address go with --all")
+    calls = _call_options(quiet, request_timeout)
     job = app.job(job_id)
     try:
         results = run_job(job, on_step=_reporter(app, quiet), base_url=base_url, model=model, lock_timeout=lock_timeout,
@@ -212,22 +231,42 @@ def replay(app: Application, job_id: Optional[str], history_file: str, lock_time
 
 
 def _run_queue(app: Application, as_json: bool, report, **kwargs) -> None:
+    import time
+
     from ...engine.loop import run_queue
 
-    outcomes = run_queue(app.jobs, on_step=report, **kwargs)
+    started = time.monotonic()
+
+    def finished(o, counts) -> None:
+        budget = _budget_hint(app, o)
+        if o.error:
+            what = f"error: {o.error}"
+        elif o.skipped:
+            what = f"skipped: {o.skipped}"
+        else:
+            what = f"{o.status}" + (f" after {o.steps} step{'s' if o.steps != 1 else ''}" if o.steps else " (not run)")
+        what += f": stopped at a budget: {budget}" if budget else ""
+        what += f" ({o.note})" if o.note else ""
+        app.info(f"{o.job_id:<24} {what}  [{counts.text()}]")
+
+    outcomes = run_queue(app.jobs, on_step=report, on_outcome=finished, **kwargs)
     budget = {o.job_id: _budget_hint(app, o) for o in outcomes}
     if as_json:
-        app.print_json([{"job_id": o.job_id, "status": str(o.status) if o.status else None, "steps": o.steps, "error": o.error}
-                    for o in outcomes])
-    else:
+        app.print_json([{"job_id": o.job_id, "status": str(o.status) if o.status else None, "steps": o.steps,
+                         "error": o.error, "skipped": o.skipped} for o in outcomes])
+    if len(outcomes) > 1:  # on stderr, with --json too
+        counts = {"done": 0, "waiting for a person": 0, "failed": 0, "skipped": 0}
         for o in outcomes:
-            what = f"error: {o.error}" if o.error else f"{o.status}" + (f" after {o.steps} step{'s' if o.steps != 1 else ''}" if o.steps else " (not run)")
-            app.info(f"{o.job_id:<24} {what}" + (f": stopped at a budget: {budget[o.job_id]}" if budget[o.job_id] else ""))
+            key = ("failed" if o.error else "skipped" if o.skipped else
+                   "waiting for a person" if o.status is not None and app.needs_person(o.status) else "done")
+            counts[key] += 1
+        app.info(f"Batch of {len(outcomes)} jobs ({kwargs['engine']}) in {time.monotonic() - started:.1f} s: "
+                 + ", ".join(f"{n} {what}" for what, n in counts.items()) + ".")
     if any(o.error for o in outcomes):
         app.exit(EXIT_ERROR)
     if any(budget.values()):
         app.exit(EXIT_BUDGET)
-    if any(o.status is not None and app.needs_person(o.status) for o in outcomes):
+    if any(o.status is not None and not o.skipped and app.needs_person(o.status) for o in outcomes):
         app.exit(EXIT_NEEDS_PERSON)
 
 

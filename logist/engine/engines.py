@@ -1,0 +1,199 @@
+"""Engines: how ``job run --all`` runs the queue's jobs, and the one function
+each engine runs per job.
+
+Every engine runs :func:`run_one` for each queued job and yields the job's
+:class:`~logist.engine.loop.QueueOutcome` as soon as the job is done, so a
+batch reports jobs as they finish:
+
+* ``serial``: one job after another, in this process (queue order).
+* ``threads`` (the default): up to ``concurrency`` jobs at once on threads
+  of this process. A step waits on the model almost all of its time, so
+  threads are what one machine needs.
+* ``ray``: each job one task on a Ray cluster (:mod:`logist.engine.ray_engine`,
+  the ``logist[ray]`` extra), retried on another worker when its worker dies;
+  for batches that outgrow one machine.
+
+:func:`run_one` owns the job for the length of its run through the job's
+lease (:mod:`logist.store.lease`): a job another runner holds is skipped
+and said to be (``skipped``, not an error), and a job that turns out to be
+finished (another runner, or an earlier try of the same task, finished it)
+returns its status instead of failing.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Optional, Protocol
+
+from ..errors import ConfigError, LogistError, TransitionError
+from ..store import lease as leases
+from .loop import QueueOutcome
+from .session import open_locked
+from .step import StepResult, step_once
+from .workflow import STEPPABLE, TERMINAL
+
+ENGINES = ("serial", "threads", "ray")
+DEFAULT_ENGINE = "threads"
+DEFAULT_CONCURRENCY = 4
+
+OnStep = Optional[Callable[[StepResult], None]]
+
+
+def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str, on_step: OnStep = None,
+            stop: Optional[threading.Event] = None) -> QueueOutcome:
+    """Run one job to its resting state under its lease (see module doc).
+    ``kwargs`` go to :func:`~logist.engine.step.step_once`; ``stop``: set to
+    end the run after the step in hand (the job can go on later)."""
+    from ..store.jobsdir import JobsDir
+
+    job = None
+    try:
+        job = JobsDir(jobs_path).job(job_id)
+        with leases.holding(job.dir, engine=engine, task=task) as lease:
+            with open_locked(job, kwargs.get("lock_timeout", 0)) as manifest:
+                status = manifest.status  # open_locked repaired what it could
+            if status not in STEPPABLE:
+                return QueueOutcome(job_id, status, note=lease.took_over or None)
+            steps = 0
+            while True:
+                result = step_once(job, **kwargs)
+                steps += 1
+                if on_step:
+                    on_step(result)
+                if result.status not in STEPPABLE or (stop is not None and stop.is_set()):
+                    return QueueOutcome(job_id, result.status, steps, note=lease.took_over or None)
+                if lease.lost.is_set():
+                    holder = leases.read_lease(job.dir) or {}
+                    return QueueOutcome(job_id, result.status, steps, error=(
+                        f"stopped after {steps} steps: its lease expired while this runner was stalled and "
+                        f"{leases.describe(holder)} took it over"))
+    except leases.LeaseHeld as exc:
+        return QueueOutcome(job_id, None, skipped=str(exc))
+    except TransitionError:
+        # Finished between the check and the step (another runner's person, a
+        # retried task whose first try had finished it): its status, not a failure.
+        return QueueOutcome(job_id, job.manifest().status)
+    except (LogistError, OSError) as exc:
+        return QueueOutcome(job_id, None, error=str(exc))
+
+
+class Engine(Protocol):
+    name: str
+    concurrency: int
+
+    def run(self, jobs_path: str, job_ids: list[str], kwargs: dict, on_step: OnStep) -> Iterator[QueueOutcome]:
+        """Run the jobs; yield each job's outcome as it finishes."""
+
+
+@dataclass
+class SerialEngine:
+    name = "serial"
+    concurrency: int = 1
+
+    def run(self, jobs_path, job_ids, kwargs, on_step):
+        for job_id in job_ids:
+            yield run_one(jobs_path, job_id, kwargs, engine=self.name, task=f"serial-{os.getpid()}", on_step=on_step)
+
+
+@dataclass
+class ThreadsEngine:
+    name = "threads"
+    concurrency: int = DEFAULT_CONCURRENCY
+
+    def run(self, jobs_path, job_ids, kwargs, on_step):
+        stop = threading.Event()
+        kwargs = {**kwargs, "watch": None}  # one progress line cannot show many calls
+
+        def one(job_id: str) -> QueueOutcome:
+            if stop.is_set():
+                return QueueOutcome(job_id, None, error="not started: the batch was stopped")
+            task = f"{threading.current_thread().name}-{os.getpid()}"
+            return run_one(jobs_path, job_id, kwargs, engine=self.name, task=task, on_step=on_step, stop=stop)
+
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="logist-job")
+        try:
+            for future in as_completed([pool.submit(one, job_id) for job_id in job_ids]):
+                yield future.result()
+        finally:
+            # Ctrl-C (or a consumer that stops reading): jobs not started stay
+            # as they are, running ones stop after the step in hand.
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def make_engine(name: str, concurrency: Optional[int] = None, address: Optional[str] = None) -> Engine:
+    """The engine called ``name``; ``address``: the Ray cluster (ray only)."""
+    if name not in ENGINES:
+        raise ConfigError(f"unknown engine {name!r}: use one of {', '.join(ENGINES)}")
+    if address is not None and name != "ray":
+        raise ConfigError("--address names a Ray cluster: it goes with --engine ray")
+    if name == "serial":
+        return SerialEngine()
+    if name == "threads":
+        return ThreadsEngine(concurrency or DEFAULT_CONCURRENCY)
+    from .ray_engine import RayEngine
+
+    return RayEngine(concurrency or DEFAULT_CONCURRENCY, address)
+
+
+@dataclass
+class BatchCounts:
+    """Where a batch stands, for the line printed as each job finishes."""
+
+    total: int
+    concurrency: int
+    done: int = 0
+    waiting: int = 0
+    failed: int = 0
+    skipped: int = 0
+
+    @property
+    def finished(self) -> int:
+        return self.done + self.waiting + self.failed + self.skipped
+
+    @property
+    def running(self) -> int:
+        return min(self.concurrency, self.total - self.finished)
+
+    def add(self, outcome: QueueOutcome) -> None:
+        if outcome.error:
+            self.failed += 1
+        elif outcome.skipped:
+            self.skipped += 1
+        elif outcome.status in TERMINAL or outcome.status in STEPPABLE:
+            self.done += 1
+        else:
+            self.waiting += 1
+
+    def text(self) -> str:
+        skipped = f", {self.skipped} skipped" if self.skipped else ""
+        return (f"{self.finished}/{self.total}: {self.done} done, {self.waiting} waiting for a person, "
+                f"{self.failed} failed{skipped}; {self.running} running")
+
+
+def run_batch(jobs_dir, *, engine: str = "serial", concurrency: Optional[int] = None, address: Optional[str] = None,
+              on_step: OnStep = None, on_outcome: Optional[Callable[[QueueOutcome, BatchCounts], None]] = None,
+              **kwargs) -> list[QueueOutcome]:
+    """``job run --all``: every queued job, each to its resting state, on
+    ``engine``; ``on_outcome`` is told of each job as it finishes. Returns
+    the outcomes in queue order. Jobs that have finished leave the queue."""
+    job_ids = list(jobs_dir.read_index().queue)
+    chosen = make_engine(engine, concurrency, address)
+    counts = BatchCounts(len(job_ids), chosen.concurrency)
+    outcomes: dict[str, QueueOutcome] = {}
+    for outcome in chosen.run(str(Path(jobs_dir.path).absolute()), job_ids, kwargs, on_step):
+        outcomes[outcome.job_id] = outcome
+        counts.add(outcome)
+        if on_outcome:
+            on_outcome(outcome, counts)
+    finished = [j for j, o in outcomes.items() if o.status in TERMINAL and not o.error]
+    if finished:
+        with jobs_dir.index_lock():
+            index = jobs_dir.read_index()
+            index.queue = [j for j in index.queue if j not in finished]
+            jobs_dir.write_index(index)
+    return [outcomes[j] for j in job_ids if j in outcomes]

@@ -1,0 +1,202 @@
+"""A job's lease: which runner owns the job for the length of a run.
+
+A job's lock (``.lock``) is held for one step at a time, so that a person
+can act between any two steps. A batch (``job run --all``) needs more: once
+a runner has started a job, another runner on the same jobs directory (a
+second ``run --all``, a retried Ray task) must leave it alone until the
+first is done with it, not step it in turns with it. That is the lease:
+``lease.json`` in the job's folder, written when a runner takes the job and
+removed when it is done::
+
+    {"host": "node-3", "pid": 4121, "engine": "ray", "task": "c2f1...",
+     "token": "6f0e...", "acquired_at": "...", "expires_at": "..."}
+
+The runner renews it (a thread, every third of :data:`LEASE_SECONDS`) for as
+long as it runs the job. Another runner that finds a live lease skips the
+job and says who holds it. A lease is over when it is past ``expires_at``
+(the runner's host died or hung), or at once when it names this host and a
+process that no longer exists (the runner was killed); then the next runner
+takes it over and the job's own recovery repairs whatever the dead runner
+left half done.
+
+Every read-decide-write of the lease happens under ``.lease.lock`` (a file
+lock, like ``.lock``, held only for that moment) and the new lease replaces
+the old by an atomic rename, so two runners can never both take a job. It
+is not the job's own lock on purpose: that one is held for the whole of a
+step, model call included, and a runner looking for work must not wait
+out another's call.
+
+On a shared filesystem (NFS, EFS) this needs what the job's lock needs:
+``flock`` honoured across hosts (NFSv4, or v3 with lockd; never mounted with
+``nolock`` or ``local_lock=flock``/``all``), renames atomic, close-to-open
+consistency (the default; not ``nocto``), and clocks in step (NTP): expiry
+is wall time, compared on each host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Iterator, Optional
+
+from ..errors import LogistError
+from .atomic import atomic_write_json
+from .jobsdir import hold_lock
+
+LEASE_NAME = "lease.json"
+LEASE_LOCK_NAME = ".lease.lock"
+#: How long a lease lasts unless renewed; renewed every third of it.
+LEASE_SECONDS = 60.0
+#: How long a runner waits for ``.lease.lock`` (held only while a lease is read and replaced).
+LOCK_WAIT = 30.0
+
+
+class LeaseHeld(LogistError):
+    """Another runner holds the job's lease: the job is skipped, not failed."""
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds")
+
+
+def this_host() -> str:
+    return socket.gethostname()
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        return True
+    return True
+
+
+def read_lease(job_dir: Path) -> Optional[dict]:
+    """The job's lease as written, or None when there is none (or it cannot
+    be read: a lease that cannot be read protects nothing)."""
+    try:
+        data = json.loads((Path(job_dir) / LEASE_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def over(data: dict, now: Optional[datetime] = None) -> Optional[str]:
+    """Why lease ``data`` is over (it may be taken over), or None while it is live."""
+    now = now or _now()
+    try:
+        expires = datetime.fromisoformat(str(data.get("expires_at")))
+    except ValueError:
+        return "it names no valid expiry"
+    if expires <= now:
+        return f"it expired at {data.get('expires_at')}"
+    pid = data.get("pid")
+    if data.get("host") == this_host() and isinstance(pid, int) and not _process_exists(pid):
+        return f"its process {pid} on this host is gone"
+    return None
+
+
+def describe(data: dict) -> str:
+    """``host node-3, pid 4121 (ray task c2f1...), until 2026-...``"""
+    task = f" ({data.get('engine')} task {data.get('task')})" if data.get("task") else ""
+    return f"host {data.get('host')}, pid {data.get('pid')}{task}, until {data.get('expires_at')}"
+
+
+@dataclass
+class Lease:
+    """A lease this process holds on one job."""
+
+    job_dir: Path
+    token: str
+    engine: str
+    task: str
+    ttl: float = LEASE_SECONDS
+    #: Why the lease was taken: "" for a free job, else why the previous one was over.
+    took_over: str = ""
+    #: Set when a renewal found the lease taken by another runner (this one
+    #: stalled past its expiry): the run stops after the step in hand.
+    lost: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def path(self) -> Path:
+        return self.job_dir / LEASE_NAME
+
+    def _data(self, acquired_at: str) -> dict:
+        now = _now()
+        return {"host": this_host(), "pid": os.getpid(), "engine": self.engine, "task": self.task,
+                "token": self.token, "acquired_at": acquired_at, "renewed_at": _stamp(now),
+                "expires_at": _stamp(now + timedelta(seconds=self.ttl))}
+
+    def renew(self) -> bool:
+        """Push the expiry out; False (and :attr:`lost` set) when another runner holds it now."""
+        with hold_lock(self.job_dir / LEASE_LOCK_NAME, "the job's lease", LOCK_WAIT):
+            current = read_lease(self.job_dir)
+            if current is None or current.get("token") != self.token:
+                self.lost.set()
+                return False
+            atomic_write_json(self.path, self._data(current.get("acquired_at") or _stamp(_now())))
+        return True
+
+    def release(self) -> None:
+        """Remove the lease if it is still this runner's."""
+        with hold_lock(self.job_dir / LEASE_LOCK_NAME, "the job's lease", LOCK_WAIT):
+            current = read_lease(self.job_dir)
+            if current is not None and current.get("token") == self.token:
+                self.path.unlink()
+
+
+def acquire(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS) -> Lease:
+    """Take the job's lease, or raise :class:`LeaseHeld` naming its holder."""
+    job_dir = Path(job_dir)
+    lease = Lease(job_dir, uuid.uuid4().hex, engine, task, ttl)
+    with hold_lock(job_dir / LEASE_LOCK_NAME, "the job's lease", LOCK_WAIT):
+        current = read_lease(job_dir)
+        if current is not None:
+            reason = over(current)
+            if reason is None:
+                raise LeaseHeld(f"run by another runner: {describe(current)}")
+            lease.took_over = f"took over the lease of {describe(current)}: {reason}"
+        atomic_write_json(lease.path, lease._data(_stamp(_now())))
+    return lease
+
+
+@contextmanager
+def holding(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS) -> Iterator[Lease]:
+    """Hold the job's lease for the block: taken, renewed by a thread every
+    ``ttl / 3`` seconds, released at the end (a crash leaves it to expire,
+    or to be taken over at once on the same host)."""
+    lease = acquire(job_dir, engine=engine, task=task, ttl=ttl)
+    stop = threading.Event()
+
+    def renew() -> None:
+        while not stop.wait(ttl / 3):
+            try:
+                if not lease.renew():
+                    return
+            except (LogistError, OSError):
+                pass  # try again at the next tick; the lease lasts ttl
+
+    renewer = threading.Thread(target=renew, name=f"logist-lease-{job_dir.name}", daemon=True)
+    renewer.start()
+    try:
+        yield lease
+    finally:
+        stop.set()
+        renewer.join()
+        try:
+            lease.release()
+        except (LogistError, OSError):
+            pass  # it expires on its own

@@ -1,0 +1,89 @@
+"""A job's lease (``lease.json``): one runner owns a job for the length of a
+run; a live lease makes other runners skip the job; an expired one, or one
+whose process on this host is gone, is taken over."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from logist.store import lease as leases
+from logist.store.layout import describe
+from logist.store.lease import LEASE_NAME, LeaseHeld, acquire, holding, read_lease
+
+
+def write_lease(job_dir, *, host: str, pid: int, seconds: float) -> None:
+    expires = datetime.now(timezone.utc) + timedelta(seconds=seconds)
+    (job_dir / LEASE_NAME).write_text(json.dumps(
+        {"host": host, "pid": pid, "engine": "ray", "task": "t-1", "token": "theirs", "expires_at": expires.isoformat()}))
+
+
+def test_a_lease_is_written_renewed_and_released(tmp_path):
+    with holding(tmp_path, engine="threads", task="threads-1", ttl=0.3) as lease:
+        first = read_lease(tmp_path)
+        assert first["pid"] == os.getpid() and first["host"] == leases.this_host()
+        assert first["engine"] == "threads" and first["task"] == "threads-1" and first["token"] == lease.token
+        time.sleep(0.5)
+        renewed = read_lease(tmp_path)
+        assert renewed["expires_at"] > first["expires_at"], "the thread renews it"
+        assert renewed["acquired_at"] == first["acquired_at"]
+    assert not (tmp_path / LEASE_NAME).exists()
+    assert describe(LEASE_NAME) is not None and describe(".lease.lock") is not None, "the job's README names them"
+
+
+def test_a_live_lease_is_not_taken(tmp_path):
+    with holding(tmp_path, engine="threads", task="a"):
+        with pytest.raises(LeaseHeld, match=f"pid {os.getpid()}"):
+            acquire(tmp_path, engine="threads", task="b")
+    write_lease(tmp_path, host="another-host", pid=1, seconds=30)
+    with pytest.raises(LeaseHeld, match="host another-host, pid 1 \\(ray task t-1\\)"):
+        acquire(tmp_path, engine="serial", task="c")
+    assert read_lease(tmp_path)["token"] == "theirs", "left as it was"
+
+
+def test_an_expired_lease_is_taken_over(tmp_path):
+    write_lease(tmp_path, host="another-host", pid=1, seconds=-1)
+    lease = acquire(tmp_path, engine="serial", task="c")
+    assert "expired" in lease.took_over and "another-host" in lease.took_over
+    assert read_lease(tmp_path)["token"] == lease.token
+
+
+def test_a_dead_process_on_this_host_loses_its_lease_at_once(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    write_lease(tmp_path, host=leases.this_host(), pid=int(dead.stdout), seconds=600)
+    lease = acquire(tmp_path, engine="ray", task="retry")
+    assert "is gone" in lease.took_over
+
+
+def test_a_runner_that_lost_its_lease_is_told(tmp_path):
+    with holding(tmp_path, engine="threads", task="a", ttl=0.3) as lease:
+        write_lease(tmp_path, host="another-host", pid=1, seconds=30)  # taken over while this one stalled
+        assert lease.lost.wait(2)
+    assert read_lease(tmp_path)["token"] == "theirs", "releasing does not remove another's lease"
+
+
+def test_only_one_of_many_takes_a_free_job(tmp_path):
+    won, lost = [], []
+    start = threading.Barrier(8)
+
+    def take(n: int) -> None:
+        start.wait()
+        try:
+            won.append(acquire(tmp_path, engine="threads", task=str(n)))
+        except LeaseHeld:
+            lost.append(n)
+
+    threads = [threading.Thread(target=take, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(won) == 1 and len(lost) == 7
+    assert read_lease(tmp_path)["token"] == won[0].token
