@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Optional, Protocol
 
 from ..errors import LLMCallError, LogistError
 from ..store import recovery as journal
-from ..store.calls import SavedAnswer, body_digest, call_key, key_digest
+from ..store.calls import SavedAnswer, body_digest, call_key, key_digest, recorded_key
 from ..store.config import resolve_api_key, resolve_endpoint
 from ..store.entries import UNKNOWN, Message, Request, Response
 from ..store.jobsdir import Job
@@ -99,6 +99,16 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text) // 4)
 
 
+def entry_key(job: Job, manifest: JobManifest, sequence: int) -> str:
+    """The key call entry ``sequence`` of the job was sent with."""
+    from ..store.requests import HistoryReader, recorded_body
+    from ..store.seek import read_entry
+
+    data = read_entry(job.dir, sequence).dump()
+    body = recorded_body(data, HistoryReader(job.dir).messages(sequence))
+    return recorded_key(job.id, manifest.created_at, data, body)
+
+
 def retried_key(job: Job, manifest: JobManifest) -> Optional[str]:
     """The key of the call of unknown outcome the job's last entry records
     (past repairs), if it is one: the call made again is sent with it."""
@@ -109,7 +119,7 @@ def retried_key(job: Job, manifest: JobManifest) -> Optional[str]:
         entry = read_entry(job.dir, sequence)
         if entry.kind != "repair":
             if entry.unknown_outcome and entry.request is not None:
-                return entry.request.metadata.idempotency_key
+                return entry_key(job, manifest, sequence)
             return None
         sequence -= 1
     return None
@@ -161,7 +171,10 @@ def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", base_url: O
         if watch is not None:
             watch.finished()
     prepared.metadata.stream = reply.streamed or None
-    prepared.metadata.idempotency_key = reply.key
+    # Recorded only when it is not the key this step's own body gives (a call
+    # made again after one of unknown outcome): the history derives it otherwise.
+    prepared.metadata.idempotency_key = reply.key if reply.key != call_key(
+        job.id, manifest.created_at, sequence, llm.without_stream(body) if not reply.streamed else body) else None
     outcome = Outcome(
         raw=secrets.redact(reply.content),  # a secret the model echoes is recorded and shown as [redacted]
         error=error,

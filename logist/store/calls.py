@@ -44,6 +44,16 @@ def call_key(job_id: str, created_at: str, sequence: int, body: dict) -> str:
     return f"{job_id}@{created_at}:{sequence}:{body_digest(body)}"
 
 
+def recorded_key(job_id: str, created_at: str, entry: dict, body: dict) -> str:
+    """The key call entry ``entry`` (as the file holds it) was sent with:
+    the one its request metadata names, which it does only when the call
+    reused an earlier call's key, else the key its own step and ``body``
+    (its rebuilt request body, :func:`logist.store.requests.recorded_body`)
+    give. Leaving the derivable key out saves about 110 bytes an entry."""
+    named = ((entry.get("request") or {}).get("metadata") or {}).get("idempotency_key")
+    return named or call_key(job_id, created_at, entry["sequence"], body)
+
+
 def key_digest(key: Optional[str]) -> Optional[str]:
     """The body digest a key names (None: not a key of this form)."""
     parts = (key or "").rsplit(":", 2)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from logist.engine.call import entry_key
 from logist import HistoryEntry, JobManifest, JobsDir, create_job, step_once
 from logist.failpoints import POINTS
 from logist.replay.scripted import Reply
@@ -227,7 +228,7 @@ def test_killed_step_is_recoverable(jobs, llm, point):
     rest = entries[len(before):]
     crashed = rest.pop(0)
     assert crashed["kind"] == "llm_call" and crashed["sequence"] == 3
-    assert crashed["request"]["metadata"]["idempotency_key"] == crashed_key
+    assert entry_key(job, job.manifest(), crashed["sequence"]) == crashed_key
     if expect["kept"]:
         assert crashed["response"]["raw_response"] == CRASHED and crashed["response"].get("status", "SUCCESS") == "SUCCESS"
         assert crashed["usage"]["prompt_tokens"] > 0 and crashed["usage"]["completion_tokens"] > 0
@@ -247,7 +248,7 @@ def test_killed_step_is_recoverable(jobs, llm, point):
         redone = rest[0]
         assert redone["response"]["raw_response"] == REDONE
         assert llm.requests[2] == llm.requests[1], "the same request is made again"
-        assert key_of(llm.headers[2]) == crashed_key == redone["request"]["metadata"]["idempotency_key"]
+        assert key_of(llm.headers[2]) == crashed_key == entry_key(job, job.manifest(), redone["sequence"])
     recoveries = [e for e in rest if e["kind"] == "repair"]
     if expect["recovery"] is not None:
         assert len(recoveries) == (1 if expect["recovery"] else 0), recoveries
