@@ -155,6 +155,10 @@ class CommandRecord(BaseModel):
     """How long it ran, in milliseconds."""
     output: Optional[str] = None
     """The cleaned output exactly as the model is shown it."""
+    raw_stdout: Optional[str] = None
+    """The standard output as the command printed it, when cleaning changed more than its line ends (of a huge output, its first and last bytes around a note counting the rest)."""
+    raw_stderr: Optional[str] = None
+    """The same for the standard error."""
 
 
 class UserInput(BaseModel):
