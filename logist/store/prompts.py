@@ -71,6 +71,10 @@ TEMPLATES: dict[str, Template] = {
         "How to answer; {protocol_rules} is the protocol generated from its one definition (logist/protocol.py).",
         ("protocol_rules",),
     ),
+    "answer_form/json": Template("How a JSON-protocol answer is given, in a re-ask (messages/refused's {answer_form})."),
+    "answer_form/tags": Template("How a tags-protocol answer is given, in a re-ask (messages/refused's {answer_form})."),
+    "answer_reminder/json": Template("The last line of a JSON-protocol role's turn-opening message ({answer_reminder})."),
+    "answer_reminder/tags": Template("The last line of a tags-protocol role's turn-opening message ({answer_reminder})."),
     "planner": Template("The Planner's list of the roles it can address (send_to).", ("roles",)),
     "skill": Template("The active skill's part of the system message.", ("skill", "instructions")),
     "job": Template(
