@@ -402,15 +402,3 @@ def protocol_text(protocol: str = "json") -> str:
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
     return text(protocol)
-
-
-def answer_form(protocol: str = "json") -> str:
-    """How an answer is given, as a re-ask says it ("Answer again ...")."""
-    return "starting with one of the tags" if protocol == "tags" else "with exactly one JSON object"
-
-
-def answer_reminder(protocol: str = "json") -> str:
-    """The last line of a turn's opening message."""
-    if protocol == "tags":
-        return "Answer starting with one of the tags the protocol describes."
-    return "Answer with one JSON object as the protocol describes."

@@ -7,10 +7,14 @@ that cannot see Logist (:mod:`logist.processes` starts and stops it; its
 process group is recorded in the step's journal before it runs, and every
 process it leaves behind is killed when it ends). Its output goes to temporary files, not into
 memory, so a command that prints gigabytes costs only the part the model is
-shown: the output is cleaned (terminal escapes, carriage-return redraws and
-echoed prompts removed; long runs of one repeated line collapsed with a
-count), cut in the middle with a marker when it is longer than the job's
-limit, and every known secret value in it redacted (:mod:`logist.redact`).
+shown: the output is cleaned as seed 002 describes (terminal escapes,
+carriage-return redraws, echoed prompts and shell banners removed; runs of
+blank lines made one; long runs of one repeated line collapsed with a
+count), cut in the middle, with a note saying how much was cut, when it is
+longer than the job's limit, and every known secret value in it redacted
+(:mod:`logist.redact`). The history keeps the cleaned text (what the model
+was shown) and, when cleaning changed it, the raw text as it was read (a
+huge output: its first and last bytes, the rest counted), redacted too.
 
 Policy (per job, default from config.json): ``deny`` refuses every command
 and tells the model; ``ask`` holds each one until a person approves or skips
@@ -48,7 +52,15 @@ _CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 _OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _ESC = re.compile(r"\x1b[@-Z\\-_]")
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_PROMPT = re.compile(r"^\s*(?:[\w.@~:/-]*\s*)?[$#%>]\s*$|^\s*(?:>>>|\.\.\.)\s*$")
+_PROMPT = re.compile(r"^\s*(?:[\w.@~:/\\-]*\s*)?[$#%>]\s*$|^\s*(?:>>>|\.\.\.)\s*$")
+
+#: Banner lines a shell prints before any output (seed 002 drops Windows' two).
+_BANNER = re.compile(
+    r"^\s*(?:Microsoft Windows \[Version [^\]]*\]|\(c\) (?:\d{4} )?Microsoft Corporation\.? All rights reserved\.?)\s*$",
+    re.I,
+)
+#: The marker :func:`_read_capped` puts where it skipped the middle of a huge output.
+_UNREAD = re.compile(r"\[\.\.\. (\d+) bytes of output not read \.\.\.\]")
 
 REPEAT_COLLAPSE = 5
 
@@ -61,6 +73,9 @@ class CommandResult:
     stdout: str
     stderr: str
     duration: float
+    #: The output as read, before cleaning; None where cleaning changed nothing but line ends.
+    raw_stdout: Optional[str] = None
+    raw_stderr: Optional[str] = None
 
     def report(self, timeout: float, prompts: Optional[Prompts] = None) -> str:
         """The next user message: what the model is told about the run (the ``command/*`` prompt templates)."""
@@ -114,9 +129,13 @@ def clean_output(text: str, command: str = "", limit: int = 20_000) -> str:
     text = _ESC.sub("", text)
     text = text.replace("\r\n", "\n")
     lines = [_CTRL.sub("", _apply_redraws(line)).rstrip() for line in text.split("\n")]
+    lines = [line for line in lines if not _BANNER.match(line)]
+    # Runs of blank lines become one.
+    lines = [line for i, line in enumerate(lines) if line or i == 0 or lines[i - 1]]
     # An echoed command line at the top, bare prompts at the ends.
     stripped_cmd = command.strip()
-    while lines and (not lines[0] or (stripped_cmd and lines[0].lstrip("$#> ").strip() == stripped_cmd)):
+    while lines and (not lines[0] or _PROMPT.match(lines[0])
+                     or (stripped_cmd and lines[0].lstrip("$#> ").strip() == stripped_cmd)):
         lines.pop(0)
     while lines and (not lines[-1] or _PROMPT.match(lines[-1])):
         lines.pop()
@@ -141,7 +160,9 @@ def cut_middle(text: str, limit: int) -> str:
         return text
     head = limit // 2
     tail = limit - head
-    cut = len(text) - head - tail
+    middle = text[head:len(text) - tail]
+    # Bytes never read (a huge output) count among the cut ones.
+    cut = len(middle) + sum(int(m.group(1)) - len(m.group(0)) for m in _UNREAD.finditer(middle))
     return f"{text[:head]}\n[... {cut} characters cut from the middle ...]\n{text[-tail:]}"
 
 
@@ -181,8 +202,9 @@ def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20
             except (ProcessLookupError, PermissionError):
                 pass
             proc.wait()
-        stdout = redact(clean_output(_read_capped(out, limit), command, limit))
-        stderr = redact(clean_output(_read_capped(err, limit), command, limit))
+        raw_stdout, raw_stderr = redact(_read_capped(out, limit)), redact(_read_capped(err, limit))
+        stdout = clean_output(raw_stdout, command, limit)
+        stderr = clean_output(raw_stderr, command, limit)
     return CommandResult(
         command=command,
         exit_code=None if timed_out else proc.returncode,
@@ -190,7 +212,14 @@ def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20
         stdout=stdout,
         stderr=stderr,
         duration=time.monotonic() - started,
+        raw_stdout=_changed(raw_stdout, stdout),
+        raw_stderr=_changed(raw_stderr, stderr),
     )
+
+
+def _changed(raw: str, cleaned: str) -> Optional[str]:
+    """``raw`` when cleaning changed more than its line ends, else None (nothing to keep twice)."""
+    return None if raw.replace("\r\n", "\n").strip("\n") == cleaned else raw
 
 
 def execute(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
@@ -207,6 +236,8 @@ def execute(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
         duration_ms=round(result.duration * 1000),
         output=result.report(settings.command_timeout, Prompts(job.jobs_dir.path)),
         cwd=str(job.workspace.absolute()),
+        raw_stdout=result.raw_stdout,
+        raw_stderr=result.raw_stderr,
     )
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ..protocol import answer_reminder, protocol_text
+from ..protocol import protocol_text
 from ..store.manifest import JobManifest
 from ..store.prompts import Prompts, builtin
 from ..store.requests import HistoryReader
@@ -194,7 +194,7 @@ def opening_message(
         values["feedback"] = turn.feedback.strip()
     if history is not None:
         values["memory"] = memory(history, prompts, manifest.person_inputs, repeated=turn.feedback)
-    values["answer_reminder"] = answer_reminder(protocol)
+    values["answer_reminder"] = prompts.render(f"answer_reminder/{protocol}")
     return prompts.render("job", **values), files_context
 
 

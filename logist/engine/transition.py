@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..protocol import Answer, InvalidAnswer, answer_form
+from ..protocol import Answer, InvalidAnswer
 from ..store.entries import CommandRecord
 from ..store.roles import RoleManifest
 from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Handoff, JobManifest, Question, Turn
@@ -159,7 +159,9 @@ def refuse_answer(
     if turn.format_retries_used < after.settings.format_retries:
         turn.format_retries_used += 1
         add_round(turn, call)
-        turn.pending = (prompts or builtin()).render("messages/refused", reason=reason, answer_form=answer_form(protocol))
+        prompts = prompts or builtin()
+        form = prompts.render(f"answer_form/{protocol}")
+        turn.pending = prompts.render("messages/refused", reason=reason, answer_form=form)
         apply_event(after, INVALID)
     else:
         apply_event(after, INVALID_LAST, f"invalid answer from {turn.role}: {reason}")

@@ -159,6 +159,10 @@ class CommandRecord(BaseModel):
     """The cleaned output exactly as the model is shown it."""
     cwd: Optional[str] = None
     """The absolute path the command ran in (the job's workspace then), as its output may name it: a record of the run that a replay recognises in the output, never used to find the workspace."""
+    raw_stdout: Optional[str] = None
+    """The standard output as the command printed it, when cleaning changed more than its line ends (of a huge output, its first and last bytes around a note counting the rest)."""
+    raw_stderr: Optional[str] = None
+    """The same for the standard error."""
 
 
 class UserInput(BaseModel):

@@ -6,7 +6,11 @@ NAME being the path without ``.md``: ``system``, ``compaction/system``,
 of the same name in ``<jobs-dir>/prompts/``; a role's instructions
 (``roles/<Role>``) come first from the role manifest itself, its
 ``prompt_file`` (a text file beside the manifest; seed 004's
-``prompt_file_path`` is accepted) or its inline ``instructions``.
+``prompt_file_path`` is accepted) or its inline ``instructions``. A
+``prompt_file`` ending in ``.yaml`` or ``.yml`` is read as seed 004's
+``planner_prompt.yaml`` is written: a mapping whose prompt is under one of
+:data:`YAML_PROMPT_KEYS` (``instruction_template`` in the seed's planner
+file, ``content`` in its compaction file), or a YAML string.
 
 A template is plain text with ``{name}`` placeholders; :data:`TEMPLATES`
 says which names each one may use, and a file that uses another is one
@@ -42,6 +46,10 @@ SUFFIX = ".md"
 PROMPTS_DIR = "prompts"
 ROLE_PREFIX = "roles/"
 
+#: The keys a YAML prompt file may hold its prompt under, in the order they are looked for.
+YAML_PROMPT_KEYS = ("instruction_template", "instructions", "prompt", "content", "template")
+YAML_SUFFIXES = (".yaml", ".yml")
+
 _TOKEN = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -63,6 +71,10 @@ TEMPLATES: dict[str, Template] = {
         "How to answer; {protocol_rules} is the protocol generated from its one definition (logist/protocol.py).",
         ("protocol_rules",),
     ),
+    "answer_form/json": Template("How a JSON-protocol answer is given, in a re-ask (messages/refused's {answer_form})."),
+    "answer_form/tags": Template("How a tags-protocol answer is given, in a re-ask (messages/refused's {answer_form})."),
+    "answer_reminder/json": Template("The last line of a JSON-protocol role's turn-opening message ({answer_reminder})."),
+    "answer_reminder/tags": Template("The last line of a tags-protocol role's turn-opening message ({answer_reminder})."),
     "planner": Template("The Planner's list of the roles it can address (send_to).", ("roles",)),
     "skill": Template("The active skill's part of the system message.", ("skill", "instructions")),
     "job": Template(
@@ -160,7 +172,36 @@ def read_template(path: Path) -> str:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"prompt template {path}: cannot be read: {exc}") from None
-    return text.replace("\r\n", "\n").rstrip("\n")
+    text = text.replace("\r\n", "\n")
+    if path.suffix.lower() in YAML_SUFFIXES:
+        text = _yaml_prompt(path, text)
+    return text.rstrip("\n")
+
+
+def _yaml_prompt(path: Path, text: str) -> str:
+    """The prompt a YAML prompt file holds (seed 004's ``planner_prompt.yaml`` shape)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"prompt file {path}{where}: not valid YAML: {problem}") from None
+    if isinstance(data, str):
+        return data
+    if isinstance(data, dict):
+        for key in YAML_PROMPT_KEYS:
+            if isinstance(data.get(key), str):
+                return data[key]
+        found = ", ".join(map(str, data)) or "none"
+    else:
+        found = f"a {type(data).__name__}, not a mapping"
+    raise ConfigError(
+        f"prompt file {path}: no prompt in it: give its text under one of {', '.join(YAML_PROMPT_KEYS)} "
+        f"(keys found: {found})"
+    )
 
 
 @dataclass(frozen=True)

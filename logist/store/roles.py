@@ -49,7 +49,7 @@ class RoleManifest(BaseModel):
     prompt_file: str = Field(
         default=None, min_length=1, validation_alias=AliasChoices("prompt_file", "prompt_file_path")
     )
-    """A text file with the role's instructions, relative to this manifest's folder (prompt_file_path is accepted as well); instead of instructions."""
+    """A text file with the role's instructions, relative to this manifest's folder (prompt_file_path is accepted as well); instead of instructions. A .yaml or .yml file gives the text under its instruction_template, instructions, prompt, content or template key (seed 004's planner_prompt.yaml), or is one YAML string."""
     llm_model: str = Field(default=None, min_length=1)
     """The model the role calls, unless the job, config.json or --model chooses another."""
     llm_alias: str = Field(default=None, min_length=1)

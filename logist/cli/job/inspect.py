@@ -391,7 +391,8 @@ def preview(app: Application, job_id: Optional[str], model: Optional[str], base_
 
     from ...engine.prepare import prepare
     from ...engine.session import upgrade
-    from ...store.config import resolve_base_url
+    from ...errors import ConfigError
+    from ...store.config import resolve_base_url, resolve_endpoint
 
     job = app.job(job_id)
     upgraded = upgrade(job)
@@ -402,6 +403,10 @@ def preview(app: Application, job_id: Optional[str], model: Optional[str], base_
         app.print_json(prepared.body)
         return
     endpoint = resolve_base_url(base_url, prepared.config).rstrip("/")
+    try:
+        resolve_endpoint(base_url, prepared.config)
+    except ConfigError as exc:  # what a step would say before any call
+        app.info(f"note: a step would stop before any call: {exc}")
     click.echo(f"POST {endpoint}/chat/completions")
     if prepared.is_compaction:
         click.echo(f"(a summary call: rounds 1 to {prepared.compaction_target} of the {prepared.role.name}'s conversation)")
