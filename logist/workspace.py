@@ -5,10 +5,9 @@ needs is one method on it, so "where does a step commit?" has one answer.
 It holds no state besides the path (git is the state), so making one is
 free and any number may point at the same repository.
 
-The only module that runs ``git``, through GitPython's command runner
-(``git.Git.execute``: one process per git command, imported only when a
-workspace runs one; the import checks the ``git`` program once per
-process). A step that commits starts three processes: ``git status`` (were there hand edits?), ``git add -A`` and
+Every git process is started by :mod:`logist.gitrun` (a clean environment,
+no hooks, no program named by the repository's config); a step that commits
+starts three: ``git status`` (were there hand edits?), ``git add -A`` and
 ``git commit``; HEAD is read from ``.git`` itself. Paths from the model are
 checked twice: for shape by :mod:`logist.protocol` (no absolute paths, no
 ``..``, nothing in ``.git``) and here against the disk (no symlink on the way,
@@ -25,50 +24,13 @@ from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple, Optional, Sequence, Union
 
 from .errors import LogistError
+from .gitrun import Done as _Done, git_argv, git_env, run_git as _run_git, settle_config
 from .protocol import DeleteFile, FileChange, InvalidAnswer, ReplaceInFile, WriteFile, check_relative_path
 
-COMMITTER = ("Logist", "logist@localhost")
 WORK_BRANCH = "logist/{job_id}"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 #: Bytes of one "<new> <old>" line given to git diff-tree --stdin.
 _PAIR_LINE = 82
-
-
-def _git_config_args() -> list[str]:
-    # Only used as a fallback: GIT_AUTHOR_* / GIT_COMMITTER_* in the
-    # environment still win, as git documents.
-    return ["-c", f"user.name={COMMITTER[0]}", "-c", f"user.email={COMMITTER[1]}", "-c", "commit.gpgsign=false"]
-
-
-def _git_env() -> dict:
-    # git's messages in English whatever the locale ("nothing to commit" is read).
-    return {**os.environ, "LANGUAGE": "C", "LC_ALL": "C"}
-
-
-class _Done(NamedTuple):
-    """A finished git process: its exit code and output as bytes."""
-
-    returncode: int
-    stdout: bytes
-    stderr: bytes
-
-
-def _run_git(cwd: Path, args: Sequence[str]) -> _Done:
-    """One ``git`` process in ``cwd``, no standard input, output as bytes."""
-    if not Path(cwd).is_dir():  # GitPython would run it in the current directory instead
-        raise LogistError(f"cannot run git in {cwd}: no such folder")
-    try:
-        import git
-    except ImportError as exc:  # no git program on PATH: GitPython refuses to load
-        raise LogistError(f"cannot run git: {str(exc).splitlines()[0]}") from None
-    try:
-        code, out, err = git.Git(str(cwd)).execute(
-            ["git", *_git_config_args(), *args], env=_git_env(), with_extended_output=True,
-            with_exceptions=False, stdout_as_string=False, strip_newline_in_stdout=False,
-        )
-    except (OSError, git.GitCommandNotFound) as exc:
-        raise LogistError(f"cannot run git in {cwd}: {getattr(exc, 'strerror', None) or exc}") from None
-    return _Done(code, out, err if isinstance(err, bytes) else err.encode())
 
 
 def _decode(data: bytes) -> str:
@@ -110,10 +72,15 @@ class _Cut:
 
 
 class Workspace:
-    """A job's git repository at ``path``."""
+    """A job's git repository at ``path``. ``guarded`` (a job's workspace):
+    before each git process the repository is put back to what Logist
+    allows (:func:`logist.gitrun.guard_repository`); False only for a
+    person's own repository (``--from-repo``, export), which Logist never
+    changes but through git itself."""
 
-    def __init__(self, path: Union[str, Path]):
+    def __init__(self, path: Union[str, Path], guarded: bool = True):
         self.path = Path(path)
+        self.guarded = guarded
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.path)!r})"
@@ -125,7 +92,10 @@ class Workspace:
         """An empty repository with one empty baseline commit."""
         workspace = cls(path)
         workspace.path.mkdir(parents=True, exist_ok=True)
-        workspace._git("init", "-q", "-b", WORK_BRANCH.format(job_id=job_id))
+        proc = _run_git(workspace.path, ["init", "-q", "-b", WORK_BRANCH.format(job_id=job_id)])
+        if proc.returncode != 0:
+            raise LogistError(f"git init failed in {workspace.path}: {_git_detail(proc)}")
+        settle_config(workspace.path / ".git")
         workspace._git("commit", "-q", "--allow-empty", "-m", f"logist: baseline of job {job_id} (empty workspace)")
         return workspace
 
@@ -136,9 +106,12 @@ class Workspace:
         if not (source / ".git").exists() and not (source / "HEAD").exists():
             raise LogistError(f"--from-repo {source} is not a git repository")
         workspace = cls(path)
-        proc = _run_git(workspace.path.parent, ["clone", "-q", "--no-checkout", "--", str(source), str(workspace.path)])
+        # --no-hardlinks: the workspace's objects are its own, never the source's files.
+        proc = _run_git(workspace.path.parent, ["clone", "-q", "--no-checkout", "--no-hardlinks", "--",
+                                                str(source), str(workspace.path)])
         if proc.returncode != 0:
             raise LogistError(f"cannot clone {source}: {_git_detail(proc)}")
+        settle_config(workspace.path / ".git")
         target = ref or "HEAD"
         try:
             sha = workspace._git("rev-parse", "--verify", "-q", f"{target}^{{commit}}")
@@ -152,10 +125,14 @@ class Workspace:
 
     # -- running git --------------------------------------------------------
 
+    def _run(self, args: Sequence[str]) -> _Done:
+        """One git process in the repository (guarded: see the class)."""
+        return _run_git(self.path, args, self.path / ".git" if self.guarded else None)
+
     def _raw(self, *args: str) -> str:
         """git's output as it is (patches); :class:`LogistError` with git's
         message when it fails."""
-        proc = _run_git(self.path, args)
+        proc = self._run(args)
         if proc.returncode != 0:
             raise LogistError(f"git {args[0]} failed in {self.path}: {_git_detail(proc)}")
         return _decode(proc.stdout)
@@ -177,7 +154,7 @@ class Workspace:
         git_dir = self.path / ".git"
         try:
             text = (git_dir / "HEAD").read_text().strip()
-            if text.startswith("ref: "):
+            if text.startswith("ref: refs/") and ".." not in text:
                 text = (git_dir / text[5:]).read_text().strip()
             if _SHA.match(text):
                 return text
@@ -186,10 +163,10 @@ class Workspace:
         return self._git("rev-parse", "HEAD")
 
     def is_dirty(self) -> bool:
-        return bool(self._git("status", "--porcelain", "--untracked-files=normal"))
+        return bool(self._git("status", "--porcelain", "--untracked-files=normal", "--ignore-submodules=all"))
 
     def diff(self, old: str, new: str, stat: bool = False) -> str:
-        args = ["diff", "--no-color", "--no-ext-diff"] + (["--stat"] if stat else ["--binary"])
+        args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv"] + (["--stat"] if stat else ["--binary"])
         return self._raw(*args, old, new)
 
     def diffs(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
@@ -224,6 +201,11 @@ class Workspace:
         def new_of(index: int) -> bytes:  # pread: git shares the file's offset
             return os.pread(stdin.fileno(), 40, index * _PAIR_LINE)
 
+        from .gitrun import guard_repository
+
+        if self.guarded:
+            guard_repository(self.path / ".git")
+        env = git_env(self.path / ".git" if self.guarded else None)
         with stdin, tempfile.TemporaryFile() as errors:
             done = 0  # pairs answered
             while done < count:
@@ -231,8 +213,9 @@ class Workspace:
                 errors.seek(0)
                 errors.truncate()
                 proc = subprocess.Popen(
-                    ["git", *_git_config_args(), "diff-tree", "--stdin", "-r", "-p", "--always", "--no-color",
-                     "--no-ext-diff"], cwd=self.path, env=_git_env(), stdin=stdin, stdout=subprocess.PIPE, stderr=errors)
+                    git_argv(["diff-tree", "--stdin", "-r", "-p", "--always", "--no-color", "--no-ext-diff",
+                              "--no-textconv"]), cwd=self.path, env=env, stdin=stdin, stdout=subprocess.PIPE,
+                    stderr=errors)
                 try:
                     current: Optional[_Cut] = None
                     at_start = True
@@ -306,7 +289,7 @@ class Workspace:
     def commit_all(self, message: str) -> Optional[str]:
         """Commit every change in the workspace; None when nothing changed."""
         self._git("add", "-A")
-        proc = _run_git(self.path, ["commit", "-q", "--no-verify", "-m", message])
+        proc = self._run(["commit", "-q", "--no-verify", "-m", message])
         if proc.returncode != 0:
             out = _decode(proc.stdout)
             if "nothing to commit" in out or "nothing added to commit" in out or "no changes added" in out:
@@ -319,7 +302,7 @@ class Workspace:
         index or working tree (a push only writes objects and one ref).
         Returns whether an existing branch was replaced."""
         ref = f"refs/heads/{branch}"
-        target = Workspace(source)
+        target = Workspace(source, guarded=False)
         try:
             self._git("check-ref-format", "--branch", branch)
         except LogistError:
