@@ -296,9 +296,24 @@ def check_relative_path(path: str) -> str:
         raise InvalidAnswer(f"path {path!r} names the workspace itself, not a file")
     if ".." in parts:
         raise InvalidAnswer(f"path {path!r} leaves the workspace")
-    if parts[0] == ".git":
-        raise InvalidAnswer(f"path {path!r} is inside .git, which Logist does not let the model touch")
+    git_part = next((part for part in parts if is_git_name(part)), None)
+    if git_part is not None:
+        what = "is inside .git" if git_part == ".git" else f"is inside .git (as {git_part!r} names it)"
+        raise InvalidAnswer(f"path {path!r} {what}, which Logist does not let the model touch")
     return "/".join(parts)
+
+
+#: Characters HFS+ (macOS) ignores in file names, as git's own check lists them.
+_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+
+
+def is_git_name(name: str) -> bool:
+    """Whether a path component names ``.git`` on some file system: any case
+    (``.GIT``, ``.Git``), with trailing dots or spaces or an NTFS stream
+    (``.git.``, ``.git::$INDEX_ALLOCATION``), its 8.3 short name (``GIT~1``), or
+    with characters macOS ignores, such as U+200C."""
+    plain = _IGNORED.sub("", name).split(":", 1)[0].rstrip(". ").casefold()
+    return plain == ".git" or re.fullmatch(r"git~\d+", plain) is not None
 
 
 def validate_answer(data: dict) -> Answer:

@@ -8,11 +8,8 @@ free and any number may point at the same repository.
 Every git process is started by :mod:`logist.gitrun` (a clean environment,
 no hooks, no program named by the repository's config); a step that commits
 starts three: ``git status`` (were there hand edits?), ``git add -A`` and
-``git commit``; HEAD is read from ``.git`` itself. Paths from the model are
-checked twice: for shape by :mod:`logist.protocol` (no absolute paths, no
-``..``, nothing in ``.git``) and here against the disk (no symlink on the way,
-nothing resolving outside the workspace). A set of changes is checked whole
-before the first byte is written, so a refused answer changes nothing.
+``git commit``; HEAD is read from ``.git`` itself. The model's file changes
+are checked and written by :mod:`logist.filechanges`.
 """
 
 from __future__ import annotations
@@ -25,7 +22,8 @@ from typing import Iterable, Iterator, NamedTuple, Optional, Sequence, Union
 
 from .errors import LogistError
 from .gitrun import Done as _Done, git_argv, git_env, run_git as _run_git, settle_config
-from .protocol import DeleteFile, FileChange, InvalidAnswer, ReplaceInFile, WriteFile, check_relative_path
+from .filechanges import plan, resolve_inside, write_as_new_file
+from .protocol import FileChange, InvalidAnswer
 
 WORK_BRANCH = "logist/{job_id}"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -262,7 +260,7 @@ class Workspace:
     def read_text_file(self, rel: str, limit: int) -> Optional[str]:
         """A workspace file's text for a prompt (cut at ``limit``), or None."""
         try:
-            target = _resolve_inside(self.path.resolve(), rel)
+            target = resolve_inside(self.path.resolve(), rel)
         except InvalidAnswer:
             return None
         if not target.is_file():
@@ -327,7 +325,7 @@ class Workspace:
         Returns (absolute path, new bytes or None to delete, relative path).
         Raises :class:`InvalidAnswer` before anything is written.
         """
-        return _plan(self.path.resolve(), changes)
+        return plan(self.path.resolve(), changes)
 
     def apply_changes(self, changes: Sequence[FileChange]) -> list[str]:
         """Apply checked changes; returns the relative paths touched."""
@@ -335,84 +333,7 @@ class Workspace:
         for target, data, _rel in planned:
             if data is None:
                 target.unlink()
-            else:
+            else:  # a delete unlinks this name only: a hard-linked file elsewhere keeps its bytes
                 target.parent.mkdir(parents=True, exist_ok=True)
-                # A plain write: an interrupted step is undone by resetting the
-                # workspace to its last commit, so per-file atomicity adds nothing.
-                target.write_bytes(data)
+                write_as_new_file(target, data)
         return [rel for _t, _d, rel in planned]
-
-
-def _resolve_inside(root: Path, rel: str) -> Path:
-    """The absolute path for ``rel``, refusing symlinks on the way."""
-    rel = check_relative_path(rel)
-    current = root
-    for part in rel.split("/"):
-        current = current / part
-        if current.is_symlink():
-            raise InvalidAnswer(f"path {rel!r} goes through a symlink ({current.relative_to(root)}), which Logist refuses")
-    resolved = current.resolve()
-    if resolved != root and root not in resolved.parents:
-        raise InvalidAnswer(f"path {rel!r} resolves outside the workspace")
-    return current
-
-
-def _plan(root: Path, changes: Sequence[FileChange]) -> list[tuple[Path, Optional[bytes], str]]:
-    """:meth:`Workspace.plan_changes` for the resolved ``root``."""
-    contents: dict[str, Optional[str]] = {}
-    targets: dict[str, Path] = {}
-    order: list[str] = []
-
-    def current(rel: str, target: Path) -> Optional[str]:
-        if rel in contents:
-            return contents[rel]
-        if target.is_file():
-            try:
-                return target.read_text(encoding="utf-8")
-            except UnicodeDecodeError:
-                raise InvalidAnswer(f"{rel}: is not UTF-8 text; it cannot be edited by replacement") from None
-        if target.exists():
-            raise InvalidAnswer(f"{rel}: is a directory, not a file")
-        return None
-
-    def check_parents(index: int, rel: str) -> None:
-        """Every parent must be (or become) a directory, not a file."""
-        parts = rel.split("/")
-        for depth in range(1, len(parts)):
-            parent = "/".join(parts[:depth])
-            will_be_file = contents.get(parent) is not None if parent in contents else (root / parent).is_file()
-            if will_be_file:
-                raise InvalidAnswer(f"file_changes/{index}: cannot write {rel}: {parent} is a file, not a directory")
-        prefix = rel + "/"
-        if any(other.startswith(prefix) and data is not None for other, data in contents.items()):
-            raise InvalidAnswer(f"file_changes/{index}: cannot write {rel}: an earlier change puts files inside it")
-
-    for index, change in enumerate(changes):
-        rel = check_relative_path(change.path)
-        target = _resolve_inside(root, rel)
-        if target.is_dir():
-            raise InvalidAnswer(f"file_changes/{index}: {rel} is a directory, not a file")
-        if isinstance(change, WriteFile):
-            check_parents(index, rel)
-            contents[rel] = change.content
-        elif isinstance(change, DeleteFile):
-            if current(rel, target) is None:
-                raise InvalidAnswer(f"file_changes/{index}: cannot delete {rel}: no such file")
-            contents[rel] = None
-        elif isinstance(change, ReplaceInFile):
-            text = current(rel, target)
-            if text is None:
-                raise InvalidAnswer(f"file_changes/{index}: cannot edit {rel}: no such file")
-            count = text.count(change.old)
-            if count != 1:
-                what = "does not occur" if count == 0 else f"occurs {count} times"
-                raise InvalidAnswer(
-                    f"file_changes/{index}: in {rel} the 'old' text {what}; it must occur exactly once"
-                )
-            contents[rel] = text.replace(change.old, change.new, 1)
-        targets[rel] = target
-        if rel not in order:
-            order.append(rel)
-    return [
-        (targets[rel], None if contents[rel] is None else contents[rel].encode("utf-8"), rel) for rel in order
-    ]

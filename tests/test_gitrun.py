@@ -8,7 +8,6 @@ program would leave a file in ``ran/`` with its environment: none may appear.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
