@@ -49,6 +49,9 @@ JOB_FILES: tuple[JobFile, ...] = (
     JobFile(".lock", "the job's lock, held while a command changes the job; an empty file that stays "
                      "(deleting a lock file could let two commands in at once), harmless"),
     JobFile(".views.lock", "the same for transcript.md and report.html"),
+    JobFile("context.md", "the context every system prompt of this job gives (copied from the workspace's "
+                          ".logist/context.md when the job was made; edit it here), only when there is one",
+            always=False),
     JobFile("report.html", "the job's timeline as one HTML page, written by `logist job report`", always=False),
     JobFile("step_journal.json", "only while a step is applied: what to undo if it is interrupted", always=False),
     JobFile("jobHistory.json.append", "only while an entry is appended to the history: where the append started",

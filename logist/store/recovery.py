@@ -264,6 +264,11 @@ def open_job(job_dir: Path, workspace: Path) -> tuple[JobManifest, list[str]]:
         # Usually the manifest's own commit; a commit of hand edits made just
         # before the interrupted step otherwise.
         manifest.workspace_commit = reset_head
+    from .upgrade import move_context
+
+    moved = move_context(job_dir, manifest.baseline_commit)
+    if moved:
+        log.info("job %s: %s", job_dir.name, moved)
     if notes:
         manifest = _record_recovery(job_dir, workspace, manifest, "; ".join(notes))
         for note in notes:
