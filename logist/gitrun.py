@@ -173,9 +173,12 @@ def guard_repository(git_dir: Path) -> list[str]:
     done: list[str] = []
     try:
         if not os.path.isdir(git_dir) or os.path.islink(git_dir):
-            raise LogistError(f"{git_dir} is not a git folder (a command replaced it?); Logist will not run git there")
+            raise LogistError(f"{git_dir} is missing or not a folder (a link or a file); "
+                              "Logist runs git only in the workspace's own repository")
         config = git_dir / "config"
-        data = b"" if not config.exists() and not config.is_symlink() else config.read_bytes()
+        if config.is_dir() and not config.is_symlink():
+            _remove(config)
+        data = config.read_bytes() if config.is_file() and not config.is_symlink() else b""
         text = data.decode("utf-8", "replace")
         wanted = kept_config(text)
         if config.is_symlink() or text != wanted:
@@ -200,9 +203,17 @@ def guard_repository(git_dir: Path) -> list[str]:
 
 
 def _replace(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.logist.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    """``path`` written whole under a name of its own (two Logist processes
+    may put the same file back at once), then renamed over it."""
+    import secrets
+
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.logist.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _remove(path: Path) -> None:

@@ -8,7 +8,9 @@ program would leave a file in ``ran/`` with its environment: none may appear.
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -230,3 +232,66 @@ def test_kept_config_keeps_only_plain_settings():
                                  "\tlogallrefupdates = true\n")
     assert kept_config(kept_config(text)) == kept_config(text)
     assert set(KEPT) >= {"core.repositoryformatversion", "core.bare"}
+
+
+PLANT_ALL = """
+import os, subprocess, sys
+git, spy_dir = sys.argv[1], sys.argv[2]
+def cfg(*a): subprocess.run([git, "config", *a], check=True)
+for hook in ("pre-commit", "post-commit", "reference-transaction", "post-index-change"):
+    path = os.path.join(".git", "hooks", hook)
+    open(path, "w").write("#!/bin/sh\\nenv > leaked-" + hook + ".txt\\nenv > " + spy_dir + "/" + hook + "\\n")
+    os.chmod(path, 0o755)
+open("fm.sh", "w").write("#!/bin/sh\\nenv > " + spy_dir + "/fsmonitor\\n")
+os.chmod("fm.sh", 0o755)
+cfg("core.fsmonitor", "./fm.sh")
+cfg("filter.x.clean", "sh -c 'env > " + spy_dir + "/clean; cat'")
+open(".gitattributes", "w").write("* filter=x\\n")
+open("work.txt", "w").write("made by the command\\n")
+"""
+
+
+def test_a_command_plants_hooks_fsmonitor_and_filters_then_logist_steps_and_commits(jobs, llm, tmp_path):
+    """Through real processes: the key is in Logist's environment, a command
+    plants a hook, fsmonitor and a filter, the next steps commit. Nothing
+    planted runs, git never sees the key, GIT_TRACE set around Logist traces
+    nothing, and the key is in no file of the jobs directory nor in any git object."""
+    import shutil
+
+    from conftest import logist_cli
+    from logist import create_job
+    from logist.replay.scripted import answer
+
+    real_git = shutil.which("git")
+    spies = tmp_path / "ran"
+    spies.mkdir()
+    (tmp_path / "plant.py").write_text(PLANT_ALL)
+    wrapper_dir = tmp_path / "wrapped"
+    wrapper_dir.mkdir()
+    (wrapper_dir / "git").write_text(f"#!/bin/sh\nenv >> '{tmp_path / 'git-env.log'}'\nexec '{real_git}' \"$@\"\n")
+    (wrapper_dir / "git").chmod(0o755)
+    plant = f"{sys.executable} {tmp_path / 'plant.py'} {real_git} {spies}"
+    job = create_job(jobs, "planted", "Anything", allowed_commands=[plant])
+    llm.add(answer("CMD", command=plant),
+            answer("MESSAGE", message="more", file_changes=[{"path": "b.txt", "content": "b\n"}]),
+            answer("COMPLETED", "done", ["b.txt"]))
+    env = {"LOGIST_API_KEY": CANARY_KEY, "GIT_TRACE": str(tmp_path / "trace"),
+           "PATH": f"{wrapper_dir}{os.pathsep}{os.environ['PATH']}"}
+    for _ in range(3):
+        done = logist_cli("job", "step", "--oneshot", job.id, "--base-url", llm.base_url, env=env)
+        assert done.returncode in (0, 3), done.stderr
+        assert CANARY_KEY not in done.stdout + done.stderr
+    assert (job.workspace / "work.txt").exists() and (job.workspace / "b.txt").exists()
+    assert sorted(p.name for p in spies.iterdir()) == []
+    assert list(job.workspace.glob("leaked-*")) == []
+    # The only git traced is the command's own (its environment is the command runner's business).
+    traced = (tmp_path / "trace").read_text().splitlines() if (tmp_path / "trace").exists() else []
+    assert [line for line in traced if "trace:" in line and "git config" not in line] == []
+    seen = (tmp_path / "git-env.log").read_text()
+    assert "GIT_DIR=" in seen and CANARY_KEY not in seen, "Logist's git ran through the wrapper, without the key"
+    objects = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"], cwd=job.workspace,
+                             capture_output=True, check=True).stdout
+    assert b"made by the command" in objects and CANARY_KEY.encode() not in objects
+    for path in jobs.path.rglob("*"):
+        if path.is_file():
+            assert CANARY_KEY.encode() not in path.read_bytes(), path
