@@ -5,8 +5,9 @@ needs is one method on it, so "where does a step commit?" has one answer.
 It holds no state besides the path (git is the state), so making one is
 free and any number may point at the same repository.
 
-Every git process is started by :mod:`logist.gitrun` (a clean environment,
-no hooks, no program named by the repository's config); a step that commits
+Every git process gets its command line and environment from
+:mod:`logist.gitrun` (a clean environment, no hooks, no program named by
+the repository's config); a step that commits
 starts three: ``git status`` (were there hand edits?), ``git add -A`` and
 ``git commit``; HEAD is read from ``.git`` itself. The model's file changes
 are checked and written by :mod:`logist.filechanges`.
@@ -14,21 +15,16 @@ are checked and written by :mod:`logist.filechanges`.
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple, Optional, Sequence, Union
+from typing import Iterable, Iterator, Optional, Sequence, Union
 
+from .diffstream import SHA, Patch, stream_patches
 from .errors import LogistError
 from .gitrun import Done as _Done, git_argv, git_env, run_git as _run_git, settle_config
 from .filechanges import plan, resolve_inside, write_as_new_file
 from .protocol import FileChange, InvalidAnswer
 
 WORK_BRANCH = "logist/{job_id}"
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-#: Bytes of one "<new> <old>" line given to git diff-tree --stdin.
-_PAIR_LINE = 82
 
 
 def _decode(data: bytes) -> str:
@@ -40,33 +36,6 @@ def _git_detail(proc: _Done) -> str:
     """git's own message on one line."""
     lines = [line.strip() for line in _decode(proc.stderr or proc.stdout).splitlines() if line.strip()]
     return "; ".join(lines) or f"exit code {proc.returncode}"
-
-
-class Patch(NamedTuple):
-    """One patch of :meth:`Workspace.iter_diffs`."""
-
-    text: str
-    #: Characters left out after the limit.
-    cut: int = 0
-    #: Why there is no patch (git cannot read a commit), or None.
-    error: Optional[str] = None
-
-
-class _Cut:
-    """A patch read piece by piece, kept up to ``limit`` characters."""
-
-    def __init__(self, limit: Optional[int]):
-        self.limit, self.parts, self.size, self.cut = limit, [], 0, 0
-
-    def add(self, text: str) -> None:
-        room = len(text) if self.limit is None else max(0, min(len(text), self.limit - self.size))
-        if room:
-            self.parts.append(text[:room])
-            self.size += room
-        self.cut += len(text) - room
-
-    def patch(self) -> Patch:
-        return Patch("".join(self.parts), self.cut)
 
 
 class Workspace:
@@ -154,7 +123,7 @@ class Workspace:
             text = (git_dir / "HEAD").read_text().strip()
             if text.startswith("ref: refs/") and ".." not in text:
                 text = (git_dir / text[5:]).read_text().strip()
-            if _SHA.match(text):
+            if SHA.match(text):
                 return text
         except (OSError, ValueError):
             pass
@@ -185,69 +154,18 @@ class Workspace:
         saying why, and the pairs after it are still compared."""
         import tempfile
 
+        from .gitrun import guard_repository
+
         stdin = tempfile.TemporaryFile()
         count = 0
         for old, new in pairs:
-            # Fixed-width lines: pair i is at byte i * _PAIR_LINE (a bad sha becomes one git cannot read).
-            stdin.write(f"{new if _SHA.match(new) else '0' * 40} {old if _SHA.match(old) else '0' * 40}\n".encode())
+            # Fixed-width lines (see logist.diffstream; a bad sha becomes one git cannot read).
+            stdin.write(f"{new if SHA.match(new) else '0' * 40} {old if SHA.match(old) else '0' * 40}\n".encode())
             count += 1
-        return self._diff_stream(stdin, count, limit)
-
-    def _diff_stream(self, stdin, count: int, limit: Optional[int]) -> Iterator[Patch]:
-        import tempfile
-
-        def new_of(index: int) -> bytes:  # pread: git shares the file's offset
-            return os.pread(stdin.fileno(), 40, index * _PAIR_LINE)
-
-        from .gitrun import guard_repository
-
         if self.guarded:
             guard_repository(self.path / ".git")
-        env = git_env(self.path / ".git" if self.guarded else None)
-        with stdin, tempfile.TemporaryFile() as errors:
-            done = 0  # pairs answered
-            while done < count:
-                stdin.seek(done * _PAIR_LINE)
-                errors.seek(0)
-                errors.truncate()
-                proc = subprocess.Popen(
-                    git_argv(["diff-tree", "--stdin", "-r", "-p", "--always", "--no-color", "--no-ext-diff",
-                              "--no-textconv"]), cwd=self.path, env=env, stdin=stdin, stdout=subprocess.PIPE,
-                    stderr=errors)
-                try:
-                    current: Optional[_Cut] = None
-                    at_start = True
-                    for piece in iter(lambda: proc.stdout.readline(1 << 16), b""):
-                        header = at_start and len(piece) == 41 and _SHA.match(piece[:40].decode("ascii", "replace"))
-                        at_start = piece.endswith(b"\n")
-                        if header:
-                            found = next((i for i in range(done, count) if new_of(i) == piece[:40]), None)
-                            if found is not None:
-                                if current is not None:
-                                    yield current.patch()
-                                for skipped in range(done, found):  # git skips a commit it cannot read
-                                    yield Patch("", error=f"git cannot read commit {new_of(skipped).decode()}")
-                                current, done = _Cut(limit), found + 1
-                                continue
-                        if current is not None:
-                            current.add(piece.decode("utf-8", errors="replace"))
-                    if current is not None:
-                        yield current.patch()
-                    code = proc.wait()
-                finally:
-                    if proc.poll() is None:
-                        proc.kill()
-                        proc.wait()
-                    proc.stdout.close()
-                if done < count and code == 0:  # git skipped the last pairs
-                    for skipped in range(done, count):
-                        yield Patch("", error=f"git cannot read commit {new_of(skipped).decode()}")
-                    done = count
-                elif done < count:  # git stopped at pair `done`: say why, go on after it
-                    errors.seek(0)
-                    why = " ".join(errors.read(500).decode("utf-8", "replace").split()) or f"git diff-tree exit {code}"
-                    yield Patch("", error=why)
-                    done += 1
+        git = git_argv(["diff-tree", "--stdin", "-r", "-p", "--always", "--no-color", "--no-ext-diff", "--no-textconv"])
+        return stream_patches(git, self.path, git_env(self.path / ".git" if self.guarded else None), stdin, count, limit)
 
     def file_at(self, sha: str, rel: str) -> str:
         """A workspace file's text as it was at commit ``sha``."""

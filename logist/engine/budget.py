@@ -42,6 +42,14 @@ def call_cost(config: LogistConfig, model: str, outcome: Outcome) -> Optional[fl
     )
 
 
+def count_call(after: JobManifest, config: LogistConfig, model: str, outcome: Outcome, kind: str) -> tuple[Optional[float], bool]:
+    """Price one applied answer and count it in ``after``'s totals (see
+    :func:`add_to_totals`); returns its cost and whether the model has a price."""
+    cost, priced = call_cost(config, model, outcome), config.price(model) is not None
+    add_to_totals(after, outcome, cost, outcome.wall_ms(), priced=priced, kind=kind)
+    return cost, priced
+
+
 def add_to_totals(
     after: JobManifest, outcome: Outcome, cost: Optional[float], wall_ms: int, priced: bool,
     kind: str = "llm_call",

@@ -21,7 +21,7 @@ from ..store.config import resolve_api_key, resolve_endpoint
 from ..store.entries import CommandRecord, Request, Response, Usage
 from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest, Message, Status
-from .budget import add_to_totals, call_cost, limit_reason
+from .budget import count_call, limit_reason
 from .commands import run_or_hold
 from .prepare import Prepared, prepare
 from .session import open_locked
@@ -194,9 +194,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
             commit = job.repo.commit_all(message) or head_before
         failpoint("after_commit")
     after.workspace_commit = commit
-    cost = call_cost(config, prepared.model, outcome)
-    priced = config.price(prepared.model) is not None
-    add_to_totals(after, outcome, cost, outcome.wall_ms(), priced=priced, kind=kind)
+    cost, priced = count_call(after, config, prepared.model, outcome, kind)
     response = Response(
         status=status_label,
         actions=[answer.action] if answer else [],
@@ -359,10 +357,7 @@ def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome
         turn.compaction_failed_at = turn.rounds
         error = outcome.error or "the summary call returned an empty summary"
         status, action = "ERROR", "COMPACTION_FAILED"
-    cost = call_cost(config, prepared.model, outcome)
-    priced = config.price(prepared.model) is not None
-    add_to_totals(after, outcome, cost, outcome.wall_ms(), priced=priced,
-                  kind="replay" if replayed else "llm_call")
+    cost, priced = count_call(after, config, prepared.model, outcome, "replay" if replayed else "llm_call")
     entry = journal.new_entry(
         job.dir, job.workspace, before, after, kind="compaction", role=prepared.role.name,
         request=Request(prompt=[Message(**m) for m in prepared.prompt.messages], metadata=prepared.metadata),
