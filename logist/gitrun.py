@@ -165,35 +165,59 @@ def settle_config(git_dir: Path) -> None:
     _replace(config, kept_config(config.read_text(encoding="utf-8", errors="replace")).encode())
 
 
+#: Config texts already found to be as :func:`kept_config` wants (parsed once per process).
+_GOOD_CONFIGS: set[bytes] = set()
+
+
+def _lstat(path) -> Optional[os.stat_result]:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
 def guard_repository(git_dir: Path) -> list[str]:
     """Put a workspace's repository back to what Logist allows: ``.git`` a
     real folder, its config reduced to :data:`KEPT`, no hooks (only git's
     ``*.sample`` files), no ``commondir``. Returns what was put back (also
-    logged); :class:`LogistError` when ``.git`` is not a folder."""
+    logged); :class:`LogistError` when ``.git`` is not a folder. A handful of
+    system calls when nothing changed."""
+    import stat
+
     done: list[str] = []
+    git_dir = str(git_dir)
     try:
-        if not os.path.isdir(git_dir) or os.path.islink(git_dir):
+        found = _lstat(git_dir)
+        if found is None or not stat.S_ISDIR(found.st_mode):
             raise LogistError(f"{git_dir} is missing or not a folder (a link or a file); "
                               "Logist runs git only in the workspace's own repository")
-        config = git_dir / "config"
-        if config.is_dir() and not config.is_symlink():
-            _remove(config)
-        data = config.read_bytes() if config.is_file() and not config.is_symlink() else b""
-        text = data.decode("utf-8", "replace")
-        wanted = kept_config(text)
-        if config.is_symlink() or text != wanted:
-            _replace(config, wanted.encode())
-            done.append(".git/config (settings Logist does not allow were removed)")
-        hooks = git_dir / "hooks"
-        if hooks.is_symlink() or (hooks.exists() and not hooks.is_dir()):
-            hooks.unlink()
-        for entry in (os.scandir(hooks) if hooks.is_dir() else ()):
-            if not entry.name.endswith(".sample") or not entry.is_file(follow_symlinks=False):
-                _remove(Path(entry.path))
-                done.append(f".git/hooks/{entry.name} (removed)")
+        config = os.path.join(git_dir, "config")
+        found = _lstat(config)
+        data = b""
+        if found is not None and stat.S_ISREG(found.st_mode):
+            with open(config, "rb") as handle:
+                data = handle.read()
+        if data not in _GOOD_CONFIGS:
+            wanted = kept_config(data.decode("utf-8", "replace")).encode()
+            if found is None or not stat.S_ISREG(found.st_mode) or data != wanted:
+                if found is not None and stat.S_ISDIR(found.st_mode):
+                    _remove(Path(config))
+                _replace(Path(config), wanted)
+                done.append(".git/config (settings Logist does not allow were removed)")
+            _GOOD_CONFIGS.add(wanted)
+        hooks = os.path.join(git_dir, "hooks")
+        found = _lstat(hooks)
+        if found is not None and not stat.S_ISDIR(found.st_mode):
+            os.unlink(hooks)
+        elif found is not None:
+            with os.scandir(hooks) as entries:
+                for entry in entries:
+                    if not entry.name.endswith(".sample") or not entry.is_file(follow_symlinks=False):
+                        _remove(Path(entry.path))
+                        done.append(f".git/hooks/{entry.name} (removed)")
         for name in ("commondir", "config.worktree"):
-            if (git_dir / name).exists() or (git_dir / name).is_symlink():
-                _remove(git_dir / name)
+            if _lstat(os.path.join(git_dir, name)) is not None:
+                _remove(Path(git_dir, name))
                 done.append(f".git/{name} (removed)")
     except OSError as exc:
         raise LogistError(f"cannot check {git_dir}: {exc.strerror or exc}") from None

@@ -295,3 +295,23 @@ def test_a_command_plants_hooks_fsmonitor_and_filters_then_logist_steps_and_comm
     for path in jobs.path.rglob("*"):
         if path.is_file():
             assert CANARY_KEY.encode() not in path.read_bytes(), path
+
+
+def test_only_local_paths_are_reachable_and_no_url_rewrite_survives(tmp_path):
+    from logist.gitrun import run_git
+
+    marker = tmp_path / "ext-ran"
+    done = run_git(tmp_path, ["ls-remote", f"ext::sh -c touch% {marker}"])
+    assert done.returncode != 0 and not marker.exists()
+    # A rewrite planted in the workspace would turn the export's local push into an ext:: one.
+    source = tmp_path / "src"
+    source.mkdir()
+    as_command(source, "init", "-q", "-b", "main")
+    as_command(source, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "a")
+    ws = Workspace.clone(source, None, tmp_path / "ws", "j")
+    as_command(ws.path, "config", f"url.ext::sh -c touch% {marker}% #.insteadOf", str(source))
+    (ws.path / "f.txt").write_text("f\n")
+    sha = ws.commit_all("f")
+    ws.push_branch(source, "exported", sha)
+    assert not marker.exists()
+    assert subprocess.run(["git", "rev-parse", "exported"], cwd=source, capture_output=True, text=True).stdout.strip() == sha
