@@ -78,6 +78,11 @@ def command_env(base: Optional[dict] = None) -> dict:
             del env[name]
     env.setdefault("TERM", "dumb")
     env["NO_COLOR"] = "1"
+    # Python writes no bytecode into the workspace (it would be committed), and
+    # never runs a stale one: a file the model changed within the second, at the
+    # same size, would otherwise pass the cache's mtime-and-size check.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.pop("PYTHONPYCACHEPREFIX", None)
     return env
 
 

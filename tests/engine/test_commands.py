@@ -62,7 +62,7 @@ def test_command_env_drops_secrets():
         "PATH": "/bin", "HOME": "/h", "LOGIST_API_KEY": "k", "OPENAI_API_KEY": "k", "GITHUB_TOKEN": "t",
         "DB_PASSWORD": "p", "AWS_SECRET_ACCESS_KEY": "s", "MY_API_KEY": "s", "EDITOR": "vi",
     })
-    assert set(env) == {"PATH", "HOME", "EDITOR", "TERM", "NO_COLOR"}
+    assert set(env) == {"PATH", "HOME", "EDITOR", "TERM", "NO_COLOR", "PYTHONDONTWRITEBYTECODE"}
 
 
 def test_run_reports_exit_code_and_stderr(tmp_path):
@@ -88,3 +88,14 @@ def test_huge_output_is_read_capped(tmp_path):
     result = run_command(cmd, tmp_path, timeout=60, limit=2000)
     assert len(result.stdout) < 2200
     assert result.stdout.endswith("END") and "cut from the middle" in result.stdout
+
+
+def test_python_in_a_command_neither_writes_nor_trusts_bytecode(tmp_path):
+    # The model may change a module within the second at the same size: a
+    # cached .pyc (checked by mtime and size) would run the old code.
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    first = run_command(f"{sys.executable} -c 'import calc; print(calc.add(2, 3))'", tmp_path, timeout=60)
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    second = run_command(f"{sys.executable} -c 'import calc; print(calc.add(2, 3))'", tmp_path, timeout=60)
+    assert (first.stdout.strip(), second.stdout.strip()) == ("-1", "5"), (first, second)
+    assert not (tmp_path / "__pycache__").exists()  # nothing for the next commit to pick up
