@@ -499,7 +499,7 @@ def test_the_protocol_module_is_pure():
     root = str(PurePosixPath(logist.protocol.__file__).parent.parent)
     env = dict(os.environ, PYTHONPATH=root)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
-    assert json.loads(out.replace("'", '"')) == ["logist", "logist.answer_forms", "logist.protocol"]
+    assert json.loads(out.replace("'", '"')) == ["logist", "logist.answer_forms", "logist.paths", "logist.protocol"]
 
 
 # --------------------------------------------------------------------------
