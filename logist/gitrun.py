@@ -15,7 +15,8 @@ Logist starts is therefore made here, the same way:
   ``GIT_CONFIG_GLOBAL=/dev/null``), and command-line settings
   (:data:`SAFE_CONFIG`), which win over any file, turn off hooks
   (``core.hooksPath=/dev/null``), ``core.fsmonitor``, pagers, editors,
-  external diffs, signing, automatic gc and every transport but local paths;
+  signing, automatic gc, submodule recursion and every transport but local
+  paths (diffs also run with ``--no-ext-diff --no-textconv``);
 * in a job's workspace the repository is named explicitly (``GIT_DIR``,
   ``GIT_WORK_TREE``), and before each git process :func:`guard_repository`
   puts the repository's own configuration back to the few plain settings
@@ -25,7 +26,10 @@ Logist starts is therefore made here, the same way:
 
 The repository stays in the workspace (a person's ``git -C workspace log``
 and a model's ``git diff`` keep working); the check costs a few system calls
-per git process, where a git process costs milliseconds.
+per git process, where a git process costs milliseconds. What it cannot
+stop: a process a command left running that rewrites ``.git/config`` between
+the check and git's own read of it (the command runner ends a command's
+whole process group; a sandbox ends the rest).
 """
 
 from __future__ import annotations
