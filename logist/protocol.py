@@ -37,11 +37,12 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import PurePosixPath
 from typing import Annotated, Literal, Optional, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 from pydantic.json_schema import GenerateJsonSchema
+
+from .paths import check_relative_path, is_git_name  # noqa: F401 (the path rules of answers)
 
 
 @dataclass(frozen=True)
@@ -276,29 +277,6 @@ def _describe(error) -> str:
     if error.validator in ("anyOf", "oneOf") and re.fullmatch(r"file_changes/\d+", where):
         return f"{where}: a file change is " + " or ".join(form for form, _ in _file_change_forms())
     return f"{where or 'answer'}: {error.message}"
-
-
-def check_relative_path(path: str) -> str:
-    """Refuse a path that would leave the workspace or touch .git.
-
-    Returns the normalised path. Symlinks are checked by the workspace, which
-    sees the disk.
-    """
-    if not path or "\x00" in path:
-        raise InvalidAnswer(f"invalid path {path!r}")
-    if "\\" in path:
-        raise InvalidAnswer(f"path {path!r} uses backslashes; use '/'")
-    pure = PurePosixPath(path)
-    parts = [p for p in pure.parts if p not in ("", ".")]
-    if pure.is_absolute() or (parts and re.match(r"^[A-Za-z]:", parts[0])):
-        raise InvalidAnswer(f"path {path!r} is absolute; paths are relative to the workspace")
-    if not parts:
-        raise InvalidAnswer(f"path {path!r} names the workspace itself, not a file")
-    if ".." in parts:
-        raise InvalidAnswer(f"path {path!r} leaves the workspace")
-    if parts[0] == ".git":
-        raise InvalidAnswer(f"path {path!r} is inside .git, which Logist does not let the model touch")
-    return "/".join(parts)
 
 
 def validate_answer(data: dict) -> Answer:

@@ -5,66 +5,26 @@ needs is one method on it, so "where does a step commit?" has one answer.
 It holds no state besides the path (git is the state), so making one is
 free and any number may point at the same repository.
 
-The only module that runs ``git``, through GitPython's command runner
-(``git.Git.execute``: one process per git command, imported only when a
-workspace runs one; the import checks the ``git`` program once per
-process). A step that commits starts three processes: ``git status`` (were there hand edits?), ``git add -A`` and
-``git commit``; HEAD is read from ``.git`` itself. Paths from the model are
-checked twice: for shape by :mod:`logist.protocol` (no absolute paths, no
-``..``, nothing in ``.git``) and here against the disk (no symlink on the way,
-nothing resolving outside the workspace). A set of changes is checked whole
-before the first byte is written, so a refused answer changes nothing.
+Every git process gets its command line and environment from
+:mod:`logist.gitrun` (a clean environment, no hooks, no program named by
+the repository's config); a step that commits
+starts three: ``git status`` (were there hand edits?), ``git add -A`` and
+``git commit``; HEAD is read from ``.git`` itself. The model's file changes
+are checked and written by :mod:`logist.filechanges`.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple, Optional, Sequence, Union
+from typing import Iterable, Iterator, Optional, Sequence, Union
 
 from .diffstream import SHA, Patch, stream_patches
 from .errors import LogistError
-from .protocol import DeleteFile, FileChange, InvalidAnswer, ReplaceInFile, WriteFile, check_relative_path
+from .gitrun import Done as _Done, git_argv, git_env, run_git as _run_git, settle_config
+from .filechanges import plan, resolve_inside, write_as_new_file
+from .protocol import FileChange, InvalidAnswer
 
-COMMITTER = ("Logist", "logist@localhost")
 WORK_BRANCH = "logist/{job_id}"
-
-
-def _git_config_args() -> list[str]:
-    # Only used as a fallback: GIT_AUTHOR_* / GIT_COMMITTER_* in the
-    # environment still win, as git documents.
-    return ["-c", f"user.name={COMMITTER[0]}", "-c", f"user.email={COMMITTER[1]}", "-c", "commit.gpgsign=false"]
-
-
-def _git_env() -> dict:
-    # git's messages in English whatever the locale ("nothing to commit" is read).
-    return {**os.environ, "LANGUAGE": "C", "LC_ALL": "C"}
-
-
-class _Done(NamedTuple):
-    """A finished git process: its exit code and output as bytes."""
-
-    returncode: int
-    stdout: bytes
-    stderr: bytes
-
-
-def _run_git(cwd: Path, args: Sequence[str]) -> _Done:
-    """One ``git`` process in ``cwd``, no standard input, output as bytes."""
-    if not Path(cwd).is_dir():  # GitPython would run it in the current directory instead
-        raise LogistError(f"cannot run git in {cwd}: no such folder")
-    try:
-        import git
-    except ImportError as exc:  # no git program on PATH: GitPython refuses to load
-        raise LogistError(f"cannot run git: {str(exc).splitlines()[0]}") from None
-    try:
-        code, out, err = git.Git(str(cwd)).execute(
-            ["git", *_git_config_args(), *args], env=_git_env(), with_extended_output=True,
-            with_exceptions=False, stdout_as_string=False, strip_newline_in_stdout=False,
-        )
-    except (OSError, git.GitCommandNotFound) as exc:
-        raise LogistError(f"cannot run git in {cwd}: {getattr(exc, 'strerror', None) or exc}") from None
-    return _Done(code, out, err if isinstance(err, bytes) else err.encode())
 
 
 def _decode(data: bytes) -> str:
@@ -79,10 +39,15 @@ def _git_detail(proc: _Done) -> str:
 
 
 class Workspace:
-    """A job's git repository at ``path``."""
+    """A job's git repository at ``path``. ``guarded`` (a job's workspace):
+    before each git process the repository is put back to what Logist
+    allows (:func:`logist.gitrun.guard_repository`); False only for a
+    person's own repository (``--from-repo``, export), which Logist never
+    changes but through git itself."""
 
-    def __init__(self, path: Union[str, Path]):
+    def __init__(self, path: Union[str, Path], guarded: bool = True):
         self.path = Path(path)
+        self.guarded = guarded
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.path)!r})"
@@ -94,7 +59,10 @@ class Workspace:
         """An empty repository with one empty baseline commit."""
         workspace = cls(path)
         workspace.path.mkdir(parents=True, exist_ok=True)
-        workspace._git("init", "-q", "-b", WORK_BRANCH.format(job_id=job_id))
+        proc = _run_git(workspace.path, ["init", "-q", "-b", WORK_BRANCH.format(job_id=job_id)])
+        if proc.returncode != 0:
+            raise LogistError(f"git init failed in {workspace.path}: {_git_detail(proc)}")
+        settle_config(workspace.path / ".git")
         workspace._git("commit", "-q", "--allow-empty", "-m", f"logist: baseline of job {job_id} (empty workspace)")
         return workspace
 
@@ -105,9 +73,12 @@ class Workspace:
         if not (source / ".git").exists() and not (source / "HEAD").exists():
             raise LogistError(f"--from-repo {source} is not a git repository")
         workspace = cls(path)
-        proc = _run_git(workspace.path.parent, ["clone", "-q", "--no-checkout", "--", str(source), str(workspace.path)])
+        # --no-hardlinks: the workspace's objects are its own, never the source's files.
+        proc = _run_git(workspace.path.parent, ["clone", "-q", "--no-checkout", "--no-hardlinks", "--",
+                                                str(source), str(workspace.path)])
         if proc.returncode != 0:
             raise LogistError(f"cannot clone {source}: {_git_detail(proc)}")
+        settle_config(workspace.path / ".git")
         target = ref or "HEAD"
         try:
             sha = workspace._git("rev-parse", "--verify", "-q", f"{target}^{{commit}}")
@@ -121,10 +92,14 @@ class Workspace:
 
     # -- running git --------------------------------------------------------
 
+    def _run(self, args: Sequence[str]) -> _Done:
+        """One git process in the repository (guarded: see the class)."""
+        return _run_git(self.path, args, self.path / ".git" if self.guarded else None)
+
     def _raw(self, *args: str) -> str:
         """git's output as it is (patches); :class:`LogistError` with git's
         message when it fails."""
-        proc = _run_git(self.path, args)
+        proc = self._run(args)
         if proc.returncode != 0:
             raise LogistError(f"git {args[0]} failed in {self.path}: {_git_detail(proc)}")
         return _decode(proc.stdout)
@@ -146,7 +121,7 @@ class Workspace:
         git_dir = self.path / ".git"
         try:
             text = (git_dir / "HEAD").read_text().strip()
-            if text.startswith("ref: "):
+            if text.startswith("ref: refs/") and ".." not in text:
                 text = (git_dir / text[5:]).read_text().strip()
             if SHA.match(text):
                 return text
@@ -155,10 +130,10 @@ class Workspace:
         return self._git("rev-parse", "HEAD")
 
     def is_dirty(self) -> bool:
-        return bool(self._git("status", "--porcelain", "--untracked-files=normal"))
+        return bool(self._git("status", "--porcelain", "--untracked-files=normal", "--ignore-submodules=all"))
 
     def diff(self, old: str, new: str, stat: bool = False) -> str:
-        args = ["diff", "--no-color", "--no-ext-diff"] + (["--stat"] if stat else ["--binary"])
+        args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv"] + (["--stat"] if stat else ["--binary"])
         return self._raw(*args, old, new)
 
     def diffs(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
@@ -179,14 +154,18 @@ class Workspace:
         saying why, and the pairs after it are still compared."""
         import tempfile
 
+        from .gitrun import guard_repository
+
         stdin = tempfile.TemporaryFile()
         count = 0
         for old, new in pairs:
-            # Fixed-width lines: pair i is at byte i * _PAIR_LINE (a bad sha becomes one git cannot read).
+            # Fixed-width lines (see logist.diffstream; a bad sha becomes one git cannot read).
             stdin.write(f"{new if SHA.match(new) else '0' * 40} {old if SHA.match(old) else '0' * 40}\n".encode())
             count += 1
-        git = ["git", *_git_config_args(), "diff-tree", "--stdin", "-r", "-p", "--always", "--no-color", "--no-ext-diff"]
-        return stream_patches(git, self.path, _git_env(), stdin, count, limit)
+        if self.guarded:
+            guard_repository(self.path / ".git")
+        git = git_argv(["diff-tree", "--stdin", "-r", "-p", "--always", "--no-color", "--no-ext-diff", "--no-textconv"])
+        return stream_patches(git, self.path, git_env(self.path / ".git" if self.guarded else None), stdin, count, limit)
 
     def file_at(self, sha: str, rel: str) -> str:
         """A workspace file's text as it was at commit ``sha``."""
@@ -199,7 +178,7 @@ class Workspace:
     def read_text_file(self, rel: str, limit: int) -> Optional[str]:
         """A workspace file's text for a prompt (cut at ``limit``), or None."""
         try:
-            target = _resolve_inside(self.path.resolve(), rel)
+            target = resolve_inside(self.path.resolve(), rel)
         except InvalidAnswer:
             return None
         if not target.is_file():
@@ -226,7 +205,7 @@ class Workspace:
     def commit_all(self, message: str) -> Optional[str]:
         """Commit every change in the workspace; None when nothing changed."""
         self._git("add", "-A")
-        proc = _run_git(self.path, ["commit", "-q", "--no-verify", "-m", message])
+        proc = self._run(["commit", "-q", "--no-verify", "-m", message])
         if proc.returncode != 0:
             out = _decode(proc.stdout)
             if "nothing to commit" in out or "nothing added to commit" in out or "no changes added" in out:
@@ -239,7 +218,7 @@ class Workspace:
         index or working tree (a push only writes objects and one ref).
         Returns whether an existing branch was replaced."""
         ref = f"refs/heads/{branch}"
-        target = Workspace(source)
+        target = Workspace(source, guarded=False)
         try:
             self._git("check-ref-format", "--branch", branch)
         except LogistError:
@@ -264,7 +243,7 @@ class Workspace:
         Returns (absolute path, new bytes or None to delete, relative path).
         Raises :class:`InvalidAnswer` before anything is written.
         """
-        return _plan(self.path.resolve(), changes)
+        return plan(self.path.resolve(), changes)
 
     def apply_changes(self, changes: Sequence[FileChange]) -> list[str]:
         """Apply checked changes; returns the relative paths touched."""
@@ -272,84 +251,7 @@ class Workspace:
         for target, data, _rel in planned:
             if data is None:
                 target.unlink()
-            else:
+            else:  # a delete unlinks this name only: a hard-linked file elsewhere keeps its bytes
                 target.parent.mkdir(parents=True, exist_ok=True)
-                # A plain write: an interrupted step is undone by resetting the
-                # workspace to its last commit, so per-file atomicity adds nothing.
-                target.write_bytes(data)
+                write_as_new_file(target, data)
         return [rel for _t, _d, rel in planned]
-
-
-def _resolve_inside(root: Path, rel: str) -> Path:
-    """The absolute path for ``rel``, refusing symlinks on the way."""
-    rel = check_relative_path(rel)
-    current = root
-    for part in rel.split("/"):
-        current = current / part
-        if current.is_symlink():
-            raise InvalidAnswer(f"path {rel!r} goes through a symlink ({current.relative_to(root)}), which Logist refuses")
-    resolved = current.resolve()
-    if resolved != root and root not in resolved.parents:
-        raise InvalidAnswer(f"path {rel!r} resolves outside the workspace")
-    return current
-
-
-def _plan(root: Path, changes: Sequence[FileChange]) -> list[tuple[Path, Optional[bytes], str]]:
-    """:meth:`Workspace.plan_changes` for the resolved ``root``."""
-    contents: dict[str, Optional[str]] = {}
-    targets: dict[str, Path] = {}
-    order: list[str] = []
-
-    def current(rel: str, target: Path) -> Optional[str]:
-        if rel in contents:
-            return contents[rel]
-        if target.is_file():
-            try:
-                return target.read_text(encoding="utf-8")
-            except UnicodeDecodeError:
-                raise InvalidAnswer(f"{rel}: is not UTF-8 text; it cannot be edited by replacement") from None
-        if target.exists():
-            raise InvalidAnswer(f"{rel}: is a directory, not a file")
-        return None
-
-    def check_parents(index: int, rel: str) -> None:
-        """Every parent must be (or become) a directory, not a file."""
-        parts = rel.split("/")
-        for depth in range(1, len(parts)):
-            parent = "/".join(parts[:depth])
-            will_be_file = contents.get(parent) is not None if parent in contents else (root / parent).is_file()
-            if will_be_file:
-                raise InvalidAnswer(f"file_changes/{index}: cannot write {rel}: {parent} is a file, not a directory")
-        prefix = rel + "/"
-        if any(other.startswith(prefix) and data is not None for other, data in contents.items()):
-            raise InvalidAnswer(f"file_changes/{index}: cannot write {rel}: an earlier change puts files inside it")
-
-    for index, change in enumerate(changes):
-        rel = check_relative_path(change.path)
-        target = _resolve_inside(root, rel)
-        if target.is_dir():
-            raise InvalidAnswer(f"file_changes/{index}: {rel} is a directory, not a file")
-        if isinstance(change, WriteFile):
-            check_parents(index, rel)
-            contents[rel] = change.content
-        elif isinstance(change, DeleteFile):
-            if current(rel, target) is None:
-                raise InvalidAnswer(f"file_changes/{index}: cannot delete {rel}: no such file")
-            contents[rel] = None
-        elif isinstance(change, ReplaceInFile):
-            text = current(rel, target)
-            if text is None:
-                raise InvalidAnswer(f"file_changes/{index}: cannot edit {rel}: no such file")
-            count = text.count(change.old)
-            if count != 1:
-                what = "does not occur" if count == 0 else f"occurs {count} times"
-                raise InvalidAnswer(
-                    f"file_changes/{index}: in {rel} the 'old' text {what}; it must occur exactly once"
-                )
-            contents[rel] = text.replace(change.old, change.new, 1)
-        targets[rel] = target
-        if rel not in order:
-            order.append(rel)
-    return [
-        (targets[rel], None if contents[rel] is None else contents[rel].encode("utf-8"), rel) for rel in order
-    ]

@@ -29,6 +29,7 @@ from logist.protocol import (
     WriteFile,
     answer_json,
     check_relative_path,
+    is_git_name,
     parse_answer,
     protocol_text,
 )
@@ -324,6 +325,19 @@ BAD_PATHS = {
     ".git/config": "inside .git",
     ".git": "inside .git",
     "./.git/hooks/pre-commit": "inside .git",
+    # .git in any case, at any depth, as a file name, and its aliases on macOS and Windows.
+    ".GIT/hooks/pre-commit": "inside .git",
+    ".Git/config": "inside .git",
+    "sub/.git/hooks/post-commit": "inside .git",
+    "a/b/.gIt": "inside .git",
+    "sub/.git": "inside .git",
+    ".git./config": "inside .git",
+    ".git . ./config": "inside .git",
+    ".git::$INDEX_ALLOCATION/config": "inside .git",
+    "GIT~1/config": "inside .git",
+    "sub/git~2/hooks/x": "inside .git",
+    ".g\u200cit/config": "inside .git",
+    ".\ufeffgit/hooks/x": "inside .git",
     "a\\..\\..\\b": "backslashes",
     "nul\x00byte": "invalid path",
     ".": "names the workspace itself",
@@ -356,7 +370,8 @@ def test_paths_are_normalised():
     assert answer.file_changes[0].path == "src/x.py"
 
 
-@pytest.mark.parametrize("path", [".gitignore", ".github/workflows/ci.yml", "a/.git-notes", "...", "a b/c d.txt", "日本/語.txt"])
+@pytest.mark.parametrize("path", [".gitignore", ".github/workflows/ci.yml", "a/.git-notes", "...", ".gitx", "git",
+                                  "a/git~x", "git~1x", "x.git", "a b/c d.txt", "日本/語.txt"])
 def test_ordinary_paths_are_accepted(path):
     assert check_relative_path(path) == path
 
@@ -484,7 +499,7 @@ def test_the_protocol_module_is_pure():
     root = str(PurePosixPath(logist.protocol.__file__).parent.parent)
     env = dict(os.environ, PYTHONPATH=root)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
-    assert json.loads(out.replace("'", '"')) == ["logist", "logist.answer_forms", "logist.protocol"]
+    assert json.loads(out.replace("'", '"')) == ["logist", "logist.answer_forms", "logist.paths", "logist.protocol"]
 
 
 # --------------------------------------------------------------------------
@@ -555,7 +570,7 @@ def test_arbitrary_json_in_fences_and_prose_only_ever_raises_invalid_answer(valu
 segment = st.text(alphabet=string.ascii_letters + string.digits + "_-. ", min_size=1, max_size=8).filter(
     lambda s: s not in (".", "..")
 )
-paths = st.lists(segment, min_size=1, max_size=4).filter(lambda parts: parts[0] != ".git").map("/".join)
+paths = st.lists(segment, min_size=1, max_size=4).filter(lambda parts: not any(is_git_name(p) for p in parts)).map("/".join)
 text1 = st.text(min_size=1, max_size=50)
 file_change = st.one_of(
     st.fixed_dictionaries({"path": paths, "content": st.text(max_size=50)}),
@@ -615,7 +630,7 @@ def test_valid_answers_round_trip(data, ascii_only, indent, fence):
 
 
 path_like = st.lists(
-    st.sampled_from(["a", "b c", "..", ".", "", ".git", ".gitx", "\\", "C:", "~", "\x00", "é"]), max_size=6
+    st.sampled_from(["a", "b c", "..", ".", "", ".git", ".GIT", ".git.", "GIT~1", ".gitx", "\\", "C:", "~", "\x00", "é"]), max_size=6
 ).map("/".join) | st.text()
 
 
@@ -629,7 +644,7 @@ def test_check_relative_path_refuses_or_returns_a_safe_path(path):
     assert result and not os.path.isabs(result) and not PurePosixPath(result).is_absolute()
     parts = result.split("/")
     assert ".." not in parts and "." not in parts and "" not in parts
-    assert parts[0] != ".git"
+    assert not any(is_git_name(part) for part in parts)
     assert "\\" not in result and "\x00" not in result
     root = "/srv/workspace"
     joined = os.path.normpath(os.path.join(root, result))

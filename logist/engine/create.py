@@ -24,7 +24,9 @@ from ..store import recovery as journal
 from ..errors import ConfigError, LogistError
 from ..store.entries import UserInput
 from ..store.jobsdir import Job, JobsDir, check_job_id
+from ..store.atomic import atomic_write
 from ..store.layout import write_readme
+from ..store.upgrade import CONTEXT_NAME, WORKSPACE_CONTEXT
 from ..store.manifest import JobManifest, JobSettings, Source, Turn, write_manifest
 from ..store.config import JobDefaults
 from ..store.roles import format_validation_error, load_roles
@@ -191,6 +193,9 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
         hist.append_entry(job_dir, entry)
         write_manifest(job_dir, manifest)
         write_readme(job_dir, job_id, manifest.objective)
+        project_context = job_dir / "workspace" / WORKSPACE_CONTEXT
+        if project_context.is_file():  # read from here on: the model cannot change it (engine/prompt.py)
+            atomic_write(job_dir / CONTEXT_NAME, project_context.read_bytes())
     except BaseException:
         shutil.rmtree(job_dir, ignore_errors=True)
         raise

@@ -53,6 +53,9 @@ JOB_FILES: tuple[JobFile, ...] = (
                           "engine task own it and until when; another runner skips the job meanwhile", always=False),
     JobFile(".lease.lock", "the lease's lock, held while a runner takes, renews or ends a lease; an empty file "
                            "that stays, harmless", always=False),
+    JobFile("context.md", "the context every system prompt of this job gives (copied from the workspace's "
+                          ".logist/context.md when the job was made; edit it here), only when there is one",
+            always=False),
     JobFile("report.html", "the job's timeline as one HTML page, written by `logist job report`", always=False),
     JobFile("step_journal.json", "only while a step is applied: what to undo if it is interrupted", always=False),
     JobFile("jobHistory.json.append", "only while an entry is appended to the history: where the append started",

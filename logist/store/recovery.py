@@ -363,6 +363,11 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) ->
         manifest.workspace_commit = reset_head
     if interrupted is not None:
         manifest = finish(manifest, interrupted)
+    from .upgrade import move_context
+
+    moved = move_context(job_dir, manifest.baseline_commit)
+    if moved:
+        log.info("job %s: %s", job_dir.name, moved)
     if notes:
         manifest = _record_recovery(job_dir, workspace, manifest, "; ".join(notes))
         for note in notes:

@@ -17,6 +17,13 @@ Readers upgrade in memory (:func:`upgrade_history_data`,
 :func:`upgrade_manifest_data`); the first command that changes the job, or
 ``logist job upgrade``, rewrites the files (:func:`upgrade_job`), keeping the
 format 1 files beside them as ``*.v1``.
+
+The context file moved out of the workspace: a job read
+``<workspace>/.logist/context.md`` before every prompt, so a model could
+rewrite what later system prompts say; it now reads ``<job>/context.md``,
+copied when the job is created. A job made before reads the file as it was
+in its baseline commit (:func:`context_at_start`), and the first command
+that changes it writes that copy (:func:`move_context`).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Optional
 
-from .atomic import atomic_write_json, fsync_dir
+from .atomic import atomic_write, atomic_write_json, fsync_dir
 
 #: How many earlier calls of the same role are tried as the one a request continues.
 _CANDIDATES = 50
@@ -260,3 +267,37 @@ def upgrade_v1(job_dir: Path) -> Optional[str]:
         if not (job_dir / README_NAME).exists():  # format 2 jobs explain their folder
             write_readme(job_dir, upgraded.job_id, upgraded.objective)
     return f"upgraded the job's files from format 1 to format 2 (the old ones are kept as {hpath.name}.v1 and {mpath.name}.v1)"
+
+
+CONTEXT_NAME = "context.md"
+#: Where a project keeps its context, in the workspace (read once, at the start).
+WORKSPACE_CONTEXT = ".logist/context.md"
+
+
+def context_at_start(job_dir: Path, baseline: Optional[str]) -> Optional[str]:
+    """A job without ``<job>/context.md``: its workspace's context file as it
+    was in the job's baseline commit, or None. Costs a git process only when
+    the workspace has that file now."""
+    workspace = Path(job_dir) / "workspace"
+    if not baseline or not (workspace / WORKSPACE_CONTEXT).is_file():
+        return None
+    from ..errors import LogistError
+    from ..workspace import Workspace
+
+    try:
+        return Workspace(workspace).file_at(baseline, WORKSPACE_CONTEXT)
+    except LogistError:  # not in the baseline: made later, by the model or by hand
+        return None
+
+
+def move_context(job_dir: Path, baseline: Optional[str]) -> Optional[str]:
+    """Write ``<job>/context.md`` for a job made before the context moved.
+    Returns what was done, or None. Call with the job's lock held."""
+    target = Path(job_dir) / CONTEXT_NAME
+    if target.exists():
+        return None
+    text = context_at_start(job_dir, baseline)
+    if text is None:
+        return None
+    atomic_write(target, text)
+    return f"copied the workspace's {WORKSPACE_CONTEXT} as it was at the job's start to {CONTEXT_NAME}"

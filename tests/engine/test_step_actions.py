@@ -184,9 +184,8 @@ def test_context_file_in_system_prompt(jobs, llm):
     step_once(job, base_url=llm.base_url)
     system = llm.requests[0]["messages"][0]["content"]
     assert "--- System Context ---\nAll code is Python 3.11.\n\n--- Role: Worker ---" in system
-    (job.workspace / ".logist").mkdir()
-    (job.workspace / ".logist" / "context.md").write_text("Workspace context wins.")
+    (job.dir / "context.md").write_text("The job's own context wins.")
     user_action(job, "resubmit", "go on")
     llm.add(a("STUCK", summary_for_supervisor="x"))
     step_once(job, base_url=llm.base_url)
-    assert "--- System Context ---\nWorkspace context wins." in llm.requests[1]["messages"][0]["content"]
+    assert "--- System Context ---\nThe job's own context wins." in llm.requests[1]["messages"][0]["content"]

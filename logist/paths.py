@@ -1,0 +1,53 @@
+"""The path rules of an answer's ``file_changes`` and ``evidence_files``:
+pure (no disk; :mod:`logist.filechanges` checks the disk), used by
+:mod:`logist.protocol`, which re-exports them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+
+def _refuse(message: str):
+    from .protocol import InvalidAnswer  # protocol imports this module first
+
+    return InvalidAnswer(message)
+
+
+def check_relative_path(path: str) -> str:
+    """Refuse a path that would leave the workspace or touch .git.
+
+    Returns the normalised path. Symlinks are checked by the workspace, which
+    sees the disk.
+    """
+    if not path or "\x00" in path:
+        raise _refuse(f"invalid path {path!r}")
+    if "\\" in path:
+        raise _refuse(f"path {path!r} uses backslashes; use '/'")
+    pure = PurePosixPath(path)
+    parts = [p for p in pure.parts if p not in ("", ".")]
+    if pure.is_absolute() or (parts and re.match(r"^[A-Za-z]:", parts[0])):
+        raise _refuse(f"path {path!r} is absolute; paths are relative to the workspace")
+    if not parts:
+        raise _refuse(f"path {path!r} names the workspace itself, not a file")
+    if ".." in parts:
+        raise _refuse(f"path {path!r} leaves the workspace")
+    git_part = next((part for part in parts if is_git_name(part)), None)
+    if git_part is not None:
+        what = "is inside .git" if git_part == ".git" else f"is inside .git (as {git_part!r} names it)"
+        raise _refuse(f"path {path!r} {what}, which Logist does not let the model touch")
+    return "/".join(parts)
+
+
+#: Characters HFS+ (macOS) ignores in file names, as git's own check lists them.
+_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+
+
+def is_git_name(name: str) -> bool:
+    """Whether a path component names ``.git`` on some file system: any case
+    (``.GIT``, ``.Git``), with trailing dots or spaces or an NTFS stream
+    (``.git.``, ``.git::$INDEX_ALLOCATION``), its 8.3 short name (``GIT~1``), or
+    with characters macOS ignores, such as U+200C."""
+    plain = _IGNORED.sub("", name).split(":", 1)[0].rstrip(". ").casefold()
+    return plain == ".git" or re.fullmatch(r"git~\d+", plain) is not None
