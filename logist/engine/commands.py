@@ -241,9 +241,16 @@ def execute(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
     )
 
 
-def run_or_hold(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
-    """Apply the job's command policy: run now, hold for a person, or refuse."""
+def run_or_hold(job: Job, manifest: JobManifest, command: str, interrupted: bool = False) -> CommandRecord:
+    """Apply the job's command policy: run now, hold for a person, or refuse.
+
+    ``interrupted``: the command had already been started when Logist was
+    stopped (the step is being finished from its saved answer). It is never
+    started again on its own: a person may have stopped Logist because of it;
+    it is held like a command the policy asks about."""
     decision = decide(manifest.settings.command_policy, manifest.settings.allowed_commands, command)
+    if interrupted and decision == "run":
+        decision = "ask"
     if decision == "run":
         try:
             return execute(job, manifest, command)

@@ -28,6 +28,10 @@ from .session import open_locked
 from .transition import Call, apply_answer, apply_event, hold_changes, holds_file_changes, refuse_answer
 from .workflow import CALL_FAILED, LIMIT, STEPPABLE, describe_job_hint
 
+#: What an entry finished from a saved answer says when its command had been started.
+INTERRUPTED_COMMAND = ("its command was interrupted when the process ended; it is not run again on its own: "
+                       "held for a person (logist job approve-command runs it, skip-command skips it)")
+
 #: Step results after which ``job step`` makes another call in the same turn.
 CONTINUES_TURN = ("MESSAGE", "INVALID", "CMD", "COMPACTED", "COMPACTION_FAILED")
 
@@ -149,7 +153,10 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
         files_changed = job.repo.apply_changes(answer.file_changes)
         failpoint("after_apply")
         if answer.action == "CMD":
-            command = run_or_hold(job, before, answer.command or "")
+            started = outcome.saved is not None and outcome.saved.command_pgid is not None
+            command = run_or_hold(job, before, answer.command or "", interrupted=started)
+            if started:
+                outcome.note = "; ".join(n for n in (outcome.note, INTERRUPTED_COMMAND) if n)
         apply_answer(after, before, answer, call, command, prepared.prompts)
         if after.status != Status.INTERVENTION_REQUIRED:
             after.reason = None

@@ -184,8 +184,12 @@ def test_recovery_kills_the_command_of_a_killed_step(jobs, llm, sandbox):
     if sandbox == "none":
         assert processes_with(marker), "the command outlived Logist: recovery has something to stop"
 
-    llm.add(answer("COMPLETED", "waited"))
-    ok(logist_cli("job", "step", "slow", "--oneshot", "--base-url", llm.base_url))
+    # The next command finishes the step from its saved answer; the command,
+    # interrupted, is not started again on its own but held for a person.
+    held = logist_cli("job", "step", "slow", "--oneshot", "--base-url", llm.base_url)
+    assert held.returncode == 3 and "decide on its held command" in held.stderr, held.stderr
+    assert json.loads((jobs.path / "slow" / "job_manifest.json").read_text())["pending_command"] == command
+    assert len(llm.requests) == 1, "the call was not made again"
     assert processes_with(marker) == []
     time.sleep(max(0.0, 9.0 - (time.monotonic() - began)))
     assert not (workspace / "late.txt").exists()
@@ -207,9 +211,12 @@ def test_a_command_never_runs_unrecorded(jobs, llm):
                         env={"LOGIST_FAILPOINT": "command_started"})
     assert killed.returncode == -signal.SIGKILL
     assert json.loads((jobs.path / "gate" / "step_journal.json").read_text())["command_pgid"] > 1
-    llm.add(answer("COMPLETED", "done"))
-    ok(logist_cli("job", "step", "gate", "--oneshot", "--base-url", llm.base_url))
+    held = logist_cli("job", "step", "gate", "--oneshot", "--base-url", llm.base_url)
+    assert held.returncode == 3 and "decide on its held command" in held.stderr, held.stderr
     time.sleep(0.5)
+    assert not (jobs.path / "gate" / "workspace" / "ran").exists()
+    # A person decides: skipped, it never runs.
+    ok(logist_cli("job", "skip-command", "gate"))
     assert not (jobs.path / "gate" / "workspace" / "ran").exists()
 
 
