@@ -48,8 +48,11 @@ def fingerprint(job_dir: Path) -> dict:
     }
 
 
-def recorded_calls(job_dir: Path) -> int:
-    return sum(1 for e in load_history(job_dir).interactions if e.kind in CALL_KINDS and e.request is not None)
+def recorded_calls(job_dir: Path, unknown: bool = False) -> int:
+    """Calls the history records with an answer (``unknown``: those of
+    unknown outcome instead, made while a process was killed)."""
+    return sum(1 for e in load_history(job_dir).interactions
+               if e.kind in CALL_KINDS and e.request is not None and e.unknown_outcome == unknown)
 
 
 def corrupt_files(jobs: JobsDir) -> list[str]:

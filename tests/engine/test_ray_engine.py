@@ -80,9 +80,14 @@ def test_a_worker_killed_mid_batch_the_batch_completes(jobs, ray_cluster):
         assert recorded_calls(jobs.path / job_id) == 4, job_id
         assert not (jobs.path / job_id / LEASE_NAME).exists()
     assert corrupt_files(jobs) == []
-    # No call made twice, but for the one in flight at the kill (answered again, as a gateway would).
+    # No call made twice, but for the one in flight at the kill (answered again, as a gateway would),
+    # which the killed job's history records as a call of unknown outcome.
     repeats = [e for e in server.ledger if e["repeat"]]
     assert len(repeats) <= 1 and all(e["job"] == killed[0] for e in repeats)
+    # (A kill before the request left records one too, which the server never saw.)
+    unknown = {job_id: recorded_calls(jobs.path / job_id, unknown=True) for job_id in ids}
+    assert len(repeats) <= sum(unknown.values()) <= 1 and all(unknown[j] == 0 for j in ids if j != killed[0])
+    assert len(server.ledger) == sum(recorded_calls(jobs.path / j) for j in ids) + len(repeats)
     assert sorted(e["job"] for e in server.ledger if not e["repeat"]) == sorted(ids * 4)
     listing = subprocess.run([sys.executable, "-m", "logist", "--jobs-dir", str(jobs.path), "job", "list", "--json"],
                              capture_output=True, text=True)
