@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Optional, Protocol
 
 from ..errors import LLMCallError, LogistError
 from ..store import recovery as journal
-from ..store.calls import SavedAnswer, body_digest, call_key, key_digest, recorded_key
+from ..store.calls import SavedAnswer, body_digest, call_key_prefix, key_digest, recorded_key
 from ..store.config import resolve_api_key, resolve_endpoint
 from ..store.entries import UNKNOWN, Message, Request, Response
 from ..store.jobsdir import Job
@@ -147,10 +147,19 @@ def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", base_url: O
     sequence = manifest.last_sequence + 1
     again = retried_key(job, manifest)
 
+    keys: dict[int, tuple[dict, str]] = {}
+
     def key_for(sent: dict) -> str:
-        if again is not None and key_digest(again) == body_digest(sent):
-            return again
-        return call_key(job.id, manifest.created_at, sequence, sent)
+        # Once per body sent: its digest hashes the whole conversation.
+        if id(sent) not in keys:
+            digest = body_digest(sent)
+            key = again if again is not None and key_digest(again) == digest else \
+                f"{call_key_prefix(job.id, manifest.created_at, sequence)}{digest}"
+            keys[id(sent)] = (sent, key)
+        return keys[id(sent)][1]
+
+    def natural(sent: dict) -> str:
+        return f"{call_key_prefix(job.id, manifest.created_at, sequence)}{key_digest(key_for(sent))}"
 
     prepared.metadata.idempotency_key = key_for(body)
     llm.client(settings.base_url, settings.api_key)  # built (once per process) before the clock starts
@@ -173,8 +182,8 @@ def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", base_url: O
     prepared.metadata.stream = reply.streamed or None
     # Recorded only when it is not the key this step's own body gives (a call
     # made again after one of unknown outcome): the history derives it otherwise.
-    prepared.metadata.idempotency_key = reply.key if reply.key != call_key(
-        job.id, manifest.created_at, sequence, llm.without_stream(body) if not reply.streamed else body) else None
+    sent = next((b for b, key in keys.values() if key == reply.key), body)
+    prepared.metadata.idempotency_key = reply.key if reply.key != natural(sent) else None
     outcome = Outcome(
         raw=secrets.redact(reply.content),  # a secret the model echoes is recorded and shown as [redacted]
         error=error,

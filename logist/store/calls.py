@@ -39,9 +39,14 @@ def body_digest(body: dict) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def call_key_prefix(job_id: str, created_at: str, sequence: int) -> str:
+    """A key up to its digest."""
+    return f"{job_id}@{created_at}:{sequence}:"
+
+
 def call_key(job_id: str, created_at: str, sequence: int, body: dict) -> str:
     """The key of the call step ``sequence`` of the job makes with ``body``."""
-    return f"{job_id}@{created_at}:{sequence}:{body_digest(body)}"
+    return call_key_prefix(job_id, created_at, sequence) + body_digest(body)
 
 
 def recorded_key(job_id: str, created_at: str, entry: dict, body: dict) -> str:
