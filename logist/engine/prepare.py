@@ -118,7 +118,14 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
         return Prepared(body, Prompt(messages=messages), role, metadata, config, prompts, compaction_target=target)
     prompt = build_prompt(manifest, role, job.workspace, jobs_dir, history, roles, prompts)
     # What is sent, previewed and recorded holds no secret value (workspace files, a person's text).
-    prompt.messages, prompt.added = redact_data(prompt.messages), redact_data(prompt.added)
+    if prompt.continues is None:
+        prompt.messages = redact_data(prompt.messages)
+    else:
+        # The conversation so far is read from the history, whose writer let no
+        # secret value in: only the messages this call adds (the tail) are new.
+        new = len(prompt.added)
+        prompt.messages = prompt.messages[:len(prompt.messages) - new] + redact_data(prompt.messages[len(prompt.messages) - new:])
+    prompt.added = redact_data(prompt.added)
     metadata = RequestMetadata(
         role=role.name, phase=str(manifest.status), model=model, temperature=role.temperature, max_tokens=role.max_tokens,
         response_format=role.response_format, stream=config.stream or None,
