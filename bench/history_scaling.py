@@ -39,7 +39,6 @@ def build_job(root: Path, size: int):
         entry = {
             "sequence": seq, "kind": "llm_call", "timestamp": base["timestamp"], "duration_ms": 100,
             "state_before": "RUNNING", "state_after": "RUNNING", "role": "Worker",
-            "workspace_path": base["workspace_path"],
             "request": {
                 "prompt": [{"role": "system", "content": "protocol"}, {"role": "user", "content": filler}],
                 "metadata": {"role": "Worker", "phase": "RUNNING", "model": "m", "temperature": 0.2},
