@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Protocol
 
-from ..errors import ConfigError, LogistError, TransitionError
+from ..errors import ConfigError, LogistError, NotSteppableError
 from ..store import lease as leases
 from .loop import QueueOutcome
 from .session import open_locked
@@ -73,10 +73,10 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
                         f"{leases.describe(holder)} took it over"))
     except leases.LeaseHeld as exc:
         return QueueOutcome(job_id, None, skipped=str(exc))
-    except TransitionError:
+    except NotSteppableError as exc:
         # Finished between the check and the step (another runner's person, a
         # retried task whose first try had finished it): its status, not a failure.
-        return QueueOutcome(job_id, job.manifest().status)
+        return QueueOutcome(job_id, exc.status)
     except (LogistError, OSError) as exc:
         return QueueOutcome(job_id, None, error=str(exc))
 
