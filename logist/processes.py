@@ -12,6 +12,16 @@ Logist holds the API key; a command is code the model wrote. So a command:
   ``command_sandbox`` chooses: ``auto`` (the namespace when it works, else
   none), ``namespace`` (a command is refused where it does not work) or
   ``none``.
+* sees Logist's files **read-only** in that namespace where mounts work
+  (:func:`mount_prefix`): the workspace's ``.git`` and the jobs directory
+  (every job's manifest, history, context and journal) are bind-mounted
+  read-only, the workspace itself stays writable, and the command runs in a
+  second, unprivileged user namespace, in which those mounts are locked: it
+  cannot unmount them or make them writable again. So a command cannot
+  plant a hook, rewrite a ref or the index, or edit what Logist injects
+  into the next prompt. Where the namespace works but mounts do not, the
+  command runs with the PID namespace alone (Logist's git then still
+  resets what a command may have planted: :mod:`logist.gitrun`).
 * gets an **allowlisted environment** (:func:`command_env`): :data:`PASSED`,
   ``LC_*`` and the variables the job names (``command_env``); never the key.
 * is started by a **launcher** (``/bin/sh``, given only that environment)
@@ -43,7 +53,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import IO, Callable, Optional, Sequence
 
 from .errors import LogistError
@@ -60,6 +72,21 @@ SANDBOXES = ("auto", "namespace", "none")
 #: exits without running anything (125) when Logist died first.
 _GATE = 'IFS= read -r _ || exit 125; exec </dev/null; exec /bin/sh -c "$1"'
 _UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
+#: Run as root of the outer user namespace (``$0`` = the workspace, ``$1``
+#: its uid and ``$2`` its gid outside, then the read-only directories): makes
+#: the workspace a mount of its own, its ``.git`` (if any) and the read-only
+#: directories read-only mounts, enters the workspace again through them (the
+#: working directory inherited from Logist is below the mounts), and starts
+#: the gate as the caller's uid in a new user and mount namespace, where the
+#: mounts are locked. Any failure stops here: the command does not run.
+_MOUNTS = (
+    'set -e; ws=$0; uid=$1; gid=$2; shift 2; '
+    'if [ -L "$ws/.git" ]; then echo "the workspace .git is a link, not a folder" >&2; exit 125; fi; '
+    'mount --bind "$ws" "$ws"; '
+    'if [ -e "$ws/.git" ]; then mount --bind "$ws/.git" "$ws/.git"; mount -o remount,bind,ro "$ws/.git"; fi; '
+    'while [ "$1" != -- ]; do mount --rbind "$1" "$1"; mount -o remount,bind,ro "$1"; shift; done; shift; '
+    'cd "$ws"; exec unshare --user --mount --map-user="$uid" --map-group="$gid" "$@"'
+)
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
 
 
@@ -101,13 +128,54 @@ def namespace_prefix() -> Optional[tuple[str, ...]]:
     return None
 
 
-def launcher(command: str, sandbox: str) -> list[str]:
-    """The argv that runs ``command`` under ``sandbox`` (see the module's doc)."""
+def _mounting(workspace: Path, read_only: Sequence[Path]) -> tuple[str, ...]:
+    """The argv head that runs a program with :data:`_MOUNTS` (see :func:`mount_prefix`)."""
+    unshare = shutil.which("unshare")
+    return (unshare, *_UNSHARE, "--map-root-user", "/bin/sh", "-c", _MOUNTS, os.path.realpath(workspace),
+            str(os.getuid()), str(os.getgid()), *(os.path.realpath(d) for d in read_only), "--")
+
+
+@functools.lru_cache(maxsize=1)
+def mounts_work() -> bool:
+    """Whether :func:`mount_prefix` works here: probed once per process on a
+    scratch job (a write into the workspace succeeds, one into its ``.git``
+    or the read-only directory fails and cannot be undone)."""
+    if namespace_prefix() is None or shutil.which("mount") is None:
+        return False
+    with tempfile.TemporaryDirectory() as scratch:
+        jobs = Path(os.path.realpath(scratch)) / "jobs"
+        workspace = jobs / "job" / "workspace"
+        (workspace / ".git").mkdir(parents=True)
+        probe = ("touch made && ! touch .git/x 2>/dev/null && ! touch ../x 2>/dev/null "
+                 "&& ! mount -o remount,bind,rw .git 2>/dev/null && ! umount .git 2>/dev/null "
+                 "&& test ! -e /proc/2 && test \"$(id -u)\" = " + str(os.getuid()))
+        try:
+            result = subprocess.run([*_mounting(workspace, [jobs]), "/bin/sh", "-c", probe], cwd=workspace,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    env=command_env(), timeout=20)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return result.returncode == 0 and (workspace / "made").exists() and not (workspace / ".git" / "x").exists()
+
+
+def mount_prefix(workspace: Path, read_only: Sequence[Path]) -> Optional[tuple[str, ...]]:
+    """The argv head that runs a program in a PID namespace (as
+    :func:`namespace_prefix`) where ``workspace`` is writable but its ``.git``
+    and the directories ``read_only`` are read-only, for good; None where
+    this system cannot do it."""
+    return _mounting(workspace, read_only) if mounts_work() else None
+
+
+def launcher(command: str, sandbox: str, workspace: Optional[Path] = None,
+             read_only: Sequence[Path] = ()) -> list[str]:
+    """The argv that runs ``command`` under ``sandbox`` (see the module's
+    doc); with ``workspace``, its ``.git`` and ``read_only`` are read-only to
+    the command where the system can do it."""
     if sandbox not in SANDBOXES:
         raise LogistError(f"command_sandbox '{sandbox}' is not one of {', '.join(SANDBOXES)}")
     prefix: tuple[str, ...] = ()
     if sandbox != "none":
-        prefix = namespace_prefix() or ()
+        prefix = (workspace is not None and mount_prefix(workspace, read_only)) or namespace_prefix() or ()
         if not prefix and sandbox == "namespace":
             raise SandboxUnavailable("command_sandbox is 'namespace' but this system cannot start a PID namespace "
                               "(unshare --user --pid); set it to auto or none to run commands without one")

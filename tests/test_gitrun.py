@@ -253,9 +253,11 @@ open("work.txt", "w").write("made by the command\\n")
 
 def test_a_command_plants_hooks_fsmonitor_and_filters_then_logist_steps_and_commits(jobs, llm, tmp_path):
     """Through real processes: the key is in Logist's environment, a command
-    plants a hook, fsmonitor and a filter, the next steps commit. Nothing
-    planted runs, git never sees the key, GIT_TRACE set around Logist traces
-    nothing, and the key is in no file of the jobs directory nor in any git object."""
+    run without a sandbox (where it can write ``.git``: with one, ``.git`` is
+    read-only to it, tests/engine/test_command_safety.py) plants a hook,
+    fsmonitor and a filter, the next steps commit. Nothing planted runs, git
+    never sees the key, GIT_TRACE set around Logist traces nothing, and the
+    key is in no file of the jobs directory nor in any git object."""
     import shutil
 
     from conftest import logist_cli
@@ -271,7 +273,7 @@ def test_a_command_plants_hooks_fsmonitor_and_filters_then_logist_steps_and_comm
     (wrapper_dir / "git").write_text(f"#!/bin/sh\nenv >> '{tmp_path / 'git-env.log'}'\nexec '{real_git}' \"$@\"\n")
     (wrapper_dir / "git").chmod(0o755)
     plant = f"{sys.executable} {tmp_path / 'plant.py'} {real_git} {spies}"
-    job = create_job(jobs, "planted", "Anything", allowed_commands=[plant])
+    job = create_job(jobs, "planted", "Anything", allowed_commands=[plant], command_sandbox="none")
     llm.add(answer("CMD", command=plant),
             answer("MESSAGE", message="more", file_changes=[{"path": "b.txt", "content": "b\n"}]),
             answer("COMPLETED", "done", ["b.txt"]))

@@ -180,11 +180,13 @@ def _read_capped(handle, limit: int) -> str:
 
 
 def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20_000, *,
-                sandbox: str = "auto", env_names: Sequence[str] = (),
+                sandbox: str = "auto", env_names: Sequence[str] = (), read_only: Sequence[Path] = (),
                 recorded: Optional[Callable[[int, Optional[str]], None]] = None) -> CommandResult:
-    """Run ``command`` with a shell in ``cwd`` under the rules above;
-    ``recorded(pgid, start_time)`` is called before the command begins."""
-    argv = processes.launcher(command, sandbox)
+    """Run ``command`` with a shell in ``cwd``, a git workspace, under the
+    rules above (its ``.git`` and the folders ``read_only`` read-only where
+    the sandbox can do it); ``recorded(pgid, start_time)`` is called before
+    the command begins."""
+    argv = processes.launcher(command, sandbox, cwd, read_only)
     processes.hide_secrets_from_proc()
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -227,6 +229,7 @@ def execute(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
     settings = manifest.settings
     result = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit,
                          sandbox=settings.command_sandbox, env_names=settings.command_env,
+                         read_only=_logists_folders(job),
                          recorded=lambda pgid, start: journal.command_started(job.dir, pgid, start))
     return CommandRecord(
         command=command,
@@ -239,6 +242,15 @@ def execute(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
         raw_stdout=result.raw_stdout,
         raw_stderr=result.raw_stderr,
     )
+
+
+def _logists_folders(job: Job) -> list[Path]:
+    """What a command may read but never write: the jobs directory (every
+    job's files, the index, roles and prompts) and the job's own folder."""
+    folders = [job.jobs_dir.path]
+    if not job.dir.resolve().is_relative_to(job.jobs_dir.path.resolve()):
+        folders.append(job.dir)
+    return folders
 
 
 def run_or_hold(job: Job, manifest: JobManifest, command: str, interrupted: bool = False) -> CommandRecord:

@@ -1,7 +1,10 @@
 """A storm of SIGKILLs spread across whole steps, with real processes and a
 real HTTP server: every failpoint, and random times from the process's
 start to its end (importing, reading, calling, streaming, applying,
-committing, recording, writing the views).
+running a command, committing, recording, writing the views). About one
+answer in three is a real command that takes a while and writes into the
+workspace; a command a kill interrupted is held for a person, who runs it
+again or skips it (``job approve-command``, ``job skip-command``).
 
 After each kill, with nothing repaired yet: both files parse with a plain
 ``json.load``; every entry written before the kill is still there,
@@ -26,7 +29,7 @@ import pytest
 
 from conftest import logist_cli
 from logist import create_job
-from logist.failpoints import POINTS
+from logist.failpoints import COMMAND_POINTS, POINTS
 from logist.replay.scripted import LLMServer, Reply, answer
 from logist.store.recovery import recovered_manifest
 
@@ -36,14 +39,24 @@ pytestmark = pytest.mark.slow
 KILLS = 32
 
 
+#: The command a CMD answer runs: slow enough for kills to land in it.
+COMMAND = "sleep 0.3; date >> notes/commands.txt; ls notes | wc -l"
+
+
 class Answers(LLMServer):
     """Answers every request with a new progress note that writes a file,
-    streamed in a few pieces (so a kill can land mid-answer)."""
+    or (when ``command_next`` is set) with that note and a command, streamed
+    in a few pieces (so a kill can land mid-answer)."""
+
+    command_next = False
 
     def reply_for(self, body: dict, headers: dict) -> Reply:
         n = len(self.requests)
-        content = answer("MESSAGE", message=f"note {n:04d}",
-                         file_changes=[{"path": f"notes/n{n:04d}.txt", "content": f"note {n}\n" * 20}])
+        changes = [{"path": f"notes/n{n:04d}.txt", "content": f"note {n}\n" * 20}]
+        if self.command_next:
+            content = answer("CMD", command=COMMAND, thought=f"note {n:04d}", file_changes=changes)
+        else:
+            content = answer("MESSAGE", message=f"note {n:04d}", file_changes=changes)
         return Reply(content, pieces=6, piece_delay=0.02)
 
 
@@ -75,11 +88,12 @@ def _lock_is_free(job) -> bool:
 
 def test_a_storm_of_kills_loses_and_breaks_nothing(jobs):
     random.seed(18)
-    job = create_job(jobs, "storm", "Write notes", max_steps=500, command_policy="deny")
-    plan = [*POINTS, *POINTS] + [None] * (KILLS - 2 * len(POINTS))
+    job = create_job(jobs, "storm", "Write notes", max_steps=500, allowed_commands=[COMMAND])
+    points = [*POINTS, *COMMAND_POINTS]
+    plan = [*points, *points] + [None] * (KILLS - 2 * len(points))
     random.shuffle(plan)
     step_seconds = 2.0  # refined from each step that runs through
-    kills = completed = 0
+    kills = completed = held = 0
     answered_before_kill: list[str] = []
     with Answers() as server:
         i = 0
@@ -90,6 +104,7 @@ def test_a_storm_of_kills_loses_and_breaks_nothing(jobs):
             i += 1
             _, before = _files(job)
             served = len(server.requests)
+            server.command_next = point in COMMAND_POINTS or (point is None and random.random() < 0.4)
             if point is not None:
                 child = _step(server, LOGIST_FAILPOINT=point)
                 child.wait(timeout=120)
@@ -106,6 +121,11 @@ def test_a_storm_of_kills_loses_and_breaks_nothing(jobs):
             out, err = child.communicate()
             if child.returncode == -signal.SIGKILL:
                 kills += 1
+            elif child.returncode == 3:  # a command a kill interrupted is held: a person decides
+                assert "held command" in err, err
+                held += 1
+                decided = logist_cli("job", random.choice(["approve-command", "skip-command"]), "storm")
+                assert decided.returncode in (0, 3) and "Traceback" not in decided.stderr, decided.stderr
             else:
                 assert child.returncode == 0, f"kill {i} ({point}): rc={child.returncode}\n{err}"
                 completed += 1
@@ -126,8 +146,13 @@ def test_a_storm_of_kills_loses_and_breaks_nothing(jobs):
                 assert json.loads(status.stdout)["last_sequence"] == entries[-1]["sequence"]
 
         assert kills >= 30, f"only {kills} kills landed ({completed} steps ran through)"
+        assert held >= 1, "no kill landed in a command"
         # A last step runs through, repairing what the last kill left.
+        server.command_next = False
         final = logist_cli("job", "step", "--oneshot", "storm", "--base-url", server.base_url)
+        if final.returncode == 3:
+            assert logist_cli("job", "skip-command", "storm").returncode == 0
+            final = logist_cli("job", "step", "--oneshot", "storm", "--base-url", server.base_url)
         assert final.returncode == 0 and "Traceback" not in final.stderr, final.stderr
 
     manifest, entries = _files(job)
@@ -144,3 +169,18 @@ def test_a_storm_of_kills_loses_and_breaks_nothing(jobs):
     history = job.history_path.read_text(encoding="utf-8")
     assert [note for note in answered_before_kill if note not in history] == []
     assert [p.name for p in job.dir.iterdir() if ".corrupt-" in p.name] == []
+    assert _commands_running() == [], "a killed step's command outlived it"
+
+
+def _commands_running() -> list[str]:
+    """Live processes running :data:`COMMAND` (Linux; elsewhere none are seen)."""
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()) if os.path.isdir("/proc/self") else ():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "notes/commands.txt" in cmdline:
+            found.append(f"{pid}: {cmdline}")
+    return found
