@@ -83,8 +83,8 @@ _MOUNTS = (
     'set -e; ws=$0; uid=$1; gid=$2; shift 2; '
     'if [ -L "$ws/.git" ]; then echo "the workspace .git is a link, not a folder" >&2; exit 125; fi; '
     'mount --bind "$ws" "$ws"; '
-    'if [ -e "$ws/.git" ]; then mount --bind "$ws/.git" "$ws/.git"; mount -o remount,bind,ro "$ws/.git"; fi; '
-    'while [ "$1" != -- ]; do mount --rbind "$1" "$1"; mount -o remount,bind,ro "$1"; shift; done; shift; '
+    'if [ -e "$ws/.git" ]; then mount --bind -o ro "$ws/.git" "$ws/.git"; fi; '
+    'while [ "$1" != -- ]; do mount --rbind -o ro "$1" "$1"; shift; done; shift; '
     'cd "$ws"; exec unshare --user --mount --map-user="$uid" --map-group="$gid" "$@"'
 )
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
