@@ -132,7 +132,10 @@ class Workspace:
         return self._git("rev-parse", "HEAD")
 
     def is_dirty(self) -> bool:
-        return bool(self._git("status", "--porcelain", "--untracked-files=normal", "--ignore-submodules=all"))
+        # --no-optional-locks: the index is only read (status would write back
+        # what it refreshed; the commit that follows does that anyway).
+        return bool(self._git("--no-optional-locks", "status", "--porcelain", "--untracked-files=normal",
+                              "--ignore-submodules=all"))
 
     def diff(self, old: str, new: str, stat: bool = False) -> str:
         args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv"] + (["--stat"] if stat else ["--binary"])

@@ -119,3 +119,15 @@ def test_commit_paths_returns_none_when_the_files_did_not_change(repo):
     head = repo.head()
     repo.apply_changes([WriteFile(path="a.txt", content="a.txt\n")])
     assert repo.commit_paths("same bytes", ["a.txt"]) is None and repo.head() == head
+
+
+def test_the_hand_edit_check_only_reads_the_index(repo):
+    index = repo.path / ".git" / "index"
+    before = index.stat()
+    (repo.path / "a.txt").write_text("a.txt\n")  # the same bytes, a new time: git status would refresh the index
+    os.utime(repo.path / "a.txt", ns=(before.st_mtime_ns + 10**9, before.st_mtime_ns + 10**9))
+    assert not repo.is_dirty()
+    after = index.stat()
+    assert (after.st_ino, after.st_mtime_ns, after.st_size) == (before.st_ino, before.st_mtime_ns, before.st_size)
+    (repo.path / "a.txt").write_text("changed\n")
+    assert repo.is_dirty()
