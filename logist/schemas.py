@@ -25,11 +25,67 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
+from pydantic import BaseModel
+
 from .protocol import Answer, model_schema
 from .resources import data_dir
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 BASE_ID = "https://logist.dev/schemas/"
+
+
+def _attribute_docs(cls: type) -> dict[str, str]:
+    """The docstrings under the fields ``cls`` itself declares (a string
+    right after an annotated name, as pydantic's ``use_attribute_docstrings``
+    reads them)."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs = {}
+    for field, after in zip(body, body[1:]):
+        if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+            docs[field.target.id] = inspect.cleandoc(after.value.value)
+    return docs
+
+
+def documented(model: type[BaseModel]) -> type[BaseModel]:
+    """``model`` and every model its fields hold, each field described by its
+    docstring. The models do not read their docstrings when they are built
+    (pydantic's ``use_attribute_docstrings`` parses each class's source:
+    a fifth of what building them costs, in every command); the schemas
+    read them here, and the models are rebuilt so their JSON Schema has them."""
+    from typing import get_args
+
+    found: list[type[BaseModel]] = []
+
+    def walk(annotation) -> None:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if annotation not in found:
+                for field in annotation.model_fields.values():
+                    walk(field.annotation)
+                found.append(annotation)  # the models it holds come first
+        for arg in get_args(annotation):
+            walk(arg)
+
+    walk(model)
+    changed = False
+    for cls in found:
+        for name, field in cls.model_fields.items():
+            owner = next((k for k in cls.__mro__ if name in k.__dict__.get("__annotations__", {})), None)
+            doc = _attribute_docs(owner).get(name) if owner is not None else None
+            if doc and field.description is None:
+                field.description, changed = doc, True
+    if changed:  # every one: a model holds a copy of the schemas of those it holds
+        for cls in found:
+            cls.model_rebuild(force=True)
+    return model
 
 
 def _merge_defs(into: dict, schema: dict) -> dict:
@@ -48,7 +104,7 @@ def llm_chat_schema() -> dict:
     from .store.entries import Request
 
     defs: dict = {}
-    request = _merge_defs(defs, model_schema(Request))
+    request = _merge_defs(defs, model_schema(documented(Request)))
     response = _merge_defs(defs, model_schema(Answer))
     defs.update(request=request, response=response)
     return {
@@ -68,7 +124,7 @@ def llm_chat_schema() -> dict:
 def file_schema(name: str, title: str, description: str, model: type, first: tuple[str, ...] = ()) -> dict:
     """The schema of the file ``name``: ``model``'s, with the header every
     file of ``schemas/`` has. ``first`` names properties to list first."""
-    schema = model_schema(model)
+    schema = model_schema(documented(model))
     defs = schema.pop("$defs", {})
     properties = schema.pop("properties")
     properties = {key: properties[key] for key in first} | properties

@@ -7,10 +7,12 @@ free and any number may point at the same repository.
 
 Every git process gets its command line and environment from
 :mod:`logist.gitrun` (a clean environment, no hooks, no program named by
-the repository's config); a step that commits
-starts three: ``git status`` (were there hand edits?), ``git add -A`` and
-``git commit``; HEAD is read from ``.git`` itself. The model's file changes
-are checked and written by :mod:`logist.filechanges`.
+the repository's config). A step that commits starts two when it changes
+only files git tracks: ``git status`` (were there hand edits?) and ``git
+commit --only`` of those paths (:meth:`Workspace.commit_paths`); three when
+it creates a file or runs a command (``git add -A`` and ``git commit``).
+HEAD is read from ``.git`` itself. The model's file changes are checked and
+written by :mod:`logist.filechanges`.
 """
 
 from __future__ import annotations
@@ -130,7 +132,10 @@ class Workspace:
         return self._git("rev-parse", "HEAD")
 
     def is_dirty(self) -> bool:
-        return bool(self._git("status", "--porcelain", "--untracked-files=normal", "--ignore-submodules=all"))
+        # --no-optional-locks: the index is only read (status would write back
+        # what it refreshed; the commit that follows does that anyway).
+        return bool(self._git("--no-optional-locks", "status", "--porcelain", "--untracked-files=normal",
+                              "--ignore-submodules=all"))
 
     def diff(self, old: str, new: str, stat: bool = False) -> str:
         args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv"] + (["--stat"] if stat else ["--binary"])
@@ -213,6 +218,24 @@ class Workspace:
             raise LogistError(f"git commit failed in {self.path}: {_git_detail(proc)}")
         return self.head()
 
+    def commit_paths(self, message: str, paths: Sequence[str]) -> Optional[str]:
+        """Commit the changes of ``paths`` (relative, each already tracked)
+        and nothing else, in one git process (``git commit --only``, paths
+        taken literally) instead of ``git add -A`` and ``git commit``; None
+        when nothing changed. If git refuses (a path it does not track, an
+        ignored one), nothing was committed and :meth:`commit_all` does it."""
+        if not paths or len(paths) > self.MAX_COMMIT_PATHS:
+            return self.commit_all(message)
+        proc = self._run(["--literal-pathspecs", "commit", "-q", "--no-verify", "--only", "-m", message, "--", *paths])
+        if proc.returncode != 0:
+            if "nothing to commit" in _decode(proc.stdout):
+                return None
+            return self.commit_all(message)
+        return self.head()
+
+    #: Paths :meth:`commit_paths` names on git's command line; more are committed with ``git add -A``.
+    MAX_COMMIT_PATHS = 100
+
     def push_branch(self, source: Path, branch: str, sha: str, force: bool = False) -> bool:
         """Create ``branch`` in ``source`` at ``sha`` without touching its HEAD,
         index or working tree (a push only writes objects and one ref).
@@ -245,9 +268,13 @@ class Workspace:
         """
         return plan(self.path.resolve(), changes)
 
-    def apply_changes(self, changes: Sequence[FileChange]) -> list[str]:
-        """Apply checked changes; returns the relative paths touched."""
-        planned = self.plan_changes(changes)
+    def apply_changes(self, changes: Sequence[FileChange],
+                      planned: Optional[list[tuple[Path, Optional[bytes], str]]] = None) -> list[str]:
+        """Apply checked changes (``planned``: what :meth:`plan_changes`
+        returned for them, if the caller has it); returns the relative paths
+        touched."""
+        if planned is None:
+            planned = self.plan_changes(changes)
         for target, data, _rel in planned:
             if data is None:
                 target.unlink()

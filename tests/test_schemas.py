@@ -467,3 +467,20 @@ def test_a_jobs_index_without_a_format_reads_and_is_written_back_with_one(jobs):
         "later": [1],
     }, "the format named first, a newer version's field kept"
     assert list(written)[:2] == ["$schema", "format"]
+
+
+def test_the_models_leave_their_field_docstrings_to_the_schemas():
+    """Building a model that reads its field docstrings parses its class's
+    source (in every command); only the schemas need them, and
+    :func:`logist.schemas.documented` reads them there (the committed files
+    above still have every description)."""
+    from pydantic import BaseModel
+
+    from logist.replay import fixtures
+    from logist.store import calls, config, jobsdir, manifest, recovery, roles, skills
+
+    models = [value for module in (fixtures, calls, config, jobsdir, manifest, recovery, roles, skills)
+              for value in vars(module).values()
+              if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == module.__name__]
+    assert len(models) > 15
+    assert [m.__name__ for m in models if m.model_config.get("use_attribute_docstrings")] == []

@@ -9,6 +9,7 @@ to the same states and the same workspace.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -113,6 +114,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
     status_label = "SUCCESS"
     error = outcome.error
     held = False
+    planned: list = []
     if error is not None:
         status_label = "ERROR"
         apply_event(after, CALL_FAILED, error)
@@ -123,7 +125,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
             if planner:
                 check_planner_answer(answer, [n for slot, n in before.roles.items() if slot != PLANNER])
             held = holds_file_changes(answer, prepared.role)
-            job.repo.plan_changes(answer.file_changes)
+            planned = job.repo.plan_changes(answer.file_changes)
         except InvalidAnswer as exc:
             status_label = "INVALID"
             error = str(exc)
@@ -150,7 +152,10 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
         hold_changes(after, before, answer, call)
         after.reason, after.question = None, None
     elif answer is not None:
-        files_changed = job.repo.apply_changes(answer.file_changes)
+        # Files that are there now are tracked (the workspace is clean or its
+        # hand edits were just committed), so git can commit them by name.
+        by_name = answer.action != "CMD" and all(os.path.lexists(target) for target, _data, _rel in planned)
+        files_changed = job.repo.apply_changes(answer.file_changes, planned)
         failpoint("after_apply")
         if answer.action == "CMD":
             started = outcome.saved is not None and outcome.saved.command_pgid is not None
@@ -166,7 +171,8 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
             message = _commit_message(
                 job.id, sequence, prepared.role.name, action, answer.summary_for_supervisor or answer.message
             )
-            commit = job.repo.commit_all(message) or head_before
+            repo = job.repo
+            commit = (repo.commit_paths(message, files_changed) if by_name else repo.commit_all(message)) or head_before
         failpoint("after_commit")
     after.workspace_commit = commit
     cost, priced = count_call(after, config, prepared.model, outcome, kind)

@@ -33,24 +33,39 @@ from .manifest import KEEP_UNKNOWN
 HEADER = "Idempotency-Key"
 
 
+#: The last conversation digested in this process: its messages' (role,
+#: content) string objects and the digest's state after them. A loop of
+#: steps sends the same messages again plus a few (the same objects), so
+#: only the new ones are hashed; a string is immutable, so the same object
+#: is the same text, and holding them keeps their ids from being reused.
+_LAST_MESSAGES: list = [(), None]
+
+
 def body_digest(body: dict) -> str:
     """The SHA-256, in hex, of a request body: its messages' roles and texts
     as UTF-8 (each length-prefixed, so no two bodies run together), then the
     other keys as canonical JSON (sorted keys, no spaces). Fed message by
     message, it costs a fifth of encoding the whole body as JSON: at round
     1,000 of a turn the body is about a megabyte, and a step computes it
-    once."""
-    digest = hashlib.sha256()
+    once; the messages the last body digested began with are not hashed
+    again (:data:`_LAST_MESSAGES`)."""
     messages = body.get("messages")
     if isinstance(messages, list) and all(isinstance(m, dict) and isinstance(m.get("content"), str) and
                                           set(m) == {"role", "content"} for m in messages):
-        for message in messages:
-            for part in (message["role"], message["content"]):
+        parts = tuple((m["role"], m["content"]) for m in messages)
+        known, state = _LAST_MESSAGES
+        same = state is not None and len(known) <= len(parts) and all(
+            a[0] is b[0] and a[1] is b[1] for a, b in zip(known, parts))
+        digest = state.copy() if same else hashlib.sha256()
+        for role, content in parts[len(known) if same else 0:]:
+            for part in (role, content):
                 data = part.encode("utf-8", "surrogatepass")
                 digest.update(b"%d:" % len(data))
                 digest.update(data)
+        _LAST_MESSAGES[:] = [parts, digest.copy()]
         rest = {key: value for key, value in body.items() if key != "messages"}
     else:  # messages of another shape (tool calls, parts): the whole body as canonical JSON
+        digest = hashlib.sha256()
         rest = body
     digest.update(json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
     return digest.hexdigest()

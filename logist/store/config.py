@@ -34,7 +34,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 class Price(BaseModel):
     """What a model costs, in USD per million tokens."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
     input_per_million: float = Field(ge=0)
     """USD per million prompt tokens."""
     output_per_million: float = Field(ge=0)
@@ -44,7 +44,7 @@ class Price(BaseModel):
 class JobDefaults(BaseModel):
     """Settings a job copies at create time; each can be set per job too."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
     max_steps: int = Field(default=100, ge=1)
     """Answers a job may apply (calls, replayed and posted answers) before it stops for a person."""
     format_retries: int = Field(default=1, ge=0)
@@ -77,7 +77,7 @@ class JobDefaults(BaseModel):
 class LogistConfig(BaseModel):
     """``config.json``: the jobs directory's endpoint, models, prices and job defaults."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     schema_: str = Field(default=None, alias="$schema", exclude=True)  # absent or a string
     """The JSON Schema of this file (config.schema.json in Logist's schemas/ folder), for editors; Logist ignores it."""

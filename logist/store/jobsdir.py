@@ -48,7 +48,7 @@ class JobsIndex(BaseModel):
     no ``format``) reads the same; it is written back in format 2."""
 
     # Fields a newer version adds are kept when the index is written back.
-    model_config = ConfigDict(extra="allow", populate_by_name=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
     schema_: str = Field(default=INDEX_SCHEMA, alias="$schema")
     """The JSON Schema of this file (in Logist's schemas/ folder)."""
     format: int = INDEX_FORMAT

@@ -61,13 +61,13 @@ def utc_now() -> str:
 
 #: Models of files Logist writes keep fields they do not know (a newer
 #: version's), so reading and writing back never loses them.
-KEEP_UNKNOWN = ConfigDict(extra="allow", use_attribute_docstrings=True)
+KEEP_UNKNOWN = ConfigDict(extra="allow")
 
 
 class Message(BaseModel):
     """One chat message, as sent to or received from the model."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
     role: Literal["system", "user", "assistant"]
     """Who speaks: the system prompt, Logist (user) or the model (assistant)."""
     content: str
@@ -270,7 +270,7 @@ class JobState(BaseModel):
 class JobManifest(JobState, JobDefinition):
     """The whole manifest: ``format``, the definition, then the state."""
 
-    model_config = ConfigDict(extra="allow", use_enum_values=False, use_attribute_docstrings=True, populate_by_name=True)
+    model_config = ConfigDict(extra="allow", use_enum_values=False, populate_by_name=True)
     schema_: str = Field(default=MANIFEST_SCHEMA, alias="$schema")
     """The JSON Schema of this file (in Logist's schemas/ folder)."""
     format: int = MANIFEST_FORMAT

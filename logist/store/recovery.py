@@ -66,7 +66,7 @@ log = logging.getLogger("logist")
 class StepJournal(BaseModel):
     """``step_journal.json``: present only while a step is being applied."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
     schema_: str = Field(default="step-journal.v2.schema.json", alias="$schema")
     """The JSON Schema of this file."""
     format: int = 2

@@ -35,7 +35,7 @@ MANIFEST_SUFFIXES = (".json", ".yaml", ".yml")
 class RoleManifest(BaseModel):
     """A role: who the model is told to be, and how it is called."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     schema_: str = Field(default=None, alias="$schema", exclude=True)  # absent or a string
     """The JSON Schema of this file (role-manifest.schema.json in Logist's schemas/ folder), for editors; Logist ignores it."""

@@ -90,14 +90,29 @@ def read_entry(job_dir: Path, sequence: int) -> HistoryEntry:
     return HistoryEntry.model_validate(found)
 
 
+#: Per process, the last entry of a few histories as last parsed, with what
+#: the file was then (device, inode, size, modification time, where the
+#: entries end): a step, the recovery check before it and the transcript
+#: after it all read the same last entry, parsed once until the file changes
+#: (an append makes it longer, a rewrite is a new inode). Callers must not
+#: change the entry.
+_LAST: dict[str, tuple[tuple[int, ...], HistoryEntry]] = {}
+
+
 def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
-    """The last entry, reading only the end of the file."""
+    """The last entry, reading only the end of the file (or nothing, when
+    the file has not changed since this process last read it)."""
     path = history_path(job_dir)
     if file_format(job_dir) < HISTORY_FORMAT:
         entries = load_history(job_dir).interactions
         return entries[-1] if entries else None
     with open(path, "rb") as handle:
         end = _canonical_end(path, handle)
+        info = os.fstat(handle.fileno())
+        state = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, -1 if end is None else end)
+        cached = _LAST.get(str(path))
+        if cached is not None and cached[0] == state:
+            return cached[1]
         view = _map(handle) if end is not None else None
         if view is None:
             entries = load_history(job_dir).interactions
@@ -108,9 +123,14 @@ def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
                 return None
             text = view[start:end]
     try:
-        return HistoryEntry.model_validate(json.loads(text))
+        entry = HistoryEntry.model_validate(json.loads(text))
     except (ValueError, ValidationError):
         raise CorruptFileError(f"{path} is corrupt: its last entry cannot be parsed") from None
+    _LAST.pop(str(path), None)
+    while len(_LAST) >= _PARSED_JOBS:
+        _LAST.pop(next(iter(_LAST)))
+    _LAST[str(path)] = (state, entry)
+    return entry
 
 
 def read_entries(job_dir: Path, sequences: set[int]) -> dict[int, dict]:

@@ -34,7 +34,7 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
 class SkillParam(BaseModel):
     """A value the skill's instructions name as {{name}}."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")
     """The param's name: --param NAME=VALUE sets it."""
     description: str = ""
@@ -48,7 +48,7 @@ class SkillParam(BaseModel):
 class Skill(BaseModel):
     """A skill as its SKILL.md says it: the frontmatter's fields and the body."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     """The skill's name, the same as its folder's."""
     description: str = Field(min_length=1)
@@ -99,7 +99,7 @@ class Skill(BaseModel):
 class ActiveSkill(BaseModel):
     """What a job keeps of its skill (in a job's files, fields a newer Logist added are kept)."""
 
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow")
     name: str
     """The skill's name."""
     params: dict[str, str] = {}
