@@ -158,7 +158,7 @@ class CommandRecord(BaseModel):
     output: Optional[str] = None
     """The cleaned output exactly as the model is shown it."""
     cwd: Optional[str] = None
-    """The absolute path the command ran in (the job's workspace then), as its output may name it: a record of the run that a replay recognises in the output, never used to find the workspace."""
+    """The absolute path the command ran in (the job's workspace then), recorded when its output names it: a record of the run that a replay recognises in the output, never used to find the workspace. Absent: the job's ``workspace/``, not named in the output."""
     raw_stdout: Optional[str] = None
     """The standard output as the command printed it, when cleaning changed more than its line ends (of a huge output, its first and last bytes around a note counting the rest)."""
     raw_stderr: Optional[str] = None
