@@ -92,10 +92,10 @@ COMPACT = (",", ":")
 
 def entry_bytes(entry: dict) -> bytes:
     """An entry in memory as the file holds it (:func:`logist.store.forms.to_file`; its metadata in full)."""
-    return _layout(to_file(entry))
+    return layout(to_file(entry))
 
 
-def _layout(entry: dict) -> bytes:
+def layout(entry: dict) -> bytes:
     """An entry in its file form as the file holds it. Its plain fields (numbers, texts) share
     a line, so the first line says what the step was (``"sequence": 4,
     "kind": "llm_call", "timestamp": ..., "role": "Worker"``); each field
@@ -127,7 +127,7 @@ def create_history(job_dir: Path, job_id: str, workspace_path: Optional[str] = N
 
 def write_canonical(path: Path, job_id: str, entries: list[dict], workspace_path: Optional[str] = None) -> None:
     """Write entries in memory as the whole file, in the current format."""
-    body = b",".join(_layout(e) for e in refer_all(entries))
+    body = b",".join(layout(e) for e in refer_all(entries))
     atomic_write(path, header(job_id, workspace_path) + body + TAIL)
 
 
@@ -234,7 +234,7 @@ def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
         empty = before_and_tail[:1] == b"["
         written = written_metadata(job_dir, handle, offset)
         data = refer_metadata(to_file(entry.dump()), written.lookup)
-        chunk = (b"" if empty else b",") + _layout(data) + TAIL
+        chunk = (b"" if empty else b",") + layout(data) + TAIL
         atomic_write_json(_journal_path(path), {"offset": offset, "sequence": entry.sequence})
         failpoint("before_history_append")
         handle.seek(offset)
@@ -313,11 +313,11 @@ def iter_entries(job_dir: Path, block: int = 1 << 20) -> Iterator[HistoryEntry]:
 def iter_entry_data(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
     """Like :func:`iter_entries`, as parsed JSON (as in memory, whatever the file's format)."""
     found = file_format(job_dir)
-    raw = _iter_written(job_dir, block)
+    raw = iter_written(job_dir, block)
     yield from (read_all(raw, Sources()) if found >= 3 else raw)
 
 
-def _iter_written(job_dir: Path, block: int) -> Iterator[dict]:
+def iter_written(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
     """Every entry as the file holds it (an older or non-canonical file: as in memory)."""
     path = history_path(job_dir)
     if file_format(job_dir) < 2:
@@ -375,6 +375,7 @@ def salvage(job_dir: Path, job_id: str) -> tuple[Path, int]:
     decoder = json.JSONDecoder()
     text = raw.decode("utf-8", errors="replace")
     workspace = recorded_workspace(job_dir)
+    sources, version = Sources(), file_format(job_dir)
     start = text.find("[")
     pos = start + 1 if start >= 0 else len(text)
     while pos < len(text):
@@ -384,8 +385,10 @@ def salvage(job_dir: Path, job_id: str) -> tuple[Path, int]:
             break
         try:
             obj, pos = decoder.raw_decode(text, pos)
+            if version >= 3 and isinstance(obj, dict):
+                obj = next(read_all([obj], sources))
             kept.append(HistoryEntry.model_validate(obj).dump())
-        except (ValueError, ValidationError):
+        except (ValueError, ValidationError, CorruptFileError):
             break
     aside = move_aside(path, utc_now().replace(":", ""))
     write_canonical(path, job_id, kept, workspace)

@@ -295,7 +295,10 @@ def upgrade_v1(job_dir: Path) -> Optional[str]:
 
         if not (job_dir / README_NAME).exists():  # format 2 jobs explain their folder
             write_readme(job_dir, upgraded.job_id, upgraded.objective)
-    return f"upgraded the job's files from format 1 to format 2 (the old ones are kept as {hpath.name}.v1 and {mpath.name}.v1)"
+    from .history import HISTORY_FORMAT
+
+    return (f"upgraded the job's files from format 1 (now: manifest format 2, history format {HISTORY_FORMAT}; "
+            f"the old ones are kept as {hpath.name}.v1 and {mpath.name}.v1)")
 
 
 CONTEXT_NAME = "context.md"
