@@ -245,7 +245,12 @@ def upgrade_v2(job_dir: Path) -> Optional[str]:
     hpath = history_path(job_dir)
     if not hpath.exists() or file_format(job_dir) != 2 or HISTORY_FORMAT < 3:
         return None
-    history = load_history(job_dir)
+    from ..errors import CorruptFileError
+
+    try:
+        history = load_history(job_dir)
+    except CorruptFileError:  # a damaged history: recovery salvages it (in the current format)
+        return None
     _keep(hpath, hpath.with_name(hpath.name + ".v2"))
     fsync_dir(job_dir)
     write_canonical(hpath, history.job_id, [e.dump() for e in history.interactions], history.workspace_path)
