@@ -44,7 +44,7 @@ from pathlib import Path
 
 from logist import JobsDir, create_job, step_once
 from logist.replay.scripted import ScriptedLLMServer
-from logist.store.history import entry_bytes, iter_entry_data
+from logist.store.history import iter_written, layout
 from logist.store.seek import last_entry
 
 KB = 1000
@@ -234,15 +234,17 @@ def turn_figures(root: Path, rounds: int = 1000, window: int = 10) -> dict:
 
 
 def breakdown(job) -> dict[str, float]:
-    """Mean bytes per call entry, by what they hold, as written in the file."""
+    """Mean bytes per call entry, by what they hold, as written in the file
+    (the values of the named fields; ``request.metadata`` is a number where
+    the call continues one made with the same model and parameters)."""
     parts = {"entry": 0, "messages added": 0, "answer": 0, "command output": 0, "state": 0,
-             "state.turn.pending": 0, "indentation": 0}
+             "state.turn.pending": 0, "request.metadata": 0, "command.cwd": 0, "indentation": 0}
     count = 0
-    for data in iter_entry_data(job.dir):
+    for data in iter_written(job.dir):
         if "request" not in data:
             continue
         count += 1
-        written = len(entry_bytes(data))
+        written = len(layout(data))
         parts["entry"] += written
         request = data["request"]
         messages = request.get("added") or request.get("prompt") or []
@@ -254,6 +256,8 @@ def breakdown(job) -> dict[str, float]:
         parts["state"] += len(json.dumps(data["state"], separators=(",", ":"), ensure_ascii=False).encode())
         pending = (data["state"].get("turn") or {}).get("pending")
         parts["state.turn.pending"] += len(json.dumps(pending).encode()) if pending else 0
+        parts["request.metadata"] += len(json.dumps(request.get("metadata"), separators=(",", ":")).encode())
+        parts["command.cwd"] += len(json.dumps((data.get("command") or {}).get("cwd") or "").encode()) - 2
         parts["indentation"] += written - len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
     return {k: v / max(count, 1) for k, v in parts.items()}
 

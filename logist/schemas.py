@@ -159,11 +159,21 @@ def job_history_schema() -> dict:
 
     schema = file_schema(
         HISTORY_SCHEMA, "Logist job history (jobHistory.json)",
-        "A job's append-only record, format 2: one entry per step, oldest first. An entry holds what is new at "
+        "A job's append-only record, format 3: one entry per step, oldest first. An entry holds what is new at "
         "its step (a call's request in full, or the entry it continues and the messages it added) and the "
-        "job's state after it.",
+        "job's state after it. (Format 2 files: job-history.v2.schema.json, kept as it was.)",
         JobHistory,
     )
+    # What format 3 writes shorter than the model holds in memory (logist.store.forms).
+    defs = schema["$defs"]
+    metadata = defs["Request"]["properties"]["metadata"]
+    defs["Request"]["properties"]["metadata"] = {
+        "anyOf": [{"$ref": metadata["$ref"]}, {"type": "integer", "description": "The number of an earlier entry "
+                  "of this request's chain whose metadata (written in full) this call was made with."}],
+        "description": metadata["description"] + " A continuing request made with the same model and parameters "
+        "as the entry it continues names the entry that holds them in full instead.",
+    }
+    defs["HistoryEntry"]["properties"].pop("pending_is_command_output", None)
     # The header is written as bytes (store/history.py), not from the model.
     schema["properties"] = {"$schema": _schema_key(HISTORY_SCHEMA), **schema["properties"]}
     return schema
@@ -224,13 +234,17 @@ def fixture_job_schema() -> dict:
 SCHEMAS: dict[str, Callable[[], dict]] = {
     "llm-chat-schema.json": llm_chat_schema,
     "job-manifest.v2.schema.json": job_manifest_schema,
-    "job-history.v2.schema.json": job_history_schema,
+    "job-history.v3.schema.json": job_history_schema,
     "step-journal.v2.schema.json": step_journal_schema,
     "jobs-index.v2.schema.json": jobs_index_schema,
     "config.schema.json": config_schema,
     "role-manifest.schema.json": role_manifest_schema,
     "fixture-job.schema.json": fixture_job_schema,
 }
+
+
+#: Schemas of older formats, kept as they were for the files still in them (not generated any more).
+FROZEN = ("job-history.v2.schema.json",)
 
 
 def render(schema: dict) -> str:

@@ -231,14 +231,19 @@ def execute(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
                          sandbox=settings.command_sandbox, env_names=settings.command_env,
                          read_only=_logists_folders(job),
                          recorded=lambda pgid, start: journal.command_started(job.dir, pgid, start))
+    output = result.report(settings.command_timeout, Prompts(job.jobs_dir.path))
+    # Where it ran (the workspace) is recorded when what it printed or the model is shown names it: a
+    # replay recognises the path there. Otherwise it would only repeat the job's own folder.
+    where = str(job.workspace.absolute())
+    named = any(where in (text or "") for text in (output, result.raw_stdout, result.raw_stderr))
     return CommandRecord(
         command=command,
         decision="run",
         exit_code=result.exit_code,
         timed_out=result.timed_out,
         duration_ms=round(result.duration * 1000),
-        output=result.report(settings.command_timeout, Prompts(job.jobs_dir.path)),
-        cwd=str(job.workspace.absolute()),
+        output=output,
+        cwd=where if named else None,
         raw_stdout=result.raw_stdout,
         raw_stderr=result.raw_stderr,
     )

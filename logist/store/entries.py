@@ -1,4 +1,4 @@
-"""The entries of ``jobHistory.json`` (format 2): one model per part.
+"""The entries of ``jobHistory.json`` (formats 2 and 3): one model per part.
 
 An entry holds what is new at its step. A call's request is recorded in
 full (``prompt``) only when it does not extend an earlier one: the first
@@ -9,7 +9,9 @@ request, that entry's answer, then ``added``
 (:mod:`logist.store.requests` rebuilds it). Each entry carries the job's
 small state after it (``state``, :class:`~logist.store.manifest.JobState`),
 and the first entry what the job is (``definition``), so the history alone
-restores the manifest at any entry.
+restores the manifest at any entry. The models are entries as every reader
+gets them; a format 3 file writes a few parts of them shorter
+(:mod:`logist.store.forms`).
 """
 
 from __future__ import annotations
@@ -158,7 +160,7 @@ class CommandRecord(BaseModel):
     output: Optional[str] = None
     """The cleaned output exactly as the model is shown it."""
     cwd: Optional[str] = None
-    """The absolute path the command ran in (the job's workspace then), as its output may name it: a record of the run that a replay recognises in the output, never used to find the workspace."""
+    """The absolute path the command ran in (the job's workspace then), recorded when its output names it: a record of the run that a replay recognises in the output, never used to find the workspace. Absent: the job's ``workspace/``, not named in the output."""
     raw_stdout: Optional[str] = None
     """The standard output as the command printed it, when cleaning changed more than its line ends (of a huge output, its first and last bytes around a note counting the rest)."""
     raw_stderr: Optional[str] = None
@@ -223,9 +225,9 @@ class HistoryEntry(BaseModel):
     definition: Optional[JobDefinition] = None
     """What the job is: on the first entry (and on any entry that changes it)."""
     pending_is_command_output: bool = False
-    """True: ``state.turn.pending`` is left out of the file because it is ``command.output`` (a command's output is the next message the model is sent), so the output is stored once; reading the entry puts it back."""
+    """In memory (and in format 2 files): True when ``state.turn.pending`` is left out because it is ``command.output`` (a command's output is the next message the model is sent), so the output is stored once; reading the entry puts it back. Format 3 files leave out the flag too (:mod:`logist.store.forms`)."""
     state: JobState
-    """The job's state after this entry (defaults left out)."""
+    """The job's state after this entry (defaults left out; what the entry itself says too: its status, time, number and commit, and in format 3 ``turn.last_call`` when it is this entry and ``turn.pending`` when it is ``command.output``, see :mod:`logist.store.forms`)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -291,7 +293,7 @@ class JobHistory(BaseModel):
     """The whole file, for readers; appends never build this."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, use_attribute_docstrings=True)
-    format: int = 2
+    format: int = 3
     """The file's format version."""
     job_id: str
     """The job's id."""

@@ -53,11 +53,12 @@ from .atomic import atomic_write, atomic_write_json, fsync_dir, move_aside
 from ..errors import CorruptFileError
 from ..failpoints import failpoint
 from .entries import HistoryEntry, JobHistory
+from .forms import Sources, read_all, refer_all, refer_metadata, to_file, written_metadata
 from .manifest import utc_now
 
 HISTORY_NAME = "jobHistory.json"
-HISTORY_FORMAT = 2
-HISTORY_SCHEMA = "job-history.v2.schema.json"
+HISTORY_FORMAT = 3
+HISTORY_SCHEMA = "job-history.v3.schema.json"
 JOURNAL_SUFFIX = ".append"
 TAIL = b"\n  ]\n}\n"
 ENTRY_INDENT = "    "
@@ -90,7 +91,12 @@ COMPACT = (",", ":")
 
 
 def entry_bytes(entry: dict) -> bytes:
-    """An entry as the file holds it. Its plain fields (numbers, texts) share
+    """An entry in memory as the file holds it (:func:`logist.store.forms.to_file`; its metadata in full)."""
+    return layout(to_file(entry))
+
+
+def layout(entry: dict) -> bytes:
+    """An entry in its file form as the file holds it. Its plain fields (numbers, texts) share
     a line, so the first line says what the step was (``"sequence": 4,
     "kind": "llm_call", "timestamp": ..., "role": "Worker"``); each field
     that holds an object or a list (the request, the answer, the state) has
@@ -120,7 +126,8 @@ def create_history(job_dir: Path, job_id: str, workspace_path: Optional[str] = N
 
 
 def write_canonical(path: Path, job_id: str, entries: list[dict], workspace_path: Optional[str] = None) -> None:
-    body = b",".join(entry_bytes(e) for e in entries)
+    """Write entries in memory as the whole file, in the current format."""
+    body = b",".join(layout(e) for e in refer_all(entries))
     atomic_write(path, header(job_id, workspace_path) + body + TAIL)
 
 
@@ -206,9 +213,12 @@ def repair(job_dir: Path) -> Optional[str]:
 def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
     """Append one entry at a cost independent of the history's length.
 
-    Call with the job's lock held, on a format 2 file.
+    Call with the job's lock held. A file in an older format is rewritten
+    in the current one first (one format per file).
     """
     path = history_path(job_dir)
+    if file_format(job_dir) < HISTORY_FORMAT:
+        _normalise(job_dir)
     with open(path, "r+b") as handle:
         size = handle.seek(0, os.SEEK_END)
         offset = size - len(TAIL)
@@ -222,7 +232,9 @@ def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
             _normalise(job_dir)
             return append_entry(job_dir, entry)
         empty = before_and_tail[:1] == b"["
-        chunk = (b"" if empty else b",") + entry_bytes(entry.dump()) + TAIL
+        written = written_metadata(job_dir, handle, offset)
+        data = refer_metadata(to_file(entry.dump()), written.lookup)
+        chunk = (b"" if empty else b",") + layout(data) + TAIL
         atomic_write_json(_journal_path(path), {"offset": offset, "sequence": entry.sequence})
         failpoint("before_history_append")
         handle.seek(offset)
@@ -231,6 +243,7 @@ def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
         os.fsync(handle.fileno())
     _journal_path(path).unlink()
     fsync_dir(path.parent)
+    written.remember(data, offset + len(chunk))
 
 
 def _committed_end(path: Path, size: int) -> tuple[int, bool]:
@@ -298,9 +311,16 @@ def iter_entries(job_dir: Path, block: int = 1 << 20) -> Iterator[HistoryEntry]:
 
 
 def iter_entry_data(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
-    """Like :func:`iter_entries`, as parsed JSON."""
+    """Like :func:`iter_entries`, as parsed JSON (as in memory, whatever the file's format)."""
+    found = file_format(job_dir)
+    raw = iter_written(job_dir, block)
+    yield from (read_all(raw, Sources()) if found >= 3 else raw)
+
+
+def iter_written(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
+    """Every entry as the file holds it (an older or non-canonical file: as in memory)."""
     path = history_path(job_dir)
-    if file_format(job_dir) < HISTORY_FORMAT:
+    if file_format(job_dir) < 2:
         yield from (e.dump() for e in load_history(job_dir).interactions)
         return
     with open(path, "rb") as handle:
@@ -355,6 +375,7 @@ def salvage(job_dir: Path, job_id: str) -> tuple[Path, int]:
     decoder = json.JSONDecoder()
     text = raw.decode("utf-8", errors="replace")
     workspace = recorded_workspace(job_dir)
+    sources, version = Sources(), file_format(job_dir)
     start = text.find("[")
     pos = start + 1 if start >= 0 else len(text)
     while pos < len(text):
@@ -364,8 +385,10 @@ def salvage(job_dir: Path, job_id: str) -> tuple[Path, int]:
             break
         try:
             obj, pos = decoder.raw_decode(text, pos)
+            if version >= 3 and isinstance(obj, dict):
+                obj = next(read_all([obj], sources))
             kept.append(HistoryEntry.model_validate(obj).dump())
-        except (ValueError, ValidationError):
+        except (ValueError, ValidationError, CorruptFileError):
             break
     aside = move_aside(path, utc_now().replace(":", ""))
     write_canonical(path, job_id, kept, workspace)

@@ -19,7 +19,8 @@ from pydantic import ValidationError
 
 from ..errors import CorruptFileError
 from .entries import HistoryEntry
-from .history import ENTRY_START, HISTORY_FORMAT, _canonical_end, _corrupt, file_format, history_path, load_history
+from .forms import Sources, from_file, read_all
+from .history import ENTRY_START, _canonical_end, _corrupt, file_format, history_path, load_history
 
 
 def _map(handle) -> Optional[mmap.mmap]:
@@ -47,8 +48,8 @@ def entries_since(job_dir: Path, sequence: int) -> dict[int, dict]:
     """The parsed entries numbered ``sequence`` or more, by number, reading
     only the end of the file from that entry on (and, in a process that
     read this history before, only what was appended since)."""
-    path = history_path(job_dir)
-    if file_format(job_dir) < HISTORY_FORMAT:
+    path, found = history_path(job_dir), file_format(job_dir)
+    if found < 2:
         return {e.sequence: e.dump() for e in load_history(job_dir).interactions if e.sequence >= sequence}
     with open(path, "rb") as handle:
         end = _canonical_end(path, handle)
@@ -74,12 +75,35 @@ def entries_since(job_dir: Path, sequence: int) -> dict[int, dict]:
             except ValueError as exc:
                 _PARSED.pop(str(path), None)
                 raise _corrupt(path, exc) from None
+    if found >= 3:
+        sources = _sources(job_dir, identity, entries)
+        items = list(read_all(items, sources))
     entries = {**entries, **{item["sequence"]: item for item in items}}
     _PARSED.pop(str(path), None)
     while len(_PARSED) >= _PARSED_JOBS:
         _PARSED.pop(next(iter(_PARSED)))
     _PARSED[str(path)] = (identity, first, end, entries)
     return {number: item for number, item in entries.items() if number >= sequence}
+
+
+#: Per process and file: the request metadata of the entries others name (see logist.store.forms).
+_SOURCES: dict[str, tuple[tuple[int, int], Sources]] = {}
+
+
+def _sources(job_dir: Path, identity: tuple[int, int], known: Optional[dict[int, dict]] = None) -> Sources:
+    """Where a format 3 entry finds the metadata it names: entries already
+    read (``known``, as in memory), else the file, one entry by number."""
+    key = str(history_path(job_dir))
+    cached = _SOURCES.get(key)
+    if cached is None or cached[0] != identity:
+        cached = (identity, Sources())
+        _SOURCES.pop(key, None)
+        while len(_SOURCES) >= _PARSED_JOBS:
+            _SOURCES.pop(next(iter(_SOURCES)))
+        _SOURCES[key] = cached
+    sources = cached[1]
+    sources.fetch = lambda n: (known or {}).get(n) or read_entries(job_dir, {n}, raw=True).get(n)
+    return sources
 
 
 def read_entry(job_dir: Path, sequence: int) -> HistoryEntry:
@@ -102,8 +126,8 @@ _LAST: dict[str, tuple[tuple[int, ...], HistoryEntry]] = {}
 def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
     """The last entry, reading only the end of the file (or nothing, when
     the file has not changed since this process last read it)."""
-    path = history_path(job_dir)
-    if file_format(job_dir) < HISTORY_FORMAT:
+    path, found = history_path(job_dir), file_format(job_dir)
+    if found < 2:
         entries = load_history(job_dir).interactions
         return entries[-1] if entries else None
     with open(path, "rb") as handle:
@@ -123,7 +147,10 @@ def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
                 return None
             text = view[start:end]
     try:
-        entry = HistoryEntry.model_validate(json.loads(text))
+        data = json.loads(text)
+        if found >= 3:
+            data = from_file(data, _sources(job_dir, (info.st_dev, info.st_ino)))
+        entry = HistoryEntry.model_validate(data)
     except (ValueError, ValidationError):
         raise CorruptFileError(f"{path} is corrupt: its last entry cannot be parsed") from None
     _LAST.pop(str(path), None)
@@ -133,14 +160,14 @@ def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
     return entry
 
 
-def read_entries(job_dir: Path, sequences: set[int]) -> dict[int, dict]:
+def read_entries(job_dir: Path, sequences: set[int], raw: bool = False) -> dict[int, dict]:
     """The parsed entries numbered ``sequences`` (not empty), each found by
     its number and parsed alone: an early entry of a long history costs its
     own bytes, not those of every entry after it (which
-    :func:`entries_since` parses)."""
-    path, found = history_path(job_dir), {}
+    :func:`entries_since` parses). ``raw``: as the file holds them."""
+    path, found, version = history_path(job_dir), {}, file_format(job_dir)
     with open(path, "rb") as handle:
-        end = _canonical_end(path, handle) if file_format(job_dir) >= HISTORY_FORMAT else None
+        end = _canonical_end(path, handle) if version >= 2 else None
         view = _map(handle) if end is not None else None
         if view is None:
             return {n: e for n, e in entries_since(job_dir, min(sequences)).items() if n in sequences}
@@ -154,4 +181,8 @@ def read_entries(job_dir: Path, sequences: set[int]) -> dict[int, dict]:
                     found[sequence] = json.loads(view[start:stop if stop >= 0 else end].rstrip().rstrip(b","))
                 except ValueError as exc:
                     raise _corrupt(path, exc) from None
+            info = os.fstat(handle.fileno())
+    if version >= 3 and not raw:
+        sources = _sources(job_dir, (info.st_dev, info.st_ino), found)
+        found = {n: from_file(e, sources) for n, e in found.items()}
     return found

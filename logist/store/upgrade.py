@@ -1,4 +1,4 @@
-"""Upgrading job files from format 1 to format 2, and to relative paths.
+"""Upgrading job files from format 1 to format 2 (and a history to format 3), and to relative paths.
 
 A format 2 history written before paths in job files were relative names
 the absolute workspace path in its header; :func:`relative_paths` rewrites
@@ -165,7 +165,15 @@ def _entry(entry: dict, upgrader: _Upgrader, first: bool) -> dict:
 
 
 def upgrade_history_data(data: Any) -> Any:
-    """A format 1 history document as format 2 (anything else unchanged)."""
+    """A history document of any format with its entries as in memory: a
+    format 1 one upgraded, a format 3 one with what its entries leave out
+    put back (:mod:`logist.store.forms`; format 2 writes it all out)."""
+    if isinstance(data, dict) and isinstance(data.get("format"), int) and data["format"] >= 3 \
+            and isinstance(data.get("interactions"), list):
+        from .forms import Sources, read_all
+
+        entries = [e for e in data["interactions"] if isinstance(e, dict)]
+        return {**data, "interactions": list(read_all(entries, Sources()))}
     return upgrade_files(None, data)[1]
 
 
@@ -195,7 +203,7 @@ def upgrade_job(job_dir: Path) -> Optional[str]:
     2 (:func:`upgrade_v1`), then a history that names absolute paths with
     none (:func:`relative_paths`). Returns what was done, or None when
     there was nothing to do. Call with the job's lock held."""
-    done = [what for what in (upgrade_v1(job_dir), relative_paths(job_dir)) if what]
+    done = [what for what in (upgrade_v1(job_dir), upgrade_v2(job_dir), relative_paths(job_dir)) if what]
     return "; ".join(done) or None
 
 
@@ -226,6 +234,38 @@ def relative_paths(job_dir: Path) -> Optional[str]:
     return "the history no longer names the workspace's absolute path (each command keeps where it ran)"
 
 
+def upgrade_v2(job_dir: Path) -> Optional[str]:
+    """Rewrite a format 2 history in format 3 (:mod:`logist.store.forms`),
+    keeping the old file as ``jobHistory.json.v2``. Every entry reads the
+    same before and after. Returns what was done, or None when there was
+    nothing to do. Call with the job's lock held."""
+    from .history import HISTORY_FORMAT, file_format, history_path, load_history, write_canonical
+
+    job_dir = Path(job_dir)
+    hpath = history_path(job_dir)
+    if not hpath.exists() or file_format(job_dir) != 2 or HISTORY_FORMAT < 3:
+        return None
+    from ..errors import CorruptFileError
+
+    try:
+        history = load_history(job_dir)
+    except CorruptFileError:  # a damaged history: recovery salvages it (in the current format)
+        return None
+    _keep(hpath, hpath.with_name(hpath.name + ".v2"))
+    fsync_dir(job_dir)
+    write_canonical(hpath, history.job_id, [e.dump() for e in history.interactions], history.workspace_path)
+    return f"upgraded the history from format 2 to format {HISTORY_FORMAT} (the old file is kept as {hpath.name}.v2)"
+
+
+def _keep(path: Path, keep: Path) -> None:
+    """A copy of ``path`` as ``keep`` (a hard link where it can), unless there is one."""
+    if path.exists() and not keep.exists():
+        try:
+            os.link(path, keep)
+        except OSError:
+            shutil.copy2(path, keep)
+
+
 def upgrade_v1(job_dir: Path) -> Optional[str]:
     """Rewrite a format 1 job's manifest and history in format 2, keeping the
     old files as ``job_manifest.json.v1`` and ``jobHistory.json.v1``.
@@ -250,13 +290,7 @@ def upgrade_v1(job_dir: Path) -> Optional[str]:
         manifest_data = None
     manifest, history = upgrade_files(manifest_data, history_data)
     for path in (hpath, mpath):
-        if path.exists():
-            keep = path.with_name(path.name + ".v1")
-            if not keep.exists():
-                try:
-                    os.link(path, keep)
-                except OSError:
-                    shutil.copy2(path, keep)
+        _keep(path, path.with_name(path.name + ".v1"))
     fsync_dir(job_dir)
     write_canonical(hpath, history["job_id"], history["interactions"], history.get("workspace_path"))
     if manifest is not None:
@@ -266,7 +300,10 @@ def upgrade_v1(job_dir: Path) -> Optional[str]:
 
         if not (job_dir / README_NAME).exists():  # format 2 jobs explain their folder
             write_readme(job_dir, upgraded.job_id, upgraded.objective)
-    return f"upgraded the job's files from format 1 to format 2 (the old ones are kept as {hpath.name}.v1 and {mpath.name}.v1)"
+    from .history import HISTORY_FORMAT
+
+    return (f"upgraded the job's files from format 1 (now: manifest format 2, history format {HISTORY_FORMAT}; "
+            f"the old ones are kept as {hpath.name}.v1 and {mpath.name}.v1)")
 
 
 CONTEXT_NAME = "context.md"

@@ -25,6 +25,7 @@ import pytest
 from logist.engine.call import entry_key
 from logist import HistoryEntry, JobManifest, JobsDir, create_job, step_once
 from logist.failpoints import POINTS
+from logist.store.forms import Sources, read_all
 from logist.replay.scripted import Reply
 from logist.replay.scripted import answer
 
@@ -353,7 +354,8 @@ def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
     step_once(job, base_url=llm.base_url)
     entries_before = entries_raw(job)
     good = read_json(job.manifest_path)
-    assert JobManifest.model_validate(good).with_state(HistoryEntry.model_validate(entries_before[-1]).state).dump() == good, (
+    read = list(read_all(entries_before, Sources()))  # the file's form (logist.store.forms) as read
+    assert JobManifest.model_validate(good).with_state(HistoryEntry.model_validate(read[-1]).state).dump() == good, (
         "the last entry carries the manifest's state")
     garbage = b"\x00\xff{ this is not a manifest ]]"
     job.manifest_path.write_bytes(garbage)
@@ -369,7 +371,8 @@ def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
     recovery, call = entries[len(entries_before):]
     assert recovery["kind"] == "repair" and call["kind"] == "llm_call"
     assert "job_manifest.json" in recovery["note"] and asides[0].name in recovery["note"]
-    rebuilt = JobManifest.model_validate(good).with_state(HistoryEntry.model_validate(recovery).state).dump()
+    recovery_read = next(read_all([recovery], Sources()))
+    rebuilt = JobManifest.model_validate(good).with_state(HistoryEntry.model_validate(recovery_read).state).dump()
     volatile = ("last_sequence", "updated_at")
     assert {k: v for k, v in rebuilt.items() if k not in volatile} == {k: v for k, v in good.items() if k not in volatile}
     assert rebuilt["last_sequence"] == recovery["sequence"] == 3

@@ -76,6 +76,6 @@ def test_job_upgrade_moves_an_old_headers_path_into_the_commands(jobs, llm):
     assert upgraded.workspace_path is None and all(e.workspace_path is None for e in upgraded.interactions)
     assert [e.command.cwd for e in upgraded.interactions if e.command] == [old, "/srv/moved/jobs/old/workspace"]
     again = logist_cli("job", "upgrade", "old")
-    assert "already in format 2" in again.stderr
+    assert "already in format 3" in again.stderr
     shown = logist_cli("job", "history", "old", "--entry", "3", "--json")
     assert shown.returncode == 0, shown.stderr

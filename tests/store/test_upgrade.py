@@ -16,7 +16,7 @@ from pathlib import Path
 from logist.replay.apply import replay_history
 from logist.replay.fixtures import create_from_fixture, load_fixture
 from logist.store.entries import HistoryEntry
-from logist.store.history import file_format, load_history
+from logist.store.history import HISTORY_FORMAT, file_format, load_history
 from logist.store.requests import messages_of
 from logist.store.upgrade import upgrade_history_data
 
@@ -39,7 +39,7 @@ def test_the_v1_history_upgrades_losslessly_in_memory():
     v1 = _v1_history()
     assert "format" not in v1
     v2 = upgrade_history_data(v1)
-    assert v2["format"] == 2 and v2["job_id"] == v1["job_id"]
+    assert v2["format"] == HISTORY_FORMAT and v2["job_id"] == v1["job_id"]
     entries = {e["sequence"]: e for e in v2["interactions"]}
     old = {e["sequence"]: e for e in v1["interactions"]}
     assert list(entries) == list(old)
@@ -76,17 +76,17 @@ def test_a_v1_job_directory_is_upgraded_by_job_upgrade_and_keeps_the_old_files(j
 
     done = logist_cli("job", "upgrade", "calc1", env={"LOGIST_JOBS_DIR": str(jobs.path)})
     assert done.returncode == 0, done.stderr
-    assert "format 1 to format 2" in done.stderr and done.stdout == "", "what was done is chatter: stderr"
-    assert file_format(job.dir) == 2
+    assert "from format 1" in done.stderr and done.stdout == "", "what was done is chatter: stderr"
+    assert file_format(job.dir) == HISTORY_FORMAT
     assert (job.dir / "jobHistory.json.v1").read_bytes() == v1_bytes
     assert "job_manifest.json.v1" in (job.dir / "README.md").read_text() or "*.v1" in (job.dir / "README.md").read_text()
     manifest = json.loads((job.dir / "job_manifest.json").read_text())
     assert (manifest["format"], manifest["status"], manifest["calls"]) == (2, "SUCCESS", 6)
     assert "messages" not in manifest["turn"]
     again = logist_cli("job", "upgrade", "calc1", env={"LOGIST_JOBS_DIR": str(jobs.path)})
-    assert "already in format 2" in again.stderr
+    assert f"already in format {HISTORY_FORMAT}" in again.stderr
 
-    # Every recorded request comes back exactly, now from the format 2 file.
+    # Every recorded request comes back exactly, now from the format 3 file.
     for entry in _v1_history()["interactions"]:
         if entry.get("request"):
             shown = logist_cli("job", "history", "calc1", "--entry", str(entry["sequence"]), "--json",
@@ -136,7 +136,7 @@ def test_a_job_from_a_newer_logist_is_shown_but_not_changed(jobs):
     from logist.errors import LogistError
 
     job = create_job(jobs, "future", "Do it")
-    history = job.history_path.read_text().replace('"format": 2,', '"format": 3,', 1)
+    history = job.history_path.read_text().replace(f'"format": {HISTORY_FORMAT},', f'"format": {HISTORY_FORMAT + 1},', 1)
     job.history_path.write_text(history)
     status = logist_cli("job", "status", "future", "--json", env={"LOGIST_JOBS_DIR": str(jobs.path)})
     assert status.returncode == 0, status.stderr
@@ -145,7 +145,7 @@ def test_a_job_from_a_newer_logist_is_shown_but_not_changed(jobs):
     try:
         post_answer(job, json.dumps({"action": "MESSAGE", "message": "hi"}))
     except LogistError as exc:
-        assert "written by a newer Logist (format 3)" in str(exc)
+        assert f"written by a newer Logist (format {HISTORY_FORMAT + 1})" in str(exc)
     else:
         raise AssertionError("a newer format was changed")
     assert job.history_path.read_bytes() == before
