@@ -22,7 +22,9 @@ the same body, is sent with that call's key.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import operator
 from typing import Optional
 
 from pydantic import BaseModel
@@ -34,11 +36,13 @@ HEADER = "Idempotency-Key"
 
 
 #: The last conversation digested in this process: its messages' (role,
-#: content) string objects and the digest's state after them. A loop of
-#: steps sends the same messages again plus a few (the same objects), so
-#: only the new ones are hashed; a string is immutable, so the same object
-#: is the same text, and holding them keeps their ids from being reused.
-_LAST_MESSAGES: list = [(), None]
+#: content) strings and the digest's state after them. The next step sends
+#: the same messages again plus a few, so only the new ones are hashed: a
+#: message is the same when its strings are equal (the same objects in a
+#: loop of steps, which compare at once; equal texts rebuilt from the
+#: history by a step of its own, compared with memcmp, far cheaper than
+#: hashing them again).
+_LAST_MESSAGES: list = [[], None]
 
 
 def body_digest(body: dict) -> str:
@@ -49,13 +53,10 @@ def body_digest(body: dict) -> str:
     1,000 of a turn the body is about a megabyte, and a step computes it
     once; the messages the last body digested began with are not hashed
     again (:data:`_LAST_MESSAGES`)."""
-    messages = body.get("messages")
-    if isinstance(messages, list) and all(isinstance(m, dict) and isinstance(m.get("content"), str) and
-                                          set(m) == {"role", "content"} for m in messages):
-        parts = tuple((m["role"], m["content"]) for m in messages)
+    parts = _role_content(body.get("messages"))
+    if parts is not None:
         known, state = _LAST_MESSAGES
-        same = state is not None and len(known) <= len(parts) and all(
-            a[0] is b[0] and a[1] is b[1] for a, b in zip(known, parts))
+        same = state is not None and len(known) <= len(parts) and parts[:len(known)] == known
         digest = state.copy() if same else hashlib.sha256()
         for role, content in parts[len(known) if same else 0:]:
             for part in (role, content):
@@ -69,6 +70,23 @@ def body_digest(body: dict) -> str:
         rest = body
     digest.update(json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
     return digest.hexdigest()
+
+
+_ROLE_CONTENT = operator.itemgetter("role", "content")
+
+
+def _role_content(messages) -> Optional[list]:
+    """Each message's (role, content) when every message is exactly a role
+    and a text (checked with C-level maps: at round 1,000 of a turn a loop in
+    Python over the messages cost more than hashing the new ones), else None."""
+    if not isinstance(messages, list) or not all(map(isinstance, messages, itertools.repeat(dict))) \
+            or not set(map(len, messages)) <= {2}:
+        return None
+    try:
+        parts = list(map(_ROLE_CONTENT, messages))
+    except KeyError:
+        return None
+    return parts if all(map(isinstance, itertools.chain.from_iterable(parts), itertools.repeat(str))) else None
 
 
 def call_key_prefix(job_id: str, created_at: str, sequence: int) -> str:
