@@ -57,6 +57,7 @@ from .completions import AnswerFault, LLMReply, answer_json, chunks, text_of, to
 from .errors import LLMCallError
 #: The header that names a call, the same on each of its retries (one definition: :mod:`logist.store.calls`).
 from .store.calls import HEADER as IDEMPOTENCY_HEADER
+from .store.calls import encoded_body
 
 #: The body keys that ask for a stream (one definition: store/requests.py adds them).
 STREAM_KEYS = ("stream", "stream_options")
@@ -349,11 +350,13 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
     try:
         if wants_stream:
             try:
-                # The body as it is: the SDK's create() would walk and
-                # re-validate every message first, which costs more than the
-                # rest of a step once a turn has a few hundred messages.
+                # The body as it is, encoded here: the SDK's create() would
+                # walk and re-validate every message first, and its post()
+                # would encode the whole body again at every call; both cost
+                # more than the rest of a step once a turn is long.
                 sent = body
-                stream = api.post("/chat/completions", body=sent, cast_to=object, options=options(sent),
+                stream = api.post("/chat/completions", content=encoded_body(sent), cast_to=object,
+                                  options=options(sent),
                                   stream=True, stream_cls=openai.Stream[object])
                 reply = _read_stream(stream, settings, on_tokens)
             except openai.APIStatusError as exc:
@@ -361,12 +364,14 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
                     raise
                 # Perhaps it does not stream: ask once without (not paid: it was refused).
                 sent = without_stream(body)
-                response = api.post("/chat/completions", body=sent, cast_to=httpx.Response, options=options(sent))
+                response = api.post("/chat/completions", content=encoded_body(sent), cast_to=httpx.Response,
+                                    options=options(sent))
                 _PLAIN.add(settings.base_url)
                 reply = whole(answer_json(response), streamed=False)
         else:
             sent = body
-            response = api.post("/chat/completions", body=sent, cast_to=httpx.Response, options=options(sent))
+            response = api.post("/chat/completions", content=encoded_body(sent), cast_to=httpx.Response,
+                                options=options(sent))
             reply = whole(answer_json(response), streamed=False)
     except openai.OpenAIError as exc:
         raise _failure(exc, settings) from None

@@ -25,7 +25,7 @@ import hashlib
 import itertools
 import json
 import operator
-from typing import Optional
+from typing import Optional, Sequence
 
 from pydantic import BaseModel
 
@@ -35,14 +35,32 @@ from .manifest import KEEP_UNKNOWN
 HEADER = "Idempotency-Key"
 
 
-#: The last conversation digested in this process: its messages' (role,
-#: content) strings and the digest's state after them. The next step sends
-#: the same messages again plus a few, so only the new ones are hashed: a
-#: message is the same when its strings are equal (the same objects in a
-#: loop of steps, which compare at once; equal texts rebuilt from the
-#: history by a step of its own, compared with memcmp, far cheaper than
-#: hashing them again).
-_LAST_MESSAGES: list = [[], None]
+class _Conversations:
+    """What this process last made of a few conversations (their messages'
+    (role, content) pairs, each with a state: a digest, encoded pieces), so
+    that the next request of a turn, which repeats a conversation and adds a
+    few messages, costs only those. A message is the same when its strings
+    are equal (the same objects in a loop of steps, which compare at once;
+    texts rebuilt from the history, compared with memcmp). Several are kept:
+    a batch steps several jobs in one process, in turn."""
+
+    def __init__(self, size: int = 8):
+        self.size, self.known = size, []
+
+    def longest(self, parts: list):
+        """(pairs known, their state) of the longest known conversation
+        ``parts`` begins with, or ((), None)."""
+        best = ((), None)
+        for known, state in self.known:
+            if len(best[0]) < len(known) <= len(parts) and known[0] == parts[0] and parts[:len(known)] == known:
+                best = (known, state)
+        return best
+
+    def keep(self, parts: list, state, replaces: Sequence = ()) -> None:
+        self.known = [k for k in self.known if k[0] is not replaces][-(self.size - 1):] + [(parts, state)]
+
+
+_DIGESTS, _ENCODED = _Conversations(), _Conversations()
 
 
 def body_digest(body: dict) -> str:
@@ -51,20 +69,21 @@ def body_digest(body: dict) -> str:
     other keys as canonical JSON (sorted keys, no spaces). Fed message by
     message, it costs a fifth of encoding the whole body as JSON: at round
     1,000 of a turn the body is about a megabyte, and a step computes it
-    once; the messages the last body digested began with are not hashed
-    again (:data:`_LAST_MESSAGES`)."""
-    parts = _role_content(body.get("messages"))
-    if parts is not None:
-        known, state = _LAST_MESSAGES
-        same = state is not None and len(known) <= len(parts) and parts[:len(known)] == known
-        digest = state.copy() if same else hashlib.sha256()
-        for role, content in parts[len(known) if same else 0:]:
+    once; the messages a recent body began with are not hashed again
+    (:class:`_Conversations`)."""
+    parts = role_content(body.get("messages"))
+    if parts:
+        known, state = _DIGESTS.longest(parts)
+        digest = state.copy() if state is not None else hashlib.sha256()
+        for role, content in parts[len(known):]:
             for part in (role, content):
                 data = part.encode("utf-8", "surrogatepass")
                 digest.update(b"%d:" % len(data))
                 digest.update(data)
-        _LAST_MESSAGES[:] = [parts, digest.copy()]
+        _DIGESTS.keep(parts, digest.copy(), known)
         rest = {key: value for key, value in body.items() if key != "messages"}
+    elif parts is not None:  # no messages
+        digest, rest = hashlib.sha256(), {key: value for key, value in body.items() if key != "messages"}
     else:  # messages of another shape (tool calls, parts): the whole body as canonical JSON
         digest = hashlib.sha256()
         rest = body
@@ -75,7 +94,7 @@ def body_digest(body: dict) -> str:
 _ROLE_CONTENT = operator.itemgetter("role", "content")
 
 
-def _role_content(messages) -> Optional[list]:
+def role_content(messages) -> Optional[list]:
     """Each message's (role, content) when every message is exactly a role
     and a text (checked with C-level maps: at round 1,000 of a turn a loop in
     Python over the messages cost more than hashing the new ones), else None."""
@@ -87,6 +106,27 @@ def _role_content(messages) -> Optional[list]:
     except KeyError:
         return None
     return parts if all(map(isinstance, itertools.chain.from_iterable(parts), itertools.repeat(str))) else None
+
+
+_JSON = {"ensure_ascii": False, "separators": (",", ":"), "allow_nan": False}
+
+
+def encoded_body(body: dict) -> bytes:
+    """``body`` as the JSON bytes the SDK would send (UTF-8, no spaces, keys
+    in order), its messages encoded once per process: at round 1,000 of a
+    turn the body is about a megabyte, which the SDK would encode whole at
+    every call (about 9 ms; joining the cached pieces costs a tenth of it)."""
+    parts = role_content(body.get("messages"))
+    if not parts:
+        return json.dumps(body, **_JSON).encode("utf-8")
+    known, pieces = _ENCODED.longest(parts)
+    pieces = (pieces or []) + [json.dumps({"role": role, "content": content}, **_JSON).encode("utf-8")
+                               for role, content in parts[len(known):]]
+    _ENCODED.keep(parts, pieces, known)
+    fields = [json.dumps(key, **_JSON).encode("utf-8") + b":" +
+              (b"[" + b",".join(pieces) + b"]" if key == "messages" else json.dumps(value, **_JSON).encode("utf-8"))
+              for key, value in body.items()]
+    return b"{" + b",".join(fields) + b"}"
 
 
 def call_key_prefix(job_id: str, created_at: str, sequence: int) -> str:
