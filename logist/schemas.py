@@ -180,7 +180,7 @@ def job_history_schema() -> dict:
 
 
 def step_journal_schema() -> dict:
-    from .store.recovery import StepJournal
+    from .store.journal import StepJournal
 
     return file_schema(
         StepJournal.model_fields["schema_"].default, "Logist step journal (step_journal.json)",

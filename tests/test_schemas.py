@@ -362,7 +362,7 @@ def test_every_file_of_a_job_validates_against_the_schema_it_names(jobs, llm, tm
     from logist import create_job, post_answer, step_once, user_action
     from logist.replay.fixtures import record_fixture
     from logist.replay.scripted import answer
-    from logist.store.recovery import begin_applying
+    from logist.store.journal import begin_applying
 
     # The files people write, naming their schema in the ways an editor accepts.
     (jobs.path / "config.json").write_text(json.dumps({

@@ -1,7 +1,7 @@
 """Making one call, and recording it exactly once.
 
 :func:`make_call` sends a prepared request to the endpoint. Around it the
-step journal (:mod:`logist.store.recovery`) records the call: ``calling``
+step journal (:mod:`logist.store.journal`) records the call: ``calling``
 with its key and request before anything is sent, ``answered`` with the
 answer, its usage and time as soon as it arrives (fsynced), before
 :mod:`logist.engine.step` applies it. The key (:func:`logist.store.calls.call_key`)
@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Protocol
 
 from ..errors import LLMCallError, LogistError
-from ..store import recovery as journal
+from ..store import journal
+from ..store.recovery import Finish
 from ..store.calls import SavedAnswer, body_digest, call_key_prefix, key_digest, recorded_key
 from ..store.config import resolve_api_key, resolve_endpoint
 from ..store.entries import UNKNOWN, Message, Request, Response
@@ -213,7 +214,7 @@ def _saved(job: Job, prepared: "Prepared", calling: journal.StepJournal, outcome
     return outcome
 
 
-def finish_interrupted(job: Job) -> journal.Finish:
+def finish_interrupted(job: Job) -> Finish:
     """Recovery's ``finish`` for ``job`` (see :func:`logist.store.recovery.open_job`)."""
 
     def finish(manifest: JobManifest, saved: journal.StepJournal) -> JobManifest:

@@ -40,7 +40,7 @@ from typing import Callable, Optional, Sequence
 
 from .. import processes
 from ..redact import redact
-from ..store import recovery as journal
+from ..store import journal
 from ..store.entries import CommandRecord
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest

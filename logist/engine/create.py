@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import views
 from ..store import history as hist
-from ..store import recovery as journal
+from ..store import journal
 from ..errors import ConfigError, LogistError
 from ..store.entries import UserInput
 from ..store.jobsdir import Job, JobsDir, check_job_id

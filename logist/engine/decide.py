@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from pydantic import ValidationError
 
-from ..store import recovery as journal
+from ..store import journal
 from ..errors import ConfigError, LogistError, TransitionError
 from ..store.entries import CommandRecord, UserInput
 from ..store.jobsdir import Job

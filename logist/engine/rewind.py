@@ -16,7 +16,7 @@ from typing import Optional
 
 from ..store import history as hist
 from ..store import seek
-from ..store import recovery as journal
+from ..store import journal
 from ..errors import LogistError, TransitionError
 from ..store.entries import ANSWER_KINDS, HistoryEntry
 from ..store.jobsdir import Job

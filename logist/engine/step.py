@@ -17,7 +17,7 @@ from typing import Callable, Optional
 from ..errors import LogistError, NotSteppableError
 from ..failpoints import failpoint
 from ..protocol import Answer, InvalidAnswer, check_planner_answer, parse_answer
-from ..store import recovery as journal
+from ..store import journal
 from ..store.entries import CommandRecord, Response, Usage
 from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest, Status

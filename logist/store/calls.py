@@ -1,7 +1,7 @@
 """Paid calls: the key that names each one, and its answer as it arrived.
 
 A call is paid for once, so it is recorded once. Before a step sends its
-request, the step journal (:mod:`logist.store.recovery`) records that the
+request, the step journal (:mod:`logist.store.journal`) records that the
 call is being made, with its key and its request; as soon as the answer
 arrives, the journal holds it (:class:`SavedAnswer`, fsynced) before
 anything is applied. A process that ends after that point is finished by the

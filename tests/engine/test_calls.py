@@ -101,12 +101,12 @@ def test_a_call_of_unknown_outcome_is_counted_and_shown(jobs, llm):
     during the call: tests/store/test_crash.py does it with a real process)."""
     from logist.engine.call import request_of
     from logist.engine.prepare import prepare
-    from logist.store import recovery
+    from logist.store import journal
 
     job = create_job(jobs, "lost", "Write hello.py that prints a greeting")
     manifest = job.manifest()
     prepared = prepare(job, manifest)
-    recovery.begin_call(job.dir, 2, manifest.workspace_commit, "lost@t:2:abc", request_of(prepared))
+    journal.begin_call(job.dir, 2, manifest.workspace_commit, "lost@t:2:abc", request_of(prepared))
     shown = logist_cli("job", "status", "lost")
     assert "Pending: step 2's call is not recorded yet: it was in flight" in shown.stdout
 

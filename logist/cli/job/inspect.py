@@ -62,7 +62,7 @@ def select(app: Application, job_id: str, as_json: bool) -> None:
 
 def _unrecorded_call(job) -> Optional[dict]:
     """A call the step journal holds and the history does not record yet."""
-    from ...store.recovery import pending_call
+    from ...store.journal import pending_call
 
     found = pending_call(job.dir)
     if found is None:
