@@ -3,7 +3,8 @@
 ``logist replay-server``, ``logist demo`` and the tests run jobs live (the
 real prompt builder, the real ``openai`` client, real HTTP) against a
 recording instead of a model. The HTTP side is :class:`logist.replay.scripted.LLMServer`;
-this module only decides what to answer.
+this module decides what to answer, with :mod:`logist.replay.matching`
+(which recorded call a request is).
 
 Which recorded call answers a request: the one whose request it is. A
 step sends exactly the body ``job preview --json`` shows and the history
@@ -51,8 +52,6 @@ get the same failure again.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import logging
 import re
 from collections import deque
@@ -62,6 +61,7 @@ from typing import Optional, Union
 
 from ..store.history import HISTORY_NAME, HistoryEntry, JobHistory
 from ..llm import JOB_HEADER, TOOL_NOTE
+from .matching import agreement, canonical_request, digest, first_difference, recorded_body
 from .scripted import NO_RETRY, LLMServer, Reply
 
 logger = logging.getLogger("logist.replay.server")
@@ -70,60 +70,10 @@ logger = logging.getLogger("logist.replay.server")
 TIMEOUT_HOLD = 600.0
 #: Parses a recorded call's error (not a prompt) back into the failure to replay.
 _HTTP_ERROR = re.compile(r": HTTP (\d{3})(?:: (.*?))?(?: \(set LOGIST_API_KEY or OPENAI_API_KEY\))?$", re.S)
-_EXCERPT = 30
 #: A recorded answer that came as a tool call, replayed as one.
 _TOOL_CALL = re.compile(re.escape(TOOL_NOTE).replace(re.escape("{}"), "(.+?)"))
 #: History entries that are calls of the model.
 from ..store.entries import CALL_KINDS  # noqa: E402  (re-exported)
-#: The request parameters a recording keeps (history ``request.metadata``),
-#: compared besides the model and the messages.
-PARAMETERS = ("temperature", "max_tokens", "response_format")
-#: What the workspace path becomes in a canonical request.
-WORKSPACE = "<workspace>"
-
-
-def _content(message: dict) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    return json.dumps(content, ensure_ascii=False)  # content parts, or absent
-
-
-def canonical_request(body: dict, workspaces: tuple[str, ...] = ()) -> dict:
-    """The part of a request body a recording can be matched on: model,
-    messages (role and text) and :data:`PARAMETERS`, with each of the exact
-    ``workspaces`` paths replaced by ``<workspace>``."""
-    paths = sorted({w for w in workspaces if w}, key=len, reverse=True)
-
-    def text(message: dict) -> str:
-        value = _content(message)
-        for path in paths:
-            value = value.replace(path, WORKSPACE)
-        return value
-
-    request = {
-        "model": body.get("model"),
-        "messages": [{"role": m.get("role"), "content": text(m)} for m in body.get("messages") or []],
-    }
-    request.update({key: body.get(key) for key in PARAMETERS})
-    return request
-
-
-def recorded_body(entry: HistoryEntry, entries: Optional[dict[int, dict]] = None) -> dict:
-    """The request body of a recorded call, as far as the history keeps it
-    (``entries``: the history's entries by number, which a request that
-    continues another is rebuilt from)."""
-    from ..store.requests import messages_of
-
-    entries = entries if entries is not None else {entry.sequence: entry.dump()}
-    metadata = entry.request.metadata
-    body: dict = {"model": metadata.model, "messages": messages_of(entries, entry.sequence)}
-    body.update({key: getattr(metadata, key) for key in PARAMETERS})
-    return body
-
-
-def digest(request: dict) -> str:
-    return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 @dataclass(eq=False)  # compared by identity: two calls can ask the same
@@ -141,57 +91,6 @@ class RecordedCall:
 
     def describe(self) -> str:
         return f"step {self.entry.sequence} ({self.label} call {self.number} of {self.of})"
-
-
-def _excerpt(text: str, at: int) -> str:
-    start = max(0, at - 10)
-    piece = text[start : at + _EXCERPT]
-    quoted = json.dumps(piece, ensure_ascii=False)
-    return ("..." if start else "") + quoted + ("..." if at + _EXCERPT < len(text) else "")
-
-
-def _common_prefix(a: str, b: str) -> int:
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-
-
-def agreement(recorded: dict, received: dict) -> tuple[int, int, bool, bool]:
-    """How far two canonical requests agree: leading messages equal, then
-    characters of the next message, then the model, then the parameters.
-    The larger, the nearer."""
-    same = 0
-    for a, b in zip(recorded["messages"], received["messages"]):
-        if a != b:
-            break
-        same += 1
-    prefix = 0
-    if same < min(len(recorded["messages"]), len(received["messages"])):
-        a, b = recorded["messages"][same], received["messages"][same]
-        prefix = _common_prefix(a["content"], b["content"]) if a["role"] == b["role"] else 0
-    parameters = all(recorded[key] == received[key] for key in PARAMETERS)
-    return same, prefix, recorded["model"] == received["model"], parameters
-
-
-def first_difference(recorded: dict, received: dict) -> Optional[str]:
-    """Where canonical request ``received`` first differs from ``recorded``,
-    in words; None if they are the same."""
-    if recorded["model"] != received["model"]:
-        return f"the model is {json.dumps(received['model'])}, the recording used {json.dumps(recorded['model'])}"
-    for index, (rec, got) in enumerate(zip(recorded["messages"], received["messages"])):
-        if rec["role"] != got["role"]:
-            return f"message {index} has role {json.dumps(got['role'])}, the recording {json.dumps(rec['role'])}"
-        a, b = rec["content"], got["content"]
-        if a != b:
-            at = _common_prefix(a, b)
-            return (
-                f"message {index} ({rec['role']}) differs at character {at}: "
-                f"recorded {_excerpt(a, at)}, received {_excerpt(b, at)}"
-            )
-    if len(recorded["messages"]) != len(received["messages"]):
-        return f"the request has {len(received['messages'])} messages, the recording {len(recorded['messages'])}"
-    for key in PARAMETERS:
-        if recorded[key] != received[key]:
-            return f"{key} is {json.dumps(received[key])}, the recording used {json.dumps(recorded[key])}"
-    return None
 
 
 def recorded_reply(entry: HistoryEntry) -> Reply:

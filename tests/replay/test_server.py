@@ -20,7 +20,8 @@ import pytest
 from logist import JobsDir, Status, create_job, load_history, run_job, step_once, user_action
 from logist.replay.fixtures import create_from_fixture, load_fixture
 from logist.replay.apply import ReplayDivergedError, replay_history
-from logist.replay.server import ReplayLLMServer, canonical_request, first_difference, recorded_body
+from logist.replay.matching import canonical_request, first_difference, recorded_body
+from logist.replay.server import ReplayLLMServer
 from logist.replay.scripted import NO_RETRY, Reply, ScriptedLLMServer
 from logist.replay.scripted import answer
 
