@@ -477,9 +477,9 @@ def test_the_models_leave_their_field_docstrings_to_the_schemas():
     from pydantic import BaseModel
 
     from logist.replay import fixtures
-    from logist.store import calls, config, jobsdir, manifest, recovery, roles, skills
+    from logist.store import calls, config, entries, jobsdir, journal, manifest, recovery, roles, skills
 
-    models = [value for module in (fixtures, calls, config, jobsdir, manifest, recovery, roles, skills)
+    models = [value for module in (fixtures, calls, config, entries, jobsdir, journal, manifest, recovery, roles, skills)
               for value in vars(module).values()
               if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == module.__name__]
     assert len(models) > 15

@@ -292,7 +292,7 @@ class HistoryEntry(BaseModel):
 class JobHistory(BaseModel):
     """The whole file, for readers; appends never build this."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
     format: int = 3
     """The file's format version."""
     job_id: str
