@@ -5,10 +5,13 @@ the ratio and whether it meets its target (issue 16), written to
 Every time is what a user waits for, measured in this run on this machine:
 
 - floors: ``python -c pass``, ``python -c "import openai"``, ``git add -A``
-  plus ``git commit`` of the same change a step commits, and a plain
-  fsynced append of a history entry's size;
+  plus ``git commit`` of the same change a step commits, a plain fsynced
+  append of a history entry's size, and what a command that reads a job's
+  file cannot go below with Logist's dependencies: ``import click``, and it
+  with one small JSON file read through a pydantic model;
 - start-up: ``logist --help``, ``--version``, ``job status`` and ``job list``
-  (100 and 1,000 jobs) as processes, against ``python -c pass``;
+  (100 and 1,000 jobs) as processes, against ``python -c pass`` (and
+  status and list against that dependencies' floor);
 - a step in process: ``step_once()`` from its entry to its return, in a
   fresh interpreter, so the first step pays the openai import and each
   step its client; the median of the later steps is the step's own time
@@ -81,6 +84,13 @@ def message(i: int, files: bool = True) -> str:
 # -- floors -------------------------------------------------------------------------------------
 
 
+#: click imported and one small JSON file read through a pydantic model: the
+#: least a command that reads a job's file can do with Logist's dependencies.
+ONE_MODEL = ("import click, json\nfrom pydantic import BaseModel\n"
+             "class Status(BaseModel):\n    job_id: str\n    status: str\n"
+             "print(Status.model_validate(json.loads('{\"job_id\": \"j\", \"status\": \"PENDING\"}')).status)\n")
+
+
 def git_floor(tmp: Path, n: int) -> float:
     """``git add -A`` + ``git commit`` of the change a step makes: the least git work of a commit."""
     repo = tmp / "gitfloor"
@@ -117,11 +127,17 @@ def floors(tmp: Path, runs: int, steps: int) -> dict:
     found = {
         "python": median_run([sys.executable, "-c", "pass"], runs, env, tmp),
         "openai": median_run([sys.executable, "-c", "import openai"], runs, env, tmp),
+        # What the start-up commands cannot go below: the CLI library, and it
+        # with one file read through a pydantic model (the rule for every file).
+        "click": median_run([sys.executable, "-c", "import click"], runs, env, tmp),
+        "click_model": median_run([sys.executable, "-c", ONE_MODEL], runs, env, tmp),
         "git": git_floor(tmp, steps),
         "append": append_floor(tmp, steps),
     }
     rows.add(Row("floor: python -c pass", found["python"]))
     rows.add(Row('floor: python -c "import openai"', found["openai"]))
+    rows.add(Row('floor: python -c "import click"', found["click"], found["python"], "python"))
+    rows.add(Row("floor: import click + one pydantic model read", found["click_model"], found["python"], "python"))
     rows.add(Row("floor: git add -A + git commit of a step's change", found["git"]))
     rows.add(Row("floor: fsynced append of 2 KB", found["append"]))
     return found
@@ -157,8 +173,10 @@ def bench_startup(tmp: Path, runs: int, floor: dict) -> None:
     make_jobs(tmp / "jobs1000", 1000)
     status = median_run(logist + ["--jobs-dir", str(tmp / "jobs100"), "job", "status", "job-0"], runs, env, tmp)
     rows.add(Row("start-up: logist job status", status, floor["python"], "python", target=4.0))
+    rows.add(Row("  job status against its dependencies' floor", status, floor["click_model"], "click + a model"))
     list100 = median_run(logist + ["--jobs-dir", str(tmp / "jobs100"), "job", "list"], runs, env, tmp)
     rows.add(Row("start-up: logist job list (100 jobs)", list100, floor["python"], "python", target=4.0))
+    rows.add(Row("  job list against its dependencies' floor", list100, floor["click_model"], "click + a model"))
     list1000 = median_run(logist + ["--jobs-dir", str(tmp / "jobs1000"), "job", "list"], max(3, runs // 3), env, tmp)
     rows.add(Row("logist job list (1,000 jobs)", list1000, list100, "100 jobs", target=12.0))
 
