@@ -277,13 +277,23 @@ def bench_suite(with_suite: bool) -> None:
     if not with_suite:
         rows.add(Row("test suite (python -m pytest)", None, note="not run (--with-suite)"))
         return
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=HERE.parent,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else f"exit {done.returncode}"
     rows.add(Row("test suite (python -m pytest)", elapsed, target=90.0, target_text="<= 90 s", absolute=True,
                  note=last.strip("= ")))
+    # The CPU time of the suite and every process it waited for: on this
+    # machine's cores the wall time cannot go below it divided by their number.
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cores = os.cpu_count() or 1
+    rows.add(Row(f"  test suite's CPU time over {cores} cores", cpu / cores, text=f"{cpu:.0f} s CPU",
+                 floor_text=f"{cpu / cores:.0f} s wall at the least", ratio_text=""))
 
 
 def bench_batch(tmp: Path, wanted: bool, quick: bool) -> None:
