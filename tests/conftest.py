@@ -116,13 +116,17 @@ def logist_cli(*args: str, env: dict | None = None, input: str | None = None,
 def logist_process(*args: str, env: dict | None = None, input: str | None = None,
                    timeout: float = 60) -> subprocess.CompletedProcess:
     """Run the real ``logist`` in a child process (``python -m logist``),
-    with this process's environment and ``env``. For what only a process
-    shows: a kill (SIGKILL, ``LOGIST_FAILPOINT``) and what the next process
-    makes of it, what a command's processes can see of Logist's
-    (``/proc/<pid>/environ``, the environment it was started with, being
-    non-dumpable), a start-up that changes the interpreter (``PYTHONPATH``)
-    or a ``PATH`` without ``unshare``, the interpreter's own ``--version``
-    path, a terminal, and steps of several processes at once."""
+    with this process's environment and ``env``, for what only a process of
+    its own shows: a kill (SIGKILL, ``LOGIST_FAILPOINT``) and what the next
+    process makes of what it left (the crash tests); what a model's command
+    can see of Logist's process (``/proc/<pid>/environ``, the environment it
+    was started with, a non-dumpable process: test_command_safety, the
+    gitrun planting test); an interpreter started another way
+    (``PYTHONPATH``) or a ``PATH`` without ``unshare`` (probed once per
+    process); ``--version`` answered before click is imported; the Ray
+    engine's driver (the test's process is one already); the progress-line
+    test; test_budget's status "as a new process reads it". Tests of several
+    processes at once start their own."""
     full_env = dict(os.environ)
     full_env.update(env or {})
     return subprocess.run(
