@@ -46,6 +46,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import glob
+import importlib
 import os
 import signal
 import subprocess
@@ -239,7 +240,7 @@ class _Caches:
     def __init__(self):
         self.saved = []
         for module, name in PER_RUN:
-            cache = getattr(sys.modules[module] if module in sys.modules else _import(module), name)
+            cache = getattr(importlib.import_module(module), name)
             if isinstance(cache, (dict, set)):
                 self.saved.append((cache, cache.copy()))
                 cache.clear()
@@ -260,12 +261,6 @@ class _Caches:
                 cache.update(saved)
             else:
                 cache.known = saved
-
-
-def _import(module: str):
-    import importlib
-
-    return importlib.import_module(module)
 
 
 # -- the process's state --------------------------------------------------------------------
