@@ -1,5 +1,7 @@
 """Shared fixtures: one isolated environment per test, a real OpenAI-compatible
-server on 127.0.0.1, and normalisation of volatile fields for snapshots."""
+server on 127.0.0.1, the real ``logist`` program run in this process
+(:func:`logist_cli`) or in a child (:func:`logist_process`), and
+normalisation of volatile fields for snapshots."""
 
 from __future__ import annotations
 
@@ -94,8 +96,37 @@ def llm():
     server.stop()
 
 
-def logist_cli(*args: str, env: dict | None = None, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    """Run the real ``logist`` in a child process."""
+def logist_cli(*args: str, env: dict | None = None, input: str | None = None,
+               timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run the real ``logist`` program's entry point, :func:`logist.__main__.main`,
+    in this process, as a child process would run it (see tests/in_process.py):
+    its own standard streams, ``env`` added to the environment for the run,
+    empty caches, the exit status it would exit with; and the process left
+    as it was found (a run that leaves anything changed fails its test).
+
+    Most tests check what a command does and prints, which is the same in
+    any process: a child per call cost most of the suite's time (about
+    0.16 s of CPU to start Python and import Logist, 0.6 s with openai).
+    What is about a process itself uses :func:`logist_process`."""
+    from in_process import run
+
+    return run(args, env=env, input=input, timeout=timeout)
+
+
+def logist_process(*args: str, env: dict | None = None, input: str | None = None,
+                   timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run the real ``logist`` in a child process (``python -m logist``),
+    with this process's environment and ``env``, for what only a process of
+    its own shows: a kill (SIGKILL, ``LOGIST_FAILPOINT``) and what the next
+    process makes of what it left (the crash tests); what a model's command
+    can see of Logist's process (``/proc/<pid>/environ``, the environment it
+    was started with, a non-dumpable process: test_command_safety, the
+    gitrun planting test); an interpreter started another way
+    (``PYTHONPATH``) or a ``PATH`` without ``unshare`` (probed once per
+    process); ``--version`` answered before click is imported; the Ray
+    engine's driver (the test's process is one already); the progress-line
+    test; test_budget's status "as a new process reads it". Tests of several
+    processes at once start their own."""
     full_env = dict(os.environ)
     full_env.update(env or {})
     return subprocess.run(

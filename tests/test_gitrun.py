@@ -260,7 +260,7 @@ def test_a_command_plants_hooks_fsmonitor_and_filters_then_logist_steps_and_comm
     key is in no file of the jobs directory nor in any git object."""
     import shutil
 
-    from conftest import logist_cli
+    from conftest import logist_process
     from logist import create_job
     from logist.replay.scripted import answer
 
@@ -280,7 +280,7 @@ def test_a_command_plants_hooks_fsmonitor_and_filters_then_logist_steps_and_comm
     env = {"LOGIST_API_KEY": CANARY_KEY, "GIT_TRACE": str(tmp_path / "trace"),
            "PATH": f"{wrapper_dir}{os.pathsep}{os.environ['PATH']}"}
     for _ in range(3):
-        done = logist_cli("job", "step", "--oneshot", job.id, "--base-url", llm.base_url, env=env)
+        done = logist_process("job", "step", "--oneshot", job.id, "--base-url", llm.base_url, env=env)
         assert done.returncode in (0, 3), done.stderr
         assert CANARY_KEY not in done.stdout + done.stderr
     assert (job.workspace / "work.txt").exists() and (job.workspace / "b.txt").exists()

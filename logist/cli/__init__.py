@@ -17,9 +17,13 @@ from ..errors import LogistError
 from .app import Application, exit_codes_help
 from .common import JOBS_DIR_HELP, accept_jobs_dir
 
-#: Set by :func:`main`: the core's warnings go to stderr (not under CliRunner,
-#: whose streams are gone after each invocation).
+#: Set by :func:`main` while it runs: the core's warnings go to stderr. Not
+#: when the group is invoked otherwise (CliRunner, a program embedding it),
+#: whose logging is its caller's.
 _warnings_to_stderr = False
+#: What :func:`_show_core_warnings` did to the "logist" logger (the logger,
+#: the handler it added, the level it replaced), for :func:`main` to undo.
+_shown: list = []
 
 
 class LogistGroup(click.Group):
@@ -84,21 +88,54 @@ _register()
 
 
 def _show_core_warnings() -> None:
-    """The core reports what it repaired through logging; show it on stderr."""
+    """The core reports what it repaired through logging; show it on stderr
+    (unless the "logist" logger has handlers of its own)."""
     import logging
+
+    class CurrentStderr(logging.StreamHandler):
+        """Writes to ``sys.stderr`` as it is when a record comes (a plain
+        StreamHandler keeps the stream it was made with, which a caller that
+        replaced ``sys.stderr`` for one run, as CliRunner does, has closed)."""
+
+        @property
+        def stream(self):
+            return sys.stderr
+
+        @stream.setter
+        def stream(self, value) -> None:
+            pass
 
     logger = logging.getLogger("logist")
     if not logger.handlers:
-        handler = logging.StreamHandler()
+        handler = CurrentStderr()
         handler.setFormatter(logging.Formatter("logist: %(message)s"))
+        _shown.append((logger, handler, logger.level))
         logger.addHandler(handler)
         logger.setLevel(logging.WARNING)
+
+
+def _stop_showing_core_warnings() -> None:
+    """Undo :func:`_show_core_warnings`: :func:`main` leaves the process's
+    logging as it found it, so that a program (or a test) that calls it runs
+    on with its own."""
+    while _shown:
+        logger, handler, level = _shown.pop()
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every failure is one line on stderr and a non-zero exit."""
     global _warnings_to_stderr
     _warnings_to_stderr = True  # for a command; --help and --version need no logging
+    try:
+        _main(argv)
+    finally:
+        _warnings_to_stderr = False
+        _stop_showing_core_warnings()
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         code = cli.main(args=argv, prog_name="logist", standalone_mode=False)
     except click.UsageError as exc:

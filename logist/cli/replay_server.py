@@ -78,7 +78,11 @@ def replay_server(history: str, host: str, port: int, strict: bool, repeats: boo
     Application.info(f"Replaying {server.summary()} from {history} ({'strict' if strict else 'lenient'}). Ctrl-C stops.")
     if not _loopback(host):
         Application.info(f"Warning: listening on {host}, so other machines can reach this server.")
-    logging.getLogger("logist.replay.server").setLevel(logging.INFO)
+    # Each call served is a line on stderr while it serves; the level and the
+    # SIGTERM handler are put back after (a program that calls main runs on).
+    served = logging.getLogger("logist.replay.server")
+    level = served.level
+    served.setLevel(logging.INFO)
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         server.serve_forever()
@@ -87,6 +91,7 @@ def replay_server(history: str, host: str, port: int, strict: bool, repeats: boo
     finally:
         signal.signal(signal.SIGTERM, previous)
         server.stop()
+        served.setLevel(level)
     refused = f"; {len(server.mismatches)} request(s) differed from the recording" if server.mismatches else ""
     jobs = f" for {len(server.queues)} jobs" if len(server.queues) > 1 else ""
     again = sum(1 for e in server.ledger if e["repeat"])

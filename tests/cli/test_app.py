@@ -48,18 +48,18 @@ def test_version_is_answered_before_click_is_imported_with_clicks_own_text():
     import subprocess
     import sys
 
-    from conftest import logist_cli
+    from conftest import logist_process
 
     clicks = invoke("--version")
     assert clicks.exit_code == 0 and clicks.stdout.startswith("logist, version ")
-    fast = logist_cli("--version")
+    fast = logist_process("--version")
     assert (fast.returncode, fast.stdout, fast.stderr) == (0, clicks.stdout, "")
     probe = ("import sys\nfrom logist.__main__ import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('click', 'pydantic')), file=sys.stderr)\n")
     seen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert seen.stdout == clicks.stdout and seen.stderr == "[]\n"
     # Anything else is click's: with an option before it, --version is click's own answer.
-    slow = logist_cli("--jobs-dir", ".", "--version")
+    slow = logist_process("--jobs-dir", ".", "--version")
     assert (slow.returncode, slow.stdout) == (0, clicks.stdout)
 
 

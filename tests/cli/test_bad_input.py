@@ -1,9 +1,10 @@
 """Bad input ends in a recorded, one-line, named failure, never in "internal error".
 
-Each case runs the real ``logist`` in a child process against a real HTTP
-server on 127.0.0.1 (the scripted server's raw faults), or against job files
-damaged on disk, and checks what a person sees (exit code, one line on
-stderr, no traceback) and what is on record.
+Each case runs the real ``logist`` (its entry point, in the test's process:
+tests/conftest.py) against a real HTTP server on 127.0.0.1 (the scripted
+server's raw faults), or against job files damaged on disk, and checks what
+a person sees (exit code, one line on stderr, no traceback) and what is on
+record.
 """
 
 from __future__ import annotations

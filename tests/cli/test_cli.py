@@ -1,6 +1,7 @@
-"""The ``logist`` command line as a user meets it: real child processes (or
-click's CliRunner where a process adds nothing) against a real
-OpenAI-compatible server on 127.0.0.1."""
+"""The ``logist`` command line as a user meets it: the real program (its entry
+point, run in the test's process, or ``python -m logist`` where a process of
+its own matters: tests/conftest.py), or click's CliRunner on the command
+group, against a real OpenAI-compatible server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def free_port() -> int:
 
 
 def invoke(*args: str):
-    """CliRunner on the click group, for output that needs no child process."""
+    """CliRunner on the click group (not the program's entry point), 100 columns wide."""
     return CliRunner(env={"COLUMNS": "100"}).invoke(cli, list(args), prog_name="logist", terminal_width=100)
 
 

@@ -1,7 +1,8 @@
 """Exit codes, the same for every command that runs steps (the table in
 ``logist/cli/app.py``): 0 done, 1 error, 2 usage, 3 a job needs a person,
-4 a job stopped at a spent budget. Each through the real ``logist`` in a
-child process against a real server on 127.0.0.1."""
+4 a job stopped at a spent budget. Each through the real ``logist`` (its
+entry point, in the test's process: tests/conftest.py) against a real server
+on 127.0.0.1."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A person's gates through the CLI: raising a spent budget (``job set``,
 ``job resubmit`` with budget options), answering without ambiguity, and
-canceling being final. Real ``logist`` processes against a real server on
-127.0.0.1."""
+canceling being final. The real ``logist`` (its entry point, in the test's
+process: tests/conftest.py) against a real server on 127.0.0.1."""
 
 from __future__ import annotations
 

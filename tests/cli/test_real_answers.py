@@ -1,7 +1,8 @@
-"""Answers as real models send them, through the real ``logist`` in a child
-process against a real server on 127.0.0.1: the forms the parser reads, one
-corrective re-ask by default (0 in config or on the job: none), a tool-call
-answer, and the roles' ``file_changes`` policy with a person's approval."""
+"""Answers as real models send them, through the real ``logist`` (its entry
+point, in the test's process: tests/conftest.py) against a real server on
+127.0.0.1: the forms the parser reads, one corrective re-ask by default (0
+in config or on the job: none), a tool-call answer, and the roles'
+``file_changes`` policy with a person's approval."""
 
 from __future__ import annotations
 

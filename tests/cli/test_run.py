@@ -1,8 +1,9 @@
 """Starting with a real model and what a person sees while it runs: the
 endpoint check, ``doctor`` and ``models``, timeouts, streaming and its
 fallback, the progress line (on a real pty), the line per call, estimated
-usage, prices and tool-call answers. Real child processes, or click's
-CliRunner where a process adds nothing, against a real ScriptedLLMServer."""
+usage, prices and tool-call answers. The real program (its entry point, in
+the test's process, or a child process on a terminal: tests/conftest.py), or
+click's CliRunner on the command group, against a real ScriptedLLMServer."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from logist.errors import ConfigError
 from logist.replay.scripted import Reply, ScriptedLLMServer, answer
 from logist.store.config import DEFAULT_BASE_URL, NOT_CONFIGURED, load_config, resolve_endpoint, shipped_prices
 
-from conftest import CANARY_KEY, logist_cli, write_config
+from conftest import CANARY_KEY, logist_cli, logist_process, write_config
 
 DONE = answer("COMPLETED", "Wrote hello.py.", [])
 
@@ -261,7 +262,7 @@ def test_a_progress_line_while_the_call_is_in_flight_only_on_a_terminal(jobs, ll
     assert "#3 Worker MESSAGE -> RUNNING" in quiet and "tokens in" not in quiet
 
     llm.add(slow)
-    piped = ok(logist_cli("job", "step", "hello", "--oneshot", "--base-url", llm.base_url))
+    piped = ok(logist_process("job", "step", "hello", "--oneshot", "--base-url", llm.base_url))
     assert "waiting for the model" not in piped.stderr and "\x1b" not in piped.stderr
     assert "#4 Worker MESSAGE -> RUNNING" in piped.stderr
 

@@ -1,8 +1,9 @@
-"""The seeds' shapes through the real ``logist`` in a child process, against
-a real server on 127.0.0.1: the text-tag protocol (seed 002) run, answered
-and replayed; seed 004's Planner wrapper and ``planner_prompt.yaml``; seed
-003's exit command; noisy command output cleaned for the model and kept raw
-in the history; ``job preview`` with no placeholder left unfilled."""
+"""The seeds' shapes through the real ``logist`` (its entry point, in the
+test's process: tests/conftest.py), against a real server on 127.0.0.1: the
+text-tag protocol (seed 002) run, answered and replayed; seed 004's Planner
+wrapper and ``planner_prompt.yaml``; seed 003's exit command; noisy command
+output cleaned for the model and kept raw in the history; ``job preview``
+with no placeholder left unfilled."""
 
 from __future__ import annotations
 

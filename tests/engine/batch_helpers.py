@@ -12,7 +12,7 @@ from logist import JobsDir, load_history
 from logist.replay.fixtures import create_from_fixture
 from logist.store.entries import CALL_KINDS
 
-from conftest import REPO_ROOT, logist_cli
+from conftest import REPO_ROOT, logist_cli, logist_process
 
 WORDCOUNT = REPO_ROOT / "fixtures" / "wordcount"
 MODEL = "gpt-4o-mini"
@@ -25,9 +25,12 @@ def make_jobs(jobs: JobsDir, count: int) -> list[str]:
     return ids
 
 
-def run_all(jobs: JobsDir, server, *options: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return logist_cli("--jobs-dir", str(jobs.path), "job", "run", "--all", "--base-url", server.base_url,
-                      "--model", MODEL, *options, timeout=timeout)
+def run_all(jobs: JobsDir, server, *options: str, timeout: float = 300, process: bool = False) -> subprocess.CompletedProcess:
+    """``logist job run --all`` on ``server``; ``process``: in a child process
+    (the Ray engine: its driver cannot share the test's process, which is one already)."""
+    run = logist_process if process else logist_cli
+    return run("--jobs-dir", str(jobs.path), "job", "run", "--all", "--base-url", server.base_url,
+               "--model", MODEL, *options, timeout=timeout)
 
 
 def fingerprint(job_dir: Path) -> dict:

@@ -26,7 +26,7 @@ import pytest
 from logist.processes import mounts_work, namespace_prefix
 from logist.replay.scripted import answer
 
-from conftest import CANARY_KEY, logist_cli
+from conftest import CANARY_KEY, logist_process
 
 pytestmark = pytest.mark.slow
 
@@ -84,10 +84,10 @@ def test_a_command_cannot_read_logists_environment(jobs, llm, sandbox):
     if sandbox == "namespace":  # no other process is visible in there: the shared canary can be used too
         env["OPENAI_API_KEY"] = CANARY_KEY
         secrets.append(CANARY_KEY)
-    outputs = [ok(logist_cli("job", "create", "probe", "-o", "Probe", "--allow", PROBE, "--command-sandbox", sandbox,
+    outputs = [ok(logist_process("job", "create", "probe", "-o", "Probe", "--allow", PROBE, "--command-sandbox", sandbox,
                              env=env))]
     llm.add(answer("CMD", command=PROBE), answer("COMPLETED", "probed"))
-    outputs.append(ok(logist_cli("job", "step", "probe", "--base-url", llm.base_url, env=env)))
+    outputs.append(ok(logist_process("job", "step", "probe", "--base-url", llm.base_url, env=env)))
     workspace = jobs.path / "probe" / "workspace"
     parent, walk, own = ((workspace / name).read_text(errors="replace") for name in ("parent.env", "walk.env", "own.env"))
     assert "PATH=" in walk and "PATH=" in own, "the walk read the environments it could"
@@ -102,7 +102,7 @@ def test_a_command_cannot_read_logists_environment(jobs, llm, sandbox):
         # and blanked the values in the block /proc shows (what root still reads).
         assert "Permission denied" in parent or f"LOGIST_API_KEY={'*' * len(key)}" in parent
     assert {"parent.env", "walk.env", "own.env"} <= set(git(workspace, "ls-tree", "-r", "--name-only", "HEAD").decode().split())
-    outputs.append(ok(logist_cli("report", env=env)))
+    outputs.append(ok(logist_process("report", env=env)))
     assert (jobs.path / "probe" / "report.html").is_file()
     assert_nowhere(secrets, jobs.path, llm, outputs)
 
@@ -111,13 +111,13 @@ def test_commands_get_an_allowlisted_environment_and_secrets_are_redacted(jobs, 
     key = f"sk-test-{uuid.uuid4().hex}"
     env = secret_env(key)
     outputs = [
-        ok(logist_cli("job", "create", "plain", "-o", "Show", "--allow", SHOW, env=env)),
-        ok(logist_cli("job", "create", "named", "-o", "Show", "--allow", SHOW, "--command-env", "GH_PAT",
+        ok(logist_process("job", "create", "plain", "-o", "Show", "--allow", SHOW, env=env)),
+        ok(logist_process("job", "create", "named", "-o", "Show", "--allow", SHOW, "--command-env", "GH_PAT",
                       "--command-env", "DATABASE_URL", "--command-env", "LOGIST_API_KEY", env=env)),
     ]
     # Not named: not passed, whatever the name.
     llm.add(answer("CMD", command=SHOW), answer("COMPLETED", "shown"))
-    outputs.append(ok(logist_cli("job", "step", "plain", "--base-url", llm.base_url, env=env)))
+    outputs.append(ok(logist_process("job", "step", "plain", "--base-url", llm.base_url, env=env)))
     history = json.loads((jobs.path / "plain" / "jobHistory.json").read_text())["interactions"]
     assert "pat= db= aws=" in history[1]["command"]["output"]
 
@@ -126,11 +126,11 @@ def test_commands_get_an_allowlisted_environment_and_secrets_are_redacted(jobs, 
     llm.add(answer("CMD", command=SHOW),
             answer("ASK", question=f"Is {GH_PAT} the right token?"),
             answer("COMPLETED", f"used {DB_PASSWORD} and {key}"))
-    outputs.append(ok(logist_cli("job", "step", "named", "--base-url", llm.base_url, env=env), code=3))
-    outputs.append(ok(logist_cli("job", "answer", "named", f"yes, and the key is {key}", env=env)))
-    outputs.append(ok(logist_cli("job", "step", "named", "--base-url", llm.base_url, env=env)))
-    outputs.append(ok(logist_cli("job", "history", "named", "--json", env=env)))
-    outputs.append(ok(logist_cli("report", env=env)))
+    outputs.append(ok(logist_process("job", "step", "named", "--base-url", llm.base_url, env=env), code=3))
+    outputs.append(ok(logist_process("job", "answer", "named", f"yes, and the key is {key}", env=env)))
+    outputs.append(ok(logist_process("job", "step", "named", "--base-url", llm.base_url, env=env)))
+    outputs.append(ok(logist_process("job", "history", "named", "--json", env=env)))
+    outputs.append(ok(logist_process("report", env=env)))
     entries = json.loads((jobs.path / "named" / "jobHistory.json").read_text())["interactions"]
     output = next(e["command"]["output"] for e in entries if e.get("command"))
     assert "pat=[redacted] db=postgres://app:[redacted]@db.invalid:5432/app aws=" in output
@@ -170,7 +170,7 @@ def test_recovery_kills_the_command_of_a_killed_step(jobs, llm, sandbox):
     # of the command's first process would leave behind to write late.
     marker = f"sleep 8.{uuid.uuid4().int % 10**6:06d}"  # long enough for a loaded machine to reach recovery first
     command = f"touch started; ({marker}; echo late > late.txt) & wait"
-    ok(logist_cli("job", "create", "slow", "-o", "Wait", "--allow", command, "--command-sandbox", sandbox))
+    ok(logist_process("job", "create", "slow", "-o", "Wait", "--allow", command, "--command-sandbox", sandbox))
     workspace = jobs.path / "slow" / "workspace"
     llm.add(answer("CMD", command=command))
     child = subprocess.Popen([sys.executable, "-m", "logist", "job", "step", "slow", "--oneshot", "--base-url",
@@ -186,7 +186,7 @@ def test_recovery_kills_the_command_of_a_killed_step(jobs, llm, sandbox):
 
     # The next command finishes the step from its saved answer; the command,
     # interrupted, is not started again on its own but held for a person.
-    held = logist_cli("job", "step", "slow", "--oneshot", "--base-url", llm.base_url)
+    held = logist_process("job", "step", "slow", "--oneshot", "--base-url", llm.base_url)
     assert held.returncode == 3 and "decide on its held command" in held.stderr, held.stderr
     assert json.loads((jobs.path / "slow" / "job_manifest.json").read_text())["pending_command"] == command
     assert len(llm.requests) == 1, "the call was not made again"
@@ -205,18 +205,18 @@ def test_a_command_never_runs_unrecorded(jobs, llm):
     """Killed after the group is recorded, before the launcher is told to go:
     the command does not run at all."""
     command = "touch ran"
-    ok(logist_cli("job", "create", "gate", "-o", "Touch", "--allow", command))
+    ok(logist_process("job", "create", "gate", "-o", "Touch", "--allow", command))
     llm.add(answer("CMD", command=command))
-    killed = logist_cli("job", "step", "gate", "--oneshot", "--base-url", llm.base_url,
+    killed = logist_process("job", "step", "gate", "--oneshot", "--base-url", llm.base_url,
                         env={"LOGIST_FAILPOINT": "command_started"})
     assert killed.returncode == -signal.SIGKILL
     assert json.loads((jobs.path / "gate" / "step_journal.json").read_text())["command_pgid"] > 1
-    held = logist_cli("job", "step", "gate", "--oneshot", "--base-url", llm.base_url)
+    held = logist_process("job", "step", "gate", "--oneshot", "--base-url", llm.base_url)
     assert held.returncode == 3 and "decide on its held command" in held.stderr, held.stderr
     time.sleep(0.5)
     assert not (jobs.path / "gate" / "workspace" / "ran").exists()
     # A person decides: skipped, it never runs.
-    ok(logist_cli("job", "skip-command", "gate"))
+    ok(logist_process("job", "skip-command", "gate"))
     assert not (jobs.path / "gate" / "workspace" / "ran").exists()
 
 
@@ -227,9 +227,9 @@ def test_a_namespace_the_system_cannot_make_refuses_the_command(jobs, llm, tmp_p
     tools.mkdir()
     for tool in ("git", "touch"):
         (tools / tool).symlink_to(shutil.which(tool))
-    ok(logist_cli("job", "create", "strict", "-o", "Touch", "--allow", "touch ran", "--command-sandbox", "namespace"))
+    ok(logist_process("job", "create", "strict", "-o", "Touch", "--allow", "touch ran", "--command-sandbox", "namespace"))
     llm.add(answer("CMD", command="touch ran"), answer("COMPLETED", "done"))
-    ok(logist_cli("job", "step", "strict", "--base-url", llm.base_url, env={"PATH": str(tools)}))
+    ok(logist_process("job", "step", "strict", "--base-url", llm.base_url, env={"PATH": str(tools)}))
     command = json.loads((jobs.path / "strict" / "jobHistory.json").read_text())["interactions"][1]["command"]
     assert command["decision"] == "deny" and "cannot start a PID namespace" in command["output"]
     assert not (jobs.path / "strict" / "workspace" / "ran").exists()
@@ -268,15 +268,15 @@ def test_a_command_cannot_change_git_or_logists_files(jobs, llm, tmp_path):
     config, move a ref, commit, replace, move or unmount ``.git``, or to
     write the job's context, history or manifest, the jobs index or another
     job is refused; the command still writes its workspace and reads git."""
-    ok(logist_cli("job", "create", "other", "-o", "Other"))
-    ok(logist_cli("job", "create", "tamper", "-o", "Tamper", "--allow", TAMPER_SCRIPT, "--command-sandbox", "namespace"))
+    ok(logist_process("job", "create", "other", "-o", "Other"))
+    ok(logist_process("job", "create", "tamper", "-o", "Tamper", "--allow", TAMPER_SCRIPT, "--command-sandbox", "namespace"))
     job_dir = jobs.path / "tamper"
     (job_dir / "context.md").write_text("The context a person wrote.\n")
     logist_files = {p: p.read_bytes() for p in [*job_dir.glob("*.json"), job_dir / "context.md", jobs.path / "jobs_index.json"]}
     git_dir = job_dir / "workspace" / ".git"
     git_before = {p: p.read_bytes() for p in git_dir.rglob("*") if p.is_file()}
     llm.add(answer("CMD", command=TAMPER_SCRIPT), answer("COMPLETED", "tried"))
-    ok(logist_cli("job", "step", "tamper", "--oneshot", "--base-url", llm.base_url))
+    ok(logist_process("job", "step", "tamper", "--oneshot", "--base-url", llm.base_url))
     workspace = job_dir / "workspace"
     attempts = dict(line.split(": ") for line in (workspace / "attempts.txt").read_text().splitlines())
     assert attempts == {name: "refused" for name in TAMPER}

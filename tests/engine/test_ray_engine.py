@@ -44,7 +44,7 @@ def test_twenty_jobs_as_ray_tasks_end_as_a_serial_run(jobs, tmp_path, ray_cluste
 
     ids = make_jobs(jobs, 20)
     with ReplayLLMServer(WORDCOUNT) as server:
-        result = run_all(jobs, server, "--engine", "ray", "--address", ray_cluster, "--json")
+        result = run_all(jobs, server, "--engine", "ray", "--address", ray_cluster, "--json", process=True)
     assert result.returncode == 3, result.stderr
     assert [o["job_id"] for o in json.loads(result.stdout)] == ids
     for job_id in ids:
@@ -100,9 +100,9 @@ def test_without_ray_the_error_is_one_line(jobs, llm, tmp_path):
     hide.mkdir()
     (hide / "ray.py").write_text("raise ImportError('no ray here')\n")
     env = {"PYTHONPATH": os.pathsep.join([str(hide), os.environ.get("PYTHONPATH", "")])}
-    from conftest import logist_cli
+    from conftest import logist_process
 
-    result = logist_cli("--jobs-dir", str(jobs.path), "job", "run", "--all", "--engine", "ray",
+    result = logist_process("--jobs-dir", str(jobs.path), "job", "run", "--all", "--engine", "ray",
                         "--base-url", llm.base_url, env=env)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [

@@ -13,7 +13,7 @@ from logist.errors import LogistError
 from logist.engine.rewind import rewind
 from logist.replay.scripted import answer
 
-from conftest import logist_cli
+from conftest import logist_cli, logist_process
 
 #: Fields of a manifest that a rewind is expected to change (SPEC/Totals).
 REWIND_VOLATILE = {"last_sequence", "updated_at", "totals"}
@@ -364,11 +364,11 @@ def test_hand_edits_before_restep_are_kept(jobs, llm):
 @pytest.mark.parametrize("point", ["before_history_append", "after_history", "after_manifest"])
 def test_restep_killed_while_recording_is_finished_by_the_next_command(jobs, llm, point):
     job, entries = three_steps(jobs, llm)
-    killed = logist_cli("job", "restep", "rw", env={"LOGIST_FAILPOINT": point})
+    killed = logist_process("job", "restep", "rw", env={"LOGIST_FAILPOINT": point})
     assert killed.returncode == -9, killed.stderr
 
     llm.add(answer("MESSAGE", message="step three again"))
-    result = logist_cli("job", "step", "rw", "--oneshot", "--base-url", llm.base_url)
+    result = logist_process("job", "step", "rw", "--oneshot", "--base-url", llm.base_url)
     assert result.returncode == 0, result.stderr
 
     kinds = [e.kind for e in load_history(job.dir).interactions]

@@ -29,7 +29,7 @@ from logist.store.forms import Sources, read_all
 from logist.replay.scripted import Reply
 from logist.replay.scripted import answer
 
-from conftest import logist_cli
+from conftest import logist_process
 
 pytestmark = pytest.mark.slow
 
@@ -197,7 +197,7 @@ def test_killed_step_is_recoverable(jobs, llm, point):
         assert (job.dir / "jobHistory.json.append").exists()
     # A command that only looks shows the recovered state, never a stale one;
     # a call the journal holds and the history does not is shown as waiting.
-    status = json.loads(ok(logist_cli("job", "status", "hello", "--json")).stdout)
+    status = json.loads(ok(logist_process("job", "status", "hello", "--json")).stdout)
     recorded = expect["kept"] and not expect["saved"]
     assert (status["status"], status["last_sequence"]) == (("REVIEWING", 3) if recorded else ("RUNNING", 2)), point
     journal_left = (job.dir / "step_journal.json").exists()
@@ -223,7 +223,7 @@ def test_killed_step_is_recoverable(jobs, llm, point):
     else:
         llm.add(REDONE, REVIEW_OK)  # the call's outcome is unknown: the Worker makes it again
     # A kept step leaves the Supervisor's review, which ends waiting for approval (exit 3).
-    ok(logist_cli("job", "step", "--oneshot", "hello", "--base-url", llm.base_url), code=3 if expect["kept"] else 0)
+    ok(logist_process("job", "step", "--oneshot", "hello", "--base-url", llm.base_url), code=3 if expect["kept"] else 0)
     entries = assert_consistent(job)
     assert entries[: len(before)] == before, "an entry written before the crash was lost or changed"
     rest = entries[len(before):]
@@ -266,7 +266,7 @@ def test_killed_step_is_recoverable(jobs, llm, point):
 
     # -- the job runs on to APPROVAL_REQUIRED ---------------------------------
     if not expect["kept"]:
-        ok(logist_cli("job", "run", "hello", "--base-url", llm.base_url), code=3)
+        ok(logist_process("job", "run", "hello", "--base-url", llm.base_url), code=3)
     entries = assert_consistent(job)
     manifest = read_json(job.manifest_path)
     assert manifest["status"] == "APPROVAL_REQUIRED"
@@ -329,7 +329,7 @@ def test_torn_history_is_moved_aside_and_readable_entries_kept(jobs, llm, where)
     manifest_before = read_json(job.manifest_path)
 
     llm.add(REVIEW_OK)
-    ok(logist_cli("job", "step", "--oneshot", "hello", "--base-url", llm.base_url), code=3)
+    ok(logist_process("job", "step", "--oneshot", "hello", "--base-url", llm.base_url), code=3)
 
     asides = sorted(job.dir.glob("jobHistory.json.corrupt-*"))
     assert len(asides) == 1, sorted(p.name for p in job.dir.iterdir())
@@ -361,7 +361,7 @@ def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
     job.manifest_path.write_bytes(garbage)
 
     llm.add(REDONE, REVIEW_OK)
-    ok(logist_cli("job", "step", "--oneshot", "hello", "--base-url", llm.base_url))
+    ok(logist_process("job", "step", "--oneshot", "hello", "--base-url", llm.base_url))
 
     asides = sorted(job.dir.glob("job_manifest.json.corrupt-*"))
     assert len(asides) == 1, sorted(p.name for p in job.dir.iterdir())
@@ -380,6 +380,6 @@ def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
     # continues the turn that entry 2 left.
     assert llm.requests[-1]["messages"][2] == {"role": "assistant", "content": FIRST}
 
-    ok(logist_cli("job", "run", "hello", "--base-url", llm.base_url), code=3)
+    ok(logist_process("job", "run", "hello", "--base-url", llm.base_url), code=3)
     assert_consistent(job)
     assert read_json(job.manifest_path)["status"] == "APPROVAL_REQUIRED"

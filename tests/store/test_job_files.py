@@ -24,7 +24,7 @@ from logist.store.atomic import move_aside
 from logist.store.layout import JOB_FILES, README_NAME, describe
 from logist.store.upgrade import upgrade_job
 
-from conftest import REPO_ROOT, logist_cli
+from conftest import REPO_ROOT, logist_process
 
 
 def readme_names(job_dir: Path) -> list[str]:
@@ -61,7 +61,7 @@ def test_the_readme_names_every_file_a_job_leaves(jobs, llm):
     assert unexplained(job.dir) == []
 
     # Killed while recording a step: its journals stay until the next command.
-    killed = logist_cli("job", "poststep", "files", "--response-string", answer("MESSAGE", message="killed"),
+    killed = logist_process("job", "poststep", "files", "--response-string", answer("MESSAGE", message="killed"),
                         env={"LOGIST_FAILPOINT": "before_history_append"})
     assert killed.returncode == -9, killed.stderr
     assert {"step_journal.json", "jobHistory.json.append"} <= set(os.listdir(job.dir))
@@ -70,12 +70,12 @@ def test_the_readme_names_every_file_a_job_leaves(jobs, llm):
 
     # A damaged manifest is moved aside and rebuilt by the next command.
     job.manifest_path.write_text("{ not json")
-    repaired = logist_cli("job", "poststep", "files", "--response-string", answer("MESSAGE", message="after"))
+    repaired = logist_process("job", "poststep", "files", "--response-string", answer("MESSAGE", message="after"))
     assert repaired.returncode == 0, repaired.stderr
     assert [n for n in os.listdir(job.dir) if n.startswith("job_manifest.json.corrupt-")]
 
     for args in (["job", "report", "files"], ["job", "transcript", "files", "--rebuild"]):
-        result = logist_cli(*args)
+        result = logist_process(*args)
         assert result.returncode == 0, result.stderr
     seen |= set(os.listdir(job.dir))
     assert unexplained(job.dir) == []

@@ -27,7 +27,7 @@ import time
 
 import pytest
 
-from conftest import logist_cli
+from conftest import logist_process
 from logist import create_job
 from logist.failpoints import COMMAND_POINTS, POINTS
 from logist.replay.scripted import LLMServer, Reply, answer
@@ -124,7 +124,7 @@ def test_a_storm_of_kills_loses_and_breaks_nothing(jobs):
             elif child.returncode == 3:  # a command a kill interrupted is held: a person decides
                 assert "held command" in err, err
                 held += 1
-                decided = logist_cli("job", random.choice(["approve-command", "skip-command"]), "storm")
+                decided = logist_process("job", random.choice(["approve-command", "skip-command"]), "storm")
                 assert decided.returncode in (0, 3) and "Traceback" not in decided.stderr, decided.stderr
             else:
                 assert child.returncode == 0, f"kill {i} ({point}): rc={child.returncode}\n{err}"
@@ -141,7 +141,7 @@ def test_a_storm_of_kills_loses_and_breaks_nothing(jobs):
             assert recovered_manifest(job.dir).last_sequence == entries[-1]["sequence"]
             assert manifest["last_sequence"] in (entries[-1]["sequence"], entries[-1]["sequence"] - 1)
             if i % 8 == 7:  # the real command, now and then (each is a process)
-                status = logist_cli("job", "status", "storm", "--json")
+                status = logist_process("job", "status", "storm", "--json")
                 assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
                 assert json.loads(status.stdout)["last_sequence"] == entries[-1]["sequence"]
 
@@ -149,14 +149,14 @@ def test_a_storm_of_kills_loses_and_breaks_nothing(jobs):
         assert held >= 1, "no kill landed in a command"
         # A last step runs through, repairing what the last kill left.
         server.command_next = False
-        final = logist_cli("job", "step", "--oneshot", "storm", "--base-url", server.base_url)
+        final = logist_process("job", "step", "--oneshot", "storm", "--base-url", server.base_url)
         if final.returncode == 3:
-            assert logist_cli("job", "skip-command", "storm").returncode == 0
-            final = logist_cli("job", "step", "--oneshot", "storm", "--base-url", server.base_url)
+            assert logist_process("job", "skip-command", "storm").returncode == 0
+            final = logist_process("job", "step", "--oneshot", "storm", "--base-url", server.base_url)
         assert final.returncode == 0 and "Traceback" not in final.stderr, final.stderr
 
     manifest, entries = _files(job)
-    status = json.loads(logist_cli("job", "status", "storm", "--json").stdout)
+    status = json.loads(logist_process("job", "status", "storm", "--json").stdout)
     assert status["status"] == manifest["status"] == "RUNNING"
     assert status["last_sequence"] == manifest["last_sequence"] == entries[-1]["sequence"]
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=job.workspace, capture_output=True, text=True).stdout.strip()

@@ -15,7 +15,7 @@ from logist.replay.scripted import Reply
 from logist.views.markdown import fenced
 from logist.views.transcript import render, transcript_path
 
-from conftest import logist_cli, write_config
+from conftest import logist_cli, logist_process, write_config
 
 PY = sys.executable
 CALC = "def add(a, b):\n    return a - b\n"
@@ -195,7 +195,7 @@ def test_entries_recorded_by_crash_recovery_reach_the_transcript(jobs):
     next command repairs the job and the transcript catches up."""
     job = create_job(jobs, "crash", "Say hi")
     post_answer(job, a("MESSAGE", message="before the crash"))
-    killed = logist_cli(
+    killed = logist_process(
         "job", "poststep", "crash", "--response-string", a("MESSAGE", message="killed after recording"),
         env={"LOGIST_FAILPOINT": "after_manifest"},
     )

@@ -23,7 +23,7 @@ from logist.replay.scripted import answer
 from logist.views import VIEWS_LOCK_NAME
 from logist.views.transcript import read_marker, render, transcript_path
 
-from conftest import logist_cli
+from conftest import logist_process
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +44,7 @@ def ok(result: subprocess.CompletedProcess, code: int = 0) -> subprocess.Complet
 
 
 def step_cli(llm, **env: str) -> subprocess.CompletedProcess:
-    return logist_cli("job", "step", "--oneshot", "hello", "--base-url", llm.base_url, env=env)
+    return logist_process("job", "step", "--oneshot", "hello", "--base-url", llm.base_url, env=env)
 
 
 def fresh_render(job) -> str:
@@ -70,7 +70,7 @@ def test_killed_while_the_transcript_is_written_the_step_is_recorded(jobs, llm):
     manifest = read_json(job.manifest_path)
     assert manifest["last_sequence"] == 3 and manifest["status"] == "REVIEWING"
     assert not (job.dir / "step_journal.json").exists()
-    status = json.loads(ok(logist_cli("job", "status", "hello", "--json")).stdout)
+    status = json.loads(ok(logist_process("job", "status", "hello", "--json")).stdout)
     assert status["status"] == "REVIEWING" and status["last_sequence"] == 3
     # The transcript was cut in the middle of the new entry's block, which
     # was written over the old marker.
@@ -134,7 +134,7 @@ def test_a_busy_views_lock_is_skipped_and_caught_up_later(jobs, llm):
         assert read_marker(transcript_path(job.dir)).seq == 1, "the step did not wait for, or write, the views"
     finally:
         holder.communicate("\n", timeout=30)
-    shown = ok(logist_cli("job", "transcript", "hello"))
+    shown = ok(logist_process("job", "transcript", "hello"))
     assert "Brought" in shown.stderr
     assert shown.stdout == transcript_path(job.dir).read_text(encoding="utf-8") == fresh_render(job)
 

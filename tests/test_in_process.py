@@ -1,0 +1,159 @@
+"""``conftest.logist_cli`` runs the real program in the test's process
+(tests/in_process.py): what it prints and exits with is what a child
+process prints and exits with, each run starts from fresh caches, and the
+test's process is left as it was found."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import in_process
+from conftest import logist_cli, logist_process
+from logist import create_job, post_answer
+from logist.replay.scripted import answer
+from logist.store import seek
+from logist.views.transcript import transcript_path
+
+LINUX = sys.platform.startswith("linux")
+
+
+def test_a_run_here_prints_and_exits_as_a_child_process(jobs, tmp_path):
+    job = create_job(jobs, "hello", "Write hello.py that prints a greeting " * 4, acceptance=["prints Hello"])
+    post_answer(job, answer("MESSAGE", message="Planning the greeting, at some length. " * 4))
+    broken = create_job(jobs, "broken", "Say hi")
+    transcript_path(broken.dir).unlink()
+    transcript_path(broken.dir).mkdir()  # each poststep warns (the core's logging, on stderr)
+    cases = [
+        ((), {}), (("--help",), {}), (("job", "create", "--help"), {}),  # click's help, at the program's width
+        (("job", "status", "hello"), {}), (("job", "show", "hello"), {}), (("job", "transcript", "hello"), {}),
+        (("job", "history", "hello"), {}), (("job", "history", "hello"), {"COLUMNS": "60"}),
+        (("job", "list"), {"COLUMNS": ""}),  # tables: COLUMNS, or whole lines on a pipe
+        (("job", "status", "nosuch"), {}), (("job", "create", "bad id!", "-o", "x"), {}),  # errors: exit 1
+        (("job", "reject", "hello"), {}), (("job", "frobnicate"), {}),  # usage errors: exit 2
+        ((), {"_LOGIST_COMPLETE": "bash_complete", "COMP_WORDS": "logist job status h", "COMP_CWORD": "3"}),
+    ]
+    differ = []
+    for args, env in cases:
+        here, there = logist_cli(*args, env=env), logist_process(*args, env=env)
+        if (here.returncode, here.stdout, here.stderr) != (there.returncode, there.stdout, there.stderr):
+            differ.append(f"{args} {env}:\n  here  {here.returncode} {here.stdout!r} {here.stderr!r}\n"
+                          f"  child {there.returncode} {there.stdout!r} {there.stderr!r}")
+    # A command that changes a job, and whose core warns: the same change, twice.
+    posts = [run("job", "poststep", "broken", "--response-string", answer("MESSAGE", message="note"))
+             for run in (logist_cli, logist_process)]
+    assert posts[0].returncode == posts[1].returncode == 0
+    assert posts[0].stderr.replace("#2 ", "#N ") == posts[1].stderr.replace("#3 ", "#N "), [p.stderr for p in posts]
+    assert "logist: could not update" in posts[0].stderr
+    assert differ == [], "\n".join(differ)
+
+
+def test_a_traceback_and_its_exit_status_are_the_interpreters(jobs):
+    here = logist_cli("job", "status", "nosuch", env={"LOGIST_DEBUG": "1"})
+    there = logist_process("job", "status", "nosuch", env={"LOGIST_DEBUG": "1"})
+    assert here.returncode == there.returncode == 1
+    assert here.stdout == there.stdout == ""
+    for result in (here, there):
+        lines = result.stderr.splitlines()
+        assert lines[0] == "Traceback (most recent call last):"
+    assert here.stderr.splitlines()[-1] == there.stderr.splitlines()[-1]
+    assert here.stderr.splitlines()[-1].startswith("logist.errors.NotFoundError: no job 'nosuch'")
+
+
+def test_the_environment_given_is_the_runs_only(jobs):
+    os.environ.pop("LOGIST_DEBUG", None)
+    result = logist_cli("job", "status", "nosuch", env={"LOGIST_DEBUG": "1", "NEW_NAME": "x"})
+    assert "Traceback" in result.stderr
+    assert "LOGIST_DEBUG" not in os.environ and "NEW_NAME" not in os.environ
+
+
+def test_a_run_starts_with_empty_caches_and_the_tests_are_put_back(jobs):
+    """A run does not see the test's caches (here one made wrong on purpose:
+    a new process would not have it), and the test's are as they were after."""
+    job = create_job(jobs, "hello", "Write hello.py")
+    post_answer(job, answer("MESSAGE", message="the real answer"))
+    entries = seek.entries_since(job.dir, 2)
+    identity, first, end, _ = seek._PARSED[str(job.history_path)]
+    poisoned = {2: {**entries[2], "response": {**entries[2]["response"], "raw_response": "POISON"}}}
+    seek._PARSED[str(job.history_path)] = (identity, first, end, poisoned)
+    try:
+        shown = logist_cli("job", "history", "hello", "--entry", "2", "--json")
+        assert json.loads(shown.stdout)["response"]["raw_response"] == answer("MESSAGE", message="the real answer")
+        assert seek._PARSED[str(job.history_path)] == (identity, first, end, poisoned)
+        assert seek.entries_since(job.dir, 2)[2]["response"]["raw_response"] == "POISON"
+    finally:
+        seek._PARSED.pop(str(job.history_path), None)
+
+
+def test_a_failpoint_is_refused_here(jobs):
+    with pytest.raises(in_process.InProcessError, match="logist_process"):
+        logist_cli("job", "list", env={"LOGIST_FAILPOINT": "after_call"})
+
+
+def test_a_module_level_value_a_run_changes_must_be_declared(jobs, monkeypatch):
+    """The guard for caches to come: one left out of PER_RUN and SHARED fails the test."""
+    left_out = ("logist.store.seek", "_PARSED")
+    monkeypatch.setattr(in_process, "PER_RUN", tuple(c for c in in_process.PER_RUN if c != left_out))
+    job = create_job(jobs, "hello", "Write hello.py")
+    post_answer(job, answer("MESSAGE", message="one"))
+    seek._PARSED.clear()
+    try:
+        with pytest.raises(AssertionError, match=r"logist\.store\.seek\._PARSED changed"):
+            logist_cli("job", "history", "hello", "--entry", "2", "--json")
+    finally:
+        seek._PARSED.clear()
+
+
+def test_every_declared_cache_exists():
+    import importlib
+
+    for module, name in [*in_process.PER_RUN, *in_process.SHARED]:
+        assert hasattr(importlib.import_module(module), name), f"{module}.{name}"
+
+
+@pytest.mark.skipif(not LINUX, reason="prctl and /proc/self/environ")
+def test_hiding_the_secrets_before_a_command_is_undone_after_the_run(jobs, llm):
+    """Before it runs a command Logist makes its process non-dumpable and
+    blanks the secrets in /proc/self/environ (logist.processes); here that
+    process is pytest's, so the run's end puts both back."""
+    from logist import processes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    during = []
+    original = processes.hide_secrets_from_proc
+
+    def spy():
+        original()
+        during.append(libc.prctl(3, 0, 0, 0, 0))  # PR_GET_DUMPABLE
+
+    processes.hide_secrets_from_proc = spy
+    was = libc.prctl(3, 0, 0, 0, 0)  # 0 already, if a step of the library ran a command in this process
+    libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
+    environ_before = Path("/proc/self/environ").read_bytes()
+    try:
+        create_job(jobs, "cmd", "Run a command", command_policy="allow", allowed_commands=["true"],
+                   command_sandbox="none")
+        llm.add(answer("CMD", command="true"))
+        assert logist_cli("job", "step", "cmd", "--oneshot", "--base-url", llm.base_url).returncode == 0
+        assert during == [0], "the command ran with the process non-dumpable"
+        assert libc.prctl(3, 0, 0, 0, 0) == 1
+        assert Path("/proc/self/environ").read_bytes() == environ_before
+    finally:
+        processes.hide_secrets_from_proc = original
+        libc.prctl(4, was, 0, 0, 0)
+
+
+@pytest.mark.skipif(not LINUX, reason="/proc/self/environ")
+def test_the_environment_block_is_put_back():
+    state = in_process._State()
+    start, data = in_process._environ_block()
+    at = data.index(b"=") + 1  # the first value's first byte
+    ctypes.memset(start + at, ord("*") if data[at] != ord("*") else ord("#"), 1)
+    assert Path("/proc/self/environ").read_bytes() != data
+    assert state.restore() == []
+    assert Path("/proc/self/environ").read_bytes() == data
