@@ -78,13 +78,13 @@ def test_a_run_starts_with_empty_caches_and_the_tests_are_put_back(jobs):
     job = create_job(jobs, "hello", "Write hello.py")
     post_answer(job, answer("MESSAGE", message="the real answer"))
     entries = seek.entries_since(job.dir, 2)
-    identity, first, end, _ = seek._PARSED[str(job.history_path)]
+    identity, first, end, mark, _ = seek._PARSED[str(job.history_path)]
     poisoned = {2: {**entries[2], "response": {**entries[2]["response"], "raw_response": "POISON"}}}
-    seek._PARSED[str(job.history_path)] = (identity, first, end, poisoned)
+    seek._PARSED[str(job.history_path)] = (identity, first, end, mark, poisoned)
     try:
         shown = logist_cli("job", "history", "hello", "--entry", "2", "--json")
         assert json.loads(shown.stdout)["response"]["raw_response"] == answer("MESSAGE", message="the real answer")
-        assert seek._PARSED[str(job.history_path)] == (identity, first, end, poisoned)
+        assert seek._PARSED[str(job.history_path)] == (identity, first, end, mark, poisoned)
         assert seek.entries_since(job.dir, 2)[2]["response"]["raw_response"] == "POISON"
     finally:
         seek._PARSED.pop(str(job.history_path), None)

@@ -31,11 +31,15 @@ def _map(handle) -> Optional[mmap.mmap]:
 
 
 #: Per process, the entries last parsed from the end of a few histories, so
-#: that a loop of steps reads only what was appended since (the file only
-#: grows in place; a rewritten file is a new inode, a repaired one is
-#: shorter, and either is read afresh). Callers must not change the dicts.
-_PARSED: dict[str, tuple[tuple[int, int], int, int, dict[int, dict]]] = {}
+#: that a loop of steps reads only what was appended since (an append only
+#: adds bytes after the entries parsed). Kept with the last bytes parsed
+#: (:data:`_MARK` of them): a file rewritten under a reused inode number, or
+#: edited in place, no longer holds them where they were and is read afresh,
+#: as is a shorter one (repaired) or another inode. Callers must not change
+#: the dicts.
+_PARSED: dict[str, tuple[tuple[int, int], int, int, bytes, dict[int, dict]]] = {}
 _PARSED_JOBS = 4
+_MARK = 64
 
 
 def file_identity(job_dir: Path) -> tuple[int, int]:
@@ -60,8 +64,9 @@ def entries_since(job_dir: Path, sequence: int) -> dict[int, dict]:
         identity = (info.st_dev, info.st_ino)
         with view:
             cached = _PARSED.get(str(path))
-            if cached and cached[0] == identity and cached[1] <= sequence and cached[2] <= end:
-                _, first, parsed_end, entries = cached
+            if (cached and cached[0] == identity and cached[1] <= sequence and cached[2] <= end
+                    and view[cached[2] - len(cached[3]):cached[2]] == cached[3]):
+                _, first, parsed_end, _mark, entries = cached
                 fresh = view[parsed_end:end].lstrip(b",")
             else:
                 start = view.rfind(ENTRY_START + str(sequence).encode() + b",", 0, end)
@@ -70,6 +75,7 @@ def entries_since(job_dir: Path, sequence: int) -> dict[int, dict]:
                 if start < 0:
                     return {}
                 first, entries, fresh = sequence, {}, view[start:end]
+            mark = view[max(0, end - _MARK):end]
             try:
                 items = json.loads(b"[" + fresh + b"]") if fresh.strip() else []
             except ValueError as exc:
@@ -82,7 +88,7 @@ def entries_since(job_dir: Path, sequence: int) -> dict[int, dict]:
     _PARSED.pop(str(path), None)
     while len(_PARSED) >= _PARSED_JOBS:
         _PARSED.pop(next(iter(_PARSED)))
-    _PARSED[str(path)] = (identity, first, end, entries)
+    _PARSED[str(path)] = (identity, first, end, mark, entries)
     return {number: item for number, item in entries.items() if number >= sequence}
 
 

@@ -43,3 +43,24 @@ def test_another_process_append_and_a_rewrite_of_the_same_size_are_seen(jobs):
     os.replace(job.dir / "rewritten", path)
     assert "from ELSEWHERE" in last_entry(job.dir).response.raw_response
 
+
+
+def test_entries_parsed_before_are_not_trusted_once_the_file_was_edited_in_place(jobs):
+    """The entries a process parsed are reused only while the bytes they were
+    parsed from are still there: a history edited in place (an editor that
+    writes over the file, or a rewrite under a reused inode number) keeps its
+    device and inode, and may be as long or longer."""
+    from logist.store.seek import entries_since
+
+    job = create_job(jobs, "edited", "Keep notes")
+    post_answer(job, answer("MESSAGE", message="first words"))
+    post_answer(job, answer("MESSAGE", message="second words"))
+    assert "second words" in entries_since(job.dir, 2)[3]["response"]["raw_response"]
+    path = history_path(job.dir)
+    inode = path.stat().st_ino
+    data = path.read_bytes()
+    edited = data.replace(b"second words", b"SECOND WORDS, longer now")
+    with open(path, "r+b") as handle:  # the same inode
+        handle.write(edited)
+    assert path.stat().st_ino == inode and len(edited) > len(data)
+    assert "SECOND WORDS, longer now" in entries_since(job.dir, 2)[3]["response"]["raw_response"]
