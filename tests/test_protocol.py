@@ -671,3 +671,22 @@ def test_normalising_is_idempotent(path):
 def test_drive_letter_behind_dot_segment_is_refused(path):
     with pytest.raises(InvalidAnswer, match="is absolute"):
         check_relative_path(path)
+
+
+def test_a_valid_answer_is_taken_without_jsonschema_and_a_refusal_quotes_the_schema():
+    """The model in strict mode takes what the schema takes (the verdicts
+    agree: tests/test_schemas.py), so an answer in the protocol's shape needs
+    no jsonschema (imported only to word a refusal)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom logist.protocol import validate_answer, InvalidAnswer\n"
+             "validate_answer({'action': 'MESSAGE', 'message': 'x', 'current_plan_step': 2,\n"
+             "                 'file_changes': [{'path': 'a.txt', 'delete': True}, {'path': 'b', 'content': ''}]})\n"
+             "print('jsonschema' in sys.modules)\n"
+             "try:\n    validate_answer({'action': 'MESSAGE', 'message': 'x', 'file_changes': [{'path': 'a', 'delete': 1}]})\n"
+             "except InvalidAnswer as exc:\n    print(exc)\n"
+             "print('jsonschema' in sys.modules)\n")
+    seen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert seen[0] == "False" and seen[2] == "True"
+    assert seen[1].startswith("schema violation: file_changes/0: a file change is ")
