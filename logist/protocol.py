@@ -290,13 +290,9 @@ def _describe(error) -> str:
 def validate_answer(data: dict) -> Answer:
     """An answer in the protocol's one shape (the schema's), or :class:`InvalidAnswer`.
 
-    An answer the model takes in strict mode (every value of exactly its
-    type, every constraint and the action's required fields held: what the
-    schema asks) is one the schema takes too, and needs no other check;
-    that is nearly every answer, so a step need not import jsonschema
-    (about 30 ms of a step run as its own process). Anything else is judged
-    by the schema, whose words the refusal quotes, then by the model
-    (tests/test_schemas.py checks that the two agree on generated answers)."""
+    What the model takes in strict mode the schema takes too (the verdicts
+    agree: tests/test_schemas.py), so nearly every answer needs no jsonschema
+    import (30 ms of a step as a process); the rest is judged in the schema's words."""
     try:
         return _checked_paths(Answer.model_validate(data, strict=True))
     except ValidationError:
