@@ -22,10 +22,3 @@ def test_the_readme_names_every_subpackage_and_core_module():
         assert f"logist/{name}.py" in section
     for path in ("engine/step.py", "engine/prepare.py", "engine/session.py", "store/recovery.py", "engine/workflow.py"):
         assert (PACKAGE / path).is_file() and path in section
-
-
-def test_no_module_is_longer_than_a_sitting():
-    long = {str(p.relative_to(REPO_ROOT)): n for p in PACKAGE.rglob("*.py")
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 420}
-    assert long == {}
-
