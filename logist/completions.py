@@ -35,6 +35,8 @@ class LLMReply:
     tool: Optional[str] = None
     #: The ``Idempotency-Key`` the answered request was sent with (None: none).
     key: Optional[str] = None
+    #: Why the model stopped (``stop``, ``length``, ``tool_calls``...), as the endpoint said; None: it did not say.
+    finish_reason: Optional[str] = None
 
 
 def excerpt(raw, content_type: str = "") -> str:
@@ -59,9 +61,7 @@ def answer_json(response) -> dict:
     except ValueError:
         raise bad(f"a body that is not JSON ({excerpt(raw, content_type)})") from None
     if isinstance(data, dict) and "choices" not in data and isinstance(data.get("error"), (dict, str)):
-        error = data["error"]
-        message = str(error.get("message") if isinstance(error, dict) else error)
-        raise bad(f"an error: {' '.join(message.split())[:300]}")
+        raise bad(f"an error: {error_text(data['error'])}")
     if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
         raise bad(f"JSON that is not a chat completion ({excerpt(raw)})")
     return data
@@ -83,10 +83,18 @@ def tokens(usage) -> tuple[Optional[int], Optional[int]]:
     return tuple(n if isinstance(n, int) and not isinstance(n, bool) else None for n in found)  # type: ignore[return-value]
 
 
+def error_text(error) -> str:
+    """An endpoint's error (a string, or an object with a message) in one line."""
+    message = error.get("message") if isinstance(error, dict) else error
+    return " ".join(str(message or error).split())[:300]
+
+
 def whole(data: dict, streamed: bool) -> LLMReply:
     """An answer that came in one piece, from its JSON."""
     if not data["choices"]:
-        raise LLMCallError("LLM call returned no choices")
+        if data.get("error"):
+            raise bad(f"an error and no answer: {error_text(data['error'])}")
+        raise bad(f"a chat completion with no choices ({excerpt(json.dumps(data))})")
     first = data["choices"][0]
     message = first.get("message") if isinstance(first, dict) else None
     if not isinstance(message, dict):
@@ -98,9 +106,10 @@ def whole(data: dict, streamed: bool) -> LLMReply:
         content, tool = text_of(function.get("arguments"), "tool call arguments"), str(function.get("name") or "?")
     prompt_tokens, completion_tokens = tokens(data.get("usage"))
     model = data.get("model")
+    finish = first.get("finish_reason")
     return LLMReply(content=content, prompt_tokens=prompt_tokens,
                     completion_tokens=completion_tokens, model=model if isinstance(model, str) else None,
-                    streamed=streamed, tool=tool)
+                    streamed=streamed, tool=tool, finish_reason=finish if isinstance(finish, str) else None)
 
 
 def chunks(stream) -> Iterator[dict]:

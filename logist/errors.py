@@ -47,6 +47,25 @@ class LLMCallError(LogistError):
     (one over ``max_answer_bytes``: its content cut to the limit), so that
     an answer that was paid for is recorded, once."""
 
-    def __init__(self, message: str, reply=None):
+    #: What kind of failure it was (:data:`FAULTS`).
+    kind: str = "failed"
+
+    def __init__(self, message: str, reply=None, kind: str = "failed"):
         super().__init__(message)
         self.reply = reply
+        self.kind = kind
+
+
+class EndpointError(LogistError):
+    """The endpoint cannot be used as configured (not reachable, the key or
+    the URL refused, a response_format it refuses): no call was made, and
+    the job is exactly as it was."""
+
+
+#: The kinds of :class:`LLMCallError`: ``setup``, the endpoint cannot be used
+#: as configured and nothing was asked of a model (connection refused, 401,
+#: 403, 404, a response_format it refuses): the job is left as it was;
+#: ``transient``, the endpoint failed for now (5xx after the retries, a
+#: timeout, a disconnect): the turn is kept to go on with; ``failed``, any
+#: other failure, recorded as the step's failed call.
+FAULTS = ("setup", "transient", "failed")

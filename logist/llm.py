@@ -53,7 +53,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from .completions import AnswerFault, LLMReply, answer_json, chunks, text_of, tokens, whole
+from .completions import AnswerFault, LLMReply, answer_json, chunks, error_text, text_of, tokens, whole
+from .decoding import form_name
 from .errors import LLMCallError
 #: The header that names a call, the same on each of its retries (one definition: :mod:`logist.store.calls`).
 from .store.calls import HEADER as IDEMPOTENCY_HEADER
@@ -102,6 +103,10 @@ KEEP_CLIENTS = 8
 _CLIENTS_LOCK = threading.Lock()
 #: Endpoints found, in this process, not to stream.
 _PLAIN: set[str] = set()
+#: Endpoint -> the response_format forms (:func:`logist.decoding.form_name`) it refused in this process.
+_REFUSED: dict[str, set[str]] = {}
+#: (endpoint, form) pairs an endpoint answered in this process.
+_PROVEN: set[tuple[str, str]] = set()
 
 
 def scrub(text: str, secret: Optional[str]) -> str:
@@ -206,6 +211,24 @@ def _attempts(exc: Exception, settings: LLMSettings) -> int:
     return settings.max_retries + 1 if retried else 1
 
 
+def _kind(exc: Exception) -> str:
+    """What kind of failure ``exc`` is (:data:`logist.errors.FAULTS`)."""
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return "transient"
+    if isinstance(exc, openai.APIConnectionError):
+        name = type(exc.__cause__ or exc).__name__
+        return "setup" if name in ("ConnectError", "UnsupportedProtocol", "LocalProtocolError", "InvalidURL") \
+            else "transient"
+    if isinstance(exc, openai.APIStatusError):
+        if exc.status_code in (401, 403, 404, 405):
+            return "setup"
+        if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
+            return "transient"
+    return "failed"
+
+
 def _describe(exc: Exception, settings: LLMSettings) -> str:
     import openai
 
@@ -218,6 +241,10 @@ def _describe(exc: Exception, settings: LLMSettings) -> str:
         if name in ("ReadError", "RemoteProtocolError", "WriteError"):
             # Connected and sent; no answer began (a reset mid-answer is an AnswerFault).
             return f"the connection was reset or closed before an answer came ({name})"
+        if name == "ConnectError":
+            reason = str(cause).lower()
+            told = "connection refused" if "refused" in reason else " ".join(str(cause).split())[:120] or name
+            return f"cannot connect: {told} (is the server running?)"
         return f"cannot connect ({name})"
     if isinstance(exc, openai.APIStatusError):
         detail = ""
@@ -231,6 +258,12 @@ def _describe(exc: Exception, settings: LLMSettings) -> str:
         hint = ""
         if exc.status_code == 401:
             hint = " (set LOGIST_API_KEY or OPENAI_API_KEY)"
+        elif exc.status_code == 403:
+            hint = " (the key is not allowed this model or endpoint)"
+        elif exc.status_code in (404, 405) and not detail:
+            hint = " (no chat completions API there: does the base URL end in /v1?)"
+        elif exc.status_code == 404:
+            hint = " (is the model name right, and does the base URL end in /v1?)"
         return f"HTTP {exc.status_code}{': ' + detail[:300] if detail else ''}{hint}"
     return f"{type(exc).__name__}: {exc}"
 
@@ -238,7 +271,7 @@ def _describe(exc: Exception, settings: LLMSettings) -> str:
 def _failure(exc: Exception, settings: LLMSettings) -> LLMCallError:
     attempts = _attempts(exc, settings)
     message = f"LLM call failed after {attempts} attempt{'s' if attempts > 1 else ''}: {_describe(exc, settings)}"
-    return LLMCallError(scrub(message, settings.api_key))
+    return LLMCallError(scrub(message, settings.api_key), kind=_kind(exc))
 
 
 def _check_size(reply: LLMReply, settings: LLMSettings, complete: bool = True) -> LLMReply:
@@ -268,11 +301,15 @@ def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[in
     text: list[str] = []
     arguments: list[str] = []
     tool: Optional[str] = None
-    usage = model = None
+    usage = model = finish = None
     pieces = size = 0
     seen_choice = False
     limit = settings.max_answer_bytes
     for chunk in chunks(stream):
+        if chunk.get("error") and not chunk.get("choices"):
+            # The server failed while it was answering (llama.cpp: the request did not fit its context).
+            raise LLMCallError(scrub(f"the endpoint failed while answering: {error_text(chunk['error'])}",
+                                     settings.api_key), kind="failed")
         model = chunk.get("model") or model
         usage = chunk.get("usage") or usage
         choices = chunk.get("choices") or []
@@ -281,6 +318,8 @@ def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[in
             if choice.get("index", 0) != 0 or not isinstance(delta, dict):
                 continue
             seen_choice = True
+            if isinstance(choice.get("finish_reason"), str):
+                finish = choice["finish_reason"]
             piece = text_of(delta.get("content"), "a streamed piece")
             if piece:
                 text.append(piece)
@@ -301,8 +340,13 @@ def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[in
             stream.close()  # not read further: the answer is refused either way
             return _check_size(LLMReply("".join(text) or "".join(arguments), *tokens(usage), model, True),
                                settings, complete=False)
-    if not seen_choice:
-        raise LLMCallError("LLM call returned no choices")
+    if not seen_choice or finish is None:
+        # No finish_reason: the stream ended before the answer did (the
+        # endpoint's fault, not the model's answer), or it never began.
+        got = f"{size:,} bytes of answer" if seen_choice else "no answer"
+        reply = LLMReply("".join(text) or "".join(arguments), *tokens(usage), None, True)
+        raise LLMCallError(scrub(f"the endpoint's stream ended without finishing the answer ({got}, no finish_reason)",
+                                 settings.api_key), reply if reply.content else None, kind="transient")
     content = "".join(text)
     if not content.strip() and tool is not None:
         content = "".join(arguments)
@@ -311,11 +355,29 @@ def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[in
     prompt_tokens, completion_tokens = tokens(usage)
     return LLMReply(content=scrub(content, settings.api_key), prompt_tokens=prompt_tokens,
                     completion_tokens=completion_tokens, model=model if isinstance(model, str) else None,
-                    streamed=True, tool=tool)
+                    streamed=True, tool=tool, finish_reason=finish)
+
+
+def usable_formats(base_url: str, formats: list) -> list:
+    """``formats`` less those ``base_url`` refused in this process (the last always kept)."""
+    refused = _REFUSED.get(base_url, set())
+    kept = [f for f in formats if form_name(f) not in refused]
+    return kept or formats[-1:]
+
+
+def _refuses_format(exc: Exception) -> bool:
+    """The endpoint refused the request's response_format (400/422, or a
+    500 from a server that failed on it: llama-cpp-python's validation)."""
+    import openai
+
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422, 500, 501):
+        return False
+    said = f"{exc.body or ''} {exc.message}".lower()
+    return any(word in said for word in ("response_format", "json_schema", "grammar"))
 
 
 def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], None]] = None,
-         key_for: Optional[Callable[[dict], str]] = None) -> LLMReply:
+         key_for: Optional[Callable[[dict], str]] = None, formats: Optional[list] = None) -> LLMReply:
     """One Chat Completions call of ``body`` as given (see
     :func:`logist.engine.prepare.prepare`), with the SDK's bounded retries;
     streamed when ``body`` asks for it and the endpoint streams.
@@ -323,6 +385,13 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
     ``on_tokens(n)``: called as a streamed answer arrives, with the pieces
     (about one token each) received so far. ``key_for(body)``: the
     ``Idempotency-Key`` of the body sent (none sent without it).
+    ``formats``: the ``response_format`` values the body may carry,
+    strongest first, the body carrying the first; an endpoint that refuses
+    one is asked again with the next (not paid: it was refused), and what
+    it refused is remembered for the process (:func:`usable_formats`). A
+    form not yet seen accepted here is sent once without retries, so that
+    a server that fails on it with a 500 (llama-cpp-python) is not retried
+    first; any other failure is then sent again with the retries left.
 
     The error message names neither the endpoint nor the key: it is
     recorded as the step's reason, and a resubmitted job shows that reason
@@ -332,14 +401,71 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
     """
     import openai
 
-    httpx = _httpx()
     api = client(settings.base_url, settings.api_key)
     wants_stream = bool(body.get("stream"))
     if wants_stream and not streams(settings.base_url):
         body, wants_stream = without_stream(body), False
+    formats = list(formats) if formats else [body.get("response_format")]
+    while True:
+        form = form_name(formats[0])
+        probing = len(formats) > 1 and (settings.base_url, form) not in _PROVEN
+        try:
+            reply, sent = _send(api, settings, body, wants_stream, on_tokens, key_for,
+                                retries=0 if probing else settings.max_retries)
+        except openai.OpenAIError as exc:
+            if len(formats) > 1 and _refuses_format(exc):
+                _REFUSED.setdefault(settings.base_url, set()).add(form)
+                formats = formats[1:]
+                body = with_format(body, formats[0])
+                continue
+            if probing and _attempts(exc, settings) > 1 and settings.max_retries > 0:
+                try:  # a transient failure, not a refusal: the retries the first send did not make
+                    reply, sent = _send(api, settings, body, wants_stream, on_tokens, key_for,
+                                        retries=settings.max_retries - 1)
+                except openai.OpenAIError as again:
+                    raise _failure(again, settings) from None
+                except AnswerFault as again:
+                    raise LLMCallError(scrub(f"LLM call failed: {again}", settings.api_key)) from None
+            else:
+                if not _refuses_format(exc) or len(formats) > 1:
+                    raise _failure(exc, settings) from None
+                raise LLMCallError(scrub(f"the endpoint refused the response_format {form} "
+                                         f"({_describe(exc, settings)}); set structured_output to another form "
+                                         "(auto tries each) in the role or in config.json's model_settings",
+                                         settings.api_key), kind="setup") from None
+        except AnswerFault as exc:
+            raise LLMCallError(scrub(f"LLM call failed after 1 attempt: {exc}", settings.api_key)) from None
+        break
+    _PROVEN.add((settings.base_url, form))
+    reply.content = scrub(reply.content, settings.api_key)
+    reply.key = key_for(sent) if key_for is not None else None
+    return _check_size(reply, settings)
+
+
+def with_format(body: dict, response_format: Optional[dict]) -> dict:
+    """``body`` with ``response_format`` in its place (left out for None), the keys in the same order."""
+    out = {key: value for key, value in body.items() if key != "response_format"}
+    if response_format is None:
+        return out
+    ordered: dict = {}
+    for key, value in out.items():
+        if key in ("stream", "stream_options") and "response_format" not in ordered:
+            ordered["response_format"] = response_format
+        ordered[key] = value
+    ordered.setdefault("response_format", response_format)
+    return ordered
+
+
+def _send(api, settings: LLMSettings, body: dict, wants_stream: bool, on_tokens, key_for,
+          retries: int) -> tuple[LLMReply, dict]:
+    """One send of ``body`` (and, for a stream the endpoint refuses, once
+    more without it); the reply and the body it answered."""
+    import openai
+
+    httpx = _httpx()
 
     def options(sent: dict) -> dict:
-        found = {"timeout": settings.timeout, "max_retries": settings.max_retries}
+        found = {"timeout": settings.timeout, "max_retries": retries}
         headers = dict(settings.headers)
         if key_for is not None:
             headers[IDEMPOTENCY_HEADER] = key_for(sent)
@@ -347,39 +473,28 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
             found["headers"] = headers
         return found
 
-    try:
-        if wants_stream:
-            try:
-                # The body as it is, encoded here: the SDK's create() would
-                # walk and re-validate every message first, and its post()
-                # would encode the whole body again at every call; both cost
-                # more than the rest of a step once a turn is long.
-                sent = body
-                stream = api.post("/chat/completions", content=encoded_body(sent), cast_to=object,
-                                  options=options(sent),
-                                  stream=True, stream_cls=openai.Stream[object])
-                reply = _read_stream(stream, settings, on_tokens)
-            except openai.APIStatusError as exc:
-                if exc.status_code not in _STREAM_REFUSED or "stream" not in str(exc.body or exc.message).lower():
-                    raise
-                # Perhaps it does not stream: ask once without (not paid: it was refused).
-                sent = without_stream(body)
-                response = api.post("/chat/completions", content=encoded_body(sent), cast_to=httpx.Response,
-                                    options=options(sent))
-                _PLAIN.add(settings.base_url)
-                reply = whole(answer_json(response), streamed=False)
-        else:
-            sent = body
+    if wants_stream:
+        try:
+            # The body as it is, encoded here: the SDK's create() would
+            # walk and re-validate every message first, and its post()
+            # would encode the whole body again at every call; both cost
+            # more than the rest of a step once a turn is long.
+            stream = api.post("/chat/completions", content=encoded_body(body), cast_to=object,
+                              options=options(body), stream=True, stream_cls=openai.Stream[object])
+            return _read_stream(stream, settings, on_tokens), body
+        except openai.APIStatusError as exc:
+            if exc.status_code not in _STREAM_REFUSED or _refuses_format(exc) or \
+                    "stream" not in str(exc.body or exc.message).lower():
+                raise
+            # Perhaps it does not stream: ask once without (not paid: it was refused).
+            sent = without_stream(body)
             response = api.post("/chat/completions", content=encoded_body(sent), cast_to=httpx.Response,
                                 options=options(sent))
-            reply = whole(answer_json(response), streamed=False)
-    except openai.OpenAIError as exc:
-        raise _failure(exc, settings) from None
-    except AnswerFault as exc:
-        raise LLMCallError(scrub(f"LLM call failed after 1 attempt: {exc}", settings.api_key)) from None
-    reply.content = scrub(reply.content, settings.api_key)
-    reply.key = key_for(sent) if key_for is not None else None
-    return _check_size(reply, settings)
+            _PLAIN.add(settings.base_url)
+            return whole(answer_json(response), streamed=False), sent
+    response = api.post("/chat/completions", content=encoded_body(body), cast_to=httpx.Response,
+                        options=options(body))
+    return whole(answer_json(response), streamed=False), body
 
 
 def list_models(settings: LLMSettings) -> list[str]:
@@ -392,3 +507,140 @@ def list_models(settings: LLMSettings) -> list[str]:
         return sorted(str(model.id) for model in page.data)
     except openai.OpenAIError as exc:
         raise _failure(exc, settings) from None
+
+
+# --------------------------------------------------------------------------
+# What an endpoint tells of its model, where it tells: the context window and
+# a tokenizer. Local servers do (llama.cpp, vLLM, Ollama); hosted APIs do
+# not, and their models' windows are in Logist's table instead.
+
+#: Seconds to wait for an endpoint's answer about itself (never a model call).
+FACTS_TIMEOUT = 5.0
+#: Ollama's num_ctx when a model sets none (its default since 0.6): what it
+#: really uses, whatever window the model itself has.
+OLLAMA_DEFAULT_NUM_CTX = 4096
+
+
+@dataclass
+class EndpointFacts:
+    """What an endpoint told of one of its models."""
+
+    context_window: Optional[int] = None
+    #: Where the window was read: "/props" (llama.cpp), "/v1/models" (vLLM), "/api/show" (Ollama).
+    window_from: str = ""
+    #: How its tokenizer is asked ("llama-cpp-python", "llama.cpp", "vllm"), or None: it has none.
+    tokenizer: Optional[str] = None
+    tokenizer_probed: bool = False
+
+
+#: (endpoint, model) -> its facts, found once per process.
+_ENDPOINT_FACTS: dict[tuple[str, str], EndpointFacts] = {}
+_FACTS_LOCK = threading.Lock()
+
+
+def root_url(base_url: str) -> str:
+    """The server's root: ``base_url`` less a trailing ``/v1``."""
+    url = base_url.rstrip("/")
+    return url[:-3] if url.endswith("/v1") else url
+
+
+def _ask(settings: LLMSettings, method: str, url: str, payload: Optional[dict] = None) -> Optional[object]:
+    """The JSON an endpoint answers a request about itself with, or None
+    (any failure: these are hints, never needed)."""
+    import openai
+
+    httpx = _httpx()
+    api = client(settings.base_url, settings.api_key)
+    try:
+        call = api.get if method == "GET" else api.post
+        extra = {} if payload is None else {"body": payload}
+        response = call(url, cast_to=httpx.Response, options={"timeout": FACTS_TIMEOUT, "max_retries": 0}, **extra)
+        return response.json()
+    except (openai.OpenAIError, ValueError, AnswerFault):
+        return None
+
+
+def _int(value) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _window(settings: LLMSettings, model: str) -> tuple[Optional[int], str]:
+    root = root_url(settings.base_url)
+    props = _ask(settings, "GET", f"{root}/props")
+    if isinstance(props, dict):
+        found = _int(props.get("n_ctx")) or _int((props.get("default_generation_settings") or {}).get("n_ctx"))
+        if found:
+            return found, "/props"
+    models = _ask(settings, "GET", f"{settings.base_url.rstrip('/')}/models")
+    if isinstance(models, dict) and isinstance(models.get("data"), list):
+        for entry in models["data"]:
+            if isinstance(entry, dict) and entry.get("id") == model and _int(entry.get("max_model_len")):
+                return entry["max_model_len"], "/v1/models"
+    show = _ask(settings, "POST", f"{root}/api/show", {"model": model})
+    if isinstance(show, dict) and isinstance(show.get("model_info"), dict):
+        parameters = str(show.get("parameters") or "")
+        for line in parameters.splitlines():
+            name, _, value = line.strip().partition(" ")
+            if name == "num_ctx" and value.strip().isdigit():
+                return int(value.strip()), "/api/show"
+        lengths = [_int(v) for k, v in show["model_info"].items() if str(k).endswith(".context_length")]
+        trained = next((n for n in lengths if n), None)
+        return min(trained or OLLAMA_DEFAULT_NUM_CTX, OLLAMA_DEFAULT_NUM_CTX), "/api/show"
+    return None, ""
+
+
+def endpoint_facts(settings: LLMSettings, model: str, *, window: bool = True) -> EndpointFacts:
+    """What the endpoint tells of ``model`` (asked once per process).
+    ``window=False``: not asked for its window (it is known otherwise)."""
+    key = (settings.base_url, model)
+    with _FACTS_LOCK:
+        facts = _ENDPOINT_FACTS.setdefault(key, EndpointFacts())
+        if window and not facts.window_from:
+            facts.context_window, facts.window_from = _window(settings, model)
+            facts.window_from = facts.window_from or "none"
+        return facts
+
+
+def learn_window(base_url: str, model: str, error: str) -> Optional[int]:
+    """The window an endpoint's error names ("... exceed context window of
+    2048", llama-cpp-python), remembered for the process; None if it names none."""
+    import re
+
+    match = re.search(r"context (?:window|length|size) of (\d+)", error or "") or \
+        re.search(r"maximum context length is (\d+)", error or "")
+    if not match:
+        return None
+    with _FACTS_LOCK:
+        facts = _ENDPOINT_FACTS.setdefault((base_url, model), EndpointFacts())
+        facts.context_window, facts.window_from = int(match.group(1)), "its error"
+    return facts.context_window
+
+
+def count_tokens(settings: LLMSettings, model: str, text: str) -> Optional[int]:
+    """The tokens ``text`` is to the endpoint's own tokenizer, where it has
+    one (llama-cpp-python's /extras/tokenize/count, llama.cpp's and vLLM's
+    /tokenize); None where it has none."""
+    facts = endpoint_facts(settings, model, window=False)
+    root = root_url(settings.base_url)
+    ways = {
+        "llama-cpp-python": ("/extras/tokenize/count", {"input": text, "model": model}),
+        "llama.cpp": ("/tokenize", {"content": text}),
+        "vllm": ("/tokenize", {"model": model, "prompt": text}),
+    }
+    tried = [facts.tokenizer] if facts.tokenizer_probed else list(ways)
+    for name in [t for t in tried if t]:
+        path, payload = ways[name]
+        answer = _ask(settings, "POST", root + path, payload)
+        count = None
+        if isinstance(answer, dict):
+            count = _int(answer.get("count"))
+            if count is None and isinstance(answer.get("tokens"), list):
+                count = len(answer["tokens"])
+        if count is not None or (isinstance(answer, dict) and answer.get("count") == 0):
+            with _FACTS_LOCK:
+                facts.tokenizer, facts.tokenizer_probed = name, True
+            return count or 0
+    with _FACTS_LOCK:
+        if not facts.tokenizer_probed:
+            facts.tokenizer_probed = True
+    return None

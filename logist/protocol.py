@@ -61,6 +61,8 @@ class ActionRule:
 
 
 _EXIT_FIELDS = ("evidence_files", "summary_for_supervisor")
+#: The most characters a summary keeps (a longer one is cut, with a note).
+SUMMARY_LIMIT = 1000
 
 #: The protocol's actions, in the order the prompt and the schema list them.
 _SUMMARY = "summary_for_supervisor"
@@ -187,7 +189,8 @@ class Answer(BaseModel):
     file_changes: list[FileChange] = Field([], description="changes to workspace files, applied before anything else")
     evidence_files: list[WorkspacePath] = Field([], description="workspace paths of the files that show the result")
     summary_for_supervisor: str = Field(
-        None, min_length=1, max_length=1000, description="at most 1000 characters: what you did and how you checked it"
+        None, min_length=1, max_length=SUMMARY_LIMIT,
+        description=f"at most {SUMMARY_LIMIT} characters: what you did and how you checked it"
     )
     command: str = Field(None, min_length=1, description="the shell command, run in the workspace directory")
     question: str = Field(None, min_length=1, description="the question for the person")
@@ -334,9 +337,6 @@ def parse_answer(raw: Optional[str], protocol: str = "json", *, planner: bool = 
     try:
         if protocol == "tags":
             data = forms.read_tag_text(raw, TAGS, notes)
-            if data.get("action") in EXIT_ACTIONS and len(data[_SUMMARY]) > 1000:
-                data[_SUMMARY] = data[_SUMMARY][:999] + "\u2026"
-                notes.append("the summary was cut to 1000 characters")
         else:
             data = forms.read_json_text(raw, notes)
     except forms.Unreadable as exc:
@@ -344,6 +344,10 @@ def parse_answer(raw: Optional[str], protocol: str = "json", *, planner: bool = 
     if not isinstance(data, dict):
         raise InvalidAnswer(f"the answer is JSON but not an object (got {type(data).__name__})")
     data, extra = forms.normalise(data, set(Answer.model_fields), ACTION_SPELLINGS, planner=planner, notes=notes)
+    summary = data.get(_SUMMARY)
+    if isinstance(summary, str) and len(summary) > SUMMARY_LIMIT:
+        data[_SUMMARY] = summary[:SUMMARY_LIMIT - 1] + "\u2026"
+        notes.append(f"the summary was cut to {SUMMARY_LIMIT} characters")
     if "action" not in data and planner:
         raise InvalidAnswer("schema violation: answer: the Planner's answer needs 'send_to' (or an 'action')")
     answer = validate_answer(data)

@@ -230,6 +230,21 @@ def fixture_job_schema() -> dict:
     )
 
 
+def worker_decoding_schema() -> dict:
+    """The decoding schema a default Worker's calls carry (every action open:
+    the default workflow, command policy ask; :mod:`logist.decoding`)."""
+    from .decoding import SCHEMA_NAME, decoding_schema
+
+    return {
+        "$schema": DRAFT,
+        "title": f"Logist decoding schema ({SCHEMA_NAME}) of a default Worker",
+        "description": "What a default Worker's calls send as the response_format's schema (structured_output), "
+                       "generated from the answer protocol; other roles and policies get the actions open to "
+                       "them (job preview --json shows a job's). A copy for readers: Logist generates it per request.",
+        **decoding_schema(),
+    }
+
+
 #: Every generated schema: file name in ``schemas/`` -> the function building it.
 SCHEMAS: dict[str, Callable[[], dict]] = {
     "llm-chat-schema.json": llm_chat_schema,
@@ -240,6 +255,7 @@ SCHEMAS: dict[str, Callable[[], dict]] = {
     "config.schema.json": config_schema,
     "role-manifest.schema.json": role_manifest_schema,
     "fixture-job.schema.json": fixture_job_schema,
+    "worker-decoding-schema.json": worker_decoding_schema,
 }
 
 

@@ -84,6 +84,19 @@ def jobs(tmp_path) -> JobsDir:
     return jobs
 
 
+def same_conversation(a: dict, b: dict) -> bool:
+    """Two request bodies send the same conversation: the same messages, the
+    last one up to its call marker ("[Call N of MAX]": a failed call counts)."""
+    import re
+
+    def marked(body):
+        messages = [dict(m) for m in body["messages"]]
+        messages[-1]["content"] = re.sub(r"\[Call \d+ of (\d+)\]$", r"[Call N of \1]", messages[-1]["content"])
+        return messages
+
+    return marked(a) == marked(b)
+
+
 def write_config(jobs: JobsDir, **values) -> None:
     (jobs.path / "config.json").write_text(json.dumps(values, indent=2))
 

@@ -72,6 +72,9 @@ PER_RUN = (
     ("logist.gitrun", "_GOOD_CONFIGS"),    # .git/config texts found as Logist wants them
     ("logist.llm", "_CLIENTS"),            # one OpenAI client per endpoint (closed after the run, as at exit)
     ("logist.llm", "_PLAIN"),              # endpoints found not to stream (a later server may reuse the port)
+    ("logist.llm", "_REFUSED"),            # response_format forms endpoints refused (the same)
+    ("logist.llm", "_PROVEN"),             # response_format forms endpoints answered (the same)
+    ("logist.llm", "_ENDPOINT_FACTS"),     # what endpoints told of their models (the same)
 )
 
 #: Module-level values that are the same in every process, so runs share
@@ -85,6 +88,8 @@ SHARED = {
     ("logist.protocol", "_response_validator"): "built from constants",
     ("logist.protocol_prompt", "protocol_text"): "built from constants",
     ("logist.store.config", "_SHIPPED"): "the prices.json Logist ships",
+    ("logist.store.config", "_WINDOWS"): "the context_windows.json Logist ships",
+    ("logist.decoding", "_fields"): "built from constants",
     ("logist.store.atomic", "_UMASK"): "the process's umask, which every run leaves as it was (checked)",
     ("logist.redact", "_CACHE"): "the secrets of one environment, kept with the whole environment they came from",
 }

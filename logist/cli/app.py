@@ -173,6 +173,15 @@ class Application:
                     manifest = self.jobs.job(last.job_id).manifest()
                     self.info(f"Job '{last.job_id}' is {last.status}: {self._hint(manifest)}.")
             self.exit(EXIT_NEEDS_PERSON)
+        elif last.interrupted:
+            if not as_json:
+                from ..store.config import resolve_base_url
+
+                self.info(f"Job '{last.job_id}': the endpoint failed ({last.error}; endpoint "
+                          f"{resolve_base_url(base_url, self.jobs.config())}). The turn is kept: logist job step "
+                          f"{last.job_id} (or job run) goes on with the same conversation; logist job suspend "
+                          f"{last.job_id} sets it aside instead.")
+            self.exit(EXIT_ERROR)
         elif say_status and not as_json:
             self.info(f"Job '{last.job_id}' is {last.status}.")
 

@@ -25,14 +25,17 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Protocol
 
-from ..errors import LLMCallError, LogistError
+from .. import llm
+from .. import redact as secrets
+from ..errors import EndpointError, LLMCallError, LogistError
 from ..store import journal
 from ..store.recovery import Finish
 from ..store.calls import SavedAnswer, body_digest, call_key_prefix, key_digest, recorded_key
-from ..store.config import resolve_api_key, resolve_endpoint
+from ..store.config import LogistConfig, resolve_api_key, resolve_endpoint
 from ..store.entries import UNKNOWN, Message, Request, Response
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, read_manifest
+from .context import answer_tokens, request_size
 
 if TYPE_CHECKING:
     from .prepare import Prepared
@@ -65,6 +68,10 @@ class Outcome:
     started: Optional[float] = None
     #: A call's journal once its answer arrived (None: no call here).
     saved: Optional[journal.StepJournal] = None
+    #: A failed call's kind (:data:`logist.errors.FAULTS`): ``transient`` keeps the turn to go on with.
+    fault: Optional[str] = None
+    #: Why the model stopped, as the endpoint said (``length``: the answer was cut at max_tokens).
+    finish_reason: Optional[str] = None
 
     def wall_ms(self) -> int:
         """The step's time so far (the call's when the start is unknown)."""
@@ -126,24 +133,33 @@ def retried_key(job: Job, manifest: JobManifest) -> Optional[str]:
     return None
 
 
-def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", base_url: Optional[str],
-              request_timeout: Optional[float] = None, watch: Optional[CallWatch] = None) -> Outcome:
-    """Send the prepared body to the resolved endpoint: as it is, less the
-    stream fields when the endpoint was found not to stream (the recorded
-    metadata says which was sent), journalled before and after."""
-    from .. import llm, redact as secrets
-
-    config = prepared.config
-    settings = llm.LLMSettings(
+def call_settings(job: Job, manifest: JobManifest, config: LogistConfig, base_url: Optional[str],
+                  request_timeout: Optional[float] = None) -> llm.LLMSettings:
+    """How the job's calls reach the endpoint; :class:`~logist.errors.ConfigError`
+    when none is configured."""
+    return llm.LLMSettings(
         base_url=resolve_endpoint(base_url, config),
         api_key=resolve_api_key(),
         timeout=request_timeout or config.request_timeout,
         max_retries=config.max_retries,
         max_answer_bytes=manifest.settings.max_answer_bytes, headers={llm.JOB_HEADER: job.id},
     )
+
+
+def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", settings: llm.LLMSettings,
+              watch: Optional[CallWatch] = None) -> Outcome:
+    """Send the prepared body to the endpoint of ``settings``: as it is,
+    less the stream fields when the endpoint was found not to stream, and
+    with a weaker response_format where it refused a stronger one in this
+    process (the recorded metadata says what was sent), journalled before
+    and after."""
     body = prepared.body
     if body.get("stream") and not llm.streams(settings.base_url):
         body = llm.without_stream(body)
+    formats = llm.usable_formats(settings.base_url, prepared.formats)
+    if formats[0] != body.get("response_format"):  # a form this endpoint refused earlier in this process
+        body = llm.with_format(body, formats[0])
+    prepared.metadata.response_format = formats[0]
     prepared.metadata.stream = bool(body.get("stream")) or None
     sequence = manifest.last_sequence + 1
     again = retried_key(job, manifest)
@@ -170,13 +186,22 @@ def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", base_url: O
         watch.started(prepared.role.name, manifest.calls + 1, manifest.settings.max_steps, prepared.model)
     started = time.monotonic()
     error = None
+    kind = None
     try:
-        reply = llm.chat(settings, body, watch.tokens if watch is not None else None, key_for)
+        reply = llm.chat(settings, body, watch.tokens if watch is not None else None, key_for, formats)
     except LLMCallError as exc:
+        if exc.kind == "setup":
+            # Nothing was asked of a model: the job stays exactly as it was.
+            journal.call_not_made(job.dir)
+            raise EndpointError(f"{secrets.redact(str(exc))} (endpoint {settings.base_url}); nothing was recorded "
+                                f"and job '{job.id}' is as it was") from None
+        kind = exc.kind
+        llm.learn_window(settings.base_url, prepared.model, str(exc))  # "exceeds the context window of N"
         if exc.reply is None:  # no answer came
-            outcome = Outcome(error=secrets.redact(str(exc)), duration=time.monotonic() - started, called=True)
+            outcome = Outcome(error=secrets.redact(str(exc)), duration=time.monotonic() - started, called=True,
+                              fault=kind)
             return _saved(job, prepared, calling, outcome)
-        reply, error = exc.reply, secrets.redact(str(exc))  # an answer refused (too long): recorded once, cut
+        reply, error = exc.reply, secrets.redact(str(exc))  # an answer refused (too long) or cut off: recorded once
     finally:
         if watch is not None:
             watch.finished()
@@ -185,6 +210,7 @@ def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", base_url: O
     # made again after one of unknown outcome): the history derives it otherwise.
     sent = next((b for b, key in keys.values() if key == reply.key), body)
     prepared.metadata.idempotency_key = reply.key if reply.key != natural(sent) else None
+    prepared.metadata.response_format = sent.get("response_format")
     outcome = Outcome(
         raw=secrets.redact(reply.content),  # a secret the model echoes is recorded and shown as [redacted]
         error=error,
@@ -192,16 +218,20 @@ def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", base_url: O
         completion_tokens=reply.completion_tokens,
         duration=time.monotonic() - started,
         called=True,
+        fault=kind,
+        finish_reason=reply.finish_reason,
     )
     if reply.tool:
         outcome.note = llm.TOOL_NOTE.format(reply.tool)
     if outcome.prompt_tokens is None or outcome.completion_tokens is None:
+        # No usage (a stream without it): counted by the endpoint's tokenizer
+        # where it has one, else estimated; marked estimated either way.
         outcome.estimated = True
         if outcome.prompt_tokens is None:
-            outcome.prompt_tokens = estimate_tokens("".join(m.get("content") or "" for m in body["messages"]
-                                                            if isinstance(m.get("content"), str)))
+            outcome.prompt_tokens = request_size(job, manifest, body, settings).tokens
         if outcome.completion_tokens is None:
-            outcome.completion_tokens = estimate_tokens(reply.content)
+            counted = answer_tokens(settings, prepared.model, reply.content)
+            outcome.completion_tokens = counted if counted is not None else estimate_tokens(reply.content)
     return _saved(job, prepared, calling, outcome)
 
 
@@ -233,6 +263,9 @@ def _apply_saved(job: Job, manifest: JobManifest, saved: journal.StepJournal) ->
 
     metadata = saved.request.metadata
     prepared = prepare(job, manifest, metadata.model)
+    if metadata.phase == "compaction" and not prepared.is_compaction:
+        # A summary call made because the role's call would not fit the window.
+        prepared = prepare(job, manifest, metadata.model, force_compaction=True)
     if prepared.is_compaction != (metadata.phase == "compaction"):
         raise LogistError(
             f"job '{job.id}': the answer saved for step {saved.sequence} no longer fits the job's next call "

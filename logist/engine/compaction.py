@@ -43,6 +43,17 @@ def due(turn: Turn, role: RoleManifest) -> Optional[int]:
     return target if target > turn.summarised_rounds else None
 
 
+def forced(turn: Turn, role: RoleManifest) -> Optional[int]:
+    """The rounds a summary covers when the next call would not fit the
+    model's context window: all but the last ``compaction_retain_recent``,
+    whatever the threshold; None when the role does not compact or nothing
+    more can be summarised."""
+    if not role.prompt_compression:
+        return None
+    target = turn.rounds - role.compaction_retain_recent
+    return target if target > turn.summarised_rounds else None
+
+
 def request(
     turn: Turn, role: RoleManifest, upto: int, conversation: list[dict], prompts: Optional[Prompts] = None
 ) -> list[dict]:

@@ -64,6 +64,10 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
                 steps += 1
                 if on_step:
                     on_step(result)
+                if result.interrupted:
+                    return QueueOutcome(job_id, result.status, steps, note=lease.took_over or None, error=(
+                        f"the endpoint failed ({result.error}); the turn is kept: running the job again goes on "
+                        "with the same conversation"))
                 if result.status not in STEPPABLE or (stop is not None and stop.is_set()):
                     return QueueOutcome(job_id, result.status, steps, note=lease.took_over or None)
                 if lease.lost.is_set():

@@ -34,7 +34,7 @@ def step_turn(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = Non
 
 def run_job(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[StepResult]:
     """Turns until the job needs a person or is done."""
-    return _step_while(job, lambda r: r.status in STEPPABLE, on_step, kwargs)
+    return _step_while(job, lambda r: r.status in STEPPABLE and not r.interrupted, on_step, kwargs)
 
 
 @dataclass
@@ -60,7 +60,7 @@ def run_to_rest(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = N
         results.append(result)
         if on_step:
             on_step(result)
-        if result.status not in STEPPABLE:
+        if result.status not in STEPPABLE or result.interrupted:
             return JobRun(job.id, result.status, results)
 
 

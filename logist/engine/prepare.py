@@ -13,24 +13,33 @@ config.json's ``stream`` (on by default).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
+from ..decoding import decoding_schema, response_formats
 from ..redact import redact_data
 from ..resources import data_dir
 from ..store.config import LogistConfig
 from ..store.entries import RequestMetadata
 from ..store.jobsdir import Job
-from ..store.manifest import JobManifest
+from ..store.manifest import PLANNER, JobManifest
 from ..store.prompts import Prompts
 from ..store.requests import HistoryReader, request_body
 from ..store.roles import RoleManifest, answer_protocol, load_roles
 from . import compaction
 from .prompt import Prompt, build_prompt
+from .workflow import open_actions
 
 #: The temperature of a summary call: a summary should be faithful, not creative.
 SUMMARY_TEMPERATURE = 0.2
+#: An answer's max_tokens when the role sets none, by protocol: room for a
+#: whole file in a JSON answer; seed 002's 512 for the line protocol.
+DEFAULT_MAX_TOKENS = {"json": 2048, "tags": 512}
+#: A summary call's max_tokens (a summary is short prose, whatever the role's answers may need).
+SUMMARY_MAX_TOKENS = 1024
+#: Where the context window is known, the default answer budget is at most this share of it.
+ANSWER_SHARE = 4
 
 
 @dataclass
@@ -51,6 +60,12 @@ class Prepared:
     compaction_target: Optional[int] = None
     #: The protocol the answer is read in: "json" or "tags" (the role's, or the job's skill's).
     protocol: str = "json"
+    #: The ``response_format`` values an endpoint may be sent, strongest
+    #: first (None: none); the body carries the first, and
+    #: :func:`logist.llm.chat` goes down the list as an endpoint refuses them.
+    formats: list = field(default_factory=lambda: [None])
+    #: The context window the request was sized for (None: unknown).
+    window: Optional[int] = None
 
     @property
     def model(self) -> str:
@@ -88,12 +103,50 @@ def _chosen_model(config: LogistConfig, manifest: JobManifest, role: RoleManifes
     return config.default_model or role.llm_model
 
 
-def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = None, *, compact: bool = True) -> Prepared:
+def answer_budget(role: RoleManifest, protocol: str, window: Optional[int]) -> int:
+    """The ``max_tokens`` every call of ``role`` carries: the role's own, else
+    :data:`DEFAULT_MAX_TOKENS` for its protocol, at most a quarter of a known window."""
+    if role.max_tokens is not None:
+        return role.max_tokens
+    default = DEFAULT_MAX_TOKENS[protocol]
+    return min(default, max(1, window // ANSWER_SHARE)) if window else default
+
+
+def structured_output(role: RoleManifest, config: LogistConfig, model: str) -> str:
+    """The role's ``structured_output``, else the model's in config.json, else ``auto``."""
+    return role.structured_output or config.model_setting(model).structured_output or "auto"
+
+
+def answer_formats(role: RoleManifest, config: LogistConfig, manifest: JobManifest, model: str, protocol: str) -> list:
+    """The ``response_format`` values the role's call may carry, strongest
+    first: the role's own, else the decoding schema of the actions open to
+    it now (:func:`logist.engine.workflow.open_actions`) in the forms its
+    ``structured_output`` allows; none for the line protocol."""
+    if role.response_format is not None:
+        return [role.response_format]
+    if protocol != "json":
+        return [None]
+    setting = structured_output(role, config, model)
+    if setting == "off":
+        return [None]
+    planner = manifest.workflow == "planned" and manifest.turn.slot == PLANNER
+    addressed = [name for slot, name in manifest.roles.items() if slot != PLANNER] if planner else None
+    schema = decoding_schema(open_actions(manifest), file_changes=role.file_changes != "refused",
+                             planner_roles=addressed)
+    return response_formats(setting, schema)
+
+
+def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = None, *, compact: bool = True,
+            window_of: Optional[Callable[[RoleManifest, str, LogistConfig], Optional[int]]] = None,
+            force_compaction: bool = False) -> Prepared:
     """The next call of ``job``: a summary call when the role's conversation
     is due for compaction (and ``compact``), else the role's call.
 
     ``compact=False`` always gives the role's call: a posted answer
     (``job poststep``) is the role's answer, whatever is due.
+    ``window_of(role, model, config)``: the model's context window, when
+    known (it bounds the default ``max_tokens``; :mod:`logist.engine.context`). ``force_compaction``: summarise what can be
+    summarised now (the role's call would not fit the window).
     """
     from ..errors import NotFoundError
 
@@ -105,17 +158,21 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
     role = roles[role_name]  # a role whose file does not load raises that file's error
     config = job.jobs_dir.config()
     model = resolve_model(config, manifest, role, model_override)
-    target = compaction.due(manifest.turn, role) if compact else None
+    window = window_of(role, model, config) if window_of is not None else None
+    target = (compaction.forced(manifest.turn, role) if force_compaction else compaction.due(manifest.turn, role)) \
+        if compact else None
     history = HistoryReader(job.dir)
     prompts = Prompts(jobs_dir, roles)
     if target is not None:
         messages = redact_data(compaction.request(manifest.turn, role, target, history.conversation(manifest.turn), prompts))
+        budget = min(SUMMARY_MAX_TOKENS, max(1, window // ANSWER_SHARE)) if window else SUMMARY_MAX_TOKENS
         metadata = RequestMetadata(
-            role=role.name, phase="compaction", model=model, temperature=SUMMARY_TEMPERATURE, max_tokens=None,
+            role=role.name, phase="compaction", model=model, temperature=SUMMARY_TEMPERATURE, max_tokens=budget,
             stream=config.stream or None,
         )
-        body = request_body(model, messages, SUMMARY_TEMPERATURE, stream=config.stream)
-        return Prepared(body, Prompt(messages=messages), role, metadata, config, prompts, compaction_target=target)
+        body = request_body(model, messages, SUMMARY_TEMPERATURE, budget, stream=config.stream)
+        return Prepared(body, Prompt(messages=messages), role, metadata, config, prompts, compaction_target=target,
+                        window=window)
     prompt = build_prompt(manifest, role, job.workspace, jobs_dir, history, roles, prompts)
     # What is sent, previewed and recorded holds no secret value (workspace files, a person's text).
     if prompt.continues is None:
@@ -126,9 +183,12 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
         new = len(prompt.added)
         prompt.messages = prompt.messages[:len(prompt.messages) - new] + redact_data(prompt.messages[len(prompt.messages) - new:])
     prompt.added = redact_data(prompt.added)
+    protocol = answer_protocol(role, manifest)
+    formats = answer_formats(role, config, manifest, model, protocol)
+    budget = answer_budget(role, protocol, window)
     metadata = RequestMetadata(
-        role=role.name, phase=str(manifest.status), model=model, temperature=role.temperature, max_tokens=role.max_tokens,
-        response_format=role.response_format, stream=config.stream or None,
+        role=role.name, phase=str(manifest.status), model=model, temperature=role.temperature, max_tokens=budget,
+        response_format=formats[0], stream=config.stream or None,
     )
-    body = request_body(model, prompt.messages, role.temperature, role.max_tokens, role.response_format, config.stream)
-    return Prepared(body, prompt, role, metadata, config, prompts, protocol=answer_protocol(role, manifest))
+    body = request_body(model, prompt.messages, role.temperature, budget, formats[0], config.stream)
+    return Prepared(body, prompt, role, metadata, config, prompts, protocol=protocol, formats=formats, window=window)

@@ -22,12 +22,13 @@ from ..store.entries import CommandRecord, Response, Usage
 from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest, Status
 from .budget import count_call, limit_reason
-from .call import CallWatch, Outcome, estimate_tokens, make_call  # noqa: F401 (CallWatch, estimate_tokens: the library's names)
+from .call import CallWatch, Outcome, call_settings, estimate_tokens, make_call  # noqa: F401 (CallWatch, estimate_tokens: the library's names)
 from .commands import run_or_hold
+from .context import sized_call
 from .prepare import Prepared, prepare
 from .session import open_locked
 from .transition import Call, apply_answer, apply_event, hold_changes, holds_file_changes, refuse_answer
-from .workflow import CALL_FAILED, LIMIT, STEPPABLE, describe_job_hint
+from .workflow import CALL_FAILED, CALL_INTERRUPTED, LIMIT, STEPPABLE, describe_job_hint
 
 #: What an entry finished from a saved answer says when its command had been started.
 INTERRUPTED_COMMAND = ("its command was interrupted when the process ended; it is not run again on its own: "
@@ -66,6 +67,12 @@ class StepResult:
     command_output: Optional[str] = None
     command_exit_code: Optional[int] = None
 
+    @property
+    def interrupted(self) -> bool:
+        """The endpoint failed for now and the turn is kept: a loop of steps
+        stops here (the next command goes on with the same conversation)."""
+        return self.action == "ERROR" and self.status in STEPPABLE
+
     def as_dict(self) -> dict:
         data = dict(self.__dict__)
         data["status"] = str(self.status)
@@ -87,6 +94,17 @@ def _commit_message(job_id: str, seq: int, role: str, action: str, summary: Opti
     subject = f"logist: {job_id} step {seq} {role} {action}" + (f": {first}" if first else "")
     body = (summary or "").strip()
     return subject + ("\n\n" + body if body and body != first else "")
+
+
+def cut_answer(outcome: Outcome, prepared: Prepared) -> str:
+    """Why an answer the endpoint cut at ``max_tokens`` is refused: not the
+    model's malformed JSON but an answer too long for its budget, which the
+    re-ask says."""
+    size = f"{outcome.completion_tokens:,} tokens" if outcome.completion_tokens is not None else "its token limit"
+    budget = prepared.body.get("max_tokens")
+    limit = f" (max_tokens {budget:,})" if budget else ""
+    return (f"the answer was cut at {size}{limit} before it was complete: answer again, shorter "
+            "(write fewer or smaller files at a time, keep thoughts and summaries brief)")
 
 
 def _summary_of(answer: Optional[Answer], held: bool) -> Optional[str]:
@@ -117,7 +135,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
     planned: list = []
     if error is not None:
         status_label = "ERROR"
-        apply_event(after, CALL_FAILED, error)
+        apply_event(after, CALL_INTERRUPTED if outcome.fault == "transient" else CALL_FAILED, error)
     else:
         planner = before.workflow == "planned" and before.turn.slot == PLANNER
         try:
@@ -128,7 +146,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
             planned = job.repo.plan_changes(answer.file_changes)
         except InvalidAnswer as exc:
             status_label = "INVALID"
-            error = str(exc)
+            error = cut_answer(outcome, prepared) if outcome.finish_reason == "length" else str(exc)
             answer = None
             refuse_answer(after, call, error, prepared.prompts, prepared.protocol)
     head_before = before.workspace_commit
@@ -183,6 +201,8 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
         summary_for_supervisor=answer.summary_for_supervisor if answer else None,
         raw_response=outcome.raw,
         error=error,
+        finish_reason=outcome.finish_reason if outcome.finish_reason not in (None, "stop") else None,
+        fault=outcome.fault if error is not None and outcome.fault == "transient" else None,
         files_changed=files_changed,
         notes=answer.notes if answer else [],
         extra_fields=answer.extra if answer else {},
@@ -245,8 +265,8 @@ def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
 
 
 def _locked_step(
-    job: Job, lock_timeout: float, produce: Callable[[JobManifest, Prepared], Outcome], model: Optional[str], mode: str,
-    kind: str = "llm_call",
+    job: Job, lock_timeout: float, produce: Callable[..., Outcome], model: Optional[str], mode: str,
+    kind: str = "llm_call", base_url: Optional[str] = None, request_timeout: Optional[float] = None,
 ) -> StepResult:
     """``mode``: "live" makes the call :func:`prepare` decides (a summary
     call when compaction is due, else the role's call); "answer" always
@@ -258,10 +278,15 @@ def _locked_step(
         reason = limit_reason(manifest)
         if reason:
             return _stop_for_limit(job, manifest, reason)
-        prepared = prepare(job, manifest, model, compact=mode != "answer")
+        if mode == "live":
+            settings = call_settings(job, manifest, job.jobs_dir.config(), base_url, request_timeout)
+            prepared = sized_call(job, manifest, model, settings)
+        else:
+            settings = None
+            prepared = prepare(job, manifest, model, compact=mode != "answer")
         if mode == "summary" and not prepared.is_compaction:
             raise LogistError(f"job '{job.id}' has no compaction due; the recorded summary does not fit here")
-        outcome = produce(manifest, prepared)
+        outcome = produce(manifest, prepared, settings)
         outcome.started = started
         if prepared.is_compaction:
             return _apply_compaction(job, manifest, prepared, outcome, replayed=mode == "summary")
@@ -315,8 +340,8 @@ def step_once(
     ``watch`` is told when the call starts, as its answer streams in, and
     when it ends."""
     return _locked_step(
-        job, lock_timeout, lambda manifest, prepared: make_call(job, manifest, prepared, base_url, request_timeout, watch),
-        model, "live",
+        job, lock_timeout, lambda manifest, prepared, settings: make_call(job, manifest, prepared, settings, watch),
+        model, "live", base_url=base_url, request_timeout=request_timeout,
     )
 
 
@@ -331,13 +356,18 @@ def post_answer(
     lock_timeout: float = 0,
     summary: bool = False,
     replayed: bool = False,
+    fault: Optional[str] = None,
+    finish_reason: Optional[str] = None,
 ) -> StepResult:
     """Apply an answer without calling the model (``job poststep``, recorded
     as a ``poststep`` entry; ``replayed``: from a recorded history, a
     ``replay`` entry). With ``summary``, ``raw`` is a recorded compaction
-    summary (``job replay``)."""
-    outcome = Outcome(raw=raw, error=error, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    summary (``job replay``). ``fault`` and ``finish_reason``: a recorded
+    call's, so that it replays to the same state (see :class:`Outcome`)."""
+    outcome = Outcome(raw=raw, error=error, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                      fault=fault, finish_reason=finish_reason)
     kind = "replay" if replayed else "poststep"
-    return _locked_step(job, lock_timeout, lambda _manifest, _prepared: outcome, model, "summary" if summary else "answer", kind)
+    return _locked_step(job, lock_timeout, lambda _manifest, _prepared, _settings: outcome, model,
+                        "summary" if summary else "answer", kind)
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Union
 
+from ..protocol import ACTIONS
 from ..store.manifest import PLANNER, SUPERVISOR, WORKER, JobManifest, Status
 
 #: Who acts, beyond the slots of the store: a role the Planner addressed,
@@ -79,6 +80,8 @@ INVALID = "invalid answer"
 INVALID_LAST = "invalid answer, no re-asks"
 CHANGES_HELD = "file changes held"
 CALL_FAILED = "call failed"
+#: A call the endpoint failed for now (5xx after the retries, a timeout, a disconnect): the turn goes on later.
+CALL_INTERRUPTED = "call interrupted"
 LIMIT = "limit reached"
 COMPACTION = "compaction"
 #: ``job set`` fires it instead of ``set`` when the new budgets free a job a budget stopped.
@@ -149,6 +152,7 @@ TABLE: tuple[Rule, ...] = (
     _row(STEPPABLE, INVALID, ROLES, WORKING, "continue"),
     _row(STEPPABLE, INVALID_LAST, ROLES, S.INTERVENTION_REQUIRED, "stop"),
     _row(STEPPABLE, CALL_FAILED, ROLES, S.INTERVENTION_REQUIRED, "stop"),
+    _row(STEPPABLE, CALL_INTERRUPTED, ROLES, SAME, "keep"),
     _row(STEPPABLE, LIMIT, ROLES, S.INTERVENTION_REQUIRED, "stop"),
     _row(STEPPABLE, COMPACTION, ROLES, SAME, "summarise"),
     # An exit command no row above takes (a hand-edited manifest).
@@ -180,6 +184,19 @@ def who_acts(manifest: JobManifest) -> str:
     if manifest.workflow == "planned":
         return PLANNER if manifest.turn.slot == PLANNER else ADDRESSED
     return manifest.turn.slot
+
+
+def open_actions(manifest: JobManifest) -> tuple[str, ...]:
+    """The protocol's actions the role whose turn it is may answer with now:
+    those the table has a row for in this state (a CMD's rows are ``CMD
+    run``/``held``/``denied``, a Planner's ``X to a role``/``to User``), less
+    CMD under the ``deny`` command policy, which refuses every command."""
+    who, state = who_acts(manifest), manifest.status
+    events = {r.event.split(" ", 1)[0] for r in TABLE if who in r.who and state in r.states}
+    actions = tuple(a for a in ACTIONS if a in events)
+    if manifest.settings.command_policy == "deny":
+        actions = tuple(a for a in actions if a != "CMD")
+    return actions
 
 
 def find_rule(state: Status, event: str, who: str) -> Optional[Rule]:

@@ -71,6 +71,8 @@ def post_recorded(job: Job, entry: HistoryEntry, lock_timeout: float = 0) -> Ste
         lock_timeout=lock_timeout,
         summary=entry.kind == "compaction",
         replayed=True,
+        fault=entry.response.fault,
+        finish_reason=entry.response.finish_reason,
     )
 
 

@@ -41,6 +41,16 @@ class Price(BaseModel):
     """USD per million completion tokens."""
 
 
+class ModelSettings(BaseModel):
+    """What Logist knows of one model, where the endpoint does not tell."""
+
+    model_config = ConfigDict(extra="forbid")
+    structured_output: Optional[Literal["auto", "json_schema", "json_object", "off"]] = None
+    """How answers are asked for in the protocol's shape (a role's own structured_output wins); see role-manifest.schema.json."""
+    context_window: Optional[int] = Field(default=None, gt=0)
+    """The model's context window in tokens (a role's own context_window wins)."""
+
+
 class JobDefaults(BaseModel):
     """Settings a job copies at create time; each can be set per job too."""
 
@@ -89,6 +99,8 @@ class LogistConfig(BaseModel):
     """Role name -> the model for that role (a job's or a command's --model still wins)."""
     model_aliases: dict[str, str] = {}
     """Alias -> model, such as {"CHEAP": "gpt-4o-mini", "SMART": "gpt-4o"}: a role's llm_alias names one, and any model named by an alias (--model CHEAP, models, default_model) is sent as the model it stands for."""
+    model_settings: dict[str, ModelSettings] = {}
+    """Model name -> its structured_output and context_window, such as {"smollm2": {"context_window": 2048}}."""
     request_timeout: float = Field(default=30.0, gt=0)
     """Seconds to wait for the endpoint to answer (for a streamed answer: between two pieces); a request that times out is not sent again."""
     max_retries: int = Field(default=3, ge=0, le=10)
@@ -104,12 +116,19 @@ class LogistConfig(BaseModel):
         """``model``'s price: config.json's, else the shipped one; a name
         with a provider prefix (``openai/gpt-4o``) also matches without it."""
         shipped = shipped_prices()
-        names = [model] + ([model.rsplit("/", 1)[1]] if "/" in model else [])
         for table in (self.prices, shipped):
-            for name in names:
+            for name in _names(model):
                 if name in table:
                     return table[name]
         return None
+
+    def model_setting(self, model: str) -> ModelSettings:
+        """``model``'s entry in ``model_settings`` (empty when it has none); a
+        name with a provider prefix also matches without it."""
+        for name in _names(model):
+            if name in self.model_settings:
+                return self.model_settings[name]
+        return ModelSettings()
 
     def alias(self, name: str, who: str) -> str:
         """The model alias ``name`` stands for; ``who`` uses it (for the error)."""
@@ -126,7 +145,22 @@ class LogistConfig(BaseModel):
         return self.model_aliases.get(model, model)
 
 
+def _names(model: str) -> list[str]:
+    """The names ``model`` is looked up by: itself, and without a provider prefix."""
+    return [model] + ([model.rsplit("/", 1)[1]] if "/" in model else [])
+
+
 _SHIPPED: Optional[dict[str, Price]] = None
+_WINDOWS: Optional[dict[str, int]] = None
+
+
+def shipped_context_window(model: str) -> Optional[int]:
+    """The context window Logist's table (``context_windows.json``) gives ``model``, if any."""
+    global _WINDOWS
+    if _WINDOWS is None:
+        data = json.loads(Path(__file__).with_name("context_windows.json").read_text(encoding="utf-8"))
+        _WINDOWS = {name: int(value) for name, value in data["context_windows"].items()}
+    return next((_WINDOWS[name] for name in _names(model) if name in _WINDOWS), None)
 
 
 def shipped_prices() -> dict[str, Price]:

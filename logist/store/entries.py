@@ -121,6 +121,10 @@ class Response(BaseModel):
     """The answer exactly as received; the next round's request repeats it as the assistant message."""
     error: Optional[str] = None
     """Why the answer was refused or the call failed."""
+    finish_reason: Optional[str] = None
+    """Why the model stopped, when it was not a plain stop: length, the answer was cut at max_tokens."""
+    fault: Optional[str] = None
+    """Of a failed call (ERROR): transient when the endpoint failed for now (5xx after the retries, a timeout, a disconnect) and the turn was kept to go on with; absent when the failure stopped the job."""
     files_changed: list[str] = []
     """Workspace paths the answer's file changes wrote or deleted."""
     notes: list[str] = []

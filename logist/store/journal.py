@@ -90,6 +90,13 @@ def begin_applying(job_dir: Path, sequence: int, head_before: Optional[str], raw
         _write(job_dir, StepJournal(phase="applying", sequence=sequence, head_before=head_before, raw_response=raw))
 
 
+def call_not_made(job_dir: Path) -> None:
+    """Close the journal of a call the endpoint could not take (it could not
+    be reached, or refused it as configured): nothing was answered or paid,
+    so nothing is recorded, and the job stays as it was."""
+    journal_path(job_dir).unlink(missing_ok=True)
+
+
 def pending_call(job_dir: Path) -> Optional[StepJournal]:
     """A call the journal holds that the history does not record yet (the
     next command that changes the job records it), else None. For commands

@@ -57,9 +57,13 @@ class RoleManifest(BaseModel):
     temperature: float = Field(default=0.3, ge=0, le=2)
     """The sampling temperature sent with each call."""
     max_tokens: Optional[int] = Field(default=None, gt=0)
-    """The most tokens an answer may have; not sent when unset."""
+    """The most tokens an answer may have, sent with every call; unset: 2048 (512 for the tags protocol), and at most a quarter of a known context window."""
     response_format: Optional[dict] = None
-    """Sent as is as the request's response_format (such as {"type": "json_object"}) where the endpoint supports it."""
+    """Sent as is as the request's response_format (such as {"type": "json_object"}) where the endpoint supports it; instead of structured_output."""
+    structured_output: Optional[Literal["auto", "json_schema", "json_object", "off"]] = None
+    """How the answer's shape is asked of the endpoint, from the protocol's decoding schema: auto tries json_schema (strict), then json_object with the schema (llama.cpp's form), then json_object, then none, as endpoints refuse them; json_schema or json_object send that form only; off sends none. Unset: config.json's model_settings for the model, else auto. The tags protocol sends none."""
+    context_window: Optional[int] = Field(default=None, gt=0)
+    """The model's context window in tokens (prompt and answer together); unset: config.json's model_settings, what the endpoint tells, or the table Logist ships."""
     protocol: Literal["json", "tags"] = "json"
     """How the role answers: json, one JSON object; tags, a line starting with [CMD], [ASK], [MESSAGE], [DONE]... (seed 002's line protocol, which small local models follow more reliably). A job's skill that names a protocol wins."""
     file_changes: Literal["allowed", "refused", "approval"] = "allowed"
@@ -78,6 +82,8 @@ class RoleManifest(BaseModel):
     def _one_of_each(self) -> "RoleManifest":
         if self.instructions is not None and self.prompt_file is not None:
             raise ValueError("give instructions or prompt_file, not both")
+        if self.response_format is not None and self.structured_output not in (None, "off"):
+            raise ValueError("give response_format or structured_output, not both")
         if self.llm_model is None and self.llm_alias is None:
             raise ValueError("llm_model: Field required (or give llm_alias)")
         return self

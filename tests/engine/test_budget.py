@@ -252,11 +252,11 @@ def test_supervisor_retries_in_a_row(jobs, llm):
 def test_a_failed_call_on_a_priced_model_is_not_reported_as_unpriced(jobs, llm):
     write_config(jobs, prices=PRICES, max_retries=0)
     job = create_job(jobs, "failed", "Take notes", model=PRICED)
-    llm.add(msg(1), Reply(status=500))
+    llm.add(msg(1), Reply(status=400))
     run_job(job, base_url=llm.base_url)
     assert len(llm.requests) == 2
     manifest = job.manifest()
-    assert manifest.status == Status.INTERVENTION_REQUIRED and "HTTP 500" in manifest.reason
+    assert manifest.status == Status.INTERVENTION_REQUIRED and "HTTP 400" in manifest.reason
     assert manifest.totals.llm_calls == 2
     assert manifest.totals.cost_usd == pytest.approx(CALL_COST)
     assert manifest.totals.prompt_tokens == 100 and manifest.totals.completion_tokens == 50

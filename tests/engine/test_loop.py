@@ -74,7 +74,7 @@ def three_jobs(jobs):
 
 def test_run_all_leaves_each_job_in_its_state(jobs, llm):
     three_jobs(jobs)
-    llm.add(Reply(status=500), WRITE, APPROVE, ASK)
+    llm.add(Reply(status=400), WRITE, APPROVE, ASK)
 
     run = ok(logist_cli("job", "run", "--all", "--base-url", llm.base_url), code=3)
 
@@ -87,7 +87,7 @@ def test_run_all_leaves_each_job_in_its_state(jobs, llm):
         lines = summary_lines(run.stderr, job_id)
         assert len(lines) == 1, run.stderr
         assert state in lines[0]
-    assert "HTTP 500" in status_of("fail-job")["reason"]
+    assert "HTTP 400" in status_of("fail-job")["reason"]
     assert status_of("ask-job")["question"]["text"] == "Which greeting do you want?"
     # A line as each job finishes (serially: in queue order), with where the batch stands.
     done = [line for line in run.stderr.splitlines() if line.split()[0] in expected]
@@ -103,7 +103,7 @@ def test_run_all_leaves_each_job_in_its_state(jobs, llm):
 
 def test_run_all_json(jobs, llm):
     three_jobs(jobs)
-    llm.add(Reply(status=500), WRITE, APPROVE, ASK)
+    llm.add(Reply(status=400), WRITE, APPROVE, ASK)
     run = ok(logist_cli("job", "run", "--all", "--json", "--base-url", llm.base_url), code=3)
     data = json.loads(run.stdout)
     assert [(o["job_id"], o["status"], o["steps"], o["error"]) for o in data] == [
@@ -133,7 +133,7 @@ def test_rank_orders_the_queue(jobs, llm):
 
 def test_finished_jobs_leave_the_queue(jobs, llm):
     three_jobs(jobs)
-    llm.add(Reply(status=500), WRITE, APPROVE, ASK)
+    llm.add(Reply(status=400), WRITE, APPROVE, ASK)
     ok(logist_cli("job", "run", "--all", "--base-url", llm.base_url), code=3)
     ok(logist_cli("job", "approve", "approve-job"))
     ok(logist_cli("job", "cancel", "ask-job"))

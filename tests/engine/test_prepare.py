@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from logist import load_history, step_once
+from logist.engine.prepare import SUMMARY_MAX_TOKENS
 from logist.store.prompts import builtin
 from logist.resources import data_dir
 from logist.replay.scripted import Reply, answer
@@ -39,8 +40,8 @@ def test_a_worker_step_sends_exactly_the_previewed_body(jobs, llm):
     llm.add(answer("COMPLETED", "wrote it"))
     step_oneshot("hello", llm.base_url)
     assert body == llm.requests[-1]
-    assert list(body) == ["model", "messages", "temperature", "stream", "stream_options"], \
-        "parameters that are not set are not sent"
+    assert list(body) == ["model", "messages", "temperature", "max_tokens", "response_format", "stream",
+                          "stream_options"], "every request carries max_tokens and the decoding schema"
     assert body["messages"][1]["content"].startswith("# Job\n\n## Objective\n"), "the prompt does not name the job"
 
 
@@ -62,7 +63,8 @@ def test_a_step_due_for_compaction_sends_the_previewed_summary_call(jobs, llm):
     assert summary_call == llm.requests[-1]
     assert summary_call["messages"][0]["content"] == builtin().render("compaction/system")
     assert summary_call["messages"][1]["content"].startswith("Conversation of the Worker.\n")
-    assert "response_format" not in summary_call and "max_tokens" not in summary_call
+    # A summary is prose: no response_format; its max_tokens is the summary's own, not the role's.
+    assert "response_format" not in summary_call and summary_call["max_tokens"] == SUMMARY_MAX_TOKENS
     assert load_history(job.dir).interactions[-1].kind == "compaction"
 
     # Then the role's call, with the role's parameters and the summary in place of rounds 1 and 2.
@@ -112,20 +114,23 @@ def test_the_text_preview_names_the_resolved_endpoint_and_never_the_key(jobs):
 
     done = logist_cli("job", "preview", "hello")
     body = preview_json("hello")
-    assert done.stdout.splitlines()[1:6] == ["model: gpt-4o-mini", f"temperature: {body['temperature']}", "stream: true",
-                                             'stream_options: {"include_usage": true}', ""]
+    assert done.stdout.splitlines()[1:8] == [
+        "model: gpt-4o-mini", f"temperature: {body['temperature']}", f"max_tokens: {body['max_tokens']}",
+        f"response_format: {json.dumps(body['response_format'], ensure_ascii=False)}", "stream: true",
+        'stream_options: {"include_usage": true}', ""]
+    assert body["response_format"]["type"] == "json_schema" and body["max_tokens"] == 2048
     assert done.stdout.endswith(body["messages"][-1]["content"] + "\n")
 
 
 def test_a_failed_call_names_the_endpoint_to_the_person_not_to_the_model(jobs, llm):
     write_config(jobs, max_retries=0)
     create("hello", "--objective", "Write hello.py")
-    llm.add(Reply(status=500, error_message="the model is down"))
+    llm.add(Reply(status=400, error_message="the model is down"))
     done = logist_cli("job", "step", "hello", "--oneshot", "--base-url", llm.base_url)
     assert done.returncode == 3
-    assert f"needs intervention: LLM call failed after 1 attempt: HTTP 500: the model is down (endpoint {llm.base_url})" in done.stderr
+    assert f"needs intervention: LLM call failed after 1 attempt: HTTP 400: the model is down (endpoint {llm.base_url})" in done.stderr
     reason = jobs.job("hello").manifest().reason
-    assert reason == "LLM call failed after 1 attempt: HTTP 500: the model is down"
+    assert reason == "LLM call failed after 1 attempt: HTTP 400: the model is down"
 
     # Resubmitted, the model is told why the job stopped, and nothing about where it is served from.
     assert logist_cli("job", "resubmit", "hello", "--feedback", "try again").returncode == 0

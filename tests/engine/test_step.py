@@ -8,11 +8,11 @@ import subprocess
 import pytest
 
 from logist import JobsDir, Status, create_job, load_history, post_answer, run_job, step_once, user_action
-from logist.errors import TransitionError
+from logist.errors import EndpointError, TransitionError
 from logist.replay.scripted import Reply
 from logist.replay.scripted import answer
 
-from conftest import write_config
+from conftest import same_conversation, write_config
 
 
 
@@ -164,19 +164,38 @@ def test_symlink_escape_is_refused(jobs, llm, tmp_path):
     assert not (outside / "evil.txt").exists()
 
 
+def _job_files(job) -> dict:
+    """Every file of the job's folder but the lock and the views, with its bytes."""
+    return {str(p.relative_to(job.dir)): p.read_bytes() for p in sorted(job.dir.rglob("*"))
+            if p.is_file() and p.name not in (".lock", "transcript.md") and "/.git/" not in str(p)}
+
+
 @pytest.mark.parametrize("status", [500, 429])
-def test_server_errors_past_retries(jobs, llm, status):
+def test_server_errors_past_retries_keep_the_turn_to_go_on_with(jobs, llm, status):
+    """A transient failure in the middle of a turn is recorded, the job stays
+    where it was, and the next step sends the same conversation again."""
     write_config(jobs, max_retries=2)
-    job = make_job(jobs)
-    llm.add(WRITE_HELLO)
+    job = make_job(jobs, command_policy="allow", allowed_commands=["ls*"])
+    llm.add(answer("CMD", command="ls"))
     step_once(job, base_url=llm.base_url)
     llm.add(*[Reply(status=status)] * 3)
-    _, manifest = _intervention(job, llm)
-    assert f"after 3 attempts: HTTP {status}" in manifest.reason
-    assert len(llm.requests) == 1 + 3
+    failed = step_once(job, base_url=llm.base_url)
+    assert failed.interrupted and failed.status == Status.RUNNING
+    assert f"after 3 attempts: HTTP {status}" in failed.error
+    manifest = job.manifest()
+    assert manifest.status == Status.RUNNING and manifest.reason is None and manifest.turn.rounds == 1
     entries = load_history(job.dir).interactions
-    assert entries[-1].response.status == "ERROR" and entries[-1].response.raw_response is None
-    assert [e.sequence for e in entries] == [1, 2, 3]
+    assert entries[-1].response.status == "ERROR" and entries[-1].response.fault == "transient"
+    assert len(llm.requests) == 1 + 3
+    llm.add(WRITE_HELLO)
+    after = step_once(job, base_url=llm.base_url)
+    assert after.status == Status.REVIEWING
+    assert same_conversation(llm.requests[-1], llm.requests[1]), "the same conversation, sent again"
+    # A loop of steps stops at the failure instead of calling again.
+    job2 = make_job(jobs, "again")
+    llm.add(*[Reply(status=status)] * 3)
+    results = run_job(job2, base_url=llm.base_url)
+    assert [r.action for r in results] == ["ERROR"] and llm.remaining == 0
 
 
 def test_transient_error_is_retried_then_succeeds(jobs, llm):
@@ -188,20 +207,47 @@ def test_transient_error_is_retried_then_succeeds(jobs, llm):
     assert len(llm.requests) == 3
 
 
-def test_server_timeout(jobs, llm):
+def test_server_timeout_keeps_the_turn(jobs, llm):
     write_config(jobs, request_timeout=0.3, max_retries=1)
     job = make_job(jobs)
-    llm.add(Reply(content=WRITE_HELLO, delay=1.0), Reply(content=WRITE_HELLO, delay=1.0))
+    llm.add(Reply(content=WRITE_HELLO, delay=1.0))
+    result = step_once(job, base_url=llm.base_url)
+    assert result.interrupted and "timed out" in result.error
+    assert job.manifest().status == Status.PENDING
+    assert len(llm.requests) == 1, "a read timeout is not sent again"
+
+
+def test_a_bad_request_stops_the_job_with_the_servers_words(jobs, llm):
+    job = make_job(jobs)
+    llm.add(Reply(status=400, error_message="This model's maximum context length is 4096 tokens"))
     _, manifest = _intervention(job, llm)
-    assert "timed out" in manifest.reason
+    assert "HTTP 400: This model's maximum context length is 4096 tokens" in manifest.reason
 
 
-def test_unreachable_endpoint(jobs):
+@pytest.mark.parametrize("status, hint", [
+    (401, "set LOGIST_API_KEY or OPENAI_API_KEY"),
+    (403, "the key is not allowed"),
+    (404, "does the base URL end in /v1?"),
+])
+def test_setup_errors_leave_the_job_exactly_as_it_was(jobs, llm, status, hint):
     write_config(jobs, max_retries=0)
     job = make_job(jobs)
-    result = step_once(job, base_url="http://127.0.0.1:9/v1")
-    assert result.status == Status.INTERVENTION_REQUIRED
-    assert "cannot connect" in job.manifest().reason
+    before = _job_files(job)
+    llm.add(Reply(status=status, error_message="Not Found" if status == 404 else "no"))
+    with pytest.raises(EndpointError) as raised:
+        step_once(job, base_url=llm.base_url)
+    assert f"HTTP {status}" in str(raised.value) and hint in str(raised.value)
+    assert "nothing was recorded" in str(raised.value)
+    assert _job_files(job) == before, "no entry, no call counted, the same status"
+
+
+def test_unreachable_endpoint_leaves_the_job_exactly_as_it_was(jobs):
+    write_config(jobs, max_retries=0)
+    job = make_job(jobs)
+    before = _job_files(job)
+    with pytest.raises(EndpointError, match=r"cannot connect: connection refused \(is the server running\?\)"):
+        step_once(job, base_url="http://127.0.0.1:9/v1")
+    assert _job_files(job) == before
 
 
 def test_format_retries_reask_with_the_error(jobs, llm):

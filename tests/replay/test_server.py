@@ -25,7 +25,7 @@ from logist.replay.server import ReplayLLMServer
 from logist.replay.scripted import NO_RETRY, Reply, ScriptedLLMServer
 from logist.replay.scripted import answer
 
-from conftest import REPO_ROOT, write_config
+from conftest import REPO_ROOT, same_conversation, write_config
 
 WORDCOUNT = REPO_ROOT / "fixtures" / "wordcount"
 
@@ -266,27 +266,33 @@ def test_a_request_after_the_recording_is_used_up_is_refused(replay_llm):
 
 
 @pytest.mark.parametrize(
-    "failure, config",
+    "failure, config, stops",
     [
-        (Reply(status=503, error_message="the model is overloaded"), {"max_retries": 1}),
-        (Reply(status=401, error_message="invalid key"), {"max_retries": 1}),
-        (Reply(content=answer("MESSAGE", message="late"), delay=5), {"max_retries": 0, "request_timeout": 0.5}),
+        (Reply(status=503, error_message="the model is overloaded"), {"max_retries": 1}, False),
+        (Reply(status=400, error_message="the request is too large"), {"max_retries": 1}, True),
+        (Reply(content=answer("MESSAGE", message="late"), delay=5), {"max_retries": 0, "request_timeout": 0.5}, False),
     ],
-    ids=["503", "401", "timeout"],
+    ids=["503", "400", "timeout"],
 )
-def test_a_recorded_failure_replays_as_the_same_failure(jobs, llm, replay_llm, failure, config):
+def test_a_recorded_failure_replays_as_the_same_failure(jobs, llm, replay_llm, failure, config, stops):
     write_config(jobs, **config)
     recorded_job = create_job(jobs, "rec", "Write hello.py")
-    retries = [failure] * (config["max_retries"] + 1 if failure.status != 401 else 1)
+    retries = [failure] * (config["max_retries"] + 1 if failure.status != 400 else 1)
     llm.add(*retries)
     failed = step_once(recorded_job, base_url=llm.base_url)
-    assert failed.status == Status.INTERVENTION_REQUIRED
-    user_action(recorded_job, "resubmit", "try again")
+    if stops:  # a failure that stops the job: a person resubmits it
+        assert failed.status == Status.INTERVENTION_REQUIRED
+        user_action(recorded_job, "resubmit", "try again")
+    else:  # a transient one keeps the turn: the next step goes on with it
+        assert failed.status == Status.PENDING and failed.interrupted
     llm.add(answer("COMPLETED", "wrote it", file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}]))
     step_once(recorded_job, base_url=llm.base_url)
     recorded = load_history(recorded_job.dir)
-    # The resubmitted request shows the model why the job stopped, but not where it was served from.
-    assert "LLM call failed after" in llm.requests[-1]["messages"][-1]["content"]
+    if stops:
+        # The resubmitted request shows the model why the job stopped, but not where it was served from.
+        assert "LLM call failed after" in llm.requests[-1]["messages"][-1]["content"]
+    else:
+        assert same_conversation(llm.requests[-1], llm.requests[0]), "the same conversation, asked again"
     assert llm.base_url not in json.dumps(llm.requests[-1])
 
     replayed_job = create_job(jobs, "rep", "Write hello.py")

@@ -49,7 +49,7 @@ def test_every_recorded_request_is_rebuilt_exactly_in_a_planned_job_with_compact
         "this is not JSON",                                          # refused, re-asked
         "Rounds 1-3: wrote note 1, listed files, one refused answer.",  # the Worker's summary call
         answer("MESSAGE", message="note 3"),
-        Reply(status=500, headers=dict(NO_RETRY)),                   # a failed call
+        Reply(status=400),                                           # a failed call
     )
     for _ in range(7):
         step_once(job, base_url=llm.base_url)

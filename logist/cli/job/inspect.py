@@ -389,24 +389,32 @@ def preview(app: Application, job_id: Optional[str], model: Optional[str], base_
     """
     import json
 
-    from ...engine.prepare import prepare
+    from ...engine.call import call_settings
+    from ...engine.context import sized_call
     from ...engine.session import upgrade
     from ...errors import ConfigError
-    from ...store.config import resolve_base_url, resolve_endpoint
+    from ...store.config import resolve_base_url
 
     job = app.job(job_id)
     upgraded = upgrade(job)
     if upgraded:
         app.info(upgraded)
-    prepared = prepare(job, job.manifest(), model)
+    manifest = job.manifest()
+    config = job.jobs_dir.config()
+    try:
+        settings = call_settings(job, manifest, config, base_url)
+    except ConfigError as exc:  # what a step would say before any call
+        settings, unconfigured = None, exc
+    else:
+        unconfigured = None
+    # Sized as a step sizes it: the endpoint is asked for the model's window (never called).
+    prepared = sized_call(job, manifest, model, settings)
     if as_json:
         app.print_json(prepared.body)
         return
     endpoint = resolve_base_url(base_url, prepared.config).rstrip("/")
-    try:
-        resolve_endpoint(base_url, prepared.config)
-    except ConfigError as exc:  # what a step would say before any call
-        app.info(f"note: a step would stop before any call: {exc}")
+    if unconfigured is not None:
+        app.info(f"note: a step would stop before any call: {unconfigured}")
     click.echo(f"POST {endpoint}/chat/completions")
     if prepared.is_compaction:
         click.echo(f"(a summary call: rounds 1 to {prepared.compaction_target} of the {prepared.role.name}'s conversation)")

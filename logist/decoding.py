@@ -1,0 +1,182 @@
+"""The decoding schema: the answer protocol as a constraint on what a model may write.
+
+An endpoint that decodes under a JSON Schema (OpenAI's structured output,
+llama.cpp's grammars, vLLM's and Ollama's guided decoding) can only write
+what the schema allows. :func:`decoding_schema` generates that schema from
+the protocol's one definition (:data:`logist.protocol.ACTION_RULES` and the
+:class:`~logist.protocol.Answer` model) for the actions a role may take in
+its job now: one object per action, with the action's required fields, the
+optional ones that go with it, and nothing else (``additionalProperties:
+false``).
+
+It is written in the subset every such engine accepts: ``type``, ``enum``,
+``properties``, ``required``, ``additionalProperties``, ``items``,
+``anyOf``, ``minLength``, ``minimum`` and ``maximum`` (which OpenAI's
+strict mode takes since May 2025 and llama.cpp's grammars keep; an engine
+that does not know one ignores it); no ``if``/``then``/``allOf``, no
+``$ref``, no ``pattern``, and no ``maxLength``, which llama.cpp writes out
+as one grammar rule per character allowed (the reader cuts a summary over
+its 1000 characters instead, with a note). Strict
+decoding needs every property required, so a field an answer may leave out
+is required and nullable; the answer reader takes ``null`` as a field that
+is not used. What that subset cannot state stays with the answer check
+(:func:`logist.protocol.parse_answer`), and :data:`CONTENT_RULES` names
+each such rule.
+
+One engine refuses the schema's shape: OpenAI's strict mode wants an
+object at the root, not ``anyOf``. ``auto`` then goes on to the next form
+(:func:`response_formats`), which OpenAI takes as plain JSON mode.
+
+:func:`response_formats` gives the ``response_format`` values a request
+may carry, strongest first, for a role's ``structured_output`` setting
+(:data:`STRUCTURED_OUTPUT`): ``auto`` tries them in order as endpoints
+refuse them (:mod:`logist.llm`).
+
+Pure, like the protocol: no files, no network.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import lru_cache
+from typing import Optional, Sequence
+
+from . import protocol
+from .protocol import ACTION_RULES, ACTIONS
+
+#: A role's (or a model's, in config.json) ``structured_output`` setting.
+STRUCTURED_OUTPUT = ("auto", "json_schema", "json_object", "off")
+#: The name the schema is sent under (``json_schema.name``).
+SCHEMA_NAME = "logist_answer"
+
+#: The rules an answer must keep that the decoding schema cannot state (the
+#: engines' common subset has no patterns and no rule across two fields);
+#: the answer check refuses an answer that breaks one, with its reason. An
+#: engine that ignores a length bound leaves that bound to the check too.
+CONTENT_RULES = (
+    "a path is relative to the workspace, without '..', outside .git, at most 4096 characters",
+    "current_plan_step is a step of the plan",
+)
+
+#: Keywords the common subset leaves out: what only documents (the system
+#: prompt teaches what each field means; the schema only constrains).
+_DROPPED = frozenset({"title", "default", "examples", "const", "description", "maxLength"})
+#: Fields every action object may carry (besides its own).
+_ANY_ACTION = ("file_changes",)
+#: The Planner's own fields (SPEC section 7), required of its answers but a CMD.
+PLANNER_FIELDS = ("plan", "current_plan_step", "send_to", "message")
+
+
+def _subset(schema: dict, defs: dict) -> dict:
+    """``schema`` in the common subset: references inlined, documentation
+    dropped, ``const`` written as a one-value ``enum``."""
+    if "$ref" in schema:
+        return _subset(defs[schema["$ref"].rsplit("/", 1)[1]], defs)
+    out: dict = {}
+    for key, value in schema.items():
+        if key in _DROPPED:
+            continue
+        if key == "properties":
+            out[key] = {name: _subset(sub, defs) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties") and isinstance(value, dict):
+            out[key] = _subset(value, defs)
+        elif key in ("anyOf", "oneOf"):
+            out["anyOf"] = [_subset(sub, defs) for sub in value]
+        else:
+            out[key] = copy.deepcopy(value)
+    if "const" in schema:
+        out["enum"] = [schema["const"]]
+    return out
+
+
+@lru_cache(maxsize=1)
+def _fields() -> dict[str, dict]:
+    """Each answer field's schema, in the common subset."""
+    whole = protocol.response_schema()
+    return {name: _subset(sub, whole.get("$defs", {})) for name, sub in whole["properties"].items()}
+
+
+def _nullable(schema: dict) -> dict:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _action_object(action: str, fields: Sequence[str], required: Sequence[str], overrides: dict) -> dict:
+    """One action's object: every field listed, the optional ones nullable."""
+    known = _fields()
+    properties: dict = {"action": {"type": "string", "enum": [action]}}
+    for name in fields:
+        schema = overrides.get(name, known[name])
+        properties[name] = schema if name in required else _nullable(schema)
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def decoding_schema(actions: Sequence[str] = ACTIONS, *, file_changes: bool = True,
+                    planner_roles: Optional[Sequence[str]] = None) -> dict:
+    """The schema an answer is decoded under: one object per action of
+    ``actions`` (in the protocol's order).
+
+    ``file_changes``: whether answers may carry file changes (a role whose
+    file changes are refused gets none). ``planner_roles``: the answer is a
+    Planner's, which addresses one of these roles or ``User``: its
+    non-command answers carry the plan, the step, ``send_to`` and the message.
+    """
+    unknown = [a for a in actions if a not in ACTION_RULES]
+    if unknown or not actions:
+        raise ValueError(f"no decoding schema for actions {list(actions)!r}")
+    overrides: dict = {}
+    if planner_roles is not None:
+        overrides["send_to"] = {**_fields()["send_to"], "enum": [*planner_roles, "User"]}
+    variants = []
+    for action in (a for a in ACTIONS if a in actions):
+        rule = ACTION_RULES[action]
+        fields = [*(_ANY_ACTION if file_changes else ()), *rule.required, *rule.optional]
+        required = list(rule.required)
+        if planner_roles is not None and action != "CMD":
+            fields += [f for f in ("thought", *PLANNER_FIELDS) if f not in fields]
+            required += [f for f in PLANNER_FIELDS if f not in required]
+            if action == "ASK":
+                overrides_ask = {**overrides, "send_to": {**_fields()["send_to"], "enum": ["User"]}}
+                required.remove("message")  # the question is the message
+                variants.append(_action_object(action, _ordered(fields), required, overrides_ask))
+                continue
+        variants.append(_action_object(action, _ordered(fields), required, overrides))
+    if len(variants) == 1:
+        return variants[0]
+    return {"anyOf": variants}
+
+
+def _ordered(fields: list[str]) -> list[str]:
+    """``fields`` once each, in the Answer model's order (the order the prompt's example writes them)."""
+    order = list(_fields())
+    return sorted(dict.fromkeys(fields), key=order.index)
+
+
+def response_formats(setting: str, schema: dict) -> list[Optional[dict]]:
+    """The ``response_format`` values to try for ``setting``, strongest
+    first; ``None`` stands for a request without one. ``auto`` goes down to
+    none; an explicit form is that form alone."""
+    strict = {"type": "json_schema", "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": schema}}
+    with_schema = {"type": "json_object", "schema": schema}
+    if setting == "auto":
+        return [strict, with_schema, {"type": "json_object"}, None]
+    if setting == "json_schema":
+        return [strict]
+    if setting == "json_object":
+        return [with_schema]
+    if setting == "off":
+        return [None]
+    raise ValueError(f"unknown structured_output {setting!r} (known: {', '.join(STRUCTURED_OUTPUT)})")
+
+
+def form_name(response_format: Optional[dict]) -> str:
+    """What a ``response_format`` value is called where a person reads it."""
+    if response_format is None:
+        return "none"
+    kind = response_format.get("type")
+    if kind == "json_schema":
+        strict = (response_format.get("json_schema") or {}).get("strict")
+        return "json_schema (strict)" if strict else "json_schema"
+    if kind == "json_object":
+        return "json_object with schema" if "schema" in response_format else "json_object"
+    return str(kind)
+

@@ -1,0 +1,167 @@
+"""Context windows: how many tokens the model takes, how many a request holds, and whether the next call fits.
+
+A model's window (prompt and answer together) is, first found first: the
+role's ``context_window``, config.json's ``model_settings``, Logist's table
+of common hosted models (``store/context_windows.json``), what the endpoint
+tells (llama.cpp's ``/props``, vLLM's ``/v1/models``, Ollama's
+``/api/show``), or what an earlier error of the endpoint named in this
+process. The table comes before asking the endpoint so that a hosted API is
+never asked about itself for a model Logist knows.
+
+A request's size is counted before the call: the endpoint's own tokenizer
+where it has one, else an estimate (4 characters a token) calibrated by the
+prompt tokens the endpoint reported for the job's last call whose usage it
+reported. The answer's budget (``max_tokens``) is reserved inside the
+window: a request fits when its tokens and that budget do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .. import llm
+from ..errors import LogistError
+from ..store.config import LogistConfig, shipped_context_window
+from ..store.jobsdir import Job
+from ..store.manifest import JobManifest
+from ..store.roles import RoleManifest
+from ..store.seek import read_entry
+from .prepare import Prepared, prepare
+
+
+class ContextOverflowError(LogistError):
+    """The next request would not fit the model's context window: no call was made."""
+
+#: Tokens a chat template adds around each message (role markers), about.
+PER_MESSAGE = 6
+#: Below this share of the room, the estimate is trusted without asking a tokenizer.
+SURE_BELOW = 0.7
+#: How far back the calibration looks for a call whose usage the endpoint reported.
+CALIBRATION_LOOKBACK = 20
+
+
+@dataclass
+class Window:
+    """A model's context window and where it was found."""
+
+    tokens: Optional[int]
+    source: str = ""
+
+
+def context_window(config: LogistConfig, role: RoleManifest, model: str,
+                   settings: Optional[llm.LLMSettings]) -> Window:
+    """``model``'s window for ``role`` (see the module's doc); ``settings``:
+    the endpoint to ask, None to ask none."""
+    if role.context_window:
+        return Window(role.context_window, f"role {role.name}")
+    configured = config.model_setting(model).context_window
+    if configured:
+        return Window(configured, "config.json model_settings")
+    shipped = shipped_context_window(model)
+    if shipped:
+        return Window(shipped, "Logist's table of models")
+    if settings is not None:
+        facts = llm.endpoint_facts(settings, model)
+        if facts.context_window:
+            return Window(facts.context_window, f"the endpoint ({facts.window_from})")
+    return Window(None, "")
+
+
+def message_text(body: dict) -> str:
+    """The text of a request's messages, as a tokenizer is given it."""
+    return "\n".join(m["content"] for m in body.get("messages") or [] if isinstance(m.get("content"), str))
+
+
+def estimate(body: dict) -> int:
+    """A request's tokens estimated from its text: 4 characters a token, and the template's markers."""
+    return -(-len(message_text(body)) // 4) + PER_MESSAGE * len(body.get("messages") or [])
+
+
+def calibration(job: Job, manifest: JobManifest) -> float:
+    """Reported prompt tokens over the estimate, for the job's last call
+    whose usage the endpoint reported (1.0 when there is none)."""
+    from ..store.requests import HistoryReader, recorded_body
+
+    sequence = manifest.last_sequence
+    reader = None
+    for number in range(sequence, max(0, sequence - CALIBRATION_LOOKBACK), -1):
+        entry = read_entry(job.dir, number)
+        usage, request = entry.usage, entry.request
+        if entry.kind != "llm_call" or usage is None or usage.estimated or not usage.prompt_tokens or request is None:
+            continue
+        reader = reader or HistoryReader(job.dir)
+        body = recorded_body(entry.dump(), reader.messages(number))
+        guess = estimate(body)
+        return usage.prompt_tokens / guess if guess else 1.0
+    return 1.0
+
+
+@dataclass
+class Size:
+    """A request's tokens, and how they were counted."""
+
+    tokens: int
+    how: str
+
+
+def request_size(job: Job, manifest: JobManifest, body: dict, settings: Optional[llm.LLMSettings],
+                 room: Optional[int] = None) -> Size:
+    """The tokens of request ``body``: the calibrated estimate, or the
+    endpoint's tokenizer where the estimate comes near ``room`` (or always
+    when ``room`` is None and the endpoint has one)."""
+    factor = calibration(job, manifest)
+    guess = round(estimate(body) * factor)
+    if settings is not None and (room is None or guess >= SURE_BELOW * room):
+        counted = llm.count_tokens(settings, body["model"], message_text(body))
+        if counted is not None:
+            return Size(counted + PER_MESSAGE * len(body.get("messages") or []), "the endpoint's tokenizer")
+    how = "estimated" + (f", calibrated x{factor:.2f} by the endpoint's count of an earlier call" if factor != 1.0 else "")
+    return Size(guess, how)
+
+
+def answer_tokens(settings: Optional[llm.LLMSettings], model: str, text: str) -> Optional[int]:
+    """An answer's tokens from the endpoint's tokenizer (None: it has none)."""
+    return llm.count_tokens(settings, model, text) if settings is not None else None
+
+
+def overflow(window: Window, size: Size, budget: int) -> Optional[str]:
+    """Why a request of ``size`` with an answer of ``budget`` tokens does not
+    fit ``window``, in one line; None when it fits or the window is unknown."""
+    if window.tokens is None or size.tokens + budget <= window.tokens:
+        return None
+    return (f"the next request does not fit the model's context window: {size.tokens:,} tokens ({size.how}) "
+            f"and {budget:,} for the answer (max_tokens) make {size.tokens + budget:,}, over the window of "
+            f"{window.tokens:,} ({window.source})")
+
+
+def sized_call(job: Job, manifest: JobManifest, model: Optional[str], settings: Optional[llm.LLMSettings],
+               compact: bool = True) -> Prepared:
+    """The next call (:func:`logist.engine.prepare.prepare`) sized for the
+    model's window: its default ``max_tokens`` bounded by it, and when the
+    request would not fit, a summary call instead where the role compacts,
+    else :class:`ContextOverflowError` (no call made, nothing recorded).
+    ``settings``: the endpoint (None: none is asked; the window is then
+    what the role, config.json or the table say)."""
+    found: dict = {}
+
+    def window_of(role: RoleManifest, name: str, config: LogistConfig) -> Optional[int]:
+        found["window"] = context_window(config, role, name, settings)
+        return found["window"].tokens
+
+    prepared = prepare(job, manifest, model, compact=compact, window_of=window_of)
+    window = found.get("window")
+    if window is None or window.tokens is None:
+        return prepared
+    budget = prepared.body.get("max_tokens") or 0
+    size = request_size(job, manifest, prepared.body, settings, room=window.tokens - budget)
+    why = overflow(window, size, budget)
+    if why is None:
+        return prepared
+    if compact and not prepared.is_compaction:
+        summary = prepare(job, manifest, model, window_of=window_of, force_compaction=True)
+        if summary.is_compaction:
+            return summary
+    remedy = ("raise the window (the server's context size, then context_window in the role or in config.json's "
+              "model_settings), let the role compact (prompt_compression), or go back a step (logist job restep)")
+    raise ContextOverflowError(f"job '{job.id}': {why}; no call was made. To go on: {remedy}")
