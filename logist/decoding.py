@@ -11,7 +11,7 @@ false``).
 
 It is written in the subset every such engine accepts: ``type``, ``enum``,
 ``properties``, ``required``, ``additionalProperties``, ``items``,
-``anyOf``, ``minLength``, ``minimum`` and ``maximum`` (which OpenAI's
+``anyOf``, ``minLength``, ``minItems``, ``minimum`` and ``maximum`` (which OpenAI's
 strict mode takes since May 2025 and llama.cpp's grammars keep; an engine
 that does not know one ignores it); no ``if``/``then``/``allOf``, no
 ``$ref``, no ``pattern``, and no ``maxLength``, which llama.cpp writes out
@@ -125,7 +125,11 @@ def decoding_schema(actions: Sequence[str] = ACTIONS, *, file_changes: bool = Tr
         raise ValueError(f"no decoding schema for actions {list(actions)!r}")
     overrides: dict = {}
     if planner_roles is not None:
+        # The Planner's answer rules (protocol.check_planner_answer): a role
+        # of the job or User, a plan of at least one step, a message.
         overrides["send_to"] = {**_fields()["send_to"], "enum": [*planner_roles, "User"]}
+        overrides["plan"] = {**_fields()["plan"], "minItems": 1}
+        overrides["message"] = {**_fields()["message"], "minLength": 1}
     variants = []
     for action in (a for a in ACTIONS if a in actions):
         rule = ACTION_RULES[action]

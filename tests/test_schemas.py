@@ -67,6 +67,11 @@ def test_the_command_checks_and_rewrites(tmp_path):
     assert _module("--check", "--dir", str(tmp_path)).returncode == 0
 
 
+#: Schemas that describe no file: what requests carry, not what Logist writes or reads.
+NOT_FILES = ("worker-decoding-schema.json",)
+FILE_SCHEMAS = [name for name in SCHEMAS if name not in NOT_FILES]
+
+
 @pytest.mark.parametrize("name", list(SCHEMAS))
 def test_rendering_is_stable(name):
     text = render(SCHEMAS[name]())
@@ -75,7 +80,7 @@ def test_rendering_is_stable(name):
     assert render(SCHEMAS[name]()) == text, "building twice gives the same bytes"
 
 
-@pytest.mark.parametrize("name", list(SCHEMAS))
+@pytest.mark.parametrize("name", FILE_SCHEMAS)
 def test_every_file_has_the_header(name):
     schema = SCHEMAS[name]()
     Draft202012Validator.check_schema(schema)
@@ -117,7 +122,7 @@ def undescribed(schema, where: str = "#") -> list[str]:
     return missing
 
 
-@pytest.mark.parametrize("name", list(SCHEMAS))
+@pytest.mark.parametrize("name", FILE_SCHEMAS)
 def test_every_field_of_every_file_has_a_description(name):
     missing = undescribed(SCHEMAS[name]())
     assert not missing, f"{name}: {missing[0]} has no description (a docstring under the field)" + (
@@ -247,8 +252,10 @@ SAMPLES = [
 def test_the_schema_and_parse_answer_accept_and_refuse_the_same_answers(data, valid):
     assert _validator("response").is_valid(data) is valid
     assert _parses(data) is valid
-    # Reading what models really send only widens what is accepted.
-    assert _reads(data) is (valid or "extra" in data)
+    # Reading what models really send only widens what is accepted: an
+    # unknown field is kept apart, a summary over 1000 characters is cut.
+    long_summary = len(data.get("summary_for_supervisor") or "") > 1000
+    assert _reads(data) is (valid or "extra" in data or long_summary)
 
 
 # Path rules need more than a schema can say ('..', .git, drive letters), so

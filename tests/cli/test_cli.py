@@ -178,18 +178,20 @@ def test_api_key_never_leaks(jobs, llm, key_variable):
     # A server refusing the key.
     with ScriptedLLMServer([Reply(status=401, error_message="Incorrect API key provided")]) as refusing:
         ok(run("job", "create", "refused", "-o", "Anything"))
-        # Exit 3: the job now needs intervention.
-        ok(run("job", "step", "refused", "--oneshot", "--base-url", refusing.base_url), code=3)
+        # Exit 1, the job as it was: a refused key is a setup error, no call was made.
+        refused = ok(run("job", "step", "refused", "--oneshot", "--base-url", refusing.base_url), code=1)
+        assert "after 1 attempt: HTTP 401" in refused.stderr and "nothing was recorded" in refused.stderr
         assert {k.lower(): v for k, v in refusing.headers[0].items()}["authorization"] == f"Bearer {CANARY_KEY}"
     status = json.loads(ok(run("job", "status", "refused", "--json")).stdout)
-    assert status["status"] == "INTERVENTION_REQUIRED" and "after 1 attempt: HTTP 401" in status["reason"]
+    assert status["status"] == "PENDING"
     ok(run("job", "history", "refused"))
 
     # Nothing listening.
     ok(run("job", "create", "closed", "-o", "Anything"))
-    ok(run("job", "step", "closed", "--oneshot", "--base-url", f"http://127.0.0.1:{free_port()}/v1"), code=3)
+    closed = ok(run("job", "step", "closed", "--oneshot", "--base-url", f"http://127.0.0.1:{free_port()}/v1"), code=1)
+    assert "cannot connect: connection refused" in closed.stderr
     status = json.loads(ok(run("job", "status", "closed", "--json")).stdout)
-    assert status["status"] == "INTERVENTION_REQUIRED" and "cannot connect" in status["reason"]
+    assert status["status"] == "PENDING"
 
     for result in outputs:
         assert CANARY_KEY not in result.stdout, result.args

@@ -1,0 +1,199 @@
+"""The decoding schema (logist/decoding.py): generated from the protocol for
+the actions open to each role and policy, in the engines' common subset, and
+every answer that fits it passes the answer check (issue 26, acceptance 2).
+
+hypothesis-jsonschema would draw instances of a schema, but its releases
+fail with the hypothesis this suite uses ('many' object has no attribute
+'more'); the subset is small and ours, so :func:`instances` draws from it
+here, and every draw is checked against the schema with jsonschema first.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+from logist import create_job
+from logist.decoding import CONTENT_RULES, decoding_schema, response_formats
+from logist.engine.prepare import answer_formats, structured_output
+from logist.engine.workflow import open_actions
+from logist.protocol import ACTION_RULES, ACTIONS, InvalidAnswer, check_planner_answer, parse_answer
+from logist.schemas import render, schemas_dir, worker_decoding_schema
+from logist.store.manifest import PLANNER, Status
+from logist.store.roles import builtin_roles
+
+POLICIES = ("ask", "allow", "deny")
+#: Keywords outside the subset every engine takes (see logist/decoding.py).
+FORBIDDEN = {"if", "then", "else", "allOf", "oneOf", "not", "$ref", "$defs", "pattern", "maxLength", "const",
+             "patternProperties", "dependentRequired"}
+
+
+def _walk(schema, path="#"):
+    yield path, schema
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            yield from _walk(value, f"{path}/{key}")
+    elif isinstance(schema, list):
+        for index, value in enumerate(schema):
+            yield from _walk(value, f"{path}/{index}")
+
+
+def _schema_of(job) -> dict:
+    manifest = job.manifest()
+    role = builtin_roles()[manifest.turn.role]
+    config = job.jobs_dir.config()
+    formats = answer_formats(role, config, manifest, role.llm_model, "json")
+    assert structured_output(role, config, role.llm_model) == "auto"
+    assert [f and f["type"] for f in formats] == ["json_schema", "json_object", "json_object", None]
+    assert formats[1]["schema"] is formats[0]["json_schema"]["schema"]
+    return formats[0]["json_schema"]["schema"]
+
+
+def _variants(schema: dict) -> dict[str, dict]:
+    variants = schema["anyOf"] if "anyOf" in schema else [schema]
+    return {v["properties"]["action"]["enum"][0]: v for v in variants}
+
+
+def _jobs_for_every_role_and_policy(jobs):
+    """(label, job, role, policy) for the Worker, the Supervisor and the Planner at their turn."""
+    from logist import post_answer
+
+    found = []
+    for policy in POLICIES:
+        worker = create_job(jobs, f"w-{policy}", "Write hello.py", command_policy=policy)
+        found.append(("Worker", worker, policy))
+        supervisor = create_job(jobs, f"s-{policy}", "Write hello.py", command_policy=policy)
+        post_answer(supervisor, json.dumps({"action": "COMPLETED", "evidence_files": [], "summary_for_supervisor": "x"}))
+        assert supervisor.manifest().status == Status.REVIEWING
+        found.append(("Supervisor", supervisor, policy))
+        planned = create_job(jobs, f"p-{policy}", "Write hello.py", command_policy=policy, workflow="planned")
+        assert planned.manifest().turn.slot == PLANNER
+        found.append(("Planner", planned, policy))
+    return found
+
+
+def test_the_schema_follows_the_protocol_for_every_builtin_role_and_policy(jobs):
+    for label, job, policy in _jobs_for_every_role_and_policy(jobs):
+        manifest = job.manifest()
+        schema = _schema_of(job)
+        Draft202012Validator.check_schema(schema)
+        variants = _variants(schema)
+        expected = [a for a in ACTIONS if not (a == "CMD" and policy == "deny")]
+        assert list(variants) == expected == list(open_actions(manifest)), (label, policy)
+        role = builtin_roles()[label]
+        for action, variant in variants.items():
+            rule = ACTION_RULES[action]
+            props = variant["properties"]
+            assert variant["additionalProperties"] is False and variant["required"] == list(props), (label, action)
+            for name in rule.required:
+                assert {"type": "null"} not in props[name].get("anyOf", []), f"{action}.{name} is required, not nullable"
+            assert ("file_changes" in props) is (role.file_changes != "refused"), (label, action)
+            if label == "Planner" and action != "CMD":
+                roles = [n for slot, n in manifest.roles.items() if slot != PLANNER]
+                assert props["send_to"]["enum"] == (["User"] if action == "ASK" else [*roles, "User"])
+                assert {"plan", "current_plan_step", "send_to"} <= set(props)
+            else:
+                assert "send_to" not in props and "plan" not in props
+        for where, node in _walk(schema):
+            if isinstance(node, dict):
+                assert not FORBIDDEN & set(node), f"{label}/{policy}: {where} uses {FORBIDDEN & set(node)}"
+
+
+def test_the_default_workers_schema_is_committed_and_current(jobs):
+    worker = create_job(jobs, "w", "Write hello.py")
+    committed = json.loads((schemas_dir() / "worker-decoding-schema.json").read_text(encoding="utf-8"))
+    assert (schemas_dir() / "worker-decoding-schema.json").read_text(encoding="utf-8") == render(worker_decoding_schema())
+    assert {k: v for k, v in committed.items() if k not in ("$schema", "title", "description")} == _schema_of(worker)
+
+
+def test_forms_for_each_setting():
+    schema = decoding_schema(("MESSAGE",))
+    assert response_formats("json_schema", schema) == [
+        {"type": "json_schema", "json_schema": {"name": "logist_answer", "strict": True, "schema": schema}}]
+    assert response_formats("json_object", schema) == [{"type": "json_object", "schema": schema}]
+    assert response_formats("off", schema) == [None]
+    with pytest.raises(ValueError, match="unknown structured_output"):
+        response_formats("grammar", schema)
+    with pytest.raises(ValueError):
+        decoding_schema(("LAUNCH",))
+
+
+# --------------------------------------------------------------------------
+# Whatever fits the schema passes the answer check
+
+#: Paths as the content rules want them (the schema cannot say '..' or .git).
+safe_paths = st.from_regex(r"\A[a-z][a-z0-9_]{0,8}(/[a-z][a-z0-9_]{0,8}){0,2}(\.[a-z]{1,3})?\Z")
+texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+
+
+def instances(schema: dict, name: str = "") -> st.SearchStrategy:
+    """Values of ``schema`` (the decoding subset); ``name``: the property it is the value of."""
+    if "anyOf" in schema:
+        return st.one_of([instances(sub, name) for sub in schema["anyOf"]])
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    kind = schema.get("type")
+    if kind == "null":
+        return st.none()
+    if kind == "boolean":
+        return st.booleans()
+    if kind == "integer":
+        return st.integers(schema.get("minimum", -10**6), schema.get("maximum", 10**6))
+    if kind == "string":
+        if name == "path" or name == "evidence_files":
+            return safe_paths
+        return texts.filter(lambda t: len(t) >= schema.get("minLength", 0))
+    if kind == "array":
+        return st.lists(instances(schema["items"], name), min_size=schema.get("minItems", 0), max_size=3)
+    if kind == "object":
+        return st.fixed_dictionaries({key: instances(sub, key) for key, sub in schema["properties"].items()})
+    raise AssertionError(f"a keyword the decoding subset does not have: {schema}")
+
+
+def _schemas() -> list[tuple[str, dict, bool, list[str]]]:
+    planner_roles = ["Worker", "Supervisor"]
+    found = []
+    for policy in POLICIES:
+        actions = [a for a in ACTIONS if not (a == "CMD" and policy == "deny")]
+        found.append((f"worker-{policy}", decoding_schema(actions), False, []))
+        found.append((f"supervisor-{policy}", decoding_schema(actions, file_changes=False), False, []))
+        found.append((f"planner-{policy}", decoding_schema(actions, planner_roles=planner_roles), True, planner_roles))
+    return found
+
+
+@pytest.mark.parametrize("label, schema, planner, roles", _schemas(), ids=[s[0] for s in _schemas()])
+def test_an_answer_that_fits_the_decoding_schema_passes_the_answer_check(label, schema, planner, roles):
+    validator = Draft202012Validator(schema)
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(instances(schema))
+    def check(answer: dict) -> None:
+        assert validator.is_valid(answer), answer  # the draw fits the schema
+        if planner and answer["action"] != "CMD" and isinstance(answer.get("plan"), list):
+            # CONTENT_RULES: current_plan_step is a step of the plan
+            if not answer["plan"] or not 0 <= answer["current_plan_step"] < len(answer["plan"]):
+                return
+        try:
+            read = parse_answer(json.dumps(answer), planner=planner)
+            if planner:
+                check_planner_answer(read, roles)
+        except InvalidAnswer as exc:
+            pytest.fail(f"{label}: {answer} fits the decoding schema but was refused: {exc}")
+        assert read.action == answer["action"]
+
+    check()
+
+
+def test_the_content_rules_are_the_only_gap():
+    """What the schema lets through and the check refuses is exactly a content rule."""
+    schema = decoding_schema()
+    validator = Draft202012Validator(schema)
+    outside = {"action": "MESSAGE", "message": "x", "file_changes": [{"path": "../etc/passwd", "content": "x"}]}
+    assert validator.is_valid(outside)
+    with pytest.raises(InvalidAnswer, match=r"\.\."):
+        parse_answer(json.dumps(outside))
+    assert any("'..'" in rule for rule in CONTENT_RULES)
