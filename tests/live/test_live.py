@@ -1,0 +1,156 @@
+"""Logist against a real inference engine: what only a real model and a real
+server show (issue 26). The engine is llama-cpp-python's server with
+SmolLM2-135M-Instruct (tests/live/liveserver.py); its requests pass through a
+recording proxy, so a test sees the bodies the server received.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from logist import create_job, load_history, post_answer
+from logist.decoding import decoding_schema
+from logist.store.manifest import Status
+
+from conftest import logist_cli, write_config
+from liveserver import MODEL, live_engine  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.live
+
+HELLO = "Write hello.py that prints hello"
+
+
+def _setup(jobs, live_engine, **config) -> None:
+    write_config(jobs, base_url=live_engine.base_url, default_model=MODEL, **config)
+
+
+def _calls(job):
+    return [e for e in load_history(job.dir).interactions if e.kind in ("llm_call", "compaction")]
+
+
+def _role(jobs, name: str, **fields) -> None:
+    role = {"name": name, "description": f"{name} for a live test", "llm_model": MODEL, **fields}
+    (jobs.path / "roles").mkdir(exist_ok=True)
+    (jobs.path / "roles" / f"{name.lower()}.json").write_text(json.dumps(role))
+
+
+def test_the_builtin_roles_unchanged_reach_approval_with_a_hello_py_that_runs(jobs, live_engine):
+    _setup(jobs, live_engine)
+    job = create_job(jobs, "hello", HELLO)
+    done = logist_cli("job", "run", "hello", timeout=600)
+    assert done.returncode == 3, done.stderr
+    assert job.manifest().status == Status.APPROVAL_REQUIRED, done.stderr
+    calls = _calls(job)
+    assert calls and all(e.response.status == "SUCCESS" for e in calls), "every answer valid at the first try"
+    # Structured output: the engine refused json_schema (a 500 naming response_format) and took its own form.
+    assert calls[0].request.metadata.response_format["type"] == "json_object"
+    assert "schema" in calls[0].request.metadata.response_format
+    assert all(e.request.metadata.max_tokens for e in calls), "every request carries max_tokens"
+    committed = subprocess.run(["git", "show", "HEAD:hello.py"], cwd=job.workspace, capture_output=True, text=True)
+    assert committed.returncode == 0, "hello.py is in a commit"
+    ran = subprocess.run([sys.executable, "hello.py"], cwd=job.workspace, capture_output=True, text=True, timeout=30)
+    assert ran.returncode == 0 and "hello" in ran.stdout.lower(), (ran.stdout, ran.stderr)
+
+
+def test_job_preview_is_the_request_the_server_received(jobs, live_engine):
+    _setup(jobs, live_engine)
+    create_job(jobs, "preview", HELLO)
+    preview = logist_cli("job", "preview", "preview", "--json")
+    assert preview.returncode == 0, preview.stderr
+    sent_before = len(live_engine.recorder.bodies)
+    step = logist_cli("job", "step", "preview", "--oneshot", timeout=300)
+    assert step.returncode in (0, 3), step.stderr
+    received = live_engine.recorder.bodies[sent_before:]
+    assert received[0] == json.loads(preview.stdout), "the first request of the step is the preview, key for key"
+    # What the server refused is asked again in its own form, and only that changes.
+    assert [b.get("response_format", {}).get("type") for b in received] == ["json_schema", "json_object"]
+    assert {k: v for k, v in received[1].items() if k != "response_format"} == \
+        {k: v for k, v in received[0].items() if k != "response_format"}
+
+
+def test_a_command_round_trip(jobs, live_engine):
+    # The role's own response_format wins: here one that lets the model answer only with a listed command.
+    schema = decoding_schema(("CMD",), file_changes=False)
+    schema["properties"]["command"] = {"type": "string", "enum": ["ls -a", "pwd"]}
+    _role(jobs, "Runner", response_format={"type": "json_object", "schema": schema}, max_tokens=64,
+          instructions="Run one command at a time to look at the workspace.")
+    _setup(jobs, live_engine)
+    job = create_job(jobs, "cmd", "List the files of the workspace.", worker="Runner", command_policy="allow",
+                     allowed_commands=["ls -a", "pwd"])
+    first = logist_cli("job", "step", "cmd", "--oneshot", timeout=300)
+    assert first.returncode == 0, first.stderr
+    entry = load_history(job.dir).interactions[-1]
+    assert entry.response.actions == ["CMD"] and entry.command.decision == "run"
+    assert entry.command.exit_code == 0 and entry.command.output
+    second = logist_cli("job", "step", "cmd", "--oneshot", timeout=300)
+    assert second.returncode == 0, second.stderr
+    # The command's output went back to the model in the next request the server received.
+    last = live_engine.recorder.bodies[-1]["messages"][-1]["content"]
+    assert last.startswith("Command output:") and entry.command.command in last
+
+
+def _grow_a_turn(job, rounds: int = 4) -> None:
+    """Rounds of long progress notes, posted (no model), so that the next request outgrows a 2048-token window."""
+    for n in range(rounds):
+        post_answer(job, json.dumps({"action": "MESSAGE", "message": f"note {n}: " + "the quick brown fox " * 120}))
+
+
+def test_a_request_over_the_window_compacts_a_compacting_role_and_stops_another_before_the_call(jobs, live_engine):
+    _role(jobs, "Compactor", prompt_compression=True, compaction_retain_recent=1, instructions="Write the file asked for.")
+    _setup(jobs, live_engine, model_settings={MODEL: {"context_window": live_engine.n_ctx}})
+
+    plain = create_job(jobs, "plain", HELLO)
+    _grow_a_turn(plain)
+    before = plain.history_path.read_bytes(), plain.manifest_path.read_bytes(), len(live_engine.recorder.bodies)
+    stopped = logist_cli("job", "step", "plain", "--oneshot", timeout=300)
+    assert stopped.returncode == 1
+    assert "does not fit the model's context window" in stopped.stderr and "2,048" in stopped.stderr
+    assert "config.json model_settings" in stopped.stderr and "no call was made" in stopped.stderr
+    after = plain.history_path.read_bytes(), plain.manifest_path.read_bytes(), len(live_engine.recorder.bodies)
+    assert after == before, "no call made, nothing recorded"
+
+    compacting = create_job(jobs, "compacting", HELLO, worker="Compactor")
+    _grow_a_turn(compacting)
+    done = logist_cli("job", "step", "compacting", "--oneshot", timeout=300)
+    assert done.returncode == 0, done.stderr
+    entry = load_history(compacting.dir).interactions[-1]
+    assert entry.kind == "compaction" and entry.response.status == "SUCCESS", entry.response.error
+    assert compacting.manifest().turn.summarised_rounds == 3
+    assert live_engine.recorder.bodies[-1]["max_tokens"] <= live_engine.n_ctx // 4
+
+
+def test_an_answer_cut_at_max_tokens_is_named_for_what_it_is(jobs, live_engine):
+    _role(jobs, "Terse", max_tokens=8, instructions="Write the file asked for.")
+    _setup(jobs, live_engine)
+    job = create_job(jobs, "cut", HELLO, worker="Terse")
+    done = logist_cli("job", "step", "cut", "--oneshot", timeout=300)
+    assert done.returncode == 0, done.stderr
+    entry = load_history(job.dir).interactions[-1]
+    assert entry.response.status == "INVALID" and entry.response.finish_reason == "length"
+    assert entry.response.error.startswith("the answer was cut at "), entry.response.error
+    assert "(max_tokens 8)" in entry.response.error and "JSON" not in entry.response.error
+    assert job.manifest().status == Status.RUNNING, "re-asked (format_retries 1)"
+    logist_cli("job", "step", "cut", "--oneshot", timeout=300)
+    reask = live_engine.recorder.bodies[-1]["messages"][-1]["content"]
+    assert "the answer was cut at" in reask and "answer again, shorter" in reask
+
+
+def test_three_jobs_on_threads(jobs, live_engine):
+    _setup(jobs, live_engine)
+    made = [create_job(jobs, f"t{n}", HELLO) for n in range(3)]
+    done = logist_cli("job", "run", "--all", "--engine", "threads", "--concurrency", "3", timeout=900)
+    assert done.returncode == 3, done.stderr
+    assert "0 failed" in done.stderr.splitlines()[-1]
+    for job in made:
+        # Each job rests where a person acts; a tiny model's work may not pass review, but
+        # every answer fits the protocol (the decoding schema) and every call is recorded once.
+        assert job.manifest().status in (Status.APPROVAL_REQUIRED, Status.INTERVENTION_REQUIRED), job.id
+        calls = _calls(job)
+        assert calls and all(e.response.status in ("SUCCESS", "INVALID") for e in calls)
+        assert not [e.response.error for e in calls if e.response.error and "JSON" in e.response.error]
+    sent = [b for b in live_engine.recorder.bodies if b.get("response_format", {}).get("type") == "json_object"]
+    assert len(sent) >= sum(len(_calls(job)) for job in made)
