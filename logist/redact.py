@@ -91,6 +91,16 @@ def redact(text: Optional[str], secrets: Optional[list[str]] = None) -> Optional
     return text
 
 
+def url_shown(text: str) -> str:
+    """``text`` with the password of every URL with credentials in it
+    replaced by ``[redacted]`` (``http://user:[redacted]@host/v1``): how an
+    endpoint is shown, whether or not its password is a known secret (one
+    given by ``--base-url`` or in config.json is not)."""
+    if "@" not in text:
+        return text
+    return URL_PASSWORD.sub(lambda m: m.group(0)[: m.start(1) - m.start(0)] + REDACTED + "@", text)
+
+
 def redact_data(data: Any, secrets: Optional[list[str]] = None) -> Any:
     """JSON-like ``data`` with :func:`redact` applied to every string in it
     (keys too); a new object only where something changed."""

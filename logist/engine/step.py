@@ -21,6 +21,7 @@ from ..store import journal
 from ..store.entries import CommandRecord, Response, Usage
 from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest, Status
+from ..terminal import shown
 from .budget import count_call, limit_reason
 from .call import CallWatch, Outcome, estimate_tokens, make_call  # noqa: F401 (CallWatch, estimate_tokens: the library's names)
 from .commands import run_or_hold
@@ -81,6 +82,9 @@ def _check_steppable(job: Job, manifest: JobManifest) -> None:
 
 
 def _commit_message(job_id: str, seq: int, role: str, action: str, summary: Optional[str]) -> str:
+    """The step's commit message; the summary in it is inert and redacted
+    (:func:`logist.terminal.shown`): ``git log`` prints it as it is."""
+    summary = shown(summary) if summary else summary
     first = (summary or "").strip().splitlines()[0] if (summary or "").strip() else ""
     if len(first) > 100:
         first = first[:97] + "..."
