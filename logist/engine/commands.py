@@ -131,6 +131,8 @@ def _remove(pattern: re.Pattern, text: str, origins: Optional[list[int]]) -> Tra
 
 def _apply_redraws(line: str, origins: Optional[list[int]]) -> Tracked:
     """What a terminal would show for a line with \\r redraws and backspaces."""
+    if "\r" not in line and "\b" not in line:
+        return line, origins
     chars, where = list(line), origins
     if "\r" in line:
         shown: list[str] = []

@@ -133,3 +133,14 @@ def test_inert_json_is_the_same_value():
     value = {"c": SPOOF + "\u202e\x9b\x7f\udc80", "ok": "漢字 ünï"}
     document = inert_json(json.dumps(value, ensure_ascii=False))
     assert json.loads(document) == value and inert(document) == document and "漢字 ünï" in document
+
+
+def test_what_is_printed_is_made_inert_then_redacted(monkeypatch):
+    from logist.cli.app import json_text
+    from logist.terminal import shown
+
+    key = "sk-printed-4f1e2d3c"
+    monkeypatch.setenv("LOGIST_API_KEY", key)
+    assert shown(f"key {key}\x1b[2K\r") == "key [redacted]␛[2K␍"
+    assert shown(f"held {key}\n", one_line=True) == "held [redacted]␊"
+    assert json.loads(json_text({"a": f"{key}\u202e", key: 1})) == {"a": "[redacted]\u202e", "[redacted]": 1}
