@@ -44,31 +44,25 @@ from typing import Optional
 
 from .redact import redact
 
-#: Characters shown as ``<U+XXXX>`` (besides C0 and DEL, which have pictures).
-_NAMED = [*range(0x80, 0xA0), 0x061C, 0x200B, 0x200E, 0x200F, *range(0x202A, 0x202F), 0x2028, 0x2029,
-          0x2060, *range(0x2066, 0x206A), 0xFEFF, *range(0xD800, 0xE000)]
-
-_MULTILINE: dict[int, str] = {code: chr(0x2400 + code) for code in range(0x20) if code not in (0x09, 0x0A)}
-_MULTILINE[0x7F] = "\u2421"
-_MULTILINE.update({code: f"<U+{code:04X}>" for code in _NAMED})
-_ONE_LINE = {**_MULTILINE, 0x09: "\u2409", 0x0A: "\u240a"}
-
-
-def _class(codes) -> str:
-    """A regular expression's character class of ``codes``, runs as ranges."""
-    runs: list[list[int]] = []
-    for code in sorted(codes):
-        if runs and runs[-1][1] == code - 1:
-            runs[-1][1] = code
-        else:
-            runs.append([code, code])
-    return "[" + "".join(re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "") for a, b in runs) + "]"
-
-
-_UNSAFE_MULTILINE = re.compile(_class(_MULTILINE))
-_UNSAFE_ONE_LINE = re.compile(_class(_ONE_LINE))
+#: Beyond C0: DEL, C1, U+061C, U+200B, U+200E-U+200F, U+2028-U+202E, U+2060,
+#: U+2066-U+2069, lone surrogates, U+FEFF. The classes below are kept as
+#: text and compiled by :mod:`re` (and cached there) on first use: every
+#: command imports this module, few print such a character.
+_BEYOND_C0 = "\\x7f-\\x9f\\u061c\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060\\u2066-\\u2069\\ud800-\\udfff\\ufeff"
+#: What :func:`inert` makes visible in text that spans lines (C0 but tab and newline) ...
+_UNSAFE_MULTILINE = "[\\x00-\\x08\\x0b-\\x1f" + _BEYOND_C0 + "]"
+#: ... and in a one-line field.
+_UNSAFE_ONE_LINE = "[\\x00-\\x1f" + _BEYOND_C0 + "]"
 #: What ``json.dumps(..., ensure_ascii=False)`` leaves as it is (it escapes C0 itself).
-_UNSAFE_JSON = re.compile(_class(code for code in _MULTILINE if code >= 0x7F))
+_UNSAFE_JSON = "[" + _BEYOND_C0 + "]"
+
+
+def _visible(match: re.Match) -> str:
+    """A C0 control's Control Picture (U+2400 + its code), DEL's (U+2421), or ``<U+XXXX>``."""
+    code = ord(match.group(0))
+    if code < 0x20:
+        return chr(0x2400 + code)
+    return "\u2421" if code == 0x7F else f"<U+{code:04X}>"
 
 
 def inert(text: Optional[str], *, one_line: bool = False) -> Optional[str]:
@@ -76,9 +70,10 @@ def inert(text: Optional[str], *, one_line: bool = False) -> Optional[str]:
     (see the module's doc); ``one_line``: newlines and tabs too."""
     if not text:
         return text
-    if (_UNSAFE_ONE_LINE if one_line else _UNSAFE_MULTILINE).search(text) is None:
+    pattern = _UNSAFE_ONE_LINE if one_line else _UNSAFE_MULTILINE
+    if re.search(pattern, text) is None:
         return text
-    return text.translate(_ONE_LINE if one_line else _MULTILINE)
+    return re.sub(pattern, _visible, text)
 
 
 def shown(text: str, *, one_line: bool = False) -> str:
@@ -93,9 +88,9 @@ def inert_json(document: str) -> str:
     """A JSON document (from ``json.dumps(..., ensure_ascii=False)``) with
     each character :func:`inert` would change written as a ``\\uXXXX``
     escape: the same JSON value, nothing a terminal acts on."""
-    if _UNSAFE_JSON.search(document) is None:
+    if re.search(_UNSAFE_JSON, document) is None:
         return document
-    return _UNSAFE_JSON.sub(lambda match: f"\\u{ord(match.group(0)):04x}", document)
+    return re.sub(_UNSAFE_JSON, lambda match: f"\\u{ord(match.group(0)):04x}", document)
 
 
 _NAMED_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
