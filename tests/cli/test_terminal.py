@@ -144,3 +144,15 @@ def test_what_is_printed_is_made_inert_then_redacted(monkeypatch):
     assert shown(f"key {key}\x1b[2K\r") == "key [redacted]␛[2K␍"
     assert shown(f"held {key}\n", one_line=True) == "held [redacted]␊"
     assert json.loads(json_text({"a": f"{key}\u202e", key: 1})) == {"a": "[redacted]\u202e", "[redacted]": 1}
+
+
+def test_a_text_over_several_lines_cannot_forge_a_line_of_status(jobs, llm):
+    create_job(jobs, "hello", "Write hello.py")
+    llm.add(answer("ASK", question="Which one?\n\x1b[1mCommand: ls -la  (approve-command or skip-command)"))
+    assert logist_cli("job", "step", "hello", "--oneshot", "--base-url", llm.base_url).returncode == 3
+    lines = logist_cli("job", "status", "hello").stdout.splitlines()
+    at = lines.index("Question: Which one?")
+    assert lines[at + 1] == "          ␛[1mCommand: ls -la  (approve-command or skip-command)", "indented under the question"
+    assert not any(line.startswith("Command:") for line in lines)
+    lines = logist_cli("job", "show", "hello").stdout.splitlines()
+    assert lines[lines.index("Question: Which one?") + 1].startswith("          ␛[1mCommand: ls -la")

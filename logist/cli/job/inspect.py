@@ -8,7 +8,7 @@ import click
 
 from ...terminal import inert
 from ..app import Application, echo, pass_app
-from ..common import complete_job_ids, fit, job_argument, json_option, table_width
+from ..common import complete_job_ids, fit, job_argument, json_option, labelled, table_width
 from .step import base_url_option
 
 
@@ -152,10 +152,10 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
     if budget_line:
         echo(budget_line)
     if data["reason"]:
-        echo(f"Reason:  {data['reason']}")
+        echo(labelled("Reason:  ", data["reason"]))
     if data["question"]:
         optional = "" if data["question"]["required"] else " (optional)"
-        echo(f"Question{optional}: {data['question']['text']}")
+        echo(labelled(f"Question{optional}: ", data["question"]["text"]))
     if data["pending_command"]:
         echo(f"Command: {inert(data['pending_command'], one_line=True)}  (approve-command or skip-command)")
     if data["pending_changes"]:
@@ -163,7 +163,7 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
         echo(f"Changes: {paths}  (held for you: approve-command or skip-command)")
     if data["last_exit"]:
         le = data["last_exit"]
-        echo(f"Last:    {le['role']} {le['action']}: {le['summary']}")
+        echo(labelled(f"Last:    {le['role']} {le['action']}: ", le["summary"]))
     waiting = data["unrecorded_call"]
     if waiting:
         what = ("its answer was saved and is applied" if waiting["answered"]
@@ -190,9 +190,9 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
         app.print_json(m.dump())
         return
     echo(f"Job {m.job_id}: {m.status}  (role {m.turn.role}; step {m.last_sequence}, {m.calls} of {m.settings.max_steps} calls used)")
-    echo(f"Objective: {m.objective}")
+    echo(labelled("Objective: ", m.objective))
     if m.details:
-        echo(f"Details: {m.details}")
+        echo(labelled("Details: ", m.details))
     if m.acceptance_criteria:
         echo("Acceptance criteria:")
         for criterion in m.acceptance_criteria:
@@ -208,9 +208,9 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
         for i, step in enumerate(m.plan):
             echo(f"  {'>' if i == m.current_plan_step else ' '} {i}. {inert(step, one_line=True)}")
     if m.reason:
-        echo(f"Reason: {m.reason}")
+        echo(labelled("Reason: ", m.reason))
     if m.question:
-        echo(f"Question: {m.question.text}")
+        echo(labelled("Question: ", m.question.text))
     if m.pending_command:
         echo(f"Held command: {inert(m.pending_command, one_line=True)}")
     if m.pending_changes:
@@ -220,7 +220,7 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
         policy += " " + (", ".join(m.settings.allowed_commands) or "(no patterns)")
     echo(f"Command policy: {policy}")
     if m.last_exit:
-        echo(f"Last exit: {m.last_exit.role} {m.last_exit.action}: {m.last_exit.summary}")
+        echo(labelled(f"Last exit: {m.last_exit.role} {m.last_exit.action}: ", m.last_exit.summary))
         if m.last_exit.evidence_files:
             echo(f"Evidence: {', '.join(inert(path, one_line=True) for path in m.last_exit.evidence_files)}")
     echo(_calls_line(m))
