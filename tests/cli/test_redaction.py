@@ -138,3 +138,23 @@ def test_an_endpoints_password_is_not_printed(jobs):
     for result in results:
         assert password not in result.stdout + result.stderr, (result.args, result.stdout, result.stderr)
     assert [str(p) for p, text in files_of(jobs.path).items() if password in text] == []
+
+
+def test_a_secret_the_answer_holds_only_in_an_escaped_spelling_is_redacted_once_parsed(jobs, llm):
+    """Parsing is a transformation too: ``\\u0061`` in the answer's JSON is an
+    ``a`` once parsed. The raw answer is kept as it was received (its escaped
+    spelling is the model's own text); nothing parsed from it holds the key."""
+    escaped = CANARY_KEY.replace("a", "\\u0061", 1)
+    assert escaped != CANARY_KEY
+    content = json.dumps({"action": "COMPLETED", "summary_for_supervisor": "done: KEY",
+                          "evidence_files": ["key.txt"], "file_changes": [{"path": "key.txt", "content": "KEY\n"}]})
+    create_job(jobs, "leak", "Write the key")
+    llm.add(content.replace("KEY", escaped))
+    results = [run("job", "step", "leak", "--oneshot", "--base-url", llm.base_url),
+               run("job", "show", "leak"), run("job", "status", "leak", "--json"), run("job", "history", "leak"),
+               run("job", "report", "leak")]
+    assert (jobs.path / "leak" / "workspace" / "key.txt").read_text() == "[redacted]\n"
+    for result in results:
+        assert CANARY_KEY not in result.stdout + result.stderr, result.args
+    assert [str(p) for p, text in files_of(jobs.path).items() if CANARY_KEY in text] == []
+    assert CANARY_KEY not in git_text(jobs.path / "leak" / "workspace")
