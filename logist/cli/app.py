@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import click
 
-from ..redact import redact_data
+from ..redact import redact_data, url_shown
 from ..terminal import inert, inert_json, shown
 
 if TYPE_CHECKING:
@@ -181,7 +181,6 @@ class Application:
                 if str(last.status) == "INTERVENTION_REQUIRED":
                     reason = last.error or "see logist job status"
                     if last.action == "ERROR" and last.error:
-                        from ..redact import url_shown
                         from ..store.config import resolve_base_url
 
                         reason += f" (endpoint {url_shown(resolve_base_url(base_url, self.jobs.config()))})"

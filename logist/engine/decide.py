@@ -26,8 +26,8 @@ from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, JobSettings, Turn
 from ..store.manifest import PLANNER, WORKER
 from ..store.prompts import Prompts, builtin
-from ..terminal import shown
 from ..store.roles import format_validation_error
+from ..terminal import shown
 from .budget import SETTABLE, raise_hint, stopped_by_budget
 from .session import open_locked
 from .workflow import BUDGET_RAISED, PERSON, Rule, describe_job_hint, find_rule, move, person_rules

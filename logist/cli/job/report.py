@@ -87,7 +87,7 @@ def transcript(app: Application, job_id: Optional[str], rebuild: bool, lock_time
                      f"{'from' if done == 'rebuilt' else 'up to date with'} {HISTORY_NAME}.")
         # Copied as it is read (a long job's transcript need not fit in
         # memory), with the lock held so no append lands halfway; made inert
-        # for a terminal, as all text printed for people is (cli/app.py's shown).
+        # for a terminal and redacted, as all text printed for people is (logist.terminal.shown).
         if as_json:
             _json_copy(job.id, path)
         else:
