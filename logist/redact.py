@@ -14,7 +14,9 @@ everywhere would wreck the text and hide nothing.
 from outside enters Logist, so what is recorded, sent and printed is the
 same redacted text:
 
-* a command's output, before the model is told about it (engine/commands.py);
+* a command's output, after it is cleaned and before the model is told about
+  it, and its raw text wherever it *shows* a secret on a terminal
+  (:func:`redact_shown`; engine/commands.py);
 * the model's answer and a failed call's message, as they arrive (engine/step.py);
 * text a person gives a job (objective, details, answers, feedback), and the
   prompt as a whole, workspace files included (engine/prepare.py), before it
@@ -22,8 +24,11 @@ same redacted text:
 
 and, as a last guard, by the writers themselves (:func:`redact_data` in the
 store's JSON writer and the history's append, :func:`redact` in the
-transcript and report writers), so a path nobody thought of still writes no
-secret. Commands never see these values in the first place (see
+transcript and report writers, the report's before each value is
+HTML-escaped) and by every printer of the command line, after any other
+change to the text (:func:`logist.terminal.shown`), so a path nobody
+thought of still writes or prints no secret. :func:`url_shown` hides the
+password of a URL that is shown (an endpoint), secret or not. Commands never see these values in the first place (see
 :mod:`logist.processes`): redaction is defence in depth, not the wall.
 """
 
@@ -32,7 +37,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 REDACTED = "[redacted]"
 #: Shorter values are not redacted (see the module's doc).
@@ -89,6 +94,67 @@ def redact(text: Optional[str], secrets: Optional[list[str]] = None) -> Optional
             if form in text:
                 text = text.replace(form, REDACTED)
     return text
+
+
+#: What a text shows as: its lines, and with ``track=True`` for each character
+#: of each line the index in the text it came from (logist.engine.commands.shown_lines).
+Display = Callable[..., tuple[list[str], Optional[list[list[int]]]]]
+#: How many times :func:`redact_shown` looks again after cutting what it found.
+SHOWN_ROUNDS = 3
+
+
+def redact_shown(text: str, display: Display, secrets: Optional[list[str]] = None) -> str:
+    """``text`` (a command's output as written) with every known secret
+    replaced where it is written *and* where it only shows once ``display``
+    has applied what a terminal does (escape sequences, ``\\r`` and ``X\\b``
+    redraws, control bytes removed): ``SEC\\x1b[0mRET`` shows as ``SECRET``,
+    so the whole part of the text that shows the secret, from the first
+    character it shows to the last, is replaced. What still shows a secret
+    after :data:`SHOWN_ROUNDS` rounds is replaced by what it shows, redacted."""
+    secrets = known_secrets() if secrets is None else secrets
+    text = redact(text, secrets)
+    if not secrets or not text:
+        return text
+    for _ in range(SHOWN_ROUNDS):
+        lines, _ = display(text)
+        shown = "\n".join(lines)
+        if not any(secret in shown for secret in secrets):
+            return text
+        lines, origins = display(text, track=True)
+        spans = []
+        for line, where in zip(lines, origins or []):
+            for secret in secrets:
+                start = line.find(secret)
+                while start != -1:
+                    part = where[start:start + len(secret)]
+                    spans.append((min(part), max(part) + 1))
+                    start = line.find(secret, start + 1)
+        if not spans:
+            break  # a secret across lines: shown only as a whole
+        for start, end in _merged(spans)[::-1]:
+            text = text[:start] + REDACTED + text[end:]
+    return redact("\n".join(display(text)[0]), secrets)
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` sorted, overlapping ones made one."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def url_shown(text: str) -> str:
+    """``text`` with the password of every URL with credentials in it
+    replaced by ``[redacted]`` (``http://user:[redacted]@host/v1``): how an
+    endpoint is shown, whether or not its password is a known secret (one
+    given by ``--base-url`` or in config.json is not)."""
+    if "@" not in text:
+        return text
+    return URL_PASSWORD.sub(lambda m: m.group(0)[: m.start(1) - m.start(0)] + REDACTED + "@", text)
 
 
 def redact_data(data: Any, secrets: Optional[list[str]] = None) -> Any:

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -146,6 +149,31 @@ def logist_process(*args: str, env: dict | None = None, input: str | None = None
         [sys.executable, "-m", "logist", *args],
         capture_output=True, text=True, env=full_env, input=input, timeout=timeout,
     )
+
+
+def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None) -> tuple[int, str]:
+    """``logist ARGS`` with stdout and stderr on a pseudo-terminal (and
+    ``env`` added to the environment); what it wrote, and its exit code."""
+    master, slave = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "logist", *args], stdin=subprocess.DEVNULL, stdout=slave,
+                               stderr=slave, env={**os.environ, **(env or {})})
+    os.close(slave)
+    output = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.1)
+        if ready:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # the child closed the terminal
+                break
+            if not data:
+                break
+            output += data
+        elif process.poll() is not None:
+            break
+    os.close(master)
+    return process.wait(timeout=10), output.decode("utf-8", "replace")
 
 
 _SHA = re.compile(r"\b[0-9a-f]{40}\b")

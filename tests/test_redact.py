@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from logist.redact import REDACTED, known_secrets, redact, redact_data, secret_name
+from logist.engine.commands import clean_output, shown_lines
+from logist.redact import REDACTED, known_secrets, redact, redact_data, redact_shown, secret_name, url_shown
 
 
 def test_secret_names():
@@ -41,3 +42,29 @@ def test_the_process_environment_is_read_again_when_it_changes(monkeypatch):
     monkeypatch.setenv("SOME_TOKEN", "second-token-value")
     assert "second-token-value" in known_secrets() and "first-token-value" not in known_secrets()
     assert redact("a second-token-value b") == f"a {REDACTED} b"
+
+
+SECRET = "sk-abcdef123456"
+
+
+def test_a_secret_that_only_shows_on_a_terminal_is_redacted_where_it_is_written():
+    for written in ("sk-abc\x1b[0mdef123456", "sk-abcX\bdef123456", "sk-abc\x1b]0;t\x07def123456", "sk-abc\x01def123456",
+                    "sk-abc\x1b[1m\x1b[0m\x02def1\x1b]8;;\x1b\\23456", "sk-abcdeXY\b\bf123456"):
+        raw = redact_shown(f"before {written} after\nnext", shown_lines, [SECRET])
+        assert raw == f"before {REDACTED} after\nnext", repr(written)
+        assert clean_output(raw) == f"before {REDACTED} after\nnext"
+    # A redraw that writes the secret's start over its end: the stretch from the first shown character to the last.
+    assert clean_output("xxxxxxdef123456 tail\rsk-abc") == "sk-abcdef123456 tail"
+    assert redact_shown("xxxxxxdef123456 tail\rsk-abc", shown_lines, [SECRET]) == f"xxxxxx{REDACTED}"
+    assert redact_shown("def123456\rsk-abc", shown_lines, [SECRET]) == "def123456\rsk-abc", "shows sk-abc456"
+    # Written whole, or shown by nothing: as redact.
+    assert redact_shown(f"a {SECRET} \x1b[0m", shown_lines, [SECRET]) == f"a {REDACTED} \x1b[0m"
+    assert redact_shown("plain \x1b[1mtext", shown_lines, [SECRET]) == "plain \x1b[1mtext"
+    assert redact_shown("sk-abc\x1b[0mdef123456", shown_lines, []) == "sk-abc\x1b[0mdef123456"
+
+
+def test_an_urls_password_is_shown_redacted():
+    assert url_shown("http://user:PW-1@host:8080/v1") == f"http://user:{REDACTED}@host:8080/v1"
+    assert url_shown("cannot reach https://a:b@x/v1 or ftp://c:d@y") == f"cannot reach https://a:{REDACTED}@x/v1 or ftp://c:{REDACTED}@y"
+    for plain in ("http://localhost:11434/v1", "http://user@host/v1", "mail me@example.org"):
+        assert url_shown(plain) == plain

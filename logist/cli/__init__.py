@@ -14,7 +14,9 @@ import click
 
 from .. import __version__
 from ..errors import LogistError
-from .app import Application, exit_codes_help
+from ..redact import url_shown
+from ..terminal import shown
+from .app import Application, echo, exit_codes_help
 from .common import JOBS_DIR_HELP, accept_jobs_dir
 
 #: Set by :func:`main` while it runs: the core's warnings go to stderr. Not
@@ -105,6 +107,9 @@ def _show_core_warnings() -> None:
         def stream(self, value) -> None:
             pass
 
+        def format(self, record) -> str:
+            return shown(super().format(record))  # a warning may quote a model's text
+
     logger = logging.getLogger("logist")
     if not logger.handlers:
         handler = CurrentStderr()
@@ -140,17 +145,23 @@ def _main(argv: list[str] | None) -> None:
         code = cli.main(args=argv, prog_name="logist", standalone_mode=False)
     except click.UsageError as exc:
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
-        click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+        _error(f"{exc.format_message()}{hint}")
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        click.echo(f"Error: {exc.format_message()}", err=True)
+        _error(exc.format_message())
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, click.Abort):
-        click.echo("Error: interrupted", err=True)
+        _error("interrupted")
         sys.exit(130)
     except Exception as exc:  # the one catch-all
         if os.environ.get("LOGIST_DEBUG") == "1":
             raise
-        click.echo(f"Error: internal error: {type(exc).__name__}: {exc} (LOGIST_DEBUG=1 shows the traceback)", err=True)
+        _error(f"internal error: {type(exc).__name__}: {exc} (LOGIST_DEBUG=1 shows the traceback)")
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _error(message: str) -> None:
+    """The one line of a failure on stderr: it may quote a model's text (made
+    inert) or name an endpoint (its password hidden: :func:`logist.redact.url_shown`)."""
+    echo(f"Error: {url_shown(message)}", err=True)

@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import click
 
+from ..redact import redact_data, url_shown
+from ..terminal import inert, inert_json, shown
+
 if TYPE_CHECKING:
     from ..engine.step import StepResult
     from ..store.jobsdir import Job, JobsDir
@@ -60,6 +63,21 @@ def exit_codes_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
+def echo(text: str = "", nl: bool = True, err: bool = False) -> None:
+    """The one way the command line prints text for people: made inert, then
+    redacted (:func:`logist.terminal.shown`)."""
+    click.echo(shown(text), nl=nl, err=err)
+
+
+def json_text(data: Any) -> str:
+    """``data`` as the JSON the command line prints: every known secret
+    redacted in its strings, then encoded with nothing a terminal acts on
+    (:func:`logist.terminal.inert_json`); the same value as ``data`` otherwise."""
+    import json
+
+    return inert_json(json.dumps(redact_data(data), indent=2, ensure_ascii=False))
+
+
 class Application:
     """Carried on the click context (``ctx.obj``); built once per process."""
 
@@ -87,17 +105,15 @@ class Application:
     @staticmethod
     def info(message: str) -> None:
         """Progress and chatter: stderr, so data on stdout stays clean."""
-        click.echo(message, err=True)
+        echo(message, err=True)
 
     @staticmethod
     def echo(text: str = "", nl: bool = True) -> None:
-        click.echo(text, nl=nl)
+        echo(text, nl=nl)
 
     @staticmethod
     def print_json(data: Any) -> None:
-        import json
-
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        click.echo(json_text(data))
 
     def display(self, as_json: bool, data: Any, text: Optional[Callable[[], None]] = None) -> None:
         """``data`` as JSON on stdout with ``--json``; otherwise ``text()``
@@ -119,10 +135,10 @@ class Application:
 
     def step_line(self, result: "StepResult", with_job: bool = False) -> None:
         """One line per step on stderr: entry, role, action, new state, files, summary."""
-        summary = (result.summary or result.error or "").strip().replace("\n", " ")
+        summary = inert((result.summary or result.error or "").strip().replace("\n", " "), one_line=True)
         if len(summary) > 100:
             summary = summary[:97] + "..."
-        files = f" [{', '.join(result.files_changed)}]" if result.files_changed else ""
+        files = f" [{', '.join(inert(path, one_line=True) for path in result.files_changed)}]" if result.files_changed else ""
         who = f"[{result.job_id}] " if with_job else ""
         self.info(f"{who}#{result.sequence} {result.role} {result.action} -> {result.status}{files}"
                   + (f"  {summary}" if summary else ""))
@@ -167,7 +183,7 @@ class Application:
                     if last.action == "ERROR" and last.error:
                         from ..store.config import resolve_base_url
 
-                        reason += f" (endpoint {resolve_base_url(base_url, self.jobs.config())})"
+                        reason += f" (endpoint {url_shown(resolve_base_url(base_url, self.jobs.config()))})"
                     self.info(f"Job '{last.job_id}' needs intervention: {reason}")
                 else:
                     manifest = self.jobs.job(last.job_id).manifest()
@@ -178,7 +194,7 @@ class Application:
                 from ..store.config import resolve_base_url
 
                 self.info(f"Job '{last.job_id}': the endpoint failed ({last.error}; endpoint "
-                          f"{resolve_base_url(base_url, self.jobs.config())}). The turn is kept: logist job step "
+                          f"{url_shown(resolve_base_url(base_url, self.jobs.config()))}). The turn is kept: logist job step "
                           f"{last.job_id} (or job run) goes on with the same conversation; logist job suspend "
                           f"{last.job_id} sets it aside instead.")
             self.exit(EXIT_ERROR)

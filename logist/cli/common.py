@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import click
 
+from ..terminal import inert
 
 
 def complete_job_ids(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
@@ -83,3 +86,13 @@ def fit(line: str, width: int | None) -> str:
     if width is None or len(line) <= width:
         return line
     return line[: max(width - 1, 0)] + "…"
+
+
+def labelled(label: str, text: Optional[str]) -> str:
+    """``label`` then ``text`` (a model's or a person's, perhaps over several
+    lines, made inert), each line after the first indented under the first:
+    no line of it can pass for a line of Logist's own, such as a forged
+    ``Command: ...`` under a question."""
+    first, *rest = (inert(text) or "").split("\n")
+    pad = " " * len(label)
+    return "\n".join([label + first] + [pad + line for line in rest])

@@ -52,6 +52,7 @@ def doctor(app: Application, base_url: Optional[str], as_json: bool) -> None:
     """
     from ..errors import LogistError
     from ..llm import list_models
+    from ..redact import url_shown
     from ..store.config import DEFAULT_BASE_URL, NOT_CONFIGURED, endpoint_source, key_variable
 
     config = app.jobs.config()
@@ -62,7 +63,7 @@ def doctor(app: Application, base_url: Optional[str], as_json: bool) -> None:
     endpoint = named or (DEFAULT_BASE_URL if variable else None)
     roles = _role_models(app)
     report: dict = {
-        "endpoint": endpoint,
+        "endpoint": url_shown(endpoint) if endpoint else endpoint,
         "endpoint_from": source or ("the default, as a key is set" if endpoint else None),
         "api_key_set": variable is not None,
         "api_key_variable": variable,
@@ -100,7 +101,7 @@ def doctor(app: Application, base_url: Optional[str], as_json: bool) -> None:
         if endpoint is None:
             echo(f"endpoint   none: {NOT_CONFIGURED}")
         else:
-            echo(f"endpoint   {endpoint}  (from {report['endpoint_from']})")
+            echo(f"endpoint   {report['endpoint']}  (from {report['endpoint_from']})")
         echo(f"api key    {'set, in ' + variable if variable else 'not set (LOGIST_API_KEY or OPENAI_API_KEY; local servers need none)'}")
         for i, (role, facts) in enumerate(report["roles"].items()):
             price = facts["price"]
@@ -135,10 +136,11 @@ def models(app: Application, base_url: Optional[str], as_json: bool) -> None:
     """
     from ..errors import LLMCallError, LogistError
     from ..llm import list_models
+    from ..redact import url_shown
 
     settings = _settings(app, base_url)
     try:
         names = list_models(settings)
     except LLMCallError as exc:
-        raise LogistError(f"{exc} (endpoint {settings.base_url})") from None
+        raise LogistError(f"{exc} (endpoint {url_shown(settings.base_url)})") from None
     app.display(as_json, names, lambda: [app.echo(name) for name in names])

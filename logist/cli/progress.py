@@ -9,6 +9,11 @@ line per call, and a command's output.
 * :func:`call_line` is the line after each call: role, action, tokens in
   and out, cost (or that the price is unknown), duration.
 * :func:`command_lines` is a command's cleaned output, cut to a few lines.
+
+Every text here that a model, a command or a configuration supplied is made
+inert (:func:`logist.terminal.inert`) before it is drawn: the progress line
+itself, the command (on one line, as it ran) and, through
+:func:`logist.cli.app.echo`, the lines of its output.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Optional, TextIO
+
+from ..terminal import inert
 
 if TYPE_CHECKING:
     from ..engine.step import StepResult
@@ -65,7 +72,7 @@ class ProgressLine:
 
     def _draw(self) -> None:
         with self._lock:
-            self.stream.write("\r\x1b[K" + self.text())
+            self.stream.write("\r\x1b[K" + inert(self.text(), one_line=True))
             self.stream.flush()
 
     def _run(self) -> None:
@@ -113,5 +120,5 @@ def command_lines(result: "StepResult") -> list[str]:
         cut = len(lines) - COMMAND_HEAD - COMMAND_TAIL
         lines = lines[:COMMAND_HEAD] + [f"... {cut} more lines (logist job show, or the transcript) ..."] + lines[-COMMAND_TAIL:]
     code = result.command_exit_code
-    head = f"   $ {result.command}" + (f"  (exit {code})" if code is not None else "  (no exit code: stopped)")
+    head = f"   $ {inert(result.command, one_line=True)}" + (f"  (exit {code})" if code is not None else "  (no exit code: stopped)")
     return [head] + [f"   | {line[:COMMAND_WIDTH]}" + ("..." if len(line) > COMMAND_WIDTH else "") for line in lines]

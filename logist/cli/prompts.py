@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .app import Application, pass_app
+from .app import Application, echo, pass_app
 from .common import json_option
 
 
@@ -49,7 +49,7 @@ def prompts_list(app: Application, as_json: bool) -> None:
     width = max(len(r["name"]) for r in rows)
     for row in rows:
         where = row["origin"] if row["origin"] == "built-in" else f"{row['origin']}: {row.get('path') or row.get('error')}"
-        click.echo(f"{row['name']:<{width}}  {where}")
+        echo(f"{row['name']:<{width}}  {where}")
     app.info(f"Override one by writing {templates.dir}/NAME.md (logist prompts show NAME prints the text to start from).")
     for path in unused:
         app.info(f"Not used: {path} is not the name of a template.")
@@ -85,5 +85,5 @@ def prompts_show(app: Application, name: str, builtin_only: bool, as_json: bool)
                         "text": resolved.text})
         return
     app.info(f"# {name}: {spec.description} From {resolved.where}.")
-    click.echo(resolved.text)
+    echo(resolved.text)
 

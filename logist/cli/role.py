@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import click
 
-from .app import Application, pass_app
+from .app import Application, echo, pass_app
 from .common import fit, json_option, table_width
 
 
@@ -32,7 +32,7 @@ def role_list(app: Application, as_json: bool) -> None:
         return
     width, columns = max(len(n) for n in roles), table_width()
     for r in roles.values():
-        click.echo(fit(f"{r.name:<{width}}  {r.model_label:<14}  {r.description}", columns))
+        echo(fit(f"{r.name:<{width}}  {r.model_label:<14}  {r.description}", columns))
 
 
 @role.command("inspect")
@@ -58,11 +58,11 @@ def role_inspect(app: Application, name: str, as_json: bool) -> None:
     if as_json:
         app.print_json(data)
         return
-    click.echo(f"Role: {r.name}    (from {r.source})")
+    echo(f"Role: {r.name}    (from {r.source})")
     for key, value in data.items():
         if key in ("name", "instructions", "instructions_from"):
             continue
-        click.echo(f"{key}: {value}")
-    click.echo(f"instructions (from {instructions.where}):")
+        echo(f"{key}: {value}")
+    echo(f"instructions (from {instructions.where}):")
     for line in data["instructions"].splitlines():
-        click.echo(f"  {line}")
+        echo(f"  {line}")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import click
 
-from .app import Application, pass_app
+from .app import Application, echo, pass_app
 from .common import fit, json_option, table_width
 
 
@@ -34,7 +34,7 @@ def skill_list(app: Application, as_json: bool) -> None:
     width, columns = max((len(s.name) for s in skills), default=4), table_width()
     for s in skills:
         params = ", ".join(p.name + ("" if p.required or p.default is None else "?") + ("*" if p.required else "") for p in s.params)
-        click.echo(fit(f"{s.name:<{width}}  {s.description}" + (f"  [{params}]" if params else ""), columns))
+        echo(fit(f"{s.name:<{width}}  {s.description}" + (f"  [{params}]" if params else ""), columns))
 
 
 @skill.command("show")
@@ -56,13 +56,13 @@ def skill_show(app: Application, name: str, as_json: bool) -> None:
         data["source"] = s.source
         app.print_json(data)
         return
-    click.echo(f"Skill: {s.name}    (from {s.source})")
-    click.echo(f"Description: {s.description}")
+    echo(f"Skill: {s.name}    (from {s.source})")
+    echo(f"Description: {s.description}")
     if s.max_steps:
-        click.echo(f"Max steps: {s.max_steps}")
+        echo(f"Max steps: {s.max_steps}")
     for p in s.params:
         extra = "required" if p.required else (f"default: {p.default}" if p.default is not None else "optional")
-        click.echo(f"  --param {p.name}=...   {p.description} ({extra})")
-    click.echo("Instructions:")
+        echo(f"  --param {p.name}=...   {p.description} ({extra})")
+    echo("Instructions:")
     for line in s.body.strip().splitlines():
-        click.echo(f"  {line}")
+        echo(f"  {line}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from .app import Application
+from .app import Application, echo
 from .common import json_option
 
 
@@ -111,4 +111,4 @@ def workflow(as_markdown: bool, as_json: bool) -> None:
     if as_json:
         Application.print_json(workflow_data())
     else:
-        click.echo(markdown() if as_markdown else plain(), nl=False)
+        echo(markdown() if as_markdown else plain(), nl=False)

@@ -193,7 +193,7 @@ def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", settings: l
         if exc.kind == "setup":
             # Nothing was asked of a model: the job stays exactly as it was.
             journal.call_not_made(job.dir)
-            raise EndpointError(f"{secrets.redact(str(exc))} (endpoint {settings.base_url}); nothing was recorded "
+            raise EndpointError(f"{secrets.redact(str(exc))} (endpoint {secrets.url_shown(settings.base_url)}); nothing was recorded "
                                 f"and job '{job.id}' is as it was") from None
         kind = exc.kind
         llm.learn_window(settings.base_url, prepared.model, str(exc))  # "exceeds the context window of N"

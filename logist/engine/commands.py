@@ -12,9 +12,12 @@ carriage-return redraws, echoed prompts and shell banners removed; runs of
 blank lines made one; long runs of one repeated line collapsed with a
 count), cut in the middle, with a note saying how much was cut, when it is
 longer than the job's limit, and every known secret value in it redacted
-(:mod:`logist.redact`). The history keeps the cleaned text (what the model
-was shown) and, when cleaning changed it, the raw text as it was read (a
-huge output: its first and last bytes, the rest counted), redacted too.
+after the cleaning (:mod:`logist.redact`: cleaning joins a secret that
+escapes, redraws or control bytes split). The history keeps the cleaned text
+(what the model was shown) and, when cleaning changed it, the raw text as it
+was read (a huge output: its first and last bytes, the rest counted),
+redacted where it shows a secret on a terminal as well as where it holds one
+(:func:`shown_lines` says what each character shows as).
 
 Policy (per job, default from config.json): ``deny`` refuses every command
 and tells the model; ``ask`` holds each one until a person approves or skips
@@ -39,7 +42,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from .. import processes
-from ..redact import redact
+from ..redact import redact, redact_shown
 from ..store import journal
 from ..store.entries import CommandRecord
 from ..store.jobsdir import Job
@@ -104,31 +107,87 @@ def decide(policy: str, allowed: list[str], command: str) -> str:
     return "ask"
 
 
-def _apply_redraws(line: str) -> str:
+#: A ``\\r`` that ends a line (``\\r\\n``): a line end, not a redraw.
+_CRLF = re.compile(r"\r(?=\n)")
+
+#: Text with, for each character, the index in the output it came from
+#: (None: not tracked). See :func:`shown_lines`.
+Tracked = tuple[str, Optional[list[int]]]
+
+
+def _remove(pattern: re.Pattern, text: str, origins: Optional[list[int]]) -> Tracked:
+    """``text`` without the matches of ``pattern`` (and their origins)."""
+    if origins is None:
+        return pattern.sub("", text), None
+    kept, kept_origins, start = [], [], 0
+    for match in pattern.finditer(text):
+        kept.append(text[start:match.start()])
+        kept_origins += origins[start:match.start()]
+        start = match.end()
+    kept.append(text[start:])
+    kept_origins += origins[start:]
+    return "".join(kept), kept_origins
+
+
+def _apply_redraws(line: str, origins: Optional[list[int]]) -> Tracked:
     """What a terminal would show for a line with \\r redraws and backspaces."""
+    if "\r" not in line and "\b" not in line:
+        return line, origins
+    chars, where = list(line), origins
     if "\r" in line:
-        shown = ""
+        shown: list[str] = []
+        shown_where: list[int] = []
+        start = 0
         for part in line.split("\r"):
-            shown = part + shown[len(part):]
-        line = shown
+            shown[: len(part)] = part
+            if origins is not None:
+                shown_where[: len(part)] = origins[start:start + len(part)]
+            start += len(part) + 1
+        chars, where = shown, (shown_where if origins is not None else None)
     if "\b" in line:
         kept: list[str] = []
-        for ch in line:
+        kept_where: list[int] = []
+        for i, ch in enumerate(chars):
             if ch != "\b":
                 kept.append(ch)
+                if where is not None:
+                    kept_where.append(where[i])
             elif kept:
                 kept.pop()
-        line = "".join(kept)
-    return line
+                if where is not None:
+                    kept_where.pop()
+        chars, where = kept, (kept_where if where is not None else None)
+    return "".join(chars), where
+
+
+def shown_lines(text: str, track: bool = False) -> tuple[list[str], Optional[list[list[int]]]]:
+    """The lines a terminal would show for ``text``: escape sequences,
+    carriage-return redraws, backspaces and control bytes applied or
+    removed, trailing blanks cut. With ``track``, also, for each character
+    of each line, the index in ``text`` of the character it shows (so that
+    what a secret *shows as* can be found in the output as written:
+    :func:`logist.redact.redact_shown`)."""
+    origins = list(range(len(text))) if track else None
+    for pattern in (_OSC, _CSI, _ESC, _CRLF):
+        text, origins = _remove(pattern, text, origins)
+    lines: list[str] = []
+    line_origins: list[list[int]] = []
+    start = 0
+    for line in text.split("\n"):
+        where = origins[start:start + len(line)] if origins is not None else None
+        start += len(line) + 1
+        line, where = _apply_redraws(line, where)
+        line, where = _remove(_CTRL, line, where)
+        stripped = line.rstrip()
+        lines.append(stripped)
+        if where is not None:
+            line_origins.append(where[: len(stripped)])
+    return lines, (line_origins if track else None)
 
 
 def clean_output(text: str, command: str = "", limit: int = 20_000) -> str:
     """Clean terminal output for the model and cut it to ``limit`` characters."""
-    text = _OSC.sub("", text)
-    text = _CSI.sub("", text)
-    text = _ESC.sub("", text)
-    text = text.replace("\r\n", "\n")
-    lines = [_CTRL.sub("", _apply_redraws(line)).rstrip() for line in text.split("\n")]
+    lines, _ = shown_lines(text)
     lines = [line for line in lines if not _BANNER.match(line)]
     # Runs of blank lines become one.
     lines = [line for i, line in enumerate(lines) if line or i == 0 or lines[i - 1]]
@@ -204,9 +263,14 @@ def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20
             except (ProcessLookupError, PermissionError):
                 pass
             proc.wait()
-        raw_stdout, raw_stderr = redact(_read_capped(out, limit)), redact(_read_capped(err, limit))
-        stdout = clean_output(raw_stdout, command, limit)
-        stderr = clean_output(raw_stderr, command, limit)
+        # Cleaned first, redacted last: cleaning joins what escapes, redraws or
+        # control bytes split (SEC\x1b[0mRET is SECRET once cleaned), so the
+        # output as written is redacted where it shows a secret, and the
+        # cleaned text again after the cleaning.
+        raw_stdout = redact_shown(_read_capped(out, limit), shown_lines)
+        raw_stderr = redact_shown(_read_capped(err, limit), shown_lines)
+        stdout = redact(clean_output(raw_stdout, command, limit))
+        stderr = redact(clean_output(raw_stderr, command, limit))
     return CommandResult(
         command=command,
         exit_code=None if timed_out else proc.returncode,

@@ -27,6 +27,7 @@ from ..store.manifest import JobManifest, JobSettings, Turn
 from ..store.manifest import PLANNER, WORKER
 from ..store.prompts import Prompts, builtin
 from ..store.roles import format_validation_error
+from ..terminal import shown
 from .budget import SETTABLE, raise_hint, stopped_by_budget
 from .session import open_locked
 from .workflow import BUDGET_RAISED, PERSON, Rule, describe_job_hint, find_rule, move, person_rules
@@ -144,7 +145,7 @@ def _apply_held_changes(job: Job, manifest: JobManifest) -> tuple[list[str], Opt
     journal.begin_applying(job.dir, sequence, manifest.workspace_commit, None)
     changed = job.repo.apply_changes(changes)
     commit = job.repo.commit_all(
-        f"logist: {job.id} step {sequence} file changes approved by a person: {', '.join(changed)}"[:200]
+        shown(f"logist: {job.id} step {sequence} file changes approved by a person: {', '.join(changed)}"[:200], one_line=True)
     ) or manifest.workspace_commit
     return changed, commit
 def _settings_change(before: JobManifest, after: JobManifest) -> str:
@@ -198,7 +199,7 @@ def user_action(
             journal.begin_applying(job.dir, sequence, manifest.workspace_commit, None)
             command = execute(job, manifest, manifest.pending_command or "")
             commit = job.repo.commit_all(
-                f"logist: {job.id} step {sequence} command approved by a person: {command.command}"[:200]
+                shown(f"logist: {job.id} step {sequence} command approved by a person: {command.command}"[:200], one_line=True)
             ) or commit
         prompts = Prompts(job.jobs_dir.path)
         after = _apply(settled, rule, text, command, prompts, changed)

@@ -14,13 +14,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from pydantic import BaseModel
+
 from ..errors import LogistError, NotSteppableError
 from ..failpoints import failpoint
 from ..protocol import Answer, InvalidAnswer, check_planner_answer, parse_answer
+from ..redact import known_secrets, redact
 from ..store import journal
 from ..store.entries import CommandRecord, Response, Usage
 from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest, Status
+from ..terminal import shown
 from .budget import count_call, limit_reason
 from .call import CallWatch, Outcome, call_settings, estimate_tokens, make_call  # noqa: F401 (CallWatch, estimate_tokens: the library's names)
 from .commands import run_or_hold
@@ -88,6 +92,9 @@ def _check_steppable(job: Job, manifest: JobManifest) -> None:
 
 
 def _commit_message(job_id: str, seq: int, role: str, action: str, summary: Optional[str]) -> str:
+    """The step's commit message; the summary in it is inert and redacted
+    (:func:`logist.terminal.shown`): ``git log`` prints it as it is."""
+    summary = shown(summary) if summary else summary
     first = (summary or "").strip().splitlines()[0] if (summary or "").strip() else ""
     if len(first) > 100:
         first = first[:97] + "..."
@@ -116,6 +123,31 @@ def _summary_of(answer: Optional[Answer], held: bool) -> Optional[str]:
     return answer.summary_for_supervisor or answer.message or answer.question or answer.command
 
 
+def _redacted(answer: Answer) -> Answer:
+    """``answer`` with every known secret in its texts redacted. The raw
+    answer is redacted as it arrives (engine/call.py), but parsing is a
+    transformation too: a secret written there only in an escaped spelling
+    (``"sk-\\u0061bc..."`` in JSON) shows once parsed, and would otherwise be
+    written into the workspace, its commits, the history and the terminal."""
+    secrets = known_secrets()
+    if not secrets:
+        return answer
+
+    def texts(value):
+        if isinstance(value, str):
+            return redact(value, secrets)
+        if isinstance(value, list):
+            changed = [texts(item) for item in value]
+            return value if all(a is b for a, b in zip(changed, value)) else changed
+        if isinstance(value, BaseModel):
+            updates = {name: texts(getattr(value, name)) for name in value.model_fields_set}
+            updates = {name: new for name, new in updates.items() if new is not getattr(value, name)}
+            return value.model_copy(update=updates) if updates else value
+        return value
+
+    return texts(answer)
+
+
 def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str) -> StepResult:
     """Everything after the call; shared by live steps and posted answers.
 
@@ -139,7 +171,7 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
     else:
         planner = before.workflow == "planned" and before.turn.slot == PLANNER
         try:
-            answer = parse_answer(outcome.raw or "", prepared.protocol, planner=planner)
+            answer = _redacted(parse_answer(outcome.raw or "", prepared.protocol, planner=planner))
             if planner:
                 check_planner_answer(answer, [n for slot, n in before.roles.items() if slot != PLANNER])
             held = holds_file_changes(answer, prepared.role)

@@ -1,7 +1,8 @@
 """The pieces of the HTML report: one history entry as a row that opens, the facts, the page.
 
-Plain HTML built with :func:`html.escape` on every value (no template
-engine: the page is a handful of fixed shapes). Everything that came from a
+Plain HTML built with :func:`esc` on every value (no template engine: the
+page is a handful of fixed shapes), which redacts known secrets before it
+escapes. Everything that came from a
 model, a person or a file is text, never markup; on top of that a
 Content-Security-Policy allows only the page's own style and script, by
 hash (:func:`page`), so the page can neither load anything from the network
@@ -20,6 +21,7 @@ import html
 import json
 from typing import Optional
 
+from ..redact import redact
 from ..store.history import HistoryEntry
 from ..store.jobsdir import Job
 from .prompt_tracker import PromptTracker
@@ -31,7 +33,10 @@ ROW_TEXT_LIMIT = 160
 
 
 def esc(value: object) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    """``value`` as HTML text: every known secret redacted first, then
+    escaped (redacted after escaping, a secret holding ``& < > " '`` would
+    be written in its escaped spelling, which the redaction does not know)."""
+    return html.escape(redact("" if value is None else str(value)) or "", quote=True)
 
 
 def _pre(text: str, cls: str = "") -> str:

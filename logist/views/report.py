@@ -37,6 +37,7 @@ page's security policy are in :mod:`logist.views.html`):
 
 from __future__ import annotations
 
+import html
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,12 +143,21 @@ def render_job_report(job: Job) -> str:
     return "".join(parts)
 
 
+def html_secrets() -> list[str]:
+    """The known secrets and their HTML-escaped spellings: the last guard of
+    the pages' writers, behind :func:`logist.views.html.esc`, which redacts
+    each value before it escapes it."""
+    secrets = known_secrets()
+    escaped = [html.escape(secret, quote=True) for secret in secrets]
+    return sorted(set(secrets) | set(escaped), key=len, reverse=True)
+
+
 def write_job_report(job: Job, path: Optional[Path] = None) -> Path:
     """Write the job's report (default ``<job>/report.html``), streamed into
     a new file that replaces the old one whole; returns its path."""
     target = Path(path) if path is not None else job.dir / REPORT_NAME
     with atomic_writer(target) as handle:
-        secrets = known_secrets()  # none is written (logist.redact)
+        secrets = html_secrets()  # none is written (logist.redact)
         write_report(job, lambda text: handle.write(redact(text, secrets).encode("utf-8", errors="replace")))
     return target
 
@@ -182,7 +192,8 @@ def write_index(jobs: JobsDir, path: Optional[Path] = None, *, reports: bool = T
         except (LogistError, OSError, ValueError) as exc:
             rows.append(IndexRow(job_id, "UNREADABLE", None, error=str(exc)))
     with atomic_writer(target) as handle:
-        handle.write(redact(render_index(jobs, rows, target.parent, index.current_job_id)).encode("utf-8", errors="replace"))
+        page_text = render_index(jobs, rows, target.parent, index.current_job_id)
+        handle.write(redact(page_text, html_secrets()).encode("utf-8", errors="replace"))
     return target, rows
 
 

@@ -8,12 +8,8 @@ click's CliRunner on the command group, against a real ScriptedLLMServer."""
 from __future__ import annotations
 
 import json
-import os
-import pty
-import select
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -26,7 +22,7 @@ from logist.errors import ConfigError
 from logist.replay.scripted import Reply, ScriptedLLMServer, answer
 from logist.store.config import DEFAULT_BASE_URL, NOT_CONFIGURED, load_config, resolve_endpoint, shipped_prices
 
-from conftest import CANARY_KEY, logist_cli, logist_process, write_config
+from conftest import CANARY_KEY, logist_cli, logist_process, run_on_a_terminal, write_config
 
 DONE = answer("COMPLETED", "Wrote hello.py.", [])
 
@@ -222,30 +218,6 @@ def test_an_endpoint_that_does_not_stream_is_asked_plainly_and_remembered(jobs, 
 
 
 # While it runs: the progress line on a terminal ------------------------------------------------------------
-
-
-def run_on_a_terminal(*args: str, timeout: float = 60) -> tuple[int, str]:
-    """``logist ARGS`` with stdout and stderr on a pseudo-terminal; what it wrote, and its exit code."""
-    master, slave = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "logist", *args], stdin=subprocess.DEVNULL, stdout=slave,
-                               stderr=slave, env=dict(os.environ))
-    os.close(slave)
-    output = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.1)
-        if ready:
-            try:
-                data = os.read(master, 4096)
-            except OSError:  # the child closed the terminal
-                break
-            if not data:
-                break
-            output += data
-        elif process.poll() is not None:
-            break
-    os.close(master)
-    return process.wait(timeout=10), output.decode("utf-8", "replace")
 
 
 def test_a_progress_line_while_the_call_is_in_flight_only_on_a_terminal(jobs, llm):

@@ -34,10 +34,46 @@ cancel = _simple(
     "Cancel a job for good: it cannot be resumed, rerun or restepped.\n\n"
     "To stop it for now, suspend it instead.\n\n\b\nExample:\n  logist job cancel hello",
 )
-approve_command = _simple(
-    "approve-command",
-    "Run the held command; the model sees its output.\n\n\b\nExample:\n  logist job approve-command hello",
-)
+
+
+@click.command("approve-command")
+@job_argument
+@click.option("--raw", is_flag=True,
+              help="Only show the held command with every character outside printable ASCII escaped as in a Python "
+                   "string literal (\\x1b, \\r, \\n, \\u202e; a backslash doubled); nothing is run.")
+@wait_option
+@json_option
+@pass_app
+def approve_command(app: Application, job_id: Optional[str], raw: bool, lock_timeout: float, as_json: bool) -> None:
+    """Run the held command; the model sees its output.
+
+    The command is printed first exactly as it runs, on one line, each
+    control character made visible: ESC as ␛, a carriage return as ␍, a
+    newline as ␊, other C0 controls as their U+2400 pictures, and C1
+    controls, bidirectional overrides and invisible characters by their code
+    point (<U+202E>). job status and job show print it the same way; --raw
+    shows it without running it, with nothing left to interpretation.
+
+    \b
+    Example:
+      logist job approve-command hello --raw
+      logist job approve-command hello
+    """
+    from ...engine.decide import user_action
+    from ...errors import TransitionError
+    from ...terminal import escaped, inert
+
+    job = app.job(job_id)
+    command = job.manifest().pending_command
+    if raw:
+        if command is None:
+            raise TransitionError(f"job '{job.id}' holds no command (logist job status {job.id} says what it waits for)")
+        app.display(as_json, {"job_id": job.id, "pending_command": command}, lambda: app.echo(escaped(command)))
+        return
+    if command is not None and not as_json:
+        app.info(f"Running: {inert(command, one_line=True)}")
+    app.job_changed(as_json, job.id, user_action(job, "approve-command", lock_timeout=lock_timeout))
+
 skip_command = _simple(
     "skip-command",
     "Skip the held command; the model is told so.\n\n\b\nExample:\n  logist job skip-command hello",

@@ -6,8 +6,9 @@ from typing import Optional
 
 import click
 
-from ..app import Application, pass_app
-from ..common import complete_job_ids, fit, job_argument, json_option, table_width
+from ...terminal import inert
+from ..app import Application, echo, pass_app
+from ..common import complete_job_ids, fit, job_argument, json_option, labelled, table_width
 from .step import base_url_option
 
 
@@ -39,8 +40,8 @@ def list_jobs(app: Application, as_json: bool) -> None:
     width = table_width()
     for row in rows:
         mark = "*" if row["job_id"] == index.current_job_id else " "
-        objective = " ".join((row["objective"] or "").split())
-        click.echo(fit(f"{mark} {row['job_id']:<24} {row['status']:<22} {objective}", width))
+        objective = " ".join(inert(row["objective"] or "").split())
+        echo(fit(f"{mark} {row['job_id']:<24} {row['status']:<22} {objective}", width))
 
 
 @click.command()
@@ -142,32 +143,32 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
     if as_json:
         app.print_json(data)
         return
-    click.echo(f"Job:     {data['job_id']}")
-    click.echo(f"Status:  {data['status']}")
-    click.echo(f"Role:    {data['role']}")
-    click.echo(f"Step:    {data['last_sequence']} ({data['calls']} of {data['max_steps']} calls used)")
-    click.echo(_calls_line(m))
+    echo(f"Job:     {data['job_id']}")
+    echo(f"Status:  {data['status']}")
+    echo(f"Role:    {data['role']}")
+    echo(f"Step:    {data['last_sequence']} ({data['calls']} of {data['max_steps']} calls used)")
+    echo(_calls_line(m))
     budget_line = _budget_line(budgets(m), with_steps=False)
     if budget_line:
-        click.echo(budget_line)
+        echo(budget_line)
     if data["reason"]:
-        click.echo(f"Reason:  {data['reason']}")
+        echo(labelled("Reason:  ", data["reason"]))
     if data["question"]:
         optional = "" if data["question"]["required"] else " (optional)"
-        click.echo(f"Question{optional}: {data['question']['text']}")
+        echo(labelled(f"Question{optional}: ", data["question"]["text"]))
     if data["pending_command"]:
-        click.echo(f"Command: {data['pending_command']}  (approve-command or skip-command)")
+        echo(f"Command: {inert(data['pending_command'], one_line=True)}  (approve-command or skip-command)")
     if data["pending_changes"]:
-        paths = ", ".join(change["path"] for change in data["pending_changes"])
-        click.echo(f"Changes: {paths}  (held for you: approve-command or skip-command)")
+        paths = ", ".join(inert(change["path"], one_line=True) for change in data["pending_changes"])
+        echo(f"Changes: {paths}  (held for you: approve-command or skip-command)")
     if data["last_exit"]:
         le = data["last_exit"]
-        click.echo(f"Last:    {le['role']} {le['action']}: {le['summary']}")
+        echo(labelled(f"Last:    {le['role']} {le['action']}: ", le["summary"]))
     waiting = data["unrecorded_call"]
     if waiting:
         what = ("its answer was saved and is applied" if waiting["answered"]
                 else "it was in flight when the process ended; it is recorded as a call of unknown outcome")
-        click.echo(f"Pending: step {waiting['step']}'s call is not recorded yet: {what} by the next command on this job")
+        echo(f"Pending: step {waiting['step']}'s call is not recorded yet: {what} by the next command on this job")
 
 
 @click.command()
@@ -188,57 +189,57 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
     if as_json:
         app.print_json(m.dump())
         return
-    click.echo(f"Job {m.job_id}: {m.status}  (role {m.turn.role}; step {m.last_sequence}, {m.calls} of {m.settings.max_steps} calls used)")
-    click.echo(f"Objective: {m.objective}")
+    echo(f"Job {m.job_id}: {m.status}  (role {m.turn.role}; step {m.last_sequence}, {m.calls} of {m.settings.max_steps} calls used)")
+    echo(labelled("Objective: ", m.objective))
     if m.details:
-        click.echo(f"Details: {m.details}")
+        echo(labelled("Details: ", m.details))
     if m.acceptance_criteria:
-        click.echo("Acceptance criteria:")
+        echo("Acceptance criteria:")
         for criterion in m.acceptance_criteria:
-            click.echo(f"  - {criterion}")
+            echo(f"  - {inert(criterion, one_line=True)}")
     if m.skill:
         params = ", ".join(f"{k}={v}" for k, v in m.skill.params.items())
-        click.echo(f"Skill: {m.skill.name}" + (f" ({params})" if params else ""))
+        echo(f"Skill: {m.skill.name}" + (f" ({params})" if params else ""))
     if m.files:
-        click.echo(f"Files: {', '.join(m.files)}")
-    click.echo("Roles: " + ", ".join(f"{slot}={name}" for slot, name in m.roles.items()))
+        echo(f"Files: {', '.join(inert(path, one_line=True) for path in m.files)}")
+    echo("Roles: " + ", ".join(f"{slot}={name}" for slot, name in m.roles.items()))
     if m.plan:
-        click.echo("Plan:")
+        echo("Plan:")
         for i, step in enumerate(m.plan):
-            click.echo(f"  {'>' if i == m.current_plan_step else ' '} {i}. {step}")
+            echo(f"  {'>' if i == m.current_plan_step else ' '} {i}. {inert(step, one_line=True)}")
     if m.reason:
-        click.echo(f"Reason: {m.reason}")
+        echo(labelled("Reason: ", m.reason))
     if m.question:
-        click.echo(f"Question: {m.question.text}")
+        echo(labelled("Question: ", m.question.text))
     if m.pending_command:
-        click.echo(f"Held command: {m.pending_command}")
+        echo(f"Held command: {inert(m.pending_command, one_line=True)}")
     if m.pending_changes:
-        click.echo("Held file changes: " + ", ".join(change["path"] for change in m.pending_changes))
+        echo("Held file changes: " + ", ".join(inert(change["path"], one_line=True) for change in m.pending_changes))
     policy = m.settings.command_policy
     if policy == "allow":
         policy += " " + (", ".join(m.settings.allowed_commands) or "(no patterns)")
-    click.echo(f"Command policy: {policy}")
+    echo(f"Command policy: {policy}")
     if m.last_exit:
-        click.echo(f"Last exit: {m.last_exit.role} {m.last_exit.action}: {m.last_exit.summary}")
+        echo(labelled(f"Last exit: {m.last_exit.role} {m.last_exit.action}: ", m.last_exit.summary))
         if m.last_exit.evidence_files:
-            click.echo(f"Evidence: {', '.join(m.last_exit.evidence_files)}")
-    click.echo(_calls_line(m))
+            echo(f"Evidence: {', '.join(inert(path, one_line=True) for path in m.last_exit.evidence_files)}")
+    echo(_calls_line(m))
     from ...views.summary import summarise
     from ...views.transcript import transcript_path
 
     try:
         summary = summarise(job, manifest=m)
     except CorruptFileError as exc:
-        click.echo(f"History: {exc} (the next command that changes the job repairs it)")
+        echo(f"History: {exc} (the next command that changes the job repairs it)")
     else:
         for line in _summary_lines(summary):
-            click.echo(line)
-    click.echo(f"Directory: {job.dir}")
-    click.echo(f"Workspace: {job.workspace} @ {(m.workspace_commit or '')[:12]}")
+            echo(line)
+    echo(f"Directory: {job.dir}")
+    echo(f"Workspace: {job.workspace} @ {(m.workspace_commit or '')[:12]}")
     if m.source.repo:
-        click.echo(f"From: {m.source.repo} {m.source.ref or 'HEAD'} ({(m.source.commit or '')[:12]})")
-    click.echo(f"Transcript: {transcript_path(job.dir)}")
-    click.echo(f"Report: logist job report {m.job_id}  (an HTML timeline of every step)")
+        echo(f"From: {m.source.repo} {m.source.ref or 'HEAD'} ({(m.source.commit or '')[:12]})")
+    echo(f"Transcript: {transcript_path(job.dir)}")
+    echo(f"Report: logist job report {m.job_id}  (an HTML timeline of every step)")
 
 
 #: How many of the last history entries ``job show`` lists.
@@ -291,7 +292,7 @@ def _table(rows, who: str, width: Optional[int]) -> list[str]:
         lines.append(fit(line(
             str(row.sequence), row.timestamp[:19] + "Z",
             f"{name:<{wn}} {row.action:<{wa}} {row.state_after:<21} {tokens:>6} {cost:>8}  "
-            f"{(row.commit or '')[:8]:<8}  {one_line(row.summary, 10_000)}",
+            f"{(row.commit or '')[:8]:<8}  {one_line(inert(row.summary), 10_000)}",
         ), width))
     return lines
 
@@ -330,7 +331,7 @@ def history(app: Application, job_id: Optional[str], number: Optional[int], as_j
         app.print_json(rows)
         return
     for line in _table(rows, "role", table_width()):
-        click.echo(line)
+        echo(line)
 
 
 def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
@@ -353,22 +354,22 @@ def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
     if as_json:
         app.print_json(data | ({"request_body": body} if body is not None else {}))
         return
-    click.echo(f"Step {entry.sequence}: {entry.kind}, {entry.state_before} -> {entry.state_after}"
+    echo(f"Step {entry.sequence}: {entry.kind}, {entry.state_before} -> {entry.state_after}"
                + (f", {entry.role}" if entry.role else "") + f", {entry.timestamp}")
     if body is not None:
         for key, value in body.items():
             if key != "messages":
-                click.echo(f"{key}: {value}")
+                echo(f"{key}: {value}")
         for message in body["messages"]:
-            click.echo(f"\n===== {message['role']} =====")
-            click.echo(message["content"])
+            echo(f"\n===== {message['role']} =====")
+            echo(message["content"])
     if entry.response is not None:
-        click.echo(f"\n===== answer ({entry.response.status}) =====")
-        click.echo(entry.response.raw_response if entry.response.raw_response is not None else entry.response.error or "")
+        echo(f"\n===== answer ({entry.response.status}) =====")
+        echo(entry.response.raw_response if entry.response.raw_response is not None else entry.response.error or "")
     if entry.user_input is not None:
-        click.echo(f"{entry.user_input.action}: {entry.user_input.text or ''}")
+        echo(f"{entry.user_input.action}: {entry.user_input.text or ''}")
     if entry.note:
-        click.echo(entry.note)
+        echo(entry.note)
 
 
 @click.command()
@@ -393,6 +394,7 @@ def preview(app: Application, job_id: Optional[str], model: Optional[str], base_
     from ...engine.context import sized_call
     from ...engine.session import upgrade
     from ...errors import ConfigError
+    from ...redact import url_shown
     from ...store.config import resolve_base_url
 
     job = app.job(job_id)
@@ -415,12 +417,12 @@ def preview(app: Application, job_id: Optional[str], model: Optional[str], base_
     endpoint = resolve_base_url(base_url, prepared.config).rstrip("/")
     if unconfigured is not None:
         app.info(f"note: a step would stop before any call: {unconfigured}")
-    click.echo(f"POST {endpoint}/chat/completions")
+    echo(f"POST {url_shown(endpoint)}/chat/completions")
     if prepared.is_compaction:
-        click.echo(f"(a summary call: rounds 1 to {prepared.compaction_target} of the {prepared.role.name}'s conversation)")
+        echo(f"(a summary call: rounds 1 to {prepared.compaction_target} of the {prepared.role.name}'s conversation)")
     for key, value in prepared.body.items():
         if key != "messages":
-            click.echo(f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
+            echo(f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
     for message in prepared.body["messages"]:
-        click.echo(f"\n===== {message['role']} =====")
-        click.echo(message["content"])
+        echo(f"\n===== {message['role']} =====")
+        echo(message["content"])

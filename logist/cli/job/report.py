@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Optional
 
 import click
 
+from ...terminal import shown
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
 
@@ -69,7 +70,6 @@ def transcript(app: Application, job_id: Optional[str], rebuild: bool, lock_time
       logist job transcript hello --rebuild
     """
     from ...store.history import HISTORY_NAME
-    import shutil
 
     from ...views import views_lock
     from ...views import transcript as tr
@@ -86,12 +86,16 @@ def transcript(app: Application, job_id: Optional[str], rebuild: bool, lock_time
             app.info(f"{'Rebuilt' if done == 'rebuilt' else 'Brought'} {shown_path(path)} "
                      f"{'from' if done == 'rebuilt' else 'up to date with'} {HISTORY_NAME}.")
         # Copied as it is read (a long job's transcript need not fit in
-        # memory), with the lock held so no append lands halfway.
+        # memory), with the lock held so no append lands halfway; made inert
+        # for a terminal and redacted, as all text printed for people is (logist.terminal.shown).
         if as_json:
             _json_copy(job.id, path)
         else:
-            with open(path, "rb") as handle:
-                shutil.copyfileobj(handle, _stdout_bytes(), 1 << 20)
+            out = _stdout_bytes()
+            with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+                while lines := handle.readlines(1 << 20):
+                    out.write(shown("".join(lines)).encode("utf-8"))
+            out.flush()
 
 
 def _stdout_bytes():
@@ -107,10 +111,13 @@ def _json_copy(job_id: str, path: Path) -> None:
     escaped as it is read, so that it need not fit in memory either."""
     import json
 
+    from ...redact import redact
+    from ...terminal import inert_json
+
     out = _stdout_bytes()
     out.write(f'{{"job_id": {json.dumps(job_id)}, "path": {json.dumps(str(path))}, "transcript": "'.encode())
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        while chunk := handle.read(1 << 20):
-            out.write(json.dumps(chunk, ensure_ascii=False)[1:-1].encode("utf-8"))
+    with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+        while chunk := "".join(handle.readlines(1 << 20)):
+            out.write(inert_json(json.dumps(redact(chunk), ensure_ascii=False)[1:-1]).encode("utf-8"))
     out.write(b'"}\n')
     out.flush()
