@@ -133,7 +133,7 @@ def test_an_endpoints_password_is_not_printed(jobs):
                logist_cli("job", "preview", "down", "--base-url", url),
                logist_cli("doctor", "--base-url", url), logist_cli("doctor", "--json", "--base-url", url),
                logist_cli("models", "--base-url", url)]
-    assert results[0].returncode == 3 and "(endpoint http://someone:[redacted]@127.0.0.1:" in results[0].stderr
+    assert results[0].returncode == 1 and "(endpoint http://someone:[redacted]@127.0.0.1:" in results[0].stderr
     assert f"POST http://someone:[redacted]@127.0.0.1:{port}/v1/chat/completions" in results[1].stdout
     for result in results:
         assert password not in result.stdout + result.stderr, (result.args, result.stdout, result.stderr)
