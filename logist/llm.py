@@ -49,12 +49,13 @@ gateway must not answer it with the refusal it keeps for the first).
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from .completions import AnswerFault, LLMReply, answer_json, chunks, error_text, text_of, tokens, whole
-from .decoding import form_name
+from .completions import AnswerFault, LLMReply, answer_json, chunks, error_text, excerpt, text_of, tokens, whole
+from .decoding import form_name, response_formats
 from .errors import LLMCallError
 #: The header that names a call, the same on each of its retries (one definition: :mod:`logist.store.calls`).
 from .store.calls import HEADER as IDEMPOTENCY_HEADER
@@ -498,15 +499,45 @@ def _send(api, settings: LLMSettings, body: dict, wants_stream: bool, on_tokens,
 
 
 def list_models(settings: LLMSettings) -> list[str]:
-    """The model names the endpoint's ``GET /models`` lists, sorted."""
+    """The model names the endpoint's ``GET /models`` lists, sorted; an
+    :class:`~logist.errors.LLMCallError` naming what came instead of a list
+    (a web page, JSON of another shape)."""
     import openai
 
+    httpx = _httpx()
     api = client(settings.base_url, settings.api_key)
     try:
-        page = api.with_options(max_retries=0).models.list(timeout=settings.timeout)
-        return sorted(str(model.id) for model in page.data)
+        response = api.get("/models", cast_to=httpx.Response, options={"timeout": settings.timeout, "max_retries": 0})
+        raw = response.read()
     except openai.OpenAIError as exc:
         raise _failure(exc, settings) from None
+    except AnswerFault as exc:
+        raise LLMCallError(f"GET /models failed: {exc}") from None
+    content_type = response.headers.get("content-type", "").split(";")[0].strip()
+    if "html" in content_type or raw.lstrip()[:1] == b"<":
+        raise LLMCallError("the base URL serves a web page, not the API (GET /models answered "
+                           f"{excerpt(raw, content_type)}): does the base URL end in /v1?", kind="setup")
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise LLMCallError(f"GET /models answered a body that is not JSON ({excerpt(raw, content_type)})") from None
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise LLMCallError(f"GET /models answered JSON that is not a list of models ({excerpt(raw, content_type)})")
+    return sorted(str(entry.get("id")) for entry in entries if isinstance(entry, dict) and entry.get("id") is not None)
+
+
+def probe_form(settings: LLMSettings, model: str, setting: str = "auto") -> Optional[dict]:
+    """The strongest structured-output form the endpoint takes for ``model``
+    (:func:`logist.decoding.response_formats`), found by one tiny call of at
+    most 16 tokens (``logist doctor --probe``); None: it takes none."""
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+              "additionalProperties": False}
+    formats = response_formats(setting, schema)
+    body = {"model": model, "messages": [{"role": "user", "content": 'Answer with {"ok": true}'}], "max_tokens": 16,
+            "response_format": formats[0]}
+    chat(settings, {k: v for k, v in body.items() if v is not None}, formats=formats)
+    return usable_formats(settings.base_url, formats)[0]
 
 
 # --------------------------------------------------------------------------

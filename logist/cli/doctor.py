@@ -27,29 +27,38 @@ def _settings(app: Application, base_url: Optional[str]):
                        timeout=min(config.request_timeout, 10.0), max_retries=0)
 
 
-def _role_models(app: Application) -> dict[str, str]:
+def _role_models(app: Application) -> dict[str, tuple]:
+    """Role name -> (its role manifest, the model it calls)."""
     from ..engine.prepare import resolve_model
     from ..store.roles import load_roles
 
     config = app.jobs.config()
     no_job = SimpleNamespace(model=None)
-    return {name: resolve_model(config, no_job, role, None) for name, role in sorted(load_roles(app.jobs.path).items())}
+    return {name: (role, resolve_model(config, no_job, role, None))
+            for name, role in sorted(load_roles(app.jobs.path).items())}
 
 
 @click.command()
 @base_url_option
+@click.option("--probe", is_flag=True, help="Make one tiny call per model (at most 16 tokens) to find which "
+              "structured-output form the endpoint takes.")
 @json_option
 @pass_app
-def doctor(app: Application, base_url: Optional[str], as_json: bool) -> None:
-    """Check where calls go: endpoint, key, models, and a ping of /models.
+def doctor(app: Application, base_url: Optional[str], probe: bool, as_json: bool) -> None:
+    """Check where calls go: endpoint, key, models, windows, and a ping of /models.
 
     Exits 1 when no endpoint is configured or the endpoint does not answer.
 
     \b
     Example:
       logist doctor
-      logist doctor --base-url http://localhost:11434/v1
+      logist doctor --base-url http://localhost:11434/v1 --probe
     """
+    from ..decoding import form_name
+    from ..engine.context import context_window
+    from ..engine.prepare import DEFAULT_MAX_TOKENS, answer_budget, structured_output
+    from ..errors import LLMCallError
+    from ..llm import probe_form
     from ..errors import LogistError
     from ..llm import list_models
     from ..redact import url_shown
@@ -74,6 +83,7 @@ def doctor(app: Application, base_url: Optional[str], as_json: bool) -> None:
         "ping": None,
     }
     listed: Optional[set[str]] = None
+    settings = None
     if endpoint is not None:
         from ..llm import client
 
@@ -86,12 +96,27 @@ def doctor(app: Application, base_url: Optional[str], as_json: bool) -> None:
             report["ping"] = {"ok": True, "models": len(names), "seconds": round(time.monotonic() - started, 3)}
         except LogistError as exc:
             report["ping"] = {"ok": False, "error": str(exc)}
-    for role, model in roles.items():
+    probed: dict[str, str] = {}
+    for role, (manifest, model) in roles.items():
         price = config.price(model)
+        asked = settings if report["ping"] and report["ping"]["ok"] else None
+        window = context_window(config, manifest, model, asked)
+        setting = "off (the role's own response_format)" if manifest.response_format is not None else \
+            "off (the tags protocol)" if manifest.protocol == "tags" else structured_output(manifest, config, model)
+        if probe and asked is not None and model not in probed and not setting.startswith("off"):
+            try:
+                probed[model] = form_name(probe_form(asked, model, setting))
+            except LLMCallError as exc:
+                probed[model] = f"none worked: {exc}"
         report["roles"][role] = {
             "model": model,
             "price": price.model_dump() if price else None,
             "listed": (model in listed) if listed else None,
+            "context_window": window.tokens,
+            "context_window_from": window.source or None,
+            "max_tokens": answer_budget(manifest, manifest.protocol, window.tokens),
+            "structured_output": setting,
+            "form_found": probed.get(model),
         }
     healthy = endpoint is not None and report["ping"]["ok"]
     if as_json:
@@ -109,6 +134,13 @@ def doctor(app: Application, base_url: Optional[str], as_json: bool) -> None:
                     if price else "price unknown: add it to \"prices\" in config.json")
             where = "" if facts["listed"] is None else ("" if facts["listed"] else "; not among the endpoint's models")
             echo(f"{'models' if i == 0 else '':<10} {role}: {facts['model']} ({cost}{where})")
+            window = (f"context window {facts['context_window']:,} tokens (from {facts['context_window_from']})"
+                      if facts["context_window"] else "context window unknown (set context_window in config.json's "
+                      "model_settings: a request that outgrows it then stops before the call)")
+            found = f"; the endpoint takes {facts['form_found']}" if facts["form_found"] else \
+                ("" if probe else " (doctor --probe finds what the endpoint takes)")
+            echo(f"{'':<10}   {window}; answers up to {facts['max_tokens']:,} tokens; "
+                 f"structured output {facts['structured_output']}{found}")
         echo(f"requests   timeout {config.request_timeout:g} s (a timed-out request is not sent again), "
              f"{config.max_retries} retries for 429, 5xx and connection failures, "
              f"{'streamed when the endpoint streams' if config.stream else 'not streamed'}")
