@@ -55,6 +55,8 @@ SCHEMA_NAME = "logist_answer"
 #: engine that ignores a length bound leaves that bound to the check too.
 CONTENT_RULES = (
     "a path is relative to the workspace, without '..', outside .git, at most 4096 characters",
+    "a replaced text occurs exactly once in its file; a replaced or deleted file exists (the schema lists the "
+    "workspace's files when there are few)",
     "current_plan_step is a step of the plan",
 )
 
@@ -111,7 +113,7 @@ def _action_object(action: str, fields: Sequence[str], required: Sequence[str], 
 
 
 def decoding_schema(actions: Sequence[str] = ACTIONS, *, file_changes: bool = True,
-                    planner_roles: Optional[Sequence[str]] = None) -> dict:
+                    planner_roles: Optional[Sequence[str]] = None, existing: Optional[Sequence[str]] = None) -> dict:
     """The schema an answer is decoded under: one object per action of
     ``actions`` (in the protocol's order).
 
@@ -119,11 +121,16 @@ def decoding_schema(actions: Sequence[str] = ACTIONS, *, file_changes: bool = Tr
     file changes are refused gets none). ``planner_roles``: the answer is a
     Planner's, which addresses one of these roles or ``User``: its
     non-command answers carry the plan, the step, ``send_to`` and the message.
+    ``existing``: the workspace's files, when few enough to list: a
+    replacement or a deletion names one of them (none can be made in an
+    empty workspace); None: any path.
     """
     unknown = [a for a in actions if a not in ACTION_RULES]
     if unknown or not actions:
         raise ValueError(f"no decoding schema for actions {list(actions)!r}")
     overrides: dict = {}
+    if existing is not None and file_changes:
+        overrides["file_changes"] = _changes_to(list(existing))
     if planner_roles is not None:
         # The Planner's answer rules (protocol.check_planner_answer): a role
         # of the job or User, a plan of at least one step, a message.
@@ -147,6 +154,20 @@ def decoding_schema(actions: Sequence[str] = ACTIONS, *, file_changes: bool = Tr
     if len(variants) == 1:
         return variants[0]
     return {"anyOf": variants}
+
+
+def _changes_to(existing: list[str]) -> dict:
+    """``file_changes`` whose replacements and deletions name an existing file."""
+    changes = copy.deepcopy(_fields()["file_changes"])
+    kinds = []
+    for kind in changes["items"]["anyOf"]:
+        if "content" in kind["properties"]:
+            kinds.append(kind)
+        elif existing:
+            kind["properties"]["path"] = {"type": "string", "enum": existing}
+            kinds.append(kind)
+    changes["items"] = kinds[0] if len(kinds) == 1 else {"anyOf": kinds}
+    return changes
 
 
 def _ordered(fields: list[str]) -> list[str]:

@@ -240,7 +240,9 @@ def worker_decoding_schema() -> dict:
         "title": f"Logist decoding schema ({SCHEMA_NAME}) of a default Worker",
         "description": "What a default Worker's calls send as the response_format's schema (structured_output), "
                        "generated from the answer protocol; other roles and policies get the actions open to "
-                       "them (job preview --json shows a job's). A copy for readers: Logist generates it per request.",
+                       "them, and a workspace of at most 200 files has them listed as the paths a replacement or "
+                       "deletion may name (job preview --json shows a job's). A copy for readers: Logist generates "
+                       "it per request.",
         **decoding_schema(),
     }
 

@@ -17,6 +17,8 @@ written by :mod:`logist.filechanges`.
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence, Union
 
@@ -259,6 +261,28 @@ class Workspace:
         return exists
 
     # -- the model's file changes -------------------------------------------
+
+    def files(self, limit: int) -> Optional[list[str]]:
+        """The workspace's files (relative, ``/``-separated, sorted; none in
+        a ``.git``, no symlinks), or None when there are more than ``limit``."""
+        found: list[str] = []
+        pending = [(self.path, "")]
+        while pending:
+            folder, prefix = pending.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name == ".git" or entry.is_symlink():
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, f"{prefix}{entry.name}/"))
+                elif entry.is_file(follow_symlinks=False):
+                    found.append(prefix + entry.name)
+                    if len(found) > limit:
+                        return None
+        return sorted(found)
 
     def plan_changes(self, changes: Sequence[FileChange]) -> list[tuple[Path, Optional[bytes], str]]:
         """Check every change and compute the final bytes of each file.

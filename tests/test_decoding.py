@@ -46,7 +46,7 @@ def _schema_of(job) -> dict:
     manifest = job.manifest()
     role = builtin_roles()[manifest.turn.role]
     config = job.jobs_dir.config()
-    formats = answer_formats(role, config, manifest, role.llm_model, "json")
+    formats = answer_formats(role, config, manifest, role.llm_model, "json", job.repo)
     assert structured_output(role, config, role.llm_model) == "auto"
     assert [f and f["type"] for f in formats] == ["json_schema", "json_object", "json_object", None]
     assert formats[1]["schema"] is formats[0]["json_schema"]["schema"]
@@ -107,7 +107,12 @@ def test_the_default_workers_schema_is_committed_and_current(jobs):
     worker = create_job(jobs, "w", "Write hello.py")
     committed = json.loads((schemas_dir() / "worker-decoding-schema.json").read_text(encoding="utf-8"))
     assert (schemas_dir() / "worker-decoding-schema.json").read_text(encoding="utf-8") == render(worker_decoding_schema())
-    assert {k: v for k, v in committed.items() if k not in ("$schema", "title", "description")} == _schema_of(worker)
+    assert {k: v for k, v in committed.items() if k not in ("$schema", "title", "description")} == decoding_schema()
+    # A job's own lists its workspace's files as what an edit or a deletion may name: none in a new, empty one.
+    assert _schema_of(worker) == decoding_schema(existing=[])
+    (worker.workspace / "a.py").write_text("x = 1\n")
+    edits = _variants(_schema_of(worker))["MESSAGE"]["properties"]["file_changes"]["anyOf"][0]["items"]["anyOf"]
+    assert [kind["properties"]["path"] for kind in edits[1:]] == [{"type": "string", "enum": ["a.py"]}] * 2
 
 
 def test_forms_for_each_setting():

@@ -38,6 +38,8 @@ SUMMARY_TEMPERATURE = 0.2
 DEFAULT_MAX_TOKENS = {"json": 2048, "tags": 512}
 #: A summary call's max_tokens (a summary is short prose, whatever the role's answers may need).
 SUMMARY_MAX_TOKENS = 1024
+#: Up to this many workspace files, the decoding schema lists them as the paths an edit or deletion may name.
+LISTED_FILES = 200
 #: Where the context window is known, the default answer budget is at most this share of it.
 ANSWER_SHARE = 4
 
@@ -117,11 +119,14 @@ def structured_output(role: RoleManifest, config: LogistConfig, model: str) -> s
     return role.structured_output or config.model_setting(model).structured_output or "auto"
 
 
-def answer_formats(role: RoleManifest, config: LogistConfig, manifest: JobManifest, model: str, protocol: str) -> list:
+def answer_formats(role: RoleManifest, config: LogistConfig, manifest: JobManifest, model: str, protocol: str,
+                   workspace=None) -> list:
     """The ``response_format`` values the role's call may carry, strongest
     first: the role's own, else the decoding schema of the actions open to
     it now (:func:`logist.engine.workflow.open_actions`) in the forms its
-    ``structured_output`` allows; none for the line protocol."""
+    ``structured_output`` allows; none for the line protocol. ``workspace``:
+    the job's (:class:`logist.workspace.Workspace`), whose files (up to
+    :data:`LISTED_FILES`) are the paths a replacement or deletion may name."""
     if role.response_format is not None:
         return [role.response_format]
     if protocol != "json":
@@ -131,8 +136,9 @@ def answer_formats(role: RoleManifest, config: LogistConfig, manifest: JobManife
         return [None]
     planner = manifest.workflow == "planned" and manifest.turn.slot == PLANNER
     addressed = [name for slot, name in manifest.roles.items() if slot != PLANNER] if planner else None
+    existing = workspace.files(LISTED_FILES) if workspace is not None else None
     schema = decoding_schema(open_actions(manifest), file_changes=role.file_changes != "refused",
-                             planner_roles=addressed)
+                             planner_roles=addressed, existing=existing)
     return response_formats(setting, schema)
 
 
@@ -184,7 +190,7 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
         prompt.messages = prompt.messages[:len(prompt.messages) - new] + redact_data(prompt.messages[len(prompt.messages) - new:])
     prompt.added = redact_data(prompt.added)
     protocol = answer_protocol(role, manifest)
-    formats = answer_formats(role, config, manifest, model, protocol)
+    formats = answer_formats(role, config, manifest, model, protocol, job.repo)
     budget = answer_budget(role, protocol, window)
     metadata = RequestMetadata(
         role=role.name, phase=str(manifest.status), model=model, temperature=role.temperature, max_tokens=budget,
