@@ -7,7 +7,10 @@ free and any number may point at the same repository.
 
 Every git process gets its command line and environment from
 :mod:`logist.gitrun` (a clean environment, no hooks, no program named by
-the repository's config). A step that commits starts two when it changes
+the repository's config, no nested repository entered). Patches leave
+nested repositories out (``--ignore-submodules=all``): git would read
+``.gitmodules`` for them, and one a command wrote (``update = !cmd``)
+makes it stop with an error. A step that commits starts two when it changes
 only files git tracks: ``git status`` (were there hand edits?) and ``git
 commit --only`` of those paths (:meth:`Workspace.commit_paths`); three when
 it creates a file or runs a command (``git add -A`` and ``git commit``).
@@ -138,7 +141,7 @@ class Workspace:
                               "--ignore-submodules=all"))
 
     def diff(self, old: str, new: str, stat: bool = False) -> str:
-        args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv"] + (["--stat"] if stat else ["--binary"])
+        args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all"] + (["--stat"] if stat else ["--binary"])
         return self._raw(*args, old, new)
 
     def diffs(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
@@ -169,7 +172,8 @@ class Workspace:
             count += 1
         if self.guarded:
             guard_repository(self.path / ".git")
-        git = git_argv(["diff-tree", "--stdin", "-r", "-p", "--always", "--no-color", "--no-ext-diff", "--no-textconv"])
+        git = git_argv(["diff-tree", "--stdin", "-r", "-p", "--always", "--no-color", "--no-ext-diff", "--no-textconv",
+                        "--ignore-submodules=all"])
         return stream_patches(git, self.path, git_env(self.path / ".git" if self.guarded else None), stdin, count, limit)
 
     def file_at(self, sha: str, rel: str) -> str:
@@ -178,7 +182,7 @@ class Workspace:
 
     def format_patch(self, base: str, head: str) -> str:
         """The commits ``base..head`` as a patch series (``git am`` / ``git apply``)."""
-        return self._raw("format-patch", "--stdout", "--binary", f"{base}..{head}")
+        return self._raw("format-patch", "--stdout", "--binary", "--ignore-submodules=all", f"{base}..{head}")
 
     def read_text_file(self, rel: str, limit: int) -> Optional[str]:
         """A workspace file's text for a prompt (cut at ``limit``), or None."""
