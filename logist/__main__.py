@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import sys
 
+from .secrecy import withdraw_secrets
+
 
 def _help_text() -> str | None:
     """The top-level help, when click would print the stored text here."""
@@ -29,6 +31,7 @@ def _help_text() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    withdraw_secrets()  # first: no thread or process of Logist's starts with a secret in its environment
     args = sys.argv[1:] if argv is None else argv
     if args == ["--version"]:
         from . import __version__

@@ -29,12 +29,10 @@ Logist holds the API key; a command is code the model wrote. So a command:
   command's process group in the step's journal (:func:`start`), so a
   command never runs unrecorded; with ``PR_SET_PDEATHSIG`` on Linux it is
   killed when Logist dies.
-* Without a namespace, Logist hides what it can of itself before the first
-  command (:func:`hide_secrets_from_proc`): it makes itself non-dumpable
-  (``/proc/<logist>/environ`` and ``mem`` then refuse other processes of its
-  user that lack ``CAP_SYS_PTRACE``) and overwrites the secret values in the
-  environment block it was started with, which is what ``/proc/<pid>/environ``
-  shows (the copy Python keeps in ``os.environ`` is untouched). Processes
+* Without a namespace, Logist hides what it can of itself
+  (:func:`logist.secrecy.hide_secrets_from_proc`: non-dumpable, the secrets
+  blanked in ``/proc/self/environ``): the ``logist`` program as it starts
+  (:mod:`logist.secrecy`), the library before its first command. Processes
   other than Logist that were started with the key (the shell that exported
   it) stay readable: see the README's Safety section.
 
@@ -46,7 +44,6 @@ workspace afterwards.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
 import shutil
@@ -58,8 +55,9 @@ import time
 from pathlib import Path
 from typing import IO, Callable, Optional, Sequence
 
+from . import environment
 from .errors import LogistError
-from .redact import known_secrets
+from .secrecy import _libc
 
 #: Variables a command gets from Logist's environment (with every ``LC_*``).
 PASSED = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL")
@@ -87,7 +85,7 @@ _MOUNTS = (
     'while [ "$1" != -- ]; do mount --rbind -o ro "$1" "$1"; shift; done; shift; '
     'cd "$ws"; exec unshare --user --mount --map-user="$uid" --map-group="$gid" "$@"'
 )
-_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
+_PR_SET_PDEATHSIG = 1
 
 
 class SandboxUnavailable(LogistError):
@@ -97,7 +95,7 @@ class SandboxUnavailable(LogistError):
 def command_env(named: Sequence[str] = (), base: Optional[dict] = None) -> dict:
     """The environment a command runs with: :data:`PASSED`, ``LC_*`` and
     ``named``, from ``base`` (Logist's own by default)."""
-    source = os.environ if base is None else base
+    source = environment.full() if base is None else base
     env = {name: value for name, value in source.items()
            if (name in PASSED or name.startswith("LC_") or name in named) and name not in NEVER_PASSED}
     env.setdefault("TERM", "dumb")
@@ -182,54 +180,10 @@ def launcher(command: str, sandbox: str, workspace: Optional[Path] = None,
     return [*prefix, "/bin/sh", "-c", _GATE, "logist-command", command]
 
 
-@functools.lru_cache(maxsize=1)
-def _libc():
-    try:
-        return ctypes.CDLL(None, use_errno=True)
-    except OSError:  # pragma: no cover
-        return None
-
-
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     libc = _libc()
     if libc is not None and sys.platform.startswith("linux"):
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-def hide_secrets_from_proc() -> None:
-    """Make this process's environment unreadable, and blank the secrets in
-    the block ``/proc/self/environ`` shows (Linux; elsewhere the process's
-    ``environ`` strings), so a command cannot read them from Logist."""
-    libc = _libc()
-    if libc is None:
-        return
-    secrets = [s.encode() for s in known_secrets()]
-    if sys.platform.startswith("linux"):
-        libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-        try:
-            with open("/proc/self/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-            start, end = int(fields[47]), int(fields[48])  # env_start, env_end: fields 50 and 51 of stat
-        except (OSError, IndexError, ValueError):
-            return
-        block = ctypes.string_at(start, end - start)
-        for secret in secrets:
-            at = block.find(secret)
-            while at != -1:
-                ctypes.memset(start + at, ord("*"), len(secret))
-                at = block.find(secret, at + len(secret))
-        return
-    try:  # pragma: no cover - not Linux: the strings environ points to
-        environ = ctypes.POINTER(ctypes.c_void_p).in_dll(libc, "environ")
-        i = 0
-        while environ[i]:
-            entry = ctypes.string_at(environ[i])
-            for secret in secrets:
-                if secret in entry:
-                    ctypes.memset(environ[i] + entry.index(secret), ord("*"), len(secret))
-            i += 1
-    except (ValueError, AttributeError):
-        pass
 
 
 def start_time(pid: int) -> Optional[str]:

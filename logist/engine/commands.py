@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from .. import processes
+from .. import processes, secrecy
 from ..redact import redact
 from ..store import journal
 from ..store.entries import CommandRecord
@@ -187,7 +187,7 @@ def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20
     the sandbox can do it); ``recorded(pgid, start_time)`` is called before
     the command begins."""
     argv = processes.launcher(command, sandbox, cwd, read_only)
-    processes.hide_secrets_from_proc()
+    secrecy.hide_secrets_from_proc()
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = processes.start(argv, str(cwd), processes.command_env(env_names), out, err,
