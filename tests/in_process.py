@@ -82,6 +82,7 @@ SHARED = {
     ("logist.processes", "namespace_prefix"): "what this system can do (unshare), probed once; tests that "
                                               "change PATH to take it away run in a real process",
     ("logist.processes", "mounts_work"): "what this system can do (mounts in a user namespace), probed once",
+    ("logist.processes", "reaper_works"): "what this system can do (child subreapers), probed once",
     ("logist.secrecy", "_libc"): "the C library",
     ("logist.processes", "_libc"): "the C library (logist.secrecy's)",
     ("logist.protocol", "response_schema"): "built from constants",

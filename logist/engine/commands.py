@@ -30,7 +30,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import signal
 import subprocess
 import tempfile
 import time
@@ -199,11 +198,7 @@ def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20
             timed_out = True
         finally:
             # What the command left running (or all of it, on a timeout) ends with it.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            proc.wait()
+            processes.finish(proc)
         raw_stdout, raw_stderr = redact(_read_capped(out, limit)), redact(_read_capped(err, limit))
         stdout = clean_output(raw_stdout, command, limit)
         stderr = clean_output(raw_stderr, command, limit)
