@@ -20,6 +20,7 @@ written by :mod:`logist.filechanges`.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence, Union
 
@@ -41,6 +42,28 @@ def _git_detail(proc: _Done) -> str:
     """git's own message on one line."""
     lines = [line.strip() for line in _decode(proc.stderr or proc.stdout).splitlines() if line.strip()]
     return "; ".join(lines) or f"exit code {proc.returncode}"
+
+
+#: git's words for a path it cannot read (``add``, ``status``, ``clean``).
+_DENIED = re.compile(r"""could not open directory '(.+?)': Permission denied|open\("(.+?)"\): Permission denied""")
+
+
+class UnreadableFiles(LogistError):
+    """Files or folders of the workspace git cannot read (``chmod 000`` by a
+    command, as a user that is not root): named, with what to do. ``commit``:
+    the commit of everything else, when one was made."""
+
+    def __init__(self, workspace: Path, paths: Sequence[str], doing: str, commit: Optional[str] = None):
+        self.paths, self.commit = list(paths), commit
+        shown = ", ".join(self.paths[:10]) + (f" and {len(self.paths) - 10} more" if len(self.paths) > 10 else "")
+        super().__init__(f"cannot {doing}: git cannot read {shown} in {workspace} (permission denied); make "
+                         "them readable (chmod -R u+rwX PATH) or remove them")
+
+
+def _denied(proc: _Done) -> list[str]:
+    """The paths git said it cannot read, in order, once each."""
+    found = [a or b for a, b in _DENIED.findall(_decode(proc.stderr))]
+    return list(dict.fromkeys(found))
 
 
 class Workspace:
@@ -205,22 +228,36 @@ class Workspace:
         removed. Files the workspace's .gitignore ignores are left alone, so a
         virtualenv or build cache a person keeps there survives."""
         self._git("reset", "-q", "--hard", sha)
-        self._git("clean", "-q", "-fd")
+        proc = self._run(["clean", "-q", "-fd"])
+        if proc.returncode != 0:
+            denied = _denied(proc)
+            if denied:
+                raise UnreadableFiles(self.path, denied, f"put the workspace back at {sha[:12]}")
+            raise LogistError(f"git clean failed in {self.path}: {_git_detail(proc)}")
 
     def keep_ref(self, ref: str, sha: str) -> None:
         """Keep ``sha`` reachable under ``ref`` (so rewinding never loses a commit)."""
         self._git("update-ref", ref, sha)
 
     def commit_all(self, message: str) -> Optional[str]:
-        """Commit every change in the workspace; None when nothing changed."""
-        self._git("add", "-A")
+        """Commit every change in the workspace; None when nothing changed.
+        :class:`UnreadableFiles` when git cannot read some of it: everything
+        else is committed first (its ``commit``)."""
+        added = self._run(["add", "-A", "--ignore-errors"])
+        denied = _denied(added)
+        if added.returncode != 0 and not denied:
+            raise LogistError(f"git add failed in {self.path}: {_git_detail(added)}")
         proc = self._run(["commit", "-q", "--no-verify", "-m", message])
+        commit = None
         if proc.returncode != 0:
             out = _decode(proc.stdout)
-            if "nothing to commit" in out or "nothing added to commit" in out or "no changes added" in out:
-                return None
-            raise LogistError(f"git commit failed in {self.path}: {_git_detail(proc)}")
-        return self.head()
+            if not ("nothing to commit" in out or "nothing added to commit" in out or "no changes added" in out):
+                raise LogistError(f"git commit failed in {self.path}: {_git_detail(proc)}")
+        else:
+            commit = self.head()
+        if denied:
+            raise UnreadableFiles(self.path, denied, "commit all of the workspace", commit)
+        return commit
 
     def commit_paths(self, message: str, paths: Sequence[str]) -> Optional[str]:
         """Commit the changes of ``paths`` (relative, each already tracked)

@@ -81,6 +81,8 @@ CHANGES_HELD = "file changes held"
 CALL_FAILED = "call failed"
 LIMIT = "limit reached"
 COMPACTION = "compaction"
+#: The step's commit found workspace files git cannot read (logist.workspace.UnreadableFiles).
+UNREADABLE = "workspace unreadable"
 #: ``job set`` fires it instead of ``set`` when the new budgets free a job a budget stopped.
 BUDGET_RAISED = "budget raised"
 
@@ -151,6 +153,8 @@ TABLE: tuple[Rule, ...] = (
     _row(STEPPABLE, CALL_FAILED, ROLES, S.INTERVENTION_REQUIRED, "stop"),
     _row(STEPPABLE, LIMIT, ROLES, S.INTERVENTION_REQUIRED, "stop"),
     _row(STEPPABLE, COMPACTION, ROLES, SAME, "summarise"),
+    # Fired after the answer's own row, when that left the job steppable.
+    _row(STEPPABLE, UNREADABLE, ROLES, S.INTERVENTION_REQUIRED, "stop"),
     # An exit command no row above takes (a hand-edited manifest).
     _row(STEPPABLE, OUT_OF_TURN, ROLES, S.INTERVENTION_REQUIRED, "stop"),
     # A person's commands.
