@@ -227,6 +227,7 @@ class Workspace:
         """Put the tree back at ``sha``: tracked files restored, untracked ones
         removed. Files the workspace's .gitignore ignores are left alone, so a
         virtualenv or build cache a person keeps there survives."""
+        self.check_resettable(sha)
         self._git("reset", "-q", "--hard", sha)
         proc = self._run(["clean", "-q", "-fd"])
         if proc.returncode != 0:
@@ -234,6 +235,14 @@ class Workspace:
             if denied:
                 raise UnreadableFiles(self.path, denied, f"put the workspace back at {sha[:12]}")
             raise LogistError(f"git clean failed in {self.path}: {_git_detail(proc)}")
+
+    def check_resettable(self, sha: str) -> None:
+        """:class:`UnreadableFiles` when :meth:`reset_to` could not remove
+        every untracked file (``git clean`` cannot read a folder): checked
+        before anything is changed (``git clean -n``)."""
+        denied = _denied(self._run(["clean", "-n", "-d"]))
+        if denied:
+            raise UnreadableFiles(self.path, denied, f"put the workspace back at {sha[:12]}")
 
     def keep_ref(self, ref: str, sha: str) -> None:
         """Keep ``sha`` reachable under ``ref`` (so rewinding never loses a commit)."""

@@ -50,6 +50,7 @@ with ScriptedLLMServer([answer("CMD", command=command), answer("MESSAGE", messag
         out["rerun"] = "done"
     except LogistError as exc:
         out["rerun"] = str(exc)
+    out["journal left"] = (job.dir / "step_journal.json").exists()
     for name in ("d", "f"):
         if (job.workspace / name).exists():
             os.chmod(job.workspace / name, 0o755)
@@ -96,5 +97,6 @@ def test_an_unreadable_workspace_path_stops_the_job_by_name(command, unreadable)
     # Going back to the baseline cannot commit or remove it: said by name, nothing else done.
     doing = "cannot put the workspace back at " if unreadable == "d/" else "cannot commit all of the workspace"
     assert out["rerun"].startswith(doing) and f"git cannot read {unreadable} in " in out["rerun"]
+    assert not out["journal left"], "refused before anything was begun: later commands are not stuck on it"
     # Made readable, the job goes on from where it stopped.
     assert out["after"] == "RUNNING", out
