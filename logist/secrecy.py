@@ -1,7 +1,8 @@
 """What Logist does so that no other process reads a secret from it.
 
 :func:`withdraw_secrets` runs first in every ``logist`` command
-(:func:`logist.__main__.main`), before Logist starts any thread or
+(:func:`logist.__main__.main`; ``--version`` and ``--help``, which start
+nothing, are answered before it), before Logist starts any thread or
 process: every secret of its environment (the API key and whatever
 :func:`logist.redact.known_secrets` takes for a secret) is moved out of
 ``os.environ`` into :mod:`logist.environment`'s hold, and

@@ -102,7 +102,7 @@ def test_the_program_holds_secrets_apart_and_commands_still_get_what_a_job_names
         "from logist import environment, processes\n"
         "from logist.store.config import resolve_api_key\n"
         "try:\n"
-        "    main(['--version'])\n"
+        "    main(['workflow'])\n"
         "except SystemExit:\n"
         "    pass\n"
         "secret = [n for n in ('LOGIST_API_KEY', 'GH_PAT', 'DATABASE_URL') if n in os.environ]\n"
