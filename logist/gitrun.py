@@ -22,7 +22,32 @@ Logist starts is therefore made here, the same way:
   puts the repository's own configuration back to the few plain settings
   Logist allows (:data:`KEPT`) and removes planted hooks. What is left in
   ``.git`` cannot name a program: a filter or textconv driver named by a
-  ``.gitattributes`` has no definition, so git applies none.
+  ``.gitattributes`` has no definition, so git applies none. (Nothing
+  else stops one in git 2.39: ``-c`` cannot name every driver,
+  ``GIT_ATTR_NOSYSTEM`` and ``core.attributesFile`` touch only other
+  attribute files, and ``add``, ``status`` and ``commit`` have no
+  ``--no-filters``.)
+* git never enters a **nested repository** (a folder with a ``.git`` of its
+  own that the index records as a gitlink: ``git init sub``, a submodule).
+  ``git add``, ``status`` and ``commit`` would otherwise run ``git status``
+  inside it, which reads *its* config and runs its filters, outside any
+  sandbox. The ``-c`` settings above reach that process (through
+  ``GIT_CONFIG_PARAMETERS``) and stop its hooks and fsmonitor, but not a
+  filter; ``diff.ignoreSubmodules`` is not read by ``git add``. So before
+  each git process :func:`guard_repository` marks every such gitlink
+  ``skip-worktree`` (:func:`seal_nested`), and git's worktree scan skips it
+  whatever any config or ``.gitmodules`` says: the nested repository is
+  committed as an opaque link to the commit it had when it was first added,
+  its files are never read. A gitlink whose folder no longer holds a
+  ``.git`` is unmarked, so its removal is committed. Finding gitlinks costs
+  one read of ``.git/index`` (a gitlink's mode bytes absent: none), and a
+  ``git ls-files`` only when one may be there.
+
+Where commands run in the namespace with read-only mounts
+(:mod:`logist.processes`), Logist's own git does not run inside it: it
+needs ``.git`` writable, and it runs no program any repository names (the
+points above), so nothing it starts can write the jobs directory or see
+Logist's memory; git itself is trusted as Logist is.
 
 The repository stays in the workspace (a person's ``git -C workspace log``
 and a model's ``git diff`` keep working); the check costs a few system calls
@@ -127,6 +152,11 @@ def run_git(cwd: Path, args: Sequence[str], git_dir: Optional[Path] = None) -> D
         raise LogistError(f"cannot run git in {cwd}: no such folder")
     if git_dir is not None:
         guard_repository(git_dir)
+    return _spawn(cwd, args, git_dir)
+
+
+def _spawn(cwd: Path, args: Sequence[str], git_dir: Optional[Path]) -> Done:
+    """One git process, the repository already guarded."""
     try:
         proc = subprocess.run(git_argv(args), cwd=str(cwd), env=git_env(git_dir), stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -183,9 +213,10 @@ def _lstat(path) -> Optional[os.stat_result]:
 def guard_repository(git_dir: Path) -> list[str]:
     """Put a workspace's repository back to what Logist allows: ``.git`` a
     real folder, its config reduced to :data:`KEPT`, no hooks (only git's
-    ``*.sample`` files), no ``commondir``. Returns what was put back (also
-    logged); :class:`LogistError` when ``.git`` is not a folder. A handful of
-    system calls when nothing changed."""
+    ``*.sample`` files), no ``commondir``, no nested repository git would
+    enter (:func:`seal_nested`). Returns what was put back (also logged);
+    :class:`LogistError` when ``.git`` is not a folder. A handful of system
+    calls and one read of the index when nothing changed."""
     import stat
 
     done: list[str] = []
@@ -223,10 +254,81 @@ def guard_repository(git_dir: Path) -> list[str]:
             if _lstat(os.path.join(git_dir, name)) is not None:
                 _remove(Path(git_dir, name))
                 done.append(f".git/{name} (removed)")
+        done += seal_nested(Path(git_dir))
     except OSError as exc:
         raise LogistError(f"cannot check {git_dir}: {exc.strerror or exc}") from None
     if done:
         log.warning("%s: put back %s", git_dir, "; ".join(done))
+    return done
+
+
+#: A gitlink's mode as the index stores it (32 bits, big-endian, in every index version).
+_GITLINK_MODE = (0o160000).to_bytes(4, "big")
+
+
+def _may_hold_gitlinks(git_dir: Path) -> bool:
+    """Whether the index (or a shared index it was split into) may record a
+    gitlink: False when no file holds a gitlink's mode bytes, which git
+    writes for every gitlink. A rare false True costs a ``git ls-files``."""
+    import stat
+
+    for name in os.listdir(git_dir):
+        if name != "index" and not name.startswith("sharedindex."):
+            continue
+        path = os.path.join(git_dir, name)
+        found = os.lstat(path)
+        if not stat.S_ISREG(found.st_mode):
+            raise LogistError(f"{path} is not a file (a link or a folder); Logist runs git only on its own index")
+        with open(path, "rb") as handle:
+            if _GITLINK_MODE in handle.read():
+                return True
+    return False
+
+
+def _populated(work_tree: Path, rel: bytes) -> bool:
+    """Whether git would take the gitlink at ``rel`` for a repository it can
+    enter (anything named ``.git`` there; in doubt, yes)."""
+    try:
+        os.lstat(os.path.join(os.fsencode(work_tree), rel, b".git"))
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def seal_nested(git_dir: Path) -> list[str]:
+    """Mark every gitlink of the index whose folder holds a repository
+    ``skip-worktree``, and unmark those whose folder no longer does, so
+    that no git process Logist starts enters a nested repository (see the
+    module's docstring). Returns what changed."""
+    git_dir = Path(git_dir)
+    if not _may_hold_gitlinks(git_dir):
+        return []
+    work_tree = git_dir.parent
+    listed = _spawn(work_tree, ["ls-files", "--stage", "-t", "-z"], git_dir)
+    if listed.returncode != 0:
+        raise LogistError(f"cannot list the index of {git_dir}: git ls-files exit code {listed.returncode}")
+    seal, unseal = [], []
+    for record in listed.stdout.split(b"\0"):
+        head, _, rel = record.partition(b"\t")
+        fields = head.split(b" ")
+        if len(fields) != 4 or fields[1] != b"160000" or fields[3] != b"0":
+            continue
+        populated, sealed = _populated(work_tree, rel), fields[0] == b"S"
+        if populated and not sealed:
+            seal.append(rel)
+        elif sealed and not populated:
+            unseal.append(rel)
+    done = []
+    for flag, paths, what in (("--skip-worktree", seal, "a nested repository: git will not look inside it"),
+                              ("--no-skip-worktree", unseal, "no longer a repository")):
+        if paths:
+            proc = _spawn(work_tree, ["update-index", flag, "--", *map(os.fsdecode, paths)], git_dir)
+            if proc.returncode != 0:
+                raise LogistError(f"cannot mark the nested repositories of {git_dir}: "
+                                  f"git update-index exit code {proc.returncode}")
+            done += [f"{os.fsdecode(p)} ({what})" for p in paths]
     return done
 
 

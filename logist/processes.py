@@ -24,17 +24,21 @@ Logist holds the API key; a command is code the model wrote. So a command:
   resets what a command may have planted: :mod:`logist.gitrun`).
 * gets an **allowlisted environment** (:func:`command_env`): :data:`PASSED`,
   ``LC_*`` and the variables the job names (``command_env``); never the key.
+* without a PID namespace (``none``, ``auto``'s fallback) runs under a
+  **reaper** (:data:`REAPER`, Linux): a child subreaper that every
+  process the command orphans (``setsid``, a double fork) is handed to, and
+  that kills and reaps them all when the command's first process ends, on
+  a timeout (:func:`finish`) or when Logist dies. Logist itself never
+  becomes a subreaper (its own children would be mixed with the command's).
 * is started by a **launcher** (``/bin/sh``, given only that environment)
   that waits, before it runs the command, until Logist has recorded the
   command's process group in the step's journal (:func:`start`), so a
   command never runs unrecorded; with ``PR_SET_PDEATHSIG`` on Linux it is
   killed when Logist dies.
-* Without a namespace, Logist hides what it can of itself before the first
-  command (:func:`hide_secrets_from_proc`): it makes itself non-dumpable
-  (``/proc/<logist>/environ`` and ``mem`` then refuse other processes of its
-  user that lack ``CAP_SYS_PTRACE``) and overwrites the secret values in the
-  environment block it was started with, which is what ``/proc/<pid>/environ``
-  shows (the copy Python keeps in ``os.environ`` is untouched). Processes
+* Without a namespace, Logist hides what it can of itself
+  (:func:`logist.secrecy.hide_secrets_from_proc`: non-dumpable, the secrets
+  blanked in ``/proc/self/environ``): the ``logist`` program as it starts
+  (:mod:`logist.secrecy`), the library before its first command. Processes
   other than Logist that were started with the key (the shell that exported
   it) stay readable: see the README's Safety section.
 
@@ -46,7 +50,6 @@ workspace afterwards.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
 import shutil
@@ -58,8 +61,9 @@ import time
 from pathlib import Path
 from typing import IO, Callable, Optional, Sequence
 
+from . import environment
 from .errors import LogistError
-from .redact import known_secrets
+from .secrecy import _libc
 
 #: Variables a command gets from Logist's environment (with every ``LC_*``).
 PASSED = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL")
@@ -87,7 +91,83 @@ _MOUNTS = (
     'while [ "$1" != -- ]; do mount --rbind -o ro "$1" "$1"; shift; done; shift; '
     'cd "$ws"; exec unshare --user --mount --map-user="$uid" --map-group="$gid" "$@"'
 )
-_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
+_PR_SET_PDEATHSIG = 1
+
+#: Without a PID namespace, the command's first process runs under this
+#: small Python program (``python -I -S -c``; ``$1`` is Logist's pid, the
+#: rest the argv to run): it makes itself a child subreaper
+#: (``PR_SET_CHILD_SUBREAPER``), so every process the command orphans, a
+#: ``setsid`` or double-forked one included, becomes its child instead of
+#: init's; when the command's first process ends, or on SIGTERM (a timeout,
+#: recovery, or Logist dying: its parent-death signal), it kills every
+#: process below it and reaps them until it has no child left, then exits
+#: as the command did. Nothing the command started outlives it.
+REAPER = r"""# logist: the reaper of a command
+import ctypes, os, signal, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(36, 1, 0, 0, 0) != 0 or libc.prctl(1, signal.SIGTERM, 0, 0, 0) != 0:
+    sys.exit(125)  # PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(125)  # Logist died before the signal was set: run nothing
+class Stop(Exception):
+    pass
+def stop(*args):
+    raise Stop
+me = os.getpid()
+signal.signal(signal.SIGTERM, stop)
+first = os.fork()
+if first == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        os.execv(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+def below():
+    parents = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/" + name + "/stat", "rb") as f:
+                    parents[int(name)] = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    found, todo = [], [me]
+    while todo:
+        pid = todo.pop()
+        kids = [c for c, p in parents.items() if p == pid]
+        found += kids
+        todo += kids
+    return found
+status = None
+try:
+    while status is None:
+        pid, code = os.waitpid(-1, 0)
+        if pid == first:
+            status = code
+except (Stop, ChildProcessError):
+    pass
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+while True:
+    for pid in below():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        pid, code = os.waitpid(-1, 0)
+    except InterruptedError:
+        continue
+    except ChildProcessError:
+        break
+    if pid == first and status is None:
+        status = code
+if status is None or os.WIFSIGNALED(status):
+    number = signal.SIGKILL if status is None else os.WTERMSIG(status)
+    signal.signal(number, signal.SIG_DFL)
+    os.kill(me, number)
+    time.sleep(1)
+sys.exit(os.WEXITSTATUS(status))
+"""
 
 
 class SandboxUnavailable(LogistError):
@@ -97,7 +177,7 @@ class SandboxUnavailable(LogistError):
 def command_env(named: Sequence[str] = (), base: Optional[dict] = None) -> dict:
     """The environment a command runs with: :data:`PASSED`, ``LC_*`` and
     ``named``, from ``base`` (Logist's own by default)."""
-    source = os.environ if base is None else base
+    source = environment.full() if base is None else base
     env = {name: value for name, value in source.items()
            if (name in PASSED or name.startswith("LC_") or name in named) and name not in NEVER_PASSED}
     env.setdefault("TERM", "dumb")
@@ -179,57 +259,43 @@ def launcher(command: str, sandbox: str, workspace: Optional[Path] = None,
         if not prefix and sandbox == "namespace":
             raise SandboxUnavailable("command_sandbox is 'namespace' but this system cannot start a PID namespace "
                               "(unshare --user --pid); set it to auto or none to run commands without one")
+    if not prefix and reaper_works():
+        prefix = (*_REAPER_HEAD, str(os.getpid()))
     return [*prefix, "/bin/sh", "-c", _GATE, "logist-command", command]
 
 
-@functools.lru_cache(maxsize=1)
-def _libc():
+#: How :data:`REAPER` is started (its pid and the argv to run follow).
+_REAPER_HEAD = (sys.executable, "-I", "-S", "-c", REAPER)
+
+
+def _is_reaper(pid: int) -> bool:
+    """Whether process ``pid`` runs :data:`REAPER` (its command line says so)."""
     try:
-        return ctypes.CDLL(None, use_errno=True)
-    except OSError:  # pragma: no cover
-        return None
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return REAPER.split("\n", 1)[0].encode() in handle.read()
+    except OSError:
+        return False
+
+
+@functools.lru_cache(maxsize=1)
+def reaper_works() -> bool:
+    """Whether this system has child subreapers (Linux 3.4 and later, with
+    ``/proc``): probed once per process with :data:`REAPER` itself."""
+    if not sys.platform.startswith("linux") or not os.path.isdir("/proc/self"):
+        return False
+    try:
+        probe = subprocess.run([*_REAPER_HEAD, str(os.getpid()), "/bin/sh", "-c", "exit 7"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=command_env(), timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return probe.returncode == 7
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     libc = _libc()
     if libc is not None and sys.platform.startswith("linux"):
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-def hide_secrets_from_proc() -> None:
-    """Make this process's environment unreadable, and blank the secrets in
-    the block ``/proc/self/environ`` shows (Linux; elsewhere the process's
-    ``environ`` strings), so a command cannot read them from Logist."""
-    libc = _libc()
-    if libc is None:
-        return
-    secrets = [s.encode() for s in known_secrets()]
-    if sys.platform.startswith("linux"):
-        libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-        try:
-            with open("/proc/self/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-            start, end = int(fields[47]), int(fields[48])  # env_start, env_end: fields 50 and 51 of stat
-        except (OSError, IndexError, ValueError):
-            return
-        block = ctypes.string_at(start, end - start)
-        for secret in secrets:
-            at = block.find(secret)
-            while at != -1:
-                ctypes.memset(start + at, ord("*"), len(secret))
-                at = block.find(secret, at + len(secret))
-        return
-    try:  # pragma: no cover - not Linux: the strings environ points to
-        environ = ctypes.POINTER(ctypes.c_void_p).in_dll(libc, "environ")
-        i = 0
-        while environ[i]:
-            entry = ctypes.string_at(environ[i])
-            for secret in secrets:
-                if secret in entry:
-                    ctypes.memset(environ[i] + entry.index(secret), ord("*"), len(secret))
-            i += 1
-    except (ValueError, AttributeError):
-        pass
 
 
 def start_time(pid: int) -> Optional[str]:
@@ -292,16 +358,43 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
+def finish(proc: subprocess.Popen, wait: float = 10.0) -> None:
+    """End what is left of a command :func:`start` started, once it ended
+    or timed out: the reaper, if it runs under one, is asked to end
+    (SIGTERM: it kills and reaps everything below it), then the command's
+    whole process group is killed (in a namespace, its end ends the rest)."""
+    if proc.poll() is None and tuple(proc.args[:len(_REAPER_HEAD)]) == _REAPER_HEAD:
+        try:
+            os.kill(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=wait)
+        except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
 def stop_group(pgid: int, started: Optional[str] = None, wait: float = 10.0) -> bool:
-    """SIGKILL process group ``pgid`` and wait until none of it is left;
-    False when there was nothing to stop (or the id now names another
-    group: its leader started at another time than ``started``)."""
+    """End process group ``pgid`` (a reaper leading it asked first, as
+    :func:`finish` does, then SIGKILL) and wait until none of it is left; False when there
+    was nothing to stop (or the id now names another group: its leader
+    started at another time than ``started``)."""
     if pgid <= 1 or pgid == os.getpgid(0):
         return False
     if started is not None:
         now = start_time(pgid)
         if now is not None and now != started:
             return False
+    if _is_reaper(pgid):
+        try:
+            os.kill(pgid, signal.SIGTERM)
+            deadline = time.monotonic() + wait
+            while pgid in _members(pgid) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        except (ProcessLookupError, PermissionError):
+            pass
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

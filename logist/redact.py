@@ -39,6 +39,8 @@ import os
 import re
 from typing import Any, Callable, Iterable, Mapping, Optional
 
+from . import environment
+
 REDACTED = "[redacted]"
 #: Shorter values are not redacted (see the module's doc).
 MIN_LENGTH = 6
@@ -66,7 +68,7 @@ def known_secrets(environ: Optional[Mapping[str, str]] = None, extra: Iterable[s
     raw = getattr(os.environ, "_data", None) if environ is None and not extra else None
     if raw is not None and _CACHE.get("environ") == raw:
         return _CACHE["secrets"]
-    env = os.environ if environ is None else environ
+    env = environment.full() if environ is None else environ  # what start-up took out of os.environ too
     found = set(extra)
     for name, value in env.items():
         if name in KEY_VARIABLES or secret_name(name):

@@ -7,7 +7,10 @@ free and any number may point at the same repository.
 
 Every git process gets its command line and environment from
 :mod:`logist.gitrun` (a clean environment, no hooks, no program named by
-the repository's config). A step that commits starts two when it changes
+the repository's config, no nested repository entered). Patches leave
+nested repositories out (``--ignore-submodules=all``): git would read
+``.gitmodules`` for them, and one a command wrote (``update = !cmd``)
+makes it stop with an error. A step that commits starts two when it changes
 only files git tracks: ``git status`` (were there hand edits?) and ``git
 commit --only`` of those paths (:meth:`Workspace.commit_paths`); three when
 it creates a file or runs a command (``git add -A`` and ``git commit``).
@@ -18,7 +21,7 @@ written by :mod:`logist.filechanges`.
 from __future__ import annotations
 
 import os
-
+import re
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence, Union
 
@@ -40,6 +43,28 @@ def _git_detail(proc: _Done) -> str:
     """git's own message on one line."""
     lines = [line.strip() for line in _decode(proc.stderr or proc.stdout).splitlines() if line.strip()]
     return "; ".join(lines) or f"exit code {proc.returncode}"
+
+
+#: git's words for a path it cannot read (``add``, ``status``, ``clean``).
+_DENIED = re.compile(r"""could not open directory '(.+?)': Permission denied|open\("(.+?)"\): Permission denied""")
+
+
+class UnreadableFiles(LogistError):
+    """Files or folders of the workspace git cannot read (``chmod 000`` by a
+    command, as a user that is not root): named, with what to do. ``commit``:
+    the commit of everything else, when one was made."""
+
+    def __init__(self, workspace: Path, paths: Sequence[str], doing: str, commit: Optional[str] = None):
+        self.paths, self.commit = list(paths), commit
+        shown = ", ".join(self.paths[:10]) + (f" and {len(self.paths) - 10} more" if len(self.paths) > 10 else "")
+        super().__init__(f"cannot {doing}: git cannot read {shown} in {workspace} (permission denied); make "
+                         "them readable (chmod -R u+rwX PATH) or remove them")
+
+
+def _denied(proc: _Done) -> list[str]:
+    """The paths git said it cannot read, in order, once each."""
+    found = [a or b for a, b in _DENIED.findall(_decode(proc.stderr))]
+    return list(dict.fromkeys(found))
 
 
 class Workspace:
@@ -140,7 +165,7 @@ class Workspace:
                               "--ignore-submodules=all"))
 
     def diff(self, old: str, new: str, stat: bool = False) -> str:
-        args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv"] + (["--stat"] if stat else ["--binary"])
+        args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all"] + (["--stat"] if stat else ["--binary"])
         return self._raw(*args, old, new)
 
     def diffs(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
@@ -171,7 +196,8 @@ class Workspace:
             count += 1
         if self.guarded:
             guard_repository(self.path / ".git")
-        git = git_argv(["diff-tree", "--stdin", "-r", "-p", "--always", "--no-color", "--no-ext-diff", "--no-textconv"])
+        git = git_argv(["diff-tree", "--stdin", "-r", "-p", "--always", "--no-color", "--no-ext-diff", "--no-textconv",
+                        "--ignore-submodules=all"])
         return stream_patches(git, self.path, git_env(self.path / ".git" if self.guarded else None), stdin, count, limit)
 
     def file_at(self, sha: str, rel: str) -> str:
@@ -180,7 +206,7 @@ class Workspace:
 
     def format_patch(self, base: str, head: str) -> str:
         """The commits ``base..head`` as a patch series (``git am`` / ``git apply``)."""
-        return self._raw("format-patch", "--stdout", "--binary", f"{base}..{head}")
+        return self._raw("format-patch", "--stdout", "--binary", "--ignore-submodules=all", f"{base}..{head}")
 
     def read_text_file(self, rel: str, limit: int) -> Optional[str]:
         """A workspace file's text for a prompt (cut at ``limit``), or None."""
@@ -202,23 +228,46 @@ class Workspace:
         """Put the tree back at ``sha``: tracked files restored, untracked ones
         removed. Files the workspace's .gitignore ignores are left alone, so a
         virtualenv or build cache a person keeps there survives."""
+        self.check_resettable(sha)
         self._git("reset", "-q", "--hard", sha)
-        self._git("clean", "-q", "-fd")
+        proc = self._run(["clean", "-q", "-fd"])
+        if proc.returncode != 0:
+            denied = _denied(proc)
+            if denied:
+                raise UnreadableFiles(self.path, denied, f"put the workspace back at {sha[:12]}")
+            raise LogistError(f"git clean failed in {self.path}: {_git_detail(proc)}")
+
+    def check_resettable(self, sha: str) -> None:
+        """:class:`UnreadableFiles` when :meth:`reset_to` could not remove
+        every untracked file (``git clean`` cannot read a folder): checked
+        before anything is changed (``git clean -n``)."""
+        denied = _denied(self._run(["clean", "-n", "-d"]))
+        if denied:
+            raise UnreadableFiles(self.path, denied, f"put the workspace back at {sha[:12]}")
 
     def keep_ref(self, ref: str, sha: str) -> None:
         """Keep ``sha`` reachable under ``ref`` (so rewinding never loses a commit)."""
         self._git("update-ref", ref, sha)
 
     def commit_all(self, message: str) -> Optional[str]:
-        """Commit every change in the workspace; None when nothing changed."""
-        self._git("add", "-A")
+        """Commit every change in the workspace; None when nothing changed.
+        :class:`UnreadableFiles` when git cannot read some of it: everything
+        else is committed first (its ``commit``)."""
+        added = self._run(["add", "-A", "--ignore-errors"])
+        denied = _denied(added)
+        if added.returncode != 0 and not denied:
+            raise LogistError(f"git add failed in {self.path}: {_git_detail(added)}")
         proc = self._run(["commit", "-q", "--no-verify", "-m", message])
+        commit = None
         if proc.returncode != 0:
             out = _decode(proc.stdout)
-            if "nothing to commit" in out or "nothing added to commit" in out or "no changes added" in out:
-                return None
-            raise LogistError(f"git commit failed in {self.path}: {_git_detail(proc)}")
-        return self.head()
+            if not ("nothing to commit" in out or "nothing added to commit" in out or "no changes added" in out):
+                raise LogistError(f"git commit failed in {self.path}: {_git_detail(proc)}")
+        else:
+            commit = self.head()
+        if denied:
+            raise UnreadableFiles(self.path, denied, "commit all of the workspace", commit)
+        return commit
 
     def commit_paths(self, message: str, paths: Sequence[str]) -> Optional[str]:
         """Commit the changes of ``paths`` (relative, each already tracked)

@@ -28,9 +28,10 @@ included), the way a fresh process would meet it:
   ``subprocess.TimeoutExpired`` raised, as ``subprocess.run`` does.
 
 What the program may change of its process on purpose is put back after
-each run: on Linux, before it runs a command, Logist makes itself
-non-dumpable and blanks the secrets in the environment block
-``/proc/self/environ`` shows (:func:`logist.processes.hide_secrets_from_proc`).
+each run: as it starts, the program takes the secrets out of
+``os.environ`` (put back after the run) and, on Linux, makes itself
+non-dumpable and blanks them in the environment block
+``/proc/self/environ`` shows (:mod:`logist.secrecy`).
 Anything else a run leaves changed fails the test, after it is put back
 where it can be: the environment, the working directory, the umask, a
 signal handler, the ``logist`` loggers, a thread it started or a child
@@ -70,6 +71,7 @@ PER_RUN = (
     ("logist.store.calls", "_DIGESTS"),    # digests of the conversations last sent
     ("logist.store.calls", "_ENCODED"),    # encoded messages of the conversations last sent
     ("logist.gitrun", "_GOOD_CONFIGS"),    # .git/config texts found as Logist wants them
+    ("logist.environment", "_HELD"),       # the secrets the run took out of os.environ (released after it)
     ("logist.llm", "_CLIENTS"),            # one OpenAI client per endpoint (closed after the run, as at exit)
     ("logist.llm", "_PLAIN"),              # endpoints found not to stream (a later server may reuse the port)
     ("logist.llm", "_REFUSED"),            # response_format forms endpoints refused (the same)
@@ -83,7 +85,9 @@ SHARED = {
     ("logist.processes", "namespace_prefix"): "what this system can do (unshare), probed once; tests that "
                                               "change PATH to take it away run in a real process",
     ("logist.processes", "mounts_work"): "what this system can do (mounts in a user namespace), probed once",
-    ("logist.processes", "_libc"): "the C library",
+    ("logist.processes", "reaper_works"): "what this system can do (child subreapers), probed once",
+    ("logist.secrecy", "_libc"): "the C library",
+    ("logist.processes", "_libc"): "the C library (logist.secrecy's)",
     ("logist.protocol", "response_schema"): "built from constants",
     ("logist.protocol", "_response_validator"): "built from constants",
     ("logist.protocol_prompt", "protocol_text"): "built from constants",
@@ -108,6 +112,7 @@ def run(args: tuple, env: Optional[dict] = None, input: Optional[str] = None,
     from click import formatting
     from click.testing import CliRunner
 
+    from logist import environment
     from logist.__main__ import __file__ as main_file
     from logist.__main__ import main
 
@@ -141,6 +146,9 @@ def run(args: tuple, env: Optional[dict] = None, input: Optional[str] = None,
                     pass
                 finally:
                     sys.argv = saved_argv
+                    # The secrets the run took out of os.environ at its start
+                    # (logist.secrecy) go back before the isolation puts the environment back.
+                    environment.release()
                 sys.stdout.flush()
                 sys.stderr.flush()
                 stdout, stderr = _text(out.getvalue()), _text(err.getvalue())
@@ -403,7 +411,7 @@ class _State:
     def restore(self) -> list[str]:
         """Put back what the run changed; what it should not have changed, said."""
         problems = []
-        # Logist's own doing before a command runs (logist.processes.hide_secrets_from_proc).
+        # Logist's own doing as it starts (logist.secrecy.withdraw_secrets).
         libc = _libc()
         if libc is not None and libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0) != self.dumpable:
             libc.prctl(_PR_SET_DUMPABLE, self.dumpable, 0, 0, 0)

@@ -33,7 +33,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import signal
 import subprocess
 import tempfile
 import time
@@ -41,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from .. import processes
+from .. import processes, secrecy
 from ..redact import redact, redact_shown
 from ..store import journal
 from ..store.entries import CommandRecord
@@ -246,7 +245,7 @@ def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20
     the sandbox can do it); ``recorded(pgid, start_time)`` is called before
     the command begins."""
     argv = processes.launcher(command, sandbox, cwd, read_only)
-    processes.hide_secrets_from_proc()
+    secrecy.hide_secrets_from_proc()
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = processes.start(argv, str(cwd), processes.command_env(env_names), out, err,
@@ -258,11 +257,7 @@ def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20
             timed_out = True
         finally:
             # What the command left running (or all of it, on a timeout) ends with it.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            proc.wait()
+            processes.finish(proc)
         # Cleaned first, redacted last: cleaning joins what escapes, redraws or
         # control bytes split (SEC\x1b[0mRET is SECRET once cleaned), so the
         # output as written is redacted where it shows a secret, and the

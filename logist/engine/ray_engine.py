@@ -12,7 +12,8 @@ worker reads and writes the job's folder itself, so every node must see
 the jobs directory at the same path (a shared filesystem: see
 :mod:`logist.store.lease` for what it must provide), with Logist installed
 and the API key in its environment (set before ``ray start``: it is never
-sent through Ray). The batch's ``LOGIST_*`` and ``GIT_*`` settings, less
+sent through Ray; a ``local`` cluster's processes inherit it from Logist,
+which holds it apart from its own environment otherwise: :mod:`logist.environment`). The batch's ``LOGIST_*`` and ``GIT_*`` settings, less
 the key, go to the workers with the tasks.
 
 A task whose worker dies (the process killed, the node lost) is run again
@@ -32,6 +33,7 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from .. import environment
 from ..errors import ConfigError
 from .loop import QueueOutcome
 
@@ -78,7 +80,10 @@ class RayEngine:
         if address == "local":
             options["include_dashboard"] = False
         try:
-            ray.init(address=address, **options)
+            # A local cluster's processes are Logist's children: they inherit the key
+            # as they did from the environment the program was started with.
+            with environment.lent() if address == "local" else contextlib.nullcontext():
+                ray.init(address=address, **options)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ConfigError(f"cannot reach the Ray cluster at {address!r}: {first}") from None

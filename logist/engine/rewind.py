@@ -67,6 +67,7 @@ def rewind(job: Job, *, to: Optional[int] = None, baseline: bool = False, lock_t
         if job.repo.is_dirty():
             head = job.repo.commit_all(f"logist: {job.id} changes made by hand before rewind {sequence}") or head
         job.repo.keep_ref(f"refs/logist/rewound/{sequence}", head)
+        job.repo.check_resettable(target.workspace_commit or restored.workspace_commit)  # before the journal
         journal.begin_applying(job.dir, sequence, head, None)
         job.repo.reset_to(target.workspace_commit or restored.workspace_commit)
         restored.totals = manifest.totals

@@ -9,6 +9,7 @@ to the same states and the same workspace.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from ..store.entries import CommandRecord, Response, Usage
 from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest, Status
 from ..terminal import shown
+from ..workspace import UnreadableFiles
 from .budget import count_call, limit_reason
 from .call import CallWatch, Outcome, call_settings, estimate_tokens, make_call  # noqa: F401 (CallWatch, estimate_tokens: the library's names)
 from .commands import run_or_hold
@@ -32,7 +34,9 @@ from .context import sized_call
 from .prepare import Prepared, prepare
 from .session import open_locked
 from .transition import Call, apply_answer, apply_event, hold_changes, holds_file_changes, refuse_answer
-from .workflow import CALL_FAILED, CALL_INTERRUPTED, LIMIT, STEPPABLE, describe_job_hint
+from .workflow import CALL_FAILED, CALL_INTERRUPTED, LIMIT, STEPPABLE, UNREADABLE, describe_job_hint
+
+log = logging.getLogger("logist")
 
 #: What an entry finished from a saved answer says when its command had been started.
 INTERRUPTED_COMMAND = ("its command was interrupted when the process ended; it is not run again on its own: "
@@ -186,13 +190,18 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
     # Only an answer with file changes or a command can change the workspace;
     # the others need no git process at all.
     touches = answer is not None and not held and bool(answer.file_changes or answer.action == "CMD")
+    # Workspace files git cannot read: everything else is committed, the job stops for a person.
+    unreadable: Optional[UnreadableFiles] = None
     if touches and job.repo.is_dirty():
         # A person edited the workspace by hand since the last step. Commit
         # that on its own, so it is neither mixed into the model's commit nor
         # lost if this step has to be undone.
-        head_before = job.repo.commit_all(
-            f"logist: {job.id} changes made by hand before step {sequence}"
-        ) or head_before
+        try:
+            head_before = job.repo.commit_all(
+                f"logist: {job.id} changes made by hand before step {sequence}"
+            ) or head_before
+        except UnreadableFiles as exc:
+            head_before, unreadable = exc.commit or head_before, exc
     commit = head_before
     # From here on a crash is repaired from the journal, which also keeps the
     # answer: one that was paid for is never lost from the record.
@@ -222,8 +231,15 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
                 job.id, sequence, prepared.role.name, action, answer.summary_for_supervisor or answer.message
             )
             repo = job.repo
-            commit = (repo.commit_paths(message, files_changed) if by_name else repo.commit_all(message)) or head_before
+            try:
+                commit = (repo.commit_paths(message, files_changed) if by_name else repo.commit_all(message)) or head_before
+            except UnreadableFiles as exc:
+                commit, unreadable = exc.commit or head_before, exc
         failpoint("after_commit")
+    if unreadable is not None and after.status in STEPPABLE:
+        apply_event(after, UNREADABLE, str(unreadable))
+    elif unreadable is not None:  # the job waits for a person already (a question, an approval)
+        log.warning("job %s: %s", job.id, unreadable)
     after.workspace_commit = commit
     cost, priced = count_call(after, config, prepared.model, outcome, kind)
     response = Response(

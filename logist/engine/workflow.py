@@ -84,6 +84,8 @@ CALL_FAILED = "call failed"
 CALL_INTERRUPTED = "call interrupted"
 LIMIT = "limit reached"
 COMPACTION = "compaction"
+#: The step's commit found workspace files git cannot read (logist.workspace.UnreadableFiles).
+UNREADABLE = "workspace unreadable"
 #: ``job set`` fires it instead of ``set`` when the new budgets free a job a budget stopped.
 BUDGET_RAISED = "budget raised"
 
@@ -155,6 +157,8 @@ TABLE: tuple[Rule, ...] = (
     _row(STEPPABLE, CALL_INTERRUPTED, ROLES, SAME, "keep"),
     _row(STEPPABLE, LIMIT, ROLES, S.INTERVENTION_REQUIRED, "stop"),
     _row(STEPPABLE, COMPACTION, ROLES, SAME, "summarise"),
+    # Fired after the answer's own row, when that left the job steppable.
+    _row(STEPPABLE, UNREADABLE, ROLES, S.INTERVENTION_REQUIRED, "stop"),
     # An exit command no row above takes (a hand-edited manifest).
     _row(STEPPABLE, OUT_OF_TURN, ROLES, S.INTERVENTION_REQUIRED, "stop"),
     # A person's commands.

@@ -66,7 +66,8 @@ class FixtureJob(JobSpec):
     """A fixture's ``job.json``: the recorded job's id and how to create the
     job again, in the fields of :class:`JobSpec` (``job create``'s options)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Python's re: the job id pattern looks ahead (no "..", no final "." or ".lock").
+    model_config = ConfigDict(extra="forbid", regex_engine="python-re")
     schema_: str = Field(default=None, alias="$schema")  # absent or a string
     """The JSON Schema of this file (fixture-job.schema.json in Logist's schemas/ folder), for editors."""
     job_id: str = Field(default=None, pattern=JOB_ID_RE.pattern)  # absent or a string

@@ -18,13 +18,13 @@ this module); ``prices`` in config.json adds models and overrides those
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
+from .. import environment
 from ..redact import KEY_VARIABLES
 from .roles import format_validation_error
 
@@ -200,8 +200,8 @@ NOT_CONFIGURED = (
 def endpoint_source(option: Optional[str], config: LogistConfig) -> tuple[Optional[str], str]:
     """The endpoint named, and where: ``--base-url``, ``LOGIST_BASE_URL``,
     ``OPENAI_BASE_URL`` or ``config.json``; ``(None, "")`` when none is."""
-    for value, source in ((option, "--base-url"), (os.environ.get("LOGIST_BASE_URL"), "LOGIST_BASE_URL"),
-                          (os.environ.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL"), (config.base_url, "config.json")):
+    for value, source in ((option, "--base-url"), (environment.get("LOGIST_BASE_URL"), "LOGIST_BASE_URL"),
+                          (environment.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL"), (config.base_url, "config.json")):
         if value:
             return value, source
     return None, ""
@@ -223,9 +223,12 @@ def resolve_endpoint(option: Optional[str], config: LogistConfig) -> str:
 
 def key_variable() -> Optional[str]:
     """The environment variable the API key is read from, if one is set."""
-    return next((name for name in KEY_VARIABLES if os.environ.get(name)), None)
+    return next((name for name in KEY_VARIABLES if environment.get(name)), None)
 
 
 def resolve_api_key() -> Optional[str]:
+    """The API key: the one place it is read from (Logist's environment,
+    where the ``logist`` program holds it apart from ``os.environ`` from its
+    start: :mod:`logist.environment`); the client is given it directly."""
     name = key_variable()
-    return os.environ[name] if name else None
+    return environment.get(name) if name else None

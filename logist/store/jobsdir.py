@@ -19,10 +19,10 @@ import os
 import re
 import threading
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .atomic import atomic_write_json
 from .config import LogistConfig, load_config
@@ -32,7 +32,11 @@ from .manifest import MANIFEST_NAME, JobManifest, read_manifest
 if TYPE_CHECKING:
     from ..workspace import Workspace
 
-JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: A job id: it names the job's folder and its git branch (``logist/<id>``),
+#: so it is also a name git takes for a branch: no ``..``, no final ``.`` or
+#: ``.lock`` (``git check-ref-format``). The fixtures' JSON Schema carries
+#: this pattern; :func:`is_job_id` matches it against the whole text.
+JOB_ID_RE = re.compile(r"^(?!.*\.\.)(?!.*\.$)(?!.*\.lock$)[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 INDEX_NAME = "jobs_index.json"
 LOCK_NAME = ".lock"
 DEFAULT_JOBS_DIR = "jobs"
@@ -56,9 +60,22 @@ class JobsIndex(BaseModel):
     current_job_id: Optional[str] = None
     """The job commands act on when none is named (job select changes it)."""
     jobs: dict[str, str] = {}
-    """Job id -> its folder, relative to the jobs directory."""
+    """Job id -> its folder, relative to the jobs directory (a folder inside it: not absolute, no '..')."""
     queue: list[str] = []
     """Job ids in the order job run --all takes them (job create --rank places a job)."""
+
+    @field_validator("jobs")
+    @classmethod
+    def _folders_inside(cls, jobs: dict[str, str]) -> dict[str, str]:
+        """Each job's folder is inside the jobs directory: an index naming
+        ``../elsewhere`` or ``/elsewhere`` is corrupt (and rebuilt from the
+        job folders), never followed."""
+        for job_id, rel in jobs.items():
+            parts = PurePosixPath(rel.replace("\\", "/")).parts
+            if not rel or "\0" in rel or PurePosixPath(rel).is_absolute() or Path(rel).is_absolute() \
+                    or ".." in parts or parts in ((), (".",)):
+                raise ValueError(f"job {job_id!r} names {rel!r}, not a folder inside the jobs directory")
+        return jobs
 
     def dump(self) -> dict:
         return self.model_dump(mode="json", by_alias=True)
@@ -85,10 +102,17 @@ def find_jobs_dir(start: Path) -> Optional[Path]:
     return None
 
 
+def is_job_id(text: str) -> bool:
+    """Whether ``text`` is a job id (:data:`JOB_ID_RE`, the whole text: ``$``
+    alone would let a final newline through)."""
+    return JOB_ID_RE.fullmatch(text or "") is not None
+
+
 def check_job_id(job_id: str) -> str:
-    if not JOB_ID_RE.match(job_id or ""):
+    if not is_job_id(job_id):
         raise ConfigError(
-            f"invalid job id {job_id!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+            f"invalid job id {job_id!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit, "
+            "with no '..' and not ending in '.' or '.lock' (it names a git branch too)"
         )
     return job_id
 
@@ -206,7 +230,13 @@ class JobsDir:
         try:
             return JobsIndex.model_validate(json.loads(data))
         except (ValueError, ValidationError) as exc:
-            first = "it is empty" if not data.strip() else str(exc).strip().splitlines()[0]
+            if not data.strip():
+                first = "it is empty"
+            elif isinstance(exc, ValidationError):
+                error = exc.errors()[0]
+                first = f"{'.'.join(map(str, error['loc'])) or 'the file'}: {error['msg'].removeprefix('Value error, ')}"
+            else:
+                first = str(exc).strip().splitlines()[0]
             raise CorruptFileError(f"{self.index_path} is corrupt: {first}") from None
 
     def read_index(self) -> JobsIndex:
@@ -230,7 +260,7 @@ class JobsDir:
 
         found: list[tuple[str, str]] = []
         for folder in sorted(self.path.iterdir()):
-            if not (folder / MANIFEST_NAME).is_file() or not JOB_ID_RE.match(folder.name):
+            if not (folder / MANIFEST_NAME).is_file() or not is_job_id(folder.name):
                 continue
             try:
                 created = read_manifest(folder).created_at

@@ -10,6 +10,7 @@ record.
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -173,3 +174,24 @@ def test_a_damaged_jobs_index_is_rebuilt_from_the_job_folders(jobs, damage):
     created = logist_cli("job", "create", "c", "-o", "Third")
     assert created.returncode == 0 and "corrupt" not in created.stderr
     assert json.loads(jobs.index_path.read_bytes())["queue"] == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("folder", ["../outside/evil", "/OUTSIDE/evil", "a/../../outside/evil", "..", ".", ""])
+def test_an_index_entry_naming_a_folder_outside_the_jobs_directory_is_never_followed(jobs, tmp_path, folder):
+    """A job folder outside the jobs directory (a copy of a real job there),
+    named by a hand-edited index: the index is corrupt, moved aside and
+    rebuilt; nothing outside is read or written."""
+    create_job(jobs, "a", "First")
+    outside = tmp_path / "outside" / "evil"
+    outside.parent.mkdir()
+    shutil.copytree(jobs.path / "a", outside)
+    before = {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()}
+    index = json.loads(jobs.index_path.read_bytes())
+    index["jobs"]["evil"] = folder.replace("/OUTSIDE", str(tmp_path / "outside"))
+    jobs.index_path.write_text(json.dumps(index))
+    shown = logist_cli("job", "status", "evil")
+    assert shown.returncode == 1 and "Traceback" not in shown.stderr
+    assert "not a folder inside the jobs directory" in shown.stderr and "no job 'evil'" in shown.stderr
+    assert json.loads(jobs.index_path.read_bytes())["jobs"] == {"a": "a"}
+    assert logist_cli("job", "set", "evil", "--max-steps", "5").returncode == 1
+    assert {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()} == before

@@ -295,6 +295,23 @@ def test_error_invalid_job_id(jobs):
     assert not (jobs.path / "bad id!").exists()
 
 
+@pytest.mark.parametrize("job_id", ["a..b", "a.", "a.lock", "v1..2.lock"])
+def test_a_job_id_git_refuses_for_a_branch_is_refused_first(jobs, job_id):
+    """The id names the branch logist/<id>: an id git refuses failed in git init, after the folder was made."""
+    assert_error(logist_cli("job", "create", job_id, "-o", "x"), "invalid job id", "not ending in '.' or '.lock'")
+    assert sorted(p.name for p in jobs.path.iterdir() if p.is_dir()) == ["roles", "skills"]
+
+
+def test_every_job_id_is_a_branch_name_git_takes(jobs):
+    import subprocess
+
+    for job_id in ("a", "a.b", "a-b_c.d.e", "A9", "x" * 64, "a.lock.b", "a.locks"):
+        assert logist_cli("job", "create", job_id, "-o", "x").returncode == 0, job_id
+        branch = subprocess.run(["git", "branch", "--show-current"], cwd=jobs.path / job_id / "workspace",
+                                capture_output=True, text=True).stdout.strip()
+        assert branch == f"logist/{job_id}"
+
+
 def test_error_from_repo_not_a_repository(jobs, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()

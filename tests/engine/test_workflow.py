@@ -232,7 +232,11 @@ NOT_WALKED = {
     ("suspend", "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
     ("cancel", "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
     ("set", "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
+    **{(wf.UNREADABLE, name): "root reads any file; tests/engine/test_unreadable_workspace.py fires it as an "
+                              "unprivileged user" for name, pos in POSITIONS.items() if pos.state in wf.STEPPABLE},
 }
+#: Rows walked by a test of their own, and where.
+WALKED_ELSEWHERE = {wf.UNREADABLE: "tests/engine/test_unreadable_workspace.py (as an unprivileged user)"}
 
 
 def covers(rule: wf.Rule, pos: Position) -> bool:
@@ -313,9 +317,10 @@ def test_row(index, name, tmp_path, tmp_path_factory):
 
 def test_every_row_is_walked():
     walked = {index for index, _ in WALKS}
-    missing = [f"{r.event} by {sorted(r.who)} in {sorted(r.states)}" for i, r in enumerate(TABLE) if i not in walked]
+    missing = [f"{r.event} by {sorted(r.who)} in {sorted(r.states)}" for i, r in enumerate(TABLE)
+               if i not in walked and r.event not in WALKED_ELSEWHERE]
     assert missing == []
-    assert set(FIRES) == wf.EVENTS
+    assert set(FIRES) | set(WALKED_ELSEWHERE) == wf.EVENTS
     assert all(POSITIONS[name].state in TABLE[i].states for i, name in WALKS)
 
 

@@ -221,9 +221,9 @@ def _single_argument(app: Application, word: str) -> tuple[Optional[str], Option
     import os
 
     from ...errors import NotFoundError
-    from ...store.jobsdir import JOB_ID_RE
+    from ...store.jobsdir import is_job_id
 
-    if not JOB_ID_RE.match(word):
+    if not is_job_id(word):
         return None, word
     try:
         app.jobs.job(word)
