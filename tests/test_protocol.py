@@ -339,7 +339,12 @@ BAD_PATHS = {
     ".g\u200cit/config": "inside .git",
     ".\ufeffgit/hooks/x": "inside .git",
     "a\\..\\..\\b": "backslashes",
-    "nul\x00byte": "invalid path",
+    "nul\x00byte": "holds a NUL byte",
+    # Past Linux's NAME_MAX (255 bytes a name) and PATH_MAX (4096 bytes), counted in UTF-8.
+    "a" * 256: "has a name of 256 bytes; a name may have at most 255",
+    "d/" + "\u00e9" * 128: "has a name of 256 bytes",
+    "/".join(["\u00e9" * 120] * 18): "has 4,337 bytes; a path may have at most 4096",
+    "a\ud800b": "holds a lone surrogate",
     ".": "names the workspace itself",
     "./": "names the workspace itself",
 }
