@@ -119,7 +119,8 @@ def check_value(value: object) -> None:
             raise _Refused(f"the answer is nested deeper than {MAX_DEPTH} levels")
         pairs = item.items() if isinstance(item, dict) else enumerate(item)
         for key, inner in pairs:
-            place = f"{where}/{key}" if where else str(key)
+            name = surrogates_shown(str(key))  # the reason is recorded: it must be text itself
+            place = f"{where}/{name}" if where else name
             if isinstance(key, str):
                 stack.append((key, depth + 1, f"{place} (the key)"))
             stack.append((inner, depth + 1, place))

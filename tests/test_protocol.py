@@ -256,6 +256,34 @@ def test_json_that_is_not_an_object_is_refused(raw, kind):
     refused(raw, f"not an object (got {kind})")
 
 
+def nested(depth: int) -> str:
+    return '{"action": "MESSAGE", "message": "x", "deep": ' + "[" * depth + "]" * depth + "}"
+
+
+@pytest.mark.parametrize("raw, reason", [
+    # Deeper than 64: refused whether the parser manages it (100) or would run out of stack (100,000).
+    (nested(100), "the answer is nested deeper than 64 levels"),
+    (nested(100_000), "the answer is nested deeper than 64 levels"),
+    ('{"action": "MESSAGE", "message": "x", "n": ' + "1" * 101 + "}", "a number longer than 100 digits"),
+    ('{"action": "MESSAGE", "message": "x", "n": 0.' + "1" * 100 + "}", "a number longer than 100 digits"),
+    ('{"action": "MESSAGE", "message": "x", "n": NaN}', "holds NaN, which is not JSON"),
+    ('{"action": "MESSAGE", "message": "x", "n": Infinity}', "holds Infinity, which is not JSON"),
+    ('{"action": "MESSAGE", "message": "x", "n": -1e400}', "holds the number -1e400, beyond the range"),
+    ('{"action": "MESSAGE", "message": "x", "\\udc80": 1}', "\\udc80 (the key): holds a lone surrogate"),
+    # Found in prose too, and not looked past for another object.
+    ('Here: {"n": NaN} {"action": "MESSAGE", "message": "x"}', "holds NaN"),
+    ("```json\n" + nested(200) + "\n```", "nested deeper than 64"),
+])
+def test_what_no_answer_needs_is_refused_with_the_reason(raw, reason):
+    refused(raw, reason)
+
+
+def test_an_answer_at_the_bounds_is_read():
+    ok = parse_answer('{"action": "MESSAGE", "message": "x", "n": ' + "1" * 100 + ", \"thought\": \"\\ud83d\\ude00\"}")
+    assert ok.extra == {"n": int("1" * 100)} and ok.thought == "\U0001f600"  # a surrogate pair is a character
+    assert parse_answer(nested(62)).action == "MESSAGE"  # the object, the list around and 62 lists: 64 levels
+
+
 # --------------------------------------------------------------------------
 # file_changes
 
