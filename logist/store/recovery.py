@@ -55,7 +55,7 @@ from .atomic import move_aside
 from ..errors import CorruptFileError, LogistError
 from .entries import HistoryEntry, JobDefinition
 from .journal import StepJournal, journal_path, new_entry, record
-from .manifest import JobManifest, read_manifest, utc_now, write_manifest
+from .manifest import PLANNER, WORKER, JobManifest, Status, read_manifest, utc_now, write_manifest
 
 log = logging.getLogger("logist")
 
@@ -114,6 +114,47 @@ def _load_manifest_or_rebuild(job_dir: Path, notes: list[str]) -> JobManifest:
         write_manifest(job_dir, manifest)
         notes.append(f"job_manifest.json could not be parsed; moved to {aside.name} and rebuilt from history entry {last.sequence}")
         return manifest
+
+
+def _continue_from(job_dir: Path, workspace: Path, manifest: JobManifest, last: Optional[HistoryEntry],
+                   notes: list[str]) -> JobManifest:
+    """The job as it was at the end of its last whole entry, when entries
+    after it are lost (a salvaged history): the manifest's state refers to
+    them (the turn's calls, a person's inputs), and the next entries would
+    take their numbers. Its state and its workspace commit are restored, as
+    a restep would; the calls of the lost entries stay counted (they were
+    paid for) and the workspace as it was is kept under a ref."""
+    from ..workspace import Workspace
+
+    reached = manifest.last_sequence
+    if last is not None:
+        restored = manifest_at(job_dir, last, manifest)
+        target = last.workspace_commit or restored.workspace_commit or manifest.baseline_commit
+        where = f"the end of entry {last.sequence} ({last.state_after})"
+    else:  # nothing readable is left: the job as it was created
+        slot = PLANNER if manifest.workflow == "planned" else WORKER
+        restored = manifest.with_state({"status": str(Status.PENDING), "last_sequence": 0,
+                                        "turn": {"slot": slot, "role": manifest.roles[slot]}})
+        target = manifest.baseline_commit
+        where = "the baseline"
+    restored.totals = manifest.totals
+    repo = Workspace(workspace)
+    head = repo.head()
+    kept = ""
+    if target and (head != target or repo.is_dirty()):
+        stamp = utc_now().replace(":", "").replace("-", "")
+        head = repo.commit_all(f"logist: {manifest.job_id} the workspace before entries were lost") or head
+        repo.keep_ref(f"refs/logist/lost/{stamp}", head)
+        repo.reset_to(target)
+        kept = f"; the workspace was at {head}, kept as refs/logist/lost/{stamp}"
+    restored.workspace_commit = target or restored.workspace_commit
+    write_manifest(job_dir, restored)
+    notes.append(
+        f"the history ends at entry {last.sequence if last else 0} but the manifest had reached {reached}: "
+        f"later entries are lost from the history, so the job goes on from {where}, its state and its "
+        f"workspace{kept}"
+    )
+    return restored
 
 
 def _refuse_a_newer_format(job_dir: Path) -> None:
@@ -226,11 +267,7 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) ->
         write_manifest(job_dir, manifest)
         notes.append(f"the manifest was behind the history; restored it from entry {last_seq}")
     elif last_seq < manifest.last_sequence:
-        notes.append(
-            f"the history ends at entry {last_seq} but the manifest had reached {manifest.last_sequence}; "
-            "later entries are lost from the history"
-        )
-        manifest.last_sequence = last_seq
+        manifest = _continue_from(job_dir, workspace, manifest, last, notes)
     if reset_head is not None:
         # Usually the manifest's own commit; a commit of hand edits made just
         # before the interrupted step otherwise.
