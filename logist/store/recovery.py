@@ -51,7 +51,8 @@ from pydantic import ValidationError
 
 from . import history as hist
 from . import seek
-from .atomic import move_aside
+from .atomic import leftover_temps, move_aside
+from .layout import WRITTEN_UNDER_THE_LOCK
 from ..errors import CorruptFileError, LogistError
 from .entries import HistoryEntry, JobDefinition
 from .journal import StepJournal, journal_path, new_entry, record
@@ -195,6 +196,9 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) ->
     notes: list[str] = []
     if not hist.history_path(job_dir).exists():
         raise CorruptFileError(f"{hist.history_path(job_dir)} is missing; the job cannot be checked or repaired without it")
+    for tmp in leftover_temps(job_dir, WRITTEN_UNDER_THE_LOCK):
+        tmp.unlink(missing_ok=True)  # harmless, and nothing of the job: removed, not recorded
+        log.info("job %s: removed %s, left by a write that was interrupted", job_dir.name, tmp.name)
     repaired = hist.repair(job_dir)
     if repaired:
         notes.append(repaired)
