@@ -96,7 +96,7 @@ def pending_call(job_dir: Path) -> Optional[StepJournal]:
     that only look."""
     try:
         journal = StepJournal.model_validate(json.loads(journal_path(job_dir).read_text(encoding="utf-8")))
-    except (OSError, ValueError, ValidationError):
+    except (OSError, ValueError, ValidationError, RecursionError):
         return None
     if journal.request is None:
         return None
@@ -109,7 +109,7 @@ def pending_applying(job_dir: Path, sequence: int) -> Optional[StepJournal]:
     ``applying``: the workspace may have changed since its ``head_before``), else None."""
     try:
         journal = StepJournal.model_validate(json.loads(journal_path(job_dir).read_text(encoding="utf-8")))
-    except (OSError, ValueError, ValidationError):
+    except (OSError, ValueError, ValidationError, RecursionError):
         return None
     return journal if journal.phase == "applying" and journal.sequence == sequence else None
 

@@ -167,7 +167,7 @@ def _refuse_a_newer_format(job_dir: Path) -> None:
     if found <= hist.HISTORY_FORMAT:
         try:
             found = int(json.loads((job_dir / "job_manifest.json").read_text(encoding="utf-8")).get("format", 1))
-        except (OSError, ValueError, TypeError, AttributeError):
+        except (OSError, ValueError, TypeError, AttributeError, RecursionError):
             return  # an unreadable manifest is repaired below
         if found <= MANIFEST_FORMAT:
             return
@@ -175,6 +175,30 @@ def _refuse_a_newer_format(job_dir: Path) -> None:
         f"job '{job_dir.name}' was written by a newer Logist (format {found}); this one writes format "
         f"{hist.HISTORY_FORMAT}: it can show the job but not change it (upgrade Logist)"
     )
+
+
+#: The job's files Logist reads as JSON, besides the manifest (which
+#: :func:`read_manifest` calls corrupt when it is not a file): one that is a
+#: folder (or a pipe) instead is moved aside.
+_JSON_FILES = ("jobHistory.json", "jobHistory.json.append", "step_journal.json")
+
+
+def _move_aside_what_is_not_a_file(job_dir: Path, notes: list[str]) -> None:
+    """Move aside a job file that is not a file, as a corrupt one is; a
+    history is replaced by an empty one (recovery then goes on as for a
+    history salvaged to nothing)."""
+    for name in _JSON_FILES:
+        path = job_dir / name
+        if not path.exists() or path.is_file():
+            continue
+        aside = move_aside(path, utc_now().replace(":", ""))
+        notes.append(f"{name} was not a file; moved it to {aside.name}")
+        if name == hist.HISTORY_NAME:
+            try:
+                job_id = read_manifest(job_dir).job_id
+            except (CorruptFileError, FileNotFoundError):
+                job_id = job_dir.name
+            hist.write_canonical(path, job_id, [])
 
 
 #: Records an interrupted call from its journal (the engine's, see :func:`open_job`); returns the manifest after it.
@@ -199,6 +223,7 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) ->
     for tmp in leftover_temps(job_dir, WRITTEN_UNDER_THE_LOCK):
         tmp.unlink(missing_ok=True)  # harmless, and nothing of the job: removed, not recorded
         log.info("job %s: removed %s, left by a write that was interrupted", job_dir.name, tmp.name)
+    _move_aside_what_is_not_a_file(job_dir, notes)
     repaired = hist.repair(job_dir)
     if repaired:
         notes.append(repaired)
@@ -226,7 +251,7 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) ->
     if jpath.exists():
         try:
             journal = StepJournal.model_validate(json.loads(jpath.read_text(encoding="utf-8")))
-        except (ValueError, ValidationError):
+        except (ValueError, ValidationError, RecursionError):
             aside = move_aside(jpath, utc_now().replace(":", ""))
             raise CorruptFileError(
                 f"{jpath} could not be parsed (moved to {aside.name}); check the workspace with 'git status' before stepping"
