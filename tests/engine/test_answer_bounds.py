@@ -214,3 +214,18 @@ def test_usage_out_of_bounds_is_capped_or_estimated_and_noted(jobs, llm, usage, 
     totals = job.manifest().totals
     assert 0 <= totals.prompt_tokens <= 1_000_000_000 and totals.completion_tokens >= 0
     assert entry.usage.cost_usd is None or 0 <= entry.usage.cost_usd < 10_000
+
+
+def test_a_nul_byte_in_a_summary_reaches_no_git_argument(jobs, llm):
+    """The commit message is made of the summary, and no process argument
+    can carry a NUL byte (git commit -m raised ValueError, after the files
+    were written): it is committed as U+2400."""
+    job = make_job(jobs, "nul-summary")
+    llm.add(answer("COMPLETED", "Wrote hello.py\x00 and checked it.", ["hello.py"],
+                   file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}]))
+    cli_ok("job", "step", "nul-summary", "--oneshot", "--base-url", llm.base_url)
+    entry = last_entry(job)
+    assert entry.response.actions == ["COMPLETED"] and entry.response.files_changed == ["hello.py"]
+    message = subprocess.run(["git", "log", "-1", "--format=%B"], cwd=job.workspace, capture_output=True, text=True,
+                             check=True).stdout
+    assert "Wrote hello.py\u2400 and checked it." in message
