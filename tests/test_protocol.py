@@ -605,6 +605,8 @@ segment = st.text(alphabet=string.ascii_letters + string.digits + "_-. ", min_si
 )
 paths = st.lists(segment, min_size=1, max_size=4).filter(lambda parts: not any(is_git_name(p) for p in parts)).map("/".join)
 text1 = st.text(min_size=1, max_size=50)
+#: A command a shell can be given: no NUL byte.
+command_text = st.text(st.characters(blacklist_characters="\x00"), min_size=1, max_size=50)
 file_change = st.one_of(
     st.fixed_dictionaries({"path": paths, "content": st.text(max_size=50)}),
     st.fixed_dictionaries({"path": paths, "delete": st.just(True)}),
@@ -627,7 +629,7 @@ def valid_answers(draw):
         data["evidence_files"] = draw(st.lists(paths, max_size=4))
         data["summary_for_supervisor"] = draw(st.text(min_size=1, max_size=1000))
     elif action == "CMD":
-        data["command"] = draw(text1)
+        data["command"] = draw(command_text)
     elif action == "ASK":
         data["question"] = draw(text1)
         if draw(st.booleans()):
