@@ -65,7 +65,7 @@ JOB_FILES: tuple[JobFile, ...] = (
     JobFile("*.v1", "the job's files as an older Logist wrote them (format 1), kept after the upgrade",
             always=False),
     JobFile(".*.tmp", "a file being written; one a crash left is removed by the next command on the job "
-                      "(report.html's and transcript.md's can be deleted)", always=False),
+                      "(report.html's can be deleted)", always=False),
 )
 
 
