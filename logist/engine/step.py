@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from ..answer_forms import surrogates_shown
 from ..errors import LogistError, NotSteppableError
 from ..failpoints import failpoint
 from ..protocol import Answer, InvalidAnswer, check_planner_answer, parse_answer
@@ -415,6 +416,8 @@ def post_answer(
     as a ``poststep`` entry; ``replayed``: from a recorded history, a
     ``replay`` entry). With ``summary``, ``raw`` is a recorded compaction
     summary (``job replay``)."""
+    # A lone surrogate (a command line that is not UTF-8) is kept as its escape, as from an endpoint.
+    raw = surrogates_shown(raw) if raw is not None else None
     outcome = Outcome(raw=raw, error=error, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
     kind = "replay" if replayed else "poststep"
     return _locked_step(job, lock_timeout, lambda _manifest, _prepared: outcome, model, "summary" if summary else "answer", kind)

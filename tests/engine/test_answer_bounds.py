@@ -229,3 +229,16 @@ def test_a_nul_byte_in_a_summary_reaches_no_git_argument(jobs, llm):
     message = subprocess.run(["git", "log", "-1", "--format=%B"], cwd=job.workspace, capture_output=True, text=True,
                              check=True).stdout
     assert "Wrote hello.py\u2400 and checked it." in message
+
+
+def test_a_posted_answer_with_a_lone_surrogate_is_recorded_as_an_invalid_answer(jobs):
+    """``job poststep --response-string`` takes what the command line holds,
+    and bytes that are not UTF-8 arrive as lone surrogates: kept as their
+    escape, so the answer is recorded, and refused for the surrogate."""
+    from logist import post_answer
+
+    job = make_job(jobs, "posted")
+    result = post_answer(job, '{"action": "MESSAGE", "message": "caf\udce9"}')
+    assert result.action == "INVALID" and "message: holds a lone surrogate (\\udce9)" in result.error
+    assert last_entry(job).response.raw_response == '{"action": "MESSAGE", "message": "caf\\udce9"}'
+    person_can_act(job)
