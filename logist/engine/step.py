@@ -19,7 +19,8 @@ from ..answer_forms import surrogates_shown
 from ..errors import LogistError, NotSteppableError
 from ..failpoints import failpoint
 from ..protocol import Answer, InvalidAnswer, check_planner_answer, parse_answer
-from ..store import journal
+from ..redact import redact
+from ..store import journal, seek
 from ..store.config import LogistConfig
 from ..store.entries import CommandRecord, Response, Usage
 from ..store.jobsdir import Job
@@ -135,9 +136,6 @@ def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], 
     ``exc`` again when the step was recorded after all (what failed came
     later: the manifest, the journal's removal; recovery finishes those).
     """
-    from ..redact import redact
-    from ..store import seek
-
     sequence = before.last_sequence + 1
     last = seek.last_entry(job.dir)
     if last is not None and last.sequence >= sequence:
