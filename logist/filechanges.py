@@ -82,6 +82,9 @@ def plan(root: Path, changes: Sequence[FileChange]) -> list[tuple[Path, Optional
             will_be_file = contents.get(parent) is not None if parent in contents else (root / parent).is_file()
             if will_be_file:
                 raise InvalidAnswer(f"file_changes/{index}: cannot write {rel}: {parent} is a file, not a directory")
+            if parent not in contents and (root / parent).exists() and not (root / parent).is_dir():
+                raise InvalidAnswer(f"file_changes/{index}: cannot write {rel}: {parent} is not a directory "
+                                    "(a pipe or a socket a command made)")
         prefix = rel + "/"
         if any(other.startswith(prefix) and data is not None for other, data in contents.items()):
             raise InvalidAnswer(f"file_changes/{index}: cannot write {rel}: an earlier change puts files inside it")

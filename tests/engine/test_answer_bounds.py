@@ -242,3 +242,19 @@ def test_a_posted_answer_with_a_lone_surrogate_is_recorded_as_an_invalid_answer(
     assert result.action == "INVALID" and "message: holds a lone surrogate (\\udce9)" in result.error
     assert last_entry(job).response.raw_response == '{"action": "MESSAGE", "message": "caf\\udce9"}'
     person_can_act(job)
+
+
+def test_a_file_change_through_a_pipe_a_command_made_is_an_invalid_answer(jobs, llm):
+    """``mkfifo p``, then a file written as ``p/x.txt``: the plan took ``p``
+    for a directory (it is not a file) and creating it raised
+    FileExistsError after the journal said the answer was being applied."""
+    job = create_job(jobs, "pipe", "Write hello.py that prints a greeting", command_policy="allow",
+                     allowed_commands=["mkfifo*"])
+    llm.add(answer("CMD", command="mkfifo p"),
+            answer("MESSAGE", message="writing", file_changes=[{"path": "p/x.txt", "content": "x\n"}]))
+    cli_ok("job", "step", "pipe", "--oneshot", "--base-url", llm.base_url)
+    cli_ok("job", "step", "pipe", "--oneshot", "--base-url", llm.base_url)
+    entry = last_entry(job)
+    assert entry.response.status == "INVALID"
+    assert "file_changes/0: cannot write p/x.txt: p is not a directory" in entry.response.error
+    person_can_act(job)
