@@ -22,6 +22,8 @@ step journal holds) comes in as ``finish``, as for ``open_job``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Optional
@@ -91,7 +93,7 @@ def fsck(job: Job, finish: Optional[Finish] = None, lock_timeout: float = 0) -> 
 
 def _check_numbers(job: Job, report: FsckReport) -> bool:
     """Entries numbered 1, 2, 3... in the file's order; True when they are."""
-    seen: dict[int, dict] = {}
+    seen: dict[int, str] = {}  # each number's first entry, as a digest: a long history is not held in memory
     highest, position, good = 0, 0, True
     for data in hist.iter_written(job.dir):
         position += 1
@@ -101,8 +103,9 @@ def _check_numbers(job: Job, report: FsckReport) -> bool:
                                                    "remove it or give it its number")
             good = False
             continue
+        digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
         if number in seen:
-            same = "the same as the first" if seen[number] == data else "different from the first"
+            same = "the same as the first" if seen[number] == digest else "different from the first"
             report.add(PROBLEM, hist.HISTORY_NAME,
                        f"entry {number} appears again at position {position} ({same}): an entry pasted in by hand; "
                        f"remove the copy that does not belong from {hist.HISTORY_NAME}")
@@ -112,7 +115,7 @@ def _check_numbers(job: Job, report: FsckReport) -> bool:
                        f"entry {number} comes after entry {highest} (at position {position}): put the entries back "
                        f"in the order of their numbers in {hist.HISTORY_NAME}")
             good = False
-        seen.setdefault(number, data)
+        seen.setdefault(number, digest)
         highest = max(highest, number)
     missing = sorted(set(range(1, highest + 1)) - set(seen))
     if missing:
