@@ -11,7 +11,11 @@ here turn each of those into the plain data of one answer, plus a note for
 every liberty taken (recorded in the history, so a person sees how an
 answer was read) and the fields the protocol does not know (kept in the
 history, never acted on). What is refused is still refused: two objects,
-no object, a file change with a key it does not have.
+no object, a file change with a key it does not have. So is what no answer
+needs and the rest of Logist could choke on, with the reason: JSON nested
+deeper than :data:`MAX_DEPTH`, a number longer than :data:`MAX_DIGITS`
+digits or beyond a float's range, ``NaN`` and ``Infinity`` (not JSON), and a
+string holding a lone surrogate (not text: it cannot be written as UTF-8).
 
 Pure like the protocol: strings and dicts in, strings and dicts out.
 """
@@ -19,6 +23,7 @@ Pure like the protocol: strings and dicts in, strings and dicts out.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Optional
 
@@ -34,8 +39,91 @@ _MAX_CANDIDATES = 200
 _STEP_NUMBER = re.compile(r"^\s*(?:[-*]\s+)?(?:step\s+)?(?P<n>\d+)\s*[.):-]?\s*", re.IGNORECASE)
 
 
+#: How deep an answer's JSON may nest (a real answer nests 4 levels).
+MAX_DEPTH = 64
+#: How many characters a number in an answer may have (a 5,000-digit integer
+#: is past what Python converts; a real answer's numbers are short).
+MAX_DIGITS = 100
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class Unreadable(ValueError):
     """No answer could be read from the text; the message says why."""
+
+
+class _Refused(Unreadable):
+    """JSON that parses but that no answer may hold: never looked past for
+    another object in the text."""
+
+
+def _number(text: str) -> str:
+    if len(text) > MAX_DIGITS:
+        raise _Refused(f"the answer holds a number longer than {MAX_DIGITS} digits ({text[:12]}...)")
+    return text
+
+
+def _float(text: str) -> float:
+    value = float(_number(text))
+    if not math.isfinite(value):
+        raise _Refused(f"the answer holds the number {text}, beyond the range of a number")
+    return value
+
+
+def _constant(name: str):
+    raise _Refused(f"the answer holds {name}, which is not JSON (JSON has no NaN or Infinity)")
+
+
+_DECODER = json.JSONDecoder(parse_int=lambda text: int(_number(text)), parse_float=_float, parse_constant=_constant)
+
+
+def _decode(text: str, start: Optional[int] = None) -> tuple[object, int]:
+    """One JSON value (from ``start``: the one there, and where it ends), its
+    numbers and constants bounded; raises ValueError when it is not JSON."""
+    try:
+        if start is None:
+            return _DECODER.decode(text), len(text)
+        return _DECODER.raw_decode(text, start)
+    except RecursionError:
+        raise _Refused(f"the answer is nested deeper than {MAX_DEPTH} levels") from None
+
+
+def surrogates_shown(text: str) -> str:
+    """``text`` with each lone surrogate (a code unit no UTF-8 can hold,
+    which a JSON escape in the endpoint's answer can produce) written as
+    its escape, ``\\ud800``: the answer can be recorded as it came, and
+    parsed, the escape is a lone surrogate again, and refused."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") if _SURROGATE.search(text) else text
+
+
+def loads(text: str) -> object:
+    """``json.loads`` with an answer's bounds (see the module's docstring)."""
+    return _decode(text)[0]
+
+
+def check_value(value: object) -> None:
+    """Refuse data no answer may hold, wherever it is: nesting deeper than
+    :data:`MAX_DEPTH`, a string or key with a lone surrogate. Iterative, so
+    the check itself cannot run out of stack. Raises :class:`Unreadable`."""
+    stack: list[tuple[object, int, str]] = [(value, 0, "")]
+    while stack:
+        item, depth, where = stack.pop()
+        if isinstance(item, str):
+            found = _SURROGATE.search(item)
+            if found:
+                raise _Refused(f"{where or 'the answer'}: holds a lone surrogate ({ascii(found.group(0))[1:-1]}), "
+                               "which is not text")
+            continue
+        if not isinstance(item, (dict, list)):
+            continue
+        if depth >= MAX_DEPTH:
+            raise _Refused(f"the answer is nested deeper than {MAX_DEPTH} levels")
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, inner in pairs:
+            name = surrogates_shown(str(key))  # the reason is recorded: it must be text itself
+            place = f"{where}/{name}" if where else name
+            if isinstance(key, str):
+                stack.append((key, depth + 1, f"{place} (the key)"))
+            stack.append((inner, depth + 1, place))
 
 
 def set_aside_thinking(text: str, notes: list[str]) -> str:
@@ -50,7 +138,6 @@ def set_aside_thinking(text: str, notes: list[str]) -> str:
 
 def _objects_in(text: str) -> list[tuple[int, int, object]]:
     """Every top-level JSON object in ``text``: (start, end, value)."""
-    decoder = json.JSONDecoder()
     found: list[tuple[int, int, object]] = []
     position, tried = 0, 0
     while tried < _MAX_CANDIDATES:
@@ -59,7 +146,9 @@ def _objects_in(text: str) -> list[tuple[int, int, object]]:
             break
         tried += 1
         try:
-            value, end = decoder.raw_decode(text, start)
+            value, end = _decode(text, start)
+        except _Refused:
+            raise
         except ValueError:
             position = start + 1
             continue
@@ -70,7 +159,7 @@ def _objects_in(text: str) -> list[tuple[int, int, object]]:
 
 def _json_error(text: str) -> str:
     try:
-        json.loads(text)
+        loads(text)
     except json.JSONDecodeError as exc:
         return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
     return "no JSON object in it"
@@ -85,14 +174,14 @@ def read_json_text(raw: Optional[str], notes: list[str]) -> object:
     if not text:
         raise Unreadable("the answer holds only a reasoning block; expected one JSON object after it")
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError:
         pass
     fences = list(_FENCE.finditer(text))
     if len(fences) == 1:
         body = fences[0].group("body").strip()
         try:
-            value = json.loads(body)
+            value = loads(body)
         except json.JSONDecodeError:
             value = None
         if isinstance(value, dict):

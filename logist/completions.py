@@ -10,10 +10,16 @@ step's recorded failure.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
+from .answer_forms import surrogates_shown
 from .errors import LLMCallError
+
+#: The most tokens one call is counted as using, in and out each: a count
+#: beyond it (10^30 from a broken gateway) would make a cost of $10^23 and
+#: spend every budget at once.
+MAX_TOKENS_PER_CALL = 10**9
 
 
 class AnswerFault(Exception):
@@ -37,6 +43,14 @@ class LLMReply:
     key: Optional[str] = None
     #: Why the model stopped (``stop``, ``length``, ``tool_calls``...), as the endpoint said; None: it did not say.
     finish_reason: Optional[str] = None
+    #: What was made of the usage to count it: a count refused or capped
+    #: (the history notes each).
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # Here, so that every reply is checked however it was read (whole or streamed).
+        self.prompt_tokens = _counted("prompt_tokens", self.prompt_tokens, self.notes)
+        self.completion_tokens = _counted("completion_tokens", self.completion_tokens, self.notes)
 
 
 def excerpt(raw, content_type: str = "") -> str:
@@ -68,15 +82,20 @@ def answer_json(response) -> dict:
 
 
 def text_of(value, what: str) -> str:
-    """A message's content: a string, null, or a list of text parts."""
+    """A message's content: a string, null, or a list of text parts. A lone
+    surrogate in it (an escape such as ``\\ud800`` in the endpoint's JSON)
+    is no text UTF-8 can hold: it is kept as that escape, so the answer is
+    recorded as it came (and refused if it is in one of its strings)."""
     if value is None or isinstance(value, str):
-        return value or ""
+        return surrogates_shown(value or "")
     if isinstance(value, list) and all(isinstance(part, dict) for part in value):
-        return "".join(str(part.get("text") or "") for part in value)
+        return surrogates_shown("".join(str(part.get("text") or "") for part in value))
     raise bad(f"{what} that is not text ({type(value).__name__})")
 
 
 def tokens(usage) -> tuple[Optional[int], Optional[int]]:
+    """The usage's two counts as the endpoint sent them; None for one that
+    is missing or not an integer. :class:`LLMReply` bounds them."""
     if not isinstance(usage, dict):
         return None, None
     found = [usage.get(name) for name in ("prompt_tokens", "completion_tokens")]
@@ -87,6 +106,20 @@ def error_text(error) -> str:
     """An endpoint's error (a string, or an object with a message) in one line."""
     message = error.get("message") if isinstance(error, dict) else error
     return " ".join(str(message or error).split())[:300]
+def _counted(name: str, count: Optional[int], notes: list[str]) -> Optional[int]:
+    """A usage count as it is counted: a negative one is refused (the tokens
+    are estimated instead), one beyond :data:`MAX_TOKENS_PER_CALL` is capped;
+    each noted."""
+    if count is None or 0 <= count <= MAX_TOKENS_PER_CALL:
+        return count
+    digits = int(abs(count).bit_length() * 0.30103) + 1  # str() of a 5,000-digit int raises
+    shown = f"{count:,}" if digits <= 40 else f"{'-' if count < 0 else ''}a number of about {digits:,} digits"
+    if count < 0:
+        notes.append(f"the endpoint reported {shown} {name}, which is no count; it was estimated instead")
+        return None
+    notes.append(f"the endpoint reported {shown} {name}; counted as {MAX_TOKENS_PER_CALL:,}, "
+                 "the most one call is counted as using")
+    return MAX_TOKENS_PER_CALL
 
 
 def whole(data: dict, streamed: bool) -> LLMReply:

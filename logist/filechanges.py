@@ -82,12 +82,14 @@ def plan(root: Path, changes: Sequence[FileChange]) -> list[tuple[Path, Optional
             will_be_file = contents.get(parent) is not None if parent in contents else (root / parent).is_file()
             if will_be_file:
                 raise InvalidAnswer(f"file_changes/{index}: cannot write {rel}: {parent} is a file, not a directory")
+            if parent not in contents and (root / parent).exists() and not (root / parent).is_dir():
+                raise InvalidAnswer(f"file_changes/{index}: cannot write {rel}: {parent} is not a directory "
+                                    "(a pipe or a socket a command made)")
         prefix = rel + "/"
         if any(other.startswith(prefix) and data is not None for other, data in contents.items()):
             raise InvalidAnswer(f"file_changes/{index}: cannot write {rel}: an earlier change puts files inside it")
 
-    for index, change in enumerate(changes):
-        rel = check_relative_path(change.path)
+    def plan_one(index: int, change: FileChange, rel: str) -> Path:
         target = resolve_inside(root, rel)
         if target.is_dir():
             raise InvalidAnswer(f"file_changes/{index}: {rel} is a directory, not a file")
@@ -109,6 +111,14 @@ def plan(root: Path, changes: Sequence[FileChange]) -> list[tuple[Path, Optional
                     f"file_changes/{index}: in {rel} the 'old' text {what}; it must occur exactly once"
                 )
             contents[rel] = text.replace(change.old, change.new, 1)
+        return target
+
+    for index, change in enumerate(changes):
+        rel = check_relative_path(change.path)
+        try:
+            target = plan_one(index, change, rel)
+        except OSError as exc:  # the disk's word on a path the rules let through (too long with the root, unreadable)
+            raise InvalidAnswer(f"file_changes/{index}: {rel}: {exc.strerror or exc}") from None
         targets[rel] = target
         if rel not in order:
             order.append(rel)

@@ -42,7 +42,7 @@ from typing import Annotated, Literal, Optional, Union, get_args
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic.json_schema import GenerateJsonSchema
 
-from .paths import check_relative_path, is_git_name  # noqa: F401 (the path rules of answers)
+from .paths import PATH_MAX, check_relative_path, is_git_name  # noqa: F401 (the path rules of answers)
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ class InvalidAnswer(ValueError):
 
 PATH_RULE = "relative to the workspace root; absolute paths, \"..\", symlinks and anything in .git are refused"
 
-WorkspacePath = Annotated[str, Field(min_length=1, max_length=4096, description=f"a workspace path, {PATH_RULE}")]
+WorkspacePath = Annotated[str, Field(min_length=1, max_length=PATH_MAX, description=f"a workspace path, {PATH_RULE}")]
 
 
 class WriteFile(BaseModel):
@@ -297,7 +297,7 @@ def validate_answer(data: dict) -> Answer:
     agree: tests/test_schemas.py), so nearly every answer needs no jsonschema
     import (30 ms of a step as a process); the rest is judged in the schema's words."""
     try:
-        return _checked_paths(Answer.model_validate(data, strict=True))
+        return _checked(Answer.model_validate(data, strict=True))
     except ValidationError:
         pass
     errors = sorted(_response_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
@@ -311,10 +311,13 @@ def validate_answer(data: dict) -> Answer:
         err = exc.errors()[0]
         where = "/".join(str(x) for x in err["loc"]) or "answer"
         raise InvalidAnswer(f"schema violation: {where}: {err['msg']}") from None
-    return _checked_paths(answer)
+    return _checked(answer)
 
 
-def _checked_paths(answer: Answer) -> Answer:
+def _checked(answer: Answer) -> Answer:
+    """What the schema cannot say: the path rules, and a command a shell can be given."""
+    if answer.command is not None and "\x00" in answer.command:
+        raise InvalidAnswer("command: holds a NUL byte, which no shell command can carry")
     for change in answer.file_changes:
         change.path = check_relative_path(change.path)
     answer.evidence_files = [check_relative_path(p) for p in answer.evidence_files]
@@ -339,6 +342,7 @@ def parse_answer(raw: Optional[str], protocol: str = "json", *, planner: bool = 
             data = forms.read_tag_text(raw, TAGS, notes)
         else:
             data = forms.read_json_text(raw, notes)
+        forms.check_value(data)
     except forms.Unreadable as exc:
         raise InvalidAnswer(str(exc)) from None
     if not isinstance(data, dict):

@@ -259,6 +259,34 @@ def test_json_that_is_not_an_object_is_refused(raw, kind):
     refused(raw, f"not an object (got {kind})")
 
 
+def nested(depth: int) -> str:
+    return '{"action": "MESSAGE", "message": "x", "deep": ' + "[" * depth + "]" * depth + "}"
+
+
+@pytest.mark.parametrize("raw, reason", [
+    # Deeper than 64: refused whether the parser manages it (100) or would run out of stack (100,000).
+    (nested(100), "the answer is nested deeper than 64 levels"),
+    (nested(100_000), "the answer is nested deeper than 64 levels"),
+    ('{"action": "MESSAGE", "message": "x", "n": ' + "1" * 101 + "}", "a number longer than 100 digits"),
+    ('{"action": "MESSAGE", "message": "x", "n": 0.' + "1" * 100 + "}", "a number longer than 100 digits"),
+    ('{"action": "MESSAGE", "message": "x", "n": NaN}', "holds NaN, which is not JSON"),
+    ('{"action": "MESSAGE", "message": "x", "n": Infinity}', "holds Infinity, which is not JSON"),
+    ('{"action": "MESSAGE", "message": "x", "n": -1e400}', "holds the number -1e400, beyond the range"),
+    ('{"action": "MESSAGE", "message": "x", "\\udc80": 1}', "\\udc80 (the key): holds a lone surrogate"),
+    # Found in prose too, and not looked past for another object.
+    ('Here: {"n": NaN} {"action": "MESSAGE", "message": "x"}', "holds NaN"),
+    ("```json\n" + nested(200) + "\n```", "nested deeper than 64"),
+])
+def test_what_no_answer_needs_is_refused_with_the_reason(raw, reason):
+    refused(raw, reason)
+
+
+def test_an_answer_at_the_bounds_is_read():
+    ok = parse_answer('{"action": "MESSAGE", "message": "x", "n": ' + "1" * 100 + ", \"thought\": \"\\ud83d\\ude00\"}")
+    assert ok.extra == {"n": int("1" * 100)} and ok.thought == "\U0001f600"  # a surrogate pair is a character
+    assert parse_answer(nested(62)).action == "MESSAGE"  # the object, the list around and 62 lists: 64 levels
+
+
 # --------------------------------------------------------------------------
 # file_changes
 
@@ -342,7 +370,12 @@ BAD_PATHS = {
     ".g\u200cit/config": "inside .git",
     ".\ufeffgit/hooks/x": "inside .git",
     "a\\..\\..\\b": "backslashes",
-    "nul\x00byte": "invalid path",
+    "nul\x00byte": "holds a NUL byte",
+    # Past Linux's NAME_MAX (255 bytes a name) and PATH_MAX (4096 bytes), counted in UTF-8.
+    "a" * 256: "has a name of 256 bytes; a name may have at most 255",
+    "d/" + "\u00e9" * 128: "has a name of 256 bytes",
+    "/".join(["\u00e9" * 120] * 18): "has 4,337 bytes; a path may have at most 4096",
+    "a\ud800b": "holds a lone surrogate",
     ".": "names the workspace itself",
     "./": "names the workspace itself",
 }
@@ -575,6 +608,8 @@ segment = st.text(alphabet=string.ascii_letters + string.digits + "_-. ", min_si
 )
 paths = st.lists(segment, min_size=1, max_size=4).filter(lambda parts: not any(is_git_name(p) for p in parts)).map("/".join)
 text1 = st.text(min_size=1, max_size=50)
+#: A command a shell can be given: no NUL byte.
+command_text = st.text(st.characters(blacklist_characters="\x00"), min_size=1, max_size=50)
 file_change = st.one_of(
     st.fixed_dictionaries({"path": paths, "content": st.text(max_size=50)}),
     st.fixed_dictionaries({"path": paths, "delete": st.just(True)}),
@@ -597,7 +632,7 @@ def valid_answers(draw):
         data["evidence_files"] = draw(st.lists(paths, max_size=4))
         data["summary_for_supervisor"] = draw(st.text(min_size=1, max_size=1000))
     elif action == "CMD":
-        data["command"] = draw(text1)
+        data["command"] = draw(command_text)
     elif action == "ASK":
         data["question"] = draw(text1)
         if draw(st.booleans()):

@@ -221,8 +221,7 @@ def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", settings: l
         fault=kind,
         finish_reason=reply.finish_reason,
     )
-    if reply.tool:
-        outcome.note = llm.TOOL_NOTE.format(reply.tool)
+    outcome.note = "; ".join(([llm.TOOL_NOTE.format(reply.tool)] if reply.tool else []) + reply.notes) or None
     if outcome.prompt_tokens is None or outcome.completion_tokens is None:
         # No usage (a stream without it): counted by the endpoint's tokenizer
         # where it has one, else estimated; marked estimated either way.
@@ -258,28 +257,36 @@ def finish_interrupted(job: Job) -> Finish:
 
 
 def _apply_saved(job: Job, manifest: JobManifest, saved: journal.StepJournal) -> None:
+    """Apply the saved answer; anything that raises is recorded with it
+    (:func:`~logist.engine.step.record_failure`), so the journal is closed
+    and no later command applies it again."""
     from .prepare import prepare
-    from .step import _apply, _apply_compaction
+    from .step import _apply, _apply_compaction, record_failure
 
     metadata = saved.request.metadata
-    prepared = prepare(job, manifest, metadata.model)
-    if metadata.phase == "compaction" and not prepared.is_compaction:
-        # A summary call made because the role's call would not fit the window.
-        prepared = prepare(job, manifest, metadata.model, force_compaction=True)
-    if prepared.is_compaction != (metadata.phase == "compaction"):
-        raise LogistError(
-            f"job '{job.id}': the answer saved for step {saved.sequence} no longer fits the job's next call "
-            "(its roles or config changed); restore them and run the command again"
-        )
     answer = saved.answer
     note = "; ".join(n for n in (answer.note, RECOVERED_NOTE) if n)
     outcome = Outcome(raw=answer.raw, error=answer.error, prompt_tokens=answer.prompt_tokens,
                       completion_tokens=answer.completion_tokens, duration=answer.duration_ms / 1000,
                       estimated=answer.estimated, note=note, called=True, saved=saved)
-    if prepared.is_compaction:
-        _apply_compaction(job, manifest, prepared, outcome, replayed=False)
-    else:
-        _apply(job, manifest, prepared, outcome, "llm_call")
+    kind = "compaction" if metadata.phase == "compaction" else "llm_call"
+    prepared = None
+    try:
+        prepared = prepare(job, manifest, metadata.model)
+        if kind == "compaction" and not prepared.is_compaction:
+            # A summary call made because the role's call would not fit the window.
+            prepared = prepare(job, manifest, metadata.model, force_compaction=True)
+        if prepared.is_compaction != (kind == "compaction"):
+            raise LogistError(
+                f"the answer saved for step {saved.sequence} no longer fits the job's next call "
+                "(its roles or config changed)"
+            )
+        if prepared.is_compaction:
+            _apply_compaction(job, manifest, prepared, outcome, replayed=False)
+        else:
+            _apply(job, manifest, prepared, outcome, kind)
+    except Exception as exc:
+        record_failure(job, manifest, prepared, outcome, kind, exc)
 
 
 def _record_unknown(job: Job, manifest: JobManifest, saved: journal.StepJournal) -> None:

@@ -17,11 +17,13 @@ from typing import Callable, Optional
 
 from pydantic import BaseModel
 
+from ..answer_forms import surrogates_shown
 from ..errors import LogistError, NotSteppableError
 from ..failpoints import failpoint
 from ..protocol import Answer, InvalidAnswer, check_planner_answer, parse_answer
 from ..redact import known_secrets, redact
-from ..store import journal
+from ..store import journal, seek
+from ..store.config import LogistConfig
 from ..store.entries import CommandRecord, Response, Usage
 from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest, Status
@@ -35,6 +37,8 @@ from .prepare import Prepared, prepare
 from .session import open_locked
 from .transition import Call, apply_answer, apply_event, hold_changes, holds_file_changes, refuse_answer
 from .workflow import CALL_FAILED, CALL_INTERRUPTED, LIMIT, STEPPABLE, UNREADABLE, describe_job_hint
+
+log = logging.getLogger("logist")
 
 log = logging.getLogger("logist")
 
@@ -104,7 +108,8 @@ def _commit_message(job_id: str, seq: int, role: str, action: str, summary: Opti
         first = first[:97] + "..."
     subject = f"logist: {job_id} step {seq} {role} {action}" + (f": {first}" if first else "")
     body = (summary or "").strip()
-    return subject + ("\n\n" + body if body and body != first else "")
+    # No process argument can carry a NUL byte: one in a summary is shown as U+2400.
+    return (subject + ("\n\n" + body if body and body != first else "")).replace("\x00", "\u2400")
 
 
 def cut_answer(outcome: Outcome, prepared: Prepared) -> str:
@@ -156,7 +161,78 @@ def _apply(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, 
     """Everything after the call; shared by live steps and posted answers.
 
     ``kind``: llm_call (a live call), poststep or replay (an answer that
-    did not come from a call here)."""
+    did not come from a call here). Nothing an answer holds raises past
+    here: an exception no check foresaw is recorded by :func:`record_failure`."""
+    try:
+        return _apply_answer(job, before, prepared, outcome, kind)
+    except Exception as exc:
+        return record_failure(job, before, prepared, outcome, kind, exc)
+
+
+#: The longest exception message a failed step's reason quotes.
+_REASON_CHARS = 300
+
+
+def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], outcome: Outcome, kind: str,
+                   exc: Exception) -> StepResult:
+    """Record an answer whose applying raised: the backstop.
+
+    The call and its answer are kept in an entry of status ERROR, counted
+    like any call; the workspace is put back where the step's journal says
+    it was, the journal is closed (by :func:`journal.record`) and the job
+    waits for a person at INTERVENTION_REQUIRED with the reason. Without
+    this, the journal would keep the answer and recovery would apply it
+    again, and fail again, on every command (cancel included). ``prepared``
+    is None when the step could not even be prepared (recovery: the job's
+    roles or config changed); the request is then the journal's. Raises
+    ``exc`` again when the step was recorded after all (what failed came
+    later: the manifest, the journal's removal; recovery finishes those).
+    """
+    sequence = before.last_sequence + 1
+    last = seek.last_entry(job.dir)
+    if last is not None and last.sequence >= sequence:
+        raise exc
+    log.debug("job %s: the answer of step %d could not be applied", job.id, sequence, exc_info=exc)
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 3] + "..."
+    reason = redact(f"the answer could not be applied ({type(exc).__name__}: {text}); "
+                    "it is kept in this step's history entry")
+    opened = journal.pending_applying(job.dir, sequence)
+    if opened is not None and opened.head_before:
+        job.repo.reset_to(opened.head_before)  # undo what was applied of it
+    commit = opened.head_before if opened is not None and opened.head_before else job.repo.head()
+    after = before.model_copy(deep=True)
+    after.calls = before.calls + 1
+    apply_event(after, CALL_FAILED, reason)
+    after.workspace_commit = commit
+    # The request as sent when there was a call (the journal's), else the prepared one.
+    request = outcome.saved.request if outcome.saved is not None else None
+    request = request if request is not None or prepared is None else outcome.request(prepared)
+    role = (request.metadata.role if request else None) or (prepared.role.name if prepared else before.turn.role)
+    model = (request.metadata.model if request else None) or (prepared.model if prepared else "")
+    try:
+        config = prepared.config if prepared is not None else job.jobs_dir.config()
+    except Exception:  # a config.json that cannot be read: the call is counted at the shipped prices
+        config = LogistConfig()
+    cost, priced = count_call(after, config, model, outcome, kind)
+    entry = journal.new_entry(
+        job.dir, job.workspace, before, after, kind=kind, role=role, request=request,
+        response=Response(status="ERROR", raw_response=outcome.raw, error=reason),
+        usage=Usage(prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=cost,
+                    estimated=outcome.estimated),
+        duration_ms=round(outcome.duration * 1000), workspace_commit=commit, note=outcome.note,
+    )
+    journal.record(job.dir, entry, after)
+    return StepResult(
+        job_id=job.id, sequence=sequence, role=role, action="ERROR", status=after.status, commit=commit,
+        error=reason, prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
+        called=outcome.called, model=model, cost_usd=cost, priced=priced, tokens_estimated=outcome.estimated,
+        duration_ms=round(outcome.duration * 1000),
+    )
+
+
+def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str) -> StepResult:
+    """:func:`_apply` up to an exception."""
     config = prepared.config
     after = before.model_copy(deep=True)
     after.calls = before.calls + 1
@@ -412,6 +488,8 @@ def post_answer(
     ``replay`` entry). With ``summary``, ``raw`` is a recorded compaction
     summary (``job replay``). ``fault`` and ``finish_reason``: a recorded
     call's, so that it replays to the same state (see :class:`Outcome`)."""
+    # A lone surrogate (a command line that is not UTF-8) is kept as its escape, as from an endpoint.
+    raw = surrogates_shown(raw) if raw is not None else None
     outcome = Outcome(raw=raw, error=error, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                       fault=fault, finish_reason=finish_reason)
     kind = "replay" if replayed else "poststep"

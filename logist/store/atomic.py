@@ -8,12 +8,13 @@ through here; it has its own journal (see :mod:`logist.store.history`).
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
 from ..redact import redact_data
 
@@ -52,7 +53,7 @@ def atomic_writer(path: Path) -> Iterator[BinaryIO]:
     piece, so it never has to be held whole in memory."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
     try:
         # mkstemp makes 0600 files; keep the mode a normal write would give.
         os.fchmod(fd, _mode_for(path))
@@ -68,6 +69,21 @@ def atomic_writer(path: Path) -> Iterator[BinaryIO]:
             pass
         raise
     fsync_dir(path.parent)
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def leftover_temps(directory: Path, names: Iterable[str]) -> list[Path]:
+    """The temp files :func:`atomic_writer` left in ``directory`` for the
+    files ``names`` (a write killed before its rename; a live one's too, so
+    call it holding the lock those files are written under)."""
+    found: list[Path] = []
+    for name in names:
+        prefix = _temp_prefix(Path(name))
+        found += [p for p in Path(directory).glob(glob.escape(prefix) + "*.tmp") if p.is_file() and not p.is_symlink()]
+    return sorted(set(found))
 
 
 def atomic_write(path: Path, data: bytes | str) -> None:

@@ -133,6 +133,8 @@ def write_canonical(path: Path, job_id: str, entries: list[dict], workspace_path
 
 def _head(path: Path) -> bytes:
     """The file's header: its bytes before the list of entries."""
+    if path.exists() and not path.is_file():  # a folder (or a pipe, which would block)
+        raise CorruptFileError(f"{path} is not a file")
     with open(path, "rb") as handle:
         head = handle.read(8192)
     end = head.find(b'"interactions"')
@@ -267,6 +269,8 @@ def _read_committed_bytes(path: Path) -> bytes:
 
 
 def _corrupt(path: Path, exc: Exception) -> CorruptFileError:
+    if isinstance(exc, RecursionError):  # JSON nested thousands deep: no file Logist writes
+        return CorruptFileError(f"{path} is corrupt: it is nested too deep to be read")
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(exc, ValueError) and not getattr(exc, "doc", "x").strip():
         first = "it is empty"  # a JSONDecodeError of nothing but blanks
@@ -284,7 +288,7 @@ def load_history(job_dir: Path) -> JobHistory:
         return JobHistory.model_validate(upgrade_history_data(data))
     except FileNotFoundError:
         raise
-    except (ValueError, ValidationError, KeyError, TypeError) as exc:
+    except (ValueError, ValidationError, KeyError, TypeError, RecursionError) as exc:
         raise _corrupt(path, exc) from None
 
 
@@ -388,7 +392,7 @@ def salvage(job_dir: Path, job_id: str) -> tuple[Path, int]:
             if version >= 3 and isinstance(obj, dict):
                 obj = next(read_all([obj], sources))
             kept.append(HistoryEntry.model_validate(obj).dump())
-        except (ValueError, ValidationError, CorruptFileError):
+        except (ValueError, ValidationError, CorruptFileError, RecursionError):
             break
     aside = move_aside(path, utc_now().replace(":", ""))
     write_canonical(path, job_id, kept, workspace)

@@ -103,12 +103,22 @@ def pending_call(job_dir: Path) -> Optional[StepJournal]:
     that only look."""
     try:
         journal = StepJournal.model_validate(json.loads(journal_path(job_dir).read_text(encoding="utf-8")))
-    except (OSError, ValueError, ValidationError):
+    except (OSError, ValueError, ValidationError, RecursionError):
         return None
     if journal.request is None:
         return None
     last = seek.last_entry(job_dir)
     return None if last is not None and last.sequence >= journal.sequence else journal
+
+
+def pending_applying(job_dir: Path, sequence: int) -> Optional[StepJournal]:
+    """The journal of step ``sequence`` if it is being applied (phase
+    ``applying``: the workspace may have changed since its ``head_before``), else None."""
+    try:
+        journal = StepJournal.model_validate(json.loads(journal_path(job_dir).read_text(encoding="utf-8")))
+    except (OSError, ValueError, ValidationError, RecursionError):
+        return None
+    return journal if journal.phase == "applying" and journal.sequence == sequence else None
 
 
 def command_started(job_dir: Path, pgid: int, started: Optional[str]) -> None:

@@ -64,8 +64,16 @@ JOB_FILES: tuple[JobFile, ...] = (
                            "delete it when you like)", always=False),
     JobFile("*.v1", "the job's files as an older Logist wrote them (format 1), kept after the upgrade",
             always=False),
-    JobFile(".*.tmp", "a file being written; one left by a crash can be deleted", always=False),
+    JobFile(".*.tmp", "a file being written; one a crash left is removed by the next command on the job "
+                      "(report.html's can be deleted)", always=False),
 )
+
+
+#: The files of a job directory written only with the job's lock held (the
+#: views, transcript.md and report.html, are written under ``.views.lock``):
+#: a temp file of one of them found with the lock held is a killed write's.
+WRITTEN_UNDER_THE_LOCK = ("job_manifest.json", "jobHistory.json", "jobHistory.json.append", "step_journal.json",
+                          README_NAME, "context.md")
 
 
 def describe(name: str) -> Optional[JobFile]:

@@ -309,12 +309,16 @@ def parse_manifest(data: Any, where: str) -> JobManifest:
 
 def read_manifest(job_dir: Path) -> JobManifest:
     path = manifest_path(job_dir)
+    if path.exists() and not path.is_file():  # a folder (or a pipe, which would block)
+        raise CorruptFileError(f"{path} is corrupt: it is not a file")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise
     except ValueError as exc:
         raise CorruptFileError(f"{path} is corrupt: {exc}") from None
+    except RecursionError:  # JSON nested thousands deep: no file Logist writes
+        raise CorruptFileError(f"{path} is corrupt: it is nested too deep to be read") from None
     return parse_manifest(data, str(path))
 
 

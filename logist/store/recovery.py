@@ -51,11 +51,12 @@ from pydantic import ValidationError
 
 from . import history as hist
 from . import seek
-from .atomic import move_aside
+from .atomic import leftover_temps, move_aside
+from .layout import WRITTEN_UNDER_THE_LOCK
 from ..errors import CorruptFileError, LogistError
 from .entries import HistoryEntry, JobDefinition
 from .journal import StepJournal, journal_path, new_entry, record
-from .manifest import JobManifest, read_manifest, utc_now, write_manifest
+from .manifest import PLANNER, WORKER, JobManifest, Status, read_manifest, utc_now, write_manifest
 
 log = logging.getLogger("logist")
 
@@ -116,6 +117,47 @@ def _load_manifest_or_rebuild(job_dir: Path, notes: list[str]) -> JobManifest:
         return manifest
 
 
+def _continue_from(job_dir: Path, workspace: Path, manifest: JobManifest, last: Optional[HistoryEntry],
+                   notes: list[str]) -> JobManifest:
+    """The job as it was at the end of its last whole entry, when entries
+    after it are lost (a salvaged history): the manifest's state refers to
+    them (the turn's calls, a person's inputs), and the next entries would
+    take their numbers. Its state and its workspace commit are restored, as
+    a restep would; the calls of the lost entries stay counted (they were
+    paid for) and the workspace as it was is kept under a ref."""
+    from ..workspace import Workspace
+
+    reached = manifest.last_sequence
+    if last is not None:
+        restored = manifest_at(job_dir, last, manifest)
+        target = last.workspace_commit or restored.workspace_commit or manifest.baseline_commit
+        where = f"the end of entry {last.sequence} ({last.state_after})"
+    else:  # nothing readable is left: the job as it was created
+        slot = PLANNER if manifest.workflow == "planned" else WORKER
+        restored = manifest.with_state({"status": str(Status.PENDING), "last_sequence": 0,
+                                        "turn": {"slot": slot, "role": manifest.roles[slot]}})
+        target = manifest.baseline_commit
+        where = "the baseline"
+    restored.totals = manifest.totals
+    repo = Workspace(workspace)
+    head = repo.head()
+    kept = ""
+    if target and (head != target or repo.is_dirty()):
+        stamp = utc_now().replace(":", "").replace("-", "")
+        head = repo.commit_all(f"logist: {manifest.job_id} the workspace before entries were lost") or head
+        repo.keep_ref(f"refs/logist/lost/{stamp}", head)
+        repo.reset_to(target)
+        kept = f"; the workspace was at {head}, kept as refs/logist/lost/{stamp}"
+    restored.workspace_commit = target or restored.workspace_commit
+    write_manifest(job_dir, restored)
+    notes.append(
+        f"the history ends at entry {last.sequence if last else 0} but the manifest had reached {reached}: "
+        f"later entries are lost from the history, so the job goes on from {where}, its state and its "
+        f"workspace{kept}"
+    )
+    return restored
+
+
 def _refuse_a_newer_format(job_dir: Path) -> None:
     """A job a newer Logist wrote can be read (unknown fields are kept), but
     changing it could break what that version expects of its own format."""
@@ -125,7 +167,7 @@ def _refuse_a_newer_format(job_dir: Path) -> None:
     if found <= hist.HISTORY_FORMAT:
         try:
             found = int(json.loads((job_dir / "job_manifest.json").read_text(encoding="utf-8")).get("format", 1))
-        except (OSError, ValueError, TypeError, AttributeError):
+        except (OSError, ValueError, TypeError, AttributeError, RecursionError):
             return  # an unreadable manifest is repaired below
         if found <= MANIFEST_FORMAT:
             return
@@ -133,6 +175,30 @@ def _refuse_a_newer_format(job_dir: Path) -> None:
         f"job '{job_dir.name}' was written by a newer Logist (format {found}); this one writes format "
         f"{hist.HISTORY_FORMAT}: it can show the job but not change it (upgrade Logist)"
     )
+
+
+#: The job's files Logist reads as JSON, besides the manifest (which
+#: :func:`read_manifest` calls corrupt when it is not a file): one that is a
+#: folder (or a pipe) instead is moved aside.
+_JSON_FILES = ("jobHistory.json", "jobHistory.json.append", "step_journal.json")
+
+
+def _move_aside_what_is_not_a_file(job_dir: Path, notes: list[str]) -> None:
+    """Move aside a job file that is not a file, as a corrupt one is; a
+    history is replaced by an empty one (recovery then goes on as for a
+    history salvaged to nothing)."""
+    for name in _JSON_FILES:
+        path = job_dir / name
+        if not path.exists() or path.is_file():
+            continue
+        aside = move_aside(path, utc_now().replace(":", ""))
+        notes.append(f"{name} was not a file; moved it to {aside.name}")
+        if name == hist.HISTORY_NAME:
+            try:
+                job_id = read_manifest(job_dir).job_id
+            except (CorruptFileError, FileNotFoundError):
+                job_id = job_dir.name
+            hist.write_canonical(path, job_id, [])
 
 
 #: Records an interrupted call from its journal (the engine's, see :func:`open_job`); returns the manifest after it.
@@ -154,6 +220,10 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) ->
     notes: list[str] = []
     if not hist.history_path(job_dir).exists():
         raise CorruptFileError(f"{hist.history_path(job_dir)} is missing; the job cannot be checked or repaired without it")
+    for tmp in leftover_temps(job_dir, WRITTEN_UNDER_THE_LOCK):
+        tmp.unlink(missing_ok=True)  # harmless, and nothing of the job: removed, not recorded
+        log.info("job %s: removed %s, left by a write that was interrupted", job_dir.name, tmp.name)
+    _move_aside_what_is_not_a_file(job_dir, notes)
     repaired = hist.repair(job_dir)
     if repaired:
         notes.append(repaired)
@@ -181,7 +251,7 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) ->
     if jpath.exists():
         try:
             journal = StepJournal.model_validate(json.loads(jpath.read_text(encoding="utf-8")))
-        except (ValueError, ValidationError):
+        except (ValueError, ValidationError, RecursionError):
             aside = move_aside(jpath, utc_now().replace(":", ""))
             raise CorruptFileError(
                 f"{jpath} could not be parsed (moved to {aside.name}); check the workspace with 'git status' before stepping"
@@ -226,11 +296,7 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) ->
         write_manifest(job_dir, manifest)
         notes.append(f"the manifest was behind the history; restored it from entry {last_seq}")
     elif last_seq < manifest.last_sequence:
-        notes.append(
-            f"the history ends at entry {last_seq} but the manifest had reached {manifest.last_sequence}; "
-            "later entries are lost from the history"
-        )
-        manifest.last_sequence = last_seq
+        manifest = _continue_from(job_dir, workspace, manifest, last, notes)
     if reset_head is not None:
         # Usually the manifest's own commit; a commit of hand edits made just
         # before the interrupted step otherwise.

@@ -78,7 +78,7 @@ def entries_since(job_dir: Path, sequence: int) -> dict[int, dict]:
             mark = view[max(0, end - _MARK):end]
             try:
                 items = json.loads(b"[" + fresh + b"]") if fresh.strip() else []
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 _PARSED.pop(str(path), None)
                 raise _corrupt(path, exc) from None
     if found >= 3:
@@ -157,7 +157,7 @@ def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
         if found >= 3:
             data = from_file(data, _sources(job_dir, (info.st_dev, info.st_ino)))
         entry = HistoryEntry.model_validate(data)
-    except (ValueError, ValidationError):
+    except (ValueError, ValidationError, RecursionError):
         raise CorruptFileError(f"{path} is corrupt: its last entry cannot be parsed") from None
     _LAST.pop(str(path), None)
     while len(_LAST) >= _PARSED_JOBS:
@@ -185,7 +185,7 @@ def read_entries(job_dir: Path, sequences: set[int], raw: bool = False) -> dict[
                 stop = view.find(ENTRY_START, start + 1, end)
                 try:
                     found[sequence] = json.loads(view[start:stop if stop >= 0 else end].rstrip().rstrip(b","))
-                except ValueError as exc:
+                except (ValueError, RecursionError) as exc:
                     raise _corrupt(path, exc) from None
             info = os.fstat(handle.fileno())
     if version >= 3 and not raw:

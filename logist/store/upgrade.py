@@ -280,13 +280,13 @@ def upgrade_v1(job_dir: Path) -> Optional[str]:
         return None
     try:
         history_data = json.loads(hpath.read_bytes())
-    except ValueError:  # not a format 1 history but a damaged one: recovery salvages it
+    except (ValueError, RecursionError):  # not a format 1 history but a damaged one: recovery salvages it
         return None
     if not isinstance(history_data, dict):
         return None
     try:
         manifest_data = json.loads(mpath.read_bytes()) if mpath.exists() else None
-    except ValueError:  # rebuilt from the history by recovery
+    except (ValueError, RecursionError):  # rebuilt from the history by recovery
         manifest_data = None
     manifest, history = upgrade_files(manifest_data, history_data)
     for path in (hpath, mpath):

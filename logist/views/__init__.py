@@ -56,10 +56,13 @@ def refresh(job) -> None:
     "logist" logger; the command that recorded the entries has succeeded.
     """
     from ..errors import JobBusyError
+    from ..store.atomic import leftover_temps
     from . import transcript
 
     try:
         with views_lock(job.dir):
+            for tmp in leftover_temps(job.dir, (transcript.TRANSCRIPT_NAME,)):
+                tmp.unlink(missing_ok=True)  # a write of it that was killed: only written under this lock
             for _ in range(_MAX_ROUNDS):
                 if transcript.update(job.dir) == "current":
                     break

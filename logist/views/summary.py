@@ -15,7 +15,6 @@ is not given.
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from dataclasses import dataclass
 from typing import Iterable, Optional
@@ -84,13 +83,14 @@ class JobSummary:
 
 def answer_fields(entry: HistoryEntry) -> dict:
     """The fields of a model's answer as it wrote them ({} when it is not a JSON object)."""
+    from ..answer_forms import loads
     from ..protocol import extract_json_text
 
     raw = entry.response.raw_response if entry.response else None
     if not raw or entry.kind not in ANSWER_KINDS:
         return {}
     try:
-        data = json.loads(extract_json_text(raw))
+        data = loads(extract_json_text(raw))  # bounded: an answer nested 100,000 deep is recorded too
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}

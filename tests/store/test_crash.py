@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from logist.engine.call import entry_key
-from logist import HistoryEntry, JobManifest, JobsDir, create_job, step_once
+from logist import HistoryEntry, JobManifest, JobsDir, create_job, load_history, step_once
 from logist.failpoints import POINTS
 from logist.store.forms import Sources, read_all
 from logist.replay.scripted import Reply
@@ -328,8 +328,9 @@ def test_torn_history_is_moved_aside_and_readable_entries_kept(jobs, llm, where)
         json.loads(torn)
     manifest_before = read_json(job.manifest_path)
 
+    head_before = git(job.workspace, "rev-parse", "HEAD").strip()
     llm.add(REVIEW_OK)
-    ok(logist_process("job", "step", "--oneshot", "hello", "--base-url", llm.base_url), code=3)
+    ok(logist_process("job", "step", "--oneshot", "hello", "--base-url", llm.base_url))
 
     asides = sorted(job.dir.glob("jobHistory.json.corrupt-*"))
     assert len(asides) == 1, sorted(p.name for p in job.dir.iterdir())
@@ -340,12 +341,47 @@ def test_torn_history_is_moved_aside_and_readable_entries_kept(jobs, llm, where)
     assert recovery["kind"] == "repair"
     assert asides[0].name in recovery["note"], "the loss is reported in the history"
     assert f"kept the {kept} entries" in recovery["note"]
-    # The manifest was fine: its state carries on (the Supervisor's review).
-    assert HistoryEntry.model_validate(recovery).state.status == manifest_before["status"] == "REVIEWING"
-    assert recovery["workspace_commit"] == manifest_before["workspace_commit"]
+    # The manifest's state (the Supervisor's review) refers to entries that are
+    # lost, and the next entries would take their numbers: the job goes on
+    # from the end of its last whole entry, its state and its workspace, as
+    # a restep would; the workspace as it was is kept under a ref.
+    last_whole = HistoryEntry.model_validate(entries_before[kept - 1])
+    assert manifest_before["status"] == "REVIEWING" != last_whole.state_after
+    assert HistoryEntry.model_validate(recovery).state.status == last_whole.state_after
+    assert recovery["workspace_commit"] == last_whole.workspace_commit
+    assert f"goes on from the end of entry {kept} ({last_whole.state_after})" in recovery["note"]
+    lost = git(job.workspace, "for-each-ref", "--format=%(refname) %(objectname)", "refs/logist/lost/").split()
+    assert lost[1] == head_before == manifest_before["workspace_commit"] and lost[1] in recovery["note"]
+    # The totals still count the lost entries' calls (they were paid for).
+    assert HistoryEntry.model_validate(recovery).state.totals.llm_calls == manifest_before["totals"]["llm_calls"] == 2
     assert [e["kind"] for e in entries[kept + 1:]] == ["llm_call"]
-    assert entries[-1]["role"] == "Supervisor"
-    assert read_json(job.manifest_path)["status"] == "APPROVAL_REQUIRED"
+    assert entries[-1]["role"] == "Worker" and entries[-1]["sequence"] == kept + 2
+    assert read_json(job.manifest_path)["status"] == "REVIEWING"
+
+
+def test_a_salvaged_history_leaves_the_job_steppable_from_its_last_whole_entry(jobs, llm):
+    """The Worker's turn had three rounds (entries 2 to 4); entry 3 is torn.
+    The turn's calls the manifest names are gone: the next step used to fail
+    with "the history has no entry 4" until a ``job rerun``."""
+    job = make_job(jobs)
+    notes = [answer("MESSAGE", message=f"note {i}", file_changes=[{"path": f"n{i}.txt", "content": f"{i}\n"}])
+             for i in range(3)]
+    llm.add(*notes)
+    for _ in notes:
+        step_once(job, base_url=llm.base_url)
+    original = job.history_path.read_bytes()
+    start, end = _entry_spans(original)[2]
+    job.history_path.write_bytes(original[: (start + end) // 2])
+
+    llm.add(answer("MESSAGE", message="going on"))
+    ok(logist_process("job", "step", "--oneshot", "hello", "--base-url", llm.base_url))
+    entries = assert_consistent(job)
+    assert [(e["sequence"], e["kind"]) for e in entries] == [(1, "user_action"), (2, "llm_call"), (3, "repair"),
+                                                              (4, "llm_call")]
+    # The call was made from entry 2's conversation: its round and the new one.
+    assert load_history(job.dir).interactions[-1].state.turn.rounds == 2
+    assert sorted(p.name for p in job.workspace.glob("n*.txt")) == ["n0.txt"]
+    assert len(llm.requests) == 4
 
 
 def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):

@@ -123,3 +123,27 @@ def test_the_readme_commands_work_from_the_job_folder(jobs):
                             capture_output=True, text=True, env={**os.environ, "LOGIST_JOBS_DIR": "/nonexistent"})
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["status"] == "PENDING"
+
+
+def test_temp_files_of_a_killed_write_are_removed_by_the_next_command(jobs, llm):
+    """A write killed between its temp file and the rename leaves
+    ``.<name>.<random>.tmp`` (logist.store.atomic); the next command that
+    takes the job's lock removes those of the files written under it, and
+    transcript.md's under the views' lock; the report's (written by a jobs
+    index report without that lock, perhaps right now) and anything else
+    are left alone."""
+    from logist.replay.scripted import answer
+
+    job = create_job(jobs, "temps", "Write hello.py that prints a greeting")
+    left = [".step_journal.json.k1w2x3y4.tmp", ".job_manifest.json.a9b8c7d6.tmp", ".jobHistory.json.q1q2q3q4.tmp",
+            ".jobHistory.json.append.r5r6r7r8.tmp", ".transcript.md.z1z2z3z4.tmp"]  # the last under .views.lock
+    kept = [".report.html.y1y2y3y4.tmp", ".notes.txt.tmp", "my.job_manifest.json.tmp"]
+    for name in left + kept:
+        (job.dir / name).write_text('{"half": ')
+    looked = logist_process("job", "status", "temps")  # a command that only looks takes no lock: nothing removed
+    assert looked.returncode == 0 and all((job.dir / name).exists() for name in left)
+    llm.add(answer("MESSAGE", message="hi"))
+    step_once(job, base_url=llm.base_url)
+    assert not [name for name in left if (job.dir / name).exists()]
+    assert all((job.dir / name).exists() for name in kept)
+    assert [e.kind for e in load_history(job.dir).interactions] == ["user_action", "llm_call"], "nothing to record"

@@ -6,6 +6,7 @@ from .create import create
 from .decide import (
     answer, approve, approve_command, cancel, reject, resubmit, resume, set_budgets, skip_command, suspend,
 )
+from .fsck import fsck
 from .inspect import history, list_jobs, preview, select, show, status
 from .report import report, transcript
 from .step import poststep, replay, run, step
@@ -22,5 +23,6 @@ for command in (
     create, list_jobs, select, status, show, history, preview, transcript, report,
     step, run, poststep, replay, restep, rerun, diff, export,
     approve, reject, resubmit, answer, approve_command, skip_command, suspend, resume, cancel, set_budgets, upgrade,
+    fsck,
 ):
     job.add_command(command)

@@ -1,0 +1,50 @@
+"""``logist job fsck``: check every file of a job (logist.store.fsck)."""
+
+from typing import Optional
+
+import click
+
+from ..app import EXIT_ERROR, Application, pass_app
+from ..common import job_argument, json_option, wait_option
+
+
+@click.command()
+@job_argument
+@wait_option
+@json_option
+@pass_app
+def fsck(app: Application, job_id: Optional[str], lock_timeout: float, as_json: bool) -> None:
+    """Check every file of a job; repair what can be repaired.
+
+    Does what any command that changes the job does first (repair what an
+    interrupted command or a damaged file left, recorded in the history),
+    then checks what that does not: entries numbered 1, 2, 3... in order (a
+    duplicate or out-of-order entry pasted in by hand), each entry readable,
+    the manifest at the last entry, the workspace's git repository, and
+    every name in the job's folder. Says what it repaired and what a person
+    must do. Exit 0: nothing left to do; 1: a problem a person must fix.
+
+    \b
+    Example:
+      logist job fsck hello
+    """
+    from ... import views
+    from ...engine.call import finish_interrupted
+    from ...store.fsck import fsck as check
+
+    job = app.job(job_id)
+    report = check(job, finish_interrupted(job), lock_timeout)
+    views.refresh(job)  # a repair recorded an entry
+
+    def text() -> None:
+        if not report.findings:
+            app.echo(f"Job '{job.id}': every file checked, nothing to repair.")
+            return
+        counts = {kind: sum(1 for f in report.findings if f.kind == kind) for kind in ("repaired", "problem", "note")}
+        app.echo(f"Job '{job.id}': " + ", ".join(f"{n} {kind}{'' if n == 1 else 's'}" for kind, n in counts.items() if n)
+                 + ".")
+        for finding in report.findings:
+            app.echo(f"  {finding.kind:<8}  {finding.file}: {finding.what}")
+
+    app.display(as_json, report.as_dict(), text)
+    app.exit(EXIT_ERROR if report.problems else 0)
