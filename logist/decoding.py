@@ -58,6 +58,7 @@ CONTENT_RULES = (
     "a replaced text occurs exactly once in its file; a replaced or deleted file exists (the schema lists the "
     "workspace's files when there are few)",
     "current_plan_step is a step of the plan",
+    "no NUL byte in a command or a path, no lone surrogate anywhere (what no shell, file system or UTF-8 carries)",
 )
 
 #: Keywords the common subset leaves out: what only documents (the system

@@ -66,7 +66,8 @@ def known_secrets(environ: Optional[Mapping[str, str]] = None, extra: Iterable[s
     """The secret values in ``environ`` (the process's, by default) and
     ``extra``, longest first (so a secret that contains another is replaced whole)."""
     raw = getattr(os.environ, "_data", None) if environ is None and not extra else None
-    if raw is not None and _CACHE.get("environ") == raw:
+    # Keyed on both halves of the environment: what os.environ holds and what start-up took out of it.
+    if raw is not None and _CACHE.get("environ") == raw and _CACHE.get("held") == environment.held():
         return _CACHE["secrets"]
     env = environment.full() if environ is None else environ  # what start-up took out of os.environ too
     found = set(extra)
@@ -77,7 +78,7 @@ def known_secrets(environ: Optional[Mapping[str, str]] = None, extra: Iterable[s
             found.update(match.group(1) for match in URL_PASSWORD.finditer(value))
     secrets = sorted((value for value in found if len(value.strip()) >= MIN_LENGTH), key=len, reverse=True)
     if raw is not None:
-        _CACHE.update(environ=dict(raw), secrets=secrets)
+        _CACHE.update(environ=dict(raw), held=environment.held(), secrets=secrets)
     return secrets
 
 

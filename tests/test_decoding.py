@@ -132,7 +132,8 @@ def test_forms_for_each_setting():
 
 #: Paths as the content rules want them (the schema cannot say '..' or .git).
 safe_paths = st.from_regex(r"\A[a-z][a-z0-9_]{0,8}(/[a-z][a-z0-9_]{0,8}){0,2}(\.[a-z]{1,3})?\Z")
-texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+#: CONTENT_RULES: no NUL, no lone surrogate.
+texts = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40)
 
 
 def instances(schema: dict, name: str = "") -> st.SearchStrategy:
