@@ -101,6 +101,29 @@ def one_run(seed: int, workdir: Path) -> dict:
         }
 
 
+def measure(seeds: list[int]) -> list[dict]:
+    """One run per seed (see the module's doc), each printed as it ends."""
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in seeds:
+            run = one_run(seed, Path(tmp))
+            runs.append(run)
+            tokens = ", ".join(f"{ours}/{theirs}" for ours, theirs in run["tokens"])
+            print(f"seed {seed}: {run['status']:<22} calls {run['calls']}  valid at first try {run['valid_first_try']!s:<5}  "
+                  f"hello.py -> {run['printed']!r}  Logist's share {run['own_share']:.1%} "
+                  f"(median {run['own_ms_median']:.0f} ms of {run['wall_s_median']:.2f} s a step)  "
+                  f"prompt tokens recorded/engine: {tokens}", file=sys.stderr)
+            for reason in run["refused"]:
+                print(f"    refused: {reason}", file=sys.stderr)
+    return runs
+
+
+def token_error(runs: list[dict]) -> float:
+    """The largest relative difference between a recorded prompt count and the engine's."""
+    pairs = [p for r in runs for p in r["tokens"]]
+    return max(abs(ours - theirs) / theirs for ours, theirs in pairs) if pairs else 0.0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="1,2,3,4,5")
@@ -111,24 +134,13 @@ def main(argv=None) -> int:
         return 1
     os.environ.pop("LOGIST_BASE_URL", None)
     os.environ.pop("OPENAI_BASE_URL", None)
-    runs = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for seed in [int(s) for s in args.seeds.split(",")]:
-            run = one_run(seed, Path(tmp))
-            runs.append(run)
-            tokens = ", ".join(f"{ours}/{theirs}" for ours, theirs in run["tokens"])
-            print(f"seed {seed}: {run['status']:<22} calls {run['calls']}  valid at first try {run['valid_first_try']!s:<5}  "
-                  f"hello.py -> {run['printed']!r}  Logist's share {run['own_share']:.1%} "
-                  f"(median {run['own_ms_median']:.0f} ms of {run['wall_s_median']:.2f} s a step)  "
-                  f"prompt tokens recorded/engine: {tokens}")
-            for reason in run["refused"]:
-                print(f"    refused: {reason}")
+    runs = measure([int(s) for s in args.seeds.split(",")])
     approved = sum(r["status"] == "APPROVAL_REQUIRED" for r in runs)
     valid = sum(r["valid_first_try"] for r in runs)
     greets = sum(r["greets"] for r in runs)
     share = sum(r["own_share"] for r in runs) / len(runs)
     pairs = [p for r in runs for p in r["tokens"]]
-    off = max(abs(ours - theirs) / theirs for ours, theirs in pairs) if pairs else 0.0
+    off = token_error(runs)
     print(f"\n{len(runs)} runs: APPROVAL_REQUIRED {approved}/{len(runs)} (target 4), every answer valid at the first try "
           f"{valid}/{len(runs)}, hello.py greets {greets}/{len(runs)} (target 3); Logist's own time {share:.1%} of a "
           f"step's wall time (target at most 5%); recorded prompt tokens within {off:.1%} of the engine's count "

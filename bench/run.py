@@ -30,7 +30,7 @@ Child processes run as after an install: with compiled bytecode (a cache
 outside the tree, filled by a first run), whatever ``PYTHONDONTWRITEBYTECODE``
 says. Process times are medians of repeated runs.
 
-    python bench/run.py [--quick] [--with-suite] [--with-batch]
+    python bench/run.py [--quick] [--with-suite] [--with-batch] [--with-live]
 
 Figures only: nothing here asserts a time.
 """
@@ -305,6 +305,28 @@ def bench_batch(tmp: Path, wanted: bool, quick: bool) -> None:
     batch_rows(tmp, 8 if quick else 20, 0.2 if quick else 0.5)
 
 
+def bench_live(wanted: bool, quick: bool) -> None:
+    """bench/live.py's figures (the live extra): Logist's share of a step
+    against a real engine, and its token counts against the engine's."""
+    if not wanted:
+        rows.add(Row("live engine: Logist's share of a step (bench/live.py)", None, note="not run (--with-live)"))
+        return
+    from live import measure, missing, token_error
+
+    why = missing()
+    if why:
+        rows.add(Row("live engine: Logist's share of a step (bench/live.py)", None, note=why))
+        return
+    runs = measure([1] if quick else [1, 2, 3, 4, 5])
+    share = sum(r["own_share"] for r in runs) / len(runs)
+    approved = sum(r["status"] == "APPROVAL_REQUIRED" for r in runs)
+    rows.add(Row("live engine: Logist's own time per step, share of the step", share * 100, target=5.0, unit="%",
+                 absolute=True, target_text="at most 5%",
+                 note=f"{approved}/{len(runs)} runs to APPROVAL_REQUIRED (SmolLM2-135M, llama-cpp-python)"))
+    rows.add(Row("live engine: recorded prompt tokens off the engine's count", token_error(runs) * 100, unit="%",
+                 note="the engine's stream sends no usage: counted by its tokenizer"))
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--step-worker":
         step_worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
@@ -314,6 +336,8 @@ def main() -> None:
     parser.add_argument("--with-suite", action="store_true", help="Also time the test suite (minutes).")
     parser.add_argument("--with-batch", action="store_true",
                         help="Also time a batch on each engine (bench/batch.py: about 3 minutes).")
+    parser.add_argument("--with-live", action="store_true",
+                        help="Also run bench/live.py against a real engine (the live extra; about 2 minutes).")
     parser.add_argument("--json", default=str(HERE / "results.json"), help="Where to write the results.")
     args = parser.parse_args()
     quick = args.quick
@@ -331,6 +355,7 @@ def main() -> None:
             ("history size and a long turn", lambda: rows.history_size(quick)),
             ("concurrency", lambda: rows.concurrency(tmp, child_env(tmp))),
             ("batch", lambda: bench_batch(tmp, args.with_batch, quick)),
+            ("live engine", lambda: bench_live(args.with_live, quick)),
             ("test suite", lambda: bench_suite(args.with_suite)),
         ]
         found: dict = {}

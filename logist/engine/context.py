@@ -26,6 +26,7 @@ from ..store.config import LogistConfig, shipped_context_window
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest
 from ..store.roles import RoleManifest
+from ..store.requests import HistoryReader, recorded_body
 from ..store.seek import read_entry
 from .prepare import Prepared, prepare
 
@@ -81,8 +82,6 @@ def estimate(body: dict) -> int:
 def calibration(job: Job, manifest: JobManifest) -> float:
     """Reported prompt tokens over the estimate, for the job's last call
     whose usage the endpoint reported (1.0 when there is none)."""
-    from ..store.requests import HistoryReader, recorded_body
-
     sequence = manifest.last_sequence
     reader = None
     for number in range(sequence, max(0, sequence - CALIBRATION_LOOKBACK), -1):

@@ -62,6 +62,13 @@ class Recorder(ThreadingHTTPServer):
         self.bodies: list[dict] = []
         super().__init__(("127.0.0.1", 0), _Forward)
 
+    def handle_error(self, request, client_address) -> None:
+        import sys as _sys
+
+        if isinstance(_sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return  # a client that went away (the openai client closes a refused request's connection)
+        super().handle_error(request, client_address)
+
 
 class _Forward(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
