@@ -23,9 +23,11 @@ is not used. What that subset cannot state stays with the answer check
 (:func:`logist.protocol.parse_answer`), and :data:`CONTENT_RULES` names
 each such rule.
 
-One engine refuses the schema's shape: OpenAI's strict mode wants an
-object at the root, not ``anyOf``. ``auto`` then goes on to the next form
-(:func:`response_formats`), which OpenAI takes as plain JSON mode.
+OpenAI's strict mode wants an object at the root, not ``anyOf``: the
+``json_schema`` form (:func:`strict_root`) puts the choice of objects under
+one ``response`` property, the ``{"response": {...}}`` wrapper seed 004's
+answers already use, which the answer reader unwraps (with a note). The
+``json_object`` form, llama-cpp-python's, sends the choice as it is.
 
 :func:`response_formats` gives the ``response_format`` values a request
 may carry, strongest first, for a role's ``structured_output`` setting
@@ -177,11 +179,23 @@ def _ordered(fields: list[str]) -> list[str]:
     return sorted(dict.fromkeys(fields), key=order.index)
 
 
+#: The property the json_schema form puts a choice of objects under.
+WRAPPER = "response"
+
+
+def strict_root(schema: dict) -> dict:
+    """``schema`` with an object at its root, as strict mode wants: a choice
+    of objects (``anyOf``) goes under :data:`WRAPPER`; an object stays as it is."""
+    if "anyOf" not in schema:
+        return schema
+    return {"type": "object", "properties": {WRAPPER: schema}, "required": [WRAPPER], "additionalProperties": False}
+
+
 def response_formats(setting: str, schema: dict) -> list[Optional[dict]]:
     """The ``response_format`` values to try for ``setting``, strongest
     first; ``None`` stands for a request without one. ``auto`` goes down to
     none; an explicit form is that form alone."""
-    strict = {"type": "json_schema", "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": schema}}
+    strict = {"type": "json_schema", "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": strict_root(schema)}}
     with_schema = {"type": "json_object", "schema": schema}
     if setting == "auto":
         return [strict, with_schema, {"type": "json_object"}, None]

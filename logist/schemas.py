@@ -238,7 +238,8 @@ def worker_decoding_schema() -> dict:
     return {
         "$schema": DRAFT,
         "title": f"Logist decoding schema ({SCHEMA_NAME}) of a default Worker",
-        "description": "What a default Worker's calls send as the response_format's schema (structured_output), "
+        "description": "What a default Worker's calls send as the response_format's schema (structured_output; "
+                       "the json_schema form, for strict mode, puts it under an object's one property, response), "
                        "generated from the answer protocol; other roles and policies get the actions open to "
                        "them, and a workspace of at most 200 files has them listed as the paths a replacement or "
                        "deletion may name (job preview --json shows a job's). A copy for readers: Logist generates "

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from logist import create_job
-from logist.decoding import CONTENT_RULES, decoding_schema, response_formats
+from logist.decoding import CONTENT_RULES, decoding_schema, response_formats, strict_root
 from logist.engine.prepare import answer_formats, structured_output
 from logist.engine.workflow import open_actions
 from logist.protocol import ACTION_RULES, ACTIONS, InvalidAnswer, check_planner_answer, parse_answer
@@ -49,8 +49,10 @@ def _schema_of(job) -> dict:
     formats = answer_formats(role, config, manifest, role.llm_model, "json", job.repo)
     assert structured_output(role, config, role.llm_model) == "auto"
     assert [f and f["type"] for f in formats] == ["json_schema", "json_object", "json_object", None]
-    assert formats[1]["schema"] is formats[0]["json_schema"]["schema"]
-    return formats[0]["json_schema"]["schema"]
+    # Strict mode's form has an object at its root: the choice of objects under "response".
+    assert formats[0]["json_schema"]["schema"] == strict_root(formats[1]["schema"])
+    assert formats[0]["json_schema"]["schema"]["properties"]["response"] is formats[1]["schema"]
+    return formats[1]["schema"]
 
 
 def _variants(schema: dict) -> dict[str, dict]:
@@ -118,7 +120,11 @@ def test_the_default_workers_schema_is_committed_and_current(jobs):
 def test_forms_for_each_setting():
     schema = decoding_schema(("MESSAGE",))
     assert response_formats("json_schema", schema) == [
-        {"type": "json_schema", "json_schema": {"name": "logist_answer", "strict": True, "schema": schema}}]
+        {"type": "json_schema", "json_schema": {"name": "logist_answer", "strict": True, "schema": schema}}], \
+        "one object: the root as it is"
+    choice = decoding_schema(("MESSAGE", "CMD"))
+    assert response_formats("json_schema", choice)[0]["json_schema"]["schema"] == {
+        "type": "object", "properties": {"response": choice}, "required": ["response"], "additionalProperties": False}
     assert response_formats("json_object", schema) == [{"type": "json_object", "schema": schema}]
     assert response_formats("off", schema) == [None]
     with pytest.raises(ValueError, match="unknown structured_output"):
@@ -172,19 +178,22 @@ def _schemas() -> list[tuple[str, dict, bool, list[str]]]:
 
 
 @pytest.mark.parametrize("label, schema, planner, roles", _schemas(), ids=[s[0] for s in _schemas()])
-def test_an_answer_that_fits_the_decoding_schema_passes_the_answer_check(label, schema, planner, roles):
-    validator = Draft202012Validator(schema)
+@pytest.mark.parametrize("form", ["json_object", "json_schema"])
+def test_an_answer_that_fits_the_decoding_schema_passes_the_answer_check(label, schema, planner, roles, form):
+    sent = strict_root(schema) if form == "json_schema" else schema
+    validator = Draft202012Validator(sent)
 
-    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(instances(schema))
-    def check(answer: dict) -> None:
-        assert validator.is_valid(answer), answer  # the draw fits the schema
+    @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(instances(sent))
+    def check(written: dict) -> None:
+        assert validator.is_valid(written), written  # the draw fits the schema
+        answer = written["response"] if sent is not schema else written
         if planner and answer["action"] != "CMD" and isinstance(answer.get("plan"), list):
             # CONTENT_RULES: current_plan_step is a step of the plan
             if not answer["plan"] or not 0 <= answer["current_plan_step"] < len(answer["plan"]):
                 return
         try:
-            read = parse_answer(json.dumps(answer), planner=planner)
+            read = parse_answer(json.dumps(written), planner=planner)
             if planner:
                 check_planner_answer(read, roles)
         except InvalidAnswer as exc:
