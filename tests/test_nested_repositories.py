@@ -218,34 +218,26 @@ def test_the_nested_filter_attack_through_a_step_runs_nothing(jobs, llm, tmp_pat
 
 
 UNPRIVILEGED = """
-import os, subprocess, sys
+import os, sys
 from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+import test_nested_repositories as t
 from logist.workspace import Workspace
-top, clean = Path(sys.argv[1]), sys.argv[2]
+top, plant = Path(sys.argv[1]), getattr(t, sys.argv[2])
 ws = Workspace.init(top / "ws", "j")
-def git(cwd, *args):
-    subprocess.run(["git", "-c", "user.name=m", "-c", "user.email=m@m", *args], cwd=cwd, check=True,
-                   capture_output=True)
-(ws.path / "sub").mkdir()
-git(ws.path / "sub", "init", "-q")
-(ws.path / "sub" / "a.txt").write_text("aaaa\\n")
-git(ws.path / "sub", "add", "a.txt")
-git(ws.path / "sub", "commit", "-q", "-m", "s")
-git(ws.path / "sub", "config", "filter.pwn.clean", clean)
-(ws.path / "sub" / ".gitattributes").write_text("* filter=pwn\\n")
-for n in range(3):
-    (ws.path / "sub" / "a.txt").write_text("bbbb\\n" if n % 2 == 0 else "aaaa\\n")
-    os.utime(ws.path / "sub" / "a.txt", (1_000_000_000 + n, 1_000_000_000 + n))
-    ws.is_dirty()
-    ws.commit_all(f"step {n}")
+plant(ws.path, top / "bin", top / "ran")
+changed = ws.path / ("mod" if plant is t.plant_submodule else "sub") / "a.txt"
+t.touch_changed(changed)
+t.every_git_operation(ws, changed)
 print("uid", os.getuid())
 """
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("runuser") is None,
                     reason="needs root to become an unprivileged user (runuser)")
-def test_the_nested_filter_runs_nothing_for_an_unprivileged_user(tmp_path):
-    """The same guard, run by an unprivileged user (nobody) in a folder of its own."""
+@pytest.mark.parametrize("plant", PLANTS, ids=[p.__name__[6:] for p in PLANTS])
+def test_no_program_of_a_nested_repository_runs_for_an_unprivileged_user(tmp_path, plant):
+    """Every variant, run by an unprivileged user (nobody) in a folder of its own."""
     import pydantic
 
     top = Path(tempfile.mkdtemp(prefix="logist-nobody-"))
@@ -254,15 +246,15 @@ def test_the_nested_filter_runs_nothing_for_an_unprivileged_user(tmp_path):
         ran = top / "ran"
         ran.mkdir()
         os.chmod(ran, 0o777)
-        clean = spy(top / "bin", ran, "nested-clean")
-        os.chmod(top / "bin", 0o755)
         (top / "run.py").write_text(UNPRIVILEGED)
-        paths = os.pathsep.join([str(Path(__file__).resolve().parent.parent), str(Path(pydantic.__file__).parent.parent)])
+        here = Path(__file__).resolve().parent
+        paths = os.pathsep.join([str(here.parent), str(Path(pydantic.__file__).parent.parent)])
         env = {"PATH": os.environ["PATH"], "HOME": str(top), "PYTHONPATH": paths, "GIT_CONFIG_NOSYSTEM": "1",
                "PYTHONDONTWRITEBYTECODE": "1"}
         python = shutil.which("python3", path="/usr/bin") or sys.executable
-        done = subprocess.run(["runuser", "-u", "nobody", "--", python, str(top / "run.py"), str(top), clean],
-                              cwd=top, env=env, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(["runuser", "-u", "nobody", "--", python, str(top / "run.py"), str(top),
+                               plant.__name__, str(here)], cwd=top, env=env, capture_output=True, text=True,
+                              timeout=120)
         if done.returncode != 0 and ("ModuleNotFoundError" in done.stderr or "ImportError" in done.stderr):
             pytest.skip(f"nobody cannot import Logist here: {done.stderr.splitlines()[-1]}")
         assert done.returncode == 0, done.stderr
