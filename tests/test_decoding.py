@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from logist import create_job
+from logist import create_job, load_history
 from logist.decoding import CONTENT_RULES, decoding_schema, response_formats, strict_root
 from logist.engine.prepare import answer_formats, structured_output
 from logist.engine.workflow import open_actions
@@ -212,3 +212,55 @@ def test_the_content_rules_are_the_only_gap():
     with pytest.raises(InvalidAnswer, match=r"\.\."):
         parse_answer(json.dumps(outside))
     assert any("'..'" in rule for rule in CONTENT_RULES)
+
+
+# --------------------------------------------------------------------------
+# The forms a request carries, and an endpoint that refuses one (a real HTTP server)
+
+
+def test_what_each_setting_and_role_sends(jobs):
+    from logist.store.roles import RoleManifest
+
+    job = create_job(jobs, "w", "Write hello.py")
+    manifest, config = job.manifest(), job.jobs_dir.config()
+    worker = builtin_roles()["Worker"]
+    assert answer_formats(worker, config, manifest, "m", "tags") == [None], "the tags protocol sends none"
+    own = {"type": "json_object"}
+    assert answer_formats(worker.model_copy(update={"response_format": own}), config, manifest, "m", "json") == [own]
+    off = worker.model_copy(update={"structured_output": "off"})
+    assert answer_formats(off, config, manifest, "m", "json") == [None]
+    per_model = type(config).model_validate({"model_settings": {"m": {"structured_output": "json_object"}}})
+    forms = answer_formats(worker, per_model, manifest, "m", "json")
+    assert [f["type"] for f in forms] == ["json_object"] and "schema" in forms[0]
+    with pytest.raises(ValueError, match="response_format or structured_output"):
+        RoleManifest(name="X", description="x", llm_model="m", response_format=own, structured_output="auto")
+
+
+def test_a_refused_form_is_asked_again_in_the_next_and_remembered_for_the_command(jobs, llm):
+    from logist import step_once
+    from logist.replay.scripted import Reply
+
+    job = create_job(jobs, "w", "Write hello.py")
+    refusal = Reply(status=400, error_message="response_format 'json_schema' is not supported by this server")
+    llm.add(refusal, '{"action": "MESSAGE", "message": "one"}', '{"action": "MESSAGE", "message": "two"}')
+    step_once(job, base_url=llm.base_url)
+    step_once(job, base_url=llm.base_url)
+    assert [r["response_format"]["type"] for r in llm.requests] == ["json_schema", "json_object", "json_object"]
+    assert "schema" in llm.requests[1]["response_format"]
+    calls = [e for e in load_history(job.dir).interactions if e.kind == "llm_call"]
+    assert [e.request.metadata.response_format["type"] for e in calls] == ["json_object", "json_object"]
+    assert all(e.response.status == "SUCCESS" for e in calls) and job.manifest().calls == 2, "a refusal is no call"
+
+
+def test_a_form_set_explicitly_and_refused_is_a_setup_error_and_the_job_stays_as_it_was(jobs, llm):
+    from logist import step_once
+    from logist.errors import EndpointError
+    from logist.replay.scripted import Reply
+
+    (jobs.path / "config.json").write_text(json.dumps({"model_settings": {"gpt-4o-mini": {"structured_output": "json_schema"}}}))
+    job = create_job(jobs, "w", "Write hello.py")
+    before = job.history_path.read_bytes(), job.manifest_path.read_bytes()
+    llm.add(Reply(status=400, error_message="Invalid schema for response_format 'logist_answer'"))
+    with pytest.raises(EndpointError, match="refused the response_format json_schema"):
+        step_once(job, base_url=llm.base_url)
+    assert (job.history_path.read_bytes(), job.manifest_path.read_bytes()) == before
