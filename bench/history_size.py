@@ -145,6 +145,10 @@ def exchanged_bytes(requests: list[dict], answers: list[str]) -> int:
 
 def new_job(root: Path, name: str, max_steps: int):
     jobs = JobsDir(root / f"jobs-{name}")
+    jobs.init()
+    # A 1,000-round turn outgrows any real model's window (about 126,000 tokens by round 1,000):
+    # the scripted model's is set past it, so every step is sized to it as a real one is.
+    (jobs.path / "config.json").write_text(json.dumps({"model_settings": {"gpt-4o-mini": {"context_window": 10**9}}}))
     source = make_source(root / f"src-{name}")
     return create_job(
         jobs, name, "Find out why some sensor readings are missing from the nightly report",

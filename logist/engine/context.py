@@ -38,6 +38,9 @@ class ContextOverflowError(LogistError):
 PER_MESSAGE = 6
 #: Below this share of the room, the estimate is trusted without asking a tokenizer.
 SURE_BELOW = 0.7
+#: A request this many times smaller than the room fits whatever the calibration says (it
+#: is seldom below 0.5 or above 2: a tokenizer's tokens are about 3 to 5 characters).
+FAR_BELOW = 3
 #: How far back the calibration looks for a call whose usage the endpoint reported.
 CALIBRATION_LOOKBACK = 20
 
@@ -109,8 +112,12 @@ def request_size(job: Job, manifest: JobManifest, body: dict, settings: Optional
     """The tokens of request ``body``: the calibrated estimate, or the
     endpoint's tokenizer where the estimate comes near ``room`` (or always
     when ``room`` is None and the endpoint has one)."""
+    raw = estimate(body)
+    if room is not None and raw * FAR_BELOW < room:
+        # Far from the window whatever the calibration: no history read, no tokenizer asked.
+        return Size(raw, "estimated")
     factor = calibration(job, manifest)
-    guess = round(estimate(body) * factor)
+    guess = round(raw * factor)
     if settings is not None and (room is None or guess >= SURE_BELOW * room):
         counted = llm.count_tokens(settings, body["model"], message_text(body))
         if counted is not None:
