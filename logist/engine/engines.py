@@ -31,14 +31,12 @@ from typing import Callable, Iterator, Optional, Protocol
 
 from ..errors import ConfigError, LogistError, NotSteppableError
 from ..store import lease as leases
+from .choices import DEFAULT_CONCURRENCY, ENGINES
 from .loop import QueueOutcome
 from .session import open_locked
 from .step import StepResult, step_once
 from .workflow import STEPPABLE, TERMINAL
 
-ENGINES = ("serial", "threads", "ray")
-DEFAULT_ENGINE = "threads"
-DEFAULT_CONCURRENCY = 4
 
 OnStep = Optional[Callable[[StepResult], None]]
 

@@ -26,10 +26,10 @@ from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest
 from ..store.prompts import Prompts
 from ..store.requests import HistoryReader, request_body
-from ..store.roles import RoleManifest, answer_protocol, load_roles
+from ..store.roles import RoleManifest, load_roles
 from . import compaction
 from .prompt import Prompt, build_prompt
-from .workflow import open_actions
+from .workflow import answer_protocol, open_actions
 
 #: The temperature of a summary call: a summary should be faithful, not creative.
 SUMMARY_TEMPERATURE = 0.2

@@ -34,8 +34,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Union
 
+from ..errors import ConfigError
 from ..protocol import ACTIONS
 from ..store.manifest import PLANNER, SUPERVISOR, WORKER, JobManifest, Status
+from ..store.roles import RoleManifest
 
 #: Who acts, beyond the slots of the store: a role the Planner addressed,
 #: and a person.
@@ -66,12 +68,15 @@ TURN_EFFECTS = {
     "stop": "the turn ends; the job waits for a person",
     "delegate": "the addressed role's turn starts, the Planner's message its task",
     "report": "the Planner's turn goes on with the role's report",
-    "summarise": "older rounds of the turn are replaced by a summary",
+    "summarise": "older rounds of the turn are replaced by a summary (kept whole if the summary call fails)",
     "begin": "the first role's turn begins",
     "reject": "the Worker's turn starts over with the rejection (planned: the Planner's goes on with it)",
     "resubmit": "the role's turn starts over with the feedback (a Planner's goes on with it)",
     "keep": "the turn is kept as it is",
 }
+#: The effects after which the role's turn goes on with another call
+#: (``job step`` makes it): the turn is neither over nor waiting for a person.
+GOES_ON = frozenset({"continue", "summarise"})
 
 # Events the engine fires (the answers' own events are their action names).
 RETRY_LIMIT = "RETRY over limit"
@@ -201,6 +206,21 @@ def open_actions(manifest: JobManifest) -> tuple[str, ...]:
     if manifest.settings.command_policy == "deny":
         actions = tuple(a for a in actions if a != "CMD")
     return actions
+
+
+def answer_protocol(role: RoleManifest, manifest: JobManifest) -> str:
+    """The protocol ``role`` answers in, in the job of ``manifest``: its
+    job's skill's, when that names one, else its own. A Planner always
+    answers in JSON: only JSON carries its plan and send_to."""
+    if manifest.workflow == "planned" and manifest.turn.slot == PLANNER:
+        if role.protocol != "json":
+            raise ConfigError(
+                f"role manifest {role.source or role.name}: protocol: {role.protocol} cannot be a Planner's protocol "
+                "(its plan and send_to need json)"
+            )
+        return "json"
+    skill = manifest.skill.protocol if manifest.skill is not None else None
+    return skill or role.protocol
 
 
 def find_rule(state: Status, event: str, who: str) -> Optional[Rule]:

@@ -6,6 +6,7 @@ from typing import Optional
 
 import click
 
+from ...engine.choices import DEFAULT_CONCURRENCY, DEFAULT_ENGINE, ENGINES
 from ...errors import TransitionError
 from ..app import EXIT_BUDGET, EXIT_ERROR, EXIT_NEEDS_PERSON, Application, exit_codes_help, pass_app
 from ..common import base_url_option, job_argument, json_option, wait_option
@@ -82,12 +83,13 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
 @click.command(epilog=exit_codes_help())
 @job_argument
 @click.option("--all", "run_all", is_flag=True, help="Run every queued job (see --engine).")
-@click.option("--engine", type=click.Choice(["serial", "threads", "ray"]), envvar="LOGIST_ENGINE",
+@click.option("--engine", type=click.Choice(ENGINES), envvar="LOGIST_ENGINE",
               help="With --all: one job after another (serial), several at once on threads of this process "
               "(threads, the default), or each as a task on a Ray cluster (ray: pip install 'logist[ray]'). "
               "Env LOGIST_ENGINE.")
 @click.option("--concurrency", type=click.IntRange(min=1), envvar="LOGIST_CONCURRENCY",
-              help="With --all: at most this many jobs at once (threads, ray; default 4). Env LOGIST_CONCURRENCY.")
+              help=f"With --all: at most this many jobs at once (threads, ray; default {DEFAULT_CONCURRENCY}). "
+              "Env LOGIST_CONCURRENCY.")
 @click.option("--address", help="With --engine ray: the cluster: auto (the one `ray start` runs here), HOST:PORT "
               "(its head), or local (a cluster for this batch); default RAY_ADDRESS, else local.")
 @base_url_option
@@ -122,7 +124,7 @@ def run(app: Application, job_id: Optional[str], run_all: bool, engine: Optional
         from ...store.config import resolve_endpoint
 
         resolve_endpoint(base_url, app.jobs.config())  # said once, not once per job
-        engine = engine or "threads"
+        engine = engine or DEFAULT_ENGINE
         if address is not None and engine != "ray":
             raise click.UsageError("--address names a Ray cluster: it goes with --engine ray")
         calls = _call_options(quiet or engine != "serial", request_timeout)
