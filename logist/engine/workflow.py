@@ -32,12 +32,14 @@ row with a real job.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 from ..errors import ConfigError
-from ..protocol import ACTIONS
-from ..store.manifest import PLANNER, SUPERVISOR, WORKER, JobManifest, Status
-from ..store.roles import RoleManifest
+from ..store.status import PLANNER, SUPERVISOR, WORKER, Status
+
+if TYPE_CHECKING:  # the table loads without pydantic: the CLI's exit codes are made from it at start-up
+    from ..store.manifest import JobManifest
+    from ..store.roles import RoleManifest
 
 #: Who acts, beyond the slots of the store: a role the Planner addressed,
 #: and a person.
@@ -186,6 +188,9 @@ TABLE: tuple[Rule, ...] = (
 )
 
 EVENTS = frozenset(r.event for r in TABLE)
+#: The states in which a job waits for a person (``logist`` exits 3): those the
+#: rows that make a turn wait for a person or stop it lead to, in :class:`Status`'s order.
+NEEDS_PERSON = tuple(s.value for s in Status if any(r.to == s and r.turn in ("wait", "stop") for r in TABLE))
 
 
 def who_acts(manifest: JobManifest) -> str:
@@ -193,19 +198,6 @@ def who_acts(manifest: JobManifest) -> str:
     if manifest.workflow == "planned":
         return PLANNER if manifest.turn.slot == PLANNER else ADDRESSED
     return manifest.turn.slot
-
-
-def open_actions(manifest: JobManifest) -> tuple[str, ...]:
-    """The protocol's actions the role whose turn it is may answer with now:
-    those the table has a row for in this state (a CMD's rows are ``CMD
-    run``/``held``/``denied``, a Planner's ``X to a role``/``to User``), less
-    CMD under the ``deny`` command policy, which refuses every command."""
-    who, state = who_acts(manifest), manifest.status
-    events = {r.event.split(" ", 1)[0] for r in TABLE if who in r.who and state in r.states}
-    actions = tuple(a for a in ACTIONS if a in events)
-    if manifest.settings.command_policy == "deny":
-        actions = tuple(a for a in actions if a != "CMD")
-    return actions
 
 
 def answer_protocol(role: RoleManifest, manifest: JobManifest) -> str:
