@@ -94,8 +94,6 @@ class _JobWhat(BaseModel):
         default=True, description="Make it the current job (default; --no-current leaves the current job as it is).")
 
 
-#: What a new job should be. Every field is optional but the objective
-#: (which a skill can supply); settings left unset come from config.json.
 #: Its fields: :class:`_JobWhat`'s, then one per :class:`JobDefaults` setting.
 JobSpec = create_model(
     "JobSpec", __base__=_JobWhat, __module__=__name__,
