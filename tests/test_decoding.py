@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 from logist import create_job, load_history
 from logist.decoding import CONTENT_RULES, decoding_schema, response_formats, strict_root
 from logist.engine.prepare import answer_formats, structured_output
-from logist.engine.workflow import open_actions
+from logist.engine.prepare import open_actions
 from logist.protocol import ACTION_RULES, ACTIONS, InvalidAnswer, check_planner_answer, parse_answer
 from logist.schemas import render, schemas_dir, worker_decoding_schema
 from logist.store.manifest import PLANNER, Status

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import click
 
+from ..engine.workflow import NEEDS_PERSON
 from ..redact import redact_data, url_shown
 from ..terminal import inert, inert_json, shown
 
@@ -32,9 +33,6 @@ EXIT_USAGE = 2
 EXIT_NEEDS_PERSON = 3
 #: A job a command ran stopped at a spent budget (``logist job set`` raises it).
 EXIT_BUDGET = 4
-
-#: The states in which a job waits for a person (exit 3).
-NEEDS_PERSON = ("INPUT_REQUIRED", "APPROVAL_REQUIRED", "INTERVENTION_REQUIRED")
 
 #: What each exit code means: the one table, from which ``logist --help``,
 #: the help of every command that runs steps and the README's table are made.

@@ -18,7 +18,7 @@ from ..store.config import LogistConfig
 from ..store.manifest import JobManifest, Status
 
 if TYPE_CHECKING:
-    from .step import Outcome
+    from .call import Outcome
 
 
 #: The settings that are budgets, with the option that sets each (``job

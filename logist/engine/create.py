@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from .. import views
 from ..store import history as hist
@@ -35,24 +35,33 @@ from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS, PLANNER, WORKER
 from ..workspace import Workspace
 from .workflow import creation
 
-_BUILT_IN = JobDefaults()
+#: What ``job create`` adds to a setting's help: how an option given at create acts on another.
+CREATE_NOTES = {"allowed_commands": " Giving one at create implies the allow command policy."}
 
 
-def _setting(name: str, description: str) -> Any:
-    """A job setting: unset (None) means the jobs directory's default. Its
-    limits are read from :class:`JobDefaults`, so the two cannot disagree."""
-    limits = {
-        key: getattr(rule, key)
-        for rule in JobDefaults.model_fields[name].metadata
-        for key in ("ge", "gt", "le", "lt")
-        if hasattr(rule, key)
-    }
-    return Field(default=None, description=description, **limits)
+def _shown(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
 
 
-class JobSpec(BaseModel):
-    """What a new job should be. Every field is optional but the objective
-    (which a skill can supply); settings left unset come from config.json."""
+def _setting(name: str) -> tuple[Any, Any]:
+    """The JobSpec field of the job setting ``name``: its type, limits and
+    help are :class:`JobDefaults`'s, so the two cannot disagree; unset (None,
+    or an empty list) means the jobs directory's default."""
+    field = JobDefaults.model_fields[name]
+    limits = {key: getattr(rule, key) for rule in field.metadata for key in ("ge", "gt", "le", "lt") if hasattr(rule, key)}
+    default = field.get_default(call_default_factory=True)
+    help_text = field.description + CREATE_NOTES.get(name, "")
+    if isinstance(default, list):
+        return field.annotation, Field(default=[], description=help_text + " Repeatable.", **limits)
+    if default is not None:
+        help_text += f" Default {_shown(default)}, or config.json's defaults."
+    return Optional[field.annotation], Field(default=None, description=help_text, **limits)
+
+
+class _JobWhat(BaseModel):
+    """What the job is; :class:`JobSpec` adds the settings."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -78,46 +87,20 @@ class JobSpec(BaseModel):
     worker: Optional[str] = Field(default=None, description="The role in the Worker's place (default Worker).")
     supervisor: Optional[str] = Field(
         default=None, description="The role in the Supervisor's place (default Supervisor).")
-    max_steps: Optional[int] = _setting(
-        "max_steps", f"LLM calls allowed (default {_BUILT_IN.max_steps}, or config.json).")
-    format_retries: Optional[int] = _setting(
-        "format_retries",
-        f"Re-ask this many times after an invalid answer, quoting the error (default {_BUILT_IN.format_retries}; 0: stop at once).")
     rank: Optional[int] = Field(default=None, ge=0, description="Position in the queue (0 = first); default last.")
     skill: Optional[str] = Field(default=None, description="Make the job from this skill (logist skill list).")
     params: dict[str, str] = Field(default={}, description="A skill parameter (repeatable).")
-    command_policy: Optional[Literal["deny", "ask", "allow"]] = _setting(
-        "command_policy",
-        f"Whether the model's commands run without you (default {_BUILT_IN.command_policy}).")
-    allowed_commands: list[str] = Field(default=[], description=(
-        "A command pattern that runs without asking, e.g. 'python -m pytest*' "
-        "(repeatable; implies --command-policy allow)."))
-    command_timeout: Optional[float] = _setting(
-        "command_timeout",
-        f"Seconds a command may run (default {_BUILT_IN.command_timeout:g}).")
-    command_sandbox: Optional[Literal["auto", "namespace", "none"]] = _setting(
-        "command_sandbox",
-        f"Run commands in a PID namespace that cannot see Logist: auto where the system can, namespace always "
-        f"(refused where it cannot), none never (default {_BUILT_IN.command_sandbox}).")
-    command_env: list[str] = Field(default=[], description=(
-        "An environment variable commands get besides PATH, HOME, LANG, LC_*, TERM, TZ, TMPDIR, USER, LOGNAME "
-        "and SHELL (repeatable; the API key is never passed)."))
-    max_cost_usd: Optional[float] = _setting(
-        "max_cost_usd",
-        "Stop before a call once this many USD are spent (needs prices in config.json).")
-    max_tokens: Optional[int] = _setting(
-        "max_tokens", "Stop before a call once this many tokens are used.")
-    max_wall_seconds: Optional[float] = _setting(
-        "max_wall_seconds", "Stop before a call once calls and commands took this long.")
-    max_answer_bytes: Optional[int] = _setting(
-        "max_answer_bytes",
-        f"Bytes an answer may have; a longer one is refused, recorded cut to this size, and stops the job "
-        f"(default {_BUILT_IN.max_answer_bytes:,}).")
-    max_retries_in_a_row: Optional[int] = _setting(
-        "max_retries_in_a_row",
-        f"RETRYs in a row before a person is needed (default {_BUILT_IN.max_retries_in_a_row}).")
     make_current: bool = Field(
         default=True, description="Make it the current job (default; --no-current leaves the current job as it is).")
+
+
+#: Its fields: :class:`_JobWhat`'s, then one per :class:`JobDefaults` setting.
+JobSpec = create_model(
+    "JobSpec", __base__=_JobWhat, __module__=__name__,
+    __doc__="What a new job should be. Every field is optional but the objective (which a skill can supply); "
+            "settings left unset come from config.json.",
+    **{name: _setting(name) for name in JobDefaults.model_fields},
+)
 
 
 #: The fields that become the job's settings (the rest say what the job is).

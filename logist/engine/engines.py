@@ -13,6 +13,10 @@ batch reports jobs as they finish:
   the ``logist[ray]`` extra), retried on another worker when its worker dies;
   for batches that outgrow one machine.
 
+Each is registered in the entry-point group ``logist.engines``
+(:mod:`logist.engine.choices`) as another package's engine would be, and
+:func:`make_engine` finds them there.
+
 :func:`run_one` owns the job for the length of its run through the job's
 lease (:mod:`logist.store.lease`): a job another runner holds is skipped
 and said to be (``skipped``, not an error), and a job that turns out to be
@@ -31,14 +35,12 @@ from typing import Callable, Iterator, Optional, Protocol
 
 from ..errors import ConfigError, LogistError, NotSteppableError
 from ..store import lease as leases
+from .choices import DEFAULT_CONCURRENCY, engine_names, registered
 from .loop import QueueOutcome
 from .session import open_locked
 from .step import StepResult, step_once
 from .workflow import STEPPABLE, TERMINAL
 
-ENGINES = ("serial", "threads", "ray")
-DEFAULT_ENGINE = "threads"
-DEFAULT_CONCURRENCY = 4
 
 OnStep = Optional[Callable[[StepResult], None]]
 
@@ -86,8 +88,17 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
 
 
 class Engine(Protocol):
+    """What an engine registered in the ``logist.engines`` entry-point group
+    (:mod:`logist.engine.choices`) is: its class's ``create`` makes one."""
+
     name: str
     concurrency: int
+
+    @classmethod
+    def create(cls, concurrency: Optional[int], address: Optional[str]) -> "Engine":
+        """An engine running at most ``concurrency`` jobs at once (None: its
+        default) on the cluster at ``address`` (None: its default; an engine
+        with no cluster refuses one)."""
 
     def run(self, jobs_path: str, job_ids: list[str], kwargs: dict, on_step: OnStep) -> Iterator[QueueOutcome]:
         """Run the jobs; yield each job's outcome as it finishes."""
@@ -98,6 +109,11 @@ class SerialEngine:
     name = "serial"
     concurrency: int = 1
 
+    @classmethod
+    def create(cls, concurrency: Optional[int], address: Optional[str]) -> "SerialEngine":
+        _no_address(cls.name, address)
+        return cls()
+
     def run(self, jobs_path, job_ids, kwargs, on_step):
         for job_id in job_ids:
             yield run_one(jobs_path, job_id, kwargs, engine=self.name, task=f"serial-{os.getpid()}", on_step=on_step)
@@ -107,6 +123,11 @@ class SerialEngine:
 class ThreadsEngine:
     name = "threads"
     concurrency: int = DEFAULT_CONCURRENCY
+
+    @classmethod
+    def create(cls, concurrency: Optional[int], address: Optional[str]) -> "ThreadsEngine":
+        _no_address(cls.name, address)
+        return cls(concurrency or DEFAULT_CONCURRENCY)
 
     def run(self, jobs_path, job_ids, kwargs, on_step):
         stop = threading.Event()
@@ -129,19 +150,17 @@ class ThreadsEngine:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def make_engine(name: str, concurrency: Optional[int] = None, address: Optional[str] = None) -> Engine:
-    """The engine called ``name``; ``address``: the Ray cluster (ray only)."""
-    if name not in ENGINES:
-        raise ConfigError(f"unknown engine {name!r}: use one of {', '.join(ENGINES)}")
-    if address is not None and name != "ray":
-        raise ConfigError("--address names a Ray cluster: it goes with --engine ray")
-    if name == "serial":
-        return SerialEngine()
-    if name == "threads":
-        return ThreadsEngine(concurrency or DEFAULT_CONCURRENCY)
-    from .ray_engine import RayEngine
+def _no_address(name: str, address: Optional[str]) -> None:
+    if address is not None:
+        raise ConfigError(f"--address names a cluster: the {name} engine has none")
 
-    return RayEngine(concurrency or DEFAULT_CONCURRENCY, address)
+
+def make_engine(name: str, concurrency: Optional[int] = None, address: Optional[str] = None) -> Engine:
+    """The engine registered as ``name``; ``address``: its cluster (ray)."""
+    entry = registered().get(name)
+    if entry is None:
+        raise ConfigError(f"unknown engine {name!r}: use one of {', '.join(engine_names())}")
+    return entry.load().create(concurrency, address)
 
 
 @dataclass

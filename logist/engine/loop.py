@@ -12,8 +12,8 @@ from typing import Callable, Optional
 from ..errors import NotSteppableError
 from ..store.manifest import Status
 from ..store.jobsdir import Job
-from .step import CONTINUES_TURN, StepResult, step_once
-from .workflow import STEPPABLE
+from .step import StepResult, step_once
+from .workflow import GOES_ON, STEPPABLE
 
 
 def _step_while(job: Job, go_on: Callable[[StepResult], bool], on_step, kwargs) -> list[StepResult]:
@@ -29,7 +29,7 @@ def _step_while(job: Job, go_on: Callable[[StepResult], bool], on_step, kwargs) 
 
 def step_turn(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[StepResult]:
     """One role turn: calls until an exit command or until a person is needed."""
-    return _step_while(job, lambda r: r.status in STEPPABLE and r.action in CONTINUES_TURN, on_step, kwargs)
+    return _step_while(job, lambda r: r.status in STEPPABLE and r.turn in GOES_ON, on_step, kwargs)
 
 
 def run_job(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[StepResult]:

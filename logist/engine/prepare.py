@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..decoding import decoding_schema, response_formats
+from ..protocol import ACTIONS
 from ..redact import redact_data
 from ..resources import data_dir
 from ..store.config import LogistConfig
@@ -26,10 +27,10 @@ from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest
 from ..store.prompts import Prompts
 from ..store.requests import HistoryReader, request_body
-from ..store.roles import RoleManifest, answer_protocol, load_roles
+from ..store.roles import RoleManifest, load_roles
 from . import compaction
 from .prompt import Prompt, build_prompt
-from .workflow import open_actions
+from .workflow import TABLE, answer_protocol, who_acts
 
 #: The temperature of a summary call: a summary should be faithful, not creative.
 SUMMARY_TEMPERATURE = 0.2
@@ -78,6 +79,19 @@ class Prepared:
         return self.compaction_target is not None
 
 
+def open_actions(manifest: JobManifest) -> tuple[str, ...]:
+    """The protocol's actions the role whose turn it is may answer with now:
+    those the table has a row for in this state (a CMD's rows are ``CMD
+    run``/``held``/``denied``, a Planner's ``X to a role``/``to User``), less
+    CMD under the ``deny`` command policy, which refuses every command."""
+    who, state = who_acts(manifest), manifest.status
+    events = {r.event.split(" ", 1)[0] for r in TABLE if who in r.who and state in r.states}
+    actions = tuple(a for a in ACTIONS if a in events)
+    if manifest.settings.command_policy == "deny":
+        actions = tuple(a for a in actions if a != "CMD")
+    return actions
+
+
 def resolve_model(config: LogistConfig, manifest: JobManifest, role: RoleManifest, override: Optional[str]) -> str:
     """``--model`` > the job's model > config ``models[role]`` > a jobs-dir
     role's own model or alias > config ``default_model`` > the built-in
@@ -123,7 +137,7 @@ def answer_formats(role: RoleManifest, config: LogistConfig, manifest: JobManife
                    workspace=None) -> list:
     """The ``response_format`` values the role's call may carry, strongest
     first: the role's own, else the decoding schema of the actions open to
-    it now (:func:`logist.engine.workflow.open_actions`) in the forms its
+    it now (:func:`open_actions`) in the forms its
     ``structured_output`` allows; none for the line protocol. ``workspace``:
     the job's (:class:`logist.workspace.Workspace`), whose files (up to
     :data:`LISTED_FILES`) are the paths a replacement or deletion may name."""

@@ -32,8 +32,9 @@ from ..protocol import protocol_text
 from ..store.manifest import JobManifest
 from ..store.prompts import Prompts, builtin
 from ..store.requests import HistoryReader
-from ..store.roles import RoleManifest, answer_protocol
+from ..store.roles import RoleManifest
 from . import compaction
+from .workflow import answer_protocol
 from ..store.manifest import PLANNER, SUPERVISOR
 
 FILE_LIMIT = 20_000

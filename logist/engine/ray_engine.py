@@ -35,6 +35,8 @@ from typing import Optional
 
 from .. import environment
 from ..errors import ConfigError
+from .choices import DEFAULT_CONCURRENCY
+from .engines import run_one
 from .loop import QueueOutcome
 
 #: Times Ray runs a job's task again after its worker died.
@@ -60,8 +62,6 @@ def worker_env() -> dict:
 def _task(jobs_path: str, job_id: str, kwargs: dict) -> QueueOutcome:
     import ray
 
-    from .engines import run_one
-
     return run_one(jobs_path, job_id, kwargs, engine="ray", task=ray.get_runtime_context().get_task_id() or "?")
 
 
@@ -71,6 +71,10 @@ class RayEngine:
     concurrency: int
     address: Optional[str] = None
     max_retries: int = MAX_RETRIES
+
+    @classmethod
+    def create(cls, concurrency: Optional[int], address: Optional[str]) -> "RayEngine":
+        return cls(concurrency or DEFAULT_CONCURRENCY, address)
 
     def _connect(self, ray) -> None:
         import logging

@@ -36,7 +36,7 @@ from .context import sized_call
 from .prepare import Prepared, prepare
 from .session import open_locked
 from .transition import Call, apply_answer, apply_event, hold_changes, holds_file_changes, refuse_answer
-from .workflow import CALL_FAILED, CALL_INTERRUPTED, LIMIT, STEPPABLE, UNREADABLE, describe_job_hint
+from .workflow import CALL_FAILED, CALL_INTERRUPTED, COMPACTION, LIMIT, STEPPABLE, UNREADABLE, describe_job_hint
 
 log = logging.getLogger("logist")
 
@@ -45,9 +45,6 @@ log = logging.getLogger("logist")
 #: What an entry finished from a saved answer says when its command had been started.
 INTERRUPTED_COMMAND = ("its command was interrupted when the process ended; it is not run again on its own: "
                        "held for a person (logist job approve-command runs it, skip-command skips it)")
-
-#: Step results after which ``job step`` makes another call in the same turn.
-CONTINUES_TURN = ("MESSAGE", "INVALID", "CMD", "COMPACTED", "COMPACTION_FAILED")
 
 
 @dataclass
@@ -78,6 +75,9 @@ class StepResult:
     command: Optional[str] = None
     command_output: Optional[str] = None
     command_exit_code: Optional[int] = None
+    #: What the workflow table's row the step applied does to the turn (a key of
+    #: :data:`~logist.engine.workflow.TURN_EFFECTS`): whether ``job step`` calls again.
+    turn: Optional[str] = None
 
     @property
     def interrupted(self) -> bool:
@@ -203,7 +203,7 @@ def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], 
     commit = opened.head_before if opened is not None and opened.head_before else job.repo.head()
     after = before.model_copy(deep=True)
     after.calls = before.calls + 1
-    apply_event(after, CALL_FAILED, reason)
+    rule = apply_event(after, CALL_FAILED, reason)
     after.workspace_commit = commit
     # The request as sent when there was a call (the journal's), else the prepared one.
     request = outcome.saved.request if outcome.saved is not None else None
@@ -227,7 +227,7 @@ def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], 
         job_id=job.id, sequence=sequence, role=role, action="ERROR", status=after.status, commit=commit,
         error=reason, prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
         called=outcome.called, model=model, cost_usd=cost, priced=priced, tokens_estimated=outcome.estimated,
-        duration_ms=round(outcome.duration * 1000),
+        duration_ms=round(outcome.duration * 1000), turn=rule.turn,
     )
 
 
@@ -247,7 +247,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
     planned: list = []
     if error is not None:
         status_label = "ERROR"
-        apply_event(after, CALL_INTERRUPTED if outcome.fault == "transient" else CALL_FAILED, error)
+        rule = apply_event(after, CALL_INTERRUPTED if outcome.fault == "transient" else CALL_FAILED, error)
     else:
         planner = before.workflow == "planned" and before.turn.slot == PLANNER
         try:
@@ -260,7 +260,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
             status_label = "INVALID"
             error = cut_answer(outcome, prepared) if outcome.finish_reason == "length" else str(exc)
             answer = None
-            refuse_answer(after, call, error, prepared.prompts, prepared.protocol)
+            rule = refuse_answer(after, call, error, prepared.prompts, prepared.protocol)
     head_before = before.workspace_commit
     action = answer.action if answer else status_label
     # Only an answer with file changes or a command can change the workspace;
@@ -284,7 +284,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
     journal.begin_applying(job.dir, sequence, head_before, outcome.raw, outcome.saved)
     failpoint("after_call")
     if answer is not None and held:
-        hold_changes(after, before, answer, call)
+        rule = hold_changes(after, before, answer, call)
         after.reason, after.question = None, None
     elif answer is not None:
         # Files that are there now are tracked (the workspace is clean or its
@@ -297,7 +297,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
             command = run_or_hold(job, before, answer.command or "", interrupted=started)
             if started:
                 outcome.note = "; ".join(n for n in (outcome.note, INTERRUPTED_COMMAND) if n)
-        apply_answer(after, before, answer, call, command, prepared.prompts)
+        rule = apply_answer(after, before, answer, call, command, prepared.prompts)
         if after.status != Status.INTERVENTION_REQUIRED:
             after.reason = None
         if after.status != Status.INPUT_REQUIRED:
@@ -313,7 +313,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
                 commit, unreadable = exc.commit or head_before, exc
         failpoint("after_commit")
     if unreadable is not None and after.status in STEPPABLE:
-        apply_event(after, UNREADABLE, str(unreadable))
+        rule = apply_event(after, UNREADABLE, str(unreadable))
     elif unreadable is not None:  # the job waits for a person already (a question, an approval)
         log.warning("job %s: %s", job.id, unreadable)
     after.workspace_commit = commit
@@ -369,6 +369,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
         command=command.command if command else None,
         command_output=command.output if command else None,
         command_exit_code=command.exit_code if command else None,
+        turn=rule.turn,
     )
 
 
@@ -379,13 +380,13 @@ def _call_facts(prepared: Prepared, outcome: Outcome, cost: Optional[float], pri
 
 def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
     after = manifest.model_copy(deep=True)
-    apply_event(after, LIMIT, reason)
+    rule = apply_event(after, LIMIT, reason)
     entry = journal.new_entry(
         job.dir, job.workspace, manifest, after, kind="limit", role=manifest.turn.role,
         note=f"no call was made: {reason}", workspace_commit=manifest.workspace_commit,
     )
     journal.record(job.dir, entry, after)
-    return StepResult(job.id, entry.sequence, manifest.turn.role, "LIMIT", after.status, error=reason)
+    return StepResult(job.id, entry.sequence, manifest.turn.role, "LIMIT", after.status, error=reason, turn=rule.turn)
 
 
 def _locked_step(
@@ -433,6 +434,8 @@ def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome
         turn.compaction_failed_at = turn.rounds
         error = outcome.error or "the summary call returned an empty summary"
         status, action = "ERROR", "COMPACTION_FAILED"
+    # The compaction row: the state stays, the turn goes on (summarised, or whole when the summary call failed).
+    rule = apply_event(after, COMPACTION)
     cost, priced = count_call(after, config, prepared.model, outcome, "replay" if replayed else "llm_call")
     entry = journal.new_entry(
         job.dir, job.workspace, before, after, kind="compaction", role=prepared.role.name,
@@ -449,7 +452,7 @@ def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome
     journal.record(job.dir, entry, after)
     return StepResult(job.id, entry.sequence, prepared.role.name, action, after.status, summary=entry.note, error=error,
                       prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
-                      **_call_facts(prepared, outcome, cost, priced))
+                      **_call_facts(prepared, outcome, cost, priced), turn=rule.turn)
 
 
 def step_once(

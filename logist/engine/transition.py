@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..protocol import Answer, InvalidAnswer
+from ..protocol import EXIT_ACTIONS, Answer, InvalidAnswer
 from ..store.entries import CommandRecord
 from ..store.roles import RoleManifest
 from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Handoff, JobManifest, Question, Turn
@@ -24,9 +24,6 @@ from .workflow import (
     ADDRESSED, CHANGES_HELD, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, USER, Rule, find_rule, move, rule_for,
     who_acts,
 )
-
-EXITS = ("COMPLETED", "RETRY", "STUCK")
-
 
 @dataclass(frozen=True)
 class Call:
@@ -82,8 +79,8 @@ def _continue_with(event: str, answer: Answer, command: Optional[CommandRecord],
 def apply_answer(
     after: JobManifest, before: JobManifest, answer: Answer, call: Call, command: Optional[CommandRecord],
     prompts: Optional[Prompts] = None,
-) -> None:
-    """Move ``after`` to the state the answer's row leads to, and do its turn part."""
+) -> Rule:
+    """Move ``after`` to the state the answer's row leads to, and do its turn part; the row."""
     prompts = prompts or builtin()
     turn = after.turn
     action = answer.action
@@ -92,7 +89,7 @@ def apply_answer(
     summary = (answer.summary_for_supervisor or (answer.message if planned else None) or "").strip()
     if who == PLANNER and answer.plan is not None:
         after.plan, after.current_plan_step = list(answer.plan), answer.current_plan_step
-    if action in EXITS and who in (WORKER, SUPERVISOR, ADDRESSED):
+    if action in EXIT_ACTIONS and who in (WORKER, SUPERVISOR, ADDRESSED):
         after.last_exit = Handoff(
             role=turn.role, action=action, summary=summary if planned else answer.summary_for_supervisor or "",
             evidence_files=answer.evidence_files,
@@ -102,16 +99,18 @@ def apply_answer(
     if rule is None:
         add_round(turn, call)
         reason = f"the workflow has no transition for {action} from {turn.role} in {before.status}"
-        move(after, rule_for(before.status, OUT_OF_TURN, who), before.status, reason)
-        return
+        rule = rule_for(before.status, OUT_OF_TURN, who)
+        move(after, rule, before.status, reason)
+        return rule
     if action == "RETRY" and who in (WORKER, SUPERVISOR):
         after.retries_in_a_row += 1
         limit = after.settings.max_retries_in_a_row
         if after.retries_in_a_row > limit:
             add_round(turn, call)
             reason = f"{after.retries_in_a_row} RETRYs in a row (limit {limit}); last: {answer.summary_for_supervisor}"
-            move(after, rule_for(before.status, RETRY_LIMIT, who), before.status, reason)
-            return
+            rule = rule_for(before.status, RETRY_LIMIT, who)
+            move(after, rule, before.status, reason)
+            return rule
     elif action == "COMPLETED" and who == SUPERVISOR:
         # A RETRY sends work round the Worker-Supervisor loop; only an
         # accepted review ends the run of RETRYs.
@@ -149,12 +148,13 @@ def apply_answer(
         planner_turn = after.planner_turn or Turn(slot=PLANNER, role=after.roles[PLANNER])
         planner_turn.pending = report
         after.turn, after.planner_turn = planner_turn, None
+    return rule
 
 
 def refuse_answer(
     after: JobManifest, call: Call, reason: str, prompts: Optional[Prompts] = None, protocol: str = "json"
-) -> None:
-    """An invalid answer: re-ask while the job's format retries last, then stop."""
+) -> Rule:
+    """An invalid answer: re-ask while the job's format retries last, then stop; the row."""
     turn = after.turn
     if turn.format_retries_used < after.settings.format_retries:
         turn.format_retries_used += 1
@@ -162,9 +162,8 @@ def refuse_answer(
         prompts = prompts or builtin()
         form = prompts.render(f"answer_form/{protocol}")
         turn.pending = prompts.render("messages/refused", reason=reason, answer_form=form)
-        apply_event(after, INVALID)
-    else:
-        apply_event(after, INVALID_LAST, f"invalid answer from {turn.role}: {reason}")
+        return apply_event(after, INVALID)
+    return apply_event(after, INVALID_LAST, f"invalid answer from {turn.role}: {reason}")
 
 
 def holds_file_changes(answer: Answer, role: RoleManifest) -> bool:
@@ -181,10 +180,12 @@ def holds_file_changes(answer: Answer, role: RoleManifest) -> bool:
     )
 
 
-def hold_changes(after: JobManifest, before: JobManifest, answer: Answer, call: Call) -> None:
+def hold_changes(after: JobManifest, before: JobManifest, answer: Answer, call: Call) -> Rule:
     """An answer whose file changes wait for a person: nothing of it is
     applied; the person's approve-command applies the changes, skip-command
-    drops them, and either way the role's turn goes on."""
+    drops them, and either way the role's turn goes on; the row."""
     add_round(after.turn, call)
-    move(after, rule_for(before.status, CHANGES_HELD, who_acts(before)), before.status)
+    rule = rule_for(before.status, CHANGES_HELD, who_acts(before))
+    move(after, rule, before.status)
     after.pending_changes = [change.model_dump(mode="json") for change in answer.file_changes]
+    return rule

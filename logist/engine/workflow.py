@@ -32,10 +32,14 @@ row with a real job.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
-from ..protocol import ACTIONS
-from ..store.manifest import PLANNER, SUPERVISOR, WORKER, JobManifest, Status
+from ..errors import ConfigError
+from ..store.status import PLANNER, SUPERVISOR, WORKER, Status
+
+if TYPE_CHECKING:  # the table loads without pydantic: the CLI's exit codes are made from it at start-up
+    from ..store.manifest import JobManifest
+    from ..store.roles import RoleManifest
 
 #: Who acts, beyond the slots of the store: a role the Planner addressed,
 #: and a person.
@@ -66,12 +70,15 @@ TURN_EFFECTS = {
     "stop": "the turn ends; the job waits for a person",
     "delegate": "the addressed role's turn starts, the Planner's message its task",
     "report": "the Planner's turn goes on with the role's report",
-    "summarise": "older rounds of the turn are replaced by a summary",
+    "summarise": "older rounds of the turn are replaced by a summary (kept whole if the summary call fails)",
     "begin": "the first role's turn begins",
     "reject": "the Worker's turn starts over with the rejection (planned: the Planner's goes on with it)",
     "resubmit": "the role's turn starts over with the feedback (a Planner's goes on with it)",
     "keep": "the turn is kept as it is",
 }
+#: The effects after which the role's turn goes on with another call
+#: (``job step`` makes it): the turn is neither over nor waiting for a person.
+GOES_ON = frozenset({"continue", "summarise"})
 
 # Events the engine fires (the answers' own events are their action names).
 RETRY_LIMIT = "RETRY over limit"
@@ -181,6 +188,9 @@ TABLE: tuple[Rule, ...] = (
 )
 
 EVENTS = frozenset(r.event for r in TABLE)
+#: The states in which a job waits for a person (``logist`` exits 3): those the
+#: rows that make a turn wait for a person or stop it lead to, in :class:`Status`'s order.
+NEEDS_PERSON = tuple(s.value for s in Status if any(r.to == s and r.turn in ("wait", "stop") for r in TABLE))
 
 
 def who_acts(manifest: JobManifest) -> str:
@@ -190,17 +200,19 @@ def who_acts(manifest: JobManifest) -> str:
     return manifest.turn.slot
 
 
-def open_actions(manifest: JobManifest) -> tuple[str, ...]:
-    """The protocol's actions the role whose turn it is may answer with now:
-    those the table has a row for in this state (a CMD's rows are ``CMD
-    run``/``held``/``denied``, a Planner's ``X to a role``/``to User``), less
-    CMD under the ``deny`` command policy, which refuses every command."""
-    who, state = who_acts(manifest), manifest.status
-    events = {r.event.split(" ", 1)[0] for r in TABLE if who in r.who and state in r.states}
-    actions = tuple(a for a in ACTIONS if a in events)
-    if manifest.settings.command_policy == "deny":
-        actions = tuple(a for a in actions if a != "CMD")
-    return actions
+def answer_protocol(role: RoleManifest, manifest: JobManifest) -> str:
+    """The protocol ``role`` answers in, in the job of ``manifest``: its
+    job's skill's, when that names one, else its own. A Planner always
+    answers in JSON: only JSON carries its plan and send_to."""
+    if manifest.workflow == "planned" and manifest.turn.slot == PLANNER:
+        if role.protocol != "json":
+            raise ConfigError(
+                f"role manifest {role.source or role.name}: protocol: {role.protocol} cannot be a Planner's protocol "
+                "(its plan and send_to need json)"
+            )
+        return "json"
+    skill = manifest.skill.protocol if manifest.skill is not None else None
+    return skill or role.protocol
 
 
 def find_rule(state: Status, event: str, who: str) -> Optional[Rule]:

@@ -1,15 +1,51 @@
 """Chat Completions answers as OpenAI shapes them: a whole ``chat.completion``
 and the ``chat.completion.chunk`` pieces of a streamed one, with ``usage``
-(estimated from the text when a test gives none). The scripted server
-(:mod:`logist.replay.scripted`) sends them.
+(estimated from the text when a test gives none), and :class:`Reply`, what
+a script says one answer is. The scripted server (:mod:`logist.replay.scripted`)
+sends them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Union
+from dataclasses import dataclass, field
+from typing import Optional, Union
 
-if TYPE_CHECKING:
-    from .scripted import Reply
+
+@dataclass
+class Reply:
+    content: Optional[str] = None
+    status: int = 200
+    #: Seconds to wait before answering; the wait ends early (and nothing is
+    #: sent) when the client closes the connection, as a timed-out one does.
+    delay: float = 0.0
+    #: ``{"prompt_tokens": N, "completion_tokens": M}``; None = estimated from
+    #: the text (4 characters a token); ``False`` = no usage in the answer.
+    usage: Union[dict, None, bool] = None
+    error_message: str = "scripted failure"
+    error_type: str = "scripted_error"
+    #: Extra response headers; an error reply without them carries
+    #: ``retry-after-ms: 10`` so that the client's retries are quick.
+    headers: dict = field(default_factory=dict)
+    #: Close the connection without answering (the client sees a dropped
+    #: connection).
+    disconnect: bool = False
+    #: Send the content as the arguments of a call of this tool (function
+    #: calling) instead of as the message's content.
+    tool_call: Optional[str] = None
+    #: Streamed: the content in this many pieces, and seconds between them.
+    pieces: int = 4
+    piece_delay: float = 0.0
+    #: Raw faults. ``body``: these bytes are the whole answer (with
+    #: ``status`` and ``content_type``), whatever was asked for, e.g. an HTML
+    #: page or ``b"data: {oops\n\n"`` as ``text/event-stream``.
+    body: Optional[bytes] = None
+    content_type: str = "application/json"
+    #: Send only the answer's first this many bytes (of the body, or of the
+    #: stream's chunked frames), then close the connection; with ``reset``,
+    #: reset it (TCP RST) instead.
+    break_after: Optional[int] = None
+    reset: bool = False
+
 
 
 def estimate_usage(messages: list, content: str) -> dict:

@@ -54,34 +54,44 @@ class ModelSettings(BaseModel):
 class JobDefaults(BaseModel):
     """Settings a job copies at create time; each can be set per job too."""
 
+    # logist.engine.create.JobSpec takes each field, its limits and its help from here: the help is
+    # each field's description, not a docstring under it as in the other models, so that job create
+    # --help reads it at run time (the docstrings are read only to write the schemas).
     model_config = ConfigDict(extra="forbid")
-    max_steps: int = Field(default=100, ge=1)
-    """Answers a job may apply (calls, replayed and posted answers) before it stops for a person."""
-    format_retries: int = Field(default=1, ge=0)
-    """How many times a role is asked again, in one turn, after an answer that is not valid (each re-ask quotes the reason); 0 stops the job at the first."""
-    max_retries_in_a_row: int = Field(default=3, ge=1)
-    """RETRYs in a row, without the Supervisor accepting work, before a person is needed."""
+    max_steps: int = Field(default=100, ge=1, description=(
+        "Answers a job may apply (calls, replayed and posted answers) before it stops for a person."))
+    format_retries: int = Field(default=1, ge=0, description=(
+        "How many times a role is asked again, in one turn, after an answer that is not valid (each re-ask quotes"
+        " the reason); 0 stops the job at the first."))
+    max_retries_in_a_row: int = Field(default=3, ge=1, description=(
+        "RETRYs in a row, without the Supervisor accepting work, before a person is needed."))
     # Budgets checked before every call; None = no limit.
-    max_cost_usd: Optional[float] = Field(default=None, ge=0)
-    """Stop before a call once this many USD are spent (needs prices); null: no limit."""
-    max_tokens: Optional[int] = Field(default=None, ge=0)
-    """Stop before a call once this many tokens (prompt and completion) are used; null: no limit."""
-    max_wall_seconds: Optional[float] = Field(default=None, ge=0)
-    """Stop before a call once calls and commands took this many seconds; null: no limit."""
-    command_policy: Literal["deny", "ask", "allow"] = "ask"
-    """The model's commands: deny refuses them all, ask holds each for a person, allow runs those allowed_commands match and holds the rest."""
-    allowed_commands: list[str] = []
-    """Shell-style patterns over the whole command line (such as 'python -m pytest*') that run without asking under the allow policy."""
-    command_timeout: float = Field(default=120.0, gt=0)
-    """Seconds a command may run before it is killed."""
-    command_output_limit: int = Field(default=20_000, ge=200)
-    """Characters of a command's output the model is shown; longer output is cut in the middle."""
-    max_answer_bytes: int = Field(default=1_000_000, ge=1_000)
-    """Bytes an answer may have; a longer one is refused (the job stops for a person) and only its first max_answer_bytes are recorded."""
-    command_sandbox: Literal["auto", "namespace", "none"] = "auto"
-    """Where commands run: namespace runs each in a PID namespace of its own that cannot see Logist's processes (refused where the system cannot make one), auto does so where it can, none runs them as plain child processes."""
-    command_env: list[str] = []
-    """Names of environment variables commands get besides PATH, HOME, LANG, LC_*, TERM, TZ, TMPDIR, USER, LOGNAME and SHELL (the API key is never passed)."""
+    max_cost_usd: Optional[float] = Field(default=None, ge=0, description=(
+        "Stop before a call once this many USD are spent (needs prices); null: no limit."))
+    max_tokens: Optional[int] = Field(default=None, ge=0, description=(
+        "Stop before a call once this many tokens (prompt and completion) are used; null: no limit."))
+    max_wall_seconds: Optional[float] = Field(default=None, ge=0, description=(
+        "Stop before a call once calls and commands took this many seconds; null: no limit."))
+    command_policy: Literal["deny", "ask", "allow"] = Field(default="ask", description=(
+        "The model's commands: deny refuses them all, ask holds each for a person, allow runs those "
+        "allowed_commands match and holds the rest."))
+    allowed_commands: list[str] = Field(default=[], description=(
+        "Shell-style patterns over the whole command line (such as 'python -m pytest*') that run without asking "
+        "under the allow policy."))
+    command_timeout: float = Field(default=120.0, gt=0, description=(
+        "Seconds a command may run before it is killed."))
+    command_output_limit: int = Field(default=20_000, ge=200, description=(
+        "Characters of a command's output the model is shown; longer output is cut in the middle."))
+    max_answer_bytes: int = Field(default=1_000_000, ge=1_000, description=(
+        "Bytes an answer may have; a longer one is refused (the job stops for a person) and only its first "
+        "max_answer_bytes are recorded."))
+    command_sandbox: Literal["auto", "namespace", "none"] = Field(default="auto", description=(
+        "Where commands run: namespace runs each in a PID namespace of its own that cannot see Logist's processes"
+        " (refused where the system cannot make one), auto does so where it can, none runs them as plain child "
+        "processes."))
+    command_env: list[str] = Field(default=[], description=(
+        "Names of environment variables commands get besides PATH, HOME, LANG, LC_*, TERM, TZ, TMPDIR, USER, "
+        "LOGNAME and SHELL (the API key is never passed)."))
 
 
 class LogistConfig(BaseModel):

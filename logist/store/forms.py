@@ -155,10 +155,6 @@ def refer_all(entries: Iterable[dict]) -> Iterator[dict]:
         yield out
 
 
-#: The length of the bytes every history file ends with (logist.store.history.TAIL).
-TAIL_BYTES = 7
-
-
 class _Written:
     """Per process and file: ``request.metadata`` as written of the entries
     last appended and of those they name, so that naming the metadata of
@@ -195,11 +191,12 @@ class _Written:
 _WRITTEN: dict[str, tuple[tuple[int, int], int, dict]] = {}
 
 
-def written_metadata(job_dir: Path, handle, size: int) -> _Written:
-    """What an append to the open history ``handle`` (its entries end at ``size``) knows of the metadata written."""
+def written_metadata(job_dir: Path, handle, size: int, tail: int) -> _Written:
+    """What an append to the open history ``handle`` (its entries end at ``size``, followed by ``tail``
+    closing bytes: logist.store.history.TAIL) knows of the metadata written."""
     info = os.fstat(handle.fileno())
     identity = (info.st_dev, info.st_ino)
     cached = _WRITTEN.pop(str(Path(job_dir)), None)
     # The file only grows in place; a shorter one was cut back (an append undone), a new inode rewritten.
-    known = dict(cached[2]) if cached and cached[0] == identity and cached[1] <= size + TAIL_BYTES else {}
+    known = dict(cached[2]) if cached and cached[0] == identity and cached[1] <= size + tail else {}
     return _Written(Path(job_dir), identity, size, known)

@@ -234,7 +234,7 @@ def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
             _normalise(job_dir)
             return append_entry(job_dir, entry)
         empty = before_and_tail[:1] == b"["
-        written = written_metadata(job_dir, handle, offset)
+        written = written_metadata(job_dir, handle, offset, len(TAIL))
         data = refer_metadata(to_file(entry.dump()), written.lookup)
         chunk = (b"" if empty else b",") + layout(data) + TAIL
         atomic_write_json(_journal_path(path), {"offset": offset, "sequence": entry.sequence})

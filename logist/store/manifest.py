@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, Optional
 
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .atomic import atomic_write_json
 from .config import JobDefaults
+from .status import PLANNER, SUPERVISOR, WORKER, Status  # noqa: F401 (the manifest's names for them)
 from ..errors import CorruptFileError
 from .skills import ActiveSkill
 
@@ -29,27 +29,7 @@ MANIFEST_NAME = "job_manifest.json"
 MANIFEST_FORMAT = 2
 MANIFEST_SCHEMA = "job-manifest.v2.schema.json"
 
-
-class Status(str, Enum):
-    """A job's state (SPEC section 5)."""
-
-    DRAFT = "DRAFT"
-    PENDING = "PENDING"
-    RUNNING = "RUNNING"
-    REVIEWING = "REVIEWING"
-    INPUT_REQUIRED = "INPUT_REQUIRED"
-    APPROVAL_REQUIRED = "APPROVAL_REQUIRED"
-    INTERVENTION_REQUIRED = "INTERVENTION_REQUIRED"
-    SUSPENDED = "SUSPENDED"
-    SUCCESS = "SUCCESS"
-    CANCELED = "CANCELED"
-
-    def __str__(self) -> str:  # so f-strings print the bare name
-        return self.value
-
-
-#: The slots of a workflow, which a job fills with roles of its choice.
-WORKER, SUPERVISOR, PLANNER = "worker", "supervisor", "planner"
+#: The roles a workflow's slots hold unless a job names others.
 DEFAULT_SLOTS = {WORKER: "Worker", SUPERVISOR: "Supervisor"}
 PLANNED_SLOTS = {PLANNER: "Planner", WORKER: "Worker", SUPERVISOR: "Supervisor"}
 

@@ -94,23 +94,6 @@ class RoleManifest(BaseModel):
         return self.llm_alias or self.llm_model or ""
 
 
-def answer_protocol(role: RoleManifest, manifest) -> str:
-    """The protocol ``role`` answers in, in the job of ``manifest``: its
-    job's skill's, when that names one, else its own. A Planner always
-    answers in JSON: only JSON carries its plan and send_to."""
-    from .manifest import PLANNER
-
-    if manifest.workflow == "planned" and manifest.turn.slot == PLANNER:
-        if role.protocol != "json":
-            raise ConfigError(
-                f"role manifest {role.source or role.name}: protocol: {role.protocol} cannot be a Planner's protocol "
-                "(its plan and send_to need json)"
-            )
-        return "json"
-    skill = manifest.skill.protocol if manifest.skill is not None else None
-    return skill or role.protocol
-
-
 def format_validation_error(exc: ValidationError, where: str) -> str:
     """One line per field, as the CLI shows pydantic errors."""
     parts = []

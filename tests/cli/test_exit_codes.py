@@ -41,6 +41,16 @@ def test_the_table_has_one_row_per_code():
     assert [code for code, _ in EXIT_CODES] == [EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NEEDS_PERSON, EXIT_BUDGET] == [0, 1, 2, 3, 4]
 
 
+def test_the_states_that_exit_3_are_the_workflow_tables():
+    """Made from the rows that stop a turn or make it wait for a person, not listed."""
+    from logist.cli import app
+    from logist.engine import workflow
+
+    assert app.NEEDS_PERSON is workflow.NEEDS_PERSON
+    assert workflow.NEEDS_PERSON == ("INPUT_REQUIRED", "APPROVAL_REQUIRED", "INTERVENTION_REQUIRED")
+    assert "a job it ran needs a person: INPUT_REQUIRED, APPROVAL_REQUIRED, INTERVENTION_REQUIRED" in app.exit_codes_help()
+
+
 @pytest.mark.parametrize("outcome", OUTCOMES)
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_that_runs_steps_exits_alike(jobs, llm, command, outcome):

@@ -39,6 +39,7 @@ def test_summary_replaces_old_rounds_and_recent_ones_stay_whole(jobs, llm, norma
     llm.add("Rounds 1-3: the Worker sent progress notes 1 to 3.")
     summary_step = step_once(job, base_url=llm.base_url)
     assert summary_step.action == "COMPACTED" and summary_step.status == Status.RUNNING
+    assert summary_step.turn == "summarise", "the compaction row: job step goes on with the turn"
     request = llm.requests[5]
     assert is_summary_call(request)
     assert "### Round 3" in request["messages"][1]["content"] and "### Round 4" not in request["messages"][1]["content"]
@@ -114,6 +115,7 @@ def test_failed_summary_falls_back_to_the_full_history(jobs, llm):
         step_once(job, base_url=llm.base_url)
     failed = step_once(job, base_url=llm.base_url)
     assert failed.action == "COMPACTION_FAILED" and failed.status == Status.RUNNING
+    assert failed.turn == "summarise", "the compaction row: the turn goes on whole"
     step_once(job, base_url=llm.base_url)
     full = llm.requests[-1]["messages"]
     assert len(full) == 1 + 2 * 5 + 1 and "progress note 1" in full[2]["content"]

@@ -78,6 +78,19 @@ def test_option_types_and_limits_come_from_the_fields():
             assert kind.min == limits["Gt"].gt and kind.min_open, name
 
 
+def test_every_setting_and_its_help_are_written_once_in_job_defaults():
+    """JobSpec declares no setting of its own: one field per JobDefaults
+    field, its help JobDefaults' description (job create --help shows it)."""
+    options = spec_options()
+    assert SETTINGS == tuple(JobDefaults.model_fields)
+    for name, field in JobDefaults.model_fields.items():
+        assert field.description, f"JobDefaults.{name} has no help"
+        assert JobSpec.model_fields[name].description.startswith(field.description), name
+        assert options[name].help == JobSpec.model_fields[name].description
+    assert "Default 120, or config.json's defaults." in options["command_timeout"].help
+    assert "implies the allow command policy" in options["allowed_commands"].help
+
+
 @pytest.mark.parametrize(
     "args, needle",
     [(["--max-steps", "0"], "--max-steps"), (["--command-timeout", "0"], "--command-timeout"),

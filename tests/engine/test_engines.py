@@ -101,4 +101,55 @@ def test_engine_options_are_checked(jobs, llm):
                            capture_output=True, text=True)
     assert named.returncode == 2 and "go with --all" in named.stderr
     address = run_all(jobs, llm, "--address", "auto")
-    assert address.returncode == 2 and "goes with --engine ray" in address.stderr
+    assert address.returncode == 2 and "the threads engine has none" in address.stderr
+
+
+LONE_ENGINE = '''
+import sys
+
+from logist.engine.engines import run_one
+
+
+class LoneEngine:
+    """A third party's engine: one job after another, each said on stderr."""
+
+    name = "lone"
+    concurrency = 1
+
+    @classmethod
+    def create(cls, concurrency, address):
+        return cls()
+
+    def run(self, jobs_path, job_ids, kwargs, on_step):
+        for job_id in job_ids:
+            print(f"lone engine runs {job_id}", file=sys.stderr)
+            yield run_one(jobs_path, job_id, kwargs, engine=self.name, task="lone", on_step=on_step)
+'''
+
+
+def test_an_engine_registered_by_another_package_runs_the_queue(jobs, tmp_path):
+    """An engine is an entry point of the group logist.engines, as serial,
+    threads and ray are in Logist's own pyproject.toml: a package installed
+    beside Logist (here a dist-info folder on PYTHONPATH) adds one."""
+    from conftest import logist_process
+
+    from engine.batch_helpers import MODEL
+
+    site = tmp_path / "site"
+    (site / "lone_engine-1.0.dist-info").mkdir(parents=True)
+    (site / "lone_engine.py").write_text(LONE_ENGINE)
+    (site / "lone_engine-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: lone-engine\nVersion: 1.0\n")
+    (site / "lone_engine-1.0.dist-info" / "entry_points.txt").write_text("[logist.engines]\nlone = lone_engine:LoneEngine\n")
+    ids = make_jobs(jobs, 2)
+    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    with ReplayLLMServer(WORDCOUNT) as server:
+        ran = logist_process("--jobs-dir", str(jobs.path), "job", "run", "--all", "--engine", "lone", "--base-url",
+                             server.base_url, "--model", MODEL, env=env, timeout=300)
+        shown = logist_process("job", "run", "--help", env=env)
+        alone = logist_process("--jobs-dir", str(jobs.path), "job", "run", "--all", "--engine", "lone", env={})
+    assert ran.returncode == 3, ran.stderr  # both jobs wait for approval
+    assert [line for line in ran.stderr.splitlines() if line.startswith("lone engine runs")] == [
+        f"lone engine runs {job_id}" for job_id in ids]
+    assert "Batch of 2 jobs (lone)" in ran.stderr
+    assert "[lone|ray|serial|threads]" in " ".join(shown.stdout.split())
+    assert alone.returncode == 2 and "'lone' is not one of 'ray', 'serial', 'threads'" in alone.stderr

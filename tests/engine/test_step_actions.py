@@ -189,3 +189,17 @@ def test_context_file_in_system_prompt(jobs, llm):
     llm.add(a("STUCK", summary_for_supervisor="x"))
     step_once(job, base_url=llm.base_url)
     assert "--- System Context ---\nThe job's own context wins." in llm.requests[1]["messages"][0]["content"]
+
+
+def test_a_turn_goes_on_while_its_rows_say_so_and_an_interrupted_call_ends_the_loop(jobs, llm):
+    """job step calls again while the workflow row a step applied leaves the
+    turn going on (workflow.GOES_ON); a call the endpoint failed for now keeps
+    the turn (row "call interrupted", turn "keep") but makes no further call."""
+    from logist.replay.scripted import NO_RETRY, Reply
+
+    job = create_job(jobs, "t", "Say hello")
+    llm.add(a("MESSAGE", message="working on it"), Reply(status=503, headers=NO_RETRY), a("MESSAGE", message="unsent"))
+    results = step_turn(job, base_url=llm.base_url)
+    assert [(r.action, r.turn) for r in results] == [("MESSAGE", "continue"), ("ERROR", "keep")]
+    assert results[-1].interrupted and results[-1].status == Status.RUNNING
+    assert len(llm.requests) == 2, "no call after the interrupted one"

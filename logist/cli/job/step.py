@@ -6,6 +6,7 @@ from typing import Optional
 
 import click
 
+from ...engine.choices import DEFAULT_CONCURRENCY, DEFAULT_ENGINE, engine_names
 from ...errors import TransitionError
 from ..app import EXIT_BUDGET, EXIT_ERROR, EXIT_NEEDS_PERSON, Application, exit_codes_help, pass_app
 from ..common import base_url_option, job_argument, json_option, wait_option
@@ -41,6 +42,22 @@ def _call_options(quiet: bool, request_timeout: Optional[float]) -> dict:
     from ..progress import progress_for
 
     return dict(watch=progress_for(quiet), request_timeout=request_timeout)
+
+
+class EngineChoice(click.Choice):
+    """``--engine``: the engines registered (logist.engine.choices), looked
+    up when the option is checked or shown, not at every command's start."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return engine_names()
+
+    @choices.setter
+    def choices(self, value) -> None:  # click.Choice sets it; the registry holds them
+        pass
 
 
 @click.command(epilog=exit_codes_help())
@@ -82,12 +99,13 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
 @click.command(epilog=exit_codes_help())
 @job_argument
 @click.option("--all", "run_all", is_flag=True, help="Run every queued job (see --engine).")
-@click.option("--engine", type=click.Choice(["serial", "threads", "ray"]), envvar="LOGIST_ENGINE",
+@click.option("--engine", type=EngineChoice(), envvar="LOGIST_ENGINE",
               help="With --all: one job after another (serial), several at once on threads of this process "
               "(threads, the default), or each as a task on a Ray cluster (ray: pip install 'logist[ray]'). "
               "Env LOGIST_ENGINE.")
 @click.option("--concurrency", type=click.IntRange(min=1), envvar="LOGIST_CONCURRENCY",
-              help="With --all: at most this many jobs at once (threads, ray; default 4). Env LOGIST_CONCURRENCY.")
+              help=f"With --all: at most this many jobs at once (threads, ray; default {DEFAULT_CONCURRENCY}). "
+              "Env LOGIST_CONCURRENCY.")
 @click.option("--address", help="With --engine ray: the cluster: auto (the one `ray start` runs here), HOST:PORT "
               "(its head), or local (a cluster for this batch); default RAY_ADDRESS, else local.")
 @base_url_option
@@ -122,9 +140,14 @@ def run(app: Application, job_id: Optional[str], run_all: bool, engine: Optional
         from ...store.config import resolve_endpoint
 
         resolve_endpoint(base_url, app.jobs.config())  # said once, not once per job
-        engine = engine or "threads"
-        if address is not None and engine != "ray":
-            raise click.UsageError("--address names a Ray cluster: it goes with --engine ray")
+        from ...engine.engines import make_engine
+        from ...errors import ConfigError
+
+        engine = engine or DEFAULT_ENGINE
+        try:
+            make_engine(engine, concurrency, address)  # an engine refuses what it cannot take (--address)
+        except ConfigError as exc:
+            raise click.UsageError(str(exc)) from None
         calls = _call_options(quiet or engine != "serial", request_timeout)
         _run_queue(app, as_json, None if engine == "ray" else _reporter(app, quiet, with_job=True), engine=engine,
                    concurrency=concurrency, address=address, base_url=base_url, model=model,

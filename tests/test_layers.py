@@ -1,0 +1,129 @@
+"""The package's layers (pyproject.toml's import-linter contract) hold, and
+no module imports itself back: issue 28's point 3.
+
+The cycle finder is the project's tool (``../shared/tools/import_cycles.py``)
+read into the suite: module-level imports, those under ``if`` and ``try``
+(``TYPE_CHECKING`` too) included; an import inside a function is not
+followed, and lint-imports, which counts those too, keeps them to the layers.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from conftest import REPO_ROOT
+
+PACKAGE = REPO_ROOT / "logist"
+
+
+def test_lint_imports_keeps_the_layer_contract():
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    result = subprocess.run([str(lint_imports), "--no-cache"], cwd=REPO_ROOT, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Contracts: 1 kept, 0 broken." in result.stdout
+
+
+def test_every_module_of_the_package_has_a_layer():
+    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    (contract,) = [c for c in config["contracts"] if c["type"] == "layers"]
+    placed = [name.strip() for layer in contract["layers"] for name in layer.replace(":", "|").split("|")]
+    modules = sorted(f"logist.{p.stem}" for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
+    modules += sorted(f"logist.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    assert sorted(placed) == sorted(modules), "a module of logist/ with no layer in pyproject.toml, or a layer gone"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(current: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = current.split(".")
+    if not is_pkg:
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each module of logist/ and the package's modules it imports at module level."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    edges: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        is_pkg = path.name == "__init__.py"
+        top = list(tree.body) + [n for s in tree.body if isinstance(s, (ast.If, ast.Try)) for n in s.body]
+        for node in top:
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(name, is_pkg, node)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            else:
+                continue
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name and target.startswith("logist"):
+                    edges[name].add(target)
+    return edges
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10_000))
+    try:
+        for v in sorted(edges):
+            if v not in index:
+                strong(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return out
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_of_the_package_imports_itself_back():
+    edges = import_graph()
+    assert len(edges) > 90 and edges["logist.engine.step"], "the graph really read the package"
+    assert cycles(edges) == []
