@@ -50,6 +50,7 @@ gateway must not answer it with the refusal it keeps for the first).
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -197,37 +198,38 @@ def client(base_url: str, api_key: Optional[str]):
         return _CLIENTS[key]
 
 
+def _retried(exc: Exception) -> bool:
+    """Whether the SDK's retry rules send ``exc``'s request again: 408, 409,
+    429, 5xx, connection failures and connect timeouts (a read timeout never)."""
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+    if isinstance(exc, openai.APITimeoutError):
+        return type(exc.__cause__).__name__ != "ReadTimeout"  # a connect timeout is retried
+    return isinstance(exc, openai.APIConnectionError)
+
+
 def _attempts(exc: Exception, settings: LLMSettings) -> int:
     """How many times the request was sent, as the retry rules say (the
     replay server replays a failure at once, so it is not counted off the
     wire: a recording and its replay must say the same)."""
-    import openai
-
-    if isinstance(exc, openai.APIStatusError):
-        retried = exc.status_code in (408, 409, 429) or exc.status_code >= 500
-    elif isinstance(exc, openai.APITimeoutError):
-        retried = type(exc.__cause__).__name__ != "ReadTimeout"  # a connect timeout is retried
-    else:
-        retried = isinstance(exc, openai.APIConnectionError)
-    return settings.max_retries + 1 if retried else 1
+    return settings.max_retries + 1 if _retried(exc) else 1
 
 
 def _kind(exc: Exception) -> str:
-    """What kind of failure ``exc`` is (:data:`logist.errors.FAULTS`)."""
+    """What kind of failure ``exc`` is (:data:`logist.errors.FAULTS`): nothing
+    could be asked (no server there, the key or the URL refused), a failure
+    for now (what the SDK retries, and a read timeout), or any other."""
     import openai
 
-    if isinstance(exc, openai.APITimeoutError):
-        return "transient"
-    if isinstance(exc, openai.APIConnectionError):
+    if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError):
         name = type(exc.__cause__ or exc).__name__
-        return "setup" if name in ("ConnectError", "UnsupportedProtocol", "LocalProtocolError", "InvalidURL") \
-            else "transient"
-    if isinstance(exc, openai.APIStatusError):
-        if exc.status_code in (401, 403, 404, 405):
+        if name in ("ConnectError", "UnsupportedProtocol", "LocalProtocolError", "InvalidURL"):
             return "setup"
-        if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
-            return "transient"
-    return "failed"
+    if isinstance(exc, openai.APIStatusError) and exc.status_code in (401, 403, 404, 405):
+        return "setup"
+    return "transient" if _retried(exc) or isinstance(exc, openai.APITimeoutError) else "failed"
 
 
 def _describe(exc: Exception, settings: LLMSettings) -> str:
@@ -417,26 +419,27 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
             reply, sent = _send(api, settings, body, wants_stream, on_tokens, key_for,
                                 retries=0 if probing else settings.max_retries)
         except openai.OpenAIError as exc:
-            if len(formats) > 1 and _refuses_format(exc):
+            refused = _refuses_format(exc)
+            if refused and len(formats) > 1:
                 _REFUSED.setdefault(settings.base_url, set()).add(form)
                 formats = formats[1:]
                 body = with_format(body, formats[0])
                 continue
-            if probing and _attempts(exc, settings) > 1 and settings.max_retries > 0:
-                try:  # a transient failure, not a refusal: the retries the first send did not make
-                    reply, sent = _send(api, settings, body, wants_stream, on_tokens, key_for,
-                                        retries=settings.max_retries - 1)
-                except openai.OpenAIError as again:
-                    raise _failure(again, settings) from None
-                except AnswerFault as again:
-                    raise LLMCallError(scrub(f"LLM call failed: {again}", settings.api_key)) from None
-            else:
-                if not _refuses_format(exc) or len(formats) > 1:
-                    raise _failure(exc, settings) from None
+            if refused:
                 raise LLMCallError(scrub(f"the endpoint refused the response_format {form} "
                                          f"({_describe(exc, settings)}); set structured_output to another form "
                                          "(auto tries each) in the role or in config.json's model_settings",
                                          settings.api_key), kind="setup") from None
+            if not (probing and _retried(exc) and settings.max_retries > 0):
+                raise _failure(exc, settings) from None
+            # A failure for now, not a refusal: the retries the first send did not make.
+            try:
+                reply, sent = _send(api, settings, body, wants_stream, on_tokens, key_for,
+                                    retries=settings.max_retries - 1)
+            except openai.OpenAIError as again:
+                raise _failure(again, settings) from None
+            except AnswerFault as again:  # not caught by the clause below: raised while handling
+                raise LLMCallError(scrub(f"LLM call failed: {again}", settings.api_key)) from None
         except AnswerFault as exc:
             raise LLMCallError(scrub(f"LLM call failed after 1 attempt: {exc}", settings.api_key)) from None
         break
@@ -447,17 +450,15 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
 
 
 def with_format(body: dict, response_format: Optional[dict]) -> dict:
-    """``body`` with ``response_format`` in its place (left out for None), the keys in the same order."""
-    out = {key: value for key, value in body.items() if key != "response_format"}
+    """``body`` with ``response_format`` in its place (left out for None).
+    A body that may be sent another form has one already (the strongest), so
+    the key keeps its place in the body."""
+    out = dict(body)
     if response_format is None:
-        return out
-    ordered: dict = {}
-    for key, value in out.items():
-        if key in ("stream", "stream_options") and "response_format" not in ordered:
-            ordered["response_format"] = response_format
-        ordered[key] = value
-    ordered.setdefault("response_format", response_format)
-    return ordered
+        out.pop("response_format", None)
+    else:
+        out["response_format"] = response_format
+    return out
 
 
 def _send(api, settings: LLMSettings, body: dict, wants_stream: bool, on_tokens, key_for,
@@ -638,8 +639,6 @@ def endpoint_facts(settings: LLMSettings, model: str, *, window: bool = True) ->
 def learn_window(base_url: str, model: str, error: str) -> Optional[int]:
     """The window an endpoint's error names ("... exceed context window of
     2048", llama-cpp-python), remembered for the process; None if it names none."""
-    import re
-
     match = re.search(r"context (?:window|length|size) of (\d+)", error or "") or \
         re.search(r"maximum context length is (\d+)", error or "")
     if not match:

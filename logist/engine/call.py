@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Protocol
+from typing import Optional, Protocol
 
 from .. import llm
 from .. import redact as secrets
@@ -35,10 +35,9 @@ from ..store.config import LogistConfig, resolve_api_key, resolve_endpoint
 from ..store.entries import UNKNOWN, Message, Request, Response
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, read_manifest
-from .context import answer_tokens, request_size
+from .context import answer_tokens, estimate_tokens, request_size
 
-if TYPE_CHECKING:
-    from .prepare import Prepared
+from .prepare import Prepared, prepare
 
 #: What an entry recovered from a saved answer says (after any note of its own).
 RECOVERED_NOTE = ("the process ended after this call's answer arrived and before it was recorded; "
@@ -77,7 +76,7 @@ class Outcome:
         """The step's time so far (the call's when the start is unknown)."""
         return round(((time.monotonic() - self.started) if self.started is not None else self.duration) * 1000)
 
-    def request(self, prepared: "Prepared") -> Request:
+    def request(self, prepared: Prepared) -> Request:
         """The request the entry records: the call's as its journal holds
         it, else the prepared one."""
         if self.saved is not None and self.saved.request is not None:
@@ -95,16 +94,11 @@ class CallWatch(Protocol):
     def finished(self) -> None: ...
 
 
-def request_of(prepared: "Prepared") -> Request:
+def request_of(prepared: Prepared) -> Request:
     """The prepared call's request as its history entry records it."""
     if prepared.is_compaction:
         return Request(prompt=[Message(**m) for m in prepared.prompt.messages], metadata=prepared.metadata)
     return Request(**prepared.prompt.record(), files_context=prepared.prompt.files_context, metadata=prepared.metadata)
-
-
-def estimate_tokens(text: str) -> int:
-    """Tokens in ``text`` when the endpoint does not say: 4 characters a token, rounded up."""
-    return -(-len(text) // 4)
 
 
 def entry_key(job: Job, manifest: JobManifest, sequence: int) -> str:
@@ -146,7 +140,7 @@ def call_settings(job: Job, manifest: JobManifest, config: LogistConfig, base_ur
     )
 
 
-def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", settings: llm.LLMSettings,
+def make_call(job: Job, manifest: JobManifest, prepared: Prepared, settings: llm.LLMSettings,
               watch: Optional[CallWatch] = None) -> Outcome:
     """Send the prepared body to the endpoint of ``settings``: as it is,
     less the stream fields when the endpoint was found not to stream, and
@@ -234,7 +228,7 @@ def make_call(job: Job, manifest: JobManifest, prepared: "Prepared", settings: l
     return _saved(job, prepared, calling, outcome)
 
 
-def _saved(job: Job, prepared: "Prepared", calling: journal.StepJournal, outcome: Outcome) -> Outcome:
+def _saved(job: Job, prepared: Prepared, calling: journal.StepJournal, outcome: Outcome) -> Outcome:
     """Write the call's outcome into its journal (fsynced) before anything is made of it."""
     answer = SavedAnswer(raw=outcome.raw, error=outcome.error, prompt_tokens=outcome.prompt_tokens,
                          completion_tokens=outcome.completion_tokens, estimated=outcome.estimated,
@@ -260,7 +254,6 @@ def _apply_saved(job: Job, manifest: JobManifest, saved: journal.StepJournal) ->
     """Apply the saved answer; anything that raises is recorded with it
     (:func:`~logist.engine.step.record_failure`), so the journal is closed
     and no later command applies it again."""
-    from .prepare import prepare
     from .step import _apply, _apply_compaction, record_failure
 
     metadata = saved.request.metadata

@@ -30,9 +30,9 @@ from ..store.manifest import PLANNER, JobManifest, Status
 from ..terminal import shown
 from ..workspace import UnreadableFiles
 from .budget import count_call, limit_reason
-from .call import CallWatch, Outcome, call_settings, estimate_tokens, make_call  # noqa: F401 (CallWatch, estimate_tokens: the library's names)
+from .call import CallWatch, Outcome, call_settings, make_call  # noqa: F401 (CallWatch: the library's name)
 from .commands import run_or_hold
-from .context import sized_call
+from .context import estimate_tokens, sized_call  # noqa: F401 (estimate_tokens: the library's name)
 from .prepare import Prepared, prepare
 from .session import open_locked
 from .transition import Call, apply_answer, apply_event, hold_changes, holds_file_changes, refuse_answer
