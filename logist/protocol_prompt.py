@@ -4,7 +4,7 @@ Generated, never hand-copied: the actions, their meanings and the fields
 they need come from :data:`logist.protocol.ACTION_RULES` and the field
 descriptions of :class:`logist.protocol.Answer`; the line protocol's tags
 from the same table. ``job preview`` shows the text a role gets, and
-:func:`logist.protocol.protocol_text` is the way in.
+:func:`protocol_text` is the way in.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from functools import lru_cache
 # The words around these rules (who the model is, what Logist does) are the
 # ``protocol`` prompt template's (logist/prompts/protocol.md).
 from .protocol import (
-    ACTION_RULES, EXAMPLE_ANSWER, PATH_RULE, Answer, _file_change_forms, answer_json,
+    ACTION_RULES, EXAMPLE_ANSWER, PATH_RULE, PROTOCOLS, Answer, _file_change_forms, answer_json,
 )
 
 #: The line protocol's example: a command, the way most turns begin.
@@ -92,5 +92,9 @@ def _tags_text() -> str:
 
 
 @lru_cache(maxsize=None)
-def protocol_text(protocol: str) -> str:
+def protocol_text(protocol: str = "json") -> str:
+    """The protocol part of the system prompt for ``protocol`` ("json" or
+    "tags"), generated from :data:`~logist.protocol.ACTION_RULES` and the models."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
     return _tags_text() if protocol == "tags" else _json_text()

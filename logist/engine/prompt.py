@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ..protocol import protocol_text
+from ..protocol_prompt import protocol_text
 from ..store.manifest import JobManifest
 from ..store.prompts import Prompts, builtin
 from ..store.requests import HistoryReader
