@@ -61,6 +61,7 @@ from typing import Optional, Union
 
 from ..store.history import HISTORY_NAME, HistoryEntry, JobHistory
 from ..llm import JOB_HEADER, TOOL_NOTE
+from ..store.calls import HEADER as KEY_HEADER
 from .matching import agreement, canonical_request, digest, first_difference, recorded_body
 from .scripted import NO_RETRY, LLMServer, Reply
 from .apply import read_history_file
@@ -203,7 +204,8 @@ class ReplayLLMServer(LLMServer):
         self.queues: dict[str, _JobQueue] = {}
         #: Recorded calls answered so far (every job's), in the order they were served.
         self.served: list[RecordedCall] = []
-        #: Every call served: ``{"job", "call", "sequence", "outcome", "repeat"}``, in order.
+        #: Every call served: ``{"job", "call", "sequence", "outcome", "repeat", "key"}``, in order
+        #: (``key``: the request's ``Idempotency-Key``, so a test can tell a call sent again from a new one).
         self.ledger: list[dict] = []
         #: Every difference found (strict: refused; lenient: answered anyway).
         self.mismatches: list[str] = []
@@ -253,10 +255,10 @@ class ReplayLLMServer(LLMServer):
         pending = [c for c in self.calls if c in queue.unserved.get(c.digest, ())]
         return max(pending, key=lambda c: agreement(c.request, request), default=None)
 
-    def _answer(self, job: str, call: RecordedCall, repeat: bool = False) -> Reply:
+    def _answer(self, job: str, call: RecordedCall, repeat: bool = False, key: Optional[str] = None) -> Reply:
         outcome = call.entry.response.status if call.entry.response else "?"
         self.ledger.append({"job": job or None, "call": call.describe(), "sequence": call.entry.sequence,
-                            "outcome": outcome, "repeat": repeat})
+                            "outcome": outcome, "repeat": repeat, "key": key})
         logger.info(f"{call.describe()}{' for job ' + job if job else ''}: answered as recorded ({outcome})"
                     + (", again" if repeat else ""))
         reply = recorded_reply(call.entry)
@@ -269,6 +271,7 @@ class ReplayLLMServer(LLMServer):
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             return self._refuse("the request has no list of messages", "invalid_request_error")
         job = next((value for name, value in headers.items() if name.lower() == JOB_HEADER.lower()), "")
+        idempotency = next((value for name, value in headers.items() if name.lower() == KEY_HEADER.lower()), None)
         queue = self.queue(job)
         request = self.canonical(body)
         key = digest(request)
@@ -279,7 +282,7 @@ class ReplayLLMServer(LLMServer):
         if matching:
             call = matching[0]
         elif again is not None and self.repeats:
-            return self._answer(job, again, repeat=True)
+            return self._answer(job, again, repeat=True, key=idempotency)
         else:
             call = self._nearest(queue, request)
             if call is None:
@@ -296,7 +299,7 @@ class ReplayLLMServer(LLMServer):
         queue.unserved[call.digest].remove(call)
         queue.served.append(call)
         self.served.append(call)
-        reply = self._answer(job, call)
+        reply = self._answer(job, call, key=idempotency)
         failed = reply.status != 200 or reply.disconnect or (reply.delay and reply.delay != self.latency)
         queue.failing = (key, reply) if failed else None
         return reply

@@ -41,6 +41,7 @@ import json
 import os
 import socket
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -155,27 +156,35 @@ class Lease:
                 self.path.unlink()
 
 
-def acquire(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS) -> Lease:
-    """Take the job's lease, or raise :class:`LeaseHeld` naming its holder."""
+def acquire(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS, wait: float = 0.0) -> Lease:
+    """Take the job's lease, or raise :class:`LeaseHeld` naming its holder
+    (after waiting up to ``wait`` seconds for its lease to be over)."""
     job_dir = Path(job_dir)
     lease = Lease(job_dir, uuid.uuid4().hex, engine, task, ttl)
-    with hold_lock(job_dir / LEASE_LOCK_NAME, "the job's lease", LOCK_WAIT):
-        current = read_lease(job_dir)
-        if current is not None:
-            reason = over(current)
-            if reason is None:
-                raise LeaseHeld(f"run by another runner: {describe(current)}")
-            lease.took_over = f"took over the lease of {describe(current)}: {reason}"
-        atomic_write_json(lease.path, lease._data(_stamp(_now())))
-    return lease
+    deadline = time.monotonic() + wait
+    while True:
+        with hold_lock(job_dir / LEASE_LOCK_NAME, "the job's lease", LOCK_WAIT):
+            current = read_lease(job_dir)
+            reason = over(current) if current is not None else ""
+            if reason is not None:
+                if current is not None:
+                    lease.took_over = f"took over the lease of {describe(current)}: {reason}"
+                atomic_write_json(lease.path, lease._data(_stamp(_now())))
+                return lease
+        if time.monotonic() >= deadline:
+            waited = f" (waited {wait:.0f} s)" if wait else ""
+            raise LeaseHeld(f"run by another runner{waited}: {describe(current)}")
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
 
 
 @contextmanager
-def holding(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS) -> Iterator[Lease]:
-    """Hold the job's lease for the block: taken, renewed by a thread every
-    ``ttl / 3`` seconds, released at the end (a crash leaves it to expire,
-    or to be taken over at once on the same host)."""
-    lease = acquire(job_dir, engine=engine, task=task, ttl=ttl)
+def holding(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS,
+            wait: float = 0.0) -> Iterator[Lease]:
+    """Hold the job's lease for the block: taken (waiting up to ``wait``
+    seconds for another's to be over), renewed by a thread every ``ttl / 3``
+    seconds, released at the end (a crash leaves it to expire, or to be
+    taken over at once on the same host)."""
+    lease = acquire(job_dir, engine=engine, task=task, ttl=ttl, wait=wait)
     stop = threading.Event()
 
     def renew() -> None:

@@ -132,3 +132,15 @@ def test_only_one_of_many_takes_a_free_job(tmp_path):
         t.join()
     assert len(won) == 1 and len(lost) == 7
     assert read_lease(tmp_path)["token"] == won[0].token
+
+
+def test_a_runner_told_to_wait_takes_the_lease_when_it_is_over(tmp_path):
+    # A job handed out again after its runner died waits for that runner's
+    # lease to be over instead of skipping the job; not forever.
+    write_lease(tmp_path, host="another-host", pid=1, seconds=1.0)
+    with pytest.raises(LeaseHeld, match=r"waited 0 s"):
+        acquire(tmp_path, engine="ray", task="impatient", wait=0.2)
+    started = time.monotonic()
+    lease = acquire(tmp_path, engine="ray", task="retry", wait=10)
+    assert "expired" in lease.took_over and time.monotonic() - started < 5
+    assert read_lease(tmp_path)["token"] == lease.token
