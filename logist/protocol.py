@@ -400,11 +400,14 @@ def answer_json(answer: Answer) -> str:
 
 
 def protocol_text(protocol: str = "json") -> str:
-    """The protocol part of the system prompt for ``protocol`` ("json" or
-    "tags"), generated from :data:`ACTION_RULES` and the models by
-    :mod:`logist.protocol_prompt`."""
+    """The JSON protocol's part of the system prompt, generated from
+    :data:`ACTION_RULES` and the models by :mod:`logist.protocol_prompt`.
+    The tags protocol has no generated text: seed 002's base prompt (the
+    ``protocol/tags`` prompt template) teaches it."""
     from .protocol_prompt import protocol_text as text
 
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
-    return text(protocol)
+    if protocol != "json":
+        raise ValueError("the tags protocol is taught by the protocol/tags prompt template, not generated")
+    return text()

@@ -87,9 +87,14 @@ class CommandResult:
     raw_stdout: Optional[str] = None
     raw_stderr: Optional[str] = None
 
-    def report(self, timeout: float, prompts: Optional[Prompts] = None) -> str:
-        """The next user message: what the model is told about the run (the ``command/*`` prompt templates)."""
+    def report(self, timeout: float, prompts: Optional[Prompts] = None, protocol: str = "json") -> str:
+        """The next user message: what the model is told about the run (the ``command/*`` prompt templates).
+        In the tags protocol, seed 002's: ``Command output:`` and the cleaned output (a timeout said after it)."""
         prompts = prompts or builtin()
+        if protocol == "tags":
+            output = "\n".join(text for text in (self.stdout, self.stderr) if text) or prompts.render("command/no_output")
+            ending = prompts.render("command/timed_out", seconds=f"{timeout:g}") if self.timed_out else None
+            return prompts.render("command/tags", output=output, ending=ending)
         parts = [prompts.render(f"command/{name}", text=text) for name, text in (("stdout", self.stdout),
                  ("stderr", self.stderr)) if text] or [prompts.render("command/no_output")]
         if self.timed_out:
@@ -282,14 +287,15 @@ def _changed(raw: str, cleaned: str) -> Optional[str]:
     return None if raw.replace("\r\n", "\n").strip("\n") == cleaned else raw
 
 
-def execute(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
-    """Run a command in the job's workspace with the job's limits."""
+def execute(job: Job, manifest: JobManifest, command: str, protocol: str = "json") -> CommandRecord:
+    """Run a command in the job's workspace with the job's limits; its
+    report is worded for ``protocol``, the one the role answers in."""
     settings = manifest.settings
     result = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit,
                          sandbox=settings.command_sandbox, env_names=settings.command_env,
                          read_only=_logists_folders(job),
                          recorded=lambda pgid, start: journal.command_started(job.dir, pgid, start))
-    output = result.report(settings.command_timeout, Prompts(job.jobs_dir.path))
+    output = result.report(settings.command_timeout, Prompts(job.jobs_dir.path), protocol)
     # Where it ran (the workspace) is recorded when what it printed or the model is shown names it: a
     # replay recognises the path there. Otherwise it would only repeat the job's own folder.
     where = str(job.workspace.absolute())
@@ -316,7 +322,8 @@ def _logists_folders(job: Job) -> list[Path]:
     return folders
 
 
-def run_or_hold(job: Job, manifest: JobManifest, command: str, interrupted: bool = False) -> CommandRecord:
+def run_or_hold(job: Job, manifest: JobManifest, command: str, interrupted: bool = False,
+                protocol: str = "json") -> CommandRecord:
     """Apply the job's command policy: run now, hold for a person, or refuse.
 
     ``interrupted``: the command had already been started when Logist was
@@ -328,7 +335,7 @@ def run_or_hold(job: Job, manifest: JobManifest, command: str, interrupted: bool
         decision = "ask"
     if decision == "run":
         try:
-            return execute(job, manifest, command)
+            return execute(job, manifest, command, protocol)
         except processes.SandboxUnavailable as exc:  # refused, not run unconfined: the reason is recorded
             return CommandRecord(command=command, decision="deny", output=str(exc))
     return CommandRecord(command=command, decision=decision)

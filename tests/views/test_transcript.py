@@ -93,7 +93,7 @@ def test_transcript_reads_in_order_and_matches_the_history(jobs, llm, tmp_path, 
     assert "continues the conversation of #3; new" in text and "User response: Integers only." in text
     # The command, its cleaned output and the files changed, readable (no escaped newlines).
     assert "ran (exit 1); its output" in text and "--- stdout ---\nadd(2, 3) = -1\nExit code: 1" in text
-    assert "(the command output shown in #2, then `[Call 2 of 100]`)" in text, "the output is not repeated in the next prompt"
+    assert "(the command output shown in #2, then `[Step 2 of 100]`)" in text, "the output is not repeated in the next prompt"
     assert "- Files changed: `calc.py`, `notes.md`" in text
     assert "````text\n" + NOTES + "````" in text, "a fence inside a file gets a longer fence around it"
     # Commit, tokens and cost of every call.
@@ -147,7 +147,7 @@ def test_append_does_not_read_the_history(jobs, llm, tmp_path, monkeypatch):
     text = transcript_path(job.dir).read_text(encoding="utf-8")
     assert text == render(load_history(job.dir).interactions, "quick")
     assert "> second <b>" in text
-    assert "(the command output shown in #5, then `[Call 4 of 100]`)" in text
+    assert "(the command output shown in #5, then `[Step 4 of 100]`)" in text
 
 
 def test_an_output_is_shown_again_after_the_window(jobs, monkeypatch):
