@@ -251,3 +251,12 @@ def test_invalid_answers_and_failed_calls_are_shown(jobs):
 def test_fence_is_longer_than_any_backtick_run():
     assert fenced("plain") == "```text\nplain\n```\n"
     assert fenced("a ``` b\n`````x") == "``````text\na ``` b\n`````x\n``````\n"
+
+
+def test_the_step_marker_is_read_in_both_spellings():
+    from logist.views.prompt_tracker import STEP_MARKER
+
+    # [Step N of MAX] since issue 29; a job recorded before says [Call N of MAX], and its transcript reads the same.
+    for marker in ("[Step 2 of 100]", "[Call 2 of 100]"):
+        assert STEP_MARKER.sub("", f"Command output:\nok\n\n{marker}") == "Command output:\nok"
+    assert STEP_MARKER.search("ok\n\n[Round 2 of 100]") is None
