@@ -159,3 +159,15 @@ def test_python_in_a_command_neither_writes_nor_trusts_bytecode(tmp_path):
     second = run_command(f"{sys.executable} -c 'import calc; print(calc.add(2, 3))'", tmp_path, timeout=60)
     assert (first.stdout.strip(), second.stdout.strip()) == ("-1", "5"), (first, second)
     assert not (tmp_path / "__pycache__").exists()  # nothing for the next commit to pick up
+
+
+def test_the_tags_protocol_reports_a_run_as_seed_002_does(tmp_path):
+    # "Command output:" and the cleaned output, both streams; no "$ cmd", stream headings or exit code.
+    result = run_command("echo out; echo err >&2; exit 3", tmp_path, timeout=30)
+    assert result.report(30, protocol="tags") == "Command output:\nout\nerr"
+    quiet = run_command("true", tmp_path, timeout=30)
+    assert quiet.report(30, protocol="tags") == "Command output:\n(no output)"
+    # A command stopped at the timeout is said to be, after its output.
+    slow = run_command("echo started; sleep 5", tmp_path, timeout=0.5)
+    assert slow.report(0.5, protocol="tags") == (
+        "Command output:\nstarted\n\nThe command did not finish within 0.5 s and was killed.")
