@@ -62,6 +62,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import NamedTuple, Optional, Sequence
@@ -348,8 +349,6 @@ def _replace(path: Path, data: bytes) -> None:
 
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
-        import shutil
-
         shutil.rmtree(path)
     else:
         path.unlink()

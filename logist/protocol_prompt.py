@@ -3,9 +3,9 @@
 Generated, never hand-copied: the actions, their meanings and the fields
 they need come from :data:`logist.protocol.ACTION_RULES` and the field
 descriptions of :class:`logist.protocol.Answer`. ``job preview`` shows the
-text a role gets, and :func:`logist.protocol.protocol_text` is the way in.
-The tags protocol is taught in seed 002's own words, the ``protocol/tags``
-prompt template (its base prompt, word for word), not generated.
+text a role gets, and :func:`protocol_text` is the way in. The tags protocol
+is taught in seed 002's own words, the ``protocol/tags`` prompt template (its
+base prompt, word for word), not generated.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from functools import lru_cache
 # The words around these rules (who the model is, what Logist does) are the
 # ``protocol`` prompt template's (logist/prompts/protocol.md).
 from .protocol import (
-    ACTION_RULES, EXAMPLE_ANSWER, PATH_RULE, Answer, _file_change_forms, answer_json,
+    ACTION_RULES, EXAMPLE_ANSWER, PATH_RULE, PROTOCOLS, Answer, _file_change_forms, answer_json,
 )
 
 
@@ -58,5 +58,13 @@ def _json_text() -> str:
 
 
 @lru_cache(maxsize=None)
-def protocol_text() -> str:
+def protocol_text(protocol: str = "json") -> str:
+    """The JSON protocol's part of the system prompt, generated from
+    :data:`~logist.protocol.ACTION_RULES` and the models. The tags protocol
+    has no generated text: seed 002's base prompt (the ``protocol/tags``
+    prompt template) teaches it."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
+    if protocol != "json":
+        raise ValueError("the tags protocol is taught by the protocol/tags prompt template, not generated")
     return _json_text()

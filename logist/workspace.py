@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence, Union
 
 from .diffstream import SHA, Patch, stream_patches
 from .errors import LogistError
-from .gitrun import Done as _Done, git_argv, git_env, run_git as _run_git, settle_config
+from .gitrun import Done as _Done, git_argv, git_env, guard_repository, run_git as _run_git, settle_config
 from .filechanges import plan, resolve_inside, write_as_new_file
 from .protocol import FileChange, InvalidAnswer
 
@@ -184,10 +185,6 @@ class Workspace:
         this returns, so they may come from a generator. Each patch is cut at
         ``limit`` characters; a pair git cannot read gets a :class:`Patch`
         saying why, and the pairs after it are still compared."""
-        import tempfile
-
-        from .gitrun import guard_repository
-
         stdin = tempfile.TemporaryFile()
         count = 0
         for old, new in pairs:

@@ -353,6 +353,8 @@ def _module_values() -> dict:
             if name.startswith("__") or (module_name, name) in shared:
                 continue
             if isinstance(value, functools._lru_cache_wrapper):
+                if (getattr(value, "__module__", None), getattr(value, "__name__", None)) in shared:
+                    continue  # a listed cache, imported under its name into another module
                 size = value.cache_info().currsize
             elif isinstance(value, (dict, list, set)):
                 size = len(value)

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from logist.protocol import ACTION_RULES, TAGS, Answer, InvalidAnswer, parse_answer, protocol_text
+from logist.protocol import ACTION_RULES, TAGS, Answer, InvalidAnswer, parse_answer
+from logist.protocol_prompt import protocol_text
 
 
 def tags(raw: str) -> Answer:

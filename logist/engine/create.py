@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from .. import views
 from ..store import history as hist
 from ..store import journal
-from ..errors import ConfigError, LogistError
+from ..errors import ConfigError, LogistError, format_validation_error
 from ..store.entries import UserInput
 from ..store.jobsdir import Job, JobsDir, check_job_id
 from ..store.atomic import atomic_write
@@ -29,7 +29,7 @@ from ..store.layout import write_readme
 from ..store.upgrade import CONTEXT_NAME, WORKSPACE_CONTEXT
 from ..store.manifest import JobManifest, JobSettings, Source, Turn, write_manifest
 from ..store.config import JobDefaults
-from ..store.roles import format_validation_error, load_roles
+from ..store.roles import load_roles
 from ..store.skills import ActiveSkill, load_skill
 from ..store.manifest import PLANNER, WORKER, WORKFLOW_SLOTS
 from ..workspace import Workspace

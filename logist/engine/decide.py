@@ -20,13 +20,13 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from ..store import journal
-from ..errors import ConfigError, LogistError, TransitionError
+from ..errors import ConfigError, LogistError, TransitionError, format_validation_error
 from ..store.entries import CommandRecord, UserInput
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, JobSettings, Turn
 from ..store.manifest import PLANNER, WORKER
 from ..store.prompts import Prompts, builtin
-from ..store.roles import format_validation_error, load_roles
+from ..store.roles import load_roles
 from ..terminal import shown
 from .budget import SETTABLE, raise_hint, stopped_by_budget
 from .session import open_locked

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ..protocol import protocol_text
+from ..protocol_prompt import protocol_text
 from ..store.manifest import JobManifest
 from ..store.prompts import BUILTIN_DIR, ROLE_PREFIX, Prompts, builtin
 from ..store.requests import HistoryReader

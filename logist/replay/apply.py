@@ -28,6 +28,7 @@ from ..store.jobsdir import Job
 from ..engine.step import StepResult, post_answer, step_once
 
 from ..engine.workflow import PERSON, TABLE
+from ..store.upgrade import upgrade_history_data
 
 #: A person's recorded actions that replay re-applies: every event of the
 #: workflow table a person makes, but the job's creation (the replay's job
@@ -37,8 +38,6 @@ REPLAYED_USER_ACTIONS = frozenset(r.event for r in TABLE if PERSON in r.who) - {
 
 def read_history_file(path: Path) -> JobHistory:
     """A jobHistory.json of any format (an older one upgraded in memory)."""
-    from ..store.upgrade import upgrade_history_data
-
     try:
         return JobHistory.model_validate(upgrade_history_data(json.loads(Path(path).read_text(encoding="utf-8"))))
     except FileNotFoundError:

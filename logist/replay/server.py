@@ -63,6 +63,7 @@ from ..store.history import HISTORY_NAME, HistoryEntry, JobHistory
 from ..llm import JOB_HEADER, TOOL_NOTE
 from .matching import agreement, canonical_request, digest, first_difference, recorded_body
 from .scripted import NO_RETRY, LLMServer, Reply
+from .apply import read_history_file
 
 logger = logging.getLogger("logist.replay.server")
 
@@ -130,7 +131,6 @@ def load_recording(source: Union[str, Path, JobHistory]) -> JobHistory:
     """A history, from a ``jobHistory.json``, or a job or fixture folder holding one."""
     if isinstance(source, JobHistory):
         return source
-    from .apply import read_history_file
 
     path = Path(source)
     return read_history_file(path / HISTORY_NAME if path.is_dir() else path)

@@ -23,10 +23,9 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ConfigError
+from ..errors import ConfigError, format_validation_error
 from .. import environment
 from ..redact import KEY_VARIABLES
-from .roles import format_validation_error
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

@@ -8,14 +8,16 @@ first is done with it, not step it in turns with it. That is the lease:
 ``lease.json`` in the job's folder, written when a runner takes the job and
 removed when it is done::
 
-    {"host": "node-3", "pid": 4121, "engine": "ray", "task": "c2f1...",
+    {"host": "node-3", "pid": 4121, "started": "81234", "engine": "ray", "task": "c2f1...",
      "token": "6f0e...", "acquired_at": "...", "expires_at": "..."}
 
 The runner renews it (a thread, every third of :data:`LEASE_SECONDS`) for as
 long as it runs the job. Another runner that finds a live lease skips the
 job and says who holds it. A lease is over when it is past ``expires_at``
 (the runner's host died or hung), or at once when it names this host and a
-process that no longer exists (the runner was killed); then the next runner
+process that is not running: gone, a zombie (killed, not yet reaped by its
+parent: Ray's retry can come that early), or a later process given the same
+id (the lease records when its process started); then the next runner
 takes it over and the job's own recovery repairs whatever the dead runner
 left half done.
 
@@ -47,6 +49,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ..errors import LogistError
+from ..processes import running, start_time
 from .atomic import atomic_write_json
 from .jobsdir import hold_lock
 
@@ -74,16 +77,6 @@ def this_host() -> str:
     return socket.gethostname()
 
 
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: it exists
-        return True
-    return True
-
-
 def read_lease(job_dir: Path) -> Optional[dict]:
     """The job's lease as written, or None when there is none (or it cannot
     be read: a lease that cannot be read protects nothing)."""
@@ -103,9 +96,12 @@ def over(data: dict, now: Optional[datetime] = None) -> Optional[str]:
         return "it names no valid expiry"
     if expires <= now:
         return f"it expired at {data.get('expires_at')}"
-    pid = data.get("pid")
-    if data.get("host") == this_host() and isinstance(pid, int) and not _process_exists(pid):
-        return f"its process {pid} on this host is gone"
+    pid, started = data.get("pid"), data.get("started")
+    if data.get("host") == this_host() and isinstance(pid, int):
+        if not running(pid):
+            return f"its process {pid} on this host is gone"
+        if isinstance(started, str) and not running(pid, started):
+            return f"its process {pid} on this host is gone (the id now names a process started later)"
     return None
 
 
@@ -136,7 +132,8 @@ class Lease:
 
     def _data(self, acquired_at: str) -> dict:
         now = _now()
-        return {"host": this_host(), "pid": os.getpid(), "engine": self.engine, "task": self.task,
+        return {"host": this_host(), "pid": os.getpid(), "started": start_time(os.getpid()),
+                "engine": self.engine, "task": self.task,
                 "token": self.token, "acquired_at": acquired_at, "renewed_at": _stamp(now),
                 "expires_at": _stamp(now + timedelta(seconds=self.ttl))}
 

@@ -22,9 +22,8 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 from pydantic.json_schema import SkipJsonSchema
 
-from ..errors import ConfigError, NotFoundError
+from ..errors import ConfigError, NotFoundError, format_validation_error
 from ..resources import data_dir
-from .roles import format_validation_error
 
 SKILL_FILE = "SKILL.md"
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(?P<yaml>.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(?P<body>.*)\Z", re.DOTALL)

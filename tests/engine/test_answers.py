@@ -8,7 +8,7 @@ import json
 import subprocess
 
 from logist import JobsDir, Status, create_job, load_history, post_answer, run_job, step_once, user_action
-from logist.protocol import protocol_text
+from logist.protocol_prompt import protocol_text
 from logist.replay.apply import replay_history
 from logist.replay.scripted import answer
 from logist.resources import data_dir
