@@ -80,12 +80,12 @@ def call_entry(seq: int, turn_start: int, calls: int, commit: str, workspace: st
         request = {"prompt": [
             {"role": "system", "content": "You are the Worker.\n" + text_block(seq, 3000)},
             {"role": "user", "content": "# Job\n\n## Objective\nWrite the modules.\n\n" + text_block(seq + 1, 5000)
-             + f"\n\n[Call {calls} of 1000000]"},
+             + f"\n\n[Step {calls} of 1000000]"},
         ]}
     else:
         # After a command (every third call), its output, as the call before recorded it.
         added = command_output(seq - 1) if at % 3 == 1 else "[Continue after informational message]"
-        request = {"continues": seq - 1, "added": [{"role": "user", "content": f"{added}\n\n[Call {calls} of 1000000]"}]}
+        request = {"continues": seq - 1, "added": [{"role": "user", "content": f"{added}\n\n[Step {calls} of 1000000]"}]}
     request |= {"files_context": [], "metadata": {"role": "Worker", "phase": "RUNNING", "model": "bench-model",
                                                    "temperature": 0.2}}
     if at % 3 == 0:

@@ -294,7 +294,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
         failpoint("after_apply")
         if answer.action == "CMD":
             started = outcome.saved is not None and outcome.saved.command_pgid is not None
-            command = run_or_hold(job, before, answer.command or "", interrupted=started)
+            command = run_or_hold(job, before, answer.command or "", interrupted=started, protocol=prepared.protocol)
             if started:
                 outcome.note = "; ".join(n for n in (outcome.note, INTERRUPTED_COMMAND) if n)
         rule = apply_answer(after, before, answer, call, command, prepared.prompts)

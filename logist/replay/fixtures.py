@@ -41,7 +41,7 @@ from ..store.recovery import manifest_at
 from ..store.jobsdir import JOB_ID_RE, Job, JobsDir
 from ..store.manifest import MANIFEST_NAME, JobManifest, parse_manifest
 from ..resources import data_dir
-from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS
+from ..store.manifest import WORKFLOW_SLOTS
 from .apply import read_history_file
 from ..engine.decide import user_action
 from ..engine.step import step_once
@@ -159,9 +159,12 @@ def job_spec(job: Job) -> JobSpec:
         )
     fields: dict = {
         "objective": start.objective, "details": start.details, "acceptance": start.acceptance_criteria,
-        "files": start.files, "workflow": start.workflow,
+        "files": start.files,
     }
-    slots = DEFAULT_SLOTS if start.workflow == "default" else PLANNED_SLOTS
+    # Said when it is not the one a job of this kind gets unasked (solo for a skill's job, else default).
+    if start.workflow != ("solo" if start.skill else "default"):
+        fields["workflow"] = start.workflow
+    slots = WORKFLOW_SLOTS[start.workflow]
     for slot, name in slots.items():
         if start.roles.get(slot) != name:
             fields[slot] = start.roles.get(slot)

@@ -260,7 +260,7 @@ def test_format_retries_reask_with_the_error(jobs, llm):
     reask = llm.requests[1]["messages"]
     assert reask[2] == {"role": "assistant", "content": "not json at all"}
     assert "Your last answer was refused: the answer is not valid JSON" in reask[3]["content"]
-    assert reask[3]["content"].endswith("[Call 2 of 100]")
+    assert reask[3]["content"].endswith("[Step 2 of 100]")
 
 
 def test_transitions_refused_with_current_state(jobs, llm):

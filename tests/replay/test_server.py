@@ -120,7 +120,7 @@ def test_canonical_request_keeps_model_messages_and_parameters():
 
 
 def test_first_difference_names_the_place_and_shows_both_texts():
-    task = "## Objective\nCount the words in the text.\n\n[Call 1 of 100]"
+    task = "## Objective\nCount the words in the text.\n\n[Step 1 of 100]"
     recorded = canonical_request(
         {"model": "m", "temperature": 0.2, "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": task}]}
     )
@@ -128,8 +128,8 @@ def test_first_difference_names_the_place_and_shows_both_texts():
     assert first_difference(recorded, {**recorded, "model": "other"}) == 'the model is "other", the recording used "m"'
     changed = {**recorded, "messages": [recorded["messages"][0], {"role": "user", "content": task.replace("words", "lines")}]}
     assert first_difference(recorded, changed) == (
-        'message 1 (user) differs at character 23: recorded ..."Count the words in the text.\\n\\n[Call 1 of"..., '
-        'received ..."Count the lines in the text.\\n\\n[Call 1 of"...'
+        'message 1 (user) differs at character 23: recorded ..."Count the words in the text.\\n\\n[Step 1 of"..., '
+        'received ..."Count the lines in the text.\\n\\n[Step 1 of"...'
     )
     shorter = {**recorded, "messages": recorded["messages"][:1]}
     assert first_difference(recorded, shorter) == "the request has 1 messages, the recording 2"

@@ -62,7 +62,7 @@ def make_entry(sequence: int, big: bool = True) -> HistoryEntry:
         request=Request(
             prompt=[
                 Message(role="system", content="You are the Worker.\n--- Role: Worker ---\n{\"json\": [1, 2]}"),
-                Message(role="user", content=f"Objective: grüße «{sequence}»\n\n[Call {sequence} of 100]"),
+                Message(role="user", content=f"Objective: grüße «{sequence}»\n\n[Step {sequence} of 100]"),
             ],
             files_context=["hello.py"],
             metadata=RequestMetadata(role="Worker", phase="work", model="gpt-4o-mini", temperature=0.2, max_tokens=None),

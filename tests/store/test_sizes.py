@@ -121,10 +121,10 @@ def test_entries_survive_dump_parse_dump_and_store_a_command_output_once(jobs, t
     # In the file: the output once; the pending message, and the next request's message, a reference to it.
     assert approval["pending_is_command_output"] is True and "pending" not in approval["state"]["turn"]
     assert stored[-1]["request"]["added"] == [
-        {"role": "user", "output_of": approval["sequence"], "suffix": "\n\n[Call 2 of 100]"}]
+        {"role": "user", "output_of": approval["sequence"], "suffix": "\n\n[Step 2 of 100]"}]
     assert job.history_path.read_text().count("sensor-") == output.count("sensor-")
     assert recorded_body(stored[-1], HistoryReader(job.dir).messages(stored[-1]["sequence"])) == llm.requests[-1]
-    assert llm.requests[-1]["messages"][-1]["content"] == output + "\n\n[Call 2 of 100]"
+    assert llm.requests[-1]["messages"][-1]["content"] == output + "\n\n[Step 2 of 100]"
     # Read back: the state is whole again, and is the manifest the step wrote.
     entry = HistoryEntry.model_validate(approval)
     assert entry.state.turn.pending == output
