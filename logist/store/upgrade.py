@@ -52,7 +52,10 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .atomic import atomic_write
-from ..errors import CorruptFileError
+from .entries import FAILED, HistoryEntry
+from ..errors import CorruptFileError, LogistError
+from .manifest import MANIFEST_FORMAT, MANIFEST_SCHEMA, JobDefinition, JobManifest
+from ..workspace import Workspace
 
 #: The history format this version of Logist writes, and its schema.
 HISTORY_FORMAT = 4
@@ -88,8 +91,6 @@ def upgrade_manifest_data(data: Any, pointers: Optional[dict] = None) -> Any:
     """
     if not _v1(data):
         return data
-    from .manifest import MANIFEST_FORMAT, MANIFEST_SCHEMA
-
     pointers = pointers or {}
     out = {"$schema": MANIFEST_SCHEMA, "format": MANIFEST_FORMAT, **data}
     if "steps" in out:
@@ -163,9 +164,6 @@ class _Upgrader:
 
 
 def _entry(entry: dict, upgrader: _Upgrader, first: bool) -> dict:
-    from .entries import HistoryEntry
-    from .manifest import JobDefinition, JobManifest
-
     out = dict(entry)
     if out.get("kind") == "recovery":
         out["kind"] = "repair"
@@ -281,8 +279,6 @@ def _v3_entry(entry: dict, written: dict[int, dict]) -> dict:
 
 
 def _v3_to_v4(data: dict) -> dict:
-    from .entries import FAILED, HistoryEntry
-
     created_in, written, entries = data.get("workspace_path"), {}, []
     for entry in data.get("interactions") or []:
         if not isinstance(entry, dict):
@@ -351,9 +347,6 @@ def context_at_start(job_dir: Path, baseline: Optional[str]) -> Optional[str]:
     workspace = Path(job_dir) / "workspace"
     if not baseline or not (workspace / WORKSPACE_CONTEXT).is_file():
         return None
-    from ..errors import LogistError
-    from ..workspace import Workspace
-
     try:
         return Workspace(workspace).file_at(baseline, WORKSPACE_CONTEXT)
     except LogistError:  # not in the baseline: made later, by the model or by hand
