@@ -94,7 +94,7 @@ def test_upgrades_are_one_function_per_version():
 @pytest.mark.parametrize("version", [2, 3])
 def test_an_older_history_upgrades_keeps_the_old_file_and_rebuilds_every_request_byte_for_byte(jobs, version):
     """tests/data/v<N>-calc: the calc fixture as format N wrote it; v<N>-calc-replayed.json: the SHA-256
-    of every request body the format N code rebuilt from it, and what replaying it gave."""
+    of every request body and every entry's state the format N code read from it, and what replaying it gave."""
     source = DATA / f"v{version}-calc"
     expected = json.loads((DATA / f"v{version}-calc-replayed.json").read_text())
     job = create_from_fixture(jobs, source, "old")
@@ -117,6 +117,9 @@ def test_an_older_history_upgrades_keeps_the_old_file_and_rebuilds_every_request
     bodies = {str(n): _digest(recorded_body(e, HistoryReader(job.dir).messages(n)))
               for n, e in entries.items() if "request" in e}
     assert bodies == expected["request_bodies_sha256"]
+    states = {str(e.sequence): hashlib.sha256(json.dumps(e.state.model_dump(mode="json"), sort_keys=True).encode())
+              .hexdigest() for e in load_history(job.dir).interactions}
+    assert states == expected["states_sha256"], "every entry's state after it reads as the old code read it"
     for entry in entries.values():
         if "request" in entry:
             assert_seed_shaped(entry)
