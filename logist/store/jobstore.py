@@ -12,7 +12,8 @@ history's entries the process last read (its parsed tail) and the turn's
 conversation as last sent, with the mark of the file they were read from
 (:func:`logist.store.seek.file_mark`). When the file no longer holds that
 mark (another process rewrote it, a repair cut an entry back), what was
-kept is dropped and read afresh (:meth:`JobStore.check`).
+kept is dropped and read afresh (a :class:`logist.store.requests.HistoryReader`
+made with the store checks it).
 
 Nothing here is shared between jobs or kept at module level: a lock-free
 reader (``job status``, ``job list``, the views) has no store and reads the
