@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from logist import JobsDir, create_job
-from logist.store.history import TAIL, entry_bytes, header, history_path, iter_entry_data
+from logist.store.history import TAIL, layout, header, history_path, iter_entry_data
 from logist.store.manifest import read_manifest, write_manifest
 
 COMMITS = 400
@@ -120,14 +120,14 @@ def build(root: Path, size_mb: int, rounds: int):
     path = history_path(job.dir)
     target = size_mb * 1_000_000
     with open(path, "wb") as out:
-        out.write(header("bench") + entry_bytes(first))
+        out.write(header("bench") + layout(first))
         written, seq, turn_start = out.tell(), 1, 2
         while written < target:
             seq += 1
             if (seq - turn_start) == rounds:
                 turn_start = seq
             commit = commits[(seq // COMMIT_EVERY) % COMMITS]
-            chunk = b"," + entry_bytes(call_entry(seq, turn_start, seq - 1, commit, str(job.workspace)))
+            chunk = b"," + layout(call_entry(seq, turn_start, seq - 1, commit, str(job.workspace)))
             out.write(chunk)
             written += len(chunk)
         out.write(TAIL)

@@ -31,7 +31,7 @@ from .protocol import Answer, model_schema
 from .resources import data_dir
 from .store.entries import Request
 from .store.manifest import MANIFEST_SCHEMA, JobManifest
-from .store.entries import JobHistory
+from .store.entries import SEED_FIELDS, JobHistory
 from .store.history import HISTORY_SCHEMA
 from .store.journal import StepJournal
 from .store.jobsdir import INDEX_SCHEMA, JobsIndex
@@ -163,21 +163,16 @@ def job_manifest_schema() -> dict:
 def job_history_schema() -> dict:
     schema = file_schema(
         HISTORY_SCHEMA, "Logist job history (jobHistory.json)",
-        "A job's append-only record, format 3: one entry per step, oldest first. An entry holds what is new at "
-        "its step (a call's request in full, or the entry it continues and the messages it added) and the "
-        "job's state after it. (Format 2 files: job-history.v2.schema.json, kept as it was.)",
+        "A job's append-only record, format 4: one entry per step, oldest first. An entry holds what is new at "
+        "its step (a call's request in full, or the entry it continues and the messages it added: the one delta) "
+        "and the job's state after it; a call entry carries seed 003's fields in full. (Older files: "
+        "job-history.v2.schema.json and job-history.v3.schema.json, kept as they were.)",
         JobHistory,
     )
-    # What format 3 writes shorter than the model holds in memory (logist.store.forms).
+    # A call entry writes its seed fields even when empty or null (HistoryEntry.dump).
     defs = schema["$defs"]
-    metadata = defs["Request"]["properties"]["metadata"]
-    defs["Request"]["properties"]["metadata"] = {
-        "anyOf": [{"$ref": metadata["$ref"]}, {"type": "integer", "description": "The number of an earlier entry "
-                  "of this request's chain whose metadata (written in full) this call was made with."}],
-        "description": metadata["description"] + " A continuing request made with the same model and parameters "
-        "as the entry it continues names the entry that holds them in full instead.",
-    }
-    defs["HistoryEntry"]["properties"].pop("pending_is_command_output", None)
+    for name, model in (("request", "Request"), ("metadata", "RequestMetadata"), ("response", "Response")):
+        defs[model]["required"] = sorted(set(defs[model].get("required", [])) | set(SEED_FIELDS[name]))
     # The header is written as bytes (store/history.py), not from the model.
     schema["properties"] = {"$schema": _schema_key(HISTORY_SCHEMA), **schema["properties"]}
     return schema
@@ -244,7 +239,7 @@ def worker_decoding_schema() -> dict:
 SCHEMAS: dict[str, Callable[[], dict]] = {
     "llm-chat-schema.json": llm_chat_schema,
     "job-manifest.v2.schema.json": job_manifest_schema,
-    "job-history.v3.schema.json": job_history_schema,
+    "job-history.v4.schema.json": job_history_schema,
     "step-journal.v2.schema.json": step_journal_schema,
     "jobs-index.v2.schema.json": jobs_index_schema,
     "config.schema.json": config_schema,
@@ -255,7 +250,7 @@ SCHEMAS: dict[str, Callable[[], dict]] = {
 
 
 #: Schemas of older formats, kept as they were for the files still in them (not generated any more).
-FROZEN = ("job-history.v2.schema.json",)
+FROZEN = ("job-history.v2.schema.json", "job-history.v3.schema.json")
 
 
 def render(schema: dict) -> str:

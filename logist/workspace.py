@@ -78,6 +78,8 @@ class Workspace:
     def __init__(self, path: Union[str, Path], guarded: bool = True):
         self.path = Path(path)
         self.guarded = guarded
+        #: Its .git/config texts found as Logist wants them (a fact of this workspace; see guard_repository).
+        self.good_configs: set[bytes] = set()
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.path)!r})"
@@ -124,7 +126,7 @@ class Workspace:
 
     def _run(self, args: Sequence[str]) -> _Done:
         """One git process in the repository (guarded: see the class)."""
-        return _run_git(self.path, args, self.path / ".git" if self.guarded else None)
+        return _run_git(self.path, args, self.path / ".git" if self.guarded else None, self.good_configs)
 
     def _raw(self, *args: str) -> str:
         """git's output as it is (patches); :class:`LogistError` with git's
@@ -192,7 +194,7 @@ class Workspace:
             stdin.write(f"{new if SHA.match(new) else '0' * 40} {old if SHA.match(old) else '0' * 40}\n".encode())
             count += 1
         if self.guarded:
-            guard_repository(self.path / ".git")
+            guard_repository(self.path / ".git", self.good_configs)
         git = git_argv(["diff-tree", "--stdin", "-r", "-p", "--always", "--no-color", "--no-ext-diff", "--no-textconv",
                         "--ignore-submodules=all"])
         return stream_patches(git, self.path, git_env(self.path / ".git" if self.guarded else None), stdin, count, limit)

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from ..engine.decide import user_action
 from ..errors import ConfigError, CorruptFileError, LogistError
-from ..store.entries import CALL_KINDS
+from ..store.entries import CALL_KINDS, FAILED
 from ..store.history import HistoryEntry, JobHistory
 from ..store.jobsdir import Job
 from ..engine.step import StepResult, post_answer, step_once
@@ -63,7 +63,7 @@ def post_recorded(job: Job, entry: HistoryEntry, lock_timeout: float = 0) -> Ste
     return post_answer(
         job,
         entry.response.raw_response,
-        error=entry.response.error if entry.response.status == "ERROR" else None,
+        error=entry.response.error if entry.response.status == FAILED else None,
         prompt_tokens=usage.prompt_tokens if usage else None,
         completion_tokens=usage.completion_tokens if usage else None,
         model=entry.request.metadata.model if entry.request else None,

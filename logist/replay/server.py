@@ -75,7 +75,7 @@ _HTTP_ERROR = re.compile(r": HTTP (\d{3})(?:: (.*?))?(?: \(set LOGIST_API_KEY or
 #: A recorded answer that came as a tool call, replayed as one.
 _TOOL_CALL = re.compile(re.escape(TOOL_NOTE).replace(re.escape("{}"), "(.+?)"))
 #: History entries that are calls of the model.
-from ..store.entries import CALL_KINDS  # noqa: E402  (re-exported)
+from ..store.entries import CALL_KINDS, FAILED  # noqa: E402  (CALL_KINDS re-exported)
 
 
 @dataclass(eq=False)  # compared by identity: two calls can ask the same
@@ -98,7 +98,7 @@ class RecordedCall:
 def recorded_reply(entry: HistoryEntry) -> Reply:
     """The reply that reproduces what the recorded call got."""
     response = entry.response
-    if response is not None and response.status == "ERROR":
+    if response is not None and response.status == FAILED:
         return failure_reply(response.error or "")
     usage: Union[dict, bool] = False
     recorded = entry.usage
@@ -190,11 +190,9 @@ class ReplayLLMServer(LLMServer):
         self.calls: list[RecordedCall] = []
         by_number = {e.sequence: e.dump() for e in self.history.interactions}
         # Every workspace path the recording names (a message can repeat an earlier step's output):
-        # where its commands ran, and in files written before paths were relative, its header's and entries'.
+        # where its commands ran (files written before paths were relative: upgraded with the path they named).
         self._recorded_workspaces = tuple(
-            {e.command.cwd for e in self.history.interactions if e.command is not None and e.command.cwd}
-            | {e.workspace_path for e in self.history.interactions if e.workspace_path}
-            | ({self.history.workspace_path} if self.history.workspace_path else set()))
+            {e.command.cwd for e in self.history.interactions if e.command is not None and e.command.cwd})
         for entry, label in zip(entries, labels):
             seen[label] = seen.get(label, 0) + 1
             request = canonical_request(recorded_body(entry, by_number), self._recorded_workspaces)

@@ -244,7 +244,7 @@ def test_invalid_answers_and_failed_calls_are_shown(jobs):
     text = transcript_path(job.dir).read_text(encoding="utf-8")
     assert "## #2 · Worker · INVALID" in text and "```text\nthis is not JSON\n```" in text
     assert "The answer was refused, nothing from it was applied" in text
-    assert "## #3 · Worker · ERROR" in text and "No answer: cannot connect" in text
+    assert "## #3 · Worker · FAILED" in text and "No answer: cannot connect" in text
     assert "The job needs a person" in text
 
 
