@@ -1,0 +1,126 @@
+"""Issue 29, seed fidelity: roles as seed 003 writes them, the Planner's
+answers as seed 004 shows them, and prompt files and settings under the
+seeds' names, through the real ``logist`` and a real server on 127.0.0.1
+(the requests it receives are what is checked)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from logist.resources import data_dir
+from logist.store.prompts import BUILTIN_DIR
+
+from conftest import logist_cli
+
+
+def ok(done, *codes: int):
+    assert done.returncode in (codes or (0,)), done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    return done
+
+
+def system_of(job_id: str) -> str:
+    return json.loads(ok(logist_cli("job", "preview", job_id, "--json")).stdout)["messages"][0]["content"]
+
+
+# Seed 003: roles ----------------------------------------------------------------------------
+
+#: Seed 003's "Core Role Types", pretty-printed as the seed prints it.
+CORE_ROLE_TYPES = {
+    "Worker": {
+        "name": "Worker",
+        "description": "Expert software development and implementation agent specializing in code generation, "
+                       "debugging, and technical problem-solving",
+        "instructions": "You are an expert software engineer...",
+        "llm_model": "grok-code-fast-1",
+    },
+    "Supervisor": {
+        "name": "Supervisor",
+        "description": "Quality assurance and oversight specialist focused on reviewing outputs, identifying "
+                       "issues, and providing constructive feedback",
+        "instructions": "You are a senior technical reviewer...",
+        "llm_model": "gemini-2.5-flash",
+    },
+}
+
+WORKER_DONE = json.dumps({"action": "COMPLETED", "evidence_files": [], "summary_for_supervisor": "Nothing to do."})
+REVIEW_DONE = json.dumps({"action": "COMPLETED", "evidence_files": [], "summary_for_supervisor": "Checked."})
+
+
+def test_every_built_in_role_file_has_seed_003s_four_attributes():
+    for path in sorted(data_dir("roles").glob("*.json")):
+        role = json.loads(path.read_text())
+        assert {"name", "description", "llm_model"} <= set(role), path
+        # Its instructions are the template the package ships, named, not copied.
+        assert "instructions" not in role and (BUILTIN_DIR / role["prompt_file"]).is_file(), path
+
+
+def test_a_built_in_role_copied_and_renamed_works_as_it_is(jobs, llm):
+    copy = json.loads((data_dir("roles") / "worker.json").read_text())
+    copy["name"] = "Tagger"
+    (jobs.path / "roles" / "tagger.json").write_text(json.dumps(copy, indent=2))
+    listing = ok(logist_cli("role", "list"))
+    assert "Tagger" in listing.stdout and listing.stderr == ""
+    ok(logist_cli("job", "create", "t", "-o", "Nothing to do", "--worker", "Tagger"))
+    system = system_of("t")
+    worker_text = (BUILTIN_DIR / "roles" / "Worker.md").read_text().strip()
+    assert f"--- Role: Tagger ---\n{worker_text.splitlines()[0]}" in system
+    llm.add(WORKER_DONE, REVIEW_DONE)
+    ok(logist_cli("job", "run", "t", "--base-url", llm.base_url), 3)
+    assert json.loads(ok(logist_cli("job", "status", "t", "--json")).stdout)["status"] == "APPROVAL_REQUIRED"
+    assert "--- Role: Tagger ---" in llm.requests[0]["messages"][0]["content"]
+
+
+def test_a_role_without_instructions_is_refused_when_loaded_and_listed_with_its_error(jobs):
+    bare = jobs.path / "roles" / "bare.json"
+    bare.write_text(json.dumps({"name": "Bare", "description": "Does things", "llm_model": "m"}))
+    listing = ok(logist_cli("role", "list"))
+    assert "Bare" not in listing.stdout and "Worker" in listing.stdout
+    assert listing.stderr.strip() == (
+        f"Not loaded: role manifest {bare}: role 'Bare' has no instructions: give its manifest 'instructions' "
+        f"or 'prompt_file', or write {jobs.path / 'prompts'}/roles/Bare.md")
+    refused = logist_cli("job", "create", "b", "-o", "x", "--worker", "Bare")
+    assert refused.returncode == 1 and "role 'Bare' has no instructions" in refused.stderr
+    assert not (jobs.path / "b").exists()
+
+
+def test_seed_003s_core_role_types_as_roles_json_give_the_roles_job_create_uses(jobs, llm):
+    (jobs.path / "roles.json").write_text(json.dumps(CORE_ROLE_TYPES, indent=4))
+    listing = ok(logist_cli("role", "list", "--json"))
+    by_name = {r["name"]: r for r in json.loads(listing.stdout)}
+    assert by_name["Worker"]["llm_model"] == "grok-code-fast-1" and by_name["Planner"]["llm_model"] == "gpt-4o-mini"
+    assert by_name["Worker"]["source"] == str(jobs.path / "roles.json") and listing.stderr == ""
+    ok(logist_cli("job", "create", "s", "-o", "Nothing to do"))
+    llm.add(WORKER_DONE, REVIEW_DONE)
+    ok(logist_cli("job", "run", "s", "--base-url", llm.base_url), 3)
+    worker, supervisor = llm.requests
+    assert worker["model"] == "grok-code-fast-1" and supervisor["model"] == "gemini-2.5-flash"
+    assert "--- Role: Worker ---\nYou are an expert software engineer..." in worker["messages"][0]["content"]
+    assert "--- Role: Supervisor ---\nYou are a senior technical reviewer..." in supervisor["messages"][0]["content"]
+
+
+def test_core_role_types_in_a_roles_folder_file_however_indented(jobs):
+    for indent in (None, 2, "\t"):
+        (jobs.path / "roles" / "team.json").write_text(json.dumps(CORE_ROLE_TYPES, indent=indent))
+        by_name = {r["name"]: r for r in json.loads(ok(logist_cli("role", "list", "--json")).stdout)}
+        assert by_name["Supervisor"]["llm_model"] == "gemini-2.5-flash"
+    mismatched = {"Worker": {**CORE_ROLE_TYPES["Worker"], "name": "Coder"}}
+    (jobs.path / "roles" / "team.json").write_text(json.dumps(mismatched, indent=2))
+    listing = ok(logist_cli("role", "list"))
+    assert "the role under 'Worker' is named 'Coder'" in listing.stderr and "Worker" in listing.stdout
+
+
+def test_a_roles_file_that_does_not_parse_is_named_and_the_built_in_roles_stay(jobs, llm):
+    broken = jobs.path / "roles.json"
+    broken.write_text(json.dumps(CORE_ROLE_TYPES, indent=4)[:-3])  # cut short
+    listing = ok(logist_cli("role", "list"))
+    assert listing.stderr.startswith(f"Not loaded: role manifest {broken}: not valid JSON at line")
+    assert all(name in listing.stdout for name in ("Worker", "Supervisor", "Planner"))
+    made = ok(logist_cli("job", "create", "k", "-o", "Nothing to do"))
+    assert f"Not loaded: role manifest {broken}" in made.stderr
+    llm.add(WORKER_DONE)
+    ok(logist_cli("job", "step", "k", "--oneshot", "--base-url", llm.base_url))
+    assert llm.requests[0]["model"] == "gpt-4o-mini", "the built-in Worker ran"
+    shutil.rmtree(jobs.path / "roles")  # no folder at all: roles.json alone still counts
+    assert ok(logist_cli("role", "list")).stderr.startswith("Not loaded:")
