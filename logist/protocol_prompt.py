@@ -14,7 +14,8 @@ from functools import lru_cache
 # The words around these rules (who the model is, what Logist does) are the
 # ``protocol`` prompt template's (logist/prompts/protocol.md).
 from .protocol import (
-    ACTION_RULES, EXAMPLE_ANSWER, PATH_RULE, Answer, _file_change_forms, answer_json,
+    ACTION_RULES, EXAMPLE_ANSWER, PATH_RULE, PLANNER_OPTIONAL, PLANNER_REQUIRED, Answer, _file_change_forms,
+    answer_json,
 )
 
 #: The line protocol's example: a command, the way most turns begin.
@@ -91,6 +92,20 @@ def _tags_text() -> str:
     return "\n\n".join([answer_format, rules, "Example:\n" + TAGS_EXAMPLE])
 
 
+def _planner_text() -> str:
+    """The Planner's own fields, from :data:`~logist.protocol.PLANNER_REQUIRED`
+    and :data:`~logist.protocol.PLANNER_OPTIONAL`: stated here whatever the
+    Planner's instructions say, so that no prompt file can leave one out."""
+    described: set[str] = set()
+    return (
+        f"As the Planner, every answer but a CMD also carries {_fields(PLANNER_REQUIRED, described)} "
+        f'(in an ASK, its "question" is the message); it may carry {_fields(PLANNER_OPTIONAL, described)}. '
+        "Without an \"action\", send_to says what the answer does: a role gets the message as its task; "
+        "User gets it as a question, or as the end of the job with \"stop\": \"Completed\"."
+    )
+
+
 @lru_cache(maxsize=None)
-def protocol_text(protocol: str) -> str:
-    return _tags_text() if protocol == "tags" else _json_text()
+def protocol_text(protocol: str, planner: bool = False) -> str:
+    text = _tags_text() if protocol == "tags" else _json_text()
+    return f"{text}\n\n{_planner_text()}" if planner else text

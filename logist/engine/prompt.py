@@ -102,7 +102,7 @@ def system_prompt(
         skill_part = prompts.render("skill", skill=name, instructions=body.strip())
     return prompts.render(
         "system",
-        protocol=prompts.render("protocol", protocol_rules=protocol_text(protocol)),
+        protocol=prompts.render("protocol", protocol_rules=protocol_text(protocol, planner=addressable is not None)),
         context=context or None,
         role=role.name,
         instructions=prompts.instructions(role),

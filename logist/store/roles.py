@@ -153,8 +153,9 @@ def _read_file(path: Path) -> object:
 
 
 def _keyed_by_name(data: dict) -> bool:
-    """Seed 003's form: one object keyed by role name, each value a role."""
-    return bool(data) and "name" not in data and all(isinstance(v, dict) for v in data.values())
+    """Seed 003's form: one object keyed by role name, each value a role (and perhaps a ``$schema``)."""
+    roles = {k: v for k, v in data.items() if k != "$schema"}
+    return bool(roles) and "name" not in data and all(isinstance(v, dict) for v in roles.values())
 
 
 def _one_role(data: dict, where: str) -> RoleManifest:
@@ -164,14 +165,22 @@ def _one_role(data: dict, where: str) -> RoleManifest:
         raise ConfigError(format_validation_error(exc, where)) from None
 
 
-def load_role_file(path: Path) -> list[RoleManifest]:
+def load_role_file(path: Path) -> RoleManifest:
+    """The one role a file defines."""
+    roles = load_roles_file(path)
+    if len(roles) != 1:
+        raise ConfigError(f"role manifest {path}: holds {len(roles)} roles, not one")
+    return roles[0]
+
+
+def load_roles_file(path: Path) -> list[RoleManifest]:
     """The roles a file defines: one, or several keyed by name (seed 003's "Core Role Types")."""
     data = _read_file(path)
     if not isinstance(data, dict):
         raise ConfigError(f"role manifest {path}: expected an object with name, description, instructions, llm_model")
     if _keyed_by_name(data):
         roles = []
-        for key, value in data.items():
+        for key, value in ((k, v) for k, v in data.items() if k != "$schema"):
             if value.get("name", key) != key:
                 raise ConfigError(f"role manifest {path}: the role under '{key}' is named '{value['name']}'")
             roles.append(_one_role({"name": key, **value}, f"role manifest {path}: role '{key}'"))
@@ -236,7 +245,7 @@ def _load_files(files: list[Path], jobs_dir: Optional[Path]) -> Roles:
     roles = Roles({})
     for path in files:
         try:
-            loaded = load_role_file(path)
+            loaded = load_roles_file(path)
             for role in loaded:
                 check_instructions(role, jobs_dir)
         except ConfigError as exc:
@@ -264,6 +273,17 @@ def load_roles(jobs_dir: Optional[Path] = None) -> Roles:
         own = _load_files(_role_files(Path(jobs_dir)), Path(jobs_dir))
         roles = Roles({**roles, **own}, {**roles.broken, **own.broken})
     return roles
+
+
+def send_to_names(roles: dict[str, RoleManifest], names: list[str]) -> dict[str, str]:
+    """How the Planner may name each of the roles ``names`` in send_to: its
+    name and its aliases, in lower case -> the role's name (a name before any alias)."""
+    spellings = {name.lower(): name for name in names}
+    for name in names:
+        role = dict.get(roles, name)
+        for alias in role.aliases if role is not None else ():
+            spellings.setdefault(alias.lower(), name)
+    return spellings
 
 
 def get_role(name: str, jobs_dir: Optional[Path] = None) -> RoleManifest:

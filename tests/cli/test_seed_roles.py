@@ -124,3 +124,61 @@ def test_a_roles_file_that_does_not_parse_is_named_and_the_built_in_roles_stay(j
     assert llm.requests[0]["model"] == "gpt-4o-mini", "the built-in Worker ran"
     shutil.rmtree(jobs.path / "roles")  # no folder at all: roles.json alone still counts
     assert ok(logist_cli("role", "list")).stderr.startswith("Not loaded:")
+
+
+# Seed 004: the Planner's answers ------------------------------------------------------------
+
+
+def planner_says(**response) -> str:
+    return json.dumps({"response": response})
+
+
+def test_the_seed_004_answer_alone_routes_through_an_alias_and_ends_with_stop_completed(jobs, llm):
+    ok(logist_cli("job", "create", "p", "-o", "Nothing to do", "--workflow", "planned"))
+    llm.add(
+        planner_says(thought="The worker can check.", message="Check that there is nothing to do.",
+                     send_to="CodeInterpreter"),
+        WORKER_DONE,
+        planner_says(thought="All done.", message="There was nothing to do.", send_to="user", stop="Completed",
+                     plan_reasoning="One check is enough."),
+    )
+    ok(logist_cli("job", "run", "p", "--base-url", llm.base_url), 3)
+    shown = json.loads(ok(logist_cli("job", "show", "p", "--json")).stdout)
+    assert shown["status"] == "APPROVAL_REQUIRED"
+    assert shown["plan"] == [] and shown.get("current_plan_step") is None, "a first answer without a plan: none"
+    assert shown["plan_reasoning"] == "One check is enough." and shown["planner_thought"] == "All done."
+    worker = llm.requests[1]["messages"]
+    assert "--- Role: Worker ---" in worker[0]["content"]
+    assert "Check that there is nothing to do." in worker[1]["content"]
+    first = json.loads(ok(logist_cli("job", "history", "p", "--entry", "2", "--json")).stdout)["response"]
+    assert "send_to 'CodeInterpreter' read as Worker" in first["notes"]
+    text = ok(logist_cli("job", "show", "p")).stdout
+    assert "Plan reasoning: One check is enough.\n" in text and "Planner's thought: All done.\n" in text
+
+
+def test_a_seed_004_answer_keeps_the_plan_it_does_not_repeat(jobs, llm):
+    ok(logist_cli("job", "create", "p", "-o", "Nothing to do", "--workflow", "planned"))
+    llm.add(
+        planner_says(thought="Plan first.", plan=["Check", "Report"], current_plan_step=0, message="Check it.",
+                     send_to="WORKER"),
+        WORKER_DONE,
+        planner_says(thought="Now the report.", current_plan_step=1, message="Which report do you want?",
+                     send_to="User", stop="Clarification"),
+    )
+    ok(logist_cli("job", "run", "p", "--base-url", llm.base_url), 3)
+    shown = json.loads(ok(logist_cli("job", "show", "p", "--json")).stdout)
+    assert shown["status"] == "INPUT_REQUIRED" and shown["question"]["text"] == "Which report do you want?"
+    assert shown["plan"] == ["Check", "Report"] and shown["current_plan_step"] == 1
+
+
+def test_the_planners_prompt_states_every_field_whatever_its_prompt_file(jobs):
+    from logist.protocol import Answer, PLANNER_OPTIONAL, PLANNER_REQUIRED
+
+    (jobs.path / "prompts").mkdir()
+    (jobs.path / "prompts" / "planner_prompt.yaml").write_text(
+        "instruction_template: |-\n  You are the {role}. Route work to the workers.\n")
+    ok(logist_cli("job", "create", "p", "-o", "Nothing to do", "--workflow", "planned"))
+    system = system_of("p")
+    assert "--- Role: Planner ---\nYou are the Planner. Route work to the workers.\n" in system
+    for name in (*PLANNER_REQUIRED, *PLANNER_OPTIONAL):
+        assert f'"{name}" ({Answer.model_fields[name].description})' in system, name
