@@ -182,3 +182,85 @@ def test_the_planners_prompt_states_every_field_whatever_its_prompt_file(jobs):
     assert "--- Role: Planner ---\nYou are the Planner. Route work to the workers.\n" in system
     for name in (*PLANNER_REQUIRED, *PLANNER_OPTIONAL):
         assert f'"{name}" ({Answer.model_fields[name].description})' in system, name
+
+
+# Prompt files and settings under the seeds' names ---------------------------------------------
+
+
+def note(i: int) -> str:
+    return json.dumps({"action": "MESSAGE", "message": f"progress note {i}"})
+
+
+def test_seed_004s_prompt_files_in_the_prompts_folder_change_the_texts_sent(jobs, llm):
+    prompts = jobs.path / "prompts"
+    prompts.mkdir()
+    (prompts / "planner_prompt.yaml").write_text(
+        "version: 0.2\ninstruction_template: |-\n  You are the {role} of this seed. Plan, then route.\n")
+    (prompts / "compaction_prompt.yml").write_text("content: Fold the old rounds into five lines.\n")
+    worker = json.loads((data_dir("roles") / "worker.json").read_text())
+    worker.update(prompt_compression=True, compaction_threshold=1, compaction_retain_recent=0)
+    (jobs.path / "roles" / "worker.json").write_text(json.dumps(worker))
+
+    ok(logist_cli("job", "create", "p", "-o", "Nothing to do", "--workflow", "planned"))
+    llm.add(planner_says(thought="Go.", message="Do nothing, twice.", send_to="Worker"), note(1), note(2),
+            "Rounds 1-2: two progress notes.")
+    for _ in range(4):
+        ok(logist_cli("job", "step", "p", "--oneshot", "--base-url", llm.base_url))
+    planner_system = llm.requests[0]["messages"][0]["content"]
+    assert "--- Role: Planner ---\nYou are the Planner of this seed. Plan, then route.\n" in planner_system
+    summary_call = llm.requests[3]["messages"]
+    assert summary_call[0] == {"role": "system", "content": "Fold the old rounds into five lines."}
+
+    listing = json.loads(ok(logist_cli("prompts", "list", "--json")).stdout)
+    rows = {row["name"]: row for row in listing["templates"]}
+    assert rows["roles/Planner"]["path"] == str(prompts / "planner_prompt.yaml")
+    assert rows["compaction/system"]["path"] == str(prompts / "compaction_prompt.yml")
+    assert listing["unused_files"] == []
+    text = ok(logist_cli("prompts", "list")).stdout
+    assert f"jobs directory: {prompts / 'planner_prompt.yaml'}" in text
+
+
+def test_seed_002s_prompts_json_changes_the_texts_sent(jobs, llm):
+    base = "You are a terminal AI assistant executing a multi-step skill.\n\nRESPONSE FORMAT: [CMD], [ASK], [DONE]."
+    (jobs.path / "prompts.json").write_text(json.dumps(
+        {"SKILL_SYSTEM_PROMPT_WITH_ASK": base, "messages/continue": "Go on.", "NOT_A_PROMPT": "x"}, indent=2))
+    ok(logist_cli("job", "create", "t", "-o", "Nothing to do"))
+    llm.add(note(1), WORKER_DONE)
+    ok(logist_cli("job", "step", "t", "--oneshot", "--base-url", llm.base_url))
+    ok(logist_cli("job", "step", "t", "--oneshot", "--base-url", llm.base_url))
+    first, second = llm.requests
+    assert first["messages"][0]["content"].startswith(base + "\n\n--- Role: Worker ---")
+    assert second["messages"][-1]["content"].startswith("Go on.")
+
+    listed = ok(logist_cli("prompts", "list"))
+    lines = {line.split()[0]: line.split(None, 1)[1] for line in listed.stdout.splitlines()}
+    assert lines["protocol"] == f"prompts.json: {jobs.path / 'prompts.json'}, key SKILL_SYSTEM_PROMPT_WITH_ASK"
+    assert lines["messages/continue"] == f"prompts.json: {jobs.path / 'prompts.json'}, key messages/continue"
+    assert f"Not used: {jobs.path / 'prompts.json'} key NOT_A_PROMPT is not the name of a template." in listed.stderr
+
+    (jobs.path / "prompts.json").write_text('{"SKILL_SYSTEM_PROMPT_WITH_ASK": 3}')
+    refused = logist_cli("job", "preview", "t")
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1
+    assert "prompts.json: key SKILL_SYSTEM_PROMPT_WITH_ASK: expected the prompt's text, got int" in refused.stderr
+
+
+def test_seed_002s_endpoint_variable_and_model_key_are_read_after_logists_own(jobs, llm, monkeypatch):
+    (jobs.path / "config.json").write_text(json.dumps({"AI_MODEL": "CHEAP", "model_aliases": {"CHEAP": "small-1"}}))
+    monkeypatch.setenv("AI_KOSMOS_MODEL_BASE_URL", llm.base_url)
+    ok(logist_cli("job", "create", "k", "-o", "Nothing to do"))
+    llm.add(WORKER_DONE)
+    ok(logist_cli("job", "step", "k", "--oneshot"))
+    assert llm.requests[0]["model"] == "small-1"
+    doctor = json.loads(ok(logist_cli("doctor", "--json")).stdout)
+    assert doctor["endpoint_from"] == "AI_KOSMOS_MODEL_BASE_URL"
+    assert doctor["roles"]["Worker"]["model_from"] == "config.json AI_MODEL"
+    text = ok(logist_cli("doctor")).stdout
+    assert "(from AI_KOSMOS_MODEL_BASE_URL)" in text and "Worker: small-1 (from config.json AI_MODEL;" in text
+
+    # Logist's own names come first.
+    (jobs.path / "config.json").write_text(json.dumps({"AI_MODEL": "small-1", "default_model": "big-2"}))
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    doctor = json.loads(logist_cli("doctor", "--json").stdout)
+    assert doctor["endpoint_from"] == "OPENAI_BASE_URL"
+    assert (doctor["roles"]["Worker"]["model"], doctor["roles"]["Worker"]["model_from"]) == (
+        "big-2", "config.json default_model")
