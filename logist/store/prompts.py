@@ -40,12 +40,19 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional, Protocol
 
 from ..errors import ConfigError
 
-if TYPE_CHECKING:
-    from .roles import RoleManifest
+
+class RoleLike(Protocol):
+    """What a template needs of a role manifest (:class:`logist.store.roles.RoleManifest`,
+    which imports this module to check a role's instructions as it loads it)."""
+
+    name: str
+    instructions: Optional[str]
+    prompt_file: Optional[str]
+    source: Optional[str]
 
 #: The built-in templates, shipped in the package.
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "prompts"
@@ -276,7 +283,7 @@ def _read_prompts_json(path: Path) -> dict[str, tuple[str, str]]:
     return found
 
 
-def check_instructions(role: "RoleManifest", jobs_dir: Optional[Path]) -> None:
+def check_instructions(role: RoleLike, jobs_dir: Optional[Path]) -> None:
     """Refuse a role that has no instructions in any of the places they may
     come from (:class:`ConfigError` naming its file), without reading them."""
     Prompts(jobs_dir, {role.name: role})._instructions_found(role)
@@ -289,7 +296,7 @@ class Prompts:
     come before any file of the prompts directories.
     """
 
-    def __init__(self, jobs_dir: Optional[Path] = None, roles: Optional[dict[str, "RoleManifest"]] = None):
+    def __init__(self, jobs_dir: Optional[Path] = None, roles: Optional[dict[str, RoleLike]] = None):
         self.dir = Path(jobs_dir) / PROMPTS_DIR if jobs_dir is not None else None
         self.json_path = Path(jobs_dir) / PROMPTS_JSON if jobs_dir is not None else None
         self.roles = roles or {}
@@ -337,7 +344,7 @@ class Prompts:
             return Resolved(name, read_template(path) if read else "", "built-in", path)
         return None
 
-    def _role_own(self, role: "RoleManifest", read: bool = True) -> Optional[Resolved]:
+    def _role_own(self, role: RoleLike, read: bool = True) -> Optional[Resolved]:
         name = ROLE_PREFIX + role.name
         if role.prompt_file:
             base = Path(role.source).parent if role.source else Path.cwd()
@@ -357,7 +364,7 @@ class Prompts:
             return Resolved(name, role.instructions.strip(), "role manifest", path)
         return None
 
-    def _instructions_found(self, role: "RoleManifest") -> Resolved:
+    def _instructions_found(self, role: RoleLike) -> Resolved:
         """Where ``role``'s instructions come from (:class:`ConfigError` when nowhere)."""
         name = ROLE_PREFIX + role.name
         found = self._role_own(role, read=False) or self._from_files(name, read=False)
@@ -369,7 +376,7 @@ class Prompts:
             )
         return found
 
-    def resolve(self, name: str, role: Optional["RoleManifest"] = None) -> Resolved:
+    def resolve(self, name: str, role: Optional[RoleLike] = None) -> Resolved:
         """The template ``name`` in effect, its placeholders checked."""
         if role is None and name.startswith(ROLE_PREFIX):
             role = self.roles.get(name[len(ROLE_PREFIX):])
@@ -401,7 +408,7 @@ class Prompts:
     def render(self, name: str, **values: Optional[str]) -> str:
         return render_text(self.resolve(name).text, values)
 
-    def instructions(self, role: "RoleManifest") -> str:
+    def instructions(self, role: RoleLike) -> str:
         """The role's instructions as the system message gives them."""
         return render_text(self.resolve(ROLE_PREFIX + role.name, role).text, {"role": role.name})
 

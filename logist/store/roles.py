@@ -199,9 +199,17 @@ class Roles(dict):
     that loaded is never hidden by a broken file; :meth:`errors` reports
     every broken file."""
 
-    def __init__(self, roles: dict[str, RoleManifest], broken: Optional[dict[str, ConfigError]] = None):
+    def __init__(self, roles: dict[str, RoleManifest], broken: Optional[dict[str, ConfigError]] = None,
+                 failed: Optional[list[ConfigError]] = None):
         super().__init__(roles)
         self.broken = dict(broken or {})
+        #: Every file's error, in the order the files were read.
+        self.failed = list(failed or [])
+
+    def fail(self, error: ConfigError, names: set[str]) -> None:
+        """A file that could not be loaded, with the role names it may define."""
+        self.failed.append(error)
+        self.broken.update({name: error for name in sorted(names)})
 
     def __contains__(self, name: object) -> bool:
         return super().__contains__(name) or (isinstance(name, str) and name.lower() in self.broken)
@@ -212,8 +220,8 @@ class Roles(dict):
         return super().__getitem__(name)
 
     def errors(self) -> list[str]:
-        """Each broken file's error once."""
-        return list(dict.fromkeys(str(error) for error in self.broken.values()))
+        """Each broken file's error once, in the order the files were read."""
+        return list(dict.fromkeys(str(error) for error in self.failed))
 
 
 _NAME_IN_TEXT = re.compile(r"""^\s*["']?name["']?\s*:\s*["']?([A-Za-z][A-Za-z0-9_-]*)""", re.M)
@@ -249,13 +257,13 @@ def _load_files(files: list[Path], jobs_dir: Optional[Path]) -> Roles:
             for role in loaded:
                 check_instructions(role, jobs_dir)
         except ConfigError as exc:
-            roles.broken.update({name: exc for name in _names_in(path)})
+            roles.fail(exc, _names_in(path))
             continue
         for role in loaded:
             if dict.__contains__(roles, role.name):
                 error = ConfigError(
                     f"role manifest {path}: role '{role.name}' is already defined by {dict.__getitem__(roles, role.name).source}")
-                roles.broken[role.name.lower()] = error
+                roles.fail(error, {role.name.lower()})
                 continue
             dict.__setitem__(roles, role.name, role)
     return roles
@@ -271,7 +279,7 @@ def load_roles(jobs_dir: Optional[Path] = None) -> Roles:
     roles = builtin_roles()
     if jobs_dir is not None:
         own = _load_files(_role_files(Path(jobs_dir)), Path(jobs_dir))
-        roles = Roles({**roles, **own}, {**roles.broken, **own.broken})
+        roles = Roles({**roles, **own}, {**roles.broken, **own.broken}, roles.failed + own.failed)
     return roles
 
 
