@@ -134,7 +134,7 @@ def doctor(app: Application, base_url: Optional[str], probe: bool, as_json: bool
             cost = (f"${price['input_per_million']:g} in, ${price['output_per_million']:g} out per million tokens"
                     if price else "price unknown: add it to \"prices\" in config.json")
             where = "" if facts["listed"] is None else ("" if facts["listed"] else "; not among the endpoint's models")
-            echo(f"{'models' if i == 0 else '':<10} {role}: {facts['model']} (from {facts['model_from']}; {cost}{where})")
+            echo(f"{'models' if i == 0 else '':<10} {role}: {facts['model']} ({cost}{where}), named by {facts['model_from']}")
             window = (f"context window {facts['context_window']:,} tokens (from {facts['context_window_from']})"
                       if facts["context_window"] else "context window unknown (set context_window in config.json's "
                       "model_settings: a request that outgrows it then stops before the call)")

@@ -258,7 +258,7 @@ def test_seed_002s_endpoint_variable_and_model_key_are_read_after_logists_own(jo
     assert doctor["endpoint_from"] == "AI_KOSMOS_MODEL_BASE_URL"
     assert doctor["roles"]["Worker"]["model_from"] == "config.json AI_MODEL"
     text = ok(logist_cli("doctor")).stdout
-    assert "(from AI_KOSMOS_MODEL_BASE_URL)" in text and "Worker: small-1 (from config.json AI_MODEL;" in text
+    assert "(from AI_KOSMOS_MODEL_BASE_URL)" in text and text.split("Worker: small-1 (")[1].splitlines()[0].endswith("), named by config.json AI_MODEL")
 
     # Logist's own names come first.
     (jobs.path / "config.json").write_text(json.dumps({"AI_MODEL": "small-1", "default_model": "big-2"}))
