@@ -23,7 +23,7 @@ from pathlib import Path
 
 from logist import JobsDir, create_job, post_answer
 from logist.store.entries import HistoryEntry
-from logist.store.history import TAIL, entry_bytes, header, iter_entry_data
+from logist.store.history import TAIL, layout, header, iter_entry_data
 from logist.store.manifest import read_manifest, write_manifest
 
 PROMPT_BYTES = 20_000
@@ -34,7 +34,7 @@ def build_job(root: Path, size: int):
     job = create_job(jobs, "bench", "Benchmark the history")
     base = next(iter_entry_data(job.dir))  # the create entry, as the file holds it
     filler = ("x" * 99 + "\n") * (PROMPT_BYTES // 100)
-    entries = [entry_bytes(base)]
+    entries = [layout(base)]
     for seq in range(2, size + 1):
         entry = {
             "sequence": seq, "kind": "llm_call", "timestamp": base["timestamp"], "duration_ms": 100,
@@ -48,7 +48,7 @@ def build_job(root: Path, size: int):
         }
         if seq == 2:
             HistoryEntry.model_validate(entry)  # the template is a valid entry
-        entries.append(entry_bytes(entry))
+        entries.append(layout(entry))
     job.history_path.write_bytes(header("bench") + b",".join(entries) + TAIL)
     manifest = read_manifest(job.dir)
     manifest.last_sequence = size

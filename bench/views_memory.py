@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from logist import JobsDir, create_job
-from logist.store.history import TAIL, entry_bytes, header, history_path, iter_entry_data
+from logist.store.history import TAIL, layout, header, history_path, iter_entry_data
 from logist.store.manifest import read_manifest, write_manifest
 
 COMMITS = 400
@@ -80,12 +80,12 @@ def call_entry(seq: int, turn_start: int, calls: int, commit: str, workspace: st
         request = {"prompt": [
             {"role": "system", "content": "You are the Worker.\n" + text_block(seq, 3000)},
             {"role": "user", "content": "# Job\n\n## Objective\nWrite the modules.\n\n" + text_block(seq + 1, 5000)
-             + f"\n\n[Call {calls} of 1000000]"},
+             + f"\n\n[Step {calls} of 1000000]"},
         ]}
     else:
         # After a command (every third call), its output, as the call before recorded it.
         added = command_output(seq - 1) if at % 3 == 1 else "[Continue after informational message]"
-        request = {"continues": seq - 1, "added": [{"role": "user", "content": f"{added}\n\n[Call {calls} of 1000000]"}]}
+        request = {"continues": seq - 1, "added": [{"role": "user", "content": f"{added}\n\n[Step {calls} of 1000000]"}]}
     request |= {"files_context": [], "metadata": {"role": "Worker", "phase": "RUNNING", "model": "bench-model",
                                                    "temperature": 0.2}}
     if at % 3 == 0:
@@ -120,14 +120,14 @@ def build(root: Path, size_mb: int, rounds: int):
     path = history_path(job.dir)
     target = size_mb * 1_000_000
     with open(path, "wb") as out:
-        out.write(header("bench") + entry_bytes(first))
+        out.write(header("bench") + layout(first))
         written, seq, turn_start = out.tell(), 1, 2
         while written < target:
             seq += 1
             if (seq - turn_start) == rounds:
                 turn_start = seq
             commit = commits[(seq // COMMIT_EVERY) % COMMITS]
-            chunk = b"," + entry_bytes(call_entry(seq, turn_start, seq - 1, commit, str(job.workspace)))
+            chunk = b"," + layout(call_entry(seq, turn_start, seq - 1, commit, str(job.workspace)))
             out.write(chunk)
             written += len(chunk)
         out.write(TAIL)

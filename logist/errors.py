@@ -69,3 +69,22 @@ class EndpointError(LogistError):
 #: timeout, a disconnect): the turn is kept to go on with; ``failed``, any
 #: other failure, recorded as the step's failed call.
 FAULTS = ("setup", "transient", "failed")
+
+
+def format_validation_error(exc, where: str) -> str:
+    """A pydantic ``ValidationError`` as one line: one part per field, as the
+    CLI shows them."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"])
+        message = err["msg"].removeprefix("Value error, ")
+        # A check across fields names its fields in its own message.
+        parts.append(f"{loc}: {message}" if loc else message)
+    return f"{where}: " + "; ".join(parts)
+
+
+class InvalidAnswer(ValueError):
+    """The answer is not one valid JSON object of the protocol (:mod:`logist.protocol`).
+
+    Not a :class:`LogistError`: an invalid answer is the model's, recorded
+    and answered in the job, never a command's failure."""

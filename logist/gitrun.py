@@ -62,6 +62,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import NamedTuple, Optional, Sequence
@@ -144,14 +145,16 @@ def git_argv(args: Sequence[str]) -> list[str]:
     return ["git", *(arg for s in settings for arg in ("-c", s)), *args]
 
 
-def run_git(cwd: Path, args: Sequence[str], git_dir: Optional[Path] = None) -> Done:
+def run_git(cwd: Path, args: Sequence[str], git_dir: Optional[Path] = None,
+            good_configs: Optional[set[bytes]] = None) -> Done:
     """One ``git`` process in ``cwd``, no standard input, output as bytes.
     With ``git_dir`` (a job's workspace repository) that repository is
-    checked by :func:`guard_repository` first and named explicitly."""
+    checked by :func:`guard_repository` first and named explicitly
+    (``good_configs``: see there)."""
     if not Path(cwd).is_dir():
         raise LogistError(f"cannot run git in {cwd}: no such folder")
     if git_dir is not None:
-        guard_repository(git_dir)
+        guard_repository(git_dir, good_configs)
     return _spawn(cwd, args, git_dir)
 
 
@@ -199,10 +202,6 @@ def settle_config(git_dir: Path) -> None:
     _replace(config, kept_config(config.read_text(encoding="utf-8", errors="replace")).encode())
 
 
-#: Config texts already found to be as :func:`kept_config` wants (parsed once per process).
-_GOOD_CONFIGS: set[bytes] = set()
-
-
 def _lstat(path) -> Optional[os.stat_result]:
     try:
         return os.lstat(path)
@@ -210,13 +209,16 @@ def _lstat(path) -> Optional[os.stat_result]:
         return None
 
 
-def guard_repository(git_dir: Path) -> list[str]:
+def guard_repository(git_dir: Path, good_configs: Optional[set[bytes]] = None) -> list[str]:
     """Put a workspace's repository back to what Logist allows: ``.git`` a
     real folder, its config reduced to :data:`KEPT`, no hooks (only git's
     ``*.sample`` files), no ``commondir``, no nested repository git would
     enter (:func:`seal_nested`). Returns what was put back (also logged);
     :class:`LogistError` when ``.git`` is not a folder. A handful of system
-    calls and one read of the index when nothing changed."""
+    calls and one read of the index when nothing changed. ``good_configs``:
+    the config texts the caller (a :class:`logist.workspace.Workspace`) has
+    already found to be as :func:`kept_config` wants, so a text is parsed
+    once per workspace object; the config found good is added to it."""
     import stat
 
     done: list[str] = []
@@ -232,14 +234,15 @@ def guard_repository(git_dir: Path) -> list[str]:
         if found is not None and stat.S_ISREG(found.st_mode):
             with open(config, "rb") as handle:
                 data = handle.read()
-        if data not in _GOOD_CONFIGS:
+        if good_configs is None or data not in good_configs:
             wanted = kept_config(data.decode("utf-8", "replace")).encode()
             if found is None or not stat.S_ISREG(found.st_mode) or data != wanted:
                 if found is not None and stat.S_ISDIR(found.st_mode):
                     _remove(Path(config))
                 _replace(Path(config), wanted)
                 done.append(".git/config (settings Logist does not allow were removed)")
-            _GOOD_CONFIGS.add(wanted)
+            if good_configs is not None:
+                good_configs.add(wanted)
         hooks = os.path.join(git_dir, "hooks")
         found = _lstat(hooks)
         if found is not None and not stat.S_ISDIR(found.st_mode):
@@ -348,8 +351,6 @@ def _replace(path: Path, data: bytes) -> None:
 
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
-        import shutil
-
         shutil.rmtree(path)
     else:
         path.unlink()

@@ -60,7 +60,6 @@ from .decoding import form_name, response_formats
 from .errors import LLMCallError
 #: The header that names a call, the same on each of its retries (one definition: :mod:`logist.store.calls`).
 from .store.calls import HEADER as IDEMPOTENCY_HEADER
-from .store.calls import encoded_body
 
 #: The body keys that ask for a stream (one definition: store/requests.py adds them).
 STREAM_KEYS = ("stream", "stream_options")
@@ -464,28 +463,23 @@ def with_format(body: dict, response_format: Optional[dict]) -> dict:
 def _send(api, settings: LLMSettings, body: dict, wants_stream: bool, on_tokens, key_for,
           retries: int) -> tuple[LLMReply, dict]:
     """One send of ``body`` (and, for a stream the endpoint refuses, once
-    more without it); the reply and the body it answered."""
+    more without it) through the SDK's typed ``chat.completions.create``
+    (``with_raw_response``, so the answer is read as it arrived: the
+    stream's pieces, or the whole body, as JSON); the reply and the body it
+    answered."""
     import openai
 
-    httpx = _httpx()
-
-    def options(sent: dict) -> dict:
-        found = {"timeout": settings.timeout, "max_retries": retries}
+    def create(sent: dict):
         headers = dict(settings.headers)
         if key_for is not None:
             headers[IDEMPOTENCY_HEADER] = key_for(sent)
-        if headers:
-            found["headers"] = headers
-        return found
+        return api.with_options(max_retries=retries).chat.completions.with_raw_response.create(
+            **sent, timeout=settings.timeout, extra_headers=headers or None)
 
     if wants_stream:
         try:
-            # The body as it is, encoded here: the SDK's create() would
-            # walk and re-validate every message first, and its post()
-            # would encode the whole body again at every call; both cost
-            # more than the rest of a step once a turn is long.
-            stream = api.post("/chat/completions", content=encoded_body(body), cast_to=object,
-                              options=options(body), stream=True, stream_cls=openai.Stream[object])
+            raw = create(body)
+            stream = openai.Stream(cast_to=object, response=raw.http_response, client=api)
             return _read_stream(stream, settings, on_tokens), body
         except openai.APIStatusError as exc:
             if exc.status_code not in _STREAM_REFUSED or _refuses_format(exc) or \
@@ -493,13 +487,10 @@ def _send(api, settings: LLMSettings, body: dict, wants_stream: bool, on_tokens,
                 raise
             # Perhaps it does not stream: ask once without (not paid: it was refused).
             sent = without_stream(body)
-            response = api.post("/chat/completions", content=encoded_body(sent), cast_to=httpx.Response,
-                                options=options(sent))
+            response = create(sent).http_response
             _PLAIN.add(settings.base_url)
             return whole(answer_json(response), streamed=False), sent
-    response = api.post("/chat/completions", content=encoded_body(body), cast_to=httpx.Response,
-                        options=options(body))
-    return whole(answer_json(response), streamed=False), body
+    return whole(answer_json(create(body).http_response), streamed=False), body
 
 
 def list_models(settings: LLMSettings) -> list[str]:

@@ -8,16 +8,12 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
+from .errors import InvalidAnswer
+
 #: Bytes (UTF-8) a path may have, and each of its names: Linux's PATH_MAX
 #: and NAME_MAX. A longer one would fail in the file system call (ENAMETOOLONG).
 PATH_MAX = 4096
 NAME_MAX = 255
-
-
-def _refuse(message: str):
-    from .protocol import InvalidAnswer  # protocol imports this module first
-
-    return InvalidAnswer(message)
 
 
 def check_relative_path(path: str) -> str:
@@ -27,33 +23,33 @@ def check_relative_path(path: str) -> str:
     sees the disk.
     """
     if not path:
-        raise _refuse("invalid path ''")
+        raise InvalidAnswer("invalid path ''")
     if "\x00" in path:
-        raise _refuse(f"path {path!r} holds a NUL byte, which no file name can")
+        raise InvalidAnswer(f"path {path!r} holds a NUL byte, which no file name can")
     try:
         size = len(path.encode("utf-8"))
     except UnicodeEncodeError:
-        raise _refuse(f"path {path!r} holds a lone surrogate, which no file name can") from None
+        raise InvalidAnswer(f"path {path!r} holds a lone surrogate, which no file name can") from None
     if size > PATH_MAX:
-        raise _refuse(f"path {path[:40]!r}... has {size:,} bytes; a path may have at most {PATH_MAX}")
+        raise InvalidAnswer(f"path {path[:40]!r}... has {size:,} bytes; a path may have at most {PATH_MAX}")
     if "\\" in path:
-        raise _refuse(f"path {path!r} uses backslashes; use '/'")
+        raise InvalidAnswer(f"path {path!r} uses backslashes; use '/'")
     pure = PurePosixPath(path)
     parts = [p for p in pure.parts if p not in ("", ".")]
     if pure.is_absolute() or (parts and re.match(r"^[A-Za-z]:", parts[0])):
-        raise _refuse(f"path {path!r} is absolute; paths are relative to the workspace")
+        raise InvalidAnswer(f"path {path!r} is absolute; paths are relative to the workspace")
     if not parts:
-        raise _refuse(f"path {path!r} names the workspace itself, not a file")
+        raise InvalidAnswer(f"path {path!r} names the workspace itself, not a file")
     if ".." in parts:
-        raise _refuse(f"path {path!r} leaves the workspace")
+        raise InvalidAnswer(f"path {path!r} leaves the workspace")
     long = next((part for part in parts if len(part.encode("utf-8")) > NAME_MAX), None)
     if long is not None:
-        raise _refuse(f"path {path[:40]!r}... has a name of {len(long.encode('utf-8')):,} bytes; "
+        raise InvalidAnswer(f"path {path[:40]!r}... has a name of {len(long.encode('utf-8')):,} bytes; "
                       f"a name may have at most {NAME_MAX}")
     git_part = next((part for part in parts if is_git_name(part)), None)
     if git_part is not None:
         what = "is inside .git" if git_part == ".git" else f"is inside .git (as {git_part!r} names it)"
-        raise _refuse(f"path {path!r} {what}, which Logist does not let the model touch")
+        raise InvalidAnswer(f"path {path!r} {what}, which Logist does not let the model touch")
     return "/".join(parts)
 
 

@@ -308,6 +308,32 @@ def start_time(pid: int) -> Optional[str]:
         return None
 
 
+def running(pid: int, started: Optional[str] = None) -> bool:
+    """Whether ``pid`` is a running process, and the one that started at
+    ``started`` (:func:`start_time`) when that is given: a zombie (it ended,
+    its parent has not reaped it) is not running, nor is a later process that
+    reuses the id. Where ``/proc`` is missing, the id's existence is all
+    there is to go on."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        fields = None
+    if fields is None or not os.path.isdir("/proc/self"):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # someone else's process: it exists
+            return True
+        return True
+    if fields[0] in (b"Z", b"X"):
+        return False
+    return started is None or fields[19].decode() == started
+
+
 def start(argv: list[str], cwd: str, env: dict, stdout: IO, stderr: IO,
           recorded: Callable[[int, Optional[str]], None]) -> subprocess.Popen:
     """Start ``argv`` (from :func:`launcher`) in a new process group, call

@@ -12,7 +12,7 @@ cannot drift: the pydantic models (with a description on every field) and
 
 * :func:`response_schema`, the JSON Schema answers are validated against
   (and which :mod:`logist.schemas` writes into ``schemas/llm-chat-schema.json``);
-* :func:`protocol_text`, the rules of the protocol as the system prompt
+* :func:`logist.protocol_prompt.protocol_text`, the rules of the protocol as the system prompt
   teaches them, example answer included (the ``protocol`` prompt template
   words the rest);
 * :data:`ACTIONS` and :data:`EXIT_ACTIONS`.
@@ -42,6 +42,8 @@ from typing import Annotated, Literal, Optional, Union, get_args
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic.json_schema import GenerateJsonSchema
 
+from . import answer_forms as forms
+from .errors import InvalidAnswer  # noqa: F401 (the parser's error, named here too)
 from .paths import PATH_MAX, check_relative_path, is_git_name  # noqa: F401 (the path rules of answers)
 
 
@@ -100,10 +102,6 @@ ACTION_SPELLINGS = {**{rule.tag: name for name, rule in ACTION_RULES.items()}, *
 TAGS = {spelling: (name, ACTION_RULES[name].tag_field) for spelling, name in ACTION_SPELLINGS.items()}
 
 _FENCE = re.compile(r"^```(?:json|JSON)?[ \t]*\r?\n(?P<body>.*?)\r?\n?```$", re.DOTALL)
-
-
-class InvalidAnswer(ValueError):
-    """The answer is not one valid JSON object of the protocol."""
 
 
 # --------------------------------------------------------------------------
@@ -335,8 +333,6 @@ def parse_answer(raw: Optional[str], protocol: str = "json", *, planner: bool = 
     does). The returned answer's :attr:`Answer.notes` and
     :attr:`Answer.extra` say how it was read.
     """
-    from . import answer_forms as forms
-
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
     notes: list[str] = []
@@ -422,15 +418,3 @@ EXAMPLE_ANSWER = Answer(
 def answer_json(answer: Answer) -> str:
     """An answer as the model would write it: one line, only the fields it set."""
     return json.dumps(answer.model_dump(mode="json", exclude_unset=True), ensure_ascii=False)
-
-
-def protocol_text(protocol: str = "json", planner: bool = False) -> str:
-    """The protocol part of the system prompt for ``protocol`` ("json" or
-    "tags"), generated from :data:`ACTION_RULES` and the models by
-    :mod:`logist.protocol_prompt`; ``planner``: with the Planner's own
-    fields (:data:`PLANNER_REQUIRED`, :data:`PLANNER_OPTIONAL`)."""
-    from .protocol_prompt import protocol_text as text
-
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
-    return text(protocol, planner)

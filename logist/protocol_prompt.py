@@ -1,10 +1,11 @@
-"""The protocol as the system prompt teaches it, for each protocol.
+"""The JSON protocol as the system prompt teaches it.
 
 Generated, never hand-copied: the actions, their meanings and the fields
 they need come from :data:`logist.protocol.ACTION_RULES` and the field
-descriptions of :class:`logist.protocol.Answer`; the line protocol's tags
-from the same table. ``job preview`` shows the text a role gets, and
-:func:`logist.protocol.protocol_text` is the way in.
+descriptions of :class:`logist.protocol.Answer`. ``job preview`` shows the
+text a role gets, and :func:`protocol_text` is the way in. The tags protocol
+is taught in seed 002's own words, the ``protocol/tags`` prompt template (its
+base prompt, word for word), not generated.
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ from functools import lru_cache
 # The words around these rules (who the model is, what Logist does) are the
 # ``protocol`` prompt template's (logist/prompts/protocol.md).
 from .protocol import (
-    ACTION_RULES, EXAMPLE_ANSWER, PATH_RULE, PLANNER_OPTIONAL, PLANNER_REQUIRED, Answer, _file_change_forms,
-    answer_json,
+    ACTION_RULES, EXAMPLE_ANSWER, PATH_RULE, PLANNER_OPTIONAL, PLANNER_REQUIRED, PROTOCOLS, Answer,
+    _file_change_forms, answer_json,
 )
-
-#: The line protocol's example: a command, the way most turns begin.
-TAGS_EXAMPLE = "[CMD] python hello.py"
 
 
 def _phrase(sentence: str) -> str:
@@ -60,38 +58,6 @@ def _json_text() -> str:
     return "\n\n".join([answer_format, file_changes, "Example:\n" + answer_json(EXAMPLE_ANSWER)])
 
 
-#: What follows each tag, as the prompt names it.
-PLACEHOLDERS = {"command": "command", "question": "question", "message": "note", "summary_for_supervisor": "summary"}
-
-
-def _tag_forms() -> list[str]:
-    """One entry per tag, the turn's own actions first: the tag, what follows it, what it does."""
-    lines = []
-    for rule in sorted(ACTION_RULES.values(), key=lambda r: r.exit):
-        what = PLACEHOLDERS[rule.tag_field]
-        lines.append(f"[{rule.tag}] {what}\n   {rule.meaning[:1].upper()}{rule.meaning[1:]}")
-        if rule.tag == "ASK":
-            lines[-1] += " You wait until the person answers."
-            lines.append(f"[{rule.tag}:optional] {what}\n   The same, but the person may skip it.")
-    return lines
-
-
-def _tags_text() -> str:
-    tags = [f"[{rule.tag}]" for rule in sorted(ACTION_RULES.values(), key=lambda r: r.exit)]
-    exits = [f"[{rule.tag}]" for rule in ACTION_RULES.values() if rule.exit]
-    summary = Answer.model_fields["summary_for_supervisor"].description
-    rules = "\n".join([
-        "Rules:",
-        f"- Start your answer with one tag: {', '.join(tags)} (or [ASK:optional]). One tag per answer.",
-        "- [CMD]: only the command, no explanation; it runs in the workspace directory.",
-        f"- {', '.join(exits[:-1])} and {exits[-1]} end your turn; the text after the tag is your summary ({summary}).",
-        "- Change files with commands (for example a here-document: cat > file <<'EOF').",
-        "- An answer that starts with no tag is taken as a command: its first line is run.",
-    ])
-    answer_format = "Answer in exactly one of these forms:\n" + "\n".join(_tag_forms())
-    return "\n\n".join([answer_format, rules, "Example:\n" + TAGS_EXAMPLE])
-
-
 def _planner_text() -> str:
     """The Planner's own fields, from :data:`~logist.protocol.PLANNER_REQUIRED`
     and :data:`~logist.protocol.PLANNER_OPTIONAL`: stated here whatever the
@@ -106,6 +72,13 @@ def _planner_text() -> str:
 
 
 @lru_cache(maxsize=None)
-def protocol_text(protocol: str, planner: bool = False) -> str:
-    text = _tags_text() if protocol == "tags" else _json_text()
-    return f"{text}\n\n{_planner_text()}" if planner else text
+def protocol_text(protocol: str = "json", planner: bool = False) -> str:
+    """The JSON protocol's part of the system prompt, generated from
+    :data:`~logist.protocol.ACTION_RULES` and the models (``planner``: with
+    the Planner's own fields). The tags protocol has no generated text: seed
+    002's base prompt (the ``protocol/tags`` prompt template) teaches it."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
+    if protocol != "json":
+        raise ValueError("the tags protocol is taught by the protocol/tags prompt template, not generated")
+    return f"{_json_text()}\n\n{_planner_text()}" if planner else _json_text()

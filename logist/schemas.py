@@ -29,6 +29,17 @@ from pydantic import BaseModel
 
 from .protocol import Answer, model_schema
 from .resources import data_dir
+from .store.entries import Request
+from .store.manifest import MANIFEST_SCHEMA, JobManifest
+from .store.entries import SEED_FIELDS, JobHistory
+from .store.history import HISTORY_SCHEMA
+from .store.journal import StepJournal
+from .store.jobsdir import INDEX_SCHEMA, JobsIndex
+from .store.config import LogistConfig
+from .store.roles import RoleManifest
+from .replay.fixtures import FIXTURE_SCHEMA, FixtureJob
+from .decoding import SCHEMA_NAME, decoding_schema
+from .store.atomic import atomic_write
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 BASE_ID = "https://logist.dev/schemas/"
@@ -101,8 +112,6 @@ def _merge_defs(into: dict, schema: dict) -> dict:
 def llm_chat_schema() -> dict:
     """The LLM exchange: ``$defs.request`` (what Logist sends, as recorded in
     the history) and ``$defs.response`` (the one JSON object the model answers)."""
-    from .store.entries import Request
-
     defs: dict = {}
     request = _merge_defs(defs, model_schema(documented(Request)))
     response = _merge_defs(defs, model_schema(Answer))
@@ -143,8 +152,6 @@ def _schema_key(name: str) -> dict:
 
 
 def job_manifest_schema() -> dict:
-    from .store.manifest import MANIFEST_SCHEMA, JobManifest
-
     return file_schema(
         MANIFEST_SCHEMA, "Logist job manifest (job_manifest.json)",
         "A job's current state, format 2: what the job is (fixed at create), then where it stands. "
@@ -154,34 +161,24 @@ def job_manifest_schema() -> dict:
 
 
 def job_history_schema() -> dict:
-    from .store.entries import JobHistory
-    from .store.history import HISTORY_SCHEMA
-
     schema = file_schema(
         HISTORY_SCHEMA, "Logist job history (jobHistory.json)",
-        "A job's append-only record, format 3: one entry per step, oldest first. An entry holds what is new at "
-        "its step (a call's request in full, or the entry it continues and the messages it added) and the "
-        "job's state after it. (Format 2 files: job-history.v2.schema.json, kept as it was.)",
+        "A job's append-only record, format 4: one entry per step, oldest first. An entry holds what is new at "
+        "its step (a call's request in full, or the entry it continues and the messages it added: the one delta) "
+        "and the job's state after it; a call entry carries seed 003's fields in full. (Older files: "
+        "job-history.v2.schema.json and job-history.v3.schema.json, kept as they were.)",
         JobHistory,
     )
-    # What format 3 writes shorter than the model holds in memory (logist.store.forms).
+    # A call entry writes its seed fields even when empty or null (HistoryEntry.dump).
     defs = schema["$defs"]
-    metadata = defs["Request"]["properties"]["metadata"]
-    defs["Request"]["properties"]["metadata"] = {
-        "anyOf": [{"$ref": metadata["$ref"]}, {"type": "integer", "description": "The number of an earlier entry "
-                  "of this request's chain whose metadata (written in full) this call was made with."}],
-        "description": metadata["description"] + " A continuing request made with the same model and parameters "
-        "as the entry it continues names the entry that holds them in full instead.",
-    }
-    defs["HistoryEntry"]["properties"].pop("pending_is_command_output", None)
+    for name, model in (("request", "Request"), ("metadata", "RequestMetadata"), ("response", "Response")):
+        defs[model]["required"] = sorted(set(defs[model].get("required", [])) | set(SEED_FIELDS[name]))
     # The header is written as bytes (store/history.py), not from the model.
     schema["properties"] = {"$schema": _schema_key(HISTORY_SCHEMA), **schema["properties"]}
     return schema
 
 
 def step_journal_schema() -> dict:
-    from .store.journal import StepJournal
-
     return file_schema(
         StepJournal.model_fields["schema_"].default, "Logist step journal (step_journal.json)",
         "Present in a job's folder only while a step is being applied: what recovery needs after a crash.",
@@ -190,8 +187,6 @@ def step_journal_schema() -> dict:
 
 
 def jobs_index_schema() -> dict:
-    from .store.jobsdir import INDEX_SCHEMA, JobsIndex
-
     return file_schema(
         INDEX_SCHEMA, "Logist jobs index (jobs_index.json)",
         "The jobs of a jobs directory, the current one and the queue.",
@@ -200,8 +195,6 @@ def jobs_index_schema() -> dict:
 
 
 def config_schema() -> dict:
-    from .store.config import LogistConfig
-
     return file_schema(
         "config.schema.json", "Logist configuration (<jobs-dir>/config.json)",
         "Endpoint, models, prices and job defaults of a jobs directory. Written by people; unknown keys are "
@@ -211,8 +204,6 @@ def config_schema() -> dict:
 
 
 def role_manifest_schema() -> dict:
-    from .store.roles import RoleManifest
-
     return file_schema(
         "role-manifest.schema.json", "Logist role manifest (roles/<name>.json or .yaml)",
         "A role: its instructions and how it is called. Written by people; unknown keys are refused.",
@@ -221,8 +212,6 @@ def role_manifest_schema() -> dict:
 
 
 def fixture_job_schema() -> dict:
-    from .replay.fixtures import FIXTURE_SCHEMA, FixtureJob
-
     return file_schema(
         FIXTURE_SCHEMA, "Logist fixture job (fixtures/<name>/job.json)",
         "How a recorded job is created again: its id and the options of job create. Unknown keys are refused.",
@@ -233,8 +222,6 @@ def fixture_job_schema() -> dict:
 def worker_decoding_schema() -> dict:
     """The decoding schema a default Worker's calls carry (every action open:
     the default workflow, command policy ask; :mod:`logist.decoding`)."""
-    from .decoding import SCHEMA_NAME, decoding_schema
-
     return {
         "$schema": DRAFT,
         "title": f"Logist decoding schema ({SCHEMA_NAME}) of a default Worker",
@@ -252,7 +239,7 @@ def worker_decoding_schema() -> dict:
 SCHEMAS: dict[str, Callable[[], dict]] = {
     "llm-chat-schema.json": llm_chat_schema,
     "job-manifest.v2.schema.json": job_manifest_schema,
-    "job-history.v3.schema.json": job_history_schema,
+    "job-history.v4.schema.json": job_history_schema,
     "step-journal.v2.schema.json": step_journal_schema,
     "jobs-index.v2.schema.json": jobs_index_schema,
     "config.schema.json": config_schema,
@@ -263,7 +250,7 @@ SCHEMAS: dict[str, Callable[[], dict]] = {
 
 
 #: Schemas of older formats, kept as they were for the files still in them (not generated any more).
-FROZEN = ("job-history.v2.schema.json",)
+FROZEN = ("job-history.v2.schema.json", "job-history.v3.schema.json")
 
 
 def render(schema: dict) -> str:
@@ -288,8 +275,6 @@ def stale_schemas(directory: Optional[Path] = None) -> list[str]:
 
 def write_schemas(directory: Optional[Path] = None) -> list[str]:
     """Rewrite every stale schema file in ``directory``; return their names."""
-    from .store.atomic import atomic_write
-
     directory = directory or schemas_dir()
     stale = stale_schemas(directory)
     for name in stale:

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence, Union
 
 from .diffstream import SHA, Patch, stream_patches
 from .errors import LogistError
-from .gitrun import Done as _Done, git_argv, git_env, run_git as _run_git, settle_config
+from .gitrun import Done as _Done, git_argv, git_env, guard_repository, run_git as _run_git, settle_config
 from .filechanges import plan, resolve_inside, write_as_new_file
 from .protocol import FileChange, InvalidAnswer
 
@@ -77,6 +78,8 @@ class Workspace:
     def __init__(self, path: Union[str, Path], guarded: bool = True):
         self.path = Path(path)
         self.guarded = guarded
+        #: Its .git/config texts found as Logist wants them (a fact of this workspace; see guard_repository).
+        self.good_configs: set[bytes] = set()
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.path)!r})"
@@ -123,7 +126,7 @@ class Workspace:
 
     def _run(self, args: Sequence[str]) -> _Done:
         """One git process in the repository (guarded: see the class)."""
-        return _run_git(self.path, args, self.path / ".git" if self.guarded else None)
+        return _run_git(self.path, args, self.path / ".git" if self.guarded else None, self.good_configs)
 
     def _raw(self, *args: str) -> str:
         """git's output as it is (patches); :class:`LogistError` with git's
@@ -184,10 +187,6 @@ class Workspace:
         this returns, so they may come from a generator. Each patch is cut at
         ``limit`` characters; a pair git cannot read gets a :class:`Patch`
         saying why, and the pairs after it are still compared."""
-        import tempfile
-
-        from .gitrun import guard_repository
-
         stdin = tempfile.TemporaryFile()
         count = 0
         for old, new in pairs:
@@ -195,7 +194,7 @@ class Workspace:
             stdin.write(f"{new if SHA.match(new) else '0' * 40} {old if SHA.match(old) else '0' * 40}\n".encode())
             count += 1
         if self.guarded:
-            guard_repository(self.path / ".git")
+            guard_repository(self.path / ".git", self.good_configs)
         git = git_argv(["diff-tree", "--stdin", "-r", "-p", "--always", "--no-color", "--no-ext-diff", "--no-textconv",
                         "--ignore-submodules=all"])
         return stream_patches(git, self.path, git_env(self.path / ".git" if self.guarded else None), stdin, count, limit)

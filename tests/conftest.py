@@ -89,12 +89,12 @@ def jobs(tmp_path) -> JobsDir:
 
 def same_conversation(a: dict, b: dict) -> bool:
     """Two request bodies send the same conversation: the same messages, the
-    last one up to its call marker ("[Call N of MAX]": a failed call counts)."""
+    last one up to its call marker ("[Step N of MAX]": a failed call counts)."""
     import re
 
     def marked(body):
         messages = [dict(m) for m in body["messages"]]
-        messages[-1]["content"] = re.sub(r"\[Call \d+ of (\d+)\]$", r"[Call N of \1]", messages[-1]["content"])
+        messages[-1]["content"] = re.sub(r"\[Step \d+ of (\d+)\]$", r"[Step N of \1]", messages[-1]["content"])
         return messages
 
     return marked(a) == marked(b)

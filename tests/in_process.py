@@ -62,15 +62,6 @@ from typing import Optional
 #: Module-level caches a process fills as it works, by module and name:
 #: empty at the start of each run and put back after it.
 PER_RUN = (
-    ("logist.store.seek", "_PARSED"),      # entries parsed from the end of a history, by path and (device, inode)
-    ("logist.store.seek", "_SOURCES"),     # request metadata entries name, by path and (device, inode)
-    ("logist.store.seek", "_LAST"),        # a history's last entry, by path and (device, inode, size, mtime)
-    ("logist.store.requests", "_LAST"),    # the messages of the last request rebuilt, by job and (device, inode)
-    ("logist.store.forms", "_WRITTEN"),    # what an append knows of the metadata written, by job and (device, inode)
-    ("logist.store.history", "_WORKSPACE"),  # an old header's workspace path, by path and inode
-    ("logist.store.calls", "_DIGESTS"),    # digests of the conversations last sent
-    ("logist.store.calls", "_ENCODED"),    # encoded messages of the conversations last sent
-    ("logist.gitrun", "_GOOD_CONFIGS"),    # .git/config texts found as Logist wants them
     ("logist.environment", "_HELD"),       # the secrets the run took out of os.environ (released after it)
     ("logist.llm", "_CLIENTS"),            # one OpenAI client per endpoint (closed after the run, as at exit)
     ("logist.llm", "_PLAIN"),              # endpoints found not to stream (a later server may reuse the port)
@@ -254,12 +245,8 @@ class _Caches:
         self.saved = []
         for module, name in PER_RUN:
             cache = getattr(importlib.import_module(module), name)
-            if isinstance(cache, (dict, set)):
-                self.saved.append((cache, cache.copy()))
-                cache.clear()
-            else:  # logist.store.calls._Conversations
-                self.saved.append((cache, cache.known))
-                cache.known = []
+            self.saved.append((cache, cache.copy()))
+            cache.clear()
 
     def restore(self) -> None:
         from logist import llm
@@ -269,11 +256,8 @@ class _Caches:
             if before.get(key) is not client:
                 client.close()  # the run's own, which would have ended with its process
         for cache, saved in self.saved:
-            if isinstance(cache, (dict, set)):
-                cache.clear()
-                cache.update(saved)
-            else:
-                cache.known = saved
+            cache.clear()
+            cache.update(saved)
 
 
 # -- the process's state --------------------------------------------------------------------
@@ -353,6 +337,8 @@ def _module_values() -> dict:
             if name.startswith("__") or (module_name, name) in shared:
                 continue
             if isinstance(value, functools._lru_cache_wrapper):
+                if (getattr(value, "__module__", None), getattr(value, "__name__", None)) in shared:
+                    continue  # a listed cache, imported under its name into another module
                 size = value.cache_info().currsize
             elif isinstance(value, (dict, list, set)):
                 size = len(value)

@@ -1,15 +1,17 @@
 """logist.answer_forms through parse_answer: the text-tag protocol, the
-seeds' answer shapes, and the tags prompt generated from the one table."""
+seeds' answer shapes, and the tags prompt (seed 002's base prompt)."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from logist.protocol import ACTION_RULES, TAGS, Answer, InvalidAnswer, parse_answer, protocol_text
+from logist.protocol import ACTION_RULES, TAGS, Answer, InvalidAnswer, parse_answer
+from logist.protocol_prompt import protocol_text
 
 
 def tags(raw: str) -> Answer:
@@ -110,35 +112,27 @@ def test_an_unknown_protocol_is_a_programming_error():
 
 
 # --------------------------------------------------------------------------
-# The tags prompt, generated from the table
+# The tags prompt: seed 002's base prompt
 
 
-def test_the_tags_prompt_states_every_tag_with_its_meaning():
-    text = protocol_text("tags")
-    for rule in ACTION_RULES.values():
-        line = next(line for line in text.splitlines() if line.startswith(f"[{rule.tag}] "))
-        meaning_line = text.splitlines()[text.splitlines().index(line) + 1]
-        assert meaning_line.strip().lower().startswith(rule.meaning[:20].lower()), rule.tag
-    assert "[ASK:optional]" in text
-    assert "its first line is run" in text
-    assert '"action"' not in text and "JSON" not in text
-    # The example is a valid answer of the protocol.
-    example = text.split("Example:\n", 1)[1]
-    assert tags(example).action == "CMD"
-
-
-def test_the_json_prompt_is_the_default_and_differs():
-    assert protocol_text() == protocol_text("json") != protocol_text("tags")
-    # Both are placed after the same introduction (the protocol.md template).
+def test_the_tags_prompt_is_seed_002s_and_every_tag_it_teaches_is_read():
     from logist.store.prompts import builtin
 
-    prompts = builtin()
+    text = builtin().render("protocol/tags")
+    assert text.startswith("You are a terminal AI assistant executing a multi-step skill.\n\nRESPONSE FORMAT")
+    assert text.endswith("- [DONE]: summarize what was accomplished")
+    assert "JSON" not in text and "json" not in text and "file_changes" not in text
+    taught = re.findall(r"^\d\. (\[[A-Z:a-z]+\]) ", text, re.M)
+    assert taught == ["[CMD]", "[ASK]", "[ASK:optional]", "[MESSAGE]", "[DONE]"]
+    read = {tag: tags(f"{tag} something") for tag in taught}
+    assert [a.action for a in read.values()] == ["CMD", "ASK", "ASK", "MESSAGE", "COMPLETED"]
+    assert read["[ASK:optional]"].required is False
 
-    json_part = prompts.render("protocol", protocol_rules=protocol_text("json"))
-    tags_part = prompts.render("protocol", protocol_rules=protocol_text("tags"))
-    intro = json_part.split("\n\n")[0]
-    assert intro.startswith("You are one role in a Logist job")
-    assert tags_part.startswith(intro) and tags_part.endswith(protocol_text("tags"))
+
+def test_only_the_json_protocol_is_generated():
+    assert protocol_text() == protocol_text("json")
+    with pytest.raises(ValueError, match="protocol/tags prompt template"):
+        protocol_text("tags")
 
 
 # --------------------------------------------------------------------------

@@ -72,22 +72,37 @@ def test_the_environment_given_is_the_runs_only(jobs):
     assert "LOGIST_DEBUG" not in os.environ and "NEW_NAME" not in os.environ
 
 
-def test_a_run_starts_with_empty_caches_and_the_tests_are_put_back(jobs):
-    """A run does not see the test's caches (here one made wrong on purpose:
+#: A module-level cache put into a real module for the two tests below (Logist keeps none of job data).
+TEST_CACHE = ("logist.store.seek", "_TEST_CACHE")
+
+
+@pytest.fixture
+def test_cache(monkeypatch):
+    """``logist.store.seek._TEST_CACHE``, filled by every read of entries by number, as a cache would be."""
+    cache: dict = {}
+    monkeypatch.setattr(seek, "_TEST_CACHE", cache, raising=False)
+    real = seek.read_entries
+
+    def reading(job_dir, sequences):
+        found = real(job_dir, sequences)
+        cache.setdefault("seen", []).append(dict(cache))
+        cache.update(found)
+        return found
+
+    monkeypatch.setattr(seek, "read_entries", reading)
+    return cache
+
+
+def test_a_run_starts_with_empty_caches_and_the_tests_are_put_back(jobs, monkeypatch, test_cache):
+    """A run does not see the test's caches (here one filled on purpose:
     a new process would not have it), and the test's are as they were after."""
+    monkeypatch.setattr(in_process, "PER_RUN", (*in_process.PER_RUN, TEST_CACHE))
     job = create_job(jobs, "hello", "Write hello.py")
     post_answer(job, answer("MESSAGE", message="the real answer"))
-    entries = seek.entries_since(job.dir, 2)
-    identity, first, end, mark, _ = seek._PARSED[str(job.history_path)]
-    poisoned = {2: {**entries[2], "response": {**entries[2]["response"], "raw_response": "POISON"}}}
-    seek._PARSED[str(job.history_path)] = (identity, first, end, mark, poisoned)
-    try:
-        shown = logist_cli("job", "history", "hello", "--entry", "2", "--json")
-        assert json.loads(shown.stdout)["response"]["raw_response"] == answer("MESSAGE", message="the real answer")
-        assert seek._PARSED[str(job.history_path)] == (identity, first, end, mark, poisoned)
-        assert seek.entries_since(job.dir, 2)[2]["response"]["raw_response"] == "POISON"
-    finally:
-        seek._PARSED.pop(str(job.history_path), None)
+    test_cache["poison"] = "POISON"
+    shown = logist_cli("job", "history", "hello", "--entry", "2", "--json")
+    assert json.loads(shown.stdout)["response"]["raw_response"] == answer("MESSAGE", message="the real answer")
+    assert test_cache == {"poison": "POISON"}, "put back as it was"
 
 
 def test_a_failpoint_is_refused_here(jobs):
@@ -95,18 +110,13 @@ def test_a_failpoint_is_refused_here(jobs):
         logist_cli("job", "list", env={"LOGIST_FAILPOINT": "after_call"})
 
 
-def test_a_module_level_value_a_run_changes_must_be_declared(jobs, monkeypatch):
+def test_a_module_level_value_a_run_changes_must_be_declared(jobs, monkeypatch, test_cache):
     """The guard for caches to come: one left out of PER_RUN and SHARED fails the test."""
-    left_out = ("logist.store.seek", "_PARSED")
-    monkeypatch.setattr(in_process, "PER_RUN", tuple(c for c in in_process.PER_RUN if c != left_out))
     job = create_job(jobs, "hello", "Write hello.py")
     post_answer(job, answer("MESSAGE", message="one"))
-    seek._PARSED.clear()
-    try:
-        with pytest.raises(AssertionError, match=r"logist\.store\.seek\._PARSED changed"):
-            logist_cli("job", "history", "hello", "--entry", "2", "--json")
-    finally:
-        seek._PARSED.clear()
+    test_cache.clear()
+    with pytest.raises(AssertionError, match=r"logist\.store\.seek\._TEST_CACHE changed"):
+        logist_cli("job", "history", "hello", "--entry", "2", "--json")
 
 
 def test_every_declared_cache_exists():

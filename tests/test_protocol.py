@@ -31,8 +31,8 @@ from logist.protocol import (
     check_relative_path,
     is_git_name,
     parse_answer,
-    protocol_text,
 )
+from logist.protocol_prompt import protocol_text
 from logist.replay.scripted import answer
 
 REQUIRED = {
@@ -535,7 +535,7 @@ def test_the_protocol_module_is_pure():
     root = str(PurePosixPath(logist.protocol.__file__).parent.parent)
     env = dict(os.environ, PYTHONPATH=root)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
-    assert json.loads(out.replace("'", '"')) == ["logist", "logist.answer_forms", "logist.paths", "logist.protocol"]
+    assert json.loads(out.replace("'", '"')) == ["logist", "logist.answer_forms", "logist.errors", "logist.paths", "logist.protocol"]
 
 
 # --------------------------------------------------------------------------

@@ -408,14 +408,14 @@ def test_every_file_of_a_job_validates_against_the_schema_it_names(jobs, llm, tm
 
     assert _validate_tree(jobs.path) == {
         "config.json": "config.schema.json",
-        "demo/jobHistory.json": "job-history.v3.schema.json",
+        "demo/jobHistory.json": "job-history.v4.schema.json",
         "demo/job_manifest.json": "job-manifest.v2.schema.json",
         "demo/step_journal.json": "step-journal.v2.schema.json",
         "jobs_index.json": "jobs-index.v2.schema.json",
         "roles/tester.json": "role-manifest.schema.json",
     }
     assert _validate_tree(tmp_path / "fixture") == {
-        "jobHistory.json": "job-history.v3.schema.json",
+        "jobHistory.json": "job-history.v4.schema.json",
         "job.json": "fixture-job.schema.json",
         "job_manifest.json": "job-manifest.v2.schema.json",
     }

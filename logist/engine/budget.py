@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..store.config import LogistConfig
 from ..store.manifest import JobManifest, Status
+from ..store.seek import read_entry
 
 if TYPE_CHECKING:
     from .call import Outcome
@@ -119,8 +120,6 @@ def stopped_by_budget(job_dir: Path, manifest: JobManifest) -> bool:
     ``suspend`` and ``resume`` and a repair are looked past, and a rewind
     leads to the entry it returned to; only those few entries are read.
     """
-    from ..store.seek import read_entry
-
     if manifest.status != Status.INTERVENTION_REQUIRED:
         return False
     sequence = manifest.last_sequence

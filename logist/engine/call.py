@@ -35,6 +35,8 @@ from ..store.config import LogistConfig, resolve_api_key, resolve_endpoint
 from ..store.entries import UNKNOWN, Message, Request, Response
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, read_manifest
+from ..store.requests import HistoryReader, recorded_body
+from ..store.seek import read_entry
 from .context import answer_tokens, estimate_tokens, request_size
 
 from .prepare import Prepared, prepare
@@ -103,19 +105,14 @@ def request_of(prepared: Prepared) -> Request:
 
 def entry_key(job: Job, manifest: JobManifest, sequence: int) -> str:
     """The key call entry ``sequence`` of the job was sent with."""
-    from ..store.requests import HistoryReader, recorded_body
-    from ..store.seek import read_entry
-
     data = read_entry(job.dir, sequence).dump()
-    body = recorded_body(data, HistoryReader(job.dir).messages(sequence))
+    body = recorded_body(data, HistoryReader(job.dir, job.store).messages(sequence))
     return recorded_key(job.id, manifest.created_at, data, body)
 
 
 def retried_key(job: Job, manifest: JobManifest) -> Optional[str]:
     """The key of the call of unknown outcome the job's last entry records
     (past repairs), if it is one: the call made again is sent with it."""
-    from ..store.seek import read_entry
-
     sequence = manifest.last_sequence
     while sequence >= 1:
         entry = read_entry(job.dir, sequence)

@@ -7,10 +7,11 @@ that cannot see Logist (:mod:`logist.processes` starts and stops it; its
 process group is recorded in the step's journal before it runs, and every
 process it leaves behind is killed when it ends). Its output goes to temporary files, not into
 memory, so a command that prints gigabytes costs only the part the model is
-shown: the output is cleaned as seed 002 describes (terminal escapes,
-carriage-return redraws, echoed prompts and shell banners removed; runs of
-blank lines made one; long runs of one repeated line collapsed with a
-count), cut in the middle, with a note saying how much was cut, when it is
+shown: the output is cleaned as seed 002 lists it and no further
+(:func:`clean_output`: what a terminal shows, escapes and redraws applied;
+terminal prompts, echoed commands and Microsoft Windows banners removed;
+empty lines removed; a line repeated on the lines that follow it kept once),
+cut in the middle, with a note saying how much was cut, when it is
 longer than the job's limit, and every known secret value in it redacted
 after the cleaning (:mod:`logist.redact`: cleaning joins a secret that
 escapes, redraws or control bytes split). The history keeps the cleaned text
@@ -54,7 +55,16 @@ _CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 _OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _ESC = re.compile(r"\x1b[@-Z\\-_]")
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_PROMPT = re.compile(r"^\s*(?:[\w.@~:/\\-]*\s*)?[$#%>]\s*$|^\s*(?:>>>|\.\.\.)\s*$")
+#: Terminal prompts, with whatever was typed after them: Windows' ``C:\\dir>``,
+#: PowerShell's ``PS C:\\dir>`` (or ``PS /dir>``), and a Unix shell's
+#: ``user@host:path$`` (``#`` for root). A line of output such as ``100%``,
+#: ``#``, ``>`` or ``---`` is none of them, nor a Windows path in a message
+#: (``C:\\src\\a.py:3: 1 > 2``: a prompt's path has no ``:`` past its drive).
+_PROMPT = re.compile(
+    r'^\s*(?:PS (?:[A-Za-z]:\\|/)[^:<>|"*?]*>|[A-Za-z]:\\[^:<>|"*?]*>|[\w.-]+@[\w.-]+:[^\s$#]*[$#](?=\s|$)).*$'
+)
+#: A ``$ ``/``# `` prompt with a command after it: removed when the command is the one run (its echo).
+_ECHO = re.compile(r"^\s*[$#] +(.*)$")
 
 #: Banner lines a shell prints before any output (seed 002 drops Windows' two).
 _BANNER = re.compile(
@@ -63,8 +73,6 @@ _BANNER = re.compile(
 )
 #: The marker :func:`_read_capped` puts where it skipped the middle of a huge output.
 _UNREAD = re.compile(r"\[\.\.\. (\d+) bytes of output not read \.\.\.\]")
-
-REPEAT_COLLAPSE = 5
 
 
 @dataclass
@@ -79,9 +87,14 @@ class CommandResult:
     raw_stdout: Optional[str] = None
     raw_stderr: Optional[str] = None
 
-    def report(self, timeout: float, prompts: Optional[Prompts] = None) -> str:
-        """The next user message: what the model is told about the run (the ``command/*`` prompt templates)."""
+    def report(self, timeout: float, prompts: Optional[Prompts] = None, protocol: str = "json") -> str:
+        """The next user message: what the model is told about the run (the ``command/*`` prompt templates).
+        In the tags protocol, seed 002's: ``Command output:`` and the cleaned output (a timeout said after it)."""
         prompts = prompts or builtin()
+        if protocol == "tags":
+            output = "\n".join(text for text in (self.stdout, self.stderr) if text) or prompts.render("command/no_output")
+            ending = prompts.render("command/timed_out", seconds=f"{timeout:g}") if self.timed_out else None
+            return prompts.render("command/tags", output=output, ending=ending)
         parts = [prompts.render(f"command/{name}", text=text) for name, text in (("stdout", self.stdout),
                  ("stderr", self.stderr)) if text] or [prompts.render("command/no_output")]
         if self.timed_out:
@@ -185,32 +198,23 @@ def shown_lines(text: str, track: bool = False) -> tuple[list[str], Optional[lis
 
 
 def clean_output(text: str, command: str = "", limit: int = 20_000) -> str:
-    """Clean terminal output for the model and cut it to ``limit`` characters."""
+    """Terminal output as the model is shown it, cut to ``limit`` characters:
+    seed 002's cleaning, rule by rule, and nothing else. What a terminal
+    shows (:func:`shown_lines`: escape sequences, redraws and control bytes
+    applied or removed); terminal prompts (:data:`_PROMPT`) and a ``$ ``/``# ``
+    prompt echoing ``command`` removed; Microsoft Windows' banner lines
+    removed; empty lines removed; a line equal to the one before it removed."""
     lines, _ = shown_lines(text)
-    lines = [line for line in lines if not _BANNER.match(line)]
-    # Runs of blank lines become one.
-    lines = [line for i, line in enumerate(lines) if line or i == 0 or lines[i - 1]]
-    # An echoed command line at the top, bare prompts at the ends.
-    stripped_cmd = command.strip()
-    while lines and (not lines[0] or _PROMPT.match(lines[0])
-                     or (stripped_cmd and lines[0].lstrip("$#> ").strip() == stripped_cmd)):
-        lines.pop(0)
-    while lines and (not lines[-1] or _PROMPT.match(lines[-1])):
-        lines.pop()
-    collapsed: list[str] = []
-    i = 0
-    while i < len(lines):
-        j = i
-        while j + 1 < len(lines) and lines[j + 1] == lines[i]:
-            j += 1
-        run = j - i + 1
-        if run >= REPEAT_COLLAPSE:
-            collapsed += [lines[i], f"[... the line above repeated {run - 1} more times]"]
-        else:
-            collapsed += lines[i : j + 1]
-        i = j + 1
-    out = "\n".join(collapsed)
-    return cut_middle(out, limit)
+    echoed = command.strip()
+    kept: list[str] = []
+    for line in lines:
+        echo = _ECHO.match(line)
+        if (not line.strip() or _PROMPT.match(line) or _BANNER.match(line)
+                or (echo is not None and echoed and echo.group(1).strip() == echoed)
+                or (kept and kept[-1] == line)):
+            continue
+        kept.append(line)
+    return cut_middle("\n".join(kept), limit)
 
 
 def cut_middle(text: str, limit: int) -> str:
@@ -283,14 +287,15 @@ def _changed(raw: str, cleaned: str) -> Optional[str]:
     return None if raw.replace("\r\n", "\n").strip("\n") == cleaned else raw
 
 
-def execute(job: Job, manifest: JobManifest, command: str) -> CommandRecord:
-    """Run a command in the job's workspace with the job's limits."""
+def execute(job: Job, manifest: JobManifest, command: str, protocol: str = "json") -> CommandRecord:
+    """Run a command in the job's workspace with the job's limits; its
+    report is worded for ``protocol``, the one the role answers in."""
     settings = manifest.settings
     result = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit,
                          sandbox=settings.command_sandbox, env_names=settings.command_env,
                          read_only=_logists_folders(job),
                          recorded=lambda pgid, start: journal.command_started(job.dir, pgid, start))
-    output = result.report(settings.command_timeout, Prompts(job.jobs_dir.path))
+    output = result.report(settings.command_timeout, Prompts(job.jobs_dir.path), protocol)
     # Where it ran (the workspace) is recorded when what it printed or the model is shown names it: a
     # replay recognises the path there. Otherwise it would only repeat the job's own folder.
     where = str(job.workspace.absolute())
@@ -317,7 +322,8 @@ def _logists_folders(job: Job) -> list[Path]:
     return folders
 
 
-def run_or_hold(job: Job, manifest: JobManifest, command: str, interrupted: bool = False) -> CommandRecord:
+def run_or_hold(job: Job, manifest: JobManifest, command: str, interrupted: bool = False,
+                protocol: str = "json") -> CommandRecord:
     """Apply the job's command policy: run now, hold for a person, or refuse.
 
     ``interrupted``: the command had already been started when Logist was
@@ -329,7 +335,7 @@ def run_or_hold(job: Job, manifest: JobManifest, command: str, interrupted: bool
         decision = "ask"
     if decision == "run":
         try:
-            return execute(job, manifest, command)
+            return execute(job, manifest, command, protocol)
         except processes.SandboxUnavailable as exc:  # refused, not run unconfined: the reason is recorded
             return CommandRecord(command=command, decision="deny", output=str(exc))
     return CommandRecord(command=command, decision=decision)

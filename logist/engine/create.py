@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from .. import views
 from ..store import history as hist
 from ..store import journal
-from ..errors import ConfigError, LogistError
+from ..errors import ConfigError, LogistError, format_validation_error
 from ..store.entries import UserInput
 from ..store.jobsdir import Job, JobsDir, check_job_id
 from ..store.atomic import atomic_write
@@ -29,9 +29,9 @@ from ..store.layout import write_readme
 from ..store.upgrade import CONTEXT_NAME, WORKSPACE_CONTEXT
 from ..store.manifest import JobManifest, JobSettings, Source, Turn, write_manifest
 from ..store.config import JobDefaults
-from ..store.roles import format_validation_error, load_roles
+from ..store.roles import load_roles
 from ..store.skills import ActiveSkill, load_skill
-from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS, PLANNER, WORKER
+from ..store.manifest import PLANNER, WORKER, WORKFLOW_SLOTS
 from ..workspace import Workspace
 from .workflow import creation
 
@@ -77,8 +77,14 @@ class _JobWhat(BaseModel):
     model: Optional[str] = Field(default=None, description="Use this model for every role of the job.")
     llm_alias: Optional[str] = Field(default=None, description=(
         "Use this model alias (model_aliases in config.json, such as CHEAP) for every role of the job."))
-    workflow: Literal["default", "planned"] = Field(
-        default="default", description="default: Worker then Supervisor; planned: a Planner routes work to the roles.")
+    workflow: Optional[Literal["default", "planned", "solo"]] = Field(
+        default=None, description=(
+            "default: Worker then Supervisor, then a person approves; planned: a Planner routes work to the roles; "
+            "solo: the Worker alone, its COMPLETED ([DONE]) ends the job. Unset: solo with --skill (default with "
+            "--review), else default."))
+    review: bool = Field(
+        default=False, description="With --skill: keep the Supervisor's review and a person's approval (the default "
+                                    "workflow) instead of ending the job at the Worker's [DONE].")
     planner: Optional[str] = Field(
         default=None, description="With --workflow planned: the role in the Planner's place (default Planner).")
     # Not "roles": the manifest's ``roles`` is every slot; these are only the added ones.
@@ -117,12 +123,14 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
     opening message."""
     spec = _as_spec(spec, options)
     check_job_id(job_id)
+    spec = spec.model_copy(update={"workflow": _workflow(spec)})
     active_skill, objective, max_steps = None, spec.objective, spec.max_steps
     if spec.skill:
         template = load_skill(spec.skill, jobs_dir.path)
         values = template.resolve_params(spec.params)
         active_skill = ActiveSkill(
-            name=template.name, params=values, instructions=template.render(values), protocol=template.protocol)
+            name=template.name, params=values, instructions=template.render(values), protocol=template.protocol,
+            prompted=bool(objective and objective.strip()))
         objective = objective or template.render_text(template.description, values)
         if max_steps is None:
             max_steps = template.max_steps
@@ -203,11 +211,23 @@ def _as_spec(spec: Union[JobSpec, str, None], options: dict[str, Any]) -> JobSpe
         raise ConfigError(format_validation_error(exc, "job options")) from None
 
 
+def _workflow(spec: JobSpec) -> str:
+    """The job's workflow: the one asked for, else solo for a skill's job (seed 002: [DONE] ends a skill)
+    unless ``review`` keeps the Supervisor, else default."""
+    if spec.review and spec.workflow == "solo":
+        raise LogistError("--review keeps the Supervisor; --workflow solo has none: give one of them")
+    if spec.workflow is not None:
+        return spec.workflow
+    return "solo" if spec.skill and not spec.review else "default"
+
+
 def _slots(spec: JobSpec, roles: dict) -> dict[str, str]:
     """Slot -> role name: the workflow's slots, then the spec's choices."""
-    slots = dict(DEFAULT_SLOTS if spec.workflow == "default" else PLANNED_SLOTS)
+    slots = dict(WORKFLOW_SLOTS[spec.workflow])
     for slot, name in (("worker", spec.worker), ("supervisor", spec.supervisor), ("planner", spec.planner)):
         if name:
+            if slot not in slots and spec.workflow == "solo":
+                raise LogistError(f"--{slot}: a solo job has only a Worker (a skill's job is solo unless --review)")
             if slot not in slots:
                 raise LogistError(f"--{slot} goes with --workflow planned")
             slots[slot] = name

@@ -20,17 +20,17 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from ..store import journal
-from ..errors import ConfigError, LogistError, TransitionError
+from ..errors import ConfigError, LogistError, TransitionError, format_validation_error
 from ..store.entries import CommandRecord, UserInput
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, JobSettings, Turn
 from ..store.manifest import PLANNER, WORKER
 from ..store.prompts import Prompts, builtin
-from ..store.roles import format_validation_error
+from ..store.roles import load_roles
 from ..terminal import shown
 from .budget import SETTABLE, raise_hint, stopped_by_budget
 from .session import open_locked
-from .workflow import BUDGET_RAISED, PERSON, Rule, describe_job_hint, find_rule, move, person_rules
+from .workflow import BUDGET_RAISED, PERSON, Rule, answer_protocol, describe_job_hint, find_rule, move, person_rules
 
 
 def _fresh_turn(manifest: JobManifest, slot: str, feedback: Optional[str]) -> Turn:
@@ -197,7 +197,8 @@ def user_action(
 
             sequence = manifest.last_sequence + 1
             journal.begin_applying(job.dir, sequence, manifest.workspace_commit, None)
-            command = execute(job, manifest, manifest.pending_command or "")
+            role = load_roles(job.jobs_dir.path)[manifest.turn.role]
+            command = execute(job, manifest, manifest.pending_command or "", answer_protocol(role, manifest))
             commit = job.repo.commit_all(
                 shown(f"logist: {job.id} step {sequence} command approved by a person: {command.command}"[:200], one_line=True)
             ) or commit

@@ -184,7 +184,7 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
     window = window_of(role, model, config) if window_of is not None else None
     target = (compaction.forced(manifest.turn, role) if force_compaction else compaction.due(manifest.turn, role)) \
         if compact else None
-    history = HistoryReader(job.dir)
+    history = HistoryReader(job.dir, job.store)
     prompts = Prompts(jobs_dir, roles)
     if target is not None:
         messages = redact_data(compaction.request(manifest.turn, role, target, history.conversation(manifest.turn), prompts))

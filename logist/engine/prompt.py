@@ -5,7 +5,15 @@ message is the protocol (how to answer), the optional context file, the
 role's instructions, and the active skill when the job has one. The turn
 opens with a message stating the job; each later user message reports what
 happened since the model's last answer. Every user message ends with
-``[Call N of MAX]`` so the model knows how many calls the job has left.
+``[Step N of MAX]`` (seed 002's marker) so the model knows how many calls
+the job has left.
+
+A role answering in the tags protocol gets seed 002's texts: its base
+prompt (the ``protocol/tags`` template), ``--- System Context ---`` and
+``--- Active Skill: NAME ---``; the role's instructions only where they are
+its own (the shipped ``roles/*`` templates teach the JSON protocol's fields);
+a first message ``Execute skill: NAME`` (or the person's own prompt) and its
+``Parameters:`` (the ``job/tags`` template).
 
 What goes where is decided here; every word of it is a prompt template
 (:mod:`logist.store.prompts`, the files in ``logist/prompts/``), which a
@@ -28,9 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ..protocol import protocol_text
+from ..protocol_prompt import protocol_text
 from ..store.manifest import JobManifest
-from ..store.prompts import Prompts, builtin
+from ..store.prompts import BUILTIN_DIR, ROLE_PREFIX, Prompts, builtin
 from ..store.requests import HistoryReader
 from ..store.roles import RoleManifest
 from . import compaction
@@ -100,16 +108,30 @@ def system_prompt(
     if skill:
         name, body = skill
         skill_part = prompts.render("skill", skill=name, instructions=body.strip())
+    instructions: Optional[str] = prompts.instructions(role)
+    if protocol == "tags":
+        taught = prompts.render("protocol/tags")
+        if _shipped(prompts, role):
+            instructions = None
+    else:
+        taught = prompts.render("protocol", protocol_rules=protocol_text(protocol, planner=addressable is not None))
     return prompts.render(
         "system",
-        protocol=prompts.render("protocol", protocol_rules=protocol_text(protocol, planner=addressable is not None)),
+        protocol=taught,
         context=context or None,
-        role=role.name,
-        instructions=prompts.instructions(role),
+        role=role.name if instructions is not None else None,
+        instructions=instructions,
         planner=planner,
         skill=skill_part,
         this_turn=this_turn,
     )
+
+
+def _shipped(prompts: Prompts, role: RoleManifest) -> bool:
+    """Whether the role's instructions are a template shipped with Logist
+    (``logist/prompts/roles/``), which speaks of the JSON protocol's fields."""
+    path = prompts.resolve(ROLE_PREFIX + role.name, role).path
+    return path is not None and path.resolve().is_relative_to(BUILTIN_DIR)
 
 
 def call_marker(manifest: JobManifest, text: str, prompts: Optional[Prompts] = None) -> str:
@@ -166,7 +188,9 @@ def opening_message(
     protocol: str = "json",
 ) -> tuple[str, list[str]]:
     """The first user message of a turn: the job, feedback, work to review,
-    and (with ``history``) what the person has said so far."""
+    and (with ``history``) what the person has said so far; in the tags
+    protocol, seed 002's: ``Execute skill: NAME`` (or the person's own
+    prompt), its parameters, then whatever else the turn has."""
     prompts = prompts or builtin()
     turn = manifest.turn
     # The message does not name the job: a prompt depends on what the job
@@ -208,6 +232,11 @@ def opening_message(
         values["feedback"] = turn.feedback.strip()
     if history is not None:
         values["memory"] = memory(history, prompts, manifest.person_inputs, repeated=turn.feedback)
+    if protocol == "tags":
+        skill = manifest.skill
+        if skill is not None and not skill.prompted:
+            values["skill"], values["objective"] = skill.name, None
+        return prompts.render("job/tags", **values), files_context
     values["answer_reminder"] = prompts.render(f"answer_reminder/{protocol}")
     return prompts.render("job", **values), files_context
 

@@ -1,68 +1,181 @@
-"""The ``ray`` engine: each job of a batch one task on a Ray cluster.
+"""The ``ray`` engine: a batch's jobs on the nodes of a Ray cluster.
 
 ``logist job run --all --engine ray [--address auto|HOST:PORT|local]``.
 Ray is an optional extra (``pip install 'logist[ray]'``), imported only
-when this engine is chosen. The address: ``local`` starts a cluster for
-this batch on this machine (and stops it after), ``auto`` joins the one
-``ray start`` runs here, ``HOST:PORT`` the one whose head is there; without
-``--address``, ``RAY_ADDRESS`` or else ``local``.
+when this engine is chosen. The address: ``auto`` (the default) joins the
+cluster ``RAY_ADDRESS`` names, else the one ``ray start --head`` runs on
+this machine; ``HOST:PORT`` the one whose head is there; ``local`` starts a
+cluster for this batch (and stops it after; its start-up time is shown).
+A cluster named but gone is said to be in one line (:func:`cluster_address`).
 
-Each task runs :func:`logist.engine.engines.run_one` on a worker: the
-worker reads and writes the job's folder itself, so every node must see
-the jobs directory at the same path (a shared filesystem: see
-:mod:`logist.store.lease` for what it must provide), with Logist installed
-and the API key in its environment (set before ``ray start``: it is never
-sent through Ray; a ``local`` cluster's processes inherit it from Logist,
-which holds it apart from its own environment otherwise: :mod:`logist.environment`). The batch's ``LOGIST_*`` and ``GIT_*`` settings, less
-the key, go to the workers with the tasks.
+**One runner per node.** Each node of the cluster gets one long-lived
+actor, a :class:`Runner` (``num_cpus=0``: it waits on the model, it does not
+compute; ``max_concurrency``: its share of ``--concurrency``, run on its
+threads), given the batch's settings once, when it starts. The driver hands
+out jobs as a runner's threads free up; each runs
+:func:`logist.engine.engines.run_one`, as the threads engine does. A worker
+process imports Logist once per batch and node, not once per job.
 
-A task whose worker dies (the process killed, the node lost) is run again
-by Ray on another worker, up to :data:`MAX_RETRIES` times: the retry finds
-the dead runner's lease over (its process gone, or its host silent past
-the lease's expiry), takes it, and the job's recovery repairs the step the
-dead worker left half done before it goes on. A retry whose job had in
-fact finished returns the job's status. At most ``concurrency`` tasks are
-in flight at once, each asking the cluster for one CPU.
+**Nodes that cannot see the jobs directory get no jobs.** Every node must
+see the jobs directory at the same path: one shared filesystem (see
+:mod:`logist.store.lease` for what it must provide). Before any job is
+handed out, the driver writes a random nonce into the jobs directory; each
+runner must read it there and write one of its own, which the driver must
+read back. A node that sees no jobs directory, another one, or a copy (its
+nonce never reaches the driver) is named in one line and runs nothing.
+
+**A runner that dies** (its process killed, its node lost) is not retried by
+Ray (``max_restarts=0``, ``max_task_retries=0``: the driver decides). The
+driver stops using it, hands its jobs out again, at most :data:`MAX_RETRIES`
+times each, and starts a replacement on the same node while it lives, else
+on another. The job's next runner takes its lease over once the dead runner's
+is over (its process gone or a zombie, or its host silent past the lease's
+expiry: a job handed out again waits that out, :data:`RETRY_LEASE_WAIT` at
+most, rather than being skipped), and the job's recovery repairs the step
+the dead runner left half done. The promise: every paid call is recorded
+exactly once; a call in flight when its runner died is sent again at most
+once, with the same ``Idempotency-Key``.
+
+The API key is never sent through Ray: each node's processes have it in
+their environment (set before ``ray start``; a ``local`` cluster's processes
+inherit it from Logist, which holds it apart from its own environment
+otherwise: :mod:`logist.environment`). The batch's other ``LOGIST_*`` and
+``GIT_*`` settings go to each runner when it starts.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import secrets
+import shutil
+import socket
 import sys
-from dataclasses import dataclass
+import tempfile
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional
 
 from .. import environment
 from ..errors import ConfigError
+from ..store.lease import LEASE_SECONDS
 from .choices import DEFAULT_CONCURRENCY
 from .engines import run_one
 from .loop import QueueOutcome
 
-#: Times Ray runs a job's task again after its worker died.
+#: Times a job is handed out again after its runner died.
 MAX_RETRIES = 3
-#: Settings passed to the workers (prefixes), and those never passed.
+#: How long a job handed out again waits for the dead runner's lease to be over.
+RETRY_LEASE_WAIT = LEASE_SECONDS * 1.5
+#: Settings passed to the runners (prefixes), and those never passed.
 FORWARDED = ("LOGIST_", "GIT_")
 SECRET = ("LOGIST_API_KEY",)
+#: The folder of the jobs directory the nonces of a batch are written in.
+NONCE_DIR = ".ray-nodes"
 
 
 def ray_module():
     """``ray``, or one line saying how to install it."""
     try:
-        import ray
+        import ray  # lazy: Ray is an optional extra, heavy to import (about 1 s)
     except ImportError:
         raise ConfigError("--engine ray needs Ray, which is not installed: pip install 'logist[ray]'") from None
     return ray
+
+
+def cluster_address(address: str) -> str:
+    """The cluster ``address`` names (``auto``: ``RAY_ADDRESS``, else the
+    one the last ``ray start --head`` on this machine wrote down), checked to
+    answer: ``ray.init`` waits minutes on a cluster that is gone."""
+    source = "--address"
+    if address == "auto":
+        address, source = os.environ.get("RAY_ADDRESS", ""), "RAY_ADDRESS"
+        if not address:
+            # Where `ray start --head` writes its address (Ray's own rule: /tmp on Linux and macOS).
+            temp = "/tmp" if sys.platform != "win32" else tempfile.gettempdir()
+            written = Path(temp) / "ray" / "ray_current_cluster"
+            try:
+                address, source = written.read_text(encoding="utf-8").strip(), f"{written}, left by 'ray start'"
+            except OSError:
+                address = ""
+        if not address:
+            raise ConfigError("no Ray cluster is running here (--address auto): start one with 'ray start --head', "
+                              "name one with --address HOST:PORT, or use --address local")
+    host, _, port = address.rpartition(":")
+    if "://" not in address and port.isdigit():
+        try:
+            socket.create_connection((host or "127.0.0.1", int(port)), timeout=3).close()
+        except OSError as exc:
+            raise ConfigError(f"the Ray cluster at {address} ({source}) does not answer "
+                              f"({exc.strerror or type(exc).__name__}): is it running? ('ray status' tells)") from None
+    return address
+
+
+@contextlib.contextmanager
+def _without(name: str):
+    held = os.environ.pop(name, None)
+    try:
+        yield
+    finally:
+        if held is not None:
+            os.environ[name] = held
 
 
 def worker_env() -> dict:
     return {k: v for k, v in os.environ.items() if k.startswith(FORWARDED) and k not in SECRET}
 
 
-def _task(jobs_path: str, job_id: str, kwargs: dict) -> QueueOutcome:
-    import ray
+class Runner:
+    """The actor each node runs for a batch (see the module's doc)."""
 
-    return run_one(jobs_path, job_id, kwargs, engine="ray", task=ray.get_runtime_context().get_task_id() or "?")
+    def __init__(self, jobs_path: str, kwargs: dict, settings: dict):
+        import ray  # lazy: this runs in a Ray worker, where Ray is loaded already
+
+        os.environ.update(settings)
+        self.jobs_path, self.kwargs = jobs_path, kwargs
+        self.name = f"ray-{ray.get_runtime_context().get_actor_id()[:12]}-{os.getpid()}"
+
+    def check_directory(self, batch: str, expected: str) -> tuple[str, str]:
+        """(what is wrong, the nonce this runner wrote): "" when it read the
+        driver's nonce in the jobs directory and wrote its own there."""
+        folder = Path(self.jobs_path) / NONCE_DIR / batch
+        try:
+            found = (folder / "driver").read_text(encoding="ascii")
+        except OSError as exc:
+            return (f"it does not see the jobs directory {self.jobs_path} (the nonce this batch wrote there: "
+                    f"{exc.strerror or type(exc).__name__}): a copy, another folder or none at that path"), ""
+        if found != expected:
+            return f"it sees another jobs directory at {self.jobs_path} (the nonce there differs)", ""
+        mine = secrets.token_hex(16)
+        try:
+            (folder / self.name).write_text(mine, encoding="ascii")
+        except OSError as exc:
+            return f"it cannot write in the jobs directory {self.jobs_path} ({exc.strerror or type(exc).__name__})", ""
+        return "", f"{self.name}:{mine}"
+
+    def run(self, job_id: str, lease_wait: float) -> QueueOutcome:
+        return run_one(self.jobs_path, job_id, self.kwargs, engine="ray", task=self.name, lease_wait=lease_wait)
+
+
+@dataclass(eq=False)
+class _Slot:
+    """A runner as the driver sees it."""
+
+    handle: object
+    node: str
+    capacity: int
+    busy: int = 0
+    alive: bool = True
+    jobs: set = field(default_factory=set)
+
+
+def shares(concurrency: int, nodes: int) -> list[int]:
+    """``concurrency`` split over ``nodes`` as evenly as it goes (no zeros)."""
+    base, extra = divmod(concurrency, nodes)
+    return [n for n in (base + (1 if i < extra else 0) for i in range(nodes)) if n]
 
 
 @dataclass
@@ -71,53 +184,147 @@ class RayEngine:
     concurrency: int
     address: Optional[str] = None
     max_retries: int = MAX_RETRIES
+    #: What the driver found of the cluster's nodes (for tests and --json).
+    refused: dict = field(default_factory=dict)
 
     @classmethod
     def create(cls, concurrency: Optional[int], address: Optional[str]) -> "RayEngine":
         return cls(concurrency or DEFAULT_CONCURRENCY, address)
 
     def _connect(self, ray) -> None:
-        import logging
-
-        address = self.address or os.environ.get("RAY_ADDRESS") or "local"
-        options = dict(runtime_env={"env_vars": worker_env()}, log_to_driver=False, logging_level=logging.WARNING)
+        address = self.address or "auto"
+        options = dict(log_to_driver=False, logging_level=logging.WARNING)
         if address == "local":
             options["include_dashboard"] = False
+        else:
+            address = cluster_address(address)
+        started = time.monotonic()
         try:
             # A local cluster's processes are Logist's children: they inherit the key
             # as they did from the environment the program was started with.
-            with environment.lent() if address == "local" else contextlib.nullcontext():
+            # RAY_ADDRESS would win over the address given: it is read above, once.
+            with environment.lent() if address == "local" else contextlib.nullcontext(), _without("RAY_ADDRESS"):
                 ray.init(address=address, **options)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ConfigError(f"cannot reach the Ray cluster at {address!r}: {first}") from None
+        if address == "local":
+            print(f"Started a local Ray cluster in {time.monotonic() - started:.1f} s (--address local); "
+                  "'ray start --head' once and the default --address auto saves that on every batch",
+                  file=sys.stderr)
 
     def run(self, jobs_path, job_ids, kwargs, on_step):
         # Ray prints its own news (a worker died, ...) on stdout, which is for data (--json).
         with contextlib.redirect_stdout(sys.stderr):
             yield from self._run(jobs_path, job_ids, kwargs)
 
+    def _start(self, ray, node: str, capacity: int, jobs_path: str, kwargs: dict):
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # lazy: part of Ray
+
+        actor = ray.remote(Runner).options(
+            num_cpus=0, max_concurrency=capacity, max_restarts=0, max_task_retries=0,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+        return _Slot(actor.remote(jobs_path, kwargs, worker_env()), node, capacity)
+
+    def _checked_slots(self, ray, jobs_path: str, kwargs: dict) -> list[_Slot]:
+        """One runner per alive node, each with its share of the concurrency,
+        less the nodes that cannot see the jobs directory (:attr:`refused`)."""
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        names = {n["NodeID"]: f"{n.get('NodeManagerAddress', '?')} ({n['NodeID'][:12]})" for n in nodes}
+        slots = [self._start(ray, n["NodeID"], share, jobs_path, kwargs)
+                 for n, share in zip(nodes, shares(self.concurrency, len(nodes)))]
+        batch = secrets.token_hex(8)
+        folder = Path(jobs_path) / NONCE_DIR / batch
+        folder.mkdir(parents=True)
+        nonce = secrets.token_hex(16)
+        (folder / "driver").write_text(nonce, encoding="ascii")
+        try:
+            good = []
+            for slot, ref in [(s, s.handle.check_directory.remote(batch, nonce)) for s in slots]:
+                try:
+                    problem, written = ray.get(ref)
+                except ray.exceptions.RayError as exc:
+                    problem, written = f"its runner did not start ({type(exc).__name__})", ""
+                if not problem:
+                    name, _, value = written.partition(":")
+                    try:
+                        problem = "" if (folder / name).read_text(encoding="ascii") == value else "x"
+                    except OSError:
+                        problem = "x"
+                    if problem:
+                        problem = (f"it sees a copy of the jobs directory {jobs_path}, not the same folder "
+                                   "(what it wrote there never reached this one)")
+                if problem:
+                    self.refused[names[slot.node]] = problem
+                    print(f"Ray node {names[slot.node]} runs no jobs: {problem}", file=sys.stderr)
+                    ray.kill(slot.handle)
+                else:
+                    good.append(slot)
+            return good
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                folder.parent.rmdir()
+
+    def _replace(self, ray, dead: _Slot, slots: list[_Slot], jobs_path: str, kwargs: dict) -> Optional[_Slot]:
+        """A new runner for ``dead``'s share: on its node while that lives,
+        else on the least loaded node of the batch still alive."""
+        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+        nodes = [s.node for s in slots if s.alive and s.node in alive]
+        if dead.node in alive:
+            node = dead.node
+        elif nodes:
+            node = min(nodes, key=lambda n: sum(s.capacity for s in slots if s.alive and s.node == n))
+        else:
+            return None
+        return self._start(ray, node, dead.capacity, jobs_path, kwargs)
+
     def _run(self, jobs_path, job_ids, kwargs):
         ray = ray_module()
         kwargs = {**kwargs, "watch": None}
         self._connect(ray)
-        remote = ray.remote(max_retries=self.max_retries, retry_exceptions=False, num_cpus=1)(_task)
-        waiting, pending = list(job_ids), {}
+        inflight: dict = {}
         try:
-            while waiting or pending:
-                while waiting and len(pending) < self.concurrency:
-                    job_id = waiting.pop(0)
-                    pending[remote.remote(jobs_path, job_id, kwargs)] = job_id
-                ready, _ = ray.wait(list(pending), num_returns=1)
+            slots = self._checked_slots(ray, jobs_path, kwargs)
+            queue, tries = deque(job_ids), {j: 0 for j in job_ids}
+            replacements = len(slots) * self.max_retries
+            while queue or inflight:
+                for slot in slots:
+                    while slot.alive and slot.busy < slot.capacity and queue:
+                        job_id = queue.popleft()
+                        wait = RETRY_LEASE_WAIT if tries[job_id] else 0.0
+                        inflight[slot.handle.run.remote(job_id, wait)] = (job_id, slot)
+                        slot.busy += 1
+                if not inflight:
+                    for job_id in queue:
+                        yield QueueOutcome(job_id, None, error="not run: no Ray node that sees the jobs directory "
+                                                               "is left")
+                    return
+                ready, _ = ray.wait(list(inflight), num_returns=1)
                 for ref in ready:
-                    job_id = pending.pop(ref)
+                    job_id, slot = inflight.pop(ref)
+                    slot.busy -= 1
                     try:
                         yield ray.get(ref)
+                    except ray.exceptions.RayActorError as exc:
+                        if slot.alive:
+                            slot.alive = False
+                            if replacements > 0:
+                                replacements -= 1
+                                new = self._replace(ray, slot, slots, jobs_path, kwargs)
+                                if new is not None:
+                                    slots.append(new)
+                        tries[job_id] += 1
+                        if tries[job_id] > self.max_retries:
+                            yield QueueOutcome(job_id, None, error=(
+                                f"its Ray runner died {tries[job_id]} times: {type(exc).__name__}"))
+                        else:
+                            queue.appendleft(job_id)
                     except ray.exceptions.RayError as exc:
                         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                        yield QueueOutcome(job_id, None, error=(
-                            f"its Ray task failed ({self.max_retries} retries): {type(exc).__name__}: {first}"))
+                        yield QueueOutcome(job_id, None, error=f"its Ray task failed: {type(exc).__name__}: {first}")
         finally:
-            for ref in pending:
-                ray.cancel(ref)
+            for ref in inflight:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref)
             ray.shutdown()

@@ -21,9 +21,13 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator, Optional
 
+from .. import views
 from ..store import recovery
+from ..store.history import HISTORY_FORMAT, file_format, recorded_workspace
+from ..store.upgrading import upgrade_job
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest
+from .call import finish_interrupted
 
 
 @contextmanager
@@ -35,15 +39,16 @@ def open_locked(job: Job, timeout: float = 0) -> Iterator[JobManifest]:
     (recovery alone may have recorded an entry). A job that is busy or
     cannot be opened is left alone: nothing was recorded.
     """
-    from .. import views
-    from .call import finish_interrupted
-
     opened = False
     try:
         with job.lock(timeout):
             manifest, _notes = recovery.open_job(job.dir, job.workspace, finish_interrupted(job))
             opened = True
-            yield manifest
+            job.store.manifest = manifest
+            try:
+                yield manifest
+            finally:
+                job.store.manifest = None
     finally:
         if opened:
             views.refresh(job)
@@ -54,9 +59,6 @@ def upgrade(job: Job, timeout: float = 0) -> Optional[str]:
     old files are kept beside it); what was done, or None when the job is
     current. ``job upgrade`` runs this; any command that changes a job does
     it too, through :func:`open_locked`."""
-    from ..store.history import HISTORY_FORMAT, file_format, recorded_workspace
-    from ..store.upgrade import upgrade_job
-
     if file_format(job.dir) >= HISTORY_FORMAT and recorded_workspace(job.dir) is None:
         return None
     with job.lock(timeout):

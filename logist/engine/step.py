@@ -24,7 +24,7 @@ from ..protocol import Answer, InvalidAnswer, check_planner_answer, parse_answer
 from ..redact import known_secrets, redact
 from ..store import journal, seek
 from ..store.config import LogistConfig
-from ..store.entries import CommandRecord, Response, Usage
+from ..store.entries import FAILED, CommandRecord, Response, Usage
 from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest, Status
 from ..store.roles import send_to_names
@@ -218,7 +218,7 @@ def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], 
     cost, priced = count_call(after, config, model, outcome, kind)
     entry = journal.new_entry(
         job.dir, job.workspace, before, after, kind=kind, role=role, request=request,
-        response=Response(status="ERROR", raw_response=outcome.raw, error=reason),
+        response=Response(status=FAILED, raw_response=outcome.raw, error=reason),
         usage=Usage(prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=cost,
                     estimated=outcome.estimated),
         duration_ms=round(outcome.duration * 1000), workspace_commit=commit, note=outcome.note,
@@ -296,7 +296,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
         failpoint("after_apply")
         if answer.action == "CMD":
             started = outcome.saved is not None and outcome.saved.command_pgid is not None
-            command = run_or_hold(job, before, answer.command or "", interrupted=started)
+            command = run_or_hold(job, before, answer.command or "", interrupted=started, protocol=prepared.protocol)
             if started:
                 outcome.note = "; ".join(n for n in (outcome.note, INTERRUPTED_COMMAND) if n)
         rule = apply_answer(after, before, answer, call, command, prepared.prompts)
@@ -321,7 +321,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
     after.workspace_commit = commit
     cost, priced = count_call(after, config, prepared.model, outcome, kind)
     response = Response(
-        status=status_label,
+        status=FAILED if status_label == "ERROR" else status_label,  # the step's label; the entry's status
         actions=[answer.action] if answer else [],
         evidence_files=answer.evidence_files if answer else [],
         summary_for_supervisor=answer.summary_for_supervisor if answer else None,
@@ -435,7 +435,7 @@ def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome
     else:
         turn.compaction_failed_at = turn.rounds
         error = outcome.error or "the summary call returned an empty summary"
-        status, action = "ERROR", "COMPACTION_FAILED"
+        status, action = FAILED, "COMPACTION_FAILED"
     # The compaction row: the state stays, the turn goes on (summarised, or whole when the summary call failed).
     rule = apply_event(after, COMPACTION)
     cost, priced = count_call(after, config, prepared.model, outcome, "replay" if replayed else "llm_call")

@@ -21,8 +21,8 @@ from ..store.roles import RoleManifest
 from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Handoff, JobManifest, Question, Turn
 from ..store.prompts import Prompts, builtin
 from .workflow import (
-    ADDRESSED, CHANGES_HELD, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, USER, Rule, find_rule, move, rule_for,
-    who_acts,
+    ADDRESSED, CHANGES_HELD, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, SOLO, USER, Rule, find_rule, move,
+    rule_for, who_acts,
 )
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def apply_answer(
             after.current_plan_step = answer.current_plan_step
         after.plan_reasoning = answer.plan_reasoning or after.plan_reasoning
         after.planner_thought = answer.thought or after.planner_thought
-    if action in EXIT_ACTIONS and who in (WORKER, SUPERVISOR, ADDRESSED):
+    if action in EXIT_ACTIONS and who in (WORKER, SUPERVISOR, ADDRESSED, SOLO):
         after.last_exit = Handoff(
             role=turn.role, action=action, summary=summary if planned else answer.summary_for_supervisor or "",
             evidence_files=answer.evidence_files,
@@ -107,7 +107,7 @@ def apply_answer(
         rule = rule_for(before.status, OUT_OF_TURN, who)
         move(after, rule, before.status, reason)
         return rule
-    if action == "RETRY" and who in (WORKER, SUPERVISOR):
+    if action == "RETRY" and who in (WORKER, SUPERVISOR, SOLO):
         after.retries_in_a_row += 1
         limit = after.settings.max_retries_in_a_row
         if after.retries_in_a_row > limit:
@@ -122,7 +122,7 @@ def apply_answer(
         after.retries_in_a_row = 0
     move(after, rule, before.status, f"{turn.role} is STUCK: {summary}" if action == "STUCK" else None)
     effect = rule.turn
-    if effect in ("continue", "wait", "stop", "delegate"):
+    if effect in ("continue", "wait", "stop", "finish", "delegate"):
         add_round(turn, call)
     if effect == "continue":
         turn.pending = _continue_with(event, answer, command, prompts)

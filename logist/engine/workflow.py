@@ -11,7 +11,8 @@ Every change of a job's ``status`` is a row of :data:`TABLE`::
   (``approve``, ``resume`` ...).
 - *who*: whose turn it is, by slot: ``worker`` and ``supervisor`` in the
   default workflow; ``planner`` and ``addressed`` (a role the Planner sent
-  work to) in the planned one; ``person`` for a person's commands.
+  work to) in the planned one; ``solo`` (the Worker with no Supervisor) in
+  the solo one, a skill's job by default; ``person`` for a person's commands.
 - *next state*: a :class:`Status`, or a named target resolved from the
   manifest (:data:`TARGETS`): ``SAME``, ``WORKING`` (RUNNING, or REVIEWING in
   the default Supervisor's turn), ``START`` (PENDING, or REVIEWING for that
@@ -44,10 +45,13 @@ if TYPE_CHECKING:  # the table loads without pydantic: the CLI's exit codes are 
 #: Who acts, beyond the slots of the store: a role the Planner addressed,
 #: and a person.
 ADDRESSED, PERSON = "addressed", "person"
-ROLES = frozenset({WORKER, SUPERVISOR, PLANNER, ADDRESSED})
+#: The Worker of the solo workflow (a skill's job): no Supervisor; its COMPLETED ([DONE]) ends the job.
+SOLO = "solo"
+ROLES = frozenset({WORKER, SUPERVISOR, PLANNER, ADDRESSED, SOLO})
 #: How ``who`` reads in the printed table, in the table's order.
 WHO_NAMES = {
-    WORKER: "Worker", SUPERVISOR: "Supervisor", PLANNER: "Planner", ADDRESSED: "addressed role", PERSON: "person",
+    WORKER: "Worker", SUPERVISOR: "Supervisor", PLANNER: "Planner", ADDRESSED: "addressed role",
+    SOLO: "Worker (solo)", PERSON: "person",
 }
 #: The Planner's ``send_to`` for the person.
 USER = "User"
@@ -68,6 +72,7 @@ TURN_EFFECTS = {
     "afresh": "the role's turn starts over, its summary as feedback",
     "send back": "the Worker's turn starts over, the review as feedback",
     "stop": "the turn ends; the job waits for a person",
+    "finish": "the turn ends and the job with it; the answer's message is the job's result",
     "delegate": "the addressed role's turn starts, the Planner's message its task",
     "report": "the Planner's turn goes on with the role's report",
     "summarise": "older rounds of the turn are replaced by a summary (kept whole if the summary call fails)",
@@ -140,7 +145,11 @@ TABLE: tuple[Rule, ...] = (
     _row(S.REVIEWING, "COMPLETED", SUPERVISOR, S.APPROVAL_REQUIRED, "stop"),
     _row(S.REVIEWING, "RETRY", SUPERVISOR, S.RUNNING, "send back"),
     _row(S.REVIEWING, "STUCK", SUPERVISOR, S.INTERVENTION_REQUIRED, "stop"),
-    _row(STEPPABLE, RETRY_LIMIT, {WORKER, SUPERVISOR}, S.INTERVENTION_REQUIRED, "stop"),
+    _row(STEPPABLE, RETRY_LIMIT, {WORKER, SUPERVISOR, SOLO}, S.INTERVENTION_REQUIRED, "stop"),
+    # Solo workflow (a skill's job, seed 002): the Worker's COMPLETED ([DONE]) ends the job.
+    _row(ACTIVE, "COMPLETED", SOLO, S.SUCCESS, "finish"),
+    _row(ACTIVE, "RETRY", SOLO, S.RUNNING, "afresh"),
+    _row(ACTIVE, "STUCK", SOLO, S.INTERVENTION_REQUIRED, "stop"),
     # Planned workflow: the Planner routes each answer with send_to.
     _row(ACTIVE, "MESSAGE to a role", PLANNER, S.RUNNING, "delegate"),
     _row(ACTIVE, "COMPLETED to a role", PLANNER, S.RUNNING, "delegate"),
@@ -152,7 +161,7 @@ TABLE: tuple[Rule, ...] = (
     _row(ACTIVE, "RETRY", ADDRESSED, S.RUNNING, "report"),
     _row(ACTIVE, "STUCK", ADDRESSED, S.RUNNING, "report"),
     # Any role's turn.
-    _row(STEPPABLE, "MESSAGE", {WORKER, SUPERVISOR, ADDRESSED}, WORKING, "continue"),
+    _row(STEPPABLE, "MESSAGE", {WORKER, SUPERVISOR, ADDRESSED, SOLO}, WORKING, "continue"),
     _row(STEPPABLE, "CMD run", ROLES, WORKING, "continue"),
     _row(STEPPABLE, "CMD denied", ROLES, WORKING, "continue"),
     _row(STEPPABLE, "CMD held", ROLES, S.INPUT_REQUIRED, "wait", remember=WORKING),
@@ -197,6 +206,8 @@ def who_acts(manifest: JobManifest) -> str:
     """Whose turn it is, as the table's ``who`` names it."""
     if manifest.workflow == "planned":
         return PLANNER if manifest.turn.slot == PLANNER else ADDRESSED
+    if manifest.workflow == "solo":
+        return SOLO
     return manifest.turn.slot
 
 

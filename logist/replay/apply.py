@@ -22,12 +22,13 @@ from pydantic import ValidationError
 
 from ..engine.decide import user_action
 from ..errors import ConfigError, CorruptFileError, LogistError
-from ..store.entries import CALL_KINDS
+from ..store.entries import CALL_KINDS, FAILED
 from ..store.history import HistoryEntry, JobHistory
 from ..store.jobsdir import Job
 from ..engine.step import StepResult, post_answer, step_once
 
 from ..engine.workflow import PERSON, TABLE
+from ..store.upgrade import upgrade_history_data
 
 #: A person's recorded actions that replay re-applies: every event of the
 #: workflow table a person makes, but the job's creation (the replay's job
@@ -37,8 +38,6 @@ REPLAYED_USER_ACTIONS = frozenset(r.event for r in TABLE if PERSON in r.who) - {
 
 def read_history_file(path: Path) -> JobHistory:
     """A jobHistory.json of any format (an older one upgraded in memory)."""
-    from ..store.upgrade import upgrade_history_data
-
     try:
         return JobHistory.model_validate(upgrade_history_data(json.loads(Path(path).read_text(encoding="utf-8"))))
     except FileNotFoundError:
@@ -64,7 +63,7 @@ def post_recorded(job: Job, entry: HistoryEntry, lock_timeout: float = 0) -> Ste
     return post_answer(
         job,
         entry.response.raw_response,
-        error=entry.response.error if entry.response.status == "ERROR" else None,
+        error=entry.response.error if entry.response.status == FAILED else None,
         prompt_tokens=usage.prompt_tokens if usage else None,
         completion_tokens=usage.completion_tokens if usage else None,
         model=entry.request.metadata.model if entry.request else None,

@@ -35,14 +35,19 @@ from pydantic import ConfigDict, Field, ValidationError
 from ..store.atomic import atomic_write, atomic_write_json
 from ..store.config import JobDefaults
 from ..engine.create import SETTINGS, JobSpec, create_job
-from ..errors import ConfigError, LogistError
+from ..errors import ConfigError, LogistError, format_validation_error
 from ..store.history import HISTORY_NAME, JobHistory, iter_entries, load_history
 from ..store.recovery import manifest_at
 from ..store.jobsdir import JOB_ID_RE, Job, JobsDir
 from ..store.manifest import MANIFEST_NAME, JobManifest, parse_manifest
 from ..resources import data_dir
-from ..store.roles import format_validation_error
-from ..store.manifest import DEFAULT_SLOTS, PLANNED_SLOTS
+from ..store.manifest import WORKFLOW_SLOTS
+from .apply import read_history_file
+from ..engine.decide import user_action
+from ..engine.step import step_once
+from .scripted import ScriptedLLMServer
+from .apply import replay_history
+from .server import ReplayLLMServer
 
 JOB_SPEC = "job.json"
 FIXTURE_SCHEMA = "fixture-job.schema.json"
@@ -92,8 +97,6 @@ class Fixture:
         return self.path / HISTORY_NAME
 
     def history(self) -> JobHistory:
-        from .apply import read_history_file
-
         return read_history_file(self.history_path)
 
     def manifest(self) -> JobManifest:
@@ -156,9 +159,12 @@ def job_spec(job: Job) -> JobSpec:
         )
     fields: dict = {
         "objective": start.objective, "details": start.details, "acceptance": start.acceptance_criteria,
-        "files": start.files, "workflow": start.workflow,
+        "files": start.files,
     }
-    slots = DEFAULT_SLOTS if start.workflow == "default" else PLANNED_SLOTS
+    # Said when it is not the one a job of this kind gets unasked (solo for a skill's job, else default).
+    if start.workflow != ("solo" if start.skill else "default"):
+        fields["workflow"] = start.workflow
+    slots = WORKFLOW_SLOTS[start.workflow]
     for slot, name in slots.items():
         if start.roles.get(slot) != name:
             fields[slot] = start.roles.get(slot)
@@ -214,10 +220,6 @@ def record_scripted(fixture_dir: Union[str, Path], script: Iterable[ScriptItem])
     between), and writes the result back into the folder. Returns one line
     per step saying what it did.
     """
-    from ..engine.decide import user_action
-    from ..engine.step import step_once
-    from .scripted import ScriptedLLMServer
-
     fixture = load_fixture(fixture_dir)
     results = []
     with tempfile.TemporaryDirectory() as tmp, ScriptedLLMServer() as server:
@@ -242,9 +244,6 @@ def rerecord(fixture_dir: Union[str, Path]) -> list[str]:
     lenient replay of its old history, so the answers and decisions stay and
     the prompts become today's. Returns the differences the replay found.
     """
-    from .apply import replay_history
-    from .server import ReplayLLMServer
-
     fixture = load_fixture(fixture_dir)
     history = fixture.history()
     with tempfile.TemporaryDirectory() as tmp, ReplayLLMServer(history, strict=False) as server:

@@ -47,6 +47,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterable, Optional, Union
 
 from .shapes import Reply, completion_body, stream_chunks
+from ..protocol import EXIT_ACTIONS, Answer
 
 
 Script = Iterable[Union[str, Reply]]
@@ -337,8 +338,6 @@ def answer(action: str = "COMPLETED", summary: str = "done", evidence=(), **fiel
     silent refusal. Paths are kept as given: the path rules are the engine's
     to enforce, and tests send bad paths on purpose to see them refused.
     """
-    from ..protocol import EXIT_ACTIONS, Answer
-
     data = {"action": action, **fields}
     if action in EXIT_ACTIONS:
         data.setdefault("evidence_files", list(evidence))

@@ -61,8 +61,10 @@ from typing import Optional, Union
 
 from ..store.history import HISTORY_NAME, HistoryEntry, JobHistory
 from ..llm import JOB_HEADER, TOOL_NOTE
+from ..store.calls import HEADER as KEY_HEADER
 from .matching import agreement, canonical_request, digest, first_difference, recorded_body
 from .scripted import NO_RETRY, LLMServer, Reply
+from .apply import read_history_file
 
 logger = logging.getLogger("logist.replay.server")
 
@@ -73,7 +75,7 @@ _HTTP_ERROR = re.compile(r": HTTP (\d{3})(?:: (.*?))?(?: \(set LOGIST_API_KEY or
 #: A recorded answer that came as a tool call, replayed as one.
 _TOOL_CALL = re.compile(re.escape(TOOL_NOTE).replace(re.escape("{}"), "(.+?)"))
 #: History entries that are calls of the model.
-from ..store.entries import CALL_KINDS  # noqa: E402  (re-exported)
+from ..store.entries import CALL_KINDS, FAILED  # noqa: E402  (CALL_KINDS re-exported)
 
 
 @dataclass(eq=False)  # compared by identity: two calls can ask the same
@@ -96,7 +98,7 @@ class RecordedCall:
 def recorded_reply(entry: HistoryEntry) -> Reply:
     """The reply that reproduces what the recorded call got."""
     response = entry.response
-    if response is not None and response.status == "ERROR":
+    if response is not None and response.status == FAILED:
         return failure_reply(response.error or "")
     usage: Union[dict, bool] = False
     recorded = entry.usage
@@ -130,7 +132,6 @@ def load_recording(source: Union[str, Path, JobHistory]) -> JobHistory:
     """A history, from a ``jobHistory.json``, or a job or fixture folder holding one."""
     if isinstance(source, JobHistory):
         return source
-    from .apply import read_history_file
 
     path = Path(source)
     return read_history_file(path / HISTORY_NAME if path.is_dir() else path)
@@ -189,11 +190,9 @@ class ReplayLLMServer(LLMServer):
         self.calls: list[RecordedCall] = []
         by_number = {e.sequence: e.dump() for e in self.history.interactions}
         # Every workspace path the recording names (a message can repeat an earlier step's output):
-        # where its commands ran, and in files written before paths were relative, its header's and entries'.
+        # where its commands ran (files written before paths were relative: upgraded with the path they named).
         self._recorded_workspaces = tuple(
-            {e.command.cwd for e in self.history.interactions if e.command is not None and e.command.cwd}
-            | {e.workspace_path for e in self.history.interactions if e.workspace_path}
-            | ({self.history.workspace_path} if self.history.workspace_path else set()))
+            {e.command.cwd for e in self.history.interactions if e.command is not None and e.command.cwd})
         for entry, label in zip(entries, labels):
             seen[label] = seen.get(label, 0) + 1
             request = canonical_request(recorded_body(entry, by_number), self._recorded_workspaces)
@@ -203,7 +202,8 @@ class ReplayLLMServer(LLMServer):
         self.queues: dict[str, _JobQueue] = {}
         #: Recorded calls answered so far (every job's), in the order they were served.
         self.served: list[RecordedCall] = []
-        #: Every call served: ``{"job", "call", "sequence", "outcome", "repeat"}``, in order.
+        #: Every call served: ``{"job", "call", "sequence", "outcome", "repeat", "key"}``, in order
+        #: (``key``: the request's ``Idempotency-Key``, so a test can tell a call sent again from a new one).
         self.ledger: list[dict] = []
         #: Every difference found (strict: refused; lenient: answered anyway).
         self.mismatches: list[str] = []
@@ -253,10 +253,10 @@ class ReplayLLMServer(LLMServer):
         pending = [c for c in self.calls if c in queue.unserved.get(c.digest, ())]
         return max(pending, key=lambda c: agreement(c.request, request), default=None)
 
-    def _answer(self, job: str, call: RecordedCall, repeat: bool = False) -> Reply:
+    def _answer(self, job: str, call: RecordedCall, repeat: bool = False, key: Optional[str] = None) -> Reply:
         outcome = call.entry.response.status if call.entry.response else "?"
         self.ledger.append({"job": job or None, "call": call.describe(), "sequence": call.entry.sequence,
-                            "outcome": outcome, "repeat": repeat})
+                            "outcome": outcome, "repeat": repeat, "key": key})
         logger.info(f"{call.describe()}{' for job ' + job if job else ''}: answered as recorded ({outcome})"
                     + (", again" if repeat else ""))
         reply = recorded_reply(call.entry)
@@ -269,6 +269,7 @@ class ReplayLLMServer(LLMServer):
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             return self._refuse("the request has no list of messages", "invalid_request_error")
         job = next((value for name, value in headers.items() if name.lower() == JOB_HEADER.lower()), "")
+        idempotency = next((value for name, value in headers.items() if name.lower() == KEY_HEADER.lower()), None)
         queue = self.queue(job)
         request = self.canonical(body)
         key = digest(request)
@@ -279,7 +280,7 @@ class ReplayLLMServer(LLMServer):
         if matching:
             call = matching[0]
         elif again is not None and self.repeats:
-            return self._answer(job, again, repeat=True)
+            return self._answer(job, again, repeat=True, key=idempotency)
         else:
             call = self._nearest(queue, request)
             if call is None:
@@ -296,7 +297,7 @@ class ReplayLLMServer(LLMServer):
         queue.unserved[call.digest].remove(call)
         queue.served.append(call)
         self.served.append(call)
-        reply = self._answer(job, call)
+        reply = self._answer(job, call, key=idempotency)
         failed = reply.status != 200 or reply.disconnect or (reply.delay and reply.delay != self.latency)
         queue.failing = (key, reply) if failed else None
         return reply

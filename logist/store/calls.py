@@ -25,7 +25,7 @@ import hashlib
 import itertools
 import json
 import operator
-from typing import Optional, Sequence
+from typing import Optional
 
 from pydantic import BaseModel
 
@@ -35,57 +35,22 @@ from .manifest import KEEP_UNKNOWN
 HEADER = "Idempotency-Key"
 
 
-class _Conversations:
-    """What this process last made of a few conversations (their messages'
-    (role, content) pairs, each with a state: a digest, encoded pieces), so
-    that the next request of a turn, which repeats a conversation and adds a
-    few messages, costs only those. A message is the same when its strings
-    are equal (the same objects in a loop of steps, which compare at once;
-    texts rebuilt from the history, compared with memcmp). Several are kept:
-    a batch steps several jobs in one process, in turn."""
-
-    def __init__(self, size: int = 8):
-        self.size, self.known = size, []
-
-    def longest(self, parts: list):
-        """(pairs known, their state) of the longest known conversation
-        ``parts`` begins with, or ((), None)."""
-        best = ((), None)
-        for known, state in self.known:
-            if len(best[0]) < len(known) <= len(parts) and known[0] == parts[0] and parts[:len(known)] == known:
-                best = (known, state)
-        return best
-
-    def keep(self, parts: list, state, replaces: Sequence = ()) -> None:
-        self.known = [k for k in self.known if k[0] is not replaces][-(self.size - 1):] + [(parts, state)]
-
-
-_DIGESTS, _ENCODED = _Conversations(), _Conversations()
-
-
 def body_digest(body: dict) -> str:
     """The SHA-256, in hex, of a request body: its messages' roles and texts
     as UTF-8 (each length-prefixed, so no two bodies run together), then the
     other keys as canonical JSON (sorted keys, no spaces). Fed message by
-    message, it costs a fifth of encoding the whole body as JSON: at round
-    1,000 of a turn the body is about a megabyte, and a step computes it
-    once; the messages a recent body began with are not hashed again
-    (:class:`_Conversations`)."""
+    message, it costs a fifth of encoding the whole body as JSON (at round
+    1,000 of a turn the body is about a megabyte)."""
     parts = role_content(body.get("messages"))
-    if parts:
-        known, state = _DIGESTS.longest(parts)
-        digest = state.copy() if state is not None else hashlib.sha256()
-        for role, content in parts[len(known):]:
+    digest = hashlib.sha256()
+    if parts is not None:
+        for role, content in parts:
             for part in (role, content):
                 data = part.encode("utf-8", "surrogatepass")
                 digest.update(b"%d:" % len(data))
                 digest.update(data)
-        _DIGESTS.keep(parts, digest.copy(), known)
         rest = {key: value for key, value in body.items() if key != "messages"}
-    elif parts is not None:  # no messages
-        digest, rest = hashlib.sha256(), {key: value for key, value in body.items() if key != "messages"}
     else:  # messages of another shape (tool calls, parts): the whole body as canonical JSON
-        digest = hashlib.sha256()
         rest = body
     digest.update(json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
     return digest.hexdigest()
@@ -106,37 +71,6 @@ def role_content(messages) -> Optional[list]:
     except KeyError:
         return None
     return parts if all(map(isinstance, itertools.chain.from_iterable(parts), itertools.repeat(str))) else None
-
-
-_JSON = {"ensure_ascii": False, "separators": (",", ":"), "allow_nan": False}
-
-
-def encoded_body(body: dict) -> bytes:
-    """``body`` as the JSON bytes the SDK would send (UTF-8, no spaces, keys
-    in order), its messages encoded once per process: at round 1,000 of a
-    turn the body is about a megabyte, which the SDK would encode whole at
-    every call (about 9 ms). The cached pieces are joined in one go: a join
-    for the messages, then one for the body, cost three copies of the
-    megabyte (about 4 ms; one costs a tenth of that)."""
-    parts = role_content(body.get("messages"))
-    if not parts:
-        return json.dumps(body, **_JSON).encode("utf-8")
-    known, pieces = _ENCODED.longest(parts)
-    pieces = (pieces or []) + [json.dumps({"role": role, "content": content}, **_JSON).encode("utf-8")
-                               for role, content in parts[len(known):]]
-    _ENCODED.keep(parts, pieces, known)
-    out: list = []
-    for key, value in body.items():
-        out.append(b"," if out else b"{")
-        out.append(json.dumps(key, **_JSON).encode("utf-8") + b":")
-        if key == "messages":
-            out.append(b"[")
-            out.extend(itertools.chain.from_iterable(zip(pieces, itertools.repeat(b","))))
-            out[-1] = b"]"
-        else:
-            out.append(json.dumps(value, **_JSON).encode("utf-8"))
-    out.append(b"}")
-    return b"".join(out)
 
 
 def call_key_prefix(job_id: str, created_at: str, sequence: int) -> str:

@@ -25,10 +25,9 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ConfigError
+from ..errors import ConfigError, format_validation_error
 from .. import environment
 from ..redact import KEY_VARIABLES
-from .roles import format_validation_error
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: The environment variables that name the endpoint, in order: Logist's, OpenAI's, seed 002's.

@@ -1,4 +1,4 @@
-"""The entries of ``jobHistory.json`` (formats 2 and 3): one model per part.
+"""The entries of ``jobHistory.json`` (format 4): one model per part.
 
 An entry holds what is new at its step. A call's request is recorded in
 full (``prompt``) only when it does not extend an earlier one: the first
@@ -6,12 +6,17 @@ call of a turn, a summary call, the first call after a compaction. A later
 round of the turn names the entry it continues and holds only the messages
 it added (``continues`` + ``added``); its exact request is that entry's
 request, that entry's answer, then ``added``
-(:mod:`logist.store.requests` rebuilds it). Each entry carries the job's
-small state after it (``state``, :class:`~logist.store.manifest.JobState`),
-and the first entry what the job is (``definition``), so the history alone
-restores the manifest at any entry. The models are entries as every reader
-gets them; a format 3 file writes a few parts of them shorter
-(:mod:`logist.store.forms`).
+(:mod:`logist.store.requests` rebuilds it). That is the one delta: every
+other part of an entry is written out in the entry itself. A call entry
+carries seed 003's fields in full (:data:`SEED_FIELDS`): ``workspace_path``,
+``request.files_context`` (``[]`` when none), the whole
+``request.metadata`` (role, phase, model, temperature, max_tokens,
+response_format, stream) and the response's status, actions, evidence
+files, summary and raw answer, so a script written from the seed reads
+every entry. Each entry carries the job's small state after it (``state``,
+:class:`~logist.store.manifest.JobState`), and the first entry what the
+job is (``definition``), so the history alone restores the manifest at any
+entry. Older formats are upgraded by :mod:`logist.store.upgrade`.
 """
 
 from __future__ import annotations
@@ -40,9 +45,9 @@ class RequestMetadata(BaseModel):
 
     model_config = KEEP_UNKNOWN
     role: Optional[str] = None
-    """The role the call was made for (left out of the file when it is the entry's ``role``)."""
+    """The role the call was made for."""
     phase: Optional[str] = None
-    """The job's state when the call was made, or "compaction" for a summary call (left out of the file when it is the entry's ``state_before``)."""
+    """The job's state when the call was made, or "compaction" for a summary call."""
     model: str
     """The model the request named."""
     temperature: Optional[float] = None
@@ -109,8 +114,8 @@ class Response(BaseModel):
     """What came back from a call, and what Logist made of it."""
 
     model_config = KEEP_UNKNOWN
-    status: Literal["SUCCESS", "INVALID", "ERROR", "UNKNOWN"] = "SUCCESS"
-    """SUCCESS: a valid answer; INVALID: not JSON or against the protocol; ERROR: the call failed (no answer); UNKNOWN: the process ended while the call was in flight, so whether the endpoint answered (and charged for it) is unknown; nothing was applied."""
+    status: Literal["SUCCESS", "INVALID", "FAILED", "UNKNOWN"] = "SUCCESS"
+    """SUCCESS: a valid answer; INVALID: not JSON or against the protocol; FAILED: the call failed (no answer; formats 1-3 said ERROR); UNKNOWN: the process ended while the call was in flight, so whether the endpoint answered (and charged for it) is unknown; nothing was applied."""
     actions: list[str] = []
     """The answer's action."""
     evidence_files: list[str] = []
@@ -124,7 +129,7 @@ class Response(BaseModel):
     finish_reason: Optional[str] = None
     """Why the model stopped, when it was not a plain stop: length, the answer was cut at max_tokens."""
     fault: Optional[str] = None
-    """Of a failed call (ERROR): transient when the endpoint failed for now (5xx after the retries, a timeout, a disconnect) and the turn was kept to go on with; absent when the failure stopped the job."""
+    """Of a failed call (FAILED): transient when the endpoint failed for now (5xx after the retries, a timeout, a disconnect) and the turn was kept to go on with; absent when the failure stopped the job."""
     files_changed: list[str] = []
     """Workspace paths the answer's file changes wrote or deleted."""
     notes: list[str] = []
@@ -183,6 +188,18 @@ class UserInput(BaseModel):
 
 #: The response status of a call whose outcome is unknown.
 UNKNOWN = "UNKNOWN"
+#: The response status of a call that failed (no answer).
+FAILED = "FAILED"
+#: Where the workspace is, relative to the job's folder: every call entry's ``workspace_path``.
+WORKSPACE_PATH = "workspace"
+#: Seed 003's fields of a call entry, each written out even when empty or null: the entry's own,
+#: its request's, its request metadata's and its response's.
+SEED_FIELDS = {
+    "entry": ("sequence", "timestamp", "state_before", "workspace_path", "request", "response"),
+    "request": ("files_context", "metadata"),
+    "metadata": ("role", "phase", "model", "temperature", "max_tokens", "response_format", "stream"),
+    "response": ("status", "actions", "evidence_files", "summary_for_supervisor", "raw_response"),
+}
 
 
 def unknown_outcome(entry: dict) -> bool:
@@ -211,7 +228,7 @@ class HistoryEntry(BaseModel):
     workspace_commit: Optional[str] = None
     """The workspace commit after the step."""
     workspace_path: Optional[str] = None
-    """Files written before paths were relative: the absolute workspace path the step ran in, when it was not the history's ``workspace_path``. No longer written (the workspace is always the job's ``workspace/``; a command records where it ran: ``command.cwd``)."""
+    """Of a call entry: where the workspace is, relative to the job's folder, always ``"workspace"`` (seed 003's field). (Files before format 4 named the absolute path a step ran in here, when it was not the header's; the upgrade moves it into ``command.cwd``, where a command records where it ran.)"""
     request: Optional[Request] = None
     """What was sent (calls only)."""
     response: Optional[Response] = None
@@ -229,9 +246,9 @@ class HistoryEntry(BaseModel):
     definition: Optional[JobDefinition] = None
     """What the job is: on the first entry (and on any entry that changes it)."""
     pending_is_command_output: bool = False
-    """In memory (and in format 2 files): True when ``state.turn.pending`` is left out because it is ``command.output`` (a command's output is the next message the model is sent), so the output is stored once; reading the entry puts it back. Format 3 files leave out the flag too (:mod:`logist.store.forms`)."""
+    """True when ``state.turn.pending`` is left out because it is this entry's ``command.output`` (a command's output is the next message the model is sent), so the output is stored once; reading the entry puts it back."""
     state: JobState
-    """The job's state after this entry (defaults left out; what the entry itself says too: its status, time, number and commit, and in format 3 ``turn.last_call`` when it is this entry and ``turn.pending`` when it is ``command.output``, see :mod:`logist.store.forms`)."""
+    """The job's state after this entry (defaults left out; what the entry itself says too: its status, time, number and commit)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -265,12 +282,29 @@ class HistoryEntry(BaseModel):
         return self.response is not None and self.response.status == UNKNOWN
 
     def dump(self) -> dict:
-        """The entry as the file holds it: fields at their defaults left out;
-        in ``state`` and the request's metadata, what the entry itself says
-        (status, time, number, commit; role and phase) left out, and the pending message not repeated when it is
-        the command's output."""
-        skip = {"state", "definition", "pending_is_command_output"}
+        """The entry as the file holds it: fields at their defaults left
+        out, but a call entry's seed fields (:data:`SEED_FIELDS`) always
+        written; in ``state``, what the entry itself says (status, time,
+        number, commit) left out, and the pending message not repeated when
+        it is the command's output."""
+        skip = {"state", "definition", "pending_is_command_output", "request", "response"}
         data = self.model_dump(mode="json", exclude_defaults=True, exclude=skip)
+        if self.request is not None:
+            data["workspace_path"] = self.workspace_path or WORKSPACE_PATH
+            request = self.request.model_dump(mode="json", exclude_defaults=True, exclude={"files_context", "metadata"})
+            meta = self.request.metadata.model_dump(mode="json", exclude_defaults=True)
+            full = self.request.metadata.model_dump(mode="json", include=set(SEED_FIELDS["metadata"]))
+            full.update(role=self.request.metadata.role or self.role,
+                        phase=self.request.metadata.phase or self.state_before)
+            request["files_context"] = list(self.request.files_context)
+            request["metadata"] = {**{k: full[k] for k in SEED_FIELDS["metadata"]}, **meta}
+            data["request"] = request
+        if self.response is not None:
+            full = self.response.model_dump(mode="json", include=set(SEED_FIELDS["response"]))
+            data["response"] = {**{k: full[k] for k in SEED_FIELDS["response"]},
+                                **self.response.model_dump(mode="json", exclude_defaults=True)}
+        elif self.request is not None:
+            data["response"] = None
         if self.definition is not None:
             data["definition"] = self.definition.model_dump(mode="json")
         state = self.state.state_dump()
@@ -284,20 +318,16 @@ class HistoryEntry(BaseModel):
         if self.command is not None and self.command.output is not None and turn.get("pending") == self.command.output:
             del turn["pending"]
             data["pending_is_command_output"] = True
-        meta = (data.get("request") or {}).get("metadata")
-        if meta is not None:
-            for key, value in (("role", self.role), ("phase", self.state_before)):
-                if meta.get(key) == value:
-                    del meta[key]
         data["state"] = state
-        return data
+        order = [name for name in type(self).model_fields if name in data]
+        return {**{name: data[name] for name in order}, **data}
 
 
 class JobHistory(BaseModel):
     """The whole file, for readers; appends never build this."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
-    format: int = 3
+    format: int = 4
     """The file's format version."""
     job_id: str
     """The job's id."""

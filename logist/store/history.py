@@ -3,16 +3,16 @@
 The file is one JSON document that a person can open, and ``json.load``,
 at any time::
 
-    {"$schema": ..., "format": 2, "job_id": ..., "interactions": [entry, ...]}
+    {"$schema": ..., "format": 4, "job_id": ..., "interactions": [entry, ...]}
 
 No path in it is absolute: the workspace is always the job's
-``workspace/``, so a jobs directory can be moved or mounted anywhere. (Files
-written before named the absolute workspace path in the header,
-``workspace_path``; :func:`logist.store.upgrade.relative_paths` moves it into
-the commands' ``cwd``, where a command records the path it ran in.)
+``workspace/`` (every call entry says so: ``"workspace_path": "workspace"``),
+so a jobs directory can be moved or mounted anywhere.
 
 Entries are :class:`~logist.store.entries.HistoryEntry` (what each holds:
-:mod:`logist.store.entries`). Rewriting the file on every step would cost
+:mod:`logist.store.entries`), each written as :meth:`HistoryEntry.dump`
+gives it: self-contained but for the one delta of a turn's later calls
+(``continues`` + ``added``). Rewriting the file on every step would cost
 time proportional to its length, so an append writes in place instead:
 
 * The file always ends with the same closing bytes, :data:`TAIL`, and every
@@ -33,9 +33,11 @@ time proportional to its length, so an append writes in place instead:
 
 A file that does not end in :data:`TAIL` (edited by hand, say) but parses is
 rewritten once in the canonical form; one that does not parse is moved aside,
-its readable entries are kept, and the loss is reported. A format 1 file
-(no ``format``) is read through :mod:`logist.store.upgrade` and rewritten in
-format 2 the first time a command changes the job.
+its readable entries are kept, and the loss is reported. A file in an older
+format (1 to 3) is read through :mod:`logist.store.upgrade`, one function per
+version, and rewritten in format 4 the first time a command changes the job
+(or by ``logist job upgrade``), the old file kept beside it
+(:func:`upgrade_file`).
 """
 
 from __future__ import annotations
@@ -53,12 +55,10 @@ from .atomic import atomic_write, atomic_write_json, fsync_dir, move_aside
 from ..errors import CorruptFileError
 from ..failpoints import failpoint
 from .entries import HistoryEntry, JobHistory
-from .forms import Sources, read_all, refer_all, refer_metadata, to_file, written_metadata
 from .manifest import utc_now
+from .upgrade import HISTORY_FORMAT, HISTORY_SCHEMA, keep_beside, upgrade_history_data
 
 HISTORY_NAME = "jobHistory.json"
-HISTORY_FORMAT = 3
-HISTORY_SCHEMA = "job-history.v3.schema.json"
 JOURNAL_SUFFIX = ".append"
 TAIL = b"\n  ]\n}\n"
 ENTRY_INDENT = "    "
@@ -74,14 +74,12 @@ def _journal_path(path: Path) -> Path:
     return path.with_name(path.name + JOURNAL_SUFFIX)
 
 
-def header(job_id: str, workspace_path: Optional[str] = None) -> bytes:
-    where = f'  "workspace_path": {json.dumps(workspace_path, ensure_ascii=False)},\n' if workspace_path else ""
+def header(job_id: str) -> bytes:
     return (
         "{\n"
         f'  "$schema": "{HISTORY_SCHEMA}",\n'
         f'  "format": {HISTORY_FORMAT},\n'
         f'  "job_id": {json.dumps(job_id, ensure_ascii=False)},\n'
-        f"{where}"
         '  "interactions": ['
     ).encode("utf-8")
 
@@ -90,13 +88,8 @@ def header(job_id: str, workspace_path: Optional[str] = None) -> bytes:
 COMPACT = (",", ":")
 
 
-def entry_bytes(entry: dict) -> bytes:
-    """An entry in memory as the file holds it (:func:`logist.store.forms.to_file`; its metadata in full)."""
-    return layout(to_file(entry))
-
-
 def layout(entry: dict) -> bytes:
-    """An entry in its file form as the file holds it. Its plain fields (numbers, texts) share
+    """An entry (:meth:`HistoryEntry.dump`) as the file holds it. Its plain fields (numbers, texts) share
     a line, so the first line says what the step was (``"sequence": 4,
     "kind": "llm_call", "timestamp": ..., "role": "Worker"``); each field
     that holds an object or a list (the request, the answer, the state) has
@@ -121,14 +114,14 @@ def layout(entry: dict) -> bytes:
     return ("\n" + ENTRY_INDENT + text).encode("utf-8")
 
 
-def create_history(job_dir: Path, job_id: str, workspace_path: Optional[str] = None) -> None:
-    atomic_write(history_path(job_dir), header(job_id, workspace_path) + TAIL)
+def create_history(job_dir: Path, job_id: str) -> None:
+    atomic_write(history_path(job_dir), header(job_id) + TAIL)
 
 
-def write_canonical(path: Path, job_id: str, entries: list[dict], workspace_path: Optional[str] = None) -> None:
-    """Write entries in memory as the whole file, in the current format."""
-    body = b",".join(layout(e) for e in refer_all(entries))
-    atomic_write(path, header(job_id, workspace_path) + body + TAIL)
+def write_canonical(path: Path, job_id: str, entries: list[dict]) -> None:
+    """Write entries in memory (:meth:`HistoryEntry.dump`) as the whole file, in the current format."""
+    body = b",".join(layout(e) for e in entries)
+    atomic_write(path, header(job_id) + body + TAIL)
 
 
 def _head(path: Path) -> bytes:
@@ -141,25 +134,15 @@ def _head(path: Path) -> bytes:
     return head if end < 0 else head[:end]
 
 
-#: Per process: the header's workspace path, by file (path, inode).
-_WORKSPACE: dict[tuple[str, int], Optional[str]] = {}
-
-
 def recorded_workspace(job_dir: Path) -> Optional[str]:
     """The absolute workspace path the header of a history written before
     paths were relative names (None: none, as in every file written now)."""
-    path = history_path(job_dir)
     try:
-        key = (str(path), os.stat(path).st_ino)
+        head = _head(history_path(job_dir))
     except FileNotFoundError:
         return None
-    if key not in _WORKSPACE:
-        head = _head(path)
-        found = re.search(rb'"workspace_path":\s*("(?:[^"\\]|\\.)*")', head)
-        _WORKSPACE[key] = json.loads(found.group(1)) if found else None
-        if len(_WORKSPACE) > 64:
-            _WORKSPACE.pop(next(iter(_WORKSPACE)))
-    return _WORKSPACE[key]
+    found = re.search(rb'"workspace_path":\s*("(?:[^"\\]|\\.)*")', head)
+    return json.loads(found.group(1)) if found else None
 
 
 def file_format(job_dir: Path) -> int:
@@ -216,11 +199,11 @@ def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
     """Append one entry at a cost independent of the history's length.
 
     Call with the job's lock held. A file in an older format is rewritten
-    in the current one first (one format per file).
+    in the current one first (one format per file; :func:`upgrade_file`).
     """
     path = history_path(job_dir)
     if file_format(job_dir) < HISTORY_FORMAT:
-        _normalise(job_dir)
+        upgrade_file(job_dir)
     with open(path, "r+b") as handle:
         size = handle.seek(0, os.SEEK_END)
         offset = size - len(TAIL)
@@ -234,9 +217,7 @@ def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
             _normalise(job_dir)
             return append_entry(job_dir, entry)
         empty = before_and_tail[:1] == b"["
-        written = written_metadata(job_dir, handle, offset, len(TAIL))
-        data = refer_metadata(to_file(entry.dump()), written.lookup)
-        chunk = (b"" if empty else b",") + layout(data) + TAIL
+        chunk = (b"" if empty else b",") + layout(entry.dump()) + TAIL
         atomic_write_json(_journal_path(path), {"offset": offset, "sequence": entry.sequence})
         failpoint("before_history_append")
         handle.seek(offset)
@@ -245,7 +226,6 @@ def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
         os.fsync(handle.fileno())
     _journal_path(path).unlink()
     fsync_dir(path.parent)
-    written.remember(data, offset + len(chunk))
 
 
 def _committed_end(path: Path, size: int) -> tuple[int, bool]:
@@ -278,10 +258,8 @@ def _corrupt(path: Path, exc: Exception) -> CorruptFileError:
 
 
 def load_history(job_dir: Path) -> JobHistory:
-    """The whole history in memory (format 1 upgraded on the way). For long
+    """The whole history in memory (an older format upgraded on the way). For long
     histories prefer :func:`iter_entries`, which holds one entry at a time."""
-    from .upgrade import upgrade_history_data
-
     path = history_path(job_dir)
     try:
         data = json.loads(_read_committed_bytes(path))
@@ -293,7 +271,7 @@ def load_history(job_dir: Path) -> JobHistory:
 
 
 def _canonical_end(path: Path, handle) -> Optional[int]:
-    """Where the entries end in a canonical format 2 file, else None."""
+    """Where the entries end in a canonical file, else None."""
     size = handle.seek(0, os.SEEK_END)
     end, in_progress = _committed_end(path, size)
     if end > size or end < 0:
@@ -315,16 +293,14 @@ def iter_entries(job_dir: Path, block: int = 1 << 20) -> Iterator[HistoryEntry]:
 
 
 def iter_entry_data(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
-    """Like :func:`iter_entries`, as parsed JSON (as in memory, whatever the file's format)."""
-    found = file_format(job_dir)
-    raw = iter_written(job_dir, block)
-    yield from (read_all(raw, Sources()) if found >= 3 else raw)
+    """Like :func:`iter_entries`, as parsed JSON (:meth:`HistoryEntry.dump`, whatever the file's format)."""
+    return iter_written(job_dir, block)
 
 
 def iter_written(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
-    """Every entry as the file holds it (an older or non-canonical file: as in memory)."""
+    """Every entry as the file holds it (an older or non-canonical file: upgraded in memory)."""
     path = history_path(job_dir)
-    if file_format(job_dir) < 2:
+    if file_format(job_dir) < HISTORY_FORMAT:
         yield from (e.dump() for e in load_history(job_dir).interactions)
         return
     with open(path, "rb") as handle:
@@ -360,11 +336,34 @@ def iter_written(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
 
 
 def _normalise(job_dir: Path) -> None:
-    """Rewrite a parseable history that lost its canonical layout (or is in
-    an older format) in the canonical format 2 form."""
+    """Rewrite a parseable history that lost its canonical layout in the canonical form."""
     path = history_path(job_dir)
     history = load_history(job_dir)
-    write_canonical(path, history.job_id, [e.dump() for e in history.interactions], history.workspace_path)
+    write_canonical(path, history.job_id, [e.dump() for e in history.interactions])
+
+
+def upgrade_file(job_dir: Path) -> Optional[str]:
+    """Rewrite a history in an older format (or one whose header names the
+    absolute workspace path) in the current one, keeping the old file
+    beside it as ``jobHistory.json.v<format>``. Every request and state
+    reads the same before and after. Returns what was done, or None when
+    there was nothing to do (or the file is damaged: recovery salvages it).
+    Call with the job's lock held."""
+    path = history_path(job_dir)
+    if not path.exists():
+        return None
+    found = file_format(job_dir)
+    if found > HISTORY_FORMAT or (found == HISTORY_FORMAT and recorded_workspace(job_dir) is None):
+        return None
+    try:
+        history = load_history(job_dir)
+    except CorruptFileError:
+        return None
+    kept = path.with_name(f"{path.name}.v{found}")
+    keep_beside(path, kept)
+    fsync_dir(path.parent)
+    write_canonical(path, history.job_id, [e.dump() for e in history.interactions])
+    return f"upgraded the history from format {found} to format {HISTORY_FORMAT} (the old file is kept as {kept.name})"
 
 
 def salvage(job_dir: Path, job_id: str) -> tuple[Path, int]:
@@ -378,8 +377,10 @@ def salvage(job_dir: Path, job_id: str) -> tuple[Path, int]:
     kept: list[dict] = []
     decoder = json.JSONDecoder()
     text = raw.decode("utf-8", errors="replace")
-    workspace = recorded_workspace(job_dir)
-    sources, version = Sources(), file_format(job_dir)
+    version, header = file_format(job_dir), {}
+    found = re.search(rb'"workspace_path":\s*("(?:[^"\\]|\\.)*")', raw[:8192])
+    if found:
+        header["workspace_path"] = json.loads(found.group(1))
     start = text.find("[")
     pos = start + 1 if start >= 0 else len(text)
     while pos < len(text):
@@ -389,11 +390,17 @@ def salvage(job_dir: Path, job_id: str) -> tuple[Path, int]:
             break
         try:
             obj, pos = decoder.raw_decode(text, pos)
-            if version >= 3 and isinstance(obj, dict):
-                obj = next(read_all([obj], sources))
-            kept.append(HistoryEntry.model_validate(obj).dump())
-        except (ValueError, ValidationError, CorruptFileError, RecursionError):
+        except (ValueError, RecursionError):
             break
+        kept.append(obj)
+    # The longest run of entries that still reads (an older format's are upgraded together: they may name earlier ones).
+    while kept:
+        try:
+            data = upgrade_history_data({**header, "format": version, "job_id": job_id, "interactions": kept})
+            kept = [HistoryEntry.model_validate(e).dump() for e in data["interactions"]]
+            break
+        except (ValueError, ValidationError, CorruptFileError, RecursionError, KeyError, TypeError):
+            kept = kept[:-1]
     aside = move_aside(path, utc_now().replace(":", ""))
-    write_canonical(path, job_id, kept, workspace)
+    write_canonical(path, job_id, kept)
     return aside, len(kept)

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .atomic import atomic_write_json
 from .config import LogistConfig, load_config
+from .jobstore import JobStore
 from ..errors import ConfigError, CorruptFileError, JobBusyError, LogistError, NotFoundError
 from .manifest import MANIFEST_NAME, JobManifest, read_manifest
 
@@ -138,12 +139,15 @@ def hold_lock(lock_path: Path, what: str, timeout: float) -> Iterator[None]:
 
 
 class Job:
-    """Paths of one job; the state lives in its files."""
+    """Paths of one job; the state lives in its files (and what this
+    process keeps of them between steps, in :attr:`store`)."""
 
     def __init__(self, jobs_dir: "JobsDir", job_id: str, path: Path):
         self.jobs_dir = jobs_dir
         self.id = job_id
         self.dir = path
+        #: What this process holds of the job while it works on it (see logist.store.jobstore).
+        self.store = JobStore(path)
 
     @property
     def manifest_path(self) -> Path:

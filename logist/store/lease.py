@@ -8,14 +8,16 @@ first is done with it, not step it in turns with it. That is the lease:
 ``lease.json`` in the job's folder, written when a runner takes the job and
 removed when it is done::
 
-    {"host": "node-3", "pid": 4121, "engine": "ray", "task": "c2f1...",
+    {"host": "node-3", "pid": 4121, "started": "81234", "engine": "ray", "task": "c2f1...",
      "token": "6f0e...", "acquired_at": "...", "expires_at": "..."}
 
 The runner renews it (a thread, every third of :data:`LEASE_SECONDS`) for as
 long as it runs the job. Another runner that finds a live lease skips the
 job and says who holds it. A lease is over when it is past ``expires_at``
 (the runner's host died or hung), or at once when it names this host and a
-process that no longer exists (the runner was killed); then the next runner
+process that is not running: gone, a zombie (killed, not yet reaped by its
+parent: Ray's retry can come that early), or a later process given the same
+id (the lease records when its process started); then the next runner
 takes it over and the job's own recovery repairs whatever the dead runner
 left half done.
 
@@ -39,6 +41,7 @@ import json
 import os
 import socket
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -47,6 +50,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ..errors import LogistError
+from ..processes import running, start_time
 from .atomic import atomic_write_json
 from .jobsdir import hold_lock
 
@@ -74,16 +78,6 @@ def this_host() -> str:
     return socket.gethostname()
 
 
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: it exists
-        return True
-    return True
-
-
 def read_lease(job_dir: Path) -> Optional[dict]:
     """The job's lease as written, or None when there is none (or it cannot
     be read: a lease that cannot be read protects nothing)."""
@@ -103,9 +97,12 @@ def over(data: dict, now: Optional[datetime] = None) -> Optional[str]:
         return "it names no valid expiry"
     if expires <= now:
         return f"it expired at {data.get('expires_at')}"
-    pid = data.get("pid")
-    if data.get("host") == this_host() and isinstance(pid, int) and not _process_exists(pid):
-        return f"its process {pid} on this host is gone"
+    pid, started = data.get("pid"), data.get("started")
+    if data.get("host") == this_host() and isinstance(pid, int):
+        if not running(pid):
+            return f"its process {pid} on this host is gone"
+        if isinstance(started, str) and not running(pid, started):
+            return f"its process {pid} on this host is gone (the id now names a process started later)"
     return None
 
 
@@ -136,7 +133,8 @@ class Lease:
 
     def _data(self, acquired_at: str) -> dict:
         now = _now()
-        return {"host": this_host(), "pid": os.getpid(), "engine": self.engine, "task": self.task,
+        return {"host": this_host(), "pid": os.getpid(), "started": start_time(os.getpid()),
+                "engine": self.engine, "task": self.task,
                 "token": self.token, "acquired_at": acquired_at, "renewed_at": _stamp(now),
                 "expires_at": _stamp(now + timedelta(seconds=self.ttl))}
 
@@ -158,27 +156,35 @@ class Lease:
                 self.path.unlink()
 
 
-def acquire(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS) -> Lease:
-    """Take the job's lease, or raise :class:`LeaseHeld` naming its holder."""
+def acquire(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS, wait: float = 0.0) -> Lease:
+    """Take the job's lease, or raise :class:`LeaseHeld` naming its holder
+    (after waiting up to ``wait`` seconds for its lease to be over)."""
     job_dir = Path(job_dir)
     lease = Lease(job_dir, uuid.uuid4().hex, engine, task, ttl)
-    with hold_lock(job_dir / LEASE_LOCK_NAME, "the job's lease", LOCK_WAIT):
-        current = read_lease(job_dir)
-        if current is not None:
-            reason = over(current)
-            if reason is None:
-                raise LeaseHeld(f"run by another runner: {describe(current)}")
-            lease.took_over = f"took over the lease of {describe(current)}: {reason}"
-        atomic_write_json(lease.path, lease._data(_stamp(_now())))
-    return lease
+    deadline = time.monotonic() + wait
+    while True:
+        with hold_lock(job_dir / LEASE_LOCK_NAME, "the job's lease", LOCK_WAIT):
+            current = read_lease(job_dir)
+            reason = over(current) if current is not None else ""
+            if reason is not None:
+                if current is not None:
+                    lease.took_over = f"took over the lease of {describe(current)}: {reason}"
+                atomic_write_json(lease.path, lease._data(_stamp(_now())))
+                return lease
+        if time.monotonic() >= deadline:
+            waited = f" (waited {wait:.0f} s)" if wait else ""
+            raise LeaseHeld(f"run by another runner{waited}: {describe(current)}")
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
 
 
 @contextmanager
-def holding(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS) -> Iterator[Lease]:
-    """Hold the job's lease for the block: taken, renewed by a thread every
-    ``ttl / 3`` seconds, released at the end (a crash leaves it to expire,
-    or to be taken over at once on the same host)."""
-    lease = acquire(job_dir, engine=engine, task=task, ttl=ttl)
+def holding(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS,
+            wait: float = 0.0) -> Iterator[Lease]:
+    """Hold the job's lease for the block: taken (waiting up to ``wait``
+    seconds for another's to be over), renewed by a thread every ``ttl / 3``
+    seconds, released at the end (a crash leaves it to expire, or to be
+    taken over at once on the same host)."""
+    lease = acquire(job_dir, engine=engine, task=task, ttl=ttl, wait=wait)
     stop = threading.Event()
 
     def renew() -> None:

@@ -32,6 +32,9 @@ MANIFEST_SCHEMA = "job-manifest.v2.schema.json"
 #: The roles a workflow's slots hold unless a job names others.
 DEFAULT_SLOTS = {WORKER: "Worker", SUPERVISOR: "Supervisor"}
 PLANNED_SLOTS = {PLANNER: "Planner", WORKER: "Worker", SUPERVISOR: "Supervisor"}
+SOLO_SLOTS = {WORKER: "Worker"}
+#: Each workflow's slots.
+WORKFLOW_SLOTS = {"default": DEFAULT_SLOTS, "planned": PLANNED_SLOTS, "solo": SOLO_SLOTS}
 
 
 def utc_now() -> str:
@@ -180,8 +183,8 @@ class JobDefinition(BaseModel):
     """What the result must satisfy."""
     files: list[str] = []
     """Workspace files shown to the roles at the start of a turn."""
-    workflow: Literal["default", "planned"] = "default"
-    """default: Worker and Supervisor; planned: a Planner directs the other roles."""
+    workflow: Literal["default", "planned", "solo"] = "default"
+    """default: Worker and Supervisor; planned: a Planner directs the other roles; solo: the Worker alone, its COMPLETED ([DONE]) ends the job (a skill's job)."""
     roles: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_SLOTS))
     """Slot -> the role that fills it."""
     model: Optional[str] = None
@@ -212,7 +215,7 @@ class JobState(BaseModel):
     last_sequence: int = 0
     """Sequence number of the last history entry this state reflects: the job's step number."""
     calls: int = 0
-    """Answers applied so far (calls, replayed and posted answers): the N of "[Call N of MAX]" is the next one; settings.max_steps limits it."""
+    """Answers applied so far (calls, replayed and posted answers): the N of "[Step N of MAX]" is the next one; settings.max_steps limits it."""
     retries_in_a_row: int = 0
     """RETRYs since the Supervisor last accepted work."""
     totals: Totals = Totals()

@@ -71,7 +71,7 @@ SEED_FILES = {"planner_prompt": "roles/Planner", "compaction_prompt": "compactio
 #: :data:`SEED_KEYS` -> the template's text.
 PROMPTS_JSON = "prompts.json"
 #: Seed 002's keys in ``prompts.json`` -> the template each gives.
-SEED_KEYS = {"SKILL_SYSTEM_PROMPT_WITH_ASK": "protocol"}
+SEED_KEYS = {"SKILL_SYSTEM_PROMPT_WITH_ASK": "protocol/tags"}
 
 _TOKEN = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -94,10 +94,11 @@ TEMPLATES: dict[str, Template] = {
         "How to answer; {protocol_rules} is the protocol generated from its one definition (logist/protocol.py).",
         ("protocol_rules",),
     ),
+    "protocol/tags": Template(
+        "How a tags-protocol role answers: seed 002's base prompt (SKILL_SYSTEM_PROMPT_WITH_ASK), word for word."),
     "answer_form/json": Template("How a JSON-protocol answer is given, in a re-ask (messages/refused's {answer_form})."),
     "answer_form/tags": Template("How a tags-protocol answer is given, in a re-ask (messages/refused's {answer_form})."),
     "answer_reminder/json": Template("The last line of a JSON-protocol role's turn-opening message ({answer_reminder})."),
-    "answer_reminder/tags": Template("The last line of a tags-protocol role's turn-opening message ({answer_reminder})."),
     "planner": Template("The Planner's list of the roles it can address (send_to).", ("roles",)),
     "skill": Template("The active skill's part of the system message.", ("skill", "instructions")),
     "job": Template(
@@ -105,12 +106,18 @@ TEMPLATES: dict[str, Template] = {
         ("objective", "details", "parameters", "acceptance_criteria", "review", "last_turn_files", "job_files",
          "plan", "task", "memory", "feedback", "answer_reminder"),
     ),
+    "job/tags": Template(
+        "The first message of a tags-protocol role's turn (seed 002's): Execute skill: {skill}, or the person's own "
+        "{objective}, then the parameters and whatever else the turn has.",
+        ("skill", "objective", "parameters", "details", "acceptance_criteria", "review", "last_turn_files",
+         "job_files", "plan", "task", "memory", "feedback"),
+    ),
     "review": Template("The Supervisor's part of the first message: the work to review.",
                        ("role", "action", "summary", "evidence_files")),
     "file": Template("A workspace file shown in a prompt.", ("path", "content")),
     "file_missing": Template("A file named for a prompt that the workspace does not have.", ("path",)),
     "file_over_budget": Template("A file left out because the prompt's file budget is spent.", ("path",)),
-    "call": Template("Every user message: the message, then how many calls the job has used.",
+    "call": Template("Every user message: the message, then the step it is of the job's max_steps ([Step N of MAX]).",
                      ("message", "call", "max_calls")),
     "memory": Template("What the person answered and said earlier in the job, in a turn's first message.",
                        ("items",)),
@@ -129,6 +136,8 @@ TEMPLATES: dict[str, Template] = {
     ),
     "command/output": Template("The next message after a command ran: the command, its output, how it ended.",
                                ("command", "output", "ending")),
+    "command/tags": Template("The next message after a command ran, in the tags protocol (seed 002's): its cleaned "
+                             "output; {ending} only when it timed out.", ("output", "ending")),
     "command/stdout": Template("A command's standard output.", ("text",)),
     "command/stderr": Template("A command's standard error.", ("text",)),
     "command/no_output": Template("What a command that printed nothing shows."),

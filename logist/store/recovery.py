@@ -56,7 +56,10 @@ from .layout import WRITTEN_UNDER_THE_LOCK
 from ..errors import CorruptFileError, LogistError
 from .entries import HistoryEntry, JobDefinition
 from .journal import StepJournal, journal_path, new_entry, record
-from .manifest import PLANNER, WORKER, JobManifest, Status, read_manifest, utc_now, write_manifest
+from .manifest import MANIFEST_FORMAT, PLANNER, WORKER, JobManifest, Status, read_manifest, utc_now, write_manifest
+from .upgrade import move_context
+from .upgrading import upgrade_job
+from ..workspace import Workspace
 
 log = logging.getLogger("logist")
 
@@ -125,8 +128,6 @@ def _continue_from(job_dir: Path, workspace: Path, manifest: JobManifest, last: 
     take their numbers. Its state and its workspace commit are restored, as
     a restep would; the calls of the lost entries stay counted (they were
     paid for) and the workspace as it was is kept under a ref."""
-    from ..workspace import Workspace
-
     reached = manifest.last_sequence
     if last is not None:
         restored = manifest_at(job_dir, last, manifest)
@@ -161,8 +162,6 @@ def _continue_from(job_dir: Path, workspace: Path, manifest: JobManifest, last: 
 def _refuse_a_newer_format(job_dir: Path) -> None:
     """A job a newer Logist wrote can be read (unknown fields are kept), but
     changing it could break what that version expects of its own format."""
-    from .manifest import MANIFEST_FORMAT
-
     found = hist.file_format(job_dir)
     if found <= hist.HISTORY_FORMAT:
         try:
@@ -214,8 +213,6 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) ->
     outcome) and removes the journal; it is the engine's, as applying an
     answer is. Without it such a call is dropped like any interrupted step,
     its answer kept in the recovery note."""
-    from ..workspace import Workspace
-
     job_dir = Path(job_dir)
     notes: list[str] = []
     if not hist.history_path(job_dir).exists():
@@ -227,8 +224,6 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) ->
     repaired = hist.repair(job_dir)
     if repaired:
         notes.append(repaired)
-    from .upgrade import upgrade_job
-
     upgraded = upgrade_job(job_dir)
     if upgraded:
         log.info("job %s: %s", job_dir.name, upgraded)
@@ -303,8 +298,6 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) ->
         manifest.workspace_commit = reset_head
     if interrupted is not None:
         manifest = finish(manifest, interrupted)
-    from .upgrade import move_context
-
     moved = move_context(job_dir, manifest.baseline_commit)
     if moved:
         log.info("job %s: %s", job_dir.name, moved)

@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import CorruptFileError
+from .jobstore import JobStore
 from .manifest import Turn
+from .seek import entries_since, file_mark, read_entries, still_holds
 
 Entries = dict[int, dict]
 
@@ -118,45 +120,58 @@ def recorded_body(entry: dict, messages: list[dict]) -> dict:
                         meta.get("response_format"), meta.get("stream"))
 
 
-#: Per process and job: the messages of the last request rebuilt, so that
-#: the next round (which continues it) costs its new messages, not the turn.
-_LAST: dict[str, tuple[object, int, list[dict]]] = {}
-
-
 class HistoryReader:
     """Entries of one job's history, read from the end of the file as far
-    back as a question needs, and kept for the next question."""
+    back as a question needs, and kept for the next question. With the
+    ``store`` of the process's job (:class:`~logist.store.jobstore.JobStore`),
+    the entries read and the last conversation rebuilt are kept there for
+    the next step, so a round of a long turn costs its new messages, not
+    the turn; they are dropped when the file no longer holds what they were
+    read from (:func:`logist.store.seek.still_holds`)."""
 
-    def __init__(self, job_dir: Path):
+    def __init__(self, job_dir: Path, store: Optional[JobStore] = None):
         self.job_dir = Path(job_dir)
-        self.entries: Entries = {}
+        self.store = store
+        if store is None:
+            self.entries: Entries = {}
+            return
+        now = file_mark(self.job_dir)
+        if not still_holds(self.job_dir, store.mark, now):
+            store.forget()
+        store.mark = now
+        self.entries = store.entries
 
     def fetch(self, sequence: int) -> Entries:
-        from .seek import entries_since
-
+        if self.entries and sequence > max(self.entries):
+            return entries_since(self.job_dir, max(self.entries) + 1)  # what was appended since
         # Read back at least twice as far as last time, so a long chain of
         # small steps back costs a few reads, not one per entry.
         known = min(self.entries) if self.entries else None
         start = sequence if known is None else max(1, min(sequence, known - 2 * (max(self.entries) - known + 1)))
         return entries_since(self.job_dir, start)
 
-    def messages(self, sequence: int) -> list[dict]:
-        from .seek import file_identity
+    def _continues_kept(self, sequence: int) -> bool:
+        """Whether the conversation kept is call ``sequence``'s or the one it continues."""
+        kept = self.store.conversation if self.store is not None else None
+        if kept is None:
+            return False
+        return kept[0] == sequence or (self.entry(sequence).get("request") or {}).get("continues") == kept[0]
 
-        identity = file_identity(self.job_dir)
-        key = str(self.job_dir)
-        last = _LAST.get(key)
+    def messages(self, sequence: int) -> list[dict]:
+        """The exact messages call entry ``sequence`` sent (a new list; the messages are shared)."""
+        kept = self.store.conversation if self.store is not None else None
         entry = self.entry(sequence)
         request = entry.get("request") or {}
-        if last and last[0] == identity and last[1] == sequence:
-            return list(last[2])
-        if last and last[0] == identity and request.get("prompt") is None and request.get("continues") == last[1]:
-            messages = last[2] + [_answer(self.entry(last[1]))] + added_messages(request, _output_in(self.entries, self.fetch))
+        if kept and kept[0] == sequence:
+            return list(kept[1])
+        if kept and request.get("prompt") is None and request.get("continues") == kept[0]:
+            messages = kept[1] + [_answer(self.entry(kept[0]))] + added_messages(request, _output_in(self.entries, self.fetch))
         else:
             messages = messages_of(self.entries, sequence, self.fetch)
-        _LAST[key] = (identity, sequence, messages)
-        if len(_LAST) > 4:
-            _LAST.pop(next(iter(_LAST)))
+        if self.store is not None and (kept is None or sequence >= kept[0]):
+            self.store.conversation = (sequence, messages)
+            for number in [n for n in self.entries if n < sequence]:  # the tail a later round needs
+                del self.entries[number]
         return list(messages)
 
     def entry(self, sequence: int) -> dict:
@@ -167,7 +182,8 @@ class HistoryReader:
         request and its answer ([] before the turn's first round)."""
         if turn.last_call is None:
             return []
-        if turn.prompt_call is not None and turn.prompt_call not in self.entries:
+        if turn.prompt_call is not None and turn.prompt_call not in self.entries \
+                and not self._continues_kept(turn.last_call):
             self.entries.update(self.fetch(turn.prompt_call))
         return self.messages(turn.last_call) + [_answer(self.entry(turn.last_call))]
 
@@ -179,7 +195,7 @@ class HistoryReader:
         """The first user message of the turn (its first call's)."""
         if turn.first_call is None:
             return None
-        prompt = self.messages(turn.first_call)
+        prompt = messages_of(self.entries, turn.first_call, self.fetch)
         users = [m for m in prompt if m["role"] == "user"]
         return users[0]["content"] if users else None
 
@@ -207,8 +223,6 @@ def person_inputs(job_dir: Path, sequences: list[int], known: Optional[Entries] 
     wanted = set(sequences) | {s - 1 for s in sequences}
     entries = {s: known[s] for s in wanted if s in known}
     if wanted - set(entries):
-        from .seek import read_entries
-
         entries.update(read_entries(job_dir, wanted - set(entries)))
     found = []
     for sequence in sequences:

@@ -37,7 +37,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from ..errors import ConfigError, NotFoundError
+from ..errors import ConfigError, NotFoundError, format_validation_error
 from ..resources import data_dir
 from .prompts import check_instructions
 
@@ -113,17 +113,6 @@ class RoleManifest(BaseModel):
     def model_label(self) -> str:
         """The model as the manifest names it: its alias, else its model."""
         return self.llm_alias or self.llm_model or ""
-
-
-def format_validation_error(exc: ValidationError, where: str) -> str:
-    """One line per field, as the CLI shows pydantic errors."""
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"])
-        message = err["msg"].removeprefix("Value error, ")
-        # A check across fields names its fields in its own message.
-        parts.append(f"{loc}: {message}" if loc else message)
-    return f"{where}: " + "; ".join(parts)
 
 
 def syntax_error(path: Path, exc: Exception, what: str) -> ConfigError:

@@ -3,8 +3,11 @@
 A step needs the last few entries (the turn it continues, the entry before
 it), not the whole file: the entry with a given number is found by an mmap
 ``rfind`` of the bytes every entry starts with (:data:`ENTRY_START`, see
-:mod:`logist.store.history`) and parsed from there to the end, and a
-process that read this history before parses only what was appended since.
+:mod:`logist.store.history`) and parsed from there to the end. Nothing is
+kept between calls: a reader without the job's lock reads the file as it
+is, and what a process running a job keeps of it between steps is held by
+that job's :class:`~logist.store.jobstore.JobStore`. A file in an older
+format (or not in the canonical layout) is read whole, upgraded in memory.
 """
 
 from __future__ import annotations
@@ -19,8 +22,7 @@ from pydantic import ValidationError
 
 from ..errors import CorruptFileError
 from .entries import HistoryEntry
-from .forms import Sources, from_file, read_all
-from .history import ENTRY_START, _canonical_end, _corrupt, file_format, history_path, load_history
+from .history import ENTRY_START, HISTORY_FORMAT, _canonical_end, _corrupt, file_format, history_path, load_history
 
 
 def _map(handle) -> Optional[mmap.mmap]:
@@ -30,119 +32,82 @@ def _map(handle) -> Optional[mmap.mmap]:
         return None
 
 
-#: Per process, the entries last parsed from the end of a few histories, so
-#: that a loop of steps reads only what was appended since (an append only
-#: adds bytes after the entries parsed). Kept with the last bytes parsed
-#: (:data:`_MARK` of them): a file rewritten under a reused inode number, or
-#: edited in place, no longer holds them where they were and is read afresh,
-#: as is a shorter one (repaired) or another inode. Callers must not change
-#: the dicts.
-_PARSED: dict[str, tuple[tuple[int, int], int, int, bytes, dict[int, dict]]] = {}
-_PARSED_JOBS = 4
+#: How many bytes before the end of the entries mark where a reader stopped (see :func:`file_mark`).
 _MARK = 64
 
 
-def file_identity(job_dir: Path) -> tuple[int, int]:
-    """Which file the history is (a rewritten history is another file)."""
-    info = os.stat(history_path(job_dir))
-    return info.st_dev, info.st_ino
+def file_mark(job_dir: Path) -> Optional[tuple]:
+    """What the history is now, for a reader that keeps entries between
+    reads (:class:`~logist.store.jobstore.JobStore`): the file (device,
+    inode), where its entries end and their last bytes. Entries kept from
+    an earlier mark are still the file's when the file is the same and
+    still holds the earlier mark's bytes where they were (an append only
+    adds after them; a rewrite, a repair that cut an entry back or an edit
+    in place does not). None: not a canonical current-format file."""
+    path = history_path(job_dir)
+    if file_format(job_dir) < HISTORY_FORMAT:
+        return None
+    with open(path, "rb") as handle:
+        end = _canonical_end(path, handle)
+        if end is None:
+            return None
+        info = os.fstat(handle.fileno())
+        handle.seek(max(0, end - _MARK))
+        return info.st_dev, info.st_ino, end, handle.read(end - max(0, end - _MARK))
+
+
+def still_holds(job_dir: Path, mark: Optional[tuple], now: Optional[tuple]) -> bool:
+    """Whether the file as marked ``now`` still holds what it held at ``mark``."""
+    if mark is None or now is None or mark[:2] != now[:2] or now[2] < mark[2]:
+        return False
+    if now[2] == mark[2]:
+        return now[3] == mark[3]
+    with open(history_path(job_dir), "rb") as handle:
+        handle.seek(mark[2] - len(mark[3]))
+        return handle.read(len(mark[3])) == mark[3]
 
 
 def entries_since(job_dir: Path, sequence: int) -> dict[int, dict]:
     """The parsed entries numbered ``sequence`` or more, by number, reading
-    only the end of the file from that entry on (and, in a process that
-    read this history before, only what was appended since)."""
-    path, found = history_path(job_dir), file_format(job_dir)
-    if found < 2:
+    only the end of the file from that entry on."""
+    path = history_path(job_dir)
+    if file_format(job_dir) < HISTORY_FORMAT:
         return {e.sequence: e.dump() for e in load_history(job_dir).interactions if e.sequence >= sequence}
     with open(path, "rb") as handle:
         end = _canonical_end(path, handle)
         view = _map(handle) if end is not None else None
         if view is None:
             return {e.sequence: e.dump() for e in load_history(job_dir).interactions if e.sequence >= sequence}
-        info = os.fstat(handle.fileno())
-        identity = (info.st_dev, info.st_ino)
         with view:
-            cached = _PARSED.get(str(path))
-            if (cached and cached[0] == identity and cached[1] <= sequence and cached[2] <= end
-                    and view[cached[2] - len(cached[3]):cached[2]] == cached[3]):
-                _, first, parsed_end, _mark, entries = cached
-                fresh = view[parsed_end:end].lstrip(b",")
-            else:
-                start = view.rfind(ENTRY_START + str(sequence).encode() + b",", 0, end)
-                if start < 0:
-                    start = view.find(ENTRY_START, 0, end)  # renumbered by hand: read it all
-                if start < 0:
-                    return {}
-                first, entries, fresh = sequence, {}, view[start:end]
-            mark = view[max(0, end - _MARK):end]
-            try:
-                items = json.loads(b"[" + fresh + b"]") if fresh.strip() else []
-            except (ValueError, RecursionError) as exc:
-                _PARSED.pop(str(path), None)
-                raise _corrupt(path, exc) from None
-    if found >= 3:
-        sources = _sources(job_dir, identity, entries)
-        items = list(read_all(items, sources))
-    entries = {**entries, **{item["sequence"]: item for item in items}}
-    _PARSED.pop(str(path), None)
-    while len(_PARSED) >= _PARSED_JOBS:
-        _PARSED.pop(next(iter(_PARSED)))
-    _PARSED[str(path)] = (identity, first, end, mark, entries)
-    return {number: item for number, item in entries.items() if number >= sequence}
-
-
-#: Per process and file: the request metadata of the entries others name (see logist.store.forms).
-_SOURCES: dict[str, tuple[tuple[int, int], Sources]] = {}
-
-
-def _sources(job_dir: Path, identity: tuple[int, int], known: Optional[dict[int, dict]] = None) -> Sources:
-    """Where a format 3 entry finds the metadata it names: entries already
-    read (``known``, as in memory), else the file, one entry by number."""
-    key = str(history_path(job_dir))
-    cached = _SOURCES.get(key)
-    if cached is None or cached[0] != identity:
-        cached = (identity, Sources())
-        _SOURCES.pop(key, None)
-        while len(_SOURCES) >= _PARSED_JOBS:
-            _SOURCES.pop(next(iter(_SOURCES)))
-        _SOURCES[key] = cached
-    sources = cached[1]
-    sources.fetch = lambda n: (known or {}).get(n) or read_entries(job_dir, {n}, raw=True).get(n)
-    return sources
+            start = view.rfind(ENTRY_START + str(sequence).encode() + b",", 0, end)
+            if start < 0:
+                start = view.find(ENTRY_START, 0, end)  # renumbered by hand: read it all
+            if start < 0:
+                return {}
+            fresh = view[start:end]
+    try:
+        items = json.loads(b"[" + fresh + b"]") if fresh.strip() else []
+    except (ValueError, RecursionError) as exc:
+        raise _corrupt(path, exc) from None
+    return {item["sequence"]: item for item in items if item["sequence"] >= sequence}
 
 
 def read_entry(job_dir: Path, sequence: int) -> HistoryEntry:
     """Entry number ``sequence``, found without parsing the others."""
-    found = entries_since(job_dir, sequence).get(sequence)
+    found = read_entries(job_dir, {sequence}).get(sequence)
     if found is None:
         raise CorruptFileError(f"{history_path(job_dir)} has no entry {sequence}")
     return HistoryEntry.model_validate(found)
 
 
-#: Per process, the last entry of a few histories as last parsed, with what
-#: the file was then (device, inode, size, modification time, where the
-#: entries end): a step, the recovery check before it and the transcript
-#: after it all read the same last entry, parsed once until the file changes
-#: (an append makes it longer, a rewrite is a new inode). Callers must not
-#: change the entry.
-_LAST: dict[str, tuple[tuple[int, ...], HistoryEntry]] = {}
-
-
 def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
-    """The last entry, reading only the end of the file (or nothing, when
-    the file has not changed since this process last read it)."""
-    path, found = history_path(job_dir), file_format(job_dir)
-    if found < 2:
+    """The last entry, reading only the end of the file."""
+    path = history_path(job_dir)
+    if file_format(job_dir) < HISTORY_FORMAT:
         entries = load_history(job_dir).interactions
         return entries[-1] if entries else None
     with open(path, "rb") as handle:
         end = _canonical_end(path, handle)
-        info = os.fstat(handle.fileno())
-        state = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, -1 if end is None else end)
-        cached = _LAST.get(str(path))
-        if cached is not None and cached[0] == state:
-            return cached[1]
         view = _map(handle) if end is not None else None
         if view is None:
             entries = load_history(job_dir).interactions
@@ -153,27 +118,21 @@ def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
                 return None
             text = view[start:end]
     try:
-        data = json.loads(text)
-        if found >= 3:
-            data = from_file(data, _sources(job_dir, (info.st_dev, info.st_ino)))
-        entry = HistoryEntry.model_validate(data)
+        return HistoryEntry.model_validate(json.loads(text))
     except (ValueError, ValidationError, RecursionError):
         raise CorruptFileError(f"{path} is corrupt: its last entry cannot be parsed") from None
-    _LAST.pop(str(path), None)
-    while len(_LAST) >= _PARSED_JOBS:
-        _LAST.pop(next(iter(_LAST)))
-    _LAST[str(path)] = (state, entry)
-    return entry
 
 
-def read_entries(job_dir: Path, sequences: set[int], raw: bool = False) -> dict[int, dict]:
+def read_entries(job_dir: Path, sequences: set[int]) -> dict[int, dict]:
     """The parsed entries numbered ``sequences`` (not empty), each found by
     its number and parsed alone: an early entry of a long history costs its
     own bytes, not those of every entry after it (which
-    :func:`entries_since` parses). ``raw``: as the file holds them."""
-    path, found, version = history_path(job_dir), {}, file_format(job_dir)
+    :func:`entries_since` parses)."""
+    path, found = history_path(job_dir), {}
+    if file_format(job_dir) < HISTORY_FORMAT:
+        return {n: e for n, e in entries_since(job_dir, min(sequences)).items() if n in sequences}
     with open(path, "rb") as handle:
-        end = _canonical_end(path, handle) if version >= 2 else None
+        end = _canonical_end(path, handle)
         view = _map(handle) if end is not None else None
         if view is None:
             return {n: e for n, e in entries_since(job_dir, min(sequences)).items() if n in sequences}
@@ -187,8 +146,4 @@ def read_entries(job_dir: Path, sequences: set[int], raw: bool = False) -> dict[
                     found[sequence] = json.loads(view[start:stop if stop >= 0 else end].rstrip().rstrip(b","))
                 except (ValueError, RecursionError) as exc:
                     raise _corrupt(path, exc) from None
-            info = os.fstat(handle.fileno())
-    if version >= 3 and not raw:
-        sources = _sources(job_dir, (info.st_dev, info.st_ino), found)
-        found = {n: from_file(e, sources) for n, e in found.items()}
     return found

@@ -22,9 +22,8 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 from pydantic.json_schema import SkipJsonSchema
 
-from ..errors import ConfigError, NotFoundError
+from ..errors import ConfigError, NotFoundError, format_validation_error
 from ..resources import data_dir
-from .roles import format_validation_error
 
 SKILL_FILE = "SKILL.md"
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(?P<yaml>.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(?P<body>.*)\Z", re.DOTALL)
@@ -108,13 +107,17 @@ class ActiveSkill(BaseModel):
     """The skill's instructions as rendered with those values at create; later edits of SKILL.md do not change them."""
     protocol: Optional[Literal["json", "tags"]] = None
     """The protocol the skill asks the job's roles to answer in, if it names one (absent: each role's own)."""
+    prompted: bool = False
+    """Whether the person gave the job's objective (seed 002's custom prompt), sent in the tags protocol in place of "Execute skill: NAME"."""
 
     @model_serializer(mode="wrap")
     def _without_an_unset_protocol(self, handler):
-        # Absent, not null: a job whose skill names no protocol keeps the files it had.
+        # Absent, not null or false: a job made before these fields keeps the files it had.
         data = handler(self)
         if isinstance(data, dict) and data.get("protocol", "") is None:
             del data["protocol"]
+        if isinstance(data, dict) and data.get("prompted") is False:
+            del data["prompted"]
         return data
 
 

@@ -1,22 +1,39 @@
-"""Upgrading job files from format 1 to format 2 (and a history to format 3), and to relative paths.
+"""Older formats of a job's files read as the current one, and rewritten.
 
-A format 2 history written before paths in job files were relative names
-the absolute workspace path in its header; :func:`relative_paths` rewrites
-it without (each command keeps where it ran, ``command.cwd``).
+A history's format is named in its header (``"format": N``; format 1 named
+none). Each format is upgraded to the next by one function of
+:data:`UPGRADES` (as simonw/llm's migrations are: a list, applied in order
+from the file's own version), each taking the document as a file of its
+format holds it and giving it as a file of the next holds it:
 
-Format 1 (files without a ``format`` field) kept the whole conversation in
-the manifest (``turn.messages``) and, in every history entry, the whole
-prompt and a copy of the whole manifest (``manifest_after``). Format 2 keeps
-what is new (:mod:`logist.store.entries`). The upgrade loses nothing the job
-needs: every request is still rebuilt exactly (a prompt that extends an
-earlier call of the same role and that call's answer becomes ``continues`` +
-``added``), every entry keeps the state after it, and the turn's messages
-become pointers to the entries that hold them.
+1 -> 2
+    Format 1 kept the whole conversation in the manifest
+    (``turn.messages``) and, in every history entry, the whole prompt and
+    a copy of the whole manifest (``manifest_after``). Format 2 keeps what
+    is new (:mod:`logist.store.entries`): every request is still rebuilt
+    exactly (a prompt that extends an earlier call of the same role and
+    that call's answer becomes ``continues`` + ``added``), every entry
+    keeps the state after it, and the turn's messages become pointers to
+    the entries that hold them.
+2 -> 3
+    Format 3 wrote ``state.turn.last_call`` and ``state.turn.pending`` only
+    when the entry itself did not say them (and could name another entry's
+    request metadata by number; the upgrade writes it out).
+3 -> 4
+    Format 4 writes every call entry self-contained, seed-shaped: the
+    request metadata in full (role and phase too), ``files_context``, the
+    response's status (``FAILED`` where the older formats said ``ERROR``),
+    actions, evidence, summary and raw answer, ``workspace_path``
+    (``"workspace"``), the turn's ``last_call`` and ``pending``. The
+    absolute workspace path an older header (or entry) named goes into
+    each command's ``cwd``, where a command records where it ran.
 
 Readers upgrade in memory (:func:`upgrade_history_data`,
 :func:`upgrade_manifest_data`); the first command that changes the job, or
-``logist job upgrade``, rewrites the files (:func:`upgrade_job`), keeping the
-format 1 files beside them as ``*.v1``.
+``logist job upgrade``, rewrites the files
+(:func:`logist.store.history.upgrade_file`,
+:func:`logist.store.upgrading.upgrade_job`), keeping the old ones beside
+them as ``*.v<format>``.
 
 The context file moved out of the workspace: a job read
 ``<workspace>/.logist/context.md`` before every prompt, so a model could
@@ -32,9 +49,17 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from .atomic import atomic_write, atomic_write_json, fsync_dir
+from .atomic import atomic_write
+from .entries import FAILED, HistoryEntry
+from ..errors import CorruptFileError, LogistError
+from .manifest import MANIFEST_FORMAT, MANIFEST_SCHEMA, JobDefinition, JobManifest
+from ..workspace import Workspace
+
+#: The history format this version of Logist writes, and its schema.
+HISTORY_FORMAT = 4
+HISTORY_SCHEMA = "job-history.v4.schema.json"
 
 #: How many earlier calls of the same role are tried as the one a request continues.
 _CANDIDATES = 50
@@ -66,8 +91,6 @@ def upgrade_manifest_data(data: Any, pointers: Optional[dict] = None) -> Any:
     """
     if not _v1(data):
         return data
-    from .manifest import MANIFEST_FORMAT, MANIFEST_SCHEMA
-
     pointers = pointers or {}
     out = {"$schema": MANIFEST_SCHEMA, "format": MANIFEST_FORMAT, **data}
     if "steps" in out:
@@ -141,9 +164,6 @@ class _Upgrader:
 
 
 def _entry(entry: dict, upgrader: _Upgrader, first: bool) -> dict:
-    from .entries import HistoryEntry
-    from .manifest import JobDefinition, JobManifest
-
     out = dict(entry)
     if out.get("kind") == "recovery":
         out["kind"] = "repair"
@@ -164,26 +184,13 @@ def _entry(entry: dict, upgrader: _Upgrader, first: bool) -> dict:
     return HistoryEntry.model_validate(out).dump()
 
 
-def upgrade_history_data(data: Any) -> Any:
-    """A history document of any format with its entries as in memory: a
-    format 1 one upgraded, a format 3 one with what its entries leave out
-    put back (:mod:`logist.store.forms`; format 2 writes it all out)."""
-    if isinstance(data, dict) and isinstance(data.get("format"), int) and data["format"] >= 3 \
-            and isinstance(data.get("interactions"), list):
-        from .forms import Sources, read_all
-
-        entries = [e for e in data["interactions"] if isinstance(e, dict)]
-        return {**data, "interactions": list(read_all(entries, Sources()))}
-    return upgrade_files(None, data)[1]
+def _v1_to_v2(data: dict) -> dict:
+    return _v1_files(None, data)[1]
 
 
-def upgrade_files(manifest_data: Any, history_data: Any) -> tuple[Any, Any]:
-    """Both files of a job in format 2; the manifest's turn pointers come
-    from the history."""
-    if not _v1(history_data):
-        return upgrade_manifest_data(manifest_data), history_data
-    from .history import HISTORY_FORMAT, HISTORY_SCHEMA
-
+def _v1_files(manifest_data: Any, history_data: dict) -> tuple[Any, dict]:
+    """A format 1 job's manifest and history in format 2; the manifest's
+    turn pointers come from the history."""
     upgrader = _Upgrader()
     raw = history_data.get("interactions") or []
     entries = [_entry(e, upgrader, i == 0) for i, e in enumerate(raw)]
@@ -193,117 +200,139 @@ def upgrade_files(manifest_data: Any, history_data: Any) -> tuple[Any, Any]:
         if entry.get("workspace_path") == workspace:
             entry.pop("workspace_path", None)
     pointers = upgrader.pointers({"kind": None, "sequence": None}, manifest_data) if _v1(manifest_data) else None
-    history = {"$schema": HISTORY_SCHEMA, "format": HISTORY_FORMAT, "job_id": history_data.get("job_id"),
+    history = {"$schema": "job-history.v2.schema.json", "format": 2, "job_id": history_data.get("job_id"),
                **({"workspace_path": workspace} if workspace else {}), "interactions": entries}
     return upgrade_manifest_data(manifest_data, pointers), history
 
 
-def upgrade_job(job_dir: Path) -> Optional[str]:
-    """Rewrite a job's files in the current form: a format 1 job in format
-    2 (:func:`upgrade_v1`), then a history that names absolute paths with
-    none (:func:`relative_paths`). Returns what was done, or None when
-    there was nothing to do. Call with the job's lock held."""
-    done = [what for what in (upgrade_v1(job_dir), upgrade_v2(job_dir), relative_paths(job_dir)) if what]
-    return "; ".join(done) or None
+def _turn_of(entry: dict) -> Optional[dict]:
+    state = entry.get("state")
+    return dict(state["turn"]) if isinstance(state, dict) and isinstance(state.get("turn"), dict) else None
 
 
-def relative_paths(job_dir: Path) -> Optional[str]:
-    """Rewrite a history whose header names the absolute workspace path
-    (files written before paths in job files were relative to the job's
-    folder) without it: the workspace is always the job's ``workspace/``.
-    Nothing is lost: the path where each command ran (the header's, or the
-    entry's own ``workspace_path`` where the job had moved) goes into that
-    entry's ``command.cwd``, where a replay looks for it. Returns what was
-    done, or None. Call with the job's lock held."""
-    from .history import load_history, history_path, recorded_workspace, write_canonical
+def _output(entry: dict) -> Optional[str]:
+    command = entry.get("command")
+    return command.get("output") if isinstance(command, dict) else None
 
-    job_dir = Path(job_dir)
-    created_in = recorded_workspace(job_dir)
-    if created_in is None:
-        return None
-    history = load_history(job_dir)
+
+#: Format 2's flag for a pending message left out because it is the command's output.
+_PENDING_FLAG = "pending_is_command_output"
+
+
+def _v2_to_v3(data: dict) -> dict:
+    """Format 3 left ``turn.last_call`` out when it is the entry's own
+    sequence (``null`` when the turn had no call) and ``turn.pending``
+    when it is ``command.output`` (``null`` when there was none), in place
+    of format 2's flag."""
     entries = []
-    for entry in history.interactions:
-        data = entry.dump()
-        where = data.pop("workspace_path", None) or created_in
-        command = data.get("command")
-        if isinstance(command, dict) and command.get("decision") == "run" and not command.get("cwd"):
-            command["cwd"] = where
-        entries.append(data)
-    write_canonical(history_path(job_dir), history.job_id, entries)
-    return "the history no longer names the workspace's absolute path (each command keeps where it ran)"
+    for entry in data.get("interactions") or []:
+        turn = _turn_of(entry) if isinstance(entry, dict) else None
+        if turn is None:
+            entries.append(entry)
+            continue
+        out = {k: v for k, v in entry.items() if k != _PENDING_FLAG}
+        if "last_call" not in turn:
+            turn["last_call"] = None
+        elif turn["last_call"] == entry.get("sequence"):
+            del turn["last_call"]
+        if _output(entry) is not None and not entry.get(_PENDING_FLAG):
+            if "pending" not in turn:
+                turn["pending"] = None
+            elif turn["pending"] == _output(entry):
+                del turn["pending"]
+        out["state"] = {**entry["state"], "turn": turn}
+        entries.append(out)
+    return {**data, "$schema": "job-history.v3.schema.json", "format": 3, "interactions": entries}
 
 
-def upgrade_v2(job_dir: Path) -> Optional[str]:
-    """Rewrite a format 2 history in format 3 (:mod:`logist.store.forms`),
-    keeping the old file as ``jobHistory.json.v2``. Every entry reads the
-    same before and after. Returns what was done, or None when there was
-    nothing to do. Call with the job's lock held."""
-    from .history import HISTORY_FORMAT, file_format, history_path, load_history, write_canonical
-
-    job_dir = Path(job_dir)
-    hpath = history_path(job_dir)
-    if not hpath.exists() or file_format(job_dir) != 2 or HISTORY_FORMAT < 3:
-        return None
-    from ..errors import CorruptFileError
-
-    try:
-        history = load_history(job_dir)
-    except CorruptFileError:  # a damaged history: recovery salvages it (in the current format)
-        return None
-    _keep(hpath, hpath.with_name(hpath.name + ".v2"))
-    fsync_dir(job_dir)
-    write_canonical(hpath, history.job_id, [e.dump() for e in history.interactions], history.workspace_path)
-    return f"upgraded the history from format 2 to format {HISTORY_FORMAT} (the old file is kept as {hpath.name}.v2)"
+def _is_number(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _keep(path: Path, keep: Path) -> None:
+def _v3_entry(entry: dict, written: dict[int, dict]) -> dict:
+    """A format 3 entry with what it left out put back: the request
+    metadata it names by number (``written``: the metadata written out so
+    far, by entry), the turn's ``last_call`` and ``pending``."""
+    out = entry
+    request = entry.get("request")
+    if isinstance(request, dict):
+        meta = request.get("metadata")
+        if _is_number(meta):
+            if meta not in written:
+                raise CorruptFileError(f"a history entry takes its request's metadata from entry {meta}, "
+                                       "which has none written out")
+            out = {**entry, "request": {**request, "metadata": dict(written[meta])}}
+        elif isinstance(meta, dict) and _is_number(entry.get("sequence")):
+            written[entry["sequence"]] = meta
+    turn = _turn_of(entry)
+    if turn is not None:
+        if "last_call" not in turn:
+            turn["last_call"] = entry.get("sequence")
+        elif turn["last_call"] is None:
+            del turn["last_call"]
+        if "pending" not in turn and _output(entry) is not None:
+            turn["pending"] = _output(entry)
+        elif "pending" in turn and turn["pending"] is None:
+            del turn["pending"]
+        out = {**out, "state": {**entry["state"], "turn": turn}}
+    return out
+
+
+def _v3_to_v4(data: dict) -> dict:
+    created_in, written, entries = data.get("workspace_path"), {}, []
+    for entry in data.get("interactions") or []:
+        if not isinstance(entry, dict):
+            continue
+        entry = dict(_v3_entry(entry, written))
+        where = entry.pop("workspace_path", None)
+        where = where if isinstance(where, str) and os.path.isabs(where) else created_in
+        command = entry.get("command")
+        if where and isinstance(command, dict) and command.get("decision") == "run" and not command.get("cwd"):
+            entry["command"] = {**command, "cwd": where}
+        response = entry.get("response")
+        if isinstance(response, dict) and response.get("status") == "ERROR":
+            entry["response"] = {**response, "status": FAILED}
+        entries.append(HistoryEntry.model_validate(entry).dump())
+    return {"$schema": HISTORY_SCHEMA, "format": 4, "job_id": data.get("job_id"), "interactions": entries}
+
+
+#: ``UPGRADES[n - 1]`` takes a history document of format n to format n + 1.
+UPGRADES: list[Callable[[dict], dict]] = [_v1_to_v2, _v2_to_v3, _v3_to_v4]
+assert len(UPGRADES) == HISTORY_FORMAT - 1
+
+
+def history_version(data: Any) -> int:
+    """The format a history document is in (1: none named)."""
+    found = data.get("format", 1) if isinstance(data, dict) else 1
+    return found if _is_number(found) else 1
+
+
+def upgrade_history_data(data: Any) -> Any:
+    """A history document of any older format in the current one (the
+    current format, a newer one or not a document: unchanged)."""
+    if not isinstance(data, dict):
+        return data
+    for upgrade in UPGRADES[history_version(data) - 1:]:
+        data = upgrade(data)
+    return data
+
+
+def upgrade_files(manifest_data: Any, history_data: Any) -> tuple[Any, Any]:
+    """Both files of a job in the current format (a format 1 manifest's
+    turn pointers come from the history)."""
+    if not _v1(history_data):
+        return upgrade_manifest_data(manifest_data), upgrade_history_data(history_data)
+    manifest, history = _v1_files(manifest_data, history_data)
+    return manifest, upgrade_history_data(history)
+
+
+def keep_beside(path: Path, keep: Path) -> None:
     """A copy of ``path`` as ``keep`` (a hard link where it can), unless there is one."""
     if path.exists() and not keep.exists():
         try:
             os.link(path, keep)
         except OSError:
             shutil.copy2(path, keep)
-
-
-def upgrade_v1(job_dir: Path) -> Optional[str]:
-    """Rewrite a format 1 job's manifest and history in format 2, keeping the
-    old files as ``job_manifest.json.v1`` and ``jobHistory.json.v1``.
-    Returns what was done, or None when there was nothing to do. Call with
-    the job's lock held."""
-    from .history import file_format, history_path, write_canonical
-    from .manifest import JobManifest, manifest_path
-
-    job_dir = Path(job_dir)
-    hpath, mpath = history_path(job_dir), manifest_path(job_dir)
-    if not hpath.exists() or file_format(job_dir) >= 2:
-        return None
-    try:
-        history_data = json.loads(hpath.read_bytes())
-    except (ValueError, RecursionError):  # not a format 1 history but a damaged one: recovery salvages it
-        return None
-    if not isinstance(history_data, dict):
-        return None
-    try:
-        manifest_data = json.loads(mpath.read_bytes()) if mpath.exists() else None
-    except (ValueError, RecursionError):  # rebuilt from the history by recovery
-        manifest_data = None
-    manifest, history = upgrade_files(manifest_data, history_data)
-    for path in (hpath, mpath):
-        _keep(path, path.with_name(path.name + ".v1"))
-    fsync_dir(job_dir)
-    write_canonical(hpath, history["job_id"], history["interactions"], history.get("workspace_path"))
-    if manifest is not None:
-        upgraded = JobManifest.model_validate(manifest)
-        atomic_write_json(mpath, upgraded.dump())
-        from .layout import README_NAME, write_readme
-
-        if not (job_dir / README_NAME).exists():  # format 2 jobs explain their folder
-            write_readme(job_dir, upgraded.job_id, upgraded.objective)
-    from .history import HISTORY_FORMAT
-
-    return (f"upgraded the job's files from format 1 (now: manifest format 2, history format {HISTORY_FORMAT}; "
-            f"the old ones are kept as {hpath.name}.v1 and {mpath.name}.v1)")
 
 
 CONTEXT_NAME = "context.md"
@@ -318,9 +347,6 @@ def context_at_start(job_dir: Path, baseline: Optional[str]) -> Optional[str]:
     workspace = Path(job_dir) / "workspace"
     if not baseline or not (workspace / WORKSPACE_CONTEXT).is_file():
         return None
-    from ..errors import LogistError
-    from ..workspace import Workspace
-
     try:
         return Workspace(workspace).file_at(baseline, WORKSPACE_CONTEXT)
     except LogistError:  # not in the baseline: made later, by the model or by hand

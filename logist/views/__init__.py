@@ -33,6 +33,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from ..errors import JobBusyError
+from ..store.atomic import leftover_temps
+from ..store.jobsdir import hold_lock
+from . import transcript
+
 VIEWS_LOCK_NAME = ".views.lock"
 #: Updates in a row while other processes keep recording (bounds the loop).
 _MAX_ROUNDS = 10
@@ -43,8 +48,6 @@ log = logging.getLogger("logist")
 @contextmanager
 def views_lock(job_dir: Path, timeout: float = 0) -> Iterator[None]:
     """Hold the lock of the job's view files; raises JobBusyError when busy."""
-    from ..store.jobsdir import hold_lock
-
     with hold_lock(Path(job_dir) / VIEWS_LOCK_NAME, f"job '{Path(job_dir).name}' (its views)", timeout):
         yield
 
@@ -55,10 +58,6 @@ def refresh(job) -> None:
     Call after the job's lock is released. A failure is one warning on the
     "logist" logger; the command that recorded the entries has succeeded.
     """
-    from ..errors import JobBusyError
-    from ..store.atomic import leftover_temps
-    from . import transcript
-
     try:
         with views_lock(job.dir):
             for tmp in leftover_temps(job.dir, (transcript.TRANSCRIPT_NAME,)):

@@ -22,6 +22,7 @@ import json
 from typing import Optional
 
 from ..redact import redact
+from ..store.entries import FAILED
 from ..store.history import HistoryEntry
 from ..store.jobsdir import Job
 from .prompt_tracker import PromptTracker
@@ -158,8 +159,8 @@ def _outcome_html(entry: HistoryEntry) -> str:
             + (f': <span class="prose">{esc(text)}</span>' if text else "")
             + "</li>"
         )
-    if response is not None and response.status in ("INVALID", "ERROR", "UNKNOWN"):
-        what = {"INVALID": "The answer was refused; nothing from it was applied", "ERROR": "The call failed",
+    if response is not None and response.status in ("INVALID", FAILED, "UNKNOWN"):
+        what = {"INVALID": "The answer was refused; nothing from it was applied", FAILED: "The call failed",
                 "UNKNOWN": "The call's outcome is unknown; nothing was applied"}[response.status]
         items.append(f'<li class="error">{what}: {esc(response.error)}</li>')
     if response is not None and response.files_changed:

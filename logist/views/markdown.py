@@ -17,7 +17,7 @@ import json
 import re
 from typing import Optional
 
-from ..store.entries import ANSWER_KINDS, CALL_KINDS
+from ..store.entries import ANSWER_KINDS, CALL_KINDS, FAILED
 from ..store.history import HistoryEntry
 from .prompt_tracker import STEP_MARKER, PromptTracker, PromptView
 from .summary import action_of, actor_of, answer_fields
@@ -157,7 +157,7 @@ def _render_outcome(entry: HistoryEntry) -> list[str]:
     if response is not None and response.status == "INVALID":
         out.append("- The answer was refused, nothing from it was applied:\n")
         out.append(quoted(response.error or ""))
-    elif response is not None and response.status == "ERROR":
+    elif response is not None and response.status == FAILED:
         out.append("- The call failed:\n")
         out.append(quoted(response.error or ""))
     elif response is not None and response.status == "UNKNOWN":

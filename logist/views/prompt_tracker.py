@@ -31,8 +31,8 @@ from ..store.history import HistoryEntry
 #: later than that (rare: a Planner resuming after a long delegated turn) is
 #: shown again, which is only longer.
 OUTPUT_WINDOW = 32
-#: The "[Call N of MAX]" line ending a user message.
-STEP_MARKER = re.compile(r"\n\n\[Call \d+ of \d+\]\Z")
+#: The "[Step N of MAX]" line ending a user message (a job recorded earlier: "[Call N of MAX]").
+STEP_MARKER = re.compile(r"\n\n\[(?:Step|Call) \d+ of \d+\]\Z")
 
 
 @dataclass

@@ -52,6 +52,8 @@ from ..store.manifest import JobManifest
 from .html import DIFF_LIMIT, esc, facts_html, page, page_parts, short_time, states_html, status_badge, step_html
 from .prompt_tracker import PromptTracker
 from .summary import JobSummary, StateTrail, budgets, cost_known, one_line, step_row
+from ..store.recovery import recovered_manifest
+from ..errors import LogistError
 
 REPORT_NAME = "report.html"
 INDEX_NAME = "index.html"
@@ -91,8 +93,6 @@ def write_report(job: Job, write: Callable[[str], object]) -> None:
     """Write the job's report piece by piece, holding one history entry (and
     one diff) at a time: the history is read twice, once for what the page
     says before its timeline, then for the timeline."""
-    from ..store.recovery import recovered_manifest
-
     m = recovered_manifest(job.dir)
     scan = _Scan(job.dir)
     pairs = scan.pairs()
@@ -178,8 +178,6 @@ def write_index(jobs: JobsDir, path: Optional[Path] = None, *, reports: bool = T
     """Write the index page (default ``<jobs-dir>/index.html``) and, unless
     ``reports`` is False, every job's report first, so each link resolves.
     A job that cannot be read is listed with the reason and no link."""
-    from ..errors import LogistError
-
     target = Path(path) if path is not None else jobs.path / INDEX_NAME
     index = jobs.read_index()
     rows: list[IndexRow] = []

@@ -23,6 +23,8 @@ from ..store.entries import ANSWER_KINDS, CALL_KINDS
 from ..store.history import HistoryEntry, iter_entries
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, Totals
+from ..answer_forms import loads
+from ..protocol import extract_json_text
 
 
 @dataclass
@@ -83,9 +85,6 @@ class JobSummary:
 
 def answer_fields(entry: HistoryEntry) -> dict:
     """The fields of a model's answer as it wrote them ({} when it is not a JSON object)."""
-    from ..answer_forms import loads
-    from ..protocol import extract_json_text
-
     raw = entry.response.raw_response if entry.response else None
     if not raw or entry.kind not in ANSWER_KINDS:
         return {}

@@ -70,7 +70,7 @@ def test_an_endpoint_fault_is_a_recorded_named_failure(jobs, case, reply, reason
     assert str(manifest.status) == "INTERVENTION_REQUIRED"
     assert reason in manifest.reason and "\n" not in manifest.reason
     last = list(iter_entries(jobs.path / "j"))[-1]
-    assert (last.kind, last.response.status, last.state_after) == ("llm_call", "ERROR", "INTERVENTION_REQUIRED")
+    assert (last.kind, last.response.status, last.state_after) == ("llm_call", "FAILED", "INTERVENTION_REQUIRED")
     assert reason in last.response.error and "after 1 attempt" in last.response.error
     assert "cannot connect" not in last.response.error
 
@@ -102,7 +102,7 @@ def test_an_answer_over_the_size_limit_is_refused_and_stored_once_cut(jobs):
         assert ("it is 10,000,0" in line) is not stream  # a stream is not read to its end
         sizes[stream] = (jobs.path / "j" / "jobHistory.json").stat().st_size
         last = list(iter_entries(jobs.path / "j"))[-1]
-        assert last.response.status == "ERROR" and len(last.response.raw_response.encode()) == 100_000
+        assert last.response.status == "FAILED" and len(last.response.raw_response.encode()) == 100_000
         assert last.response.raw_response == big[:100_000]
         assert last.usage.completion_tokens > 0  # the call was paid: counted
         logist_cli("job", "resubmit", "j")

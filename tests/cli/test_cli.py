@@ -82,7 +82,7 @@ def test_whole_job_through_the_cli(jobs, llm):
     assert "--- Role: Worker ---" in preview.stdout
     assert "Write hello.py that prints a greeting" in preview.stdout
     assert "no third-party packages" in preview.stdout
-    assert preview.stdout.rstrip().endswith("[Call 1 of 100]")
+    assert preview.stdout.rstrip().endswith("[Step 1 of 100]")
     assert llm.requests == [], "preview makes no call"
 
     llm.add(WRITE_HELLO, APPROVE_HELLO)

@@ -58,5 +58,11 @@ def recorded_calls(job_dir: Path, unknown: bool = False) -> int:
                if e.kind in CALL_KINDS and e.request is not None and e.unknown_outcome == unknown)
 
 
+def unknown_call_keys(job_dir: Path) -> list[str]:
+    """The Idempotency-Keys of the calls the history records as of unknown outcome."""
+    return [e.request.metadata.idempotency_key for e in load_history(job_dir).interactions
+            if e.kind in CALL_KINDS and e.request is not None and e.unknown_outcome]
+
+
 def corrupt_files(jobs: JobsDir) -> list[str]:
     return [str(p) for p in jobs.path.rglob("*.corrupt-*")]

@@ -143,7 +143,7 @@ def test_an_exception_applying_an_answer_is_a_recorded_failed_step(jobs, llm, un
     done = cli_ok("job", "step", "backstop", "--oneshot", "--base-url", llm.base_url, code=3)  # needs a person
     assert "ERROR" in done.stderr
     entry = last_entry(job)
-    assert (entry.sequence, entry.kind, entry.response.status) == (2, "llm_call", "ERROR")
+    assert (entry.sequence, entry.kind, entry.response.status) == (2, "llm_call", "FAILED")
     assert entry.response.raw_response == SURROGATE_WRITE
     assert entry.response.error.startswith("the answer could not be applied (UnicodeEncodeError: ")
     assert entry.usage.completion_tokens > 0 and job.manifest().totals.llm_calls == 1
@@ -162,7 +162,7 @@ def test_an_exception_applying_a_saved_answer_is_recorded_once_not_on_every_comm
     saved_answer(job, SURROGATE_WRITE)
     cli_ok("job", "suspend", "saved")  # before: every command raised UnicodeEncodeError, and went on raising it
     failed, suspended = load_history(job.dir).interactions[1:]
-    assert (failed.response.status, failed.response.raw_response) == ("ERROR", SURROGATE_WRITE)
+    assert (failed.response.status, failed.response.raw_response) == ("FAILED", SURROGATE_WRITE)
     assert "UnicodeEncodeError" in failed.response.error and RECOVERED in failed.note
     assert (failed.usage.prompt_tokens, failed.usage.completion_tokens) == (900, 70)
     assert suspended.user_input.action == "suspend" and not journal.journal_path(job.dir).exists()
@@ -183,7 +183,7 @@ def test_a_saved_answer_the_job_no_longer_fits_is_recorded_not_raised(jobs):
     saved_answer(job, "A summary of the work so far.", phase="compaction")
     cli_ok("job", "cancel", "changed")
     failed, cancel = load_history(job.dir).interactions[1:]
-    assert (failed.kind, failed.response.status) == ("compaction", "ERROR")
+    assert (failed.kind, failed.response.status) == ("compaction", "FAILED")
     assert failed.response.raw_response == "A summary of the work so far."
     assert "no longer fits the job's next call" in failed.response.error
     assert cancel.user_input.action == "cancel" and job.manifest().totals.llm_calls == 1

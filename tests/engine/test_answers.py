@@ -8,10 +8,11 @@ import json
 import subprocess
 
 from logist import JobsDir, Status, create_job, load_history, post_answer, run_job, step_once, user_action
-from logist.protocol import protocol_text
+from logist.protocol_prompt import protocol_text
 from logist.replay.apply import replay_history
 from logist.replay.scripted import answer
 from logist.resources import data_dir
+from logist.store.prompts import builtin
 
 from conftest import logist_cli, write_config
 
@@ -317,7 +318,8 @@ def test_a_tags_role_completes_a_job_and_replays(jobs, llm, tmp_path, replay_llm
     preview = logist_cli("job", "preview", "tags", "--json")
     assert preview.returncode == 0, preview.stderr
     system = json.loads(preview.stdout)["messages"][0]["content"]
-    assert protocol_text("tags") in system and protocol_text("json") not in system
+    # Seed 002's base prompt, and no role text: the built-in roles' instructions teach the JSON protocol.
+    assert system == builtin().render("protocol/tags")
 
     llm.add("[CMD] ls", "[MESSAGE] Looking around first.", "[ASK] Which greeting should it print?")
     assert run_job(job, base_url=llm.base_url)[-1].status == Status.INPUT_REQUIRED
@@ -338,9 +340,8 @@ def test_a_tags_role_completes_a_job_and_replays(jobs, llm, tmp_path, replay_llm
     assert untagged.response.notes == ["no known tag: the first line was read as a command ([CMD])"]
     assert untagged.command.command == "echo Hello > hello.txt" and untagged.command.decision == "run"
     assert entries[4].response.summary_for_supervisor == "Wrote hello.txt with Hello."
-    # Each turn's opening message asks for a tag; what the model said comes back verbatim.
-    assert llm.requests[0]["messages"][1]["content"].split("\n\n[Call")[0].endswith(
-        "Answer starting with one of the tags the protocol describes.")
+    # Each turn opens with the job as seed 002's custom prompt; what the model said comes back verbatim.
+    assert llm.requests[0]["messages"][1]["content"] == "Write hello.py that prints a greeting\n\n[Step 1 of 100]"
     assert llm.requests[1]["messages"][2] == {"role": "assistant", "content": "[CMD] ls"}
     assert llm.requests[3]["messages"][-1]["content"].startswith("User response: Hello")
 
@@ -402,7 +403,8 @@ def test_a_skill_can_choose_the_tags_protocol(jobs, llm):
     assert job.manifest().skill.protocol == "tags"
     llm.add("[CMD] git status --porcelain")
     step_once(job, base_url=llm.base_url)
-    assert protocol_text("tags") in llm.requests[0]["messages"][0]["content"]
+    assert llm.requests[0]["messages"][0]["content"].startswith(builtin().render("protocol/tags"))
+    assert llm.requests[0]["messages"][1]["content"] == "Execute skill: quick-commit\n\n[Step 1 of 100]"
     assert job.manifest().pending_command == "git status --porcelain"
     # A skill that names no protocol leaves each role's own, and the manifest as it was.
     other = jobs.path / "skills" / "plain"

@@ -20,16 +20,70 @@ def test_escapes_and_redraws_are_removed():
     assert clean_output(raw) == "PASSED test_a\nprogress 100%\nabd"
 
 
-def test_echoed_command_and_prompts_are_removed():
-    raw = "$ make test\nok\nuser@host:~/w$ \n>>> \n"
-    assert clean_output(raw, "make test") == "ok"
+def _printed(tmp_path, text: str, command: str = ""):
+    """What a real command printing ``text`` (written to a file, then cat) gives the model, and the raw output kept."""
+    (tmp_path / "out.txt").write_text(text, encoding="utf-8")
+    result = run_command(command or "cat out.txt", tmp_path, timeout=30)
+    assert result.exit_code == 0
+    return result.stdout, result.raw_stdout
 
 
-def test_meaningful_repeats_are_kept_long_runs_collapsed():
-    short = "ok\nok\nok\nFAILED\n"
-    assert clean_output(short) == "ok\nok\nok\nFAILED"
-    long = "retry\n" * 50 + "done\n"
-    assert clean_output(long) == "retry\n[... the line above repeated 49 more times]\ndone"
+# Seed 002's cleaning, one rule per test, each through a real command run.
+
+def test_real_output_is_never_taken_for_a_prompt(tmp_path):
+    # Each of these was once dropped as a bare prompt at either end (echo 100% reached the model as no output).
+    for line in ("100%", "#", ">", "---", "$", "%", ">>>", "...", "C:\\src\\a.py:3: assert 1 > 2"):
+        shown, raw = _printed(tmp_path, line + "\n")
+        assert shown == line, line
+        assert raw is None  # nothing was cleaned: nothing kept twice
+
+
+def test_ansi_sequences_are_removed(tmp_path):
+    shown, raw = _printed(tmp_path, "\x1b]0;title\x07\x1b[1;32mPASSED\x1b[0m test_a\n")
+    assert shown == "PASSED test_a"
+    assert raw == "\x1b]0;title\x07\x1b[1;32mPASSED\x1b[0m test_a\n"
+
+
+def test_windows_prompts_are_removed_wherever_they_are(tmp_path):
+    shown, raw = _printed(tmp_path, "C:\\Users\\me>dir\n a.txt\nC:\\Program Files>\nPS C:\\Users\\me> ls\n b.txt\nPS C:\\>\n")
+    assert shown == " a.txt\n b.txt"
+    assert "C:\\Users\\me>dir" in raw
+
+
+def test_unix_prompts_are_removed_wherever_they_are(tmp_path):
+    shown, raw = _printed(tmp_path, "user@host:~$ ls\na.txt\nroot@box:/srv# make\nbuilt\nme@x-1.lan:~/w$\n")
+    assert shown == "a.txt\nbuilt"
+    assert raw.startswith("user@host:~$ ls\n")
+
+
+def test_a_prompt_echoing_the_command_is_removed_another_is_kept(tmp_path):
+    shown, _ = _printed(tmp_path, "$ cat out.txt\nok\n# cat out.txt\n$ rm -rf /\n")
+    assert shown == "ok\n$ rm -rf /"
+
+
+def test_windows_banners_are_removed(tmp_path):
+    shown, _ = _printed(tmp_path, "Microsoft Windows [Version 10.0.19045.3803]\n"
+                                  "(c) Microsoft Corporation. All rights reserved.\nok\n")
+    assert shown == "ok"
+
+
+def test_empty_lines_are_removed(tmp_path):
+    shown, raw = _printed(tmp_path, "\n\na\n\n\n  \nb\n\n")
+    assert shown == "a\nb"
+    assert raw == "\n\na\n\n\n  \nb\n\n"
+
+
+def test_consecutive_duplicate_lines_are_collapsed(tmp_path):
+    shown, _ = _printed(tmp_path, "retry\n" * 5 + "ok\nok\nFAILED\nok\n")
+    assert shown == "retry\nok\nFAILED\nok"
+
+
+def test_the_seeds_cleaning_all_at_once(tmp_path):
+    # Acceptance 4 of issue 29: 100%, a Windows and a Unix prompt, blank lines and five duplicate lines.
+    text = "C:\\Users\\me>dir\nuser@host:~$ ls\n\n100%\n\n" + "same\n" * 5 + "\n"
+    shown, raw = _printed(tmp_path, text)
+    assert shown == "100%\nsame"
+    assert raw == text
 
 
 def test_cut_in_the_middle_keeps_both_ends():
@@ -105,3 +159,15 @@ def test_python_in_a_command_neither_writes_nor_trusts_bytecode(tmp_path):
     second = run_command(f"{sys.executable} -c 'import calc; print(calc.add(2, 3))'", tmp_path, timeout=60)
     assert (first.stdout.strip(), second.stdout.strip()) == ("-1", "5"), (first, second)
     assert not (tmp_path / "__pycache__").exists()  # nothing for the next commit to pick up
+
+
+def test_the_tags_protocol_reports_a_run_as_seed_002_does(tmp_path):
+    # "Command output:" and the cleaned output, both streams; no "$ cmd", stream headings or exit code.
+    result = run_command("echo out; echo err >&2; exit 3", tmp_path, timeout=30)
+    assert result.report(30, protocol="tags") == "Command output:\nout\nerr"
+    quiet = run_command("true", tmp_path, timeout=30)
+    assert quiet.report(30, protocol="tags") == "Command output:\n(no output)"
+    # A command stopped at the timeout is said to be, after its output.
+    slow = run_command("echo started; sleep 5", tmp_path, timeout=0.5)
+    assert slow.report(0.5, protocol="tags") == (
+        "Command output:\nstarted\n\nThe command did not finish within 0.5 s and was killed.")

@@ -121,7 +121,7 @@ def test_failed_summary_falls_back_to_the_full_history(jobs, llm):
     assert len(full) == 1 + 2 * 5 + 1 and "progress note 1" in full[2]["content"]
     assert job.manifest().status == Status.RUNNING
     entry = [e for e in load_history(job.dir).interactions if e.kind == "compaction"][0]
-    assert entry.response.status == "ERROR" and "HTTP 500" in entry.response.error
+    assert entry.response.status == "FAILED" and "HTTP 500" in entry.response.error
 
 
 def test_preview_shows_the_compacted_prompt(jobs, llm):

@@ -63,7 +63,7 @@ def test_set_and_resubmit_take_the_budget_options_of_create():
 
 def test_option_types_and_limits_come_from_the_fields():
     options = spec_options()
-    assert list(options["workflow"].type.choices) == ["default", "planned"]
+    assert list(options["workflow"].type.choices) == ["default", "planned", "solo"]
     assert list(options["command_policy"].type.choices) == ["deny", "ask", "allow"]
     assert options["acceptance"].multiple and options["params"].multiple and options["allowed_commands"].multiple
     assert options["make_current"].is_flag and options["make_current"].secondary_opts == ["--no-current"]

@@ -126,5 +126,5 @@ def test_reject_returns_to_the_planner_with_feedback(jobs, llm):
 def test_planned_options_are_checked(jobs):
     with pytest.raises(LogistError, match="--role adds a role the Planner can address"):
         create_job(jobs, "x", "Anything", extra_roles=["Worker"])
-    with pytest.raises(LogistError, match="workflow: Input should be 'default' or 'planned'"):
+    with pytest.raises(LogistError, match="workflow: Input should be 'default', 'planned' or 'solo'"):
         create_job(jobs, "y", "Anything", workflow="chaotic")

@@ -17,7 +17,9 @@ from logist import JobsDir
 from logist.replay.server import ReplayLLMServer
 from logist.store.lease import LEASE_NAME, read_lease
 
-from engine.batch_helpers import MODEL, WORDCOUNT, corrupt_files, fingerprint, make_jobs, recorded_calls, run_all
+from engine.batch_helpers import (
+    MODEL, WORDCOUNT, corrupt_files, fingerprint, make_jobs, recorded_calls, run_all, unknown_call_keys,
+)
 
 ray = pytest.importorskip("ray", reason="the ray engine's tests need Ray (pip install -e '.[test]')")
 pytestmark = pytest.mark.slow
@@ -27,7 +29,9 @@ pytestmark = pytest.mark.slow
 def ray_cluster():
     """The address of a local Ray cluster (num_cpus=2) for the whole session."""
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # child processes join without a token file
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    # A cluster of its own, whatever Ray state the machine has (a RAY_ADDRESS,
+    # a stale ray_current_cluster file, another cluster running).
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     try:
         yield ray.get_runtime_context().gcs_address
     finally:
@@ -54,7 +58,7 @@ def test_twenty_jobs_as_ray_tasks_end_as_a_serial_run(jobs, tmp_path, ray_cluste
     assert "Batch of 20 jobs (ray)" in result.stderr
 
 
-def test_a_worker_killed_mid_batch_the_batch_completes(jobs, ray_cluster):
+def test_a_runner_killed_mid_batch_the_batch_completes(jobs, ray_cluster):
     ids = make_jobs(jobs, 8)
     with ReplayLLMServer(WORDCOUNT, latency=0.4, repeats=True) as server:
         batch = subprocess.Popen(
@@ -72,21 +76,23 @@ def test_a_worker_killed_mid_batch_the_batch_completes(jobs, ray_cluster):
                     break
             time.sleep(0.05)
         stdout, stderr = batch.communicate(timeout=300)
-    assert killed is not None, "a worker was killed while it held a job"
+    assert killed is not None, "a runner was killed while it held a job"
     assert batch.returncode == 3, stderr
     outcomes = {o["job_id"]: o for o in json.loads(stdout)}
-    assert all(o["status"] == "APPROVAL_REQUIRED" and o["error"] is None for o in outcomes.values()), stdout
+    assert all(o["status"] == "APPROVAL_REQUIRED" and o["error"] is None and not o["skipped"]
+               for o in outcomes.values()), stdout
     for job_id in ids:
         assert recorded_calls(jobs.path / job_id) == 4, job_id
         assert not (jobs.path / job_id / LEASE_NAME).exists()
     assert corrupt_files(jobs) == []
-    # No call made twice, but for the one in flight at the kill (answered again, as a gateway would),
-    # which the killed job's history records as a call of unknown outcome.
+    # The promise: every paid call recorded exactly once; a call in flight when
+    # its runner died (one per job that runner held, at most) is sent again
+    # once, with the same Idempotency-Key as the history's call of unknown outcome.
     repeats = [e for e in server.ledger if e["repeat"]]
-    assert len(repeats) <= 1 and all(e["job"] == killed[0] for e in repeats)
-    # (A kill before the request left records one too, which the server never saw.)
-    unknown = {job_id: recorded_calls(jobs.path / job_id, unknown=True) for job_id in ids}
-    assert len(repeats) <= sum(unknown.values()) <= 1 and all(unknown[j] == 0 for j in ids if j != killed[0])
+    unknown_keys = {key for job_id in ids for key in unknown_call_keys(jobs.path / job_id)}
+    assert len(repeats) <= len(unknown_keys) <= len(ids)
+    assert all(e["key"] in unknown_keys for e in repeats), (repeats, unknown_keys)
+    assert len({e["key"] for e in repeats}) == len(repeats), "no call sent a third time"
     assert len(server.ledger) == sum(recorded_calls(jobs.path / j) for j in ids) + len(repeats)
     assert sorted(e["job"] for e in server.ledger if not e["repeat"]) == sorted(ids * 4)
     listing = subprocess.run([sys.executable, "-m", "logist", "--jobs-dir", str(jobs.path), "job", "list", "--json"],
@@ -107,3 +113,30 @@ def test_without_ray_the_error_is_one_line(jobs, llm, tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         "Error: --engine ray needs Ray, which is not installed: pip install 'logist[ray]'"]
+
+
+def _dead_address() -> str:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{sock.getsockname()[1]}"  # closed again: nothing listens there
+
+
+@pytest.mark.parametrize("how", ["--address", "RAY_ADDRESS"])
+def test_a_cluster_named_but_gone_is_one_line(jobs, llm, how):
+    from conftest import logist_process
+
+    make_jobs(jobs, 1)
+    dead = _dead_address()
+    options, env = (["--address", dead], {}) if how == "--address" else ([], {"RAY_ADDRESS": dead})
+    started = time.monotonic()
+    result = logist_process("--jobs-dir", str(jobs.path), "job", "run", "--all", "--engine", "ray", *options,
+                            "--base-url", llm.base_url, env=env, timeout=60)
+    assert result.returncode == 1
+    where = "--address" if how == "--address" else "RAY_ADDRESS"
+    assert result.stderr.strip().splitlines() == [
+        f"Error: the Ray cluster at {dead} ({where}) does not answer (Connection refused): is it running? "
+        "('ray status' tells)"]
+    assert time.monotonic() - started < 30, "said at once, not after ray.init's minutes of retries"
+    assert json.loads((jobs.path / "job-00" / "job_manifest.json").read_text())["status"] == "PENDING"

@@ -149,7 +149,7 @@ def test_restep_returns_to_the_step_before(jobs, llm):
     assert_no_step3(resent)
     assert any(STEP2 == m["content"] for m in resent), "step 2's answer is still in the conversation"
     assert resent == llm.requests[2]["messages"], "the same request as the original third step"
-    assert resent[-1]["content"].endswith("[Call 3 of 100]")
+    assert resent[-1]["content"].endswith("[Step 3 of 100]")
     assert job.manifest().totals.llm_calls == 4
 
 
@@ -299,7 +299,7 @@ def test_rerun_returns_to_the_baseline(jobs, llm):
     llm.add(answer("MESSAGE", message="first step again"))
     step_once(job, base_url=llm.base_url)
     assert llm.requests[-1]["messages"] == llm.requests[0]["messages"]
-    assert llm.requests[-1]["messages"][-1]["content"].endswith("[Call 1 of 100]")
+    assert llm.requests[-1]["messages"][-1]["content"].endswith("[Step 1 of 100]")
 
 
 def _one_error_line(result):

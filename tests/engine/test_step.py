@@ -78,7 +78,7 @@ def test_default_workflow_end_to_end(jobs, llm, normalise, snapshot):
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=job.workspace, capture_output=True, text=True).stdout.strip()
     assert call.workspace_commit == entries[2].workspace_commit == head
     # No absolute path in the job's files: the workspace is always the job's workspace/.
-    assert load_history(job.dir).workspace_path is None and call.workspace_path is None
+    assert load_history(job.dir).workspace_path is None and call.workspace_path == "workspace"
     assert str(job.dir) not in job.history_path.read_text() + job.manifest_path.read_text()
 
     assert normalise(llm.requests) == snapshot(name="prompts")
@@ -185,7 +185,7 @@ def test_server_errors_past_retries_keep_the_turn_to_go_on_with(jobs, llm, statu
     manifest = job.manifest()
     assert manifest.status == Status.RUNNING and manifest.reason is None and manifest.turn.rounds == 1
     entries = load_history(job.dir).interactions
-    assert entries[-1].response.status == "ERROR" and entries[-1].response.fault == "transient"
+    assert entries[-1].response.status == "FAILED" and entries[-1].response.fault == "transient"
     assert len(llm.requests) == 1 + 3
     llm.add(WRITE_HELLO)
     after = step_once(job, base_url=llm.base_url)
@@ -260,7 +260,7 @@ def test_format_retries_reask_with_the_error(jobs, llm):
     reask = llm.requests[1]["messages"]
     assert reask[2] == {"role": "assistant", "content": "not json at all"}
     assert "Your last answer was refused: the answer is not valid JSON" in reask[3]["content"]
-    assert reask[3]["content"].endswith("[Call 2 of 100]")
+    assert reask[3]["content"].endswith("[Step 2 of 100]")
 
 
 def test_transitions_refused_with_current_state(jobs, llm):

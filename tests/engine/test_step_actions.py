@@ -57,7 +57,7 @@ def test_worker_runs_tests_sees_failure_fixes_and_reruns(jobs, llm, tmp_path, no
 
     failing = llm.requests[1]["messages"][-1]["content"]
     assert "AssertionError: add(2, 3) returned -1" in failing and "Exit code: 1" in failing
-    assert failing.endswith("[Call 2 of 100]")
+    assert failing.endswith("[Step 2 of 100]")
     assert normalise(failing.replace(PY, "<python>")) == snapshot
     passing = llm.requests[3]["messages"][-1]["content"]
     assert "all tests passed" in passing and "Exit code: 0" in passing
@@ -172,7 +172,7 @@ def test_skill_in_system_prompt(jobs, llm, normalise, snapshot):
     system, opening = llm.requests[0]["messages"][0]["content"], llm.requests[0]["messages"][1]["content"]
     assert "--- Active Skill: write-docs ---\nWrite documentation for `calc` into `docs/calc.md`" in system
     assert "## Parameters\n- module: calc\n- output: docs/calc.md" in opening
-    assert opening.endswith("[Call 1 of 30]")
+    assert opening.endswith("[Step 1 of 30]")
     assert normalise(system) == snapshot(name="system")
     assert normalise(opening) == snapshot(name="opening")
 

@@ -33,7 +33,7 @@ def test_an_error_inside_a_stream_is_said_in_the_servers_own_words(jobs, llm):
     assert "Requested tokens (2121) exceed context window of 2048" in result.error
     assert "no choices" not in result.error
     entry = load_history(job.dir).interactions[-1]
-    assert entry.response.status == "ERROR" and "exceed context window of 2048" in entry.response.error
+    assert entry.response.status == "FAILED" and "exceed context window of 2048" in entry.response.error
     assert result.status == Status.INTERVENTION_REQUIRED
 
 
@@ -45,7 +45,7 @@ def test_a_stream_that_ends_before_the_answer_is_the_endpoints_fault_not_an_inva
     assert result.action == "ERROR" and result.interrupted and result.status == Status.PENDING
     assert "stream ended without finishing the answer" in result.error and "no finish_reason" in result.error
     entry = load_history(job.dir).interactions[-1]
-    assert entry.response.status == "ERROR" and entry.response.fault == "transient"
+    assert entry.response.status == "FAILED" and entry.response.fault == "transient"
     assert entry.response.raw_response == '{"action": "MESSAGE", ', "what came is kept"
     assert "JSON" not in entry.response.error, "not re-asked as an invalid answer"
     # The next step sends the same conversation again, not a re-ask.

@@ -74,6 +74,8 @@ class Position:
     steps: int
     build: Callable
     planned: bool = False
+    #: The solo workflow (a skill's job): the Worker alone.
+    solo: bool = False
     waits_for: Optional[str] = None
     resume: Optional[Status] = None
     retries: int = 0
@@ -121,6 +123,10 @@ POSITIONS = {
         planned=True),
     "addressed running": Position(S.RUNNING, ADDRESSED, 3, lambda j: post(j, plan("Worker"), msg(), msg()),
                                   planned=True),
+    "solo pending": Position(S.PENDING, wf.SOLO, 1, lambda j: (
+        post(j, exit_("STUCK")), user_action(j, "resubmit", "go on")), solo=True),
+    "solo running": Position(S.RUNNING, wf.SOLO, 3, lambda j: post(j, exit_("RETRY"), msg(), msg()), retries=1,
+                             solo=True),
     "worker out of turn": Position(S.REVIEWING, WORKER, 1, _out_of_turn, hand_edited=True),
     "approval default": Position(S.APPROVAL_REQUIRED, SUPERVISOR, 2, lambda j: post(
         j, exit_("COMPLETED"), exit_("COMPLETED"))),
@@ -229,6 +235,8 @@ NOT_WALKED = {
     (wf.COMPACTION, "worker pending"): "a turn that has not started has no rounds to summarise",
     (wf.COMPACTION, "addressed pending"): "a turn that has not started has no rounds to summarise",
     (wf.RETRY_LIMIT, "worker pending"): "RETRYs in a row restart at 0 when a turn is PENDING",
+    (wf.COMPACTION, "solo pending"): "a turn that has not started has no rounds to summarise",
+    (wf.RETRY_LIMIT, "solo pending"): "RETRYs in a row restart at 0 when a turn is PENDING",
     ("suspend", "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
     ("cancel", "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
     ("set", "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
@@ -280,7 +288,8 @@ def job_at(name: str, settings: dict, tmp_path: Path, tmp_path_factory):
         root = tmp_path_factory.mktemp("position") / "jobs"
         jobs = JobsDir(root)
         jobs.init()
-        job = create_job(jobs, "walk", "Write hello.py", workflow="planned" if pos.planned else "default", **settings)
+        workflow = "planned" if pos.planned else "solo" if pos.solo else "default"
+        job = create_job(jobs, "walk", "Write hello.py", workflow=workflow, **settings)
         pos.build(job)
         m = job.manifest()
         assert (m.status, wf.who_acts(m), m.calls, m.retries_in_a_row) == (pos.state, pos.who, pos.steps, pos.retries)

@@ -120,7 +120,7 @@ def test_canonical_request_keeps_model_messages_and_parameters():
 
 
 def test_first_difference_names_the_place_and_shows_both_texts():
-    task = "## Objective\nCount the words in the text.\n\n[Call 1 of 100]"
+    task = "## Objective\nCount the words in the text.\n\n[Step 1 of 100]"
     recorded = canonical_request(
         {"model": "m", "temperature": 0.2, "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": task}]}
     )
@@ -128,8 +128,8 @@ def test_first_difference_names_the_place_and_shows_both_texts():
     assert first_difference(recorded, {**recorded, "model": "other"}) == 'the model is "other", the recording used "m"'
     changed = {**recorded, "messages": [recorded["messages"][0], {"role": "user", "content": task.replace("words", "lines")}]}
     assert first_difference(recorded, changed) == (
-        'message 1 (user) differs at character 23: recorded ..."Count the words in the text.\\n\\n[Call 1 of"..., '
-        'received ..."Count the lines in the text.\\n\\n[Call 1 of"...'
+        'message 1 (user) differs at character 23: recorded ..."Count the words in the text.\\n\\n[Step 1 of"..., '
+        'received ..."Count the lines in the text.\\n\\n[Step 1 of"...'
     )
     shorter = {**recorded, "messages": recorded["messages"][:1]}
     assert first_difference(recorded, shorter) == "the request has 1 messages, the recording 2"
@@ -180,8 +180,8 @@ def test_a_moved_job_keeps_working_and_its_recording_still_replays(tmp_path, llm
     recorded = load_history(job.dir)
     before, after = recorded_calls(recorded)[:2]
     assert recorded.workspace_path is None and created_in != str(job.workspace)
-    assert before.workspace_path is None and before.command.cwd == created_in and created_in in before.command.output
-    assert after.workspace_path is None and after.command.cwd == str(job.workspace) in after.command.output
+    assert before.workspace_path == "workspace" and before.command.cwd == created_in and created_in in before.command.output
+    assert after.workspace_path == "workspace" and after.command.cwd == str(job.workspace) in after.command.output
 
     there = create_job(JobsDir(tmp_path / "third"), "copy", "Say where you are", **spec)
     server = replay_llm(recorded)
@@ -218,7 +218,7 @@ def test_a_diverging_step_gets_the_strict_error_and_the_job_stays_consistent(job
     # Consistent: the failed call is on record, the person's edit is kept and
     # nothing was committed for the refused step; the recording is untouched.
     entries = load_history(job.dir).interactions
-    assert (entries[-1].kind, entries[-1].response.status, entries[-1].response.error) == ("llm_call", "ERROR", reason)
+    assert (entries[-1].kind, entries[-1].response.status, entries[-1].response.error) == ("llm_call", "FAILED", reason)
     assert entries[-1].state.status == "INTERVENTION_REQUIRED"
     assert job.manifest().workspace_commit == entries[-2].workspace_commit
     assert (job.workspace / "wordcount.py").read_text() == "def count_words(text):\n    return {}\n"

@@ -25,7 +25,6 @@ import pytest
 from logist.engine.call import entry_key
 from logist import HistoryEntry, JobManifest, JobsDir, create_job, load_history, step_once
 from logist.failpoints import POINTS
-from logist.store.forms import Sources, read_all
 from logist.replay.scripted import Reply
 from logist.replay.scripted import answer
 
@@ -243,7 +242,7 @@ def test_killed_step_is_recoverable(jobs, llm, point):
     else:
         # The call of unknown outcome: counted, shown, nothing applied; the
         # call made again is the same request, sent with the same key.
-        assert crashed["response"]["status"] == "UNKNOWN" and "raw_response" not in crashed["response"]
+        assert crashed["response"]["status"] == "UNKNOWN" and crashed["response"]["raw_response"] is None
         assert "in flight" in crashed["note"] and "usage" not in crashed
         assert crashed["workspace_commit"] == head_before and crashed["state_after"] == "RUNNING"
         redone = rest[0]
@@ -390,7 +389,7 @@ def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
     step_once(job, base_url=llm.base_url)
     entries_before = entries_raw(job)
     good = read_json(job.manifest_path)
-    read = list(read_all(entries_before, Sources()))  # the file's form (logist.store.forms) as read
+    read = entries_before  # format 4: every entry as read
     assert JobManifest.model_validate(good).with_state(HistoryEntry.model_validate(read[-1]).state).dump() == good, (
         "the last entry carries the manifest's state")
     garbage = b"\x00\xff{ this is not a manifest ]]"
@@ -407,7 +406,7 @@ def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
     recovery, call = entries[len(entries_before):]
     assert recovery["kind"] == "repair" and call["kind"] == "llm_call"
     assert "job_manifest.json" in recovery["note"] and asides[0].name in recovery["note"]
-    recovery_read = next(read_all([recovery], Sources()))
+    recovery_read = recovery
     rebuilt = JobManifest.model_validate(good).with_state(HistoryEntry.model_validate(recovery_read).state).dump()
     volatile = ("last_sequence", "updated_at")
     assert {k: v for k, v in rebuilt.items() if k not in volatile} == {k: v for k, v in good.items() if k not in volatile}

@@ -17,7 +17,7 @@ from logist.store.history import (
     JOURNAL_SUFFIX,
     TAIL,
     append_entry,
-    entry_bytes,
+    layout,
     header,
     create_history,
     history_path,
@@ -35,7 +35,7 @@ JOURNAL = HISTORY_NAME + ".append"
 def canonical(data: dict) -> str:
     """The file Logist writes for ``data``: the header, then one entry after
     another, a field per line."""
-    body = b",".join(entry_bytes(e) for e in data["interactions"])
+    body = b",".join(layout(e) for e in data["interactions"])
     return (header(data["job_id"]) + body + TAIL).decode("utf-8")
 
 
@@ -62,7 +62,7 @@ def make_entry(sequence: int, big: bool = True) -> HistoryEntry:
         request=Request(
             prompt=[
                 Message(role="system", content="You are the Worker.\n--- Role: Worker ---\n{\"json\": [1, 2]}"),
-                Message(role="user", content=f"Objective: grüße «{sequence}»\n\n[Call {sequence} of 100]"),
+                Message(role="user", content=f"Objective: grüße «{sequence}»\n\n[Step {sequence} of 100]"),
             ],
             files_context=["hello.py"],
             metadata=RequestMetadata(role="Worker", phase="work", model="gpt-4o-mini", temperature=0.2, max_tokens=None),
@@ -380,5 +380,5 @@ def test_bytes_written_per_append_do_not_depend_on_history_length(tmp_path):
     small = _growth(tmp_path, "ten", 10)
     large = _growth(tmp_path, "thousand", 1000)
     assert small == large
-    entry_text = entry_bytes(make_entry(424242).dump())
+    entry_text = layout(make_entry(424242).dump())
     assert small == len(entry_text) + 1, "the growth is the entry itself and its comma"

@@ -22,7 +22,7 @@ from logist import create_job, load_history, step_once, user_action
 from logist.replay.scripted import Reply
 from logist.store.atomic import move_aside
 from logist.store.layout import JOB_FILES, README_NAME, describe
-from logist.store.upgrade import upgrade_job
+from logist.store.upgrading import upgrade_job
 
 from conftest import REPO_ROOT, logist_process
 

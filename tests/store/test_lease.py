@@ -19,10 +19,12 @@ from logist.store.layout import describe
 from logist.store.lease import LEASE_NAME, LeaseHeld, acquire, holding, read_lease
 
 
-def write_lease(job_dir, *, host: str, pid: int, seconds: float) -> None:
+def write_lease(job_dir, *, host: str, pid: int, seconds: float, started=None) -> None:
     expires = datetime.now(timezone.utc) + timedelta(seconds=seconds)
-    (job_dir / LEASE_NAME).write_text(json.dumps(
-        {"host": host, "pid": pid, "engine": "ray", "task": "t-1", "token": "theirs", "expires_at": expires.isoformat()}))
+    data = {"host": host, "pid": pid, "engine": "ray", "task": "t-1", "token": "theirs", "expires_at": expires.isoformat()}
+    if started is not None:
+        data["started"] = started
+    (job_dir / LEASE_NAME).write_text(json.dumps(data))
 
 
 def test_a_lease_is_written_renewed_and_released(tmp_path):
@@ -62,6 +64,49 @@ def test_a_dead_process_on_this_host_loses_its_lease_at_once(tmp_path):
     assert "is gone" in lease.took_over
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="process states are read from /proc")
+def test_a_zombie_holds_no_lease(tmp_path):
+    # Killed but not yet reaped by its parent (this test): the state a Ray
+    # worker is in when Ray retries its task at once. os.kill(pid, 0) still
+    # succeeds on it; it runs nothing.
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        started = leases.start_time(child.pid)
+        write_lease(tmp_path, host=leases.this_host(), pid=child.pid, seconds=600, started=started)
+        with pytest.raises(LeaseHeld):
+            acquire(tmp_path, engine="ray", task="early")  # alive: its lease holds
+        child.kill()
+        deadline = time.monotonic() + 10
+        while open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the child never became a zombie"
+            time.sleep(0.01)
+        os.kill(child.pid, 0)  # what the old check asked: it "exists"
+        lease = acquire(tmp_path, engine="ray", task="retry")
+        assert f"its process {child.pid} on this host is gone" in lease.took_over
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="start times are read from /proc")
+def test_a_live_process_that_started_at_another_time_holds_no_lease(tmp_path):
+    # The lease's pid now names another process (the id was reused): the
+    # start time it recorded differs from the live process's.
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        started = leases.start_time(child.pid)
+        write_lease(tmp_path, host=leases.this_host(), pid=child.pid, seconds=600, started=str(int(started) - 1))
+        lease = acquire(tmp_path, engine="ray", task="retry")
+        assert "started later" in lease.took_over
+        assert read_lease(tmp_path)["started"] == leases.start_time(os.getpid()), "the new lease records its own"
+        write_lease(tmp_path, host=leases.this_host(), pid=child.pid, seconds=600, started=started)
+        with pytest.raises(LeaseHeld, match=f"pid {child.pid}"):
+            acquire(tmp_path, engine="ray", task="other")
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_a_runner_that_lost_its_lease_is_told(tmp_path):
     with holding(tmp_path, engine="threads", task="a", ttl=0.3) as lease:
         write_lease(tmp_path, host="another-host", pid=1, seconds=30)  # taken over while this one stalled
@@ -87,3 +132,15 @@ def test_only_one_of_many_takes_a_free_job(tmp_path):
         t.join()
     assert len(won) == 1 and len(lost) == 7
     assert read_lease(tmp_path)["token"] == won[0].token
+
+
+def test_a_runner_told_to_wait_takes_the_lease_when_it_is_over(tmp_path):
+    # A job handed out again after its runner died waits for that runner's
+    # lease to be over instead of skipping the job; not forever.
+    write_lease(tmp_path, host="another-host", pid=1, seconds=1.0)
+    with pytest.raises(LeaseHeld, match=r"waited 0 s"):
+        acquire(tmp_path, engine="ray", task="impatient", wait=0.2)
+    started = time.monotonic()
+    lease = acquire(tmp_path, engine="ray", task="retry", wait=10)
+    assert "expired" in lease.took_over and time.monotonic() - started < 5
+    assert read_lease(tmp_path)["token"] == lease.token

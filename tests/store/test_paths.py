@@ -12,7 +12,7 @@ from logist import JobsDir, Status, create_job, load_history, run_job, step_once
 from logist.engine.rewind import rewind
 from logist.replay.apply import replay_history
 from logist.replay.scripted import answer
-from logist.store.history import history_path, recorded_workspace, write_canonical
+from logist.store.history import TAIL, history_path, layout, recorded_workspace
 
 from conftest import logist_cli
 
@@ -62,20 +62,24 @@ def test_job_upgrade_moves_an_old_headers_path_into_the_commands(jobs, llm):
     entries = [e.dump() for e in load_history(job.dir).interactions]
     for entry in entries:
         (entry.get("command") or {}).pop("cwd", None)
+        entry.pop("workspace_path", None)
     entries[2]["workspace_path"] = "/srv/moved/jobs/old/workspace"  # an entry made after a move named its own
-    write_canonical(history_path(job.dir), "old", entries, old)
+    head = ('{\n  "$schema": "job-history.v3.schema.json",\n  "format": 3,\n  "job_id": "old",\n'
+            f'  "workspace_path": {json.dumps(old)},\n  "interactions": [').encode()
+    history_path(job.dir).write_bytes(head + b",".join(layout(e) for e in entries) + TAIL)
     assert recorded_workspace(job.dir) == old
 
     status = logist_cli("job", "status", "old", "--json")  # looking does not rewrite
     assert status.returncode == 0 and recorded_workspace(job.dir) == old
     done = logist_cli("job", "upgrade", "old")
     assert done.returncode == 0, done.stderr
-    assert "no longer names the workspace's absolute path" in done.stderr
+    assert "from format 3 to format 4" in done.stderr
     assert recorded_workspace(job.dir) is None
     upgraded = load_history(job.dir)
-    assert upgraded.workspace_path is None and all(e.workspace_path is None for e in upgraded.interactions)
+    assert upgraded.workspace_path is None
+    assert {e.workspace_path for e in upgraded.interactions if e.request is not None} == {"workspace"}
     assert [e.command.cwd for e in upgraded.interactions if e.command] == [old, "/srv/moved/jobs/old/workspace"]
     again = logist_cli("job", "upgrade", "old")
-    assert "already in format 3" in again.stderr
+    assert "already in format 4" in again.stderr
     shown = logist_cli("job", "history", "old", "--entry", "3", "--json")
     assert shown.returncode == 0, shown.stderr

@@ -93,7 +93,7 @@ def test_transcript_reads_in_order_and_matches_the_history(jobs, llm, tmp_path, 
     assert "continues the conversation of #3; new" in text and "User response: Integers only." in text
     # The command, its cleaned output and the files changed, readable (no escaped newlines).
     assert "ran (exit 1); its output" in text and "--- stdout ---\nadd(2, 3) = -1\nExit code: 1" in text
-    assert "(the command output shown in #2, then `[Call 2 of 100]`)" in text, "the output is not repeated in the next prompt"
+    assert "(the command output shown in #2, then `[Step 2 of 100]`)" in text, "the output is not repeated in the next prompt"
     assert "- Files changed: `calc.py`, `notes.md`" in text
     assert "````text\n" + NOTES + "````" in text, "a fence inside a file gets a longer fence around it"
     # Commit, tokens and cost of every call.
@@ -147,7 +147,7 @@ def test_append_does_not_read_the_history(jobs, llm, tmp_path, monkeypatch):
     text = transcript_path(job.dir).read_text(encoding="utf-8")
     assert text == render(load_history(job.dir).interactions, "quick")
     assert "> second <b>" in text
-    assert "(the command output shown in #5, then `[Call 4 of 100]`)" in text
+    assert "(the command output shown in #5, then `[Step 4 of 100]`)" in text
 
 
 def test_an_output_is_shown_again_after_the_window(jobs, monkeypatch):
@@ -244,10 +244,19 @@ def test_invalid_answers_and_failed_calls_are_shown(jobs):
     text = transcript_path(job.dir).read_text(encoding="utf-8")
     assert "## #2 · Worker · INVALID" in text and "```text\nthis is not JSON\n```" in text
     assert "The answer was refused, nothing from it was applied" in text
-    assert "## #3 · Worker · ERROR" in text and "No answer: cannot connect" in text
+    assert "## #3 · Worker · FAILED" in text and "No answer: cannot connect" in text
     assert "The job needs a person" in text
 
 
 def test_fence_is_longer_than_any_backtick_run():
     assert fenced("plain") == "```text\nplain\n```\n"
     assert fenced("a ``` b\n`````x") == "``````text\na ``` b\n`````x\n``````\n"
+
+
+def test_the_step_marker_is_read_in_both_spellings():
+    from logist.views.prompt_tracker import STEP_MARKER
+
+    # [Step N of MAX] since issue 29; a job recorded before says [Call N of MAX], and its transcript reads the same.
+    for marker in ("[Step 2 of 100]", "[Call 2 of 100]"):
+        assert STEP_MARKER.sub("", f"Command output:\nok\n\n{marker}") == "Command output:\nok"
+    assert STEP_MARKER.search("ok\n\n[Round 2 of 100]") is None

@@ -34,6 +34,7 @@ STYLE: dict[str, dict[str, Any]] = {
     "allowed_commands": {"decls": ["--allow"], "metavar": "PATTERN"},
     "command_env": {"decls": ["--command-env"], "metavar": "NAME"},
     "make_current": {"decls": ["--current/--no-current"]},
+    "review": {"decls": ["--review/--no-review"]},
 }
 
 

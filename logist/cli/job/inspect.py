@@ -163,7 +163,9 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
         echo(f"Changes: {paths}  (held for you: approve-command or skip-command)")
     if data["last_exit"]:
         le = data["last_exit"]
-        echo(labelled(f"Last:    {le['role']} {le['action']}: ", le["summary"]))
+        # A finished job's last exit is its result (a solo job's: the Worker's [DONE] message).
+        label = "Result:  " if data["status"] == "SUCCESS" else f"Last:    {le['role']} {le['action']}: "
+        echo(labelled(label, le["summary"]))
     waiting = data["unrecorded_call"]
     if waiting:
         what = ("its answer was saved and is applied" if waiting["answered"]

@@ -106,8 +106,8 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
 @click.option("--concurrency", type=click.IntRange(min=1), envvar="LOGIST_CONCURRENCY",
               help=f"With --all: at most this many jobs at once (threads, ray; default {DEFAULT_CONCURRENCY}). "
               "Env LOGIST_CONCURRENCY.")
-@click.option("--address", help="With --engine ray: the cluster: auto (the one `ray start` runs here), HOST:PORT "
-              "(its head), or local (a cluster for this batch); default RAY_ADDRESS, else local.")
+@click.option("--address", help="With --engine ray: the cluster: auto (the default: RAY_ADDRESS, else the one "
+              "`ray start --head` runs here), HOST:PORT (its head), or local (a cluster for this batch).")
 @base_url_option
 @model_option
 @timeout_option
