@@ -65,14 +65,16 @@ def test_a_built_in_role_copied_and_renamed_works_as_it_is(jobs, llm):
     assert "Tagger" in listing.stdout and listing.stderr == ""
     ok(logist_cli("job", "create", "t", "-o", "Nothing to do", "--worker", "Tagger"))
     system = system_of("t")
+    # The tags protocol's system message is seed 002's base prompt; the shipped
+    # Worker text (it teaches the JSON protocol's fields) is left out of it.
     worker_text = (BUILTIN_DIR / "roles" / "Worker.md").read_text().strip()
-    assert f"--- Role: Tagger ---\n{worker_text.splitlines()[0]}" in system
+    assert system.startswith("You are a terminal AI assistant") and worker_text.splitlines()[0] not in system
     llm.add("[MESSAGE] Looking.", "[DONE] Nothing to do.", REVIEW_DONE)
     ok(logist_cli("job", "run", "t", "--base-url", llm.base_url), 3)
     assert json.loads(ok(logist_cli("job", "status", "t", "--json")).stdout)["status"] in (
         "APPROVAL_REQUIRED", "SUCCESS")
-    assert "--- Role: Tagger ---" in llm.requests[0]["messages"][0]["content"]
-    assert llm.requests[0]["max_tokens"] == 512, "a tags role's default"
+    assert llm.requests[0]["messages"][0]["content"] == system
+    assert llm.requests[0]["max_tokens"] == 512 and llm.requests[0]["temperature"] == 0.3, "seed 002's defaults"
 
 
 def test_a_role_without_instructions_is_refused_when_loaded_and_listed_with_its_error(jobs):
@@ -227,17 +229,19 @@ def test_seed_002s_prompts_json_changes_the_texts_sent(jobs, llm):
     base = "You are a terminal AI assistant executing a multi-step skill.\n\nRESPONSE FORMAT: [CMD], [ASK], [DONE]."
     (jobs.path / "prompts.json").write_text(json.dumps(
         {"SKILL_SYSTEM_PROMPT_WITH_ASK": base, "messages/continue": "Go on.", "NOT_A_PROMPT": "x"}, indent=2))
-    ok(logist_cli("job", "create", "t", "-o", "Nothing to do"))
-    llm.add(note(1), WORKER_DONE)
+    tagger = json.loads((data_dir("roles") / "worker.json").read_text())
+    (jobs.path / "roles" / "tagger.json").write_text(json.dumps({**tagger, "name": "Tagger", "protocol": "tags"}))
+    ok(logist_cli("job", "create", "t", "-o", "Nothing to do", "--worker", "Tagger"))
+    llm.add("[MESSAGE] Looking.", "[DONE] Nothing to do.")
     ok(logist_cli("job", "step", "t", "--oneshot", "--base-url", llm.base_url))
     ok(logist_cli("job", "step", "t", "--oneshot", "--base-url", llm.base_url))
     first, second = llm.requests
-    assert first["messages"][0]["content"].startswith(base + "\n\n--- Role: Worker ---")
+    assert first["messages"][0]["content"].startswith(base), "the seed's base prompt: the tags protocol's system text"
     assert second["messages"][-1]["content"].startswith("Go on.")
 
     listed = ok(logist_cli("prompts", "list"))
     lines = {line.split()[0]: line.split(None, 1)[1] for line in listed.stdout.splitlines()}
-    assert lines["protocol"] == f"prompts.json: {jobs.path / 'prompts.json'}, key SKILL_SYSTEM_PROMPT_WITH_ASK"
+    assert lines["protocol/tags"] == f"prompts.json: {jobs.path / 'prompts.json'}, key SKILL_SYSTEM_PROMPT_WITH_ASK"
     assert lines["messages/continue"] == f"prompts.json: {jobs.path / 'prompts.json'}, key messages/continue"
     assert f"Not used: {jobs.path / 'prompts.json'} key NOT_A_PROMPT is not the name of a template." in listed.stderr
 
