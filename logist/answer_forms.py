@@ -276,7 +276,7 @@ def _planner_action(data: dict, stop: object, notes: list[str]) -> None:
         return
     stop = str(stop if stop is not None else "").strip().lower()
     message = data.get("message") if isinstance(data.get("message"), str) else ""
-    if send_to != "User":
+    if send_to.strip().lower() != "user":  # the person, in any case (protocol.USER)
         data["action"] = "MESSAGE"
         notes.append(f"no action: send_to '{send_to}' read as MESSAGE (the role gets the message as its task)")
     elif stop in ("completed", "true", "done"):

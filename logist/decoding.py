@@ -44,7 +44,7 @@ from functools import lru_cache
 from typing import Optional, Sequence
 
 from . import protocol
-from .protocol import ACTION_RULES, ACTIONS
+from .protocol import ACTION_RULES, ACTIONS, PLANNER_OPTIONAL, PLANNER_REQUIRED, USER
 
 #: A role's (or a model's, in config.json) ``structured_output`` setting.
 STRUCTURED_OUTPUT = ("auto", "json_schema", "json_object", "off")
@@ -68,8 +68,6 @@ CONTENT_RULES = (
 _DROPPED = frozenset({"title", "default", "examples", "const", "description", "maxLength"})
 #: Fields every action object may carry (besides its own).
 _ANY_ACTION = ("file_changes",)
-#: The Planner's own fields (SPEC section 7), required of its answers but a CMD.
-PLANNER_FIELDS = ("plan", "current_plan_step", "send_to", "message")
 
 
 def _subset(schema: dict, defs: dict) -> dict:
@@ -123,7 +121,9 @@ def decoding_schema(actions: Sequence[str] = ACTIONS, *, file_changes: bool = Tr
     ``file_changes``: whether answers may carry file changes (a role whose
     file changes are refused gets none). ``planner_roles``: the answer is a
     Planner's, which addresses one of these roles or ``User``: its
-    non-command answers carry the plan, the step, ``send_to`` and the message.
+    non-command answers carry ``send_to`` and the message
+    (:data:`~logist.protocol.PLANNER_REQUIRED`), and may carry the plan, the
+    step, its reasoning and a thought (:data:`~logist.protocol.PLANNER_OPTIONAL`).
     ``existing``: the workspace's files, when few enough to list: a
     replacement or a deletion names one of them (none can be made in an
     empty workspace); None: any path.
@@ -137,7 +137,7 @@ def decoding_schema(actions: Sequence[str] = ACTIONS, *, file_changes: bool = Tr
     if planner_roles is not None:
         # The Planner's answer rules (protocol.check_planner_answer): a role
         # of the job or User, a plan of at least one step, a message.
-        overrides["send_to"] = {**_fields()["send_to"], "enum": [*planner_roles, "User"]}
+        overrides["send_to"] = {**_fields()["send_to"], "enum": [*planner_roles, USER]}
         overrides["plan"] = {**_fields()["plan"], "minItems": 1}
         overrides["message"] = {**_fields()["message"], "minLength": 1}
     variants = []
@@ -146,10 +146,10 @@ def decoding_schema(actions: Sequence[str] = ACTIONS, *, file_changes: bool = Tr
         fields = [*(_ANY_ACTION if file_changes else ()), *rule.required, *rule.optional]
         required = list(rule.required)
         if planner_roles is not None and action != "CMD":
-            fields += [f for f in ("thought", *PLANNER_FIELDS) if f not in fields]
-            required += [f for f in PLANNER_FIELDS if f not in required]
+            fields += [f for f in (*PLANNER_REQUIRED, *PLANNER_OPTIONAL) if f not in fields]
+            required += [f for f in PLANNER_REQUIRED if f not in required]
             if action == "ASK":
-                overrides_ask = {**overrides, "send_to": {**_fields()["send_to"], "enum": ["User"]}}
+                overrides_ask = {**overrides, "send_to": {**_fields()["send_to"], "enum": [USER]}}
                 required.remove("message")  # the question is the message
                 variants.append(_action_object(action, _ordered(fields), required, overrides_ask))
                 continue

@@ -195,8 +195,11 @@ class Answer(BaseModel):
     required: bool = Field(True, description="false if you can go on without an answer; true by default")
     message: str = Field(None, description="the progress note; from the Planner, what the addressee must do now")
     thought: str = Field(None, description="your reasoning; recorded, never acted on")
-    plan: list[Annotated[str, Field(min_length=1)]] = Field(None, description="the Planner's plan, one step per item")
-    current_plan_step: int = Field(None, ge=0, le=100_000, description="the Planner's step being worked on (from 0)")
+    plan: list[Annotated[str, Field(min_length=1)]] = Field(
+        None, description="the Planner's plan, one step per item; left out, the plan stays as it was")
+    current_plan_step: int = Field(
+        None, ge=0, le=100_000, description="the Planner's step being worked on, counted from 0; left out, it stays as it was")
+    plan_reasoning: str = Field(None, description="why the Planner's plan is what it is; kept with the plan")
     send_to: str = Field(None, min_length=1, description="the role the Planner addresses next, or User")
     # How the answer was read (not part of the protocol): recorded in the history.
     _notes: list[str] = PrivateAttr(default_factory=list)
@@ -355,26 +358,48 @@ def parse_answer(raw: Optional[str], protocol: str = "json", *, planner: bool = 
     return answer
 
 
-def check_planner_answer(answer: Answer, roles: list[str]) -> None:
-    """The Planner's extra fields (SPEC section 7); ``roles`` it may address."""
+#: The person, as the Planner's ``send_to`` names them (in any case).
+USER = "User"
+#: The Planner's own fields (SPEC section 7): those each of its answers but a command must carry (an
+#: ASK's question is its message), and those it may carry; the decoding schema and the prompt come from these.
+PLANNER_REQUIRED = ("send_to", "message")
+PLANNER_OPTIONAL = ("plan", "current_plan_step", "plan_reasoning", "thought")
+
+
+def check_planner_answer(answer: Answer, roles: "dict[str, str] | list[str]", plan: "list[str] | None" = None) -> None:
+    """The Planner's extra fields (SPEC section 7). ``roles``: the roles it
+    may address, or every spelling it may use for them (a name or an alias,
+    in lower case) -> the role's name; ``send_to`` is matched in any case
+    and set to the role's name (with a note when it was spelt otherwise).
+    ``plan``: the plan so far, which an answer without one keeps."""
     if answer.action == "CMD":
         return
-    missing = [f for f in ("plan", "current_plan_step", "send_to", "message") if getattr(answer, f) in (None, "")]
+    missing = [f for f in PLANNER_REQUIRED if getattr(answer, f) in (None, "")]
     if answer.action == "ASK" and "message" in missing and answer.question:
         missing.remove("message")
     if missing:
         raise InvalidAnswer(f"the Planner's answer must carry {', '.join(missing)}")
-    if not answer.plan:
+    if answer.plan is not None and not answer.plan:
         raise InvalidAnswer("plan: the plan needs at least one step")
-    if answer.current_plan_step >= len(answer.plan):
+    steps = answer.plan if answer.plan is not None else list(plan or [])
+    if answer.current_plan_step is not None and answer.current_plan_step >= len(steps):
         raise InvalidAnswer(
-            f"current_plan_step: {answer.current_plan_step} is not a step of the plan (0 to {len(answer.plan) - 1})"
+            f"current_plan_step: {answer.current_plan_step} is not a step of the plan "
+            + (f"(0 to {len(steps) - 1})" if steps else "(there is no plan yet)")
         )
-    if answer.send_to != "User" and answer.send_to not in roles:
+    spellings = roles if isinstance(roles, dict) else {name.lower(): name for name in roles}
+    spellings = {USER.lower(): USER, **spellings}
+    named = spellings.get(answer.send_to.strip().lower())
+    if named is None:
+        choices = list(dict.fromkeys([*spellings.values()]))
+        choices = [c for c in choices if c != USER] + [USER]
         raise InvalidAnswer(
-            f"send_to: '{answer.send_to}' is not a role of this job (choose one of: {', '.join(roles + ['User'])})"
+            f"send_to: '{answer.send_to}' is not a role of this job (choose one of: {', '.join(choices)})"
         )
-    if answer.action == "ASK" and answer.send_to != "User":
+    if named != answer.send_to:
+        answer._notes.append(f"send_to '{answer.send_to}' read as {named}")
+        answer.send_to = named
+    if answer.action == "ASK" and answer.send_to != USER:
         raise InvalidAnswer("send_to: a question (ASK) goes to User")
 
 

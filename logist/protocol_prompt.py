@@ -15,7 +15,8 @@ from functools import lru_cache
 # The words around these rules (who the model is, what Logist does) are the
 # ``protocol`` prompt template's (logist/prompts/protocol.md).
 from .protocol import (
-    ACTION_RULES, EXAMPLE_ANSWER, PATH_RULE, PROTOCOLS, Answer, _file_change_forms, answer_json,
+    ACTION_RULES, EXAMPLE_ANSWER, PATH_RULE, PLANNER_OPTIONAL, PLANNER_REQUIRED, PROTOCOLS, Answer,
+    _file_change_forms, answer_json,
 )
 
 
@@ -57,14 +58,27 @@ def _json_text() -> str:
     return "\n\n".join([answer_format, file_changes, "Example:\n" + answer_json(EXAMPLE_ANSWER)])
 
 
+def _planner_text() -> str:
+    """The Planner's own fields, from :data:`~logist.protocol.PLANNER_REQUIRED`
+    and :data:`~logist.protocol.PLANNER_OPTIONAL`: stated here whatever the
+    Planner's instructions say, so that no prompt file can leave one out."""
+    described: set[str] = set()
+    return (
+        f"As the Planner, every answer but a CMD also carries {_fields(PLANNER_REQUIRED, described)} "
+        f'(in an ASK, its "question" is the message); it may carry {_fields(PLANNER_OPTIONAL, described)}. '
+        "Without an \"action\", send_to says what the answer does: a role gets the message as its task; "
+        "User gets it as a question, or as the end of the job with \"stop\": \"Completed\"."
+    )
+
+
 @lru_cache(maxsize=None)
-def protocol_text(protocol: str = "json") -> str:
+def protocol_text(protocol: str = "json", planner: bool = False) -> str:
     """The JSON protocol's part of the system prompt, generated from
-    :data:`~logist.protocol.ACTION_RULES` and the models. The tags protocol
-    has no generated text: seed 002's base prompt (the ``protocol/tags``
-    prompt template) teaches it."""
+    :data:`~logist.protocol.ACTION_RULES` and the models (``planner``: with
+    the Planner's own fields). The tags protocol has no generated text: seed
+    002's base prompt (the ``protocol/tags`` prompt template) teaches it."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
     if protocol != "json":
         raise ValueError("the tags protocol is taught by the protocol/tags prompt template, not generated")
-    return _json_text()
+    return f"{_json_text()}\n\n{_planner_text()}" if planner else _json_text()

@@ -149,7 +149,7 @@ def test_seed_004_wrapper_with_a_numbered_plan():
     assert answer.plan == ["Load the data", "Count the words", "Report"]
     assert answer.current_plan_step == 1
     assert (answer.thought, answer.send_to, answer.message) == ("t", "Worker", "Count the words.")
-    assert answer.extra == {"plan_reasoning": "r", "stop": "InProcess"}
+    assert answer.plan_reasoning == "r" and answer.extra == {"stop": "InProcess"}
 
 
 @pytest.mark.parametrize(

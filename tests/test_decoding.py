@@ -188,9 +188,10 @@ def test_an_answer_that_fits_the_decoding_schema_passes_the_answer_check(label, 
     def check(written: dict) -> None:
         assert validator.is_valid(written), written  # the draw fits the schema
         answer = written["response"] if sent is not schema else written
-        if planner and answer["action"] != "CMD" and isinstance(answer.get("plan"), list):
-            # CONTENT_RULES: current_plan_step is a step of the plan
-            if not answer["plan"] or not 0 <= answer["current_plan_step"] < len(answer["plan"]):
+        if planner and answer["action"] != "CMD" and answer.get("current_plan_step") is not None:
+            # CONTENT_RULES: current_plan_step is a step of the plan (none yet: the answer's own)
+            steps = answer.get("plan") if isinstance(answer.get("plan"), list) else []
+            if not 0 <= answer["current_plan_step"] < len(steps):
                 return
         try:
             read = parse_answer(json.dumps(written), planner=planner)

@@ -36,7 +36,7 @@ wait_option = click.option(
 
 base_url_option = click.option(
     "--base-url", envvar="LOGIST_BASE_URL",
-    help="OpenAI-compatible endpoint (env LOGIST_BASE_URL, then OPENAI_BASE_URL, then config.json).",
+    help="OpenAI-compatible endpoint (env LOGIST_BASE_URL, then OPENAI_BASE_URL, then AI_KOSMOS_MODEL_BASE_URL, then config.json).",
 )
 
 JOBS_DIR_HELP = (

@@ -28,13 +28,13 @@ def _settings(app: Application, base_url: Optional[str]):
 
 
 def _role_models(app: Application) -> dict[str, tuple]:
-    """Role name -> (its role manifest, the model it calls)."""
-    from ..engine.prepare import resolve_model
+    """Role name -> (its role manifest, the model it calls, where that model was named)."""
+    from ..engine.prepare import chosen_model, resolve_model
     from ..store.roles import load_roles
 
     config = app.jobs.config()
     no_job = SimpleNamespace(model=None)
-    return {name: (role, resolve_model(config, no_job, role, None))
+    return {name: (role, resolve_model(config, no_job, role, None), chosen_model(config, no_job, role, None)[1])
             for name, role in sorted(load_roles(app.jobs.path).items())}
 
 
@@ -97,7 +97,7 @@ def doctor(app: Application, base_url: Optional[str], probe: bool, as_json: bool
         except LogistError as exc:
             report["ping"] = {"ok": False, "error": str(exc)}
     probed: dict[str, str] = {}
-    for role, (manifest, model) in roles.items():
+    for role, (manifest, model, model_from) in roles.items():
         price = config.price(model)
         asked = settings if report["ping"] and report["ping"]["ok"] else None
         window = context_window(config, manifest, model, asked)
@@ -110,6 +110,7 @@ def doctor(app: Application, base_url: Optional[str], probe: bool, as_json: bool
                 probed[model] = f"none worked: {exc}"
         report["roles"][role] = {
             "model": model,
+            "model_from": model_from,
             "price": price.model_dump() if price else None,
             "listed": (model in listed) if listed else None,
             "context_window": window.tokens,
@@ -133,7 +134,7 @@ def doctor(app: Application, base_url: Optional[str], probe: bool, as_json: bool
             cost = (f"${price['input_per_million']:g} in, ${price['output_per_million']:g} out per million tokens"
                     if price else "price unknown: add it to \"prices\" in config.json")
             where = "" if facts["listed"] is None else ("" if facts["listed"] else "; not among the endpoint's models")
-            echo(f"{'models' if i == 0 else '':<10} {role}: {facts['model']} ({cost}{where})")
+            echo(f"{'models' if i == 0 else '':<10} {role}: {facts['model']} ({cost}{where}), named by {facts['model_from']}")
             window = (f"context window {facts['context_window']:,} tokens (from {facts['context_window_from']})"
                       if facts["context_window"] else "context window unknown (set context_window in config.json's "
                       "model_settings: a request that outgrows it then stops before the call)")

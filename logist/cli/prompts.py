@@ -38,21 +38,28 @@ def prompts_list(app: Application, as_json: bool) -> None:
         spec = templates.spec(name)
         try:
             resolved = templates.resolve(name)
-            row = {"name": name, "origin": resolved.origin, "path": str(resolved.path) if resolved.path else None}
+            row = {"name": name, "origin": resolved.origin, "path": str(resolved.path) if resolved.path else None,
+                   "key": resolved.key}
         except ConfigError as exc:
-            row = {"name": name, "origin": "error", "path": None, "error": str(exc)}
+            row = {"name": name, "origin": "error", "path": None, "key": None, "error": str(exc)}
         rows.append({**row, "placeholders": list(spec.placeholders), "description": spec.description})
     unused = [str(p) for p in templates.unused_files()]
+    unused_keys = templates.unused_keys()
     if as_json:
-        app.print_json({"templates": rows, "override_dir": str(templates.dir), "unused_files": unused})
+        app.print_json({"templates": rows, "override_dir": str(templates.dir), "unused_files": unused,
+                        "unused_keys": unused_keys})
         return
     width = max(len(r["name"]) for r in rows)
     for row in rows:
-        where = row["origin"] if row["origin"] == "built-in" else f"{row['origin']}: {row.get('path') or row.get('error')}"
+        source = row.get("error") or (f"{row['path']}, key {row['key']}" if row["key"] else row["path"])
+        where = row["origin"] if row["origin"] == "built-in" else f"{row['origin']}: {source}"
         echo(f"{row['name']:<{width}}  {where}")
-    app.info(f"Override one by writing {templates.dir}/NAME.md (logist prompts show NAME prints the text to start from).")
+    app.info(f"Override one by writing {templates.dir}/NAME.md (or NAME.yaml, or a key of {templates.json_path}; "
+             "logist prompts show NAME prints the text to start from).")
     for path in unused:
         app.info(f"Not used: {path} is not the name of a template.")
+    for key in unused_keys:
+        app.info(f"Not used: {templates.json_path} key {key} is not the name of a template.")
 
 
 @prompts.command("show")

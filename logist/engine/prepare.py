@@ -94,29 +94,32 @@ def open_actions(manifest: JobManifest) -> tuple[str, ...]:
 
 def resolve_model(config: LogistConfig, manifest: JobManifest, role: RoleManifest, override: Optional[str]) -> str:
     """``--model`` > the job's model > config ``models[role]`` > a jobs-dir
-    role's own model or alias > config ``default_model`` > the built-in
-    role's model; whichever it is, a name config.json's ``model_aliases``
-    defines is replaced by the model it names."""
-    return config.resolve_alias(_chosen_model(config, manifest, role, override))
+    role's own model or alias > config ``default_model`` (or seed 002's
+    ``AI_MODEL``) > the built-in role's model; whichever it is, a name
+    config.json's ``model_aliases`` defines is replaced by the model it names."""
+    return config.resolve_alias(chosen_model(config, manifest, role, override)[0])
 
 
-def _chosen_model(config: LogistConfig, manifest: JobManifest, role: RoleManifest, override: Optional[str]) -> str:
+def chosen_model(config: LogistConfig, manifest: JobManifest, role: RoleManifest,
+                 override: Optional[str]) -> tuple[str, str]:
+    """The model :func:`resolve_model` starts from (an alias not yet replaced), and where it was named."""
     if override:
-        return override
+        return override, "--model"
     if manifest.model:
-        return manifest.model
+        return manifest.model, "the job"
     if role.name in config.models:
-        return config.models[role.name]
+        return config.models[role.name], "config.json models"
     if role.llm_alias:
         # An alias names a model on purpose: one config.json lacks is an error.
         config.alias(role.llm_alias, f"role '{role.name}' ({role.source})")
-        return role.llm_alias
+        return role.llm_alias, f"the role's llm_alias ({role.source})"
     # A jobs directory's own manifest names its model on purpose; only a
     # built-in role's model gives way to config.json's default_model.
     builtin = role.source is not None and Path(role.source).parent == data_dir("roles")
-    if not builtin:
-        return role.llm_model
-    return config.default_model or role.llm_model
+    default, key = config.default()
+    if builtin and default:
+        return default, f"config.json {key}"
+    return role.llm_model, f"the role's llm_model ({role.source})"
 
 
 def answer_budget(role: RoleManifest, protocol: str, window: Optional[int]) -> int:

@@ -114,7 +114,7 @@ def system_prompt(
         if _shipped(prompts, role):
             instructions = None
     else:
-        taught = prompts.render("protocol", protocol_rules=protocol_text(protocol))
+        taught = prompts.render("protocol", protocol_rules=protocol_text(protocol, planner=addressable is not None))
     return prompts.render(
         "system",
         protocol=taught,

@@ -27,6 +27,7 @@ from ..store.config import LogistConfig
 from ..store.entries import FAILED, CommandRecord, Response, Usage
 from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest, Status
+from ..store.roles import send_to_names
 from ..terminal import shown
 from ..workspace import UnreadableFiles
 from .budget import count_call, limit_reason
@@ -253,7 +254,8 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
         try:
             answer = _redacted(parse_answer(outcome.raw or "", prepared.protocol, planner=planner))
             if planner:
-                check_planner_answer(answer, [n for slot, n in before.roles.items() if slot != PLANNER])
+                addressed = [n for slot, n in before.roles.items() if slot != PLANNER]
+                check_planner_answer(answer, send_to_names(prepared.prompts.roles, addressed), before.plan)
             held = holds_file_changes(answer, prepared.role)
             planned = job.repo.plan_changes(answer.file_changes)
         except InvalidAnswer as exc:

@@ -87,8 +87,13 @@ def apply_answer(
     who = who_acts(before)
     planned = before.workflow == "planned"
     summary = (answer.summary_for_supervisor or (answer.message if planned else None) or "").strip()
-    if who == PLANNER and answer.plan is not None:
-        after.plan, after.current_plan_step = list(answer.plan), answer.current_plan_step
+    if who == PLANNER:  # what the answer leaves out stays as it was (seed 004's answers carry no plan)
+        if answer.plan is not None:
+            after.plan, after.current_plan_step = list(answer.plan), answer.current_plan_step
+        if answer.current_plan_step is not None:
+            after.current_plan_step = answer.current_plan_step
+        after.plan_reasoning = answer.plan_reasoning or after.plan_reasoning
+        after.planner_thought = answer.thought or after.planner_thought
     if action in EXIT_ACTIONS and who in (WORKER, SUPERVISOR, ADDRESSED, SOLO):
         after.last_exit = Handoff(
             role=turn.role, action=action, summary=summary if planned else answer.summary_for_supervisor or "",

@@ -1,7 +1,9 @@
 """``<jobs-dir>/config.json``: endpoint, models, prices and job defaults.
 
 Precedence for the endpoint: ``--base-url`` > ``LOGIST_BASE_URL`` >
-``OPENAI_BASE_URL`` > ``config.json``. The API key is read from the
+``OPENAI_BASE_URL`` > seed 002's ``AI_KOSMOS_MODEL_BASE_URL`` >
+``config.json``; for the built-in roles' model, config.json's
+``default_model`` > seed 002's ``AI_MODEL`` (:meth:`LogistConfig.default`). The API key is read from the
 environment only (``LOGIST_API_KEY`` then ``OPENAI_API_KEY``) and is never
 stored: the config model has no field for it and refuses one.
 
@@ -28,6 +30,8 @@ from .. import environment
 from ..redact import KEY_VARIABLES
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: The environment variables that name the endpoint, in order: Logist's, OpenAI's, seed 002's.
+BASE_URL_VARIABLES = ("LOGIST_BASE_URL", "OPENAI_BASE_URL", "AI_KOSMOS_MODEL_BASE_URL")
 
 
 class Price(BaseModel):
@@ -101,9 +105,11 @@ class LogistConfig(BaseModel):
     schema_: str = Field(default=None, alias="$schema", exclude=True)  # absent or a string
     """The JSON Schema of this file (config.schema.json in Logist's schemas/ folder), for editors; Logist ignores it."""
     base_url: Optional[str] = None
-    """The OpenAI-compatible endpoint, used when neither --base-url nor LOGIST_BASE_URL nor OPENAI_BASE_URL is set."""
+    """The OpenAI-compatible endpoint, used when neither --base-url nor LOGIST_BASE_URL, OPENAI_BASE_URL or AI_KOSMOS_MODEL_BASE_URL is set."""
     default_model: Optional[str] = None
     """The model for the built-in roles, instead of the one their manifests name."""
+    AI_MODEL: Optional[str] = None
+    """Seed 002's name for default_model, read when default_model is not set."""
     models: dict[str, str] = {}
     """Role name -> the model for that role (a job's or a command's --model still wins)."""
     model_aliases: dict[str, str] = {}
@@ -120,6 +126,13 @@ class LogistConfig(BaseModel):
     """Model name -> its price, so that cost is counted and max_cost_usd can apply; adds to and overrides the prices Logist ships."""
     defaults: JobDefaults = JobDefaults()
     """Settings every new job of this jobs directory starts with."""
+
+    def default(self) -> tuple[Optional[str], str]:
+        """The model for the built-in roles, and the key that names it (``(None, "")``: none does)."""
+        for value, key in ((self.default_model, "default_model"), (self.AI_MODEL, "AI_MODEL")):
+            if value:
+                return value, key
+        return None, ""
 
     def price(self, model: str) -> Optional[Price]:
         """``model``'s price: config.json's, else the shipped one; a name
@@ -208,9 +221,11 @@ NOT_CONFIGURED = (
 
 def endpoint_source(option: Optional[str], config: LogistConfig) -> tuple[Optional[str], str]:
     """The endpoint named, and where: ``--base-url``, ``LOGIST_BASE_URL``,
-    ``OPENAI_BASE_URL`` or ``config.json``; ``(None, "")`` when none is."""
-    for value, source in ((option, "--base-url"), (environment.get("LOGIST_BASE_URL"), "LOGIST_BASE_URL"),
-                          (environment.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL"), (config.base_url, "config.json")):
+    ``OPENAI_BASE_URL``, ``AI_KOSMOS_MODEL_BASE_URL`` or ``config.json``;
+    ``(None, "")`` when none is."""
+    named = [(option, "--base-url"), *((environment.get(name), name) for name in BASE_URL_VARIABLES),
+             (config.base_url, "config.json")]
+    for value, source in named:
         if value:
             return value, source
     return None, ""

@@ -135,7 +135,7 @@ class Response(BaseModel):
     notes: list[str] = []
     """How the answer was read when it was not in the protocol's exact shape (a reasoning block set aside, a lower-case action, no tag: its first line read as a command...)."""
     extra_fields: dict[str, Any] = {}
-    """Fields the answer carried that the protocol does not know (seed 003's job_manifest_url, seed 004's plan_reasoning...): kept here, never acted on."""
+    """Fields the answer carried that the protocol does not know (seed 003's job_manifest_url, seed 004's stop...): kept here, never acted on."""
 
 
 class Usage(BaseModel):

@@ -228,6 +228,10 @@ class JobState(BaseModel):
     """Planned workflow: the Planner's plan."""
     current_plan_step: Optional[int] = None
     """Planned workflow: the plan step being worked on."""
+    plan_reasoning: Optional[str] = None
+    """Planned workflow: the Planner's reasoning about its plan (plan_reasoning), as it last gave it."""
+    planner_thought: Optional[str] = None
+    """Planned workflow: the thought of the Planner's last answer that had one."""
     planner_turn: Optional[Turn] = None
     """Planned workflow: the Planner's turn, kept while a role it addressed has its turn."""
     question: Optional[Question] = None

@@ -3,14 +3,20 @@
 The built-in templates are the files in ``logist/prompts/`` (``NAME.md``,
 NAME being the path without ``.md``: ``system``, ``compaction/system``,
 ``roles/Worker``, ...). A jobs directory overrides any of them with a file
-of the same name in ``<jobs-dir>/prompts/``; a role's instructions
-(``roles/<Role>``) come first from the role manifest itself, its
-``prompt_file`` (a text file beside the manifest; seed 004's
+of the same name in ``<jobs-dir>/prompts/``: ``NAME.md``, else ``NAME.yaml``
+or ``NAME.yml``, else seed 004's names (:data:`SEED_FILES`:
+``planner_prompt.yaml`` gives the Planner's instructions,
+``compaction_prompt.yaml`` the summary call's system message); then with a
+key of ``<jobs-dir>/prompts.json`` (seed 002's file: a template's name, or
+a seed key of :data:`SEED_KEYS` such as ``SKILL_SYSTEM_PROMPT_WITH_ASK``).
+A role's instructions (``roles/<Role>``) come first from the role manifest
+itself, its ``prompt_file`` (a text file beside the manifest, else the
+prompt template it names, as the built-in roles name theirs; seed 004's
 ``prompt_file_path`` is accepted) or its inline ``instructions``. A
-``prompt_file`` ending in ``.yaml`` or ``.yml`` is read as seed 004's
-``planner_prompt.yaml`` is written: a mapping whose prompt is under one of
-:data:`YAML_PROMPT_KEYS` (``instruction_template`` in the seed's planner
-file, ``content`` in its compaction file), or a YAML string.
+``.yaml`` or ``.yml`` file is read as seed 004's ``planner_prompt.yaml`` is
+written: a mapping whose prompt is under one of :data:`YAML_PROMPT_KEYS`
+(``instruction_template`` in the seed's planner file, ``content`` in its
+compaction file), or a YAML string.
 
 A template is plain text with ``{name}`` placeholders; :data:`TEMPLATES`
 says which names each one may use, and a file that uses another is one
@@ -30,15 +36,23 @@ already recorded (feedback, a person's answer), keeps the words it had.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional, Protocol
 
 from ..errors import ConfigError
 
-if TYPE_CHECKING:
-    from .roles import RoleManifest
+
+class RoleLike(Protocol):
+    """What a template needs of a role manifest (:class:`logist.store.roles.RoleManifest`,
+    which imports this module to check a role's instructions as it loads it)."""
+
+    name: str
+    instructions: Optional[str]
+    prompt_file: Optional[str]
+    source: Optional[str]
 
 #: The built-in templates, shipped in the package.
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "prompts"
@@ -49,6 +63,15 @@ ROLE_PREFIX = "roles/"
 #: The keys a YAML prompt file may hold its prompt under, in the order they are looked for.
 YAML_PROMPT_KEYS = ("instruction_template", "instructions", "prompt", "content", "template")
 YAML_SUFFIXES = (".yaml", ".yml")
+#: The suffixes of a template's file in ``<jobs-dir>/prompts/``, in the order they are looked for.
+FILE_SUFFIXES = (SUFFIX, *YAML_SUFFIXES)
+#: Seed 004's prompt files in ``<jobs-dir>/prompts/`` (NAME.yaml or NAME.yml) -> the template each gives.
+SEED_FILES = {"planner_prompt": "roles/Planner", "compaction_prompt": "compaction/system"}
+#: Seed 002's file of prompts beside ``<jobs-dir>/prompts/``: one JSON object, a template name or a key of
+#: :data:`SEED_KEYS` -> the template's text.
+PROMPTS_JSON = "prompts.json"
+#: Seed 002's keys in ``prompts.json`` -> the template each gives.
+SEED_KEYS = {"SKILL_SYSTEM_PROMPT_WITH_ASK": "protocol/tags"}
 
 _TOKEN = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -219,14 +242,60 @@ class Resolved:
 
     name: str
     text: str
-    #: "built-in", "jobs directory", "role manifest" (inline instructions) or "prompt_file".
+    #: "built-in", "jobs directory", "prompts.json", "role manifest" (inline instructions) or "prompt_file".
     origin: str
     #: The file the text was read from.
     path: Optional[Path]
+    #: The key of prompts.json that holds the text.
+    key: Optional[str] = None
+
+    @property
+    def file(self) -> Optional[str]:
+        """The file (and the key in it) the text came from."""
+        if self.path is None:
+            return None
+        return f"{self.path}, key {self.key}" if self.key else str(self.path)
 
     @property
     def where(self) -> str:
-        return f"{self.origin} ({self.path})" if self.path else self.origin
+        return f"{self.origin} ({self.file})" if self.path else self.origin
+
+
+def template_named(value: str) -> Optional[str]:
+    """The template a file name names (``roles/Worker.md``, ``prompts/system.md``), if any."""
+    name = value.replace("\\", "/").removeprefix("./").removeprefix(PROMPTS_DIR + "/")
+    for suffix in FILE_SUFFIXES:
+        name = name.removesuffix(suffix)
+    if name in TEMPLATES or re.fullmatch(re.escape(ROLE_PREFIX) + r"[A-Za-z][A-Za-z0-9_-]*", name):
+        return name
+    return None
+
+
+def _read_prompts_json(path: Path) -> dict[str, tuple[str, str]]:
+    """``prompts.json``: template name -> (the key that gives it, its text)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"prompts file {path}: cannot be read: {exc}") from None
+    except ValueError as exc:
+        raise ConfigError(f"prompts file {path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"prompts file {path}: expected one object, key -> prompt text")
+    found: dict[str, tuple[str, str]] = {}
+    for key, text in data.items():
+        name = SEED_KEYS.get(key) or template_named(key)
+        if name is None:
+            continue  # listed by Prompts.unused
+        if not isinstance(text, str):
+            raise ConfigError(f"prompts file {path}: key {key}: expected the prompt's text, got {type(text).__name__}")
+        found.setdefault(name, (key, text.replace("\r\n", "\n").rstrip("\n")))
+    return found
+
+
+def check_instructions(role: RoleLike, jobs_dir: Optional[Path]) -> None:
+    """Refuse a role that has no instructions in any of the places they may
+    come from (:class:`ConfigError` naming its file), without reading them."""
+    Prompts(jobs_dir, {role.name: role})._instructions_found(role)
 
 
 class Prompts:
@@ -236,10 +305,12 @@ class Prompts:
     come before any file of the prompts directories.
     """
 
-    def __init__(self, jobs_dir: Optional[Path] = None, roles: Optional[dict[str, "RoleManifest"]] = None):
+    def __init__(self, jobs_dir: Optional[Path] = None, roles: Optional[dict[str, RoleLike]] = None):
         self.dir = Path(jobs_dir) / PROMPTS_DIR if jobs_dir is not None else None
+        self.json_path = Path(jobs_dir) / PROMPTS_JSON if jobs_dir is not None else None
         self.roles = roles or {}
         self._cache: dict[str, Resolved] = {}
+        self._json: Optional[dict[str, tuple[str, str]]] = None
 
     # -- finding a template -------------------------------------------------------------------
 
@@ -251,18 +322,70 @@ class Prompts:
             raise ConfigError(f"no prompt template named '{name}' (logist prompts list shows them)")
         return TEMPLATES[name]
 
-    def _role_own(self, role: "RoleManifest") -> Optional[Resolved]:
+    def _file(self, name: str) -> Optional[Path]:
+        """The jobs directory's file of template ``name``: NAME.md, NAME.yaml, NAME.yml, then a seed file's name."""
+        if self.dir is None:
+            return None
+        stems = [name, *(stem for stem, template in SEED_FILES.items() if template == name)]
+        for stem in stems:
+            for suffix in FILE_SUFFIXES if stem == name else YAML_SUFFIXES:
+                if (self.dir / (stem + suffix)).is_file():
+                    return self.dir / (stem + suffix)
+        return None
+
+    def _prompts_json(self) -> dict[str, tuple[str, str]]:
+        if self._json is None:
+            exists = self.json_path is not None and self.json_path.is_file()
+            self._json = _read_prompts_json(self.json_path) if exists else {}
+        return self._json
+
+    def _from_files(self, name: str, read: bool = True) -> Optional[Resolved]:
+        """Template ``name`` from the jobs directory's files, prompts.json or
+        Logist's own (``read``: False, its text is left unread)."""
+        path = self._file(name)
+        if path is not None:
+            return Resolved(name, read_template(path) if read else "", "jobs directory", path)
+        if name in self._prompts_json():
+            key, text = self._prompts_json()[name]
+            return Resolved(name, text, "prompts.json", self.json_path, key)
+        path = BUILTIN_DIR / (name + SUFFIX)
+        if path.is_file():
+            return Resolved(name, read_template(path) if read else "", "built-in", path)
+        return None
+
+    def _role_own(self, role: RoleLike, read: bool = True) -> Optional[Resolved]:
         name = ROLE_PREFIX + role.name
         if role.prompt_file:
             base = Path(role.source).parent if role.source else Path.cwd()
             path = (base / role.prompt_file).resolve()
-            return Resolved(name, read_template(path), "prompt_file", path)
+            if path.is_file():
+                return Resolved(name, read_template(path) if read else "", "prompt_file", path)
+            template = template_named(role.prompt_file)
+            found = self._from_files(template, read) if template else None
+            if found is None:
+                raise ConfigError(
+                    f"role manifest {role.source or role.name}: prompt_file {role.prompt_file}: no such file ({path})"
+                    + (" and no prompt template of that name" if template is None else "")
+                )
+            return Resolved(name, found.text, found.origin, found.path, found.key)  # the template in effect
         if role.instructions:
             path = Path(role.source) if role.source else None
             return Resolved(name, role.instructions.strip(), "role manifest", path)
         return None
 
-    def resolve(self, name: str, role: Optional["RoleManifest"] = None) -> Resolved:
+    def _instructions_found(self, role: RoleLike) -> Resolved:
+        """Where ``role``'s instructions come from (:class:`ConfigError` when nowhere)."""
+        name = ROLE_PREFIX + role.name
+        found = self._role_own(role, read=False) or self._from_files(name, read=False)
+        if found is None:
+            where = f"role manifest {role.source}: " if role.source else ""
+            raise ConfigError(
+                f"{where}role '{role.name}' has no instructions: give its manifest 'instructions' or 'prompt_file', "
+                f"or write {self.dir or PROMPTS_DIR}/{name}{SUFFIX}"
+            )
+        return found
+
+    def resolve(self, name: str, role: Optional[RoleLike] = None) -> Resolved:
         """The template ``name`` in effect, its placeholders checked."""
         if role is None and name.startswith(ROLE_PREFIX):
             role = self.roles.get(name[len(ROLE_PREFIX):])
@@ -271,12 +394,7 @@ class Prompts:
             return self._cache[key]
         spec = self.spec(name)
         found = self._role_own(role) if role is not None else None
-        if found is None and self.dir is not None and (self.dir / (name + SUFFIX)).is_file():
-            path = self.dir / (name + SUFFIX)
-            found = Resolved(name, read_template(path), "jobs directory", path)
-        if found is None and (BUILTIN_DIR / (name + SUFFIX)).is_file():
-            path = BUILTIN_DIR / (name + SUFFIX)
-            found = Resolved(name, read_template(path), "built-in", path)
+        found = found or self._from_files(name)
         if found is None:
             who = name[len(ROLE_PREFIX):]
             raise ConfigError(
@@ -287,7 +405,7 @@ class Prompts:
         if unknown:
             allowed = ", ".join("{" + p + "}" for p in spec.placeholders) or "none"
             raise ConfigError(
-                f"prompt template {found.path or found.where}: unknown placeholder "
+                f"prompt template {found.file or found.where}: unknown placeholder "
                 + ", ".join("{" + p + "}" for p in unknown)
                 + f" (allowed here: {allowed}; write {{{{name}}}} for a literal {{name}})"
             )
@@ -299,7 +417,7 @@ class Prompts:
     def render(self, name: str, **values: Optional[str]) -> str:
         return render_text(self.resolve(name).text, values)
 
-    def instructions(self, role: "RoleManifest") -> str:
+    def instructions(self, role: RoleLike) -> str:
         """The role's instructions as the system message gives them."""
         return render_text(self.resolve(ROLE_PREFIX + role.name, role).text, {"role": role.name})
 
@@ -314,11 +432,19 @@ class Prompts:
         if self.dir is None or not self.dir.is_dir():
             return []
         known = set(self.names())
-        return sorted(
-            p for p in self.dir.rglob("*")
-            if p.is_file()
-            and (p.suffix != SUFFIX or p.relative_to(self.dir).with_suffix("").as_posix() not in known)
-        )
+        used = {self._file(name) for name in known}
+        return sorted(p for p in self.dir.rglob("*") if p.is_file() and p not in used)
+
+    def unused_keys(self) -> list[str]:
+        """Keys of ``prompts.json`` that name no template."""
+        if self.json_path is None or not self.json_path.is_file():
+            return []
+        given = {key for key, _text in self._prompts_json().values()}
+        try:
+            data = json.loads(self.json_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+        return [key for key in data if key not in given]
 
 
 #: The built-in templates only, for code that has no jobs directory at hand.

@@ -1,19 +1,30 @@
 """Role manifests: the built-in Worker, Supervisor and Planner, plus the jobs
-directory's own ``roles/`` that add to them and override them by name.
+directory's own roles that add to them and override them by name.
 
-A manifest is JSON (YAML accepted) with three mandatory fields (name,
-description, and llm_model or llm_alias) and a few optional ones; unknown
-fields are refused so that a typo in a manifest is an error naming the file
-and the field, not a silently ignored setting. A role's instructions are a
-prompt template (:mod:`logist.store.prompts`): the manifest's own
-``instructions`` or ``prompt_file``, else ``roles/<name>.md`` of the jobs
-directory's ``prompts/`` or of Logist's; the built-in roles' are Logist's.
+A manifest is JSON (YAML accepted) with four mandatory fields, as seed 003
+writes them: name, description, instructions (inline, or ``prompt_file``
+naming a text file) and llm_model (or llm_alias); a few others are
+optional; unknown fields are refused so that a typo in a manifest is an
+error naming the file and the field, not a silently ignored setting. A
+role's instructions are a prompt template (:mod:`logist.store.prompts`):
+the manifest's own ``instructions`` or ``prompt_file``, else
+``roles/<name>.md`` of the jobs directory's ``prompts/`` or of Logist's. The
+built-in roles name theirs with ``prompt_file: roles/<Name>.md``, a prompt
+template (the shipped file stays the one text to edit), so a copy of a
+built-in manifest under another name works as it is. A role with none of
+these is refused when loaded, not at its first step.
+
+A jobs directory's roles are the files of ``<jobs-dir>/roles/`` and
+``<jobs-dir>/roles.json``. A file holds one role, or several as seed 003's
+"Core Role Types" writes them: one object keyed by role name
+(``{"Worker": {...}, "Supervisor": {...}}``).
 
 A file that cannot be loaded (a syntax error: one line naming the file and
-the line) harms only the jobs that use it: :func:`load_roles` keeps its
-error under the names the file may define (its stem, and a ``name`` found
-in its text), and looking up such a role raises it, while every other role
-is there as usual (:class:`Roles`).
+the line) harms only the jobs that use a role only it defines:
+:func:`load_roles` keeps its error, by the file's path, under the names the
+file may define (its stem, and a ``name`` or a key found in its text), and
+looking up such a name raises it; a role that did load, a built-in one
+among them, is never hidden by a broken file (:class:`Roles`).
 """
 
 from __future__ import annotations
@@ -21,13 +32,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from ..errors import ConfigError, NotFoundError, format_validation_error
 from ..resources import data_dir
+from .prompts import check_instructions
 
 MANIFEST_SUFFIXES = (".json", ".yaml", ".yml")
 
@@ -45,11 +57,13 @@ class RoleManifest(BaseModel):
     """One line on what the role does (shown by role list, and to the Planner)."""
     # Absent or a string (null is refused): see logist/protocol.py on optional text fields.
     instructions: str = Field(default=None, min_length=1)
-    """The role's part of the system prompt; without it (and without prompt_file) the prompt template roles/<name>.md gives it (a jobs directory's prompts/ first, then Logist's own)."""
+    """The role's part of the system prompt; instead, prompt_file names a file holding it; without either the prompt template roles/<name>.md gives it (a jobs directory's prompts/ first, then Logist's own), and a role with none of the three is refused when loaded."""
     prompt_file: str = Field(
         default=None, min_length=1, validation_alias=AliasChoices("prompt_file", "prompt_file_path")
     )
-    """A text file with the role's instructions, relative to this manifest's folder (prompt_file_path is accepted as well); instead of instructions. A .yaml or .yml file gives the text under its instruction_template, instructions, prompt, content or template key (seed 004's planner_prompt.yaml), or is one YAML string."""
+    """A text file with the role's instructions, relative to this manifest's folder (prompt_file_path is accepted as well); instead of instructions. A name no such file has but a prompt template has (roles/Worker.md, as the built-in roles name theirs) is that template in effect: a jobs directory's prompts/ first, then Logist's own. A .yaml or .yml file gives the text under its instruction_template, instructions, prompt, content or template key (seed 004's planner_prompt.yaml), or is one YAML string."""
+    aliases: list[Annotated[str, Field(min_length=1)]] = []
+    """Other names the Planner may address this role by in send_to (matched, like the name, in any case): the built-in Worker answers to seed 004's CodeInterpreter."""
     llm_model: str = Field(default=None, min_length=1)
     """The model the role calls, unless the job, config.json or --model chooses another."""
     llm_alias: str = Field(default=None, min_length=1)
@@ -78,6 +92,13 @@ class RoleManifest(BaseModel):
     # Where the manifest came from; not part of the file.
     source: SkipJsonSchema[Optional[str]] = Field(default=None, exclude=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data):
+        if isinstance(data, dict) and "prompt_file" in data and "prompt_file_path" in data:
+            raise ValueError("give prompt_file or prompt_file_path, not both")
+        return data
+
     @model_validator(mode="after")
     def _one_of_each(self) -> "RoleManifest":
         if self.instructions is not None and self.prompt_file is not None:
@@ -105,103 +126,161 @@ def syntax_error(path: Path, exc: Exception, what: str) -> ConfigError:
     return ConfigError(f"{what} {path}: cannot be read: {problem}")
 
 
-def load_role_file(path: Path) -> RoleManifest:
+def _read_file(path: Path) -> object:
     try:
         text = path.read_text(encoding="utf-8")
         if path.suffix == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
+            return json.loads(text)
+        import yaml
 
-            try:
-                data = yaml.safe_load(text)
-            except yaml.YAMLError as exc:
-                raise syntax_error(path, exc, "role manifest") from None
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise syntax_error(path, exc, "role manifest") from None
     except (OSError, ValueError) as exc:
         raise syntax_error(path, exc, "role manifest") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"role manifest {path}: expected an object with name, description, llm_model")
+
+
+def _keyed_by_name(data: dict) -> bool:
+    """Seed 003's form: one object keyed by role name, each value a role (and perhaps a ``$schema``)."""
+    roles = {k: v for k, v in data.items() if k != "$schema"}
+    return bool(roles) and "name" not in data and all(isinstance(v, dict) for v in roles.values())
+
+
+def _one_role(data: dict, where: str) -> RoleManifest:
     try:
-        role = RoleManifest.model_validate(data)
+        return RoleManifest.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, f"role manifest {path}")) from None
-    role.source = str(path)
-    return role
+        raise ConfigError(format_validation_error(exc, where)) from None
+
+
+def load_role_file(path: Path) -> RoleManifest:
+    """The one role a file defines."""
+    roles = load_roles_file(path)
+    if len(roles) != 1:
+        raise ConfigError(f"role manifest {path}: holds {len(roles)} roles, not one")
+    return roles[0]
+
+
+def load_roles_file(path: Path) -> list[RoleManifest]:
+    """The roles a file defines: one, or several keyed by name (seed 003's "Core Role Types")."""
+    data = _read_file(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"role manifest {path}: expected an object with name, description, instructions, llm_model")
+    if _keyed_by_name(data):
+        roles = []
+        for key, value in ((k, v) for k, v in data.items() if k != "$schema"):
+            if value.get("name", key) != key:
+                raise ConfigError(f"role manifest {path}: the role under '{key}' is named '{value['name']}'")
+            roles.append(_one_role({"name": key, **value}, f"role manifest {path}: role '{key}'"))
+    else:
+        roles = [_one_role(data, f"role manifest {path}")]
+    for role in roles:
+        role.source = str(path)
+    return roles
 
 
 class Roles(dict):
     """Role name -> :class:`RoleManifest`, and the role files that could not
     be loaded (``broken``: a name the file may define, in lower case -> its
-    error). Looking up such a name, or asking whether it is there, meets the
-    error instead of a role (a broken override never falls back to the
-    built-in); listing shows the roles that loaded."""
+    error). Looking up a name no role that loaded has but a broken file may
+    define, or asking whether it is there, meets the error instead; a role
+    that loaded is never hidden by a broken file; :meth:`errors` reports
+    every broken file."""
 
-    def __init__(self, roles: dict[str, RoleManifest], broken: Optional[dict[str, ConfigError]] = None):
+    def __init__(self, roles: dict[str, RoleManifest], broken: Optional[dict[str, ConfigError]] = None,
+                 failed: Optional[list[ConfigError]] = None):
         super().__init__(roles)
         self.broken = dict(broken or {})
+        #: Every file's error, in the order the files were read.
+        self.failed = list(failed or [])
+
+    def fail(self, error: ConfigError, names: set[str]) -> None:
+        """A file that could not be loaded, with the role names it may define."""
+        self.failed.append(error)
+        self.broken.update({name: error for name in sorted(names)})
 
     def __contains__(self, name: object) -> bool:
         return super().__contains__(name) or (isinstance(name, str) and name.lower() in self.broken)
 
     def __getitem__(self, name: str) -> RoleManifest:
-        error = self.broken.get(name.lower())
-        if error is not None:
-            raise ConfigError(str(error))
+        if not super().__contains__(name) and name.lower() in self.broken:
+            raise ConfigError(str(self.broken[name.lower()]))
         return super().__getitem__(name)
 
     def errors(self) -> list[str]:
-        """Each broken file's error once."""
-        return list(dict.fromkeys(str(error) for error in self.broken.values()))
+        """Each broken file's error once, in the order the files were read."""
+        return list(dict.fromkeys(str(error) for error in self.failed))
 
 
 _NAME_IN_TEXT = re.compile(r"""^\s*["']?name["']?\s*:\s*["']?([A-Za-z][A-Za-z0-9_-]*)""", re.M)
+_KEY_IN_TEXT = re.compile(r"""^\s*["']?([A-Za-z][A-Za-z0-9_-]*)["']?\s*:\s*\{""", re.M)
 
 
 def _names_in(path: Path) -> set[str]:
-    """The role names a file that does not load may define: its stem and
-    any ``name`` its text sets."""
+    """The role names a file that does not load may define: its stem, any
+    ``name`` its text sets, and any key that opens an object (seed 003's form)."""
     names = {path.stem.lower()}
     try:
-        names |= {found.lower() for found in _NAME_IN_TEXT.findall(path.read_text(encoding="utf-8", errors="replace"))}
+        text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        pass
-    return names
+        return names
+    return names | {found.lower() for pattern in (_NAME_IN_TEXT, _KEY_IN_TEXT) for found in pattern.findall(text)}
 
 
-def _load_dir(directory: Path) -> Roles:
+def _role_files(jobs_dir: Path) -> list[Path]:
+    """A jobs directory's role files: ``roles.json``, then ``roles/``'s, by name."""
+    directory = jobs_dir / "roles"
+    files = [jobs_dir / "roles.json"] if (jobs_dir / "roles.json").is_file() else []
+    if directory.is_dir():
+        files += [p for p in sorted(directory.iterdir())
+                  if p.suffix in MANIFEST_SUFFIXES and p.is_file() and not p.name.startswith(".")]
+    return files
+
+
+def _load_files(files: list[Path], jobs_dir: Optional[Path]) -> Roles:
     roles = Roles({})
-    if not directory.is_dir():
-        return roles
-    for path in sorted(directory.iterdir()):
-        if path.suffix in MANIFEST_SUFFIXES and path.is_file() and not path.name.startswith("."):
-            try:
-                role = load_role_file(path)
-            except ConfigError as exc:
-                roles.broken.update({name: exc for name in _names_in(path)})
-                continue
+    for path in files:
+        try:
+            loaded = load_roles_file(path)
+            for role in loaded:
+                check_instructions(role, jobs_dir)
+        except ConfigError as exc:
+            roles.fail(exc, _names_in(path))
+            continue
+        for role in loaded:
             if dict.__contains__(roles, role.name):
                 error = ConfigError(
                     f"role manifest {path}: role '{role.name}' is already defined by {dict.__getitem__(roles, role.name).source}")
-                roles.broken[role.name.lower()] = error
+                roles.fail(error, {role.name.lower()})
                 continue
             dict.__setitem__(roles, role.name, role)
     return roles
 
 
 def builtin_roles() -> Roles:
-    return _load_dir(data_dir("roles"))
+    directory = data_dir("roles")
+    return _load_files([p for p in sorted(directory.iterdir()) if p.suffix in MANIFEST_SUFFIXES], None)
 
 
 def load_roles(jobs_dir: Optional[Path] = None) -> Roles:
-    """Built-ins, then ``<jobs-dir>/roles`` adding and overriding by name."""
+    """Built-ins, then the jobs directory's (``roles.json``, ``roles/``) adding and overriding by name."""
     roles = builtin_roles()
     if jobs_dir is not None:
-        own = _load_dir(Path(jobs_dir) / "roles")
-        for name in own.broken:  # a broken override hides the built-in of that name
-            for builtin in [n for n in dict.keys(roles) if n.lower() == name]:
-                dict.__delitem__(roles, builtin)
-        roles = Roles({**roles, **own}, {**roles.broken, **own.broken})
+        own = _load_files(_role_files(Path(jobs_dir)), Path(jobs_dir))
+        roles = Roles({**roles, **own}, {**roles.broken, **own.broken}, roles.failed + own.failed)
     return roles
+
+
+def send_to_names(roles: dict[str, RoleManifest], names: list[str]) -> dict[str, str]:
+    """How the Planner may name each of the roles ``names`` in send_to: its
+    name and its aliases, in lower case -> the role's name (a name before any alias)."""
+    spellings = {name.lower(): name for name in names}
+    for name in names:
+        role = dict.get(roles, name)
+        for alias in role.aliases if role is not None else ():
+            spellings.setdefault(alias.lower(), name)
+    return spellings
 
 
 def get_role(name: str, jobs_dir: Optional[Path] = None) -> RoleManifest:

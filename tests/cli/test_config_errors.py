@@ -42,15 +42,23 @@ def test_a_broken_role_file_stops_only_the_jobs_that_use_it(jobs):
     assert listing.stderr.strip() == f"Not loaded: {line.removeprefix('Error: ')}"
 
 
-def test_a_broken_override_of_a_built_in_role_is_not_replaced_by_the_built_in(jobs):
-    job = create_job(jobs, "j", "Write hello.py")
+def test_a_broken_role_file_never_hides_the_built_in_roles_and_is_reported_by_name(jobs):
+    # Issue 29: seed 003's "Core Role Types" written by hand, with a comma missing.
+    team = jobs.path / "roles" / "team.json"
+    team.write_text('{\n  "Worker": {"name": "Worker", "description": "Works"\n "instructions": "i", "llm_model": "m"},'
+                    '\n  "Supervisor": {"name": "Supervisor"}\n}')
     worker = jobs.path / "roles" / "worker.json"
     worker.write_text('{"name": "Worker",\n "description": "Works"\n "instructions": "i", "llm_model": "m"}')
-    for argv in (["job", "poststep", "j", "--response-string", WORKER_SAYS], ["job", "preview", "j"],
-                 ["role", "inspect", "Worker"]):
-        one_error(logist_cli(*argv), str(worker), "not valid JSON at line 3, column 2: Expecting ',' delimiter")
-    assert job.manifest().calls == 0, "nothing was applied"
-    assert logist_cli("job", "status", "j").returncode == 0, "looking at the job needs no role"
+    made = logist_cli("job", "create", "j", "-o", "Write hello.py")
+    assert made.returncode == 0, made.stderr
+    for path in (team, worker):
+        assert f"Not loaded: role manifest {path}: not valid JSON at line" in made.stderr
+    posted = logist_cli("job", "poststep", "j", "--response-string", WORKER_SAYS)
+    assert posted.returncode == 0, posted.stderr
+    listing = logist_cli("role", "list")
+    assert listing.returncode == 0 and "Worker" in listing.stdout and "Supervisor" in listing.stdout
+    assert [line.split(": not valid")[0] for line in listing.stderr.strip().splitlines()] == [
+        f"Not loaded: role manifest {team}", f"Not loaded: role manifest {worker}"]
 
 
 def test_a_broken_skill_stops_only_jobs_made_from_it(jobs):

@@ -109,7 +109,7 @@ def test_a_yaml_prompt_file_gives_the_text_under_its_prompt_key(jobs):
     (jobs.path / "roles" / "planner_prompt.yaml").write_text(PLANNER_PROMPT_YAML)
     role_file(jobs, "Planner", prompt_file_path="planner_prompt.yaml")
     manifest = json.loads((jobs.path / "roles" / "planner.json").read_text())
-    manifest.pop("instructions", None)
+    manifest.pop("prompt_file")  # the built-in's, which prompt_file_path replaces
     (jobs.path / "roles" / "planner.json").write_text(json.dumps(manifest))
     ok(logist_cli("job", "create", "plan", "--objective", "Write hello.py", "--workflow", "planned"))
     system = json.loads(ok(logist_cli("job", "preview", "plan", "--json")).stdout)["messages"][0]["content"]
@@ -146,7 +146,7 @@ def test_the_seed_004_wrapper_drives_a_planned_job_through_the_cli(jobs, llm):
     assert shown["status"] == "APPROVAL_REQUIRED"
     assert (jobs.path / "plan" / "workspace" / "hello.py").read_text() == "print('Hello')\n"
     first = entry("plan", 2)["response"]
-    assert first["extra_fields"] == {"plan_reasoning": "A small task.", "stop": "InProcess"}
+    assert first["extra_fields"] == {"stop": "InProcess"}
 
 
 def test_the_seed_003_exit_command_drives_a_job_through_the_cli(jobs, llm):

@@ -278,7 +278,8 @@ def test_the_seed_004_planner_drives_a_planned_job(jobs, llm):
     assert manifest.plan == ["Write hello.py", "Review hello.py"] and manifest.current_plan_step == 1
     assert manifest.last_exit.summary == "hello.py prints Hello."
     first = load_history(job.dir).interactions[1]
-    assert first.response.extra_fields == {"plan_reasoning": "A small task.", "stop": "InProcess"}
+    assert first.response.extra_fields == {"stop": "InProcess"}
+    assert first.state.plan_reasoning == "A small task." and manifest.plan_reasoning == "A small task."
     assert 'the {"response": ...} wrapper was unwrapped' in first.response.notes
     assert "## Your task (from the Planner)\nWrite hello.py that prints Hello." in llm.requests[1]["messages"][1]["content"]
 

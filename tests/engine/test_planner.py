@@ -74,10 +74,13 @@ def test_planned_job_end_to_end(jobs, llm, normalise, snapshot):
     "answer, error",
     [
         (planner(0, "Intern", "Do it."), "send_to: 'Intern' is not a role of this job (choose one of: Worker, Supervisor, User)"),
-        (j(action="MESSAGE", message="no plan", send_to="Worker"), "the Planner's answer must carry plan, current_plan_step"),
+        (j(action="STUCK", send_to="User", evidence_files=[], summary_for_supervisor="x"),
+         "the Planner's answer must carry message"),
         (j(action="MESSAGE", plan=PLAN, current_plan_step=5, send_to="Worker", message="x"), "current_plan_step: 5 is not a step"),
+        (j(action="MESSAGE", current_plan_step=0, send_to="Worker", message="x"),
+         "current_plan_step: 0 is not a step of the plan (there is no plan yet)"),
     ],
-    ids=["unknown-role", "missing-plan", "step-out-of-range"],
+    ids=["unknown-role", "missing-message", "step-out-of-range", "step-without-a-plan"],
 )
 def test_invalid_planner_answers_are_reasked(jobs, llm, answer, error):
     job = create_job(jobs, "plan", "Anything", workflow="planned", format_retries=1)

@@ -29,7 +29,9 @@ def test_each_builtin_uses_exactly_its_placeholders(name):
 def test_the_builtin_roles_take_their_instructions_from_the_templates():
     prompts = Prompts(None, builtin_roles())
     for name, role in builtin_roles().items():
-        assert role.instructions is None and role.prompt_file is None
+        # Seed 003's four attributes, the instructions named as the template the package ships.
+        assert role.description and role.llm_model and role.instructions is None
+        assert role.prompt_file == f"roles/{name}.md"
         resolved = prompts.resolve(ROLE_PREFIX + name)
         assert resolved.origin == "built-in" and resolved.path == BUILTIN_DIR / "roles" / f"{name}.md"
         assert prompts.instructions(role).startswith(f"You are the {name}")
@@ -91,11 +93,19 @@ def test_a_role_manifest_prompt_file_comes_before_the_jobs_directory(jobs):
     assert Prompts(jobs.path, roles).instructions(roles["Tester"]) == "From the prompts folder."
 
 
-def test_a_role_without_instructions_anywhere_is_one_clear_error(jobs):
+def test_a_role_without_instructions_anywhere_is_refused_when_loaded(jobs):
     (jobs.path / "roles" / "bare.json").write_text(json.dumps({"name": "Bare", "description": "d", "llm_model": "m"}))
     roles = load_roles(jobs.path)
+    assert roles.errors() == [
+        f"role manifest {jobs.path / 'roles' / 'bare.json'}: role 'Bare' has no instructions: give its manifest "
+        f"'instructions' or 'prompt_file', or write {jobs.path / 'prompts'}/roles/Bare.md"]
     with pytest.raises(ConfigError, match="role 'Bare' has no instructions"):
-        Prompts(jobs.path, roles).instructions(roles["Bare"])
+        roles["Bare"]
+    # Any of the places instructions come from makes it a role.
+    (jobs.path / "prompts" / "roles").mkdir(parents=True)
+    (jobs.path / "prompts" / "roles" / "Bare.yaml").write_text("instructions: Be bare.\n")
+    roles = load_roles(jobs.path)
+    assert roles.errors() == [] and Prompts(jobs.path, roles).instructions(roles["Bare"]) == "Be bare."
 
 
 def test_a_manifest_with_instructions_and_prompt_file_is_refused(jobs):

@@ -120,8 +120,11 @@ def create(app: Application, job_id: str, as_json: bool, **options: Any) -> None
       logist job create fix --skill fix-tests --allow "python -m pytest*" --from-repo ../app
     """
     from ...engine.create import create_job
+    from ...store.roles import load_roles
 
     job = create_job(app.jobs, job_id, **options)
+    for error in load_roles(app.jobs.path).errors():  # the job was made without them: said, not hidden
+        app.info(f"Not loaded: {error}")
     if as_json:
         app.print_json({"job_id": job.id, "path": str(job.dir), "status": "PENDING"})
     else:

@@ -209,6 +209,10 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
         echo("Plan:")
         for i, step in enumerate(m.plan):
             echo(f"  {'>' if i == m.current_plan_step else ' '} {i}. {inert(step, one_line=True)}")
+    if m.plan_reasoning:
+        echo(labelled("Plan reasoning: ", m.plan_reasoning))
+    if m.planner_thought:
+        echo(labelled("Planner's thought: ", m.planner_thought))
     if m.reason:
         echo(labelled("Reason: ", m.reason))
     if m.question:
