@@ -29,7 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from logist import JobsDir, create_job
+from logist.engine.create import create_job
+from logist.store.jobsdir import JobsDir
 from logist.store.history import TAIL, entry_bytes, header, history_path, iter_entry_data
 from logist.store.manifest import read_manifest, write_manifest
 

@@ -72,11 +72,6 @@ PER_RUN = (
     ("logist.store.calls", "_ENCODED"),    # encoded messages of the conversations last sent
     ("logist.gitrun", "_GOOD_CONFIGS"),    # .git/config texts found as Logist wants them
     ("logist.environment", "_HELD"),       # the secrets the run took out of os.environ (released after it)
-    ("logist.llm", "_CLIENTS"),            # one OpenAI client per endpoint (closed after the run, as at exit)
-    ("logist.llm", "_PLAIN"),              # endpoints found not to stream (a later server may reuse the port)
-    ("logist.llm", "_REFUSED"),            # response_format forms endpoints refused (the same)
-    ("logist.llm", "_PROVEN"),             # response_format forms endpoints answered (the same)
-    ("logist.llm", "_ENDPOINT_FACTS"),     # what endpoints told of their models (the same)
 )
 
 #: Module-level values that are the same in every process, so runs share
@@ -262,12 +257,6 @@ class _Caches:
                 cache.known = []
 
     def restore(self) -> None:
-        from logist import llm
-
-        before = next(saved for cache, saved in self.saved if cache is llm._CLIENTS)
-        for key, client in llm._CLIENTS.items():
-            if before.get(key) is not client:
-                client.close()  # the run's own, which would have ended with its process
         for cache, saved in self.saved:
             if isinstance(cache, (dict, set)):
                 cache.clear()

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from logist import create_job
+from logist.engine.create import create_job
 from logist.replay.scripted import Reply, answer
 
 from conftest import CANARY_KEY
@@ -72,7 +72,7 @@ def test_a_running_job_run_shows_no_secret_in_its_environment(jobs, llm):
 def test_a_running_job_status_shows_no_secret_in_its_environment(jobs, llm):
     """``job status --json`` of a job whose open question is longer than a
     pipe holds: the process blocks writing its answer until it is read."""
-    from logist import run_job
+    from logist.engine.loop import run_job
 
     job = create_job(jobs, "long", "Anything")
     llm.add(answer("ASK", question="why? " * 40_000))

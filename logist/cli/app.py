@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import click
 
+from ..api import Jobs
 from ..engine.workflow import NEEDS_PERSON
+from ..llm import Endpoints
 from ..redact import redact_data, url_shown
 from ..terminal import inert, inert_json, shown
 
@@ -77,11 +79,14 @@ def json_text(data: Any) -> str:
 
 
 class Application:
-    """Carried on the click context (``ctx.obj``); built once per process."""
+    """Carried on the click context (``ctx.obj``); built once per run of a command."""
 
     def __init__(self, jobs_dir: Optional[str] = None):
         self.jobs_dir_option = jobs_dir
         self._jobs: Optional["JobsDir"] = None
+        #: What this command's calls learn of their endpoints, and their clients
+        #: (closed when the command ends: :func:`logist.cli.cli`).
+        self.endpoints = Endpoints()
 
     # -- the jobs directory -------------------------------------------------------------------
 
@@ -97,6 +102,13 @@ class Application:
     def job(self, job_id: Optional[str]) -> "Job":
         """The job named, else ``LOGIST_JOB_ID``, else the current one."""
         return self.jobs.resolve(job_id)
+
+    def open(self, *, base_url: Optional[str] = None, request_timeout: Optional[float] = None,
+             lock_timeout: float = 0) -> Jobs:
+        """The jobs directory as the library's :class:`logist.api.Jobs`, with
+        this command's options and its endpoints: what commands call."""
+        return Jobs(self.jobs, base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout,
+                    endpoints=self.endpoints)
 
     # -- output -------------------------------------------------------------------------------
 

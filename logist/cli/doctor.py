@@ -23,7 +23,7 @@ def _settings(app: Application, base_url: Optional[str]):
     from ..store.config import resolve_api_key, resolve_endpoint
 
     config = app.jobs.config()
-    return LLMSettings(base_url=resolve_endpoint(base_url, config), api_key=resolve_api_key(),
+    return LLMSettings(base_url=resolve_endpoint(base_url, config), api_key=resolve_api_key(), endpoints=app.endpoints,
                        timeout=min(config.request_timeout, 10.0), max_retries=0)
 
 
@@ -85,10 +85,8 @@ def doctor(app: Application, base_url: Optional[str], probe: bool, as_json: bool
     listed: Optional[set[str]] = None
     settings = None
     if endpoint is not None:
-        from ..llm import client
-
         settings = _settings(app, base_url)
-        client(settings.base_url, settings.api_key)  # built before the clock starts: the ping times the endpoint
+        settings.endpoints.client(settings.base_url, settings.api_key)  # built before the clock starts: the ping times the endpoint
         started = time.monotonic()
         try:
             names = list_models(settings)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .. import environment
+from ..llm import Endpoints
 from ..errors import ConfigError
 from .choices import DEFAULT_CONCURRENCY
 from .engines import run_one
@@ -62,7 +63,9 @@ def worker_env() -> dict:
 def _task(jobs_path: str, job_id: str, kwargs: dict) -> QueueOutcome:
     import ray
 
-    return run_one(jobs_path, job_id, kwargs, engine="ray", task=ray.get_runtime_context().get_task_id() or "?")
+    # The task's calls share what they learn of their endpoints (an Endpoints does not cross processes).
+    return run_one(jobs_path, job_id, {**kwargs, "endpoints": Endpoints()}, engine="ray",
+                   task=ray.get_runtime_context().get_task_id() or "?")
 
 
 @dataclass
@@ -99,7 +102,7 @@ class RayEngine:
 
     def _run(self, jobs_path, job_ids, kwargs):
         ray = ray_module()
-        kwargs = {**kwargs, "watch": None}
+        kwargs = {**kwargs, "watch": None, "endpoints": None}
         self._connect(ray)
         remote = ray.remote(max_retries=self.max_retries, retry_exceptions=False, num_cpus=1)(_task)
         waiting, pending = list(job_ids), {}

@@ -7,7 +7,8 @@ import json
 
 from click.testing import CliRunner
 
-from logist import create_job, post_answer
+from logist.engine.create import create_job
+from logist.engine.step import post_answer
 from logist.cli import cli
 from logist.replay.scripted import answer
 

@@ -9,7 +9,7 @@ import subprocess
 import click
 import pytest
 
-from logist import create_job
+from logist.engine.create import create_job
 from logist.cli.job.create import STYLE, create
 from logist.engine.create import SETTINGS, JobSpec
 from logist.errors import ConfigError

@@ -7,7 +7,8 @@ import os
 import subprocess
 import sys
 
-from logist import create_job, post_answer
+from logist.engine.create import create_job
+from logist.engine.step import post_answer
 from logist.replay.scripted import answer
 from logist.store.history import history_path
 from logist.store.seek import last_entry
@@ -27,7 +28,7 @@ def test_another_process_append_and_a_rewrite_of_the_same_size_are_seen(jobs):
     job = create_job(jobs, "shared", "Keep notes")
     post_answer(job, answer("MESSAGE", message="aaa"))
     mine = last_entry(job.dir)
-    script = ("import sys\nfrom logist import JobsDir, post_answer\nfrom logist.replay.scripted import answer\n"
+    script = ("import sys\nfrom logist.engine.step import post_answer\nfrom logist.store.jobsdir import JobsDir\nfrom logist.replay.scripted import answer\n"
               "post_answer(JobsDir(sys.argv[1]).job('shared'), answer('MESSAGE', message='from elsewhere'))\n")
     subprocess.run([sys.executable, "-c", script, str(jobs.path)], check=True)
     theirs = last_entry(job.dir)

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from logist import create_job, load_history, step_once
+from logist.engine.create import create_job
+from logist.engine.step import step_once
+from logist.store.history import load_history
 from logist.replay.scripted import answer
 from logist.views import VIEWS_LOCK_NAME
 from logist.views.transcript import read_marker, render, transcript_path
