@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import click
 
+from ...engine.budget import BUDGETS, SETTABLE, raise_hint
+from ...engine.decide import user_action
+from ...errors import NotFoundError, TransitionError
+from ...store.jobsdir import is_job_id
+from ...terminal import escaped, inert
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
 from .create import SpecCommand
@@ -18,8 +24,6 @@ def _simple(name: str, doc: str):
     @json_option
     @pass_app
     def command(app: Application, job_id: Optional[str], lock_timeout: float, as_json: bool) -> None:
-        from ...engine.decide import user_action
-
         job = app.job(job_id)
         app.job_changed(as_json, job.id, user_action(job, name, lock_timeout=lock_timeout))
 
@@ -59,10 +63,6 @@ def approve_command(app: Application, job_id: Optional[str], raw: bool, lock_tim
       logist job approve-command hello --raw
       logist job approve-command hello
     """
-    from ...engine.decide import user_action
-    from ...errors import TransitionError
-    from ...terminal import escaped, inert
-
     job = app.job(job_id)
     command = job.manifest().pending_command
     if raw:
@@ -93,15 +93,11 @@ def reject(app: Application, job_id: Optional[str], feedback: str, lock_timeout:
     Example:
       logist job reject hello --feedback "Print the greeting in French too"
     """
-    from ...engine.decide import user_action
-
     job = app.job(job_id)
     app.job_changed(as_json, job.id, user_action(job, "reject", feedback, lock_timeout=lock_timeout))
 
 
 def _budgets_data(manifest) -> dict:
-    from ...engine.budget import BUDGETS
-
     return {"budgets": {name: getattr(manifest.settings, name) for name in BUDGETS}}
 
 
@@ -120,9 +116,6 @@ def resubmit(app: Application, job_id: Optional[str], feedback: str, lock_timeou
       logist job resubmit hello --feedback "Use Python 3.11; pytest is installed"
       logist job resubmit hello --max-steps 50 --feedback "Go on"
     """
-    from ...engine.budget import raise_hint
-    from ...engine.decide import user_action
-
     job = app.job(job_id)
     manifest = user_action(job, "resubmit", feedback or None, settings=budgets, lock_timeout=lock_timeout)
     app.job_changed(as_json, job.id, manifest, extra=_budgets_data(manifest))
@@ -147,9 +140,6 @@ def set_budgets(app: Application, job_id: Optional[str], lock_timeout: float, as
       logist job set hello --max-steps 50 --max-cost 2.50
       logist job run hello
     """
-    from ...engine.budget import SETTABLE, raise_hint
-    from ...engine.decide import user_action
-
     if all(value is None for value in budgets.values()):
         raise click.UsageError("give at least one budget: " + ", ".join(f"{option} N" for option in SETTABLE.values()))
     job = app.job(job_id)
@@ -185,8 +175,6 @@ def answer(app: Application, args: tuple, job_option: Optional[str], text: Optio
       logist job answer hello "Use the MIT license"
       logist job answer --text yes          # the current job
     """
-    from ...engine.decide import user_action
-
     job_id, text = _answer_arguments(app, list(args), job_option, text, skip)
     job = app.job(job_id)
     app.job_changed(as_json, job.id, user_action(job, "answer", text, skip=skip, lock_timeout=lock_timeout))
@@ -218,10 +206,6 @@ def _answer_arguments(app: Application, args: list[str], job_option: Optional[st
 def _single_argument(app: Application, word: str) -> tuple[Optional[str], Optional[str]]:
     """``job answer WORD``: the answer for the current job only when WORD
     cannot be a job id (it has spaces, say); otherwise refused."""
-    import os
-
-    from ...errors import NotFoundError
-    from ...store.jobsdir import is_job_id
 
     if not is_job_id(word):
         return None, word

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+import time
 from typing import Optional
 
 import click
 
+from ...engine.budget import raise_hint, stopped_by_budget
 from ...engine.choices import DEFAULT_CONCURRENCY, DEFAULT_ENGINE, engine_names
-from ...errors import TransitionError
+from ...engine.engines import make_engine
+from ...engine.loop import run_job, run_queue, step_turn
+from ...engine.step import StepResult, post_answer, step_once
+from ...errors import ConfigError, LogistError, TransitionError
+from ...replay.apply import entry_by_sequence, post_recorded, read_history_file, replay_history
+from ...store.config import resolve_endpoint
 from ..app import EXIT_BUDGET, EXIT_ERROR, EXIT_NEEDS_PERSON, Application, exit_codes_help, pass_app
 from ..common import base_url_option, job_argument, json_option, wait_option
+from ..progress import call_line, command_lines, progress_for
 
 model_option = click.option("--model", help="Use this model for this command's calls.")
 quiet_option = click.option(
@@ -25,8 +34,6 @@ timeout_option = click.option(
 def _reporter(app: Application, quiet: bool, with_job: bool = False):
     """What is printed after each step: its line, then (unless ``quiet``)
     the call's tokens, cost and time, and a command's output."""
-    from ..progress import call_line, command_lines
-
     def report(result) -> None:
         app.step_line(result, with_job=with_job)
         if quiet:
@@ -39,8 +46,6 @@ def _reporter(app: Application, quiet: bool, with_job: bool = False):
 
 
 def _call_options(quiet: bool, request_timeout: Optional[float]) -> dict:
-    from ..progress import progress_for
-
     return dict(watch=progress_for(quiet), request_timeout=request_timeout)
 
 
@@ -78,9 +83,6 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
     Example:
       logist job step hello --oneshot
     """
-    from ...engine.loop import step_turn
-    from ...engine.step import step_once
-
     job = app.job(job_id)
     kwargs = dict(base_url=base_url, model=model, lock_timeout=lock_timeout, **_call_options(quiet, request_timeout))
     report = _reporter(app, quiet)
@@ -132,17 +134,10 @@ def run(app: Application, job_id: Optional[str], run_all: bool, engine: Optional
       logist job run --all --concurrency 8
       logist job run --all --engine ray --address auto
     """
-    from ...engine.loop import run_job
-
     if run_all:
         if job_id:
             raise click.UsageError("--all runs every queued job; do not name one")
-        from ...store.config import resolve_endpoint
-
         resolve_endpoint(base_url, app.jobs.config())  # said once, not once per job
-        from ...engine.engines import make_engine
-        from ...errors import ConfigError
-
         engine = engine or DEFAULT_ENGINE
         try:
             make_engine(engine, concurrency, address)  # an engine refuses what it cannot take (--address)
@@ -185,10 +180,6 @@ def poststep(app: Application, job_id: Optional[str], response_file: Optional[st
     Example:
       logist job poststep hello --response-string '{"action": "MESSAGE", "message": "hi"}'
     """
-    from pathlib import Path
-
-    from ...replay.apply import entry_by_sequence, post_recorded, read_history_file
-    from ...engine.step import post_answer
 
     given = [x is not None for x in (response_file, response_string, from_history)]
     if sum(given) != 1:
@@ -224,11 +215,6 @@ def replay(app: Application, job_id: Optional[str], history_file: str, lock_time
     Example:
       logist job replay hello --history fixtures/wordcount/jobHistory.json
     """
-    from pathlib import Path
-
-    from ...errors import LogistError
-    from ...replay.apply import read_history_file, replay_history
-    from ...engine.step import StepResult
 
     job = app.job(job_id)
     recorded = read_history_file(Path(history_file))
@@ -254,9 +240,6 @@ def replay(app: Application, job_id: Optional[str], history_file: str, lock_time
 
 
 def _run_queue(app: Application, as_json: bool, report, **kwargs) -> None:
-    import time
-
-    from ...engine.loop import run_queue
 
     started = time.monotonic()
 
@@ -295,8 +278,6 @@ def _run_queue(app: Application, as_json: bool, report, **kwargs) -> None:
 
 def _budget_hint(app: Application, outcome) -> Optional[str]:
     """How to raise the budget that stopped the outcome's job, or None."""
-    from ...engine.budget import raise_hint, stopped_by_budget
-
     if outcome.status is None or str(outcome.status) != "INTERVENTION_REQUIRED":
         return None
     job = app.jobs.job(outcome.job_id)

@@ -4,6 +4,8 @@ from typing import Optional
 
 import click
 
+from ...engine.session import upgrade as upgrade_job
+from ...store.history import HISTORY_FORMAT
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
 
@@ -25,9 +27,6 @@ def upgrade(app: Application, job_id: Optional[str], lock_timeout: float, as_jso
     Example:
       logist job upgrade hello
     """
-    from ...engine.session import upgrade as upgrade_job
-    from ...store.history import HISTORY_FORMAT
-
     job = app.job(job_id)
     done = upgrade_job(job, lock_timeout)
     if as_json:
