@@ -33,7 +33,9 @@ from .engine.call import CallWatch, call_settings
 from .engine.context import sized_call
 from .engine.create import JobSpec, create_job
 from .engine.decide import user_action
-from .engine.loop import run_job, step_turn
+from .engine.choices import DEFAULT_ENGINE
+from .engine.engines import BatchCounts
+from .engine.loop import QueueOutcome, run_job, run_queue, step_turn
 from .engine.rewind import rewind
 from .engine.session import upgrade
 from .engine.step import StepResult, post_answer, step_once
@@ -64,6 +66,8 @@ class Preview:
     role: str
     #: Why a step would stop before any call (no endpoint configured), or None.
     unconfigured: Optional[str]
+    #: What upgrading the job (written by an earlier Logist) did first, or None.
+    upgraded: Optional[str] = None
 
 
 def open(path: Union[str, Path, None] = None, *, base_url: Optional[str] = None,  # noqa: A001 (logist.open)
@@ -124,6 +128,20 @@ class Jobs:
         fixture's name) under ``job_id``, else its recorded id; its history
         can then be replayed (:meth:`Job.replay`)."""
         return self.of(create_from_fixture(self.directory, fixture, job_id))
+
+    def run_all(self, *, engine: str = DEFAULT_ENGINE, concurrency: Optional[int] = None,
+                address: Optional[str] = None, model: Optional[str] = None, on_step: OnStep = None,
+                on_outcome: Optional[Callable[[QueueOutcome, BatchCounts], None]] = None,
+                watch: Optional[CallWatch] = None) -> list[QueueOutcome]:
+        """Every queued job, each to its resting state under its lease
+        (``job run --all``), on ``engine`` (serial, threads, ray, or one
+        another package registers) with at most ``concurrency`` at once;
+        ``on_outcome`` is told of each job as it finishes. The outcomes in
+        queue order; jobs that have finished leave the queue."""
+        return run_queue(self.directory, engine=engine, concurrency=concurrency, address=address, model=model,
+                         on_step=on_step, on_outcome=on_outcome, watch=watch, base_url=self.base_url,
+                         request_timeout=self.request_timeout, lock_timeout=self.lock_timeout,
+                         endpoints=self.endpoints)
 
     def job(self, job_id: Optional[str] = None) -> "Job":
         """The job named, else ``LOGIST_JOB_ID``'s, else the current one."""
@@ -189,7 +207,7 @@ class Job:
         """The exact next request, sized as a step sizes it (the endpoint
         may be asked for the model's context window; no call is made). A
         job in an older format is upgraded first."""
-        upgrade(self.stored)
+        upgraded = upgrade(self.stored)
         manifest = self.manifest()
         base_url = base_url or self.jobs.base_url
         config = self.jobs.directory.config()
@@ -203,7 +221,7 @@ class Job:
         return Preview(
             body=prepared.body, endpoint=resolve_base_url(base_url, prepared.config).rstrip("/"),
             compaction_rounds=prepared.compaction_target if prepared.is_compaction else None,
-            role=prepared.role.name, unconfigured=unconfigured,
+            role=prepared.role.name, unconfigured=unconfigured, upgraded=upgraded,
         )
 
     def upgrade(self) -> Optional[str]:

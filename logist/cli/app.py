@@ -27,7 +27,7 @@ from ..terminal import inert, inert_json, shown
 
 if TYPE_CHECKING:
     from ..engine.step import StepResult
-    from ..store.jobsdir import Job, JobsDir
+    from ..store.jobsdir import Job
     from ..store.manifest import JobManifest, Status
 
 

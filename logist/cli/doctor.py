@@ -16,7 +16,7 @@ import click
 
 from ..decoding import form_name
 from ..engine.context import context_window
-from ..engine.prepare import DEFAULT_MAX_TOKENS, answer_budget, resolve_model, structured_output
+from ..engine.prepare import answer_budget, resolve_model, structured_output
 from ..errors import LLMCallError, LogistError
 from ..llm import LLMSettings, list_models, probe_form
 from ..redact import url_shown

@@ -7,13 +7,9 @@ from typing import Optional
 
 import click
 
-from ...engine.call import call_settings
-from ...engine.context import sized_call
-from ...engine.session import upgrade
-from ...errors import ConfigError, CorruptFileError, NotFoundError
+from ...errors import CorruptFileError, NotFoundError
 from ...redact import url_shown
 from ...store.calls import recorded_key
-from ...store.config import resolve_base_url
 from ...store.history import iter_entries
 from ...store.journal import pending_call
 from ...store.requests import HistoryReader, recorded_body
@@ -378,32 +374,21 @@ def preview(app: Application, job_id: Optional[str], model: Optional[str], base_
       logist job preview hello --json
     """
 
-    job = app.job(job_id)
-    upgraded = upgrade(job)
-    if upgraded:
-        app.info(upgraded)
-    manifest = job.manifest()
-    config = job.jobs_dir.config()
-    try:
-        settings = call_settings(job, manifest, config, base_url)
-    except ConfigError as exc:  # what a step would say before any call
-        settings, unconfigured = None, exc
-    else:
-        unconfigured = None
     # Sized as a step sizes it: the endpoint is asked for the model's window (never called).
-    prepared = sized_call(job, manifest, model, settings)
+    preview = app.open(base_url=base_url).job(job_id).preview(model=model)
+    if preview.upgraded:
+        app.info(preview.upgraded)
     if as_json:
-        app.print_json(prepared.body)
+        app.print_json(preview.body)
         return
-    endpoint = resolve_base_url(base_url, prepared.config).rstrip("/")
-    if unconfigured is not None:
-        app.info(f"note: a step would stop before any call: {unconfigured}")
-    echo(f"POST {url_shown(endpoint)}/chat/completions")
-    if prepared.is_compaction:
-        echo(f"(a summary call: rounds 1 to {prepared.compaction_target} of the {prepared.role.name}'s conversation)")
-    for key, value in prepared.body.items():
+    if preview.unconfigured is not None:
+        app.info(f"note: a step would stop before any call: {preview.unconfigured}")
+    echo(f"POST {url_shown(preview.endpoint)}/chat/completions")
+    if preview.compaction_rounds is not None:
+        echo(f"(a summary call: rounds 1 to {preview.compaction_rounds} of the {preview.role}'s conversation)")
+    for key, value in preview.body.items():
         if key != "messages":
             echo(f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
-    for message in prepared.body["messages"]:
+    for message in preview.body["messages"]:
         echo(f"\n===== {message['role']} =====")
         echo(message["content"])

@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 import sys
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import click
 
@@ -18,11 +18,7 @@ from ...views.report import write_job_report
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
-
-def shown_path(path: "Path") -> str:
+def shown_path(path: Path) -> str:
     """``path`` relative to the current directory when it is below it."""
     try:
         return os.path.relpath(path) if Path(path).resolve().is_relative_to(Path.cwd().resolve()) else str(path)

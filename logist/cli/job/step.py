@@ -8,13 +8,14 @@ from typing import Optional
 
 import click
 
+from ...api import Jobs
 from ...engine.budget import raise_hint, stopped_by_budget
 from ...engine.choices import DEFAULT_CONCURRENCY, DEFAULT_ENGINE, engine_names
 from ...engine.engines import make_engine
-from ...engine.loop import run_job, run_queue, step_turn
-from ...engine.step import StepResult, post_answer, step_once
+from ...engine.call import CallWatch
+from ...engine.step import StepResult
 from ...errors import ConfigError, LogistError, TransitionError
-from ...replay.apply import entry_by_sequence, post_recorded, read_history_file, replay_history
+from ...replay.apply import read_history_file
 from ...store.config import resolve_endpoint
 from ..app import EXIT_BUDGET, EXIT_ERROR, EXIT_NEEDS_PERSON, Application, exit_codes_help, pass_app
 from ..common import base_url_option, job_argument, json_option, wait_option
@@ -43,10 +44,6 @@ def _reporter(app: Application, quiet: bool, with_job: bool = False):
                 app.info(line)
 
     return report
-
-
-def _call_options(quiet: bool, request_timeout: Optional[float]) -> dict:
-    return dict(watch=progress_for(quiet), request_timeout=request_timeout)
 
 
 class EngineChoice(click.Choice):
@@ -83,15 +80,14 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
     Example:
       logist job step hello --oneshot
     """
-    job = app.job(job_id)
-    kwargs = dict(base_url=base_url, model=model, lock_timeout=lock_timeout, **_call_options(quiet, request_timeout))
+    job = app.open(base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout).job(job_id)
     report = _reporter(app, quiet)
     try:
         if oneshot:
-            results = [step_once(job, **kwargs)]
+            results = [job.call(model=model, watch=progress_for(quiet))]
             report(results[0])
         else:
-            results = step_turn(job, on_step=report, **kwargs)
+            results = job.step(model=model, on_step=report, watch=progress_for(quiet))
     except TransitionError as exc:
         app.exit_for_job(job, as_json, refused=exc)
         return
@@ -143,18 +139,16 @@ def run(app: Application, job_id: Optional[str], run_all: bool, engine: Optional
             make_engine(engine, concurrency, address)  # an engine refuses what it cannot take (--address)
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from None
-        calls = _call_options(quiet or engine != "serial", request_timeout)
-        _run_queue(app, as_json, None if engine == "ray" else _reporter(app, quiet, with_job=True), engine=engine,
-                   concurrency=concurrency, address=address, base_url=base_url, model=model,
-                   lock_timeout=lock_timeout, **calls)
+        jobs = app.open(base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout)
+        _run_queue(app, jobs, as_json, None if engine == "ray" else _reporter(app, quiet, with_job=True), engine=engine,
+                   concurrency=concurrency, address=address, model=model,
+                   watch=progress_for(quiet or engine != "serial"))
         return
     if engine or concurrency or address:
         raise click.UsageError("--engine, --concurrency and --address go with --all")
-    calls = _call_options(quiet, request_timeout)
-    job = app.job(job_id)
+    job = app.open(base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout).job(job_id)
     try:
-        results = run_job(job, on_step=_reporter(app, quiet), base_url=base_url, model=model, lock_timeout=lock_timeout,
-                          **calls)
+        results = job.run(model=model, on_step=_reporter(app, quiet), watch=progress_for(quiet))
     except TransitionError as exc:
         app.exit_for_job(job, as_json, refused=exc)
         return
@@ -186,13 +180,13 @@ def poststep(app: Application, job_id: Optional[str], response_file: Optional[st
         raise click.UsageError("give exactly one of --response-file, --response-string, --from-history")
     if (from_history is None) != (index is None):
         raise click.UsageError("--from-history and --index go together")
-    job = app.job(job_id)
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
     try:
         if from_history:
-            result = post_recorded(job, entry_by_sequence(read_history_file(Path(from_history)), index), lock_timeout)
+            result = job.post_recorded(from_history, index)
         else:
             raw = Path(response_file).read_text(encoding="utf-8") if response_file else response_string
-            result = post_answer(job, raw, lock_timeout=lock_timeout)
+            result = job.post(raw)
     except TransitionError as exc:  # the answer was not applied: a finished job is an error here
         app.exit_for_job(job, as_json, refused=exc, finished_is_done=False)
         return
@@ -216,7 +210,7 @@ def replay(app: Application, job_id: Optional[str], history_file: str, lock_time
       logist job replay hello --history fixtures/wordcount/jobHistory.json
     """
 
-    job = app.job(job_id)
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
     recorded = read_history_file(Path(history_file))
     results = []
 
@@ -229,7 +223,7 @@ def replay(app: Application, job_id: Optional[str], history_file: str, lock_time
             results.append({"sequence": entry.sequence, "user_action": entry.user_input.action, "status": str(result.status)})
 
     try:
-        count = replay_history(job, recorded, on_entry=on_entry, lock_timeout=lock_timeout)
+        count = job.replay(recorded, on_entry=on_entry)
     except LogistError as exc:
         raise LogistError(f"replay stopped after {len(results)} entries: {exc}") from None
     if as_json:
@@ -239,8 +233,8 @@ def replay(app: Application, job_id: Optional[str], history_file: str, lock_time
     app.exit_for_job(job, as_json)
 
 
-def _run_queue(app: Application, as_json: bool, report, **kwargs) -> None:
-
+def _run_queue(app: Application, jobs: Jobs, as_json: bool, report, *, engine: str, concurrency: Optional[int],
+               address: Optional[str], model: Optional[str], watch: Optional[CallWatch]) -> None:
     started = time.monotonic()
 
     def finished(o, counts) -> None:
@@ -255,7 +249,8 @@ def _run_queue(app: Application, as_json: bool, report, **kwargs) -> None:
         what += f" ({o.note})" if o.note else ""
         app.info(f"{o.job_id:<24} {what}  [{counts.text()}]")
 
-    outcomes = run_queue(app.jobs, on_step=report, on_outcome=finished, **kwargs)
+    outcomes = jobs.run_all(engine=engine, concurrency=concurrency, address=address, model=model, on_step=report,
+                            on_outcome=finished, watch=watch)
     budget = {o.job_id: _budget_hint(app, o) for o in outcomes}
     if as_json:
         app.print_json([{"job_id": o.job_id, "status": str(o.status) if o.status else None, "steps": o.steps,
@@ -266,7 +261,7 @@ def _run_queue(app: Application, as_json: bool, report, **kwargs) -> None:
             key = ("failed" if o.error else "skipped" if o.skipped else
                    "waiting for a person" if o.status is not None and app.needs_person(o.status) else "done")
             counts[key] += 1
-        app.info(f"Batch of {len(outcomes)} jobs ({kwargs['engine']}) in {time.monotonic() - started:.1f} s: "
+        app.info(f"Batch of {len(outcomes)} jobs ({engine}) in {time.monotonic() - started:.1f} s: "
                  + ", ".join(f"{n} {what}" for what, n in counts.items()) + ".")
     if any(o.error for o in outcomes):
         app.exit(EXIT_ERROR)

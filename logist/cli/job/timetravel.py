@@ -8,7 +8,6 @@ from typing import Optional
 import click
 
 from ...engine.export import export_branch, export_patch, job_diff
-from ...engine.rewind import rewind
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
 
@@ -27,8 +26,8 @@ def restep(app: Application, job_id: Optional[str], to: Optional[int], lock_time
       logist job restep hello            # undo the last step
       logist job restep hello --to 3     # back to the end of history entry 3
     """
-    job = app.job(job_id)
-    manifest = rewind(job, to=to, lock_timeout=lock_timeout)
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
+    manifest = job.restep(to)
     app.job_changed(as_json, job.id, manifest, f"Job '{job.id}' rewound: {manifest.status}, {manifest.turn.role}'s turn, "
                     f"workspace at {(manifest.workspace_commit or '')[:12]}.")
 
@@ -45,8 +44,8 @@ def rerun(app: Application, job_id: Optional[str], lock_timeout: float, as_json:
     Example:
       logist job rerun hello
     """
-    job = app.job(job_id)
-    manifest = rewind(job, baseline=True, lock_timeout=lock_timeout)
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
+    manifest = job.rerun()
     app.job_changed(as_json, job.id, manifest, f"Job '{job.id}' is back at its baseline: {manifest.status}.")
 
 
