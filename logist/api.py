@@ -117,11 +117,8 @@ class Jobs:
             "max_cost_usd": max_cost_usd,
         }
         fields = {name: value for name, value in given.items() if value is not None}
-        if spec is None:
-            spec = JobSpec.model_validate(fields) if fields else JobSpec()
-        elif fields:
-            spec = JobSpec.model_validate({**spec.model_dump(exclude_unset=True), **fields})
-        return self.of(create_job(self.directory, job_id, spec))
+        # A bad value is a ConfigError naming its field (create_job checks the spec).
+        return self.of(create_job(self.directory, job_id, spec, **fields))
 
     def create_from_fixture(self, fixture: Union[str, Path], job_id: Optional[str] = None) -> "Job":
         """Create a recorded job's job (a fixture folder, or a bundled

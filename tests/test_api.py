@@ -12,7 +12,7 @@ import pytest
 
 import logist
 from logist import llm as llm_module
-from logist.errors import TransitionError
+from logist.errors import ConfigError, TransitionError
 from logist.replay.scripted import Reply, answer
 
 from conftest import REPO_ROOT
@@ -61,6 +61,9 @@ def test_verbs_take_typed_keywords_only(tmp_path):
         job.reject()  # feedback is required
     with pytest.raises(TypeError):
         job.set_budgets(5)  # budgets by name only
+    with pytest.raises(ConfigError, match="max_steps"):
+        jobs.create("y", objective="Write y", max_steps=0)  # a bad value: one line naming the field
+    assert jobs.ids() == ["x"]
 
 
 def test_a_spec_gives_the_other_fields_and_the_keywords_win(tmp_path):

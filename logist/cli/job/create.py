@@ -17,7 +17,7 @@ from typing import Any, Optional
 import click
 
 from ...engine.budget import SETTABLE
-from ...engine.create import JobSpec, create_job
+from ...engine.create import JobSpec, as_spec
 from ..app import Application, pass_app
 from ..common import json_option
 
@@ -112,7 +112,7 @@ def create(app: Application, job_id: str, as_json: bool, **options: Any) -> None
       logist job create wordcount -o "Write wc.py that counts words" -a "tests pass"
       logist job create fix --skill fix-tests --allow "python -m pytest*" --from-repo ../app
     """
-    job = create_job(app.jobs, job_id, **options)
+    job = app.open().create(job_id, spec=as_spec(None, options))
     if as_json:
         app.print_json({"job_id": job.id, "path": str(job.dir), "status": "PENDING"})
     else:
