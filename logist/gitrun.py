@@ -59,6 +59,7 @@ whole process group; a sandbox ends the rest).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -199,8 +200,12 @@ def settle_config(git_dir: Path) -> None:
     _replace(config, kept_config(config.read_text(encoding="utf-8", errors="replace")).encode())
 
 
-#: Config texts already found to be as :func:`kept_config` wants (parsed once per process).
-_GOOD_CONFIGS: set[bytes] = set()
+@functools.lru_cache(maxsize=64)
+def _kept_bytes(data: bytes) -> bytes:
+    """:func:`kept_config` of a config file's bytes, remembered: a pure
+    function of the text (no state of any job), so a loop of steps parses
+    its workspace's config once."""
+    return kept_config(data.decode("utf-8", "replace")).encode()
 
 
 def _lstat(path) -> Optional[os.stat_result]:
@@ -232,14 +237,12 @@ def guard_repository(git_dir: Path) -> list[str]:
         if found is not None and stat.S_ISREG(found.st_mode):
             with open(config, "rb") as handle:
                 data = handle.read()
-        if data not in _GOOD_CONFIGS:
-            wanted = kept_config(data.decode("utf-8", "replace")).encode()
-            if found is None or not stat.S_ISREG(found.st_mode) or data != wanted:
-                if found is not None and stat.S_ISDIR(found.st_mode):
-                    _remove(Path(config))
-                _replace(Path(config), wanted)
-                done.append(".git/config (settings Logist does not allow were removed)")
-            _GOOD_CONFIGS.add(wanted)
+        wanted = _kept_bytes(data)
+        if found is None or not stat.S_ISREG(found.st_mode) or data != wanted:
+            if found is not None and stat.S_ISDIR(found.st_mode):
+                _remove(Path(config))
+            _replace(Path(config), wanted)
+            done.append(".git/config (settings Logist does not allow were removed)")
         hooks = os.path.join(git_dir, "hooks")
         found = _lstat(hooks)
         if found is not None and not stat.S_ISDIR(found.st_mode):

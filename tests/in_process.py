@@ -70,8 +70,6 @@ PER_RUN = (
     ("logist.store.history", "_WORKSPACE"),  # an old header's workspace path, by path and inode
     ("logist.store.calls", "_DIGESTS"),    # digests of the conversations last sent
     ("logist.store.calls", "_ENCODED"),    # encoded messages of the conversations last sent
-    ("logist.gitrun", "_GOOD_CONFIGS"),    # .git/config texts found as Logist wants them
-    ("logist.environment", "_HELD"),       # the secrets the run took out of os.environ (released after it)
 )
 
 #: Module-level values that are the same in every process, so runs share
@@ -89,6 +87,7 @@ SHARED = {
     ("logist.store.config", "_SHIPPED"): "the prices.json Logist ships",
     ("logist.store.config", "_WINDOWS"): "the context_windows.json Logist ships",
     ("logist.decoding", "_fields"): "built from constants",
+    ("logist.gitrun", "_kept_bytes"): "a pure function of a .git/config text",
     ("logist.store.atomic", "_UMASK"): "the process's umask, which every run leaves as it was (checked)",
     ("logist.redact", "_CACHE"): "the secrets of one environment, kept with the whole environment they came from",
 }
@@ -107,7 +106,6 @@ def run(args: tuple, env: Optional[dict] = None, input: Optional[str] = None,
     from click import formatting
     from click.testing import CliRunner
 
-    from logist import environment
     from logist.__main__ import __file__ as main_file
     from logist.__main__ import main
 
@@ -141,9 +139,6 @@ def run(args: tuple, env: Optional[dict] = None, input: Optional[str] = None,
                     pass
                 finally:
                     sys.argv = saved_argv
-                    # The secrets the run took out of os.environ at its start
-                    # (logist.secrecy) go back before the isolation puts the environment back.
-                    environment.release()
                 sys.stdout.flush()
                 sys.stderr.flush()
                 stdout, stderr = _text(out.getvalue()), _text(err.getvalue())
