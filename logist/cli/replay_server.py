@@ -66,7 +66,6 @@ def replay_server(history: str, host: str, port: int, strict: bool, repeats: boo
       logist replay-server fixtures/wordcount/jobHistory.json --port 8765
       logist job run JOB --base-url http://127.0.0.1:8765/v1
     """
-
     try:
         server = ReplayLLMServer(fixture_path(history), strict=strict, host=host, port=port, repeats=repeats,
                                  latency=latency)

@@ -373,7 +373,6 @@ def preview(app: Application, job_id: Optional[str], model: Optional[str], base_
       logist job preview hello
       logist job preview hello --json
     """
-
     # Sized as a step sizes it: the endpoint is asked for the model's window (never called).
     preview = app.open(base_url=base_url).job(job_id).preview(model=model)
     if preview.upgraded:

@@ -42,7 +42,6 @@ def report(app: Application, job_id: Optional[str], output: Optional[str], as_js
       logist job report hello
       logist job report hello -o /tmp/hello.html
     """
-
     job = app.job(job_id)
     path = write_job_report(job, Path(output) if output else None)
     size = path.stat().st_size
@@ -67,7 +66,6 @@ def transcript(app: Application, job_id: Optional[str], rebuild: bool, lock_time
       logist job transcript hello | less
       logist job transcript hello --rebuild
     """
-
     job = app.job(job_id)
     path = tr.transcript_path(job.dir)
     with views_lock(job.dir, lock_timeout):

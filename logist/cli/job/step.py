@@ -174,7 +174,6 @@ def poststep(app: Application, job_id: Optional[str], response_file: Optional[st
     Example:
       logist job poststep hello --response-string '{"action": "MESSAGE", "message": "hi"}'
     """
-
     given = [x is not None for x in (response_file, response_string, from_history)]
     if sum(given) != 1:
         raise click.UsageError("give exactly one of --response-file, --response-string, --from-history")
@@ -209,7 +208,6 @@ def replay(app: Application, job_id: Optional[str], history_file: str, lock_time
     Example:
       logist job replay hello --history fixtures/wordcount/jobHistory.json
     """
-
     job = app.open(lock_timeout=lock_timeout).job(job_id)
     recorded = read_history_file(Path(history_file))
     results = []

@@ -86,7 +86,6 @@ def export(app: Application, job_id: Optional[str], branch: Optional[str], patch
       logist job export hello --branch feature/hello
       logist job export hello --patch hello.patch && git apply hello.patch
     """
-
     if (branch is None) == (patch is None):
         raise click.UsageError("give exactly one of --branch NAME or --patch FILE")
     job = app.job(job_id)
