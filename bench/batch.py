@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_rows import Row, add, table  # noqa: E402
 
-from logist import JobsDir  # noqa: E402
+from logist.store.jobsdir import JobsDir  # noqa: E402
 from logist.replay.fixtures import create_from_fixture, fixture_path  # noqa: E402
 from logist.replay.server import ReplayLLMServer  # noqa: E402
 

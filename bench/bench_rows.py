@@ -143,7 +143,9 @@ def history_size(quick: bool) -> None:
 
 
 def concurrency(tmp: Path, env: dict) -> None:
-    from logist import JobsDir, create_job, load_history
+    from logist.engine.create import create_job
+    from logist.store.history import load_history
+    from logist.store.jobsdir import JobsDir
     from logist.replay.scripted import ScriptedLLMServer
 
     jobs = JobsDir(tmp / "concurrent")

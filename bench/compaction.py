@@ -16,7 +16,9 @@ import json
 import tempfile
 from pathlib import Path
 
-from logist import JobsDir, create_job, step_once
+from logist.engine.create import create_job
+from logist.engine.step import step_once
+from logist.store.jobsdir import JobsDir
 from logist.engine.compaction import due
 from logist.store.prompts import builtin
 from logist.store.roles import load_roles

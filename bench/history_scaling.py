@@ -21,7 +21,9 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from logist import JobsDir, create_job, post_answer
+from logist.engine.create import create_job
+from logist.engine.step import post_answer
+from logist.store.jobsdir import JobsDir
 from logist.store.entries import HistoryEntry
 from logist.store.history import TAIL, layout, header, iter_entry_data
 from logist.store.manifest import read_manifest, write_manifest

@@ -45,7 +45,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from logist import JobsDir, create_job, step_once
+from logist.engine.create import create_job
+from logist.engine.step import step_once
+from logist.store.jobsdir import JobsDir
 from logist.replay.scripted import ScriptedLLMServer
 from logist.store.history import iter_written, layout
 from logist.store.seek import last_entry

@@ -38,7 +38,9 @@ sys.path.insert(0, str(HERE.parent / "tests" / "live"))
 
 from liveserver import MODEL, LiveEngine, missing  # noqa: E402
 
-from logist import JobsDir, create_job, load_history  # noqa: E402
+from logist.engine.create import create_job  # noqa: E402
+from logist.store.history import load_history
+from logist.store.jobsdir import JobsDir
 from logist.engine.step import step_once  # noqa: E402
 from logist.store.requests import HistoryReader, recorded_body  # noqa: E402
 from logist.engine.workflow import STEPPABLE  # noqa: E402

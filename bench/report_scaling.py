@@ -26,7 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from logist import JobsDir, create_job, post_answer
+from logist.engine.create import create_job
+from logist.engine.step import post_answer
+from logist.store.jobsdir import JobsDir
 from logist.views import transcript
 from logist.views.report import render_job_report, write_job_report
 

@@ -54,7 +54,9 @@ sys.path.insert(0, str(HERE))
 import bench_rows as rows  # noqa: E402
 from bench_rows import Row, table  # noqa: E402
 
-from logist import JobsDir, create_job, post_answer  # noqa: E402
+from logist.engine.create import create_job  # noqa: E402
+from logist.engine.step import post_answer
+from logist.store.jobsdir import JobsDir
 from logist.replay.scripted import ScriptedLLMServer  # noqa: E402
 
 
@@ -186,7 +188,8 @@ def bench_startup(tmp: Path, runs: int, floor: dict) -> None:
 
 def step_worker(jobs_dir: str, job_id: str, base_url: str, steps: int) -> None:
     """In a fresh interpreter: ``steps`` calls of ``step_once``, timed from its entry."""
-    from logist import JobsDir as Jobs, step_once
+    from logist.engine.step import step_once
+    from logist.store.jobsdir import JobsDir as Jobs
 
     job = Jobs(jobs_dir).job(job_id)
     times = []
@@ -236,7 +239,7 @@ def bench_langgraph(tmp: Path, steps: int):
 
 
 def bench_replay(tmp: Path, steps: int) -> None:
-    from logist import run_job
+    from logist.engine.loop import run_job
     from logist.replay.apply import read_history_file, replay_history
     from logist.replay.server import ReplayLLMServer
 

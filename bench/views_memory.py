@@ -29,8 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from logist import JobsDir, create_job
-from logist.store.history import TAIL, layout, header, history_path, iter_entry_data
+from logist.engine.create import create_job
+from logist.store.jobsdir import JobsDir
+from logist.store.history import TAIL, header, history_path, iter_entry_data, layout
 from logist.store.manifest import read_manifest, write_manifest
 
 COMMITS = 400

@@ -16,9 +16,14 @@ here, in this module's memory only, so that:
   :func:`logist.redact.known_secrets` reads), and a variable a job passes to
   its commands (``command_env``) is still found.
 
-A program that uses the library keeps its environment as it is: nothing is
-held until something calls :func:`hold` (the library blanks the secrets in
-``/proc/self/environ`` before its first command instead, as before).
+The hold lives as long as one run of the ``logist`` program
+(:func:`logist.secrecy.secrets_withdrawn`): the entry point puts every
+secret back into ``os.environ`` when its command ends, so a program (or a
+test) that calls it in its own process goes on as it was, and nothing is
+held between runs. A program that uses the library keeps its environment as
+it is: nothing is held until something calls :func:`hold` (the library
+blanks the secrets in ``/proc/self/environ`` before its first command
+instead, as before).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import contextlib
 import os
 from typing import Iterable, Iterator, Optional
 
-#: The secrets taken out of ``os.environ``, by variable name.
+#: The secrets taken out of ``os.environ``, by variable name, while a run holds them.
 _HELD: dict[str, str] = {}
 
 

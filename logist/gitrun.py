@@ -59,6 +59,7 @@ whole process group; a sandbox ends the rest).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re

@@ -1,8 +1,9 @@
 """The one module that talks to the model, through the ``openai`` SDK.
 
 ``openai`` is imported only when a call is made, and one client is built per
-process and endpoint (:func:`client`): building one loads the SSL
-certificates, which costs more than the rest of a step.
+endpoint by the :class:`Endpoints` the calls share (its owner: a
+:class:`logist.api.Jobs`, a ``logist`` command's run): building one loads
+the SSL certificates, which costs more than the rest of a step.
 
 Retries are the SDK's own, configured, not patched: it retries connection
 failures, connect timeouts, 408, 409, 429 and 5xx with exponential backoff
@@ -23,7 +24,7 @@ answer. An endpoint that refuses a stream (HTTP 400, 404, 415, 422 or 501
 to a streamed request, with an error that mentions "stream") is asked
 again once without it, and an endpoint that
 answers a streamed request with a whole answer is read as such; either way
-it is remembered for the process (:func:`streams`), so its later calls go
+it is remembered (:meth:`Endpoints.streams`), so its later calls go
 out plain. :attr:`LLMReply.streamed` says what the body sent was.
 
 Faults after the endpoint began to answer are final, never sent again (the
@@ -67,6 +68,79 @@ STREAM_KEYS = ("stream", "stream_options")
 _STREAM_REFUSED = (400, 404, 415, 422, 501)
 
 
+class Endpoints:
+    """What calls learn of their endpoints, for as long as its owner lives:
+    a client per endpoint and key, the endpoints found not to stream, the
+    response_format forms each refused and answered, what each told of its
+    models. :func:`logist.api.open` makes one per :class:`~logist.api.Jobs`
+    and each ``logist`` command one for its run (closed with it); every
+    :class:`LLMSettings` carries the one its calls use (a new one when none
+    is given: nothing learned outlives those settings). Steps on threads
+    (``job run --all --engine threads``) share one."""
+
+    #: The clients kept: the last this many endpoints used (a long-lived
+    #: owner that talks to many does not keep a connection to each).
+    KEEP_CLIENTS = 8
+
+    def __init__(self) -> None:
+        self._clients: dict[tuple[str, Optional[str]], object] = {}
+        self._clients_lock = threading.Lock()
+        #: Endpoints found not to stream.
+        self.plain: set[str] = set()
+        #: Endpoint -> the response_format forms (:func:`logist.decoding.form_name`) it refused.
+        self.refused: dict[str, set[str]] = {}
+        #: (endpoint, form) pairs an endpoint answered.
+        self.proven: set[tuple[str, str]] = set()
+        #: (endpoint, model) -> its facts, found once.
+        self.facts: dict[tuple[str, str], "EndpointFacts"] = {}
+        self.facts_lock = threading.Lock()
+
+    def client(self, base_url: str, api_key: Optional[str]):
+        """The client for ``base_url`` (built on first use)."""
+        key = (base_url, api_key)
+        with self._clients_lock:
+            if key not in self._clients:
+                import openai  # loaded by the first call, not by every command's start (about 0.5 s)
+
+                while len(self._clients) >= self.KEEP_CLIENTS:
+                    self._clients.pop(next(iter(self._clients))).close()
+                self._clients[key] = openai.OpenAI(
+                    base_url=base_url, api_key=api_key or NO_KEY,
+                    http_client=openai.DefaultHttpxClient(transport=_transport()),
+                )
+            else:
+                self._clients[key] = self._clients.pop(key)  # the most recently used last
+            return self._clients[key]
+
+    def streams(self, base_url: str) -> bool:
+        """False once ``base_url`` was found not to stream."""
+        return base_url not in self.plain
+
+    def usable_formats(self, base_url: str, formats: list) -> list:
+        """``formats`` less those ``base_url`` refused (the last always kept)."""
+        refused = self.refused.get(base_url, set())
+        kept = [f for f in formats if form_name(f) not in refused]
+        return kept or formats[-1:]
+
+    def learn_window(self, base_url: str, model: str, error: str) -> Optional[int]:
+        """The window an endpoint's error names ("... exceed context window of
+        2048", llama-cpp-python), remembered; None if it names none."""
+        match = re.search(r"context (?:window|length|size) of (\d+)", error or "") or \
+            re.search(r"maximum context length is (\d+)", error or "")
+        if not match:
+            return None
+        with self.facts_lock:
+            facts = self.facts.setdefault((base_url, model), EndpointFacts())
+            facts.context_window, facts.window_from = int(match.group(1)), "its error"
+        return facts.context_window
+
+    def close(self) -> None:
+        """Close the clients (their connections); what was learned is kept."""
+        with self._clients_lock:
+            while self._clients:
+                self._clients.popitem()[1].close()
+
+
 @dataclass
 class LLMSettings:
     base_url: str
@@ -77,6 +151,8 @@ class LLMSettings:
     max_answer_bytes: Optional[int] = None
     #: Extra request headers (:data:`JOB_HEADER`).
     headers: dict = field(default_factory=dict)
+    #: What the calls made with these settings learn of their endpoints (and the clients).
+    endpoints: Endpoints = field(default_factory=Endpoints, repr=False, compare=False)
 
 
 #: The header that names the job a request is for. Prompts do not name the
@@ -95,19 +171,6 @@ TOOL_NOTE = "the answer came as a call of tool '{}'; its arguments were read as 
 # one, so a fixed placeholder is sent when none is configured.
 NO_KEY = "no-key-set"
 
-#: One client per (endpoint, key) for the life of the process (the last
-#: :data:`KEEP_CLIENTS` endpoints used: a long-lived process that talks to
-#: many, such as a test session, does not keep a connection to each).
-_CLIENTS: dict[tuple[str, Optional[str]], object] = {}
-KEEP_CLIENTS = 8
-#: Steps run on threads (``job run --all --engine threads``) share the clients.
-_CLIENTS_LOCK = threading.Lock()
-#: Endpoints found, in this process, not to stream.
-_PLAIN: set[str] = set()
-#: Endpoint -> the response_format forms (:func:`logist.decoding.form_name`) it refused in this process.
-_REFUSED: dict[str, set[str]] = {}
-#: (endpoint, form) pairs an endpoint answered in this process.
-_PROVEN: set[tuple[str, str]] = set()
 
 
 def scrub(text: str, secret: Optional[str]) -> str:
@@ -116,11 +179,6 @@ def scrub(text: str, secret: Optional[str]) -> str:
     if secret and len(secret) >= 4 and text:
         return text.replace(secret, "[redacted]")
     return text
-
-
-def streams(base_url: str) -> bool:
-    """False once ``base_url`` was found, in this process, not to stream."""
-    return base_url not in _PLAIN
 
 
 def without_stream(body: dict) -> dict:
@@ -177,24 +235,6 @@ def _broke_off(exc: Exception) -> str:
     else:
         what = "the connection was closed before the whole answer was received"
     return f"{what} ({name}); not sent again, as the answer had begun"
-
-
-def client(base_url: str, api_key: Optional[str]):
-    """The process's client for ``base_url`` (built on first use)."""
-    key = (base_url, api_key)
-    with _CLIENTS_LOCK:
-        if key not in _CLIENTS:
-            import openai
-
-            while len(_CLIENTS) >= KEEP_CLIENTS:
-                _CLIENTS.pop(next(iter(_CLIENTS))).close()
-            _CLIENTS[key] = openai.OpenAI(
-                base_url=base_url, api_key=api_key or NO_KEY,
-                http_client=openai.DefaultHttpxClient(transport=_transport()),
-            )
-        else:
-            _CLIENTS[key] = _CLIENTS.pop(key)  # the most recently used last
-        return _CLIENTS[key]
 
 
 def _retried(exc: Exception) -> bool:
@@ -295,7 +335,7 @@ def _check_size(reply: LLMReply, settings: LLMSettings, complete: bool = True) -
 def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[int], None]]) -> LLMReply:
     """Join a streamed answer's pieces; a whole answer sent instead is read as one."""
     if "text/event-stream" not in stream.response.headers.get("content-type", ""):
-        _PLAIN.add(settings.base_url)
+        settings.endpoints.plain.add(settings.base_url)
         try:
             return whole(answer_json(stream.response), streamed=True)
         finally:
@@ -360,13 +400,6 @@ def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[in
                     streamed=True, tool=tool, finish_reason=finish)
 
 
-def usable_formats(base_url: str, formats: list) -> list:
-    """``formats`` less those ``base_url`` refused in this process (the last always kept)."""
-    refused = _REFUSED.get(base_url, set())
-    kept = [f for f in formats if form_name(f) not in refused]
-    return kept or formats[-1:]
-
-
 def _refuses_format(exc: Exception) -> bool:
     """The endpoint refused the request's response_format (400/422, or a
     500 from a server that failed on it: llama-cpp-python's validation)."""
@@ -393,7 +426,7 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
     ``formats``: the ``response_format`` values the body may carry,
     strongest first, the body carrying the first; an endpoint that refuses
     one is asked again with the next (not paid: it was refused), and what
-    it refused is remembered for the process (:func:`usable_formats`). A
+    it refused is remembered (:meth:`Endpoints.usable_formats`). A
     form not yet seen accepted here is sent once without retries, so that
     a server that fails on it with a 500 (llama-cpp-python) is not retried
     first; any other failure is then sent again with the retries left.
@@ -406,21 +439,22 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
     """
     import openai
 
-    api = client(settings.base_url, settings.api_key)
+    endpoints = settings.endpoints
+    api = endpoints.client(settings.base_url, settings.api_key)
     wants_stream = bool(body.get("stream"))
-    if wants_stream and not streams(settings.base_url):
+    if wants_stream and not endpoints.streams(settings.base_url):
         body, wants_stream = without_stream(body), False
     formats = list(formats) if formats else [body.get("response_format")]
     while True:
         form = form_name(formats[0])
-        probing = len(formats) > 1 and (settings.base_url, form) not in _PROVEN
+        probing = len(formats) > 1 and (settings.base_url, form) not in endpoints.proven
         try:
             reply, sent = _send(api, settings, body, wants_stream, on_tokens, key_for,
                                 retries=0 if probing else settings.max_retries)
         except openai.OpenAIError as exc:
             refused = _refuses_format(exc)
             if refused and len(formats) > 1:
-                _REFUSED.setdefault(settings.base_url, set()).add(form)
+                endpoints.refused.setdefault(settings.base_url, set()).add(form)
                 formats = formats[1:]
                 body = with_format(body, formats[0])
                 continue
@@ -442,7 +476,7 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
         except AnswerFault as exc:
             raise LLMCallError(scrub(f"LLM call failed after 1 attempt: {exc}", settings.api_key)) from None
         break
-    _PROVEN.add((settings.base_url, form))
+    endpoints.proven.add((settings.base_url, form))
     reply.content = scrub(reply.content, settings.api_key)
     reply.key = key_for(sent) if key_for is not None else None
     return _check_size(reply, settings)
@@ -488,7 +522,7 @@ def _send(api, settings: LLMSettings, body: dict, wants_stream: bool, on_tokens,
             # Perhaps it does not stream: ask once without (not paid: it was refused).
             sent = without_stream(body)
             response = create(sent).http_response
-            _PLAIN.add(settings.base_url)
+            settings.endpoints.plain.add(settings.base_url)
             return whole(answer_json(response), streamed=False), sent
     return whole(answer_json(create(body).http_response), streamed=False), body
 
@@ -500,7 +534,7 @@ def list_models(settings: LLMSettings) -> list[str]:
     import openai
 
     httpx = _httpx()
-    api = client(settings.base_url, settings.api_key)
+    api = settings.endpoints.client(settings.base_url, settings.api_key)
     try:
         response = api.get("/models", cast_to=httpx.Response, options={"timeout": settings.timeout, "max_retries": 0})
         raw = response.read()
@@ -532,7 +566,7 @@ def probe_form(settings: LLMSettings, model: str, setting: str = "auto") -> Opti
     body = {"model": model, "messages": [{"role": "user", "content": 'Answer with {"ok": true}'}], "max_tokens": 16,
             "response_format": formats[0]}
     chat(settings, {k: v for k, v in body.items() if v is not None}, formats=formats)
-    return usable_formats(settings.base_url, formats)[0]
+    return settings.endpoints.usable_formats(settings.base_url, formats)[0]
 
 
 # --------------------------------------------------------------------------
@@ -559,11 +593,6 @@ class EndpointFacts:
     tokenizer_probed: bool = False
 
 
-#: (endpoint, model) -> its facts, found once per process.
-_ENDPOINT_FACTS: dict[tuple[str, str], EndpointFacts] = {}
-_FACTS_LOCK = threading.Lock()
-
-
 def root_url(base_url: str) -> str:
     """The server's root: ``base_url`` less a trailing ``/v1``."""
     url = base_url.rstrip("/")
@@ -576,7 +605,7 @@ def _ask(settings: LLMSettings, method: str, url: str, payload: Optional[dict] =
     import openai
 
     httpx = _httpx()
-    api = client(settings.base_url, settings.api_key)
+    api = settings.endpoints.client(settings.base_url, settings.api_key)
     try:
         call = api.get if method == "GET" else api.post
         extra = {} if payload is None else {"body": payload}
@@ -616,28 +645,16 @@ def _window(settings: LLMSettings, model: str) -> tuple[Optional[int], str]:
 
 
 def endpoint_facts(settings: LLMSettings, model: str, *, window: bool = True) -> EndpointFacts:
-    """What the endpoint tells of ``model`` (asked once per process).
-    ``window=False``: not asked for its window (it is known otherwise)."""
+    """What the endpoint tells of ``model`` (asked once per
+    :class:`Endpoints`). ``window=False``: not asked for its window (it is
+    known otherwise)."""
     key = (settings.base_url, model)
-    with _FACTS_LOCK:
-        facts = _ENDPOINT_FACTS.setdefault(key, EndpointFacts())
+    with settings.endpoints.facts_lock:
+        facts = settings.endpoints.facts.setdefault(key, EndpointFacts())
         if window and not facts.window_from:
             facts.context_window, facts.window_from = _window(settings, model)
             facts.window_from = facts.window_from or "none"
         return facts
-
-
-def learn_window(base_url: str, model: str, error: str) -> Optional[int]:
-    """The window an endpoint's error names ("... exceed context window of
-    2048", llama-cpp-python), remembered for the process; None if it names none."""
-    match = re.search(r"context (?:window|length|size) of (\d+)", error or "") or \
-        re.search(r"maximum context length is (\d+)", error or "")
-    if not match:
-        return None
-    with _FACTS_LOCK:
-        facts = _ENDPOINT_FACTS.setdefault((base_url, model), EndpointFacts())
-        facts.context_window, facts.window_from = int(match.group(1)), "its error"
-    return facts.context_window
 
 
 def count_tokens(settings: LLMSettings, model: str, text: str) -> Optional[int]:
@@ -661,10 +678,10 @@ def count_tokens(settings: LLMSettings, model: str, text: str) -> Optional[int]:
             if count is None and isinstance(answer.get("tokens"), list):
                 count = len(answer["tokens"])
         if count is not None or (isinstance(answer, dict) and answer.get("count") == 0):
-            with _FACTS_LOCK:
+            with settings.endpoints.facts_lock:
                 facts.tokenizer, facts.tokenizer_probed = name, True
             return count or 0
-    with _FACTS_LOCK:
+    with settings.endpoints.facts_lock:
         if not facts.tokenizer_probed:
             facts.tokenizer_probed = True
     return None

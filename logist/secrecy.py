@@ -1,8 +1,8 @@
 """What Logist does so that no other process reads a secret from it.
 
 :func:`withdraw_secrets` runs first in every ``logist`` command
-(:func:`logist.__main__.main`; ``--version`` and ``--help``, which start
-nothing, are answered before it), before Logist starts any thread or
+(:func:`logist.__main__.main`, through :func:`secrets_withdrawn`, which puts
+them back when the command ends), before Logist starts any thread or
 process: every secret of its environment (the API key and whatever
 :func:`logist.redact.known_secrets` takes for a secret) is moved out of
 ``os.environ`` into :mod:`logist.environment`'s hold, and
@@ -23,10 +23,12 @@ hides itself before its first command instead (:mod:`logist.processes`).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
 import sys
+from typing import Iterator
 
 from . import environment
 from .redact import known_secrets
@@ -53,6 +55,20 @@ def withdraw_secrets() -> list[str]:
     names = environment.hold(secret_variables(os.environ))
     hide_secrets_from_proc()
     return names
+
+
+@contextlib.contextmanager
+def secrets_withdrawn() -> Iterator[list[str]]:
+    """The secrets out of ``os.environ`` (:func:`withdraw_secrets`) for the
+    length of one run of the ``logist`` program, and back in it after: the
+    hold lives as long as the run, so a program (or a test) that calls the
+    entry point in its own process goes on with its environment as it was
+    (the blanked ``/proc/self/environ`` block and the non-dumpable flag stay)."""
+    names = withdraw_secrets()
+    try:
+        yield names
+    finally:
+        environment.release()
 
 
 def hide_secrets_from_proc() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from logist import JobsDir
+from logist.store.jobsdir import JobsDir
 from logist.replay.scripted import ScriptedLLMServer
 
 try:

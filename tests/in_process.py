@@ -62,12 +62,6 @@ from typing import Optional
 #: Module-level caches a process fills as it works, by module and name:
 #: empty at the start of each run and put back after it.
 PER_RUN = (
-    ("logist.environment", "_HELD"),       # the secrets the run took out of os.environ (released after it)
-    ("logist.llm", "_CLIENTS"),            # one OpenAI client per endpoint (closed after the run, as at exit)
-    ("logist.llm", "_PLAIN"),              # endpoints found not to stream (a later server may reuse the port)
-    ("logist.llm", "_REFUSED"),            # response_format forms endpoints refused (the same)
-    ("logist.llm", "_PROVEN"),             # response_format forms endpoints answered (the same)
-    ("logist.llm", "_ENDPOINT_FACTS"),     # what endpoints told of their models (the same)
 )
 
 #: Module-level values that are the same in every process, so runs share
@@ -103,7 +97,6 @@ def run(args: tuple, env: Optional[dict] = None, input: Optional[str] = None,
     from click import formatting
     from click.testing import CliRunner
 
-    from logist import environment
     from logist.__main__ import __file__ as main_file
     from logist.__main__ import main
 
@@ -137,9 +130,6 @@ def run(args: tuple, env: Optional[dict] = None, input: Optional[str] = None,
                     pass
                 finally:
                     sys.argv = saved_argv
-                    # The secrets the run took out of os.environ at its start
-                    # (logist.secrecy) go back before the isolation puts the environment back.
-                    environment.release()
                 sys.stdout.flush()
                 sys.stderr.flush()
                 stdout, stderr = _text(out.getvalue()), _text(err.getvalue())
@@ -249,12 +239,6 @@ class _Caches:
             cache.clear()
 
     def restore(self) -> None:
-        from logist import llm
-
-        before = next(saved for cache, saved in self.saved if cache is llm._CLIENTS)
-        for key, client in llm._CLIENTS.items():
-            if before.get(key) is not client:
-                client.close()  # the run's own, which would have ended with its process
         for cache, saved in self.saved:
             cache.clear()
             cache.update(saved)

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from logist import create_job, load_history
+from logist.engine.create import create_job
+from logist.store.history import load_history
 from logist.decoding import CONTENT_RULES, decoding_schema, response_formats, strict_root
 from logist.engine.prepare import answer_formats, structured_output
 from logist.engine.prepare import open_actions
@@ -62,7 +63,7 @@ def _variants(schema: dict) -> dict[str, dict]:
 
 def _jobs_for_every_role_and_policy(jobs):
     """(label, job, role, policy) for the Worker, the Supervisor and the Planner at their turn."""
-    from logist import post_answer
+    from logist.engine.step import post_answer
 
     found = []
     for policy in POLICIES:
@@ -238,14 +239,16 @@ def test_what_each_setting_and_role_sends(jobs):
 
 
 def test_a_refused_form_is_asked_again_in_the_next_and_remembered_for_the_command(jobs, llm):
-    from logist import step_once
+    from logist.llm import Endpoints
+    from logist.engine.step import step_once
     from logist.replay.scripted import Reply
 
     job = create_job(jobs, "w", "Write hello.py")
     refusal = Reply(status=400, error_message="response_format 'json_schema' is not supported by this server")
     llm.add(refusal, '{"action": "MESSAGE", "message": "one"}', '{"action": "MESSAGE", "message": "two"}')
-    step_once(job, base_url=llm.base_url)
-    step_once(job, base_url=llm.base_url)
+    endpoints = Endpoints()  # what a command's steps share (logist.api.Jobs, a logist command's run)
+    step_once(job, base_url=llm.base_url, endpoints=endpoints)
+    step_once(job, base_url=llm.base_url, endpoints=endpoints)
     assert [r["response_format"]["type"] for r in llm.requests] == ["json_schema", "json_object", "json_object"]
     assert "schema" in llm.requests[1]["response_format"]
     calls = [e for e in load_history(job.dir).interactions if e.kind == "llm_call"]
@@ -254,7 +257,7 @@ def test_a_refused_form_is_asked_again_in_the_next_and_remembered_for_the_comman
 
 
 def test_a_form_set_explicitly_and_refused_is_a_setup_error_and_the_job_stays_as_it_was(jobs, llm):
-    from logist import step_once
+    from logist.engine.step import step_once
     from logist.errors import EndpointError
     from logist.replay.scripted import Reply
 

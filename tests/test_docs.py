@@ -68,12 +68,13 @@ def test_readme_testing_example_runs_with_the_installed_fixtures(tmp_path):
     assert "2 passed" in result.stdout
 
 
-def test_package_docstring_example_runs(tmp_path):
-    code = textwrap.dedent(logist.__doc__.split("::\n", 1)[1])
-    assert "run_job(job, base_url=llm.base_url)" in code
+def test_package_docstring_example_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code = textwrap.dedent(logist.__doc__.split("::\n", 1)[1].split("\n\n\n", 1)[0].split("\ndocs/", 1)[0])
+    assert "jobs.create(" in code and "job.run()" in code
     printed: list[str] = []
     exec(compile(code, "logist.__doc__", "exec"), {"print": lambda *args: printed.append(" ".join(map(str, args)))})
     assert printed == ["APPROVAL_REQUIRED"]
-    job = logist.JobsDir(tmp_path / "jobs").job("hello")
-    assert job.manifest().status == logist.Status.SUCCESS
+    job = logist.open(tmp_path / "jobs")["hello"]
+    assert job.status == logist.Status.SUCCESS
     assert (job.workspace / "hello.py").read_text() == "print('Hello')\n"

@@ -261,7 +261,7 @@ def test_a_command_plants_hooks_fsmonitor_and_filters_then_logist_steps_and_comm
     import shutil
 
     from conftest import logist_process
-    from logist import create_job
+    from logist.engine.create import create_job
     from logist.replay.scripted import answer
 
     real_git = shutil.which("git")

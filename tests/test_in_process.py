@@ -15,7 +15,8 @@ import pytest
 
 import in_process
 from conftest import logist_cli, logist_process
-from logist import create_job, post_answer
+from logist.engine.create import create_job
+from logist.engine.step import post_answer
 from logist.replay.scripted import answer
 from logist.store import seek
 from logist.views.transcript import transcript_path

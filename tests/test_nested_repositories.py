@@ -193,7 +193,7 @@ def test_the_nested_filter_attack_through_a_step_runs_nothing(jobs, llm, tmp_pat
     makes a nested repository with a filter and changes its file, the step
     commits; the next step's command changes it again and the step commits."""
     from conftest import CANARY_KEY, logist_process
-    from logist import create_job
+    from logist.engine.create import create_job
     from logist.replay.scripted import answer
 
     ran = tmp_path / "ran"

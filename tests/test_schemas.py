@@ -366,7 +366,9 @@ def _validate_tree(root: Path) -> dict[str, str]:
 
 
 def test_every_file_of_a_job_validates_against_the_schema_it_names(jobs, llm, tmp_path):
-    from logist import create_job, post_answer, step_once, user_action
+    from logist.engine.create import create_job
+    from logist.engine.decide import user_action
+    from logist.engine.step import post_answer, step_once
     from logist.replay.fixtures import record_fixture
     from logist.replay.scripted import answer
     from logist.store.journal import begin_applying

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from logist import create_job
+from logist.engine.create import create_job
 from logist.replay.scripted import Reply, answer
 
 from conftest import CANARY_KEY
@@ -72,7 +72,7 @@ def test_a_running_job_run_shows_no_secret_in_its_environment(jobs, llm):
 def test_a_running_job_status_shows_no_secret_in_its_environment(jobs, llm):
     """``job status --json`` of a job whose open question is longer than a
     pipe holds: the process blocks writing its answer until it is read."""
-    from logist import run_job
+    from logist.engine.loop import run_job
 
     job = create_job(jobs, "long", "Anything")
     llm.add(answer("ASK", question="why? " * 40_000))
@@ -93,24 +93,26 @@ def test_a_running_job_status_shows_no_secret_in_its_environment(jobs, llm):
 
 
 def test_the_program_holds_secrets_apart_and_commands_still_get_what_a_job_names(tmp_path):
-    """In a ``logist`` process, os.environ holds no secret once it has
-    started; the key is read from the hold; a variable a job passes to its
-    commands still reaches them."""
+    """While a ``logist`` command runs, os.environ holds no secret; the key
+    is read from the hold; a variable a job passes to its commands still
+    reaches them. The hold lives as long as the run: after it, os.environ
+    has its secrets back and nothing is held (the blanked block stays)."""
     probe = (
         "import os, sys\n"
-        "from logist.__main__ import main\n"
+        "import logist.__main__ as program\n"
         "from logist import environment, processes\n"
         "from logist.store.config import resolve_api_key\n"
-        "try:\n"
-        "    main(['workflow'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "secret = [n for n in ('LOGIST_API_KEY', 'GH_PAT', 'DATABASE_URL') if n in os.environ]\n"
-        "block = open('/proc/self/environ', 'rb').read()\n"
-        "print(secret, resolve_api_key() == os.environ['EXPECTED'], sorted(environment.held()),\n"
-        "      processes.command_env(['GH_PAT']).get('GH_PAT') == os.environ['WANTED_GH'],\n"
-        "      os.environ['EXPECTED'].encode() in block)\n")
+        "def seen():\n"
+        "    secret = [n for n in ('LOGIST_API_KEY', 'GH_PAT', 'DATABASE_URL') if n in os.environ]\n"
+        "    block = open('/proc/self/environ', 'rb').read()\n"
+        "    return (secret, resolve_api_key() == os.environ['EXPECTED'], sorted(environment.held()),\n"
+        "            processes.command_env(['GH_PAT']).get('GH_PAT') == os.environ['WANTED_GH'],\n"
+        "            os.environ['EXPECTED'].encode() in block)\n"
+        "program.cli_main = lambda argv: print(*seen())  # the command: what it sees\n"
+        "program.main(['workflow'])\n"
+        "print(*seen())\n")
     env = {**secret_env(), "EXPECTED": CANARY_KEY, "WANTED_GH": GH_PAT}
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[-2] == "[] True ['DATABASE_URL', 'GH_PAT', 'LOGIST_API_KEY'] True False"
+    assert done.stdout.split("\n")[-2] == "['LOGIST_API_KEY', 'GH_PAT', 'DATABASE_URL'] True [] True False"
+    assert done.stdout.split("\n")[-3] == "[] True ['DATABASE_URL', 'GH_PAT', 'LOGIST_API_KEY'] True False"

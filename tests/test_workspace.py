@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from logist import create_job, load_history
+from logist.engine.create import create_job
+from logist.store.history import load_history
 from logist.workspace import Workspace
 from logist.errors import LogistError
 from logist.protocol import DeleteFile, InvalidAnswer, ReplaceInFile, WriteFile

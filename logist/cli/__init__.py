@@ -7,6 +7,7 @@ anything else is a bug, reported in one line unless ``LOGIST_DEBUG=1``.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -18,6 +19,16 @@ from ..redact import url_shown
 from ..terminal import shown
 from .app import Application, echo, exit_codes_help
 from .common import JOBS_DIR_HELP, accept_jobs_dir
+from .demo import demo
+from .doctor import doctor, models
+from .init import init
+from .job import job
+from .prompts import prompts
+from .replay_server import replay_server
+from .report import report
+from .role import role
+from .skill import skill
+from .workflow import workflow
 
 #: Set by :func:`main` while it runs: the core's warnings go to stderr. Not
 #: when the group is invoked otherwise (CliRunner, a program embedding it),
@@ -63,20 +74,10 @@ def cli(ctx: click.Context, jobs_dir: str | None) -> None:
         _show_core_warnings()
     app = ctx.ensure_object(Application)
     app.jobs_dir_option = app.jobs_dir_option or jobs_dir
+    ctx.call_on_close(app.endpoints.close)  # the command's clients end with it
 
 
 def _register() -> None:
-    from .demo import demo
-    from .doctor import doctor, models
-    from .init import init
-    from .job import job
-    from .prompts import prompts
-    from .replay_server import replay_server
-    from .report import report
-    from .role import role
-    from .skill import skill
-    from .workflow import workflow
-
     for command in (init, demo, job, role, skill, prompts, report):
         accept_jobs_dir(command)
         cli.add_command(command)
@@ -92,8 +93,6 @@ _register()
 def _show_core_warnings() -> None:
     """The core reports what it repaired through logging; show it on stderr
     (unless the "logist" logger has handlers of its own)."""
-    import logging
-
     class CurrentStderr(logging.StreamHandler):
         """Writes to ``sys.stderr`` as it is when a record comes (a plain
         StreamHandler keeps the stream it was made with, which a caller that

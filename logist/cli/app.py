@@ -10,18 +10,24 @@ pypa/hatch's ``Application``).
 
 from __future__ import annotations
 
+import json
 import os
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import click
 
-from ..engine.workflow import NEEDS_PERSON
+from ..api import Jobs
+from ..engine.budget import raise_hint, stopped_by_budget
+from ..engine.workflow import NEEDS_PERSON, describe_job_hint
+from ..llm import Endpoints
 from ..redact import redact_data, url_shown
+from ..store.config import resolve_base_url
+from ..store.jobsdir import JobsDir
 from ..terminal import inert, inert_json, shown
 
 if TYPE_CHECKING:
     from ..engine.step import StepResult
-    from ..store.jobsdir import Job, JobsDir
+    from ..store.jobsdir import Job
     from ..store.manifest import JobManifest, Status
 
 
@@ -71,17 +77,18 @@ def json_text(data: Any) -> str:
     """``data`` as the JSON the command line prints: every known secret
     redacted in its strings, then encoded with nothing a terminal acts on
     (:func:`logist.terminal.inert_json`); the same value as ``data`` otherwise."""
-    import json
-
     return inert_json(json.dumps(redact_data(data), indent=2, ensure_ascii=False))
 
 
 class Application:
-    """Carried on the click context (``ctx.obj``); built once per process."""
+    """Carried on the click context (``ctx.obj``); built once per run of a command."""
 
     def __init__(self, jobs_dir: Optional[str] = None):
         self.jobs_dir_option = jobs_dir
         self._jobs: Optional["JobsDir"] = None
+        #: What this command's calls learn of their endpoints, and their clients
+        #: (closed when the command ends: :func:`logist.cli.cli`).
+        self.endpoints = Endpoints()
 
     # -- the jobs directory -------------------------------------------------------------------
 
@@ -89,14 +96,19 @@ class Application:
     def jobs(self) -> "JobsDir":
         """The jobs directory, opened on first use (``--help`` never opens it)."""
         if self._jobs is None:
-            from ..store.jobsdir import JobsDir
-
             self._jobs = JobsDir(self.jobs_dir_option)
         return self._jobs
 
     def job(self, job_id: Optional[str]) -> "Job":
         """The job named, else ``LOGIST_JOB_ID``, else the current one."""
         return self.jobs.resolve(job_id)
+
+    def open(self, *, base_url: Optional[str] = None, request_timeout: Optional[float] = None,
+             lock_timeout: float = 0) -> Jobs:
+        """The jobs directory as the library's :class:`logist.api.Jobs`, with
+        this command's options and its endpoints: what commands call."""
+        return Jobs(self.jobs, base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout,
+                    endpoints=self.endpoints)
 
     # -- output -------------------------------------------------------------------------------
 
@@ -169,8 +181,6 @@ class Application:
         last = results[-1]
         if last.action == "LIMIT":
             if not as_json:
-                from ..engine.budget import raise_hint
-
                 hint = raise_hint(last.job_id, self.jobs.job(last.job_id).manifest())
                 self.info(f"Job '{last.job_id}' stopped at a budget: {hint or last.error}")
             self.exit(EXIT_BUDGET)
@@ -179,8 +189,6 @@ class Application:
                 if str(last.status) == "INTERVENTION_REQUIRED":
                     reason = last.error or "see logist job status"
                     if last.action == "ERROR" and last.error:
-                        from ..store.config import resolve_base_url
-
                         reason += f" (endpoint {url_shown(resolve_base_url(base_url, self.jobs.config()))})"
                     self.info(f"Job '{last.job_id}' needs intervention: {reason}")
                 else:
@@ -189,8 +197,6 @@ class Application:
             self.exit(EXIT_NEEDS_PERSON)
         elif last.interrupted:
             if not as_json:
-                from ..store.config import resolve_base_url
-
                 self.info(f"Job '{last.job_id}': the endpoint failed ({last.error}; endpoint "
                           f"{url_shown(resolve_base_url(base_url, self.jobs.config()))}). The turn is kept: logist job step "
                           f"{last.job_id} (or job run) goes on with the same conversation; logist job suspend "
@@ -201,8 +207,6 @@ class Application:
 
     @staticmethod
     def _hint(manifest) -> str:
-        from ..engine.workflow import describe_job_hint
-
         return describe_job_hint(manifest)
 
     def exit_for_job(self, job: "Job", as_json: bool, *, refused: Optional[Exception] = None,
@@ -212,8 +216,6 @@ class Application:
         then a job waiting for a person exits 3 (4: a spent budget), a
         finished one 0 (with ``finished_is_done``: there was nothing to
         run; else, as for any other refusal, the error it is: 1)."""
-        from ..engine.budget import raise_hint, stopped_by_budget
-
         manifest = job.manifest()
         status = str(manifest.status)
         if stopped_by_budget(job.dir, manifest):

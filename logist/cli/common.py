@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 from typing import Optional
 
 import click
 
+from ..store.jobsdir import JobsDir
 from ..terminal import inert
+from .app import Application
 
 
 def complete_job_ids(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
     """Shell completion of a JOB: the ids in the jobs directory."""
-    from ..store.jobsdir import JobsDir
-
     try:
         ids = JobsDir(ctx.find_root().params.get("jobs_dir")).job_ids()
     except Exception:  # completion must never fail loudly
@@ -47,8 +50,6 @@ JOBS_DIR_HELP = (
 
 def _set_jobs_dir(ctx: click.Context, _param: click.Parameter, value):
     if value is not None:
-        from .app import Application
-
         ctx.ensure_object(Application).jobs_dir_option = value
 
 
@@ -68,10 +69,6 @@ def accept_jobs_dir(command: click.Command) -> None:
 def table_width() -> int | None:
     """How wide a table's lines may be: ``COLUMNS`` when it is set, else
     the terminal's when stdout is one, else no limit (a pipe gets whole lines)."""
-    import os
-    import shutil
-    import sys
-
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:
         return int(columns)

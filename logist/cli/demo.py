@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import click
 
+from ..replay.demo import demo_summary, run_demo
 from .app import Application, pass_app
 from .common import json_option
 
@@ -20,8 +21,6 @@ def demo(app: Application, job_id: str, as_json: bool) -> None:
     Example:
       logist demo && logist job approve demo
     """
-    from ..replay.demo import demo_summary, run_demo
-
     last = run_demo(app.jobs, job_id, echo=app.info, summary=(lambda line: None) if as_json else app.echo)
     if as_json:
         job = app.jobs.job(last.job_id)

@@ -14,24 +14,26 @@ from typing import Optional
 
 import click
 
+from ..decoding import form_name
+from ..engine.context import context_window
+from ..engine.prepare import answer_budget, chosen_model, resolve_model, structured_output
+from ..errors import LLMCallError, LogistError
+from ..llm import LLMSettings, list_models, probe_form
+from ..redact import url_shown
+from ..store.config import DEFAULT_BASE_URL, NOT_CONFIGURED, endpoint_source, key_variable, resolve_api_key, resolve_endpoint
+from ..store.roles import load_roles
 from .app import EXIT_ERROR, Application, pass_app
 from .common import base_url_option, json_option
 
 
 def _settings(app: Application, base_url: Optional[str]):
-    from ..llm import LLMSettings
-    from ..store.config import resolve_api_key, resolve_endpoint
-
     config = app.jobs.config()
-    return LLMSettings(base_url=resolve_endpoint(base_url, config), api_key=resolve_api_key(),
+    return LLMSettings(base_url=resolve_endpoint(base_url, config), api_key=resolve_api_key(), endpoints=app.endpoints,
                        timeout=min(config.request_timeout, 10.0), max_retries=0)
 
 
 def _role_models(app: Application) -> dict[str, tuple]:
     """Role name -> (its role manifest, the model it calls, where that model was named)."""
-    from ..engine.prepare import chosen_model, resolve_model
-    from ..store.roles import load_roles
-
     config = app.jobs.config()
     no_job = SimpleNamespace(model=None)
     return {name: (role, resolve_model(config, no_job, role, None), chosen_model(config, no_job, role, None)[1])
@@ -54,16 +56,6 @@ def doctor(app: Application, base_url: Optional[str], probe: bool, as_json: bool
       logist doctor
       logist doctor --base-url http://localhost:11434/v1 --probe
     """
-    from ..decoding import form_name
-    from ..engine.context import context_window
-    from ..engine.prepare import DEFAULT_MAX_TOKENS, answer_budget, structured_output
-    from ..errors import LLMCallError
-    from ..llm import probe_form
-    from ..errors import LogistError
-    from ..llm import list_models
-    from ..redact import url_shown
-    from ..store.config import DEFAULT_BASE_URL, NOT_CONFIGURED, endpoint_source, key_variable
-
     config = app.jobs.config()
     named, source = endpoint_source(base_url, config)
     if source == "--base-url" and click.get_current_context().get_parameter_source("base_url").name == "ENVIRONMENT":
@@ -85,10 +77,8 @@ def doctor(app: Application, base_url: Optional[str], probe: bool, as_json: bool
     listed: Optional[set[str]] = None
     settings = None
     if endpoint is not None:
-        from ..llm import client
-
         settings = _settings(app, base_url)
-        client(settings.base_url, settings.api_key)  # built before the clock starts: the ping times the endpoint
+        settings.endpoints.client(settings.base_url, settings.api_key)  # built before the clock starts: the ping times the endpoint
         started = time.monotonic()
         try:
             names = list_models(settings)
@@ -167,10 +157,6 @@ def models(app: Application, base_url: Optional[str], as_json: bool) -> None:
     Example:
       logist models --base-url http://localhost:11434/v1
     """
-    from ..errors import LLMCallError, LogistError
-    from ..llm import list_models
-    from ..redact import url_shown
-
     settings = _settings(app, base_url)
     try:
         names = list_models(settings)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import click
 
+from ..errors import ConfigError
+from ..store.prompts import Prompts
+from ..store.roles import load_roles
 from .app import Application, echo, pass_app
 from .common import json_option
 
@@ -14,9 +17,6 @@ def prompts() -> None:
 
 
 def _prompts(app: Application):
-    from ..store.prompts import Prompts
-    from ..store.roles import load_roles
-
     return Prompts(app.jobs.path, load_roles(app.jobs.path))
 
 
@@ -30,8 +30,6 @@ def prompts_list(app: Application, as_json: bool) -> None:
     Example:
       logist prompts list
     """
-    from ..errors import ConfigError
-
     templates = _prompts(app)
     rows = []
     for name in templates.names():
@@ -75,8 +73,6 @@ def prompts_show(app: Application, name: str, builtin_only: bool, as_json: bool)
       logist prompts show compaction/system
       logist prompts show roles/Worker > jobs/prompts/roles/Worker.md
     """
-    from ..store.prompts import Prompts
-
     templates = _prompts(app)
     name = name.removesuffix(".md")
     role = None

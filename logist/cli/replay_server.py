@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import ipaddress
+
+import json
+
+import logging
+
+import signal
+
 import click
 
+from ..errors import LogistError
+from ..replay.fixtures import fixture_path
+from ..replay.server import ReplayLLMServer
 from .app import Application
 from .common import json_option
 
 
 def _loopback(host: str) -> bool:
-    import ipaddress
-
     if host == "localhost":
         return True
     try:
@@ -57,21 +66,12 @@ def replay_server(history: str, host: str, port: int, strict: bool, repeats: boo
       logist replay-server fixtures/wordcount/jobHistory.json --port 8765
       logist job run JOB --base-url http://127.0.0.1:8765/v1
     """
-    import logging
-    import signal
-
-    from ..errors import LogistError
-    from ..replay.fixtures import fixture_path
-    from ..replay.server import ReplayLLMServer
-
     try:
         server = ReplayLLMServer(fixture_path(history), strict=strict, host=host, port=port, repeats=repeats,
                                  latency=latency)
     except OSError as exc:
         raise LogistError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     if as_json:
-        import json
-
         click.echo(json.dumps({"base_url": server.base_url, "recording": history, "calls": server.total, "strict": strict}))
     else:
         click.echo(server.base_url)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import click
 
+from ..views.report import write_index
 from .app import Application, pass_app
 from .common import json_option
 from .job.report import shown_path
@@ -22,10 +24,6 @@ def report(app: Application, output: Optional[str], as_json: bool) -> None:
     Example:
       logist report && xdg-open jobs/index.html
     """
-    from pathlib import Path
-
-    from ..views.report import write_index
-
     path, rows = write_index(app.jobs, Path(output) if output else None)
     unreadable = [row.job_id for row in rows if row.report is None]
     if as_json:

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import click
 
+from ..store.prompts import Prompts
+from ..store.roles import get_role, load_roles
 from .app import Application, echo, pass_app
 from .common import fit, json_option, table_width
 
@@ -21,8 +23,6 @@ def role_list(app: Application, as_json: bool) -> None:
     Example:
       logist role list
     """
-    from ..store.roles import load_roles
-
     roles = load_roles(app.jobs.path)
     for error in roles.errors():  # the other roles are listed; jobs that use this one stop with this line
         app.info(f"Not loaded: {error}")
@@ -46,9 +46,6 @@ def role_inspect(app: Application, name: str, as_json: bool) -> None:
     Example:
       logist role inspect Supervisor
     """
-    from ..store.prompts import Prompts
-    from ..store.roles import get_role, load_roles
-
     r = get_role(name, app.jobs.path)
     prompts = Prompts(app.jobs.path, load_roles(app.jobs.path))
     instructions = prompts.resolve(f"roles/{r.name}", r)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import click
 
+from ..store.skills import list_skills, load_skill
 from .app import Application, echo, pass_app
 from .common import fit, json_option, table_width
 
@@ -21,8 +22,6 @@ def skill_list(app: Application, as_json: bool) -> None:
     Example:
       logist skill list
     """
-    from ..store.skills import list_skills
-
     errors: list[str] = []
     skills = list_skills(app.jobs.path, errors)
     for error in errors:  # the other skills are listed; a job made from this one stops with this line
@@ -48,8 +47,6 @@ def skill_show(app: Application, name: str, as_json: bool) -> None:
     Example:
       logist skill show fix-tests
     """
-    from ..store.skills import load_skill
-
     s = load_skill(name, app.jobs.path)
     if as_json:
         data = s.model_dump(mode="json")

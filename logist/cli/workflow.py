@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import click
 
+from ..engine.workflow import ROLES, Status, TABLE, TARGETS, TURN_EFFECTS, WHO_NAMES, describe_state_hint
 from .app import Application, echo
 from .common import json_option
 
 
 def _states(rule) -> str:
-    from ..engine.workflow import Status
-
     inside = [s.value for s in Status if s in rule.states]
     outside = [s.value for s in Status if s not in rule.states]
     text = ", ".join(inside) if len(inside) <= len(outside) else "any but " + ", ".join(outside)
@@ -23,8 +22,6 @@ def _states(rule) -> str:
 
 
 def _who(rule) -> str:
-    from ..engine.workflow import ROLES, WHO_NAMES
-
     if rule.who == ROLES:
         return "any role"
     return ", ".join(name for key, name in WHO_NAMES.items() if key in rule.who)
@@ -40,8 +37,6 @@ def _to(rule) -> str:
 
 
 def workflow_data() -> dict:
-    from ..engine.workflow import TABLE, TARGETS, TURN_EFFECTS, WHO_NAMES, Status, describe_state_hint
-
     rows = [
         {
             "states": [s.value for s in Status if s in r.states],
@@ -60,8 +55,6 @@ def workflow_data() -> dict:
 
 
 def _cells() -> list[tuple[str, str, str, str, str]]:
-    from ..engine.workflow import TABLE
-
     return [(_states(r), r.event, _who(r), _to(r), r.turn) for r in TABLE]
 
 
@@ -70,8 +63,6 @@ HEADER = ("state", "event", "who", "next state", "turn")
 
 def markdown() -> str:
     """The README's section body: what a person can do, then every row."""
-    from ..engine.workflow import TARGETS, TURN_EFFECTS, Status, describe_state_hint
-
     lines = ["| state | what a person can do |", "|---|---|"]
     lines += [f"| {s.value} | {describe_state_hint(s)} |" for s in Status]
     lines += ["", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
@@ -84,8 +75,6 @@ def markdown() -> str:
 
 
 def plain() -> str:
-    from ..engine.workflow import TARGETS, TURN_EFFECTS
-
     rows = [tuple(h.upper() for h in HEADER)] + _cells()
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]

@@ -125,15 +125,17 @@ def retried_key(job: Job, manifest: JobManifest) -> Optional[str]:
 
 
 def call_settings(job: Job, manifest: JobManifest, config: LogistConfig, base_url: Optional[str],
-                  request_timeout: Optional[float] = None) -> llm.LLMSettings:
+                  request_timeout: Optional[float] = None, endpoints: Optional[llm.Endpoints] = None) -> llm.LLMSettings:
     """How the job's calls reach the endpoint; :class:`~logist.errors.ConfigError`
-    when none is configured."""
+    when none is configured. ``endpoints``: what the caller's calls learned
+    of their endpoints (None: these calls start afresh)."""
     return llm.LLMSettings(
         base_url=resolve_endpoint(base_url, config),
         api_key=resolve_api_key(),
         timeout=request_timeout or config.request_timeout,
         max_retries=config.max_retries,
         max_answer_bytes=manifest.settings.max_answer_bytes, headers={llm.JOB_HEADER: job.id},
+        endpoints=endpoints if endpoints is not None else llm.Endpoints(),
     )
 
 
@@ -145,10 +147,10 @@ def make_call(job: Job, manifest: JobManifest, prepared: Prepared, settings: llm
     process (the recorded metadata says what was sent), journalled before
     and after."""
     body = prepared.body
-    if body.get("stream") and not llm.streams(settings.base_url):
+    if body.get("stream") and not settings.endpoints.streams(settings.base_url):
         body = llm.without_stream(body)
-    formats = llm.usable_formats(settings.base_url, prepared.formats)
-    if formats[0] != body.get("response_format"):  # a form this endpoint refused earlier in this process
+    formats = settings.endpoints.usable_formats(settings.base_url, prepared.formats)
+    if formats[0] != body.get("response_format"):  # a form this endpoint refused before (settings.endpoints)
         body = llm.with_format(body, formats[0])
     prepared.metadata.response_format = formats[0]
     prepared.metadata.stream = bool(body.get("stream")) or None
@@ -170,7 +172,7 @@ def make_call(job: Job, manifest: JobManifest, prepared: Prepared, settings: llm
         return f"{call_key_prefix(job.id, manifest.created_at, sequence)}{key_digest(key_for(sent))}"
 
     prepared.metadata.idempotency_key = key_for(body)
-    llm.client(settings.base_url, settings.api_key)  # built (once per process) before the clock starts
+    settings.endpoints.client(settings.base_url, settings.api_key)  # built (once per Endpoints) before the clock starts
     calling = journal.begin_call(job.dir, sequence, manifest.workspace_commit, prepared.metadata.idempotency_key,
                                  request_of(prepared))
     if watch is not None:
@@ -187,7 +189,7 @@ def make_call(job: Job, manifest: JobManifest, prepared: Prepared, settings: llm
             raise EndpointError(f"{secrets.redact(str(exc))} (endpoint {secrets.url_shown(settings.base_url)}); nothing was recorded "
                                 f"and job '{job.id}' is as it was") from None
         kind = exc.kind
-        llm.learn_window(settings.base_url, prepared.model, str(exc))  # "exceeds the context window of N"
+        settings.endpoints.learn_window(settings.base_url, prepared.model, str(exc))  # "exceeds the context window of N"
         if exc.reply is None:  # no answer came
             outcome = Outcome(error=secrets.redact(str(exc)), duration=time.monotonic() - started, called=True,
                               fault=kind)

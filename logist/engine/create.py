@@ -121,7 +121,7 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
     ``files`` are local files copied into the workspace (or, with
     ``from_repo``, paths already in it) that the Worker is shown in its
     opening message."""
-    spec = _as_spec(spec, options)
+    spec = as_spec(spec, options)
     check_job_id(job_id)
     spec = spec.model_copy(update={"workflow": _workflow(spec)})
     active_skill, objective, max_steps = None, spec.objective, spec.max_steps
@@ -196,7 +196,7 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
     return job
 
 
-def _as_spec(spec: Union[JobSpec, str, None], options: dict[str, Any]) -> JobSpec:
+def as_spec(spec: Union[JobSpec, str, None], options: dict[str, Any]) -> JobSpec:
     """The one JobSpec from create_job's arguments; a bad field is a
     :class:`ConfigError` naming it."""
     if isinstance(spec, JobSpec):

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional, Protocol
 
 from ..errors import ConfigError, LogistError, NotSteppableError
+from ..llm import Endpoints
 from ..store import lease as leases
 from .choices import DEFAULT_CONCURRENCY, engine_names, registered
 from .loop import QueueOutcome
@@ -205,7 +206,11 @@ def run_batch(jobs_dir, *, engine: str = "serial", concurrency: Optional[int] = 
               **kwargs) -> list[QueueOutcome]:
     """``job run --all``: every queued job, each to its resting state, on
     ``engine``; ``on_outcome`` is told of each job as it finishes. Returns
-    the outcomes in queue order. Jobs that have finished leave the queue."""
+    the outcomes in queue order. Jobs that have finished leave the queue.
+    The jobs' calls share ``kwargs``'s ``endpoints`` (:class:`logist.llm.Endpoints`;
+    none given: one for this batch)."""
+    if kwargs.get("endpoints") is None:
+        kwargs = {**kwargs, "endpoints": Endpoints()}
     job_ids = list(jobs_dir.read_index().queue)
     chosen = make_engine(engine, concurrency, address)
     counts = BatchCounts(len(job_ids), chosen.concurrency)

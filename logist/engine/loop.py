@@ -10,13 +10,21 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..errors import NotSteppableError
+from ..llm import Endpoints
 from ..store.manifest import Status
 from ..store.jobsdir import Job
 from .step import StepResult, step_once
 from .workflow import GOES_ON, STEPPABLE
 
 
+def _shared(kwargs: dict) -> dict:
+    """``kwargs`` with the :class:`~logist.llm.Endpoints` the loop's calls
+    share: the caller's, else one for this loop."""
+    return kwargs if kwargs.get("endpoints") is not None else {**kwargs, "endpoints": Endpoints()}
+
+
 def _step_while(job: Job, go_on: Callable[[StepResult], bool], on_step, kwargs) -> list[StepResult]:
+    kwargs = _shared(kwargs)
     results = []
     while True:
         result = step_once(job, **kwargs)
@@ -51,6 +59,7 @@ def run_to_rest(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = N
     task retried after its worker died): a job that has already finished or
     waits for a person, because an earlier attempt (or another runner) got
     it there, returns its status with no step made, instead of raising."""
+    kwargs = _shared(kwargs)
     results: list[StepResult] = []
     while True:
         try:

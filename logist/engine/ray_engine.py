@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Optional
 
 from .. import environment
+from ..llm import Endpoints
 from ..errors import ConfigError
 from ..store.lease import LEASE_SECONDS
 from .choices import DEFAULT_CONCURRENCY
@@ -135,7 +136,8 @@ class Runner:
         import ray  # lazy: this runs in a Ray worker, where Ray is loaded already
 
         os.environ.update(settings)
-        self.jobs_path, self.kwargs = jobs_path, kwargs
+        # The runner's calls share what they learn of their endpoints (an Endpoints does not cross processes).
+        self.jobs_path, self.kwargs = jobs_path, {**kwargs, "endpoints": Endpoints()}
         self.name = f"ray-{ray.get_runtime_context().get_actor_id()[:12]}-{os.getpid()}"
 
     def check_directory(self, batch: str, expected: str) -> tuple[str, str]:
@@ -281,7 +283,7 @@ class RayEngine:
 
     def _run(self, jobs_path, job_ids, kwargs):
         ray = ray_module()
-        kwargs = {**kwargs, "watch": None}
+        kwargs = {**kwargs, "watch": None, "endpoints": None}
         self._connect(ray)
         inflight: dict = {}
         try:

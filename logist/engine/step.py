@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from ..answer_forms import surrogates_shown
 from ..errors import LogistError, NotSteppableError
 from ..failpoints import failpoint
+from ..llm import Endpoints
 from ..protocol import Answer, InvalidAnswer, check_planner_answer, parse_answer
 from ..redact import known_secrets, redact
 from ..store import journal, seek
@@ -394,6 +395,7 @@ def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
 def _locked_step(
     job: Job, lock_timeout: float, produce: Callable[..., Outcome], model: Optional[str], mode: str,
     kind: str = "llm_call", base_url: Optional[str] = None, request_timeout: Optional[float] = None,
+    endpoints: Optional[Endpoints] = None,
 ) -> StepResult:
     """``mode``: "live" makes the call :func:`prepare` decides (a summary
     call when compaction is due, else the role's call); "answer" always
@@ -406,7 +408,7 @@ def _locked_step(
         if reason:
             return _stop_for_limit(job, manifest, reason)
         if mode == "live":
-            settings = call_settings(job, manifest, job.jobs_dir.config(), base_url, request_timeout)
+            settings = call_settings(job, manifest, job.jobs_dir.config(), base_url, request_timeout, endpoints)
             prepared = sized_call(job, manifest, model, settings)
         else:
             settings = None
@@ -460,6 +462,7 @@ def _apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome
 def step_once(
     job: Job, *, base_url: Optional[str] = None, model: Optional[str] = None, lock_timeout: float = 0,
     request_timeout: Optional[float] = None, watch: Optional[CallWatch] = None,
+    endpoints: Optional[Endpoints] = None,
 ) -> StepResult:
     """Exactly one LLM call (``job step --oneshot``): the role's, or a summary
     call when the role's conversation is due for compaction.
@@ -467,10 +470,12 @@ def step_once(
     Raises :class:`~logist.errors.ConfigError`, the job unchanged, when no
     endpoint is configured. ``request_timeout`` overrides config.json's;
     ``watch`` is told when the call starts, as its answer streams in, and
-    when it ends."""
+    when it ends. ``endpoints``: what the caller's calls learned of their
+    endpoints, and their clients (:class:`logist.llm.Endpoints`; None: this
+    call starts afresh)."""
     return _locked_step(
         job, lock_timeout, lambda manifest, prepared, settings: make_call(job, manifest, prepared, settings, watch),
-        model, "live", base_url=base_url, request_timeout=request_timeout,
+        model, "live", base_url=base_url, request_timeout=request_timeout, endpoints=endpoints,
     )
 
 

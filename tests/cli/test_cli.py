@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from logist import create_job, load_history, post_answer
+from logist.engine.create import create_job
+from logist.engine.step import post_answer
+from logist.store.history import load_history
 from logist.cli import cli
 from logist.replay.scripted import Reply, ScriptedLLMServer, answer
 

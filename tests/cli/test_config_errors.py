@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from logist import create_job
+from logist.engine.create import create_job
 
 from conftest import logist_cli, write_config
 

@@ -10,7 +10,10 @@ import json
 
 import pytest
 
-from logist import Status, create_job, post_answer, user_action
+from logist import Status
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.step import post_answer
 from logist.cli.app import EXIT_BUDGET, EXIT_CODES, EXIT_ERROR, EXIT_NEEDS_PERSON, EXIT_OK, EXIT_USAGE
 from logist.replay.scripted import answer
 

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import json
 
-from logist import Status, create_job, load_history, post_answer, user_action
+from logist import Status
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.step import post_answer
+from logist.store.history import load_history
 from logist.replay.scripted import answer
 from logist.store.recovery import definition_from_history
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import logist.cli
-from logist import create_job
+from logist.engine.create import create_job
 from logist.cli import main
 from logist.replay.scripted import answer
 from logist.replay.server import ReplayLLMServer

@@ -12,7 +12,8 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from logist import create_job, post_answer
+from logist.engine.create import create_job
+from logist.engine.step import post_answer
 from logist.cli import cli
 from logist.cli.app import EXIT_CODES, RUNS_STEPS
 

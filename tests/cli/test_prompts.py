@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from logist import step_once
+from logist.engine.step import step_once
 from logist.replay.scripted import answer
 from logist.resources import data_dir
 from logist.store.prompts import BUILTIN_DIR

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from logist import create_job
+from logist.engine.create import create_job
 from logist.replay.scripted import answer
 
 from conftest import CANARY_KEY, logist_cli

@@ -16,7 +16,11 @@ import pytest
 from logist.engine.context import estimate
 from click.testing import CliRunner
 
-from logist import JobsDir, create_job, load_history, replay_history, step_once
+from logist.engine.create import create_job
+from logist.engine.step import step_once
+from logist.replay.apply import replay_history
+from logist.store.history import load_history
+from logist.store.jobsdir import JobsDir
 from logist.cli import cli
 from logist.errors import ConfigError
 from logist.replay.scripted import Reply, ScriptedLLMServer, answer
@@ -145,16 +149,19 @@ def test_server_errors_are_still_retried_within_max_retries(jobs, llm):
 # One client per endpoint; openai only when a call is made --------------------------------------------------
 
 
-def test_one_client_per_process_and_endpoint(jobs, llm):
-    from logist import llm as llm_module
+def test_one_client_per_endpoints_and_endpoint(jobs, llm):
+    from logist.llm import Endpoints
 
     job = make_job(jobs)
     llm.add(answer("MESSAGE", message="one"), answer("MESSAGE", message="two"))
-    step_once(job, base_url=llm.base_url)
-    first = llm_module.client(llm.base_url, None)
-    step_once(job, base_url=llm.base_url)
-    assert llm_module.client(llm.base_url, None) is first
-    assert [key for key in llm_module._CLIENTS if key[0] == llm.base_url] == [(llm.base_url, None)]
+    endpoints = Endpoints()
+    step_once(job, base_url=llm.base_url, endpoints=endpoints)
+    first = endpoints.client(llm.base_url, None)
+    step_once(job, base_url=llm.base_url, endpoints=endpoints)
+    assert endpoints.client(llm.base_url, None) is first
+    assert [key for key in endpoints._clients if key[0] == llm.base_url] == [(llm.base_url, None)]
+    assert Endpoints().client(llm.base_url, None) is not first, "another owner, another client"
+    endpoints.close()
 
 
 def test_openai_is_imported_only_when_a_call_is_made(jobs):
@@ -199,15 +206,19 @@ def test_streaming_off_in_config_sends_a_plain_body(jobs, llm):
 @pytest.mark.parametrize("mode, first_requests", [("refuse", 2), ("ignore", 1)])
 def test_an_endpoint_that_does_not_stream_is_asked_plainly_and_remembered(jobs, mode, first_requests):
     """refuse: HTTP 400 to a streamed request, so it is asked again plainly;
-    ignore: a whole answer to a streamed request. Either way the process
-    sends the endpoint's later calls plain."""
+    ignore: a whole answer to a streamed request. Either way the calls that
+    share its Endpoints (a command's, a logist.open's) send the endpoint's
+    later calls plain."""
+    from logist.llm import Endpoints
+
     job = make_job(jobs)
     one, two = answer("MESSAGE", message="one"), answer("MESSAGE", message="two")
+    endpoints = Endpoints()
     with ScriptedLLMServer([one, two], streaming=mode) as server:
-        first = step_once(job, base_url=server.base_url)
+        first = step_once(job, base_url=server.base_url, endpoints=endpoints)
         assert first.action == "MESSAGE" and len(server.requests) == first_requests
         assert server.requests[0]["stream"] is True
-        second = step_once(job, base_url=server.base_url)
+        second = step_once(job, base_url=server.base_url, endpoints=endpoints)
         assert second.action == "MESSAGE" and len(server.requests) == first_requests + 1
         assert "stream" not in server.requests[-1] and "stream_options" not in server.requests[-1]
     entries = load_history(job.dir).interactions

@@ -12,7 +12,8 @@ import json
 import pyte
 import pytest
 
-from logist import create_job, load_history
+from logist.engine.create import create_job
+from logist.store.history import load_history
 from logist.replay.scripted import answer
 from logist.terminal import escaped, inert, inert_json
 

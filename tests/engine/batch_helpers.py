@@ -8,7 +8,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from logist import JobsDir, load_history
+from logist.store.history import load_history
+from logist.store.jobsdir import JobsDir
 from logist.replay.fixtures import create_from_fixture
 from logist.store.entries import CALL_KINDS
 

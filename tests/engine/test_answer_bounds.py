@@ -13,7 +13,9 @@ import subprocess
 
 import pytest
 
-from logist import Status, create_job, load_history
+from logist import Status
+from logist.engine.create import create_job
+from logist.store.history import load_history
 from logist.engine.call import request_of
 from logist.engine.prepare import prepare
 from logist.replay.scripted import Reply, answer
@@ -235,7 +237,7 @@ def test_a_posted_answer_with_a_lone_surrogate_is_recorded_as_an_invalid_answer(
     """``job poststep --response-string`` takes what the command line holds,
     and bytes that are not UTF-8 arrive as lone surrogates: kept as their
     escape, so the answer is recorded, and refused for the surrogate."""
-    from logist import post_answer
+    from logist.engine.step import post_answer
 
     job = make_job(jobs, "posted")
     result = post_answer(job, '{"action": "MESSAGE", "message": "caf\udce9"}')

@@ -7,7 +7,13 @@ from __future__ import annotations
 import json
 import subprocess
 
-from logist import JobsDir, Status, create_job, load_history, post_answer, run_job, step_once, user_action
+from logist import Status
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.loop import run_job
+from logist.engine.step import post_answer, step_once
+from logist.store.history import load_history
+from logist.store.jobsdir import JobsDir
 from logist.protocol_prompt import protocol_text
 from logist.replay.apply import replay_history
 from logist.replay.scripted import answer

@@ -7,7 +7,12 @@ import json
 
 import pytest
 
-from logist import Status, create_job, load_history, run_job, step_once, user_action
+from logist import Status
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.loop import run_job
+from logist.engine.step import step_once
+from logist.store.history import load_history
 from logist.replay.scripted import Reply
 from logist.replay.scripted import answer
 
@@ -205,7 +210,7 @@ def test_wall_time_budget(jobs, llm):
 def test_wall_time_counts_the_whole_step_not_only_the_call(jobs):
     """A posted answer makes no call, but its step applies and commits: the
     person waited for that, so the wall budget counts it."""
-    from logist import post_answer
+    from logist.engine.step import post_answer
     from logist.engine.budget import limit_reason
 
     job = create_job(jobs, "posted", "Take notes", max_wall_seconds=0.0001)

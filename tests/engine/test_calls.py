@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 
-from logist import create_job, load_history, step_once
+from logist.engine.create import create_job
+from logist.engine.step import step_once
+from logist.store.history import load_history
 from logist.replay.scripted import Reply, ScriptedLLMServer, answer
 from logist.engine.call import entry_key
 from logist.store.calls import body_digest, call_key, key_digest
@@ -72,7 +74,9 @@ def test_a_request_asked_again_without_a_stream_gets_its_own_key(jobs):
 def test_a_run_asked_again_of_a_finished_job_returns_its_status(jobs, llm):
     """A batch task retried after its job got to rest (an earlier attempt
     finished it) gets the job's status back, and no call is made."""
-    from logist import Status, run_to_rest, user_action
+    from logist import Status
+    from logist.engine.decide import user_action
+    from logist.engine.loop import run_to_rest
     from logist.errors import TransitionError
 
     job = create_job(jobs, "again", "Write hello.py that prints a greeting")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from logist import create_job
+from logist.engine.create import create_job
 from logist.replay.scripted import answer
 
 from conftest import logist_cli, logist_process

@@ -7,7 +7,9 @@ import json
 import subprocess
 import sys
 
-from logist import create_job, step_once, user_action
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.step import step_once
 
 PY = sys.executable
 SYSTEM_CONTEXT = "--- System Context ---\n"

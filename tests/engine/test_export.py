@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from logist import create_job, load_history, run_job
+from logist.engine.create import create_job
+from logist.engine.loop import run_job
+from logist.store.history import load_history
 from logist.replay.scripted import answer
 
 from conftest import logist_cli

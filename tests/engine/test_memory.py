@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 
-from logist import load_history, step_once
+from logist.engine.step import step_once
+from logist.store.history import load_history
 from logist.replay.scripted import answer
 from logist.resources import data_dir
 

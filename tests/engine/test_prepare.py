@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 
-from logist import load_history, step_once
+from logist.engine.step import step_once
+from logist.store.history import load_history
 from logist.engine.prepare import SUMMARY_MAX_TOKENS
 from logist.store.prompts import builtin
 from logist.resources import data_dir

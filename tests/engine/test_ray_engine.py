@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from logist import JobsDir
+from logist.store.jobsdir import JobsDir
 from logist.replay.server import ReplayLLMServer
 from logist.store.lease import LEASE_NAME, read_lease
 

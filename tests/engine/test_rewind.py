@@ -8,7 +8,11 @@ import subprocess
 
 import pytest
 
-from logist import Status, create_job, load_history, run_job, step_once
+from logist import Status
+from logist.engine.create import create_job
+from logist.engine.loop import run_job
+from logist.engine.step import step_once
+from logist.store.history import load_history
 from logist.errors import LogistError
 from logist.engine.rewind import rewind
 from logist.replay.scripted import answer

@@ -7,7 +7,13 @@ import subprocess
 
 import pytest
 
-from logist import JobsDir, Status, create_job, load_history, post_answer, run_job, step_once, user_action
+from logist import Status
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.loop import run_job
+from logist.engine.step import post_answer, step_once
+from logist.store.history import load_history
+from logist.store.jobsdir import JobsDir
 from logist.errors import EndpointError, TransitionError
 from logist.replay.scripted import Reply
 from logist.replay.scripted import answer

@@ -8,7 +8,12 @@ import sys
 
 import pytest
 
-from logist import Status, create_job, load_history, step_once, step_turn, user_action
+from logist import Status
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.loop import step_turn
+from logist.engine.step import step_once
+from logist.store.history import load_history
 from logist.errors import LogistError, TransitionError
 
 PY = sys.executable

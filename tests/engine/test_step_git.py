@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from logist import create_job, step_once
+from logist.engine.create import create_job
+from logist.engine.step import step_once
 from logist.protocol import WriteFile
 from logist.replay.scripted import answer
 from logist.workspace import Workspace

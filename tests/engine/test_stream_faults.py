@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 
-from logist import create_job, load_history, step_once
+from logist.engine.create import create_job
+from logist.engine.step import step_once
+from logist.store.history import load_history
 from logist.replay.scripted import Reply
 from logist.store.manifest import Status
 

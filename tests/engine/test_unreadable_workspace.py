@@ -29,7 +29,11 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("runuser") is 
 SCRIPT = r"""
 import json, os, subprocess, sys
 from pathlib import Path
-from logist import JobsDir, create_job, run_job, step_once, user_action
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.loop import run_job
+from logist.engine.step import step_once
+from logist.store.jobsdir import JobsDir
 from logist.engine.rewind import rewind
 from logist.errors import LogistError
 from logist.replay.scripted import ScriptedLLMServer, answer

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from logist import create_job
+from logist.engine.create import create_job
 from logist.engine.context import ContextOverflowError, context_window, sized_call
 from logist.llm import LLMSettings
 from logist.store.config import LogistConfig

@@ -22,7 +22,12 @@ from typing import Callable, Optional
 
 import pytest
 
-from logist import JobsDir, Status, create_job, load_history, post_answer, user_action
+from logist import Status
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.step import post_answer
+from logist.store.history import load_history
+from logist.store.jobsdir import JobsDir
 from logist.engine import workflow as wf
 from logist.engine.workflow import ADDRESSED, PERSON, PLANNER, SUPERVISOR, TABLE, WORKER
 from logist.errors import TransitionError

@@ -12,7 +12,9 @@ import sys
 
 import pytest
 
-from logist import create_job, load_history, post_answer
+from logist.engine.create import create_job
+from logist.engine.step import post_answer
+from logist.store.history import load_history
 from logist.decoding import decoding_schema
 from logist.store.manifest import Status
 

@@ -12,7 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from logist import JobManifest, JobsDir, LogistError, Status, create_job, load_history, run_job, user_action
+from logist import JobManifest, LogistError, Status
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.loop import run_job
+from logist.store.history import load_history
+from logist.store.jobsdir import JobsDir
 from logist.cli.app import EXIT_NEEDS_PERSON, NEEDS_PERSON
 from logist.replay.demo import run_demo
 from logist.replay.fixtures import create_from_fixture, load_fixture, record_fixture, rerecord

@@ -17,7 +17,13 @@ from pathlib import Path
 import openai
 import pytest
 
-from logist import JobsDir, Status, create_job, load_history, run_job, step_once, user_action
+from logist import Status
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.loop import run_job
+from logist.engine.step import step_once
+from logist.store.history import load_history
+from logist.store.jobsdir import JobsDir
 from logist.replay.fixtures import create_from_fixture, load_fixture
 from logist.replay.apply import ReplayDivergedError, replay_history
 from logist.replay.matching import canonical_request, first_difference, recorded_body

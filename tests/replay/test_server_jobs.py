@@ -11,7 +11,8 @@ import urllib.request
 import openai
 import pytest
 
-from logist import Status, run_job
+from logist import Status
+from logist.engine.loop import run_job
 from logist.llm import JOB_HEADER
 from logist.replay.fixtures import create_from_fixture
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from logist import JobsDir, create_job
+from logist.engine.create import create_job
+from logist.store.jobsdir import JobsDir
 from logist.replay.scripted import Reply
 
 pytestmark = pytest.mark.slow

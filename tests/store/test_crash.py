@@ -23,7 +23,11 @@ from pathlib import Path
 import pytest
 
 from logist.engine.call import entry_key
-from logist import HistoryEntry, JobManifest, JobsDir, create_job, load_history, step_once
+from logist import HistoryEntry, JobManifest
+from logist.engine.create import create_job
+from logist.engine.step import step_once
+from logist.store.history import load_history
+from logist.store.jobsdir import JobsDir
 from logist.failpoints import POINTS
 from logist.replay.scripted import Reply
 from logist.replay.scripted import answer

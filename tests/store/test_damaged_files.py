@@ -10,7 +10,9 @@ import shutil
 
 import pytest
 
-from logist import create_job, load_history, step_once
+from logist.engine.create import create_job
+from logist.engine.step import step_once
+from logist.store.history import load_history
 from logist.replay.scripted import answer
 
 from conftest import logist_cli

@@ -11,7 +11,9 @@ import shutil
 
 import pytest
 
-from logist import create_job, load_history, step_once
+from logist.engine.create import create_job
+from logist.engine.step import step_once
+from logist.store.history import load_history
 from logist.replay.scripted import answer
 from logist.store import journal
 from logist.store.calls import SavedAnswer

@@ -18,7 +18,10 @@ import sys
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from logist import create_job, load_history, step_once, user_action
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.step import step_once
+from logist.store.history import load_history
 from logist.replay.scripted import Reply
 from logist.store.atomic import move_aside
 from logist.store.layout import JOB_FILES, README_NAME, describe

@@ -28,7 +28,7 @@ import time
 import pytest
 
 from conftest import logist_process
-from logist import create_job
+from logist.engine.create import create_job
 from logist.failpoints import COMMAND_POINTS, POINTS
 from logist.replay.scripted import LLMServer, Reply, answer
 from logist.store.recovery import recovered_manifest

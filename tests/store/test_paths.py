@@ -8,7 +8,12 @@ from __future__ import annotations
 import json
 import shutil
 
-from logist import JobsDir, Status, create_job, load_history, run_job, step_once
+from logist import Status
+from logist.engine.create import create_job
+from logist.engine.loop import run_job
+from logist.engine.step import step_once
+from logist.store.history import load_history
+from logist.store.jobsdir import JobsDir
 from logist.engine.rewind import rewind
 from logist.replay.apply import replay_history
 from logist.replay.scripted import answer

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import json
 
-from logist import create_job, load_history, step_once, user_action
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.step import step_once
+from logist.store.history import load_history
 from logist.replay.scripted import NO_RETRY, Reply, answer
 from logist.resources import data_dir
 from logist.store.entries import CALL_KINDS

@@ -14,7 +14,9 @@ import json
 import random
 import subprocess
 
-from logist import create_job, step_once, user_action
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.step import step_once
 from logist.replay.scripted import ScriptedLLMServer
 from logist.store.entries import HistoryEntry
 from logist.store.history import iter_entry_data, load_history

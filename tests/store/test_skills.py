@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from logist import create_job
+from logist.engine.create import create_job
 from logist.errors import ConfigError, NotFoundError
 from logist.store.skills import list_skills, load_skill
 

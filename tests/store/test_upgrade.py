@@ -110,7 +110,8 @@ def test_the_upgraded_v1_history_replays_to_the_same_statuses_and_workspace(jobs
 
 
 def test_fields_a_newer_version_added_are_kept_not_refused(jobs):
-    from logist import create_job, post_answer
+    from logist.engine.create import create_job
+    from logist.engine.step import post_answer
 
     job = create_job(jobs, "newer", "Do it")
     data = json.loads(job.manifest_path.read_text())
@@ -132,7 +133,8 @@ def test_fields_a_newer_version_added_are_kept_not_refused(jobs):
 
 
 def test_a_job_from_a_newer_logist_is_shown_but_not_changed(jobs):
-    from logist import create_job, post_answer
+    from logist.engine.create import create_job
+    from logist.engine.step import post_answer
     from logist.errors import LogistError
 
     job = create_job(jobs, "future", "Do it")

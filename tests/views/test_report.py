@@ -22,7 +22,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from logist import create_job, load_history, post_answer, step_once, user_action
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.step import post_answer, step_once
+from logist.store.history import load_history
 from logist.cli import cli
 from logist.views.report import render_job_report, write_index, write_job_report
 from logist.engine.rewind import rewind

@@ -9,7 +9,11 @@ import sys
 
 import pytest
 
-from logist import create_job, load_history, post_answer, run_job, step_once, user_action
+from logist.engine.create import create_job
+from logist.engine.decide import user_action
+from logist.engine.loop import run_job
+from logist.engine.step import post_answer, step_once
+from logist.store.history import load_history
 from logist.views import transcript as tr
 from logist.replay.scripted import Reply
 from logist.views.markdown import fenced
@@ -111,7 +115,7 @@ def test_transcript_reads_in_order_and_matches_the_history(jobs, llm, tmp_path, 
 
 def test_a_replayed_job_has_the_same_transcript_as_a_rebuild(jobs):
     from conftest import REPO_ROOT
-    from logist import replay_history
+    from logist.replay.apply import replay_history
     from logist.replay.apply import read_history_file
     from logist.views.summary import action_of, actor_of
 

@@ -7,9 +7,6 @@ holds what only the command line has: short flags and friendlier names (a
 budget's option is named in :data:`logist.engine.budget.SETTABLE`). ``job
 set`` and ``job resubmit`` take the budget options made the same way
 (:class:`SpecCommand` with ``spec_fields="budgets"``).
-
-The model (and pydantic with it) loads only when ``job create`` itself runs
-or shows its help: ``logist --help`` lists the command from its docstring.
 """
 
 from __future__ import annotations
@@ -19,6 +16,9 @@ from typing import Any, Optional
 
 import click
 
+from ...engine.budget import SETTABLE
+from ...engine.create import JobSpec, as_spec
+from ...store.roles import load_roles
 from ..app import Application, pass_app
 from ..common import json_option
 
@@ -61,8 +61,6 @@ def _click_type(annotation: Any, limits: dict[str, Any]) -> Any:
 
 def spec_option(name: str, field: Any) -> click.Option:
     """The click option for the JobSpec field ``name``."""
-    from ...engine.budget import SETTABLE
-
     style = STYLE.get(name, {"decls": [SETTABLE[name]]} if name in SETTABLE else {})
     annotation = field.annotation
     if typing.get_origin(annotation) is typing.Union:  # Optional[X]: None means "not given"
@@ -96,9 +94,6 @@ class SpecCommand(click.Command):
 
     def spec_options(self) -> list[click.Option]:
         if self._spec_options is None:
-            from ...engine.budget import SETTABLE
-            from ...engine.create import JobSpec
-
             names = list(SETTABLE) if self.spec_fields == "budgets" else list(JobSpec.model_fields)
             self._spec_options = [spec_option(name, JobSpec.model_fields[name]) for name in names]
         return self._spec_options
@@ -119,10 +114,7 @@ def create(app: Application, job_id: str, as_json: bool, **options: Any) -> None
       logist job create wordcount -o "Write wc.py that counts words" -a "tests pass"
       logist job create fix --skill fix-tests --allow "python -m pytest*" --from-repo ../app
     """
-    from ...engine.create import create_job
-    from ...store.roles import load_roles
-
-    job = create_job(app.jobs, job_id, **options)
+    job = app.open().create(job_id, spec=as_spec(None, options))
     for error in load_roles(app.jobs.path).errors():  # the job was made without them: said, not hidden
         app.info(f"Not loaded: {error}")
     if as_json:

@@ -2,35 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Optional
+import os
+from typing import Callable, Optional
 
 import click
 
+from ...engine.budget import BUDGETS, SETTABLE, raise_hint
+from ...api import Job
+from ...errors import NotFoundError, TransitionError
+from ...store.jobsdir import is_job_id
+from ...store.manifest import JobManifest
+from ...terminal import escaped, inert
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
 from .create import SpecCommand
 
 
-def _simple(name: str, doc: str):
+def _simple(name: str, verb: Callable[[Job], JobManifest], doc: str):
+    """The command ``name``: ``verb`` (a method of :class:`logist.api.Job`) on the job."""
     @click.command(name=name, help=doc)
     @job_argument
     @wait_option
     @json_option
     @pass_app
     def command(app: Application, job_id: Optional[str], lock_timeout: float, as_json: bool) -> None:
-        from ...engine.decide import user_action
-
-        job = app.job(job_id)
-        app.job_changed(as_json, job.id, user_action(job, name, lock_timeout=lock_timeout))
+        job = app.open(lock_timeout=lock_timeout).job(job_id)
+        app.job_changed(as_json, job.id, verb(job))
 
     return command
 
 
-approve = _simple("approve", "Approve the work: the job becomes SUCCESS.\n\n\b\nExample:\n  logist job approve hello")
-suspend = _simple("suspend", "Suspend a job until it is resumed.\n\n\b\nExample:\n  logist job suspend hello")
-resume = _simple("resume", "Resume a suspended job where it was.\n\n\b\nExample:\n  logist job resume hello")
+approve = _simple("approve", Job.approve, "Approve the work: the job becomes SUCCESS.\n\n\b\nExample:\n  logist job approve hello")
+suspend = _simple("suspend", Job.suspend, "Suspend a job until it is resumed.\n\n\b\nExample:\n  logist job suspend hello")
+resume = _simple("resume", Job.resume, "Resume a suspended job where it was.\n\n\b\nExample:\n  logist job resume hello")
 cancel = _simple(
-    "cancel",
+    "cancel", Job.cancel,
     "Cancel a job for good: it cannot be resumed, rerun or restepped.\n\n"
     "To stop it for now, suspend it instead.\n\n\b\nExample:\n  logist job cancel hello",
 )
@@ -59,11 +65,7 @@ def approve_command(app: Application, job_id: Optional[str], raw: bool, lock_tim
       logist job approve-command hello --raw
       logist job approve-command hello
     """
-    from ...engine.decide import user_action
-    from ...errors import TransitionError
-    from ...terminal import escaped, inert
-
-    job = app.job(job_id)
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
     command = job.manifest().pending_command
     if raw:
         if command is None:
@@ -72,10 +74,10 @@ def approve_command(app: Application, job_id: Optional[str], raw: bool, lock_tim
         return
     if command is not None and not as_json:
         app.info(f"Running: {inert(command, one_line=True)}")
-    app.job_changed(as_json, job.id, user_action(job, "approve-command", lock_timeout=lock_timeout))
+    app.job_changed(as_json, job.id, job.approve_command())
 
 skip_command = _simple(
-    "skip-command",
+    "skip-command", Job.skip_command,
     "Skip the held command; the model is told so.\n\n\b\nExample:\n  logist job skip-command hello",
 )
 
@@ -93,15 +95,11 @@ def reject(app: Application, job_id: Optional[str], feedback: str, lock_timeout:
     Example:
       logist job reject hello --feedback "Print the greeting in French too"
     """
-    from ...engine.decide import user_action
-
-    job = app.job(job_id)
-    app.job_changed(as_json, job.id, user_action(job, "reject", feedback, lock_timeout=lock_timeout))
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
+    app.job_changed(as_json, job.id, job.reject(feedback))
 
 
 def _budgets_data(manifest) -> dict:
-    from ...engine.budget import BUDGETS
-
     return {"budgets": {name: getattr(manifest.settings, name) for name in BUDGETS}}
 
 
@@ -120,11 +118,8 @@ def resubmit(app: Application, job_id: Optional[str], feedback: str, lock_timeou
       logist job resubmit hello --feedback "Use Python 3.11; pytest is installed"
       logist job resubmit hello --max-steps 50 --feedback "Go on"
     """
-    from ...engine.budget import raise_hint
-    from ...engine.decide import user_action
-
-    job = app.job(job_id)
-    manifest = user_action(job, "resubmit", feedback or None, settings=budgets, lock_timeout=lock_timeout)
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
+    manifest = job.resubmit(feedback or None, **budgets)
     app.job_changed(as_json, job.id, manifest, extra=_budgets_data(manifest))
     spent = raise_hint(job.id, manifest)
     if spent and not as_json:
@@ -147,14 +142,11 @@ def set_budgets(app: Application, job_id: Optional[str], lock_timeout: float, as
       logist job set hello --max-steps 50 --max-cost 2.50
       logist job run hello
     """
-    from ...engine.budget import SETTABLE, raise_hint
-    from ...engine.decide import user_action
-
     if all(value is None for value in budgets.values()):
         raise click.UsageError("give at least one budget: " + ", ".join(f"{option} N" for option in SETTABLE.values()))
-    job = app.job(job_id)
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
     before = str(job.manifest().status)
-    manifest = user_action(job, "set", settings=budgets, lock_timeout=lock_timeout)
+    manifest = job.set_budgets(**budgets)
     spent = raise_hint(job.id, manifest)
     if spent and str(manifest.status) == "INTERVENTION_REQUIRED":
         message = f"Job '{job.id}' is still stopped: {spent}"
@@ -185,11 +177,9 @@ def answer(app: Application, args: tuple, job_option: Optional[str], text: Optio
       logist job answer hello "Use the MIT license"
       logist job answer --text yes          # the current job
     """
-    from ...engine.decide import user_action
-
     job_id, text = _answer_arguments(app, list(args), job_option, text, skip)
-    job = app.job(job_id)
-    app.job_changed(as_json, job.id, user_action(job, "answer", text, skip=skip, lock_timeout=lock_timeout))
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
+    app.job_changed(as_json, job.id, job.skip_question() if skip else job.answer(text))
 
 
 def _answer_arguments(app: Application, args: list[str], job_option: Optional[str], text: Optional[str],
@@ -218,10 +208,6 @@ def _answer_arguments(app: Application, args: list[str], job_option: Optional[st
 def _single_argument(app: Application, word: str) -> tuple[Optional[str], Optional[str]]:
     """``job answer WORD``: the answer for the current job only when WORD
     cannot be a job id (it has spaces, say); otherwise refused."""
-    import os
-
-    from ...errors import NotFoundError
-    from ...store.jobsdir import is_job_id
 
     if not is_job_id(word):
         return None, word

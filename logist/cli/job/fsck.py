@@ -4,6 +4,9 @@ from typing import Optional
 
 import click
 
+from ... import views
+from ...engine.call import finish_interrupted
+from ...store.fsck import fsck as check
 from ..app import EXIT_ERROR, Application, pass_app
 from ..common import job_argument, json_option, wait_option
 
@@ -28,10 +31,6 @@ def fsck(app: Application, job_id: Optional[str], lock_timeout: float, as_json: 
     Example:
       logist job fsck hello
     """
-    from ... import views
-    from ...engine.call import finish_interrupted
-    from ...store.fsck import fsck as check
-
     job = app.job(job_id)
     report = check(job, finish_interrupted(job), lock_timeout)
     views.refresh(job)  # a repair recorded an entry

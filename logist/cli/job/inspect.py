@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from typing import Optional
 
 import click
 
+from ...errors import CorruptFileError, NotFoundError
+from ...redact import url_shown
+from ...store.calls import recorded_key
+from ...store.history import iter_entries
+from ...store.journal import pending_call
+from ...store.requests import HistoryReader, recorded_body
+from ...store.seek import read_entry
 from ...terminal import inert
+from ...views.summary import budgets, cost_known, one_line, step_row, summarise
+from ...views.transcript import transcript_path
 from ..app import Application, echo, pass_app
 from ..common import complete_job_ids, fit, job_argument, json_option, labelled, table_width
 from .step import base_url_option
@@ -63,8 +73,6 @@ def select(app: Application, job_id: str, as_json: bool) -> None:
 
 def _unrecorded_call(job) -> Optional[dict]:
     """A call the step journal holds and the history does not record yet."""
-    from ...store.journal import pending_call
-
     found = pending_call(job.dir)
     if found is None:
         return None
@@ -72,8 +80,6 @@ def _unrecorded_call(job) -> Optional[dict]:
 
 
 def _status_data(job, m) -> dict:
-    from ...views.summary import budgets
-
     data = {
         "job_id": m.job_id,
         "status": str(m.status),
@@ -97,8 +103,6 @@ def _status_data(job, m) -> dict:
 
 def _calls_line(m) -> str:
     """Calls, tokens, cost and time so far, from the manifest's totals."""
-    from ...views.summary import cost_known
-
     t = m.totals
     if not cost_known(t):
         cost = "cost unknown (no price for the model in config.json)"
@@ -135,8 +139,6 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
     Example:
       logist job status hello
     """
-    from ...views.summary import budgets
-
     job = app.job(job_id)
     m = job.manifest()
     data = _status_data(job, m)
@@ -184,8 +186,6 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
     Example:
       logist job show hello
     """
-    from ...errors import CorruptFileError
-
     job = app.job(job_id)
     m = job.manifest()
     if as_json:
@@ -230,9 +230,6 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
         if m.last_exit.evidence_files:
             echo(f"Evidence: {', '.join(inert(path, one_line=True) for path in m.last_exit.evidence_files)}")
     echo(_calls_line(m))
-    from ...views.summary import summarise
-    from ...views.transcript import transcript_path
-
     try:
         summary = summarise(job, manifest=m)
     except CorruptFileError as exc:
@@ -279,8 +276,6 @@ def _table(rows, who: str, width: Optional[int]) -> list[str]:
     action are as wide as their longest value, at least 10; the summary
     takes what is left of ``width`` (None: all of it). When that would be
     less than :data:`SUMMARY_ROOM`, the time column is left out."""
-    from ...views.summary import one_line
-
     names = [row.actor if who == "who" else (row.role or "-") for row in rows]
     wn = max([10] + [len(name) for name in names])
     wa = max([10] + [len(row.action) for row in rows])
@@ -321,10 +316,6 @@ def history(app: Application, job_id: Optional[str], number: Optional[int], as_j
       logist job history hello
       logist job history hello --entry 3 --json
     """
-    from ...errors import CorruptFileError
-    from ...store.history import iter_entries
-    from ...views.summary import step_row
-
     job = app.job(job_id)
     if number is not None:
         _show_entry(app, job, number, as_json)
@@ -341,10 +332,6 @@ def history(app: Application, job_id: Optional[str], number: Optional[int], as_j
 
 
 def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
-    from ...errors import NotFoundError
-    from ...store.seek import read_entry
-    from ...store.requests import HistoryReader, recorded_body
-
     last = job.manifest().last_sequence
     if not 1 <= number <= last:
         raise NotFoundError(f"job '{job.id}' has no step {number} (its history has steps 1 to {last})")
@@ -352,8 +339,6 @@ def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
     data = entry.dump()
     body = None
     if entry.request is not None:
-        from ...store.calls import recorded_key
-
         body = recorded_body(data, HistoryReader(job.dir).messages(number))
         # The Idempotency-Key header it was sent with (the file leaves out a key it can derive).
         data["request"]["metadata"]["idempotency_key"] = recorded_key(job.id, job.manifest().created_at, data, body)
@@ -394,41 +379,21 @@ def preview(app: Application, job_id: Optional[str], model: Optional[str], base_
       logist job preview hello
       logist job preview hello --json
     """
-    import json
-
-    from ...engine.call import call_settings
-    from ...engine.context import sized_call
-    from ...engine.session import upgrade
-    from ...errors import ConfigError
-    from ...redact import url_shown
-    from ...store.config import resolve_base_url
-
-    job = app.job(job_id)
-    upgraded = upgrade(job)
-    if upgraded:
-        app.info(upgraded)
-    manifest = job.manifest()
-    config = job.jobs_dir.config()
-    try:
-        settings = call_settings(job, manifest, config, base_url)
-    except ConfigError as exc:  # what a step would say before any call
-        settings, unconfigured = None, exc
-    else:
-        unconfigured = None
     # Sized as a step sizes it: the endpoint is asked for the model's window (never called).
-    prepared = sized_call(job, manifest, model, settings)
+    preview = app.open(base_url=base_url).job(job_id).preview(model=model)
+    if preview.upgraded:
+        app.info(preview.upgraded)
     if as_json:
-        app.print_json(prepared.body)
+        app.print_json(preview.body)
         return
-    endpoint = resolve_base_url(base_url, prepared.config).rstrip("/")
-    if unconfigured is not None:
-        app.info(f"note: a step would stop before any call: {unconfigured}")
-    echo(f"POST {url_shown(endpoint)}/chat/completions")
-    if prepared.is_compaction:
-        echo(f"(a summary call: rounds 1 to {prepared.compaction_target} of the {prepared.role.name}'s conversation)")
-    for key, value in prepared.body.items():
+    if preview.unconfigured is not None:
+        app.info(f"note: a step would stop before any call: {preview.unconfigured}")
+    echo(f"POST {url_shown(preview.endpoint)}/chat/completions")
+    if preview.compaction_rounds is not None:
+        echo(f"(a summary call: rounds 1 to {preview.compaction_rounds} of the {preview.role}'s conversation)")
+    for key, value in preview.body.items():
         if key != "messages":
             echo(f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
-    for message in prepared.body["messages"]:
+    for message in preview.body["messages"]:
         echo(f"\n===== {message['role']} =====")
         echo(message["content"])

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+import json
+import os
+from pathlib import Path
+import sys
+from typing import Optional
 
 import click
 
-from ...terminal import shown
+from ...redact import redact
+from ...store.history import HISTORY_NAME
+from ...terminal import inert_json, shown
+from ...views import transcript as tr, views_lock
+from ...views.report import write_job_report
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
-
-def shown_path(path: "Path") -> str:
+def shown_path(path: Path) -> str:
     """``path`` relative to the current directory when it is below it."""
-    import os
-    from pathlib import Path
-
     try:
         return os.path.relpath(path) if Path(path).resolve().is_relative_to(Path.cwd().resolve()) else str(path)
     except ValueError:  # another drive
@@ -41,10 +42,6 @@ def report(app: Application, job_id: Optional[str], output: Optional[str], as_js
       logist job report hello
       logist job report hello -o /tmp/hello.html
     """
-    from pathlib import Path
-
-    from ...views.report import write_job_report
-
     job = app.job(job_id)
     path = write_job_report(job, Path(output) if output else None)
     size = path.stat().st_size
@@ -69,11 +66,6 @@ def transcript(app: Application, job_id: Optional[str], rebuild: bool, lock_time
       logist job transcript hello | less
       logist job transcript hello --rebuild
     """
-    from ...store.history import HISTORY_NAME
-
-    from ...views import views_lock
-    from ...views import transcript as tr
-
     job = app.job(job_id)
     path = tr.transcript_path(job.dir)
     with views_lock(job.dir, lock_timeout):
@@ -100,8 +92,6 @@ def transcript(app: Application, job_id: Optional[str], rebuild: bool, lock_time
 
 def _stdout_bytes():
     """stdout for bytes (click's get_binary_stream is deprecated)."""
-    import sys
-
     sys.stdout.flush()
     return sys.stdout.buffer
 
@@ -109,10 +99,6 @@ def _stdout_bytes():
 def _json_copy(job_id: str, path: Path) -> None:
     """``{"job_id", "path", "transcript"}`` on stdout, the transcript
     escaped as it is read, so that it need not fit in memory either."""
-    import json
-
-    from ...redact import redact
-    from ...terminal import inert_json
 
     out = _stdout_bytes()
     out.write(f'{{"job_id": {json.dumps(job_id)}, "path": {json.dumps(str(path))}, "transcript": "'.encode())

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+import time
 from typing import Optional
 
 import click
 
+from ...api import Jobs
+from ...engine.budget import raise_hint, stopped_by_budget
 from ...engine.choices import DEFAULT_CONCURRENCY, DEFAULT_ENGINE, engine_names
-from ...errors import TransitionError
+from ...engine.engines import make_engine
+from ...engine.call import CallWatch
+from ...engine.step import StepResult
+from ...errors import ConfigError, LogistError, TransitionError
+from ...replay.apply import read_history_file
+from ...store.config import resolve_endpoint
 from ..app import EXIT_BUDGET, EXIT_ERROR, EXIT_NEEDS_PERSON, Application, exit_codes_help, pass_app
 from ..common import base_url_option, job_argument, json_option, wait_option
+from ..progress import call_line, command_lines, progress_for
 
 model_option = click.option("--model", help="Use this model for this command's calls.")
 quiet_option = click.option(
@@ -25,8 +35,6 @@ timeout_option = click.option(
 def _reporter(app: Application, quiet: bool, with_job: bool = False):
     """What is printed after each step: its line, then (unless ``quiet``)
     the call's tokens, cost and time, and a command's output."""
-    from ..progress import call_line, command_lines
-
     def report(result) -> None:
         app.step_line(result, with_job=with_job)
         if quiet:
@@ -36,12 +44,6 @@ def _reporter(app: Application, quiet: bool, with_job: bool = False):
                 app.info(line)
 
     return report
-
-
-def _call_options(quiet: bool, request_timeout: Optional[float]) -> dict:
-    from ..progress import progress_for
-
-    return dict(watch=progress_for(quiet), request_timeout=request_timeout)
 
 
 class EngineChoice(click.Choice):
@@ -78,18 +80,14 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
     Example:
       logist job step hello --oneshot
     """
-    from ...engine.loop import step_turn
-    from ...engine.step import step_once
-
-    job = app.job(job_id)
-    kwargs = dict(base_url=base_url, model=model, lock_timeout=lock_timeout, **_call_options(quiet, request_timeout))
+    job = app.open(base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout).job(job_id)
     report = _reporter(app, quiet)
     try:
         if oneshot:
-            results = [step_once(job, **kwargs)]
+            results = [job.call(model=model, watch=progress_for(quiet))]
             report(results[0])
         else:
-            results = step_turn(job, on_step=report, **kwargs)
+            results = job.step(model=model, on_step=report, watch=progress_for(quiet))
     except TransitionError as exc:
         app.exit_for_job(job, as_json, refused=exc)
         return
@@ -132,34 +130,25 @@ def run(app: Application, job_id: Optional[str], run_all: bool, engine: Optional
       logist job run --all --concurrency 8
       logist job run --all --engine ray --address auto
     """
-    from ...engine.loop import run_job
-
     if run_all:
         if job_id:
             raise click.UsageError("--all runs every queued job; do not name one")
-        from ...store.config import resolve_endpoint
-
         resolve_endpoint(base_url, app.jobs.config())  # said once, not once per job
-        from ...engine.engines import make_engine
-        from ...errors import ConfigError
-
         engine = engine or DEFAULT_ENGINE
         try:
             make_engine(engine, concurrency, address)  # an engine refuses what it cannot take (--address)
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from None
-        calls = _call_options(quiet or engine != "serial", request_timeout)
-        _run_queue(app, as_json, None if engine == "ray" else _reporter(app, quiet, with_job=True), engine=engine,
-                   concurrency=concurrency, address=address, base_url=base_url, model=model,
-                   lock_timeout=lock_timeout, **calls)
+        jobs = app.open(base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout)
+        _run_queue(app, jobs, as_json, None if engine == "ray" else _reporter(app, quiet, with_job=True), engine=engine,
+                   concurrency=concurrency, address=address, model=model,
+                   watch=progress_for(quiet or engine != "serial"))
         return
     if engine or concurrency or address:
         raise click.UsageError("--engine, --concurrency and --address go with --all")
-    calls = _call_options(quiet, request_timeout)
-    job = app.job(job_id)
+    job = app.open(base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout).job(job_id)
     try:
-        results = run_job(job, on_step=_reporter(app, quiet), base_url=base_url, model=model, lock_timeout=lock_timeout,
-                          **calls)
+        results = job.run(model=model, on_step=_reporter(app, quiet), watch=progress_for(quiet))
     except TransitionError as exc:
         app.exit_for_job(job, as_json, refused=exc)
         return
@@ -185,23 +174,18 @@ def poststep(app: Application, job_id: Optional[str], response_file: Optional[st
     Example:
       logist job poststep hello --response-string '{"action": "MESSAGE", "message": "hi"}'
     """
-    from pathlib import Path
-
-    from ...replay.apply import entry_by_sequence, post_recorded, read_history_file
-    from ...engine.step import post_answer
-
     given = [x is not None for x in (response_file, response_string, from_history)]
     if sum(given) != 1:
         raise click.UsageError("give exactly one of --response-file, --response-string, --from-history")
     if (from_history is None) != (index is None):
         raise click.UsageError("--from-history and --index go together")
-    job = app.job(job_id)
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
     try:
         if from_history:
-            result = post_recorded(job, entry_by_sequence(read_history_file(Path(from_history)), index), lock_timeout)
+            result = job.post_recorded(from_history, index)
         else:
             raw = Path(response_file).read_text(encoding="utf-8") if response_file else response_string
-            result = post_answer(job, raw, lock_timeout=lock_timeout)
+            result = job.post(raw)
     except TransitionError as exc:  # the answer was not applied: a finished job is an error here
         app.exit_for_job(job, as_json, refused=exc, finished_is_done=False)
         return
@@ -224,13 +208,7 @@ def replay(app: Application, job_id: Optional[str], history_file: str, lock_time
     Example:
       logist job replay hello --history fixtures/wordcount/jobHistory.json
     """
-    from pathlib import Path
-
-    from ...errors import LogistError
-    from ...replay.apply import read_history_file, replay_history
-    from ...engine.step import StepResult
-
-    job = app.job(job_id)
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
     recorded = read_history_file(Path(history_file))
     results = []
 
@@ -243,7 +221,7 @@ def replay(app: Application, job_id: Optional[str], history_file: str, lock_time
             results.append({"sequence": entry.sequence, "user_action": entry.user_input.action, "status": str(result.status)})
 
     try:
-        count = replay_history(job, recorded, on_entry=on_entry, lock_timeout=lock_timeout)
+        count = job.replay(recorded, on_entry=on_entry)
     except LogistError as exc:
         raise LogistError(f"replay stopped after {len(results)} entries: {exc}") from None
     if as_json:
@@ -253,11 +231,8 @@ def replay(app: Application, job_id: Optional[str], history_file: str, lock_time
     app.exit_for_job(job, as_json)
 
 
-def _run_queue(app: Application, as_json: bool, report, **kwargs) -> None:
-    import time
-
-    from ...engine.loop import run_queue
-
+def _run_queue(app: Application, jobs: Jobs, as_json: bool, report, *, engine: str, concurrency: Optional[int],
+               address: Optional[str], model: Optional[str], watch: Optional[CallWatch]) -> None:
     started = time.monotonic()
 
     def finished(o, counts) -> None:
@@ -272,7 +247,8 @@ def _run_queue(app: Application, as_json: bool, report, **kwargs) -> None:
         what += f" ({o.note})" if o.note else ""
         app.info(f"{o.job_id:<24} {what}  [{counts.text()}]")
 
-    outcomes = run_queue(app.jobs, on_step=report, on_outcome=finished, **kwargs)
+    outcomes = jobs.run_all(engine=engine, concurrency=concurrency, address=address, model=model, on_step=report,
+                            on_outcome=finished, watch=watch)
     budget = {o.job_id: _budget_hint(app, o) for o in outcomes}
     if as_json:
         app.print_json([{"job_id": o.job_id, "status": str(o.status) if o.status else None, "steps": o.steps,
@@ -283,7 +259,7 @@ def _run_queue(app: Application, as_json: bool, report, **kwargs) -> None:
             key = ("failed" if o.error else "skipped" if o.skipped else
                    "waiting for a person" if o.status is not None and app.needs_person(o.status) else "done")
             counts[key] += 1
-        app.info(f"Batch of {len(outcomes)} jobs ({kwargs['engine']}) in {time.monotonic() - started:.1f} s: "
+        app.info(f"Batch of {len(outcomes)} jobs ({engine}) in {time.monotonic() - started:.1f} s: "
                  + ", ".join(f"{n} {what}" for what, n in counts.items()) + ".")
     if any(o.error for o in outcomes):
         app.exit(EXIT_ERROR)
@@ -295,8 +271,6 @@ def _run_queue(app: Application, as_json: bool, report, **kwargs) -> None:
 
 def _budget_hint(app: Application, outcome) -> Optional[str]:
     """How to raise the budget that stopped the outcome's job, or None."""
-    from ...engine.budget import raise_hint, stopped_by_budget
-
     if outcome.status is None or str(outcome.status) != "INTERVENTION_REQUIRED":
         return None
     job = app.jobs.job(outcome.job_id)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import click
 
+from ...engine.export import export_branch, export_patch, job_diff
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
 
@@ -24,10 +26,8 @@ def restep(app: Application, job_id: Optional[str], to: Optional[int], lock_time
       logist job restep hello            # undo the last step
       logist job restep hello --to 3     # back to the end of history entry 3
     """
-    from ...engine.rewind import rewind
-
-    job = app.job(job_id)
-    manifest = rewind(job, to=to, lock_timeout=lock_timeout)
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
+    manifest = job.restep(to)
     app.job_changed(as_json, job.id, manifest, f"Job '{job.id}' rewound: {manifest.status}, {manifest.turn.role}'s turn, "
                     f"workspace at {(manifest.workspace_commit or '')[:12]}.")
 
@@ -44,10 +44,8 @@ def rerun(app: Application, job_id: Optional[str], lock_timeout: float, as_json:
     Example:
       logist job rerun hello
     """
-    from ...engine.rewind import rewind
-
-    job = app.job(job_id)
-    manifest = rewind(job, baseline=True, lock_timeout=lock_timeout)
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
+    manifest = job.rerun()
     app.job_changed(as_json, job.id, manifest, f"Job '{job.id}' is back at its baseline: {manifest.status}.")
 
 
@@ -64,8 +62,6 @@ def diff(app: Application, job_id: Optional[str], sequence: Optional[int], stat:
     Example:
       logist job diff hello --step 2
     """
-    from ...engine.export import job_diff
-
     job = app.job(job_id)
     patch = job_diff(job, sequence, stat=stat)
     app.display(as_json, {"job_id": job.id, "step": sequence, "diff": patch}, lambda: app.echo(patch, nl=False))
@@ -90,10 +86,6 @@ def export(app: Application, job_id: Optional[str], branch: Optional[str], patch
       logist job export hello --branch feature/hello
       logist job export hello --patch hello.patch && git apply hello.patch
     """
-    from pathlib import Path
-
-    from ...engine.export import export_branch, export_patch
-
     if (branch is None) == (patch is None):
         raise click.UsageError("give exactly one of --branch NAME or --patch FILE")
     job = app.job(job_id)

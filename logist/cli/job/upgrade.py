@@ -4,6 +4,7 @@ from typing import Optional
 
 import click
 
+from ...store.history import HISTORY_FORMAT
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
 
@@ -25,11 +26,8 @@ def upgrade(app: Application, job_id: Optional[str], lock_timeout: float, as_jso
     Example:
       logist job upgrade hello
     """
-    from ...engine.session import upgrade as upgrade_job
-    from ...store.history import HISTORY_FORMAT
-
-    job = app.job(job_id)
-    done = upgrade_job(job, lock_timeout)
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
+    done = job.upgrade()
     if as_json:
         app.print_json({"job_id": job.id, "upgraded": done is not None, "format": HISTORY_FORMAT, "note": done})
         return

@@ -1,0 +1,116 @@
+"""The library's front door (logist/api.py, issue 28 point 6): the example of
+docs/python-api.md runs as written, ``logist.__all__`` is small and holds no
+internals, verbs take typed keywords, and what calls learn of an endpoint
+lives as long as the object that made them (no module-level cache)."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+import logist
+from logist import llm as llm_module
+from logist.errors import ConfigError, TransitionError
+from logist.replay.scripted import Reply, answer
+
+from conftest import REPO_ROOT
+
+PAGE = REPO_ROOT / "docs" / "python-api.md"
+
+
+def _example() -> str:
+    text = PAGE.read_text(encoding="utf-8")
+    return text.split("<!-- tested by tests/test_api.py -->\n```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_docs_example_runs_to_success_and_prints_what_its_comments_say(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code = _example()
+    said = [re.search(r"#\s*(.*)$", line).group(1).strip() for line in code.splitlines()
+            if line.startswith("print(") or line.lstrip().startswith("print(")]
+    printed: list[str] = []
+
+    def capture(*args, end="\n"):
+        printed.append((" ".join(map(str, args)) + end).rstrip("\n"))
+
+    exec(compile(code, str(PAGE), "exec"), {"print": capture})
+    assert printed == said
+    job = logist.open(tmp_path / "jobs")["hello"]
+    assert job.status == logist.Status.SUCCESS
+    assert [e.user_input.action for e in job.history() if e.user_input] == ["create", "answer", "reject", "approve"]
+
+
+def test_the_front_door_is_small_and_holds_no_internals():
+    assert len(logist.__all__) <= 15
+    assert all(hasattr(logist, name) for name in logist.__all__)
+    for internal in ("create_job", "run_job", "step_once", "user_action", "post_answer", "JobsDir", "load_history"):
+        assert not hasattr(logist, internal), f"logist.{internal} is an internal: reach it through its module"
+    assert logist.open("jobs").__class__ is logist.Jobs
+
+
+def test_verbs_take_typed_keywords_only(tmp_path):
+    jobs = logist.open(tmp_path / "jobs")
+    with pytest.raises(TypeError):
+        jobs.create("x", objective="Write x", max_stepz=3)  # no **kwargs: a misspelt keyword is refused
+    job = jobs.create("x", objective="Write x", acceptance=["it exists"], max_steps=5)
+    manifest = job.manifest()
+    assert manifest.acceptance_criteria == ["it exists"] and manifest.settings.max_steps == 5
+    with pytest.raises(TypeError):
+        job.reject()  # feedback is required
+    with pytest.raises(TypeError):
+        job.set_budgets(5)  # budgets by name only
+    with pytest.raises(ConfigError, match="max_steps"):
+        jobs.create("y", objective="Write y", max_steps=0)  # a bad value: one line naming the field
+    assert jobs.ids() == ["x"]
+
+
+def test_a_spec_gives_the_other_fields_and_the_keywords_win(tmp_path):
+    jobs = logist.open(tmp_path / "jobs")
+    spec = logist.JobSpec(objective="From the spec", details="Some background", max_steps=7)
+    job = jobs.create("s", objective="From the keyword", spec=spec)
+    manifest = job.manifest()
+    assert (manifest.objective, manifest.details, manifest.settings.max_steps) == \
+        ("From the keyword", "Some background", 7)
+
+
+def test_a_verb_the_state_refuses_raises_and_records_nothing(tmp_path):
+    job = logist.open(tmp_path / "jobs").create("r", objective="Write r")
+    before = len(job.history())
+    with pytest.raises(TransitionError, match="cannot approve job 'r': it is PENDING"):
+        job.approve()
+    assert len(job.history()) == before and job.status == "PENDING"
+    job.suspend()
+    assert job.status == "SUSPENDED"
+    job.resume()
+    assert job.status == "PENDING"
+
+
+def test_what_calls_learn_of_an_endpoint_lives_with_the_jobs_that_made_them(tmp_path, llm):
+    # A refused response_format is remembered by the Jobs whose call met it,
+    # and by no other: a new logist.open starts from nothing.
+    refusal = Reply(status=400, error_message="response_format 'json_schema' is not supported by this server")
+    llm.add(refusal, answer("MESSAGE", message="one"), answer("MESSAGE", message="two"),
+            refusal, answer("MESSAGE", message="three"))
+    first = logist.open(tmp_path / "jobs", base_url=llm.base_url)
+    job = first.create("e", objective="Write e")
+    job.call()
+    job.call()
+    sent = [r["response_format"]["type"] for r in llm.requests]
+    assert sent == ["json_schema", "json_object", "json_object"], "the Jobs remembers the refusal"
+    logist.open(tmp_path / "jobs", base_url=llm.base_url)["e"].call()
+    sent = [r["response_format"]["type"] for r in llm.requests]
+    assert sent[3:] == ["json_schema", "json_object"], "another Jobs starts afresh"
+    assert first.endpoints.refused == {llm.base_url: {"json_schema (strict)"}}
+
+
+def test_the_endpoint_client_module_keeps_no_state_of_its_own():
+    mutable = [name for name, value in vars(llm_module).items()
+               if isinstance(value, (dict, set, list)) and not name.startswith("__")]
+    assert mutable == []
+
+
+def test_the_package_docstring_points_to_the_docs_page():
+    assert "docs/python-api.md" in textwrap.dedent(logist.__doc__)
+    assert "[docs/python-api.md](docs/python-api.md)" in (REPO_ROOT / "README.md").read_text(encoding="utf-8")
