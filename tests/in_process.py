@@ -15,11 +15,11 @@ included), the way a fresh process would meet it:
   ``python -m logist``'s;
 * warnings are filtered and printed on stderr as in a new interpreter
   (not recorded by pytest);
-* the caches a process fills (:data:`PER_RUN`) start empty and are put
-  back as they were after the run, so a run sees neither the test's nor
-  an earlier run's, and the test's own calls see what they would have seen
-  had the command run elsewhere; what is a fact of the machine or of the
-  package (:data:`SHARED`) is kept;
+* nothing of Logist's is reset between runs: Logist keeps no per-process
+  cache of job or endpoint data (a job's store object and a command's
+  endpoints live as long as what owns them); a module-level value that is
+  a fact of the machine or of the package (:data:`SHARED`) is kept, and
+  any other that a run changes fails the test;
 * a ``SystemExit`` is the exit status (``None`` 0, a number modulo 256,
   anything else printed and 1); any other exception (``LOGIST_DEBUG=1``
   lets them through) is a traceback on stderr and exit 1, as the
@@ -58,11 +58,6 @@ import traceback
 import warnings
 from contextlib import contextmanager
 from typing import Optional
-
-#: Module-level caches a process fills as it works, by module and name:
-#: empty at the start of each run and put back after it.
-PER_RUN = (
-)
 
 #: Module-level values that are the same in every process, so runs share
 #: them, and why.
@@ -110,31 +105,27 @@ def run(args: tuple, env: Optional[dict] = None, input: Optional[str] = None,
     code = 0
     before = _State()
     try:
-        caches = _Caches()
-        try:
-            with CliRunner().isolation(input=input, env=env, color=False) as (out, err, _):
-                formatting.FORCED_WIDTH = None  # the isolation puts its own back after
-                saved_argv, sys.argv = sys.argv, [main_file, *argv]
-                try:
-                    with _as_in_a_new_interpreter(), limit:
-                        try:
-                            main(argv)
-                        except SystemExit as exc:
-                            code = _status(exc.code)
-                        except _TimedOut:
-                            raise
-                        except BaseException:  # noqa: BLE001 - what the interpreter would print, then exit 1
-                            traceback.print_exc(file=sys.stderr)
-                            code = 1
-                except _TimedOut:
-                    pass
-                finally:
-                    sys.argv = saved_argv
-                sys.stdout.flush()
-                sys.stderr.flush()
-                stdout, stderr = _text(out.getvalue()), _text(err.getvalue())
-        finally:
-            caches.restore()
+        with CliRunner().isolation(input=input, env=env, color=False) as (out, err, _):
+            formatting.FORCED_WIDTH = None  # the isolation puts its own back after
+            saved_argv, sys.argv = sys.argv, [main_file, *argv]
+            try:
+                with _as_in_a_new_interpreter(), limit:
+                    try:
+                        main(argv)
+                    except SystemExit as exc:
+                        code = _status(exc.code)
+                    except _TimedOut:
+                        raise
+                    except BaseException:  # noqa: BLE001 - what the interpreter would print, then exit 1
+                        traceback.print_exc(file=sys.stderr)
+                        code = 1
+            except _TimedOut:
+                pass
+            finally:
+                sys.argv = saved_argv
+            sys.stdout.flush()
+            sys.stderr.flush()
+            stdout, stderr = _text(out.getvalue()), _text(err.getvalue())
     finally:
         problems = before.restore()
     if limit.interrupted:
@@ -225,25 +216,6 @@ class _Limit:
             signal.signal(number, handler)
 
 
-# -- the caches -----------------------------------------------------------------------------
-
-
-class _Caches:
-    """The :data:`PER_RUN` caches emptied for a run, and put back after it."""
-
-    def __init__(self):
-        self.saved = []
-        for module, name in PER_RUN:
-            cache = getattr(importlib.import_module(module), name)
-            self.saved.append((cache, cache.copy()))
-            cache.clear()
-
-    def restore(self) -> None:
-        for cache, saved in self.saved:
-            cache.clear()
-            cache.update(saved)
-
-
 # -- the process's state --------------------------------------------------------------------
 
 
@@ -312,7 +284,7 @@ def _loggers() -> dict:
 def _module_values() -> dict:
     """A fingerprint of every module-level value of ``logist``: its identity,
     and its size for a container or a cache."""
-    shared = set(SHARED) | set(PER_RUN)
+    shared = set(SHARED)
     found = {}
     for module_name, module in list(sys.modules.items()):
         if not (module_name == "logist" or module_name.startswith("logist.")) or module is None:
@@ -431,6 +403,7 @@ class _State:
         values = _module_values()
         for key, (identity, size) in values.items():
             if key in self.values and self.values[key] != (identity, size):
-                problems.append(f"{key[0]}.{key[1]} changed: a per-process cache? Add it to PER_RUN (emptied for "
-                                f"each run) or SHARED (the same in every process) in tests/in_process.py")
+                problems.append(f"{key[0]}.{key[1]} changed: a per-process cache? Logist keeps none: hold it on the "
+                                f"object that owns it, or, for a fact of the machine or the package, add it to "
+                                f"SHARED in tests/in_process.py")
         return problems

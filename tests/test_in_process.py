@@ -73,7 +73,7 @@ def test_the_environment_given_is_the_runs_only(jobs):
     assert "LOGIST_DEBUG" not in os.environ and "NEW_NAME" not in os.environ
 
 
-#: A module-level cache put into a real module for the two tests below (Logist keeps none of job data).
+#: A module-level cache put into a real module for the test below (Logist keeps none).
 TEST_CACHE = ("logist.store.seek", "_TEST_CACHE")
 
 
@@ -94,25 +94,14 @@ def test_cache(monkeypatch):
     return cache
 
 
-def test_a_run_starts_with_empty_caches_and_the_tests_are_put_back(jobs, monkeypatch, test_cache):
-    """A run does not see the test's caches (here one filled on purpose:
-    a new process would not have it), and the test's are as they were after."""
-    monkeypatch.setattr(in_process, "PER_RUN", (*in_process.PER_RUN, TEST_CACHE))
-    job = create_job(jobs, "hello", "Write hello.py")
-    post_answer(job, answer("MESSAGE", message="the real answer"))
-    test_cache["poison"] = "POISON"
-    shown = logist_cli("job", "history", "hello", "--entry", "2", "--json")
-    assert json.loads(shown.stdout)["response"]["raw_response"] == answer("MESSAGE", message="the real answer")
-    assert test_cache == {"poison": "POISON"}, "put back as it was"
-
-
 def test_a_failpoint_is_refused_here(jobs):
     with pytest.raises(in_process.InProcessError, match="logist_process"):
         logist_cli("job", "list", env={"LOGIST_FAILPOINT": "after_call"})
 
 
 def test_a_module_level_value_a_run_changes_must_be_declared(jobs, monkeypatch, test_cache):
-    """The guard for caches to come: one left out of PER_RUN and SHARED fails the test."""
+    """The guard for caches to come: Logist keeps no per-process cache, and one that is not
+    a declared fact of the machine or package (SHARED) fails the test."""
     job = create_job(jobs, "hello", "Write hello.py")
     post_answer(job, answer("MESSAGE", message="one"))
     test_cache.clear()
@@ -123,7 +112,7 @@ def test_a_module_level_value_a_run_changes_must_be_declared(jobs, monkeypatch, 
 def test_every_declared_cache_exists():
     import importlib
 
-    for module, name in [*in_process.PER_RUN, *in_process.SHARED]:
+    for module, name in in_process.SHARED:
         assert hasattr(importlib.import_module(module), name), f"{module}.{name}"
 
 

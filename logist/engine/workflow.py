@@ -33,14 +33,13 @@ row with a real job.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Union
+from typing import Optional, Union
 
 from ..errors import ConfigError
+from ..protocol import USER  # noqa: F401 (the Planner's send_to for the person; the table's readers find it here)
+from ..store.manifest import JobManifest
+from ..store.roles import RoleManifest
 from ..store.status import PLANNER, SUPERVISOR, WORKER, Status
-
-if TYPE_CHECKING:  # the table loads without pydantic: the CLI's exit codes are made from it at start-up
-    from ..store.manifest import JobManifest
-    from ..store.roles import RoleManifest
 
 #: Who acts, beyond the slots of the store: a role the Planner addressed,
 #: and a person.
@@ -53,8 +52,6 @@ WHO_NAMES = {
     WORKER: "Worker", SUPERVISOR: "Supervisor", PLANNER: "Planner", ADDRESSED: "addressed role",
     SOLO: "Worker (solo)", PERSON: "person",
 }
-#: The Planner's ``send_to`` for the person.
-USER = "User"
 
 #: Named targets, resolved from the manifest by :func:`resolve`.
 SAME, WORKING, START, RESUME = "SAME", "WORKING", "START", "RESUME"

@@ -27,6 +27,16 @@ RECORDED = [ROOT / "fixtures" / "calc", ROOT / "fixtures" / "wordcount", DATA / 
             DATA / "v3-calc"]
 
 
+#: State fields added after the digests were recorded (issue 29: the Planner's
+#: reasoning and thought), left out when they hold their default (None).
+ADDED_SINCE = ("plan_reasoning", "planner_thought")
+
+
+def _as_recorded(state) -> dict:
+    dumped = state.model_dump(mode="json")
+    return {k: v for k, v in dumped.items() if not (k in ADDED_SINCE and v is None)}
+
+
 def assert_seed_shaped(entry: dict) -> None:
     """A call entry as the file holds it carries every field of seed 003, even when empty."""
     where = f"entry {entry['sequence']}"
@@ -63,7 +73,8 @@ def test_every_call_entry_of_every_fixture_replayed_today_is_seed_shaped(jobs, r
 
 
 def test_a_new_jobs_llm_calls_are_seed_shaped(jobs, llm):
-    from logist import create_job, step_once
+    from logist.engine.create import create_job
+    from logist.engine.step import step_once
     from logist.replay.scripted import answer
 
     job = create_job(jobs, "fresh", "Look around", command_policy="allow", allowed_commands=["ls *"])
@@ -117,7 +128,7 @@ def test_an_older_history_upgrades_keeps_the_old_file_and_rebuilds_every_request
     bodies = {str(n): _digest(recorded_body(e, HistoryReader(job.dir).messages(n)))
               for n, e in entries.items() if "request" in e}
     assert bodies == expected["request_bodies_sha256"]
-    states = {str(e.sequence): hashlib.sha256(json.dumps(e.state.model_dump(mode="json"), sort_keys=True).encode())
+    states = {str(e.sequence): hashlib.sha256(json.dumps(_as_recorded(e.state), sort_keys=True).encode())
               .hexdigest() for e in load_history(job.dir).interactions}
     assert states == expected["states_sha256"], "every entry's state after it reads as the old code read it"
     for entry in entries.values():

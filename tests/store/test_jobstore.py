@@ -4,7 +4,8 @@ a reader without the store reads the file as it is."""
 
 from __future__ import annotations
 
-from logist import create_job, post_answer
+from logist.engine.create import create_job
+from logist.engine.step import post_answer
 from logist.replay.scripted import answer
 from logist.store.history import history_path
 from logist.store.requests import HistoryReader
