@@ -36,6 +36,7 @@ from typing import Callable, Iterator, Optional, Protocol
 from ..errors import ConfigError, LogistError, NotSteppableError
 from ..llm import Endpoints
 from ..store import lease as leases
+from ..store.jobsdir import JobsDir
 from .choices import DEFAULT_CONCURRENCY, engine_names, registered
 from .loop import QueueOutcome
 from .session import open_locked
@@ -59,6 +60,7 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
     try:
         job = JobsDir(jobs_path).job(job_id)
         with leases.holding(job.dir, engine=engine, task=task, wait=lease_wait) as lease:
+            job.store.lease = lease  # checked each time the job is opened: a stalled runner stops there
             with open_locked(job, kwargs.get("lock_timeout", 0)) as manifest:
                 status = manifest.status  # open_locked repaired what it could
             if status not in STEPPABLE:

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from typing import Iterator, Optional
 
 from .. import views
+from ..store import lease as leases
 from ..store import recovery
 from ..store.history import HISTORY_FORMAT, file_format, recorded_workspace
 from ..store.upgrading import upgrade_job
@@ -42,6 +43,12 @@ def open_locked(job: Job, timeout: float = 0) -> Iterator[JobManifest]:
     opened = False
     try:
         with job.lock(timeout):
+            if job.store.lease is not None and not job.store.lease.held():
+                # Taken over while this runner stalled past its expiry: the new holder
+                # runs the job now, and this runner takes no step of it, not even a repair.
+                holder = leases.read_lease(job.dir) or {}
+                raise leases.LeaseLost(f"job '{job.id}': its lease was taken over by {leases.describe(holder)} "
+                                       "while this runner was stalled; this runner stops")
             manifest, _notes = recovery.open_job(job.dir, job.workspace, finish_interrupted(job))
             opened = True
             job.store.manifest = manifest

@@ -39,6 +39,9 @@ class JobStore:
         self.conversation: Optional[tuple[int, list[dict]]] = None
         #: What the history was when the above were read (logist.store.seek.file_mark).
         self.mark: Optional[tuple] = None
+        #: The lease this process runs the job under (logist.store.lease.Lease), if any:
+        #: checked each time the job is opened under its lock.
+        self.lease: Optional[Any] = None
 
     def forget(self) -> None:
         """Drop what was read of the history."""

@@ -66,6 +66,11 @@ class LeaseHeld(LogistError):
     """Another runner holds the job's lease: the job is skipped, not failed."""
 
 
+class LeaseLost(LogistError):
+    """This runner's lease was taken over (it stalled past its expiry): it
+    takes no further step of the job."""
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -137,6 +142,11 @@ class Lease:
                 "engine": self.engine, "task": self.task,
                 "token": self.token, "acquired_at": acquired_at, "renewed_at": _stamp(now),
                 "expires_at": _stamp(now + timedelta(seconds=self.ttl))}
+
+    def held(self) -> bool:
+        """Whether the lease is still this runner's (not taken over)."""
+        current = read_lease(self.job_dir)
+        return current is not None and current.get("token") == self.token
 
     def renew(self) -> bool:
         """Push the expiry out; False (and :attr:`lost` set) when another runner holds it now."""

@@ -144,3 +144,23 @@ def test_a_runner_told_to_wait_takes_the_lease_when_it_is_over(tmp_path):
     lease = acquire(tmp_path, engine="ray", task="retry", wait=10)
     assert "expired" in lease.took_over and time.monotonic() - started < 5
     assert read_lease(tmp_path)["token"] == lease.token
+
+
+def test_a_runner_whose_lease_was_taken_over_takes_no_further_step(jobs, llm):
+    # The runner stalled past its lease's expiry and another took the job over:
+    # the next time it opens the job (under the job's lock) it stops there, before
+    # any call or repair, and says who holds the job now.
+    from logist.engine.create import create_job
+    from logist.engine.step import step_once
+    from logist.store.history import load_history
+
+    job = create_job(jobs, "taken", "Write hello.py")
+    with holding(job.dir, engine="threads", task="stalled") as lease:
+        job.store.lease = lease
+        write_lease(job.dir, host="another-host", pid=1, seconds=30)  # the takeover
+        before = (job.dir / "jobHistory.json").read_bytes()
+        with pytest.raises(leases.LeaseLost, match="taken over by host another-host, pid 1"):
+            step_once(job, base_url=llm.base_url)
+    assert llm.requests == [], "no call made"
+    assert (job.dir / "jobHistory.json").read_bytes() == before and len(load_history(job.dir).interactions) == 1
+    assert read_lease(job.dir)["token"] == "theirs", "the new holder's lease is left as it is"
