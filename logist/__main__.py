@@ -2,13 +2,13 @@
 
 Everything, ``--help`` and ``--version`` included, is click's
 (:func:`logist.cli.main`), run with the secrets out of the process's
-environment (:func:`logist.secrecy.secrets_withdrawn`).
+environment (:func:`logist.secrets.process.secrets_withdrawn`).
 """
 
 from __future__ import annotations
 
 from .cli import main as cli_main
-from .secrecy import secrets_withdrawn
+from .secrets.process import secrets_withdrawn
 
 
 def main(argv: list[str] | None = None) -> None:

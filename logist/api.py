@@ -19,7 +19,7 @@ only gathers the engine's functions (:mod:`logist.engine.create`,
 :mod:`logist.replay.apply`) under one object per job, and holds what every
 call of a process shares: the endpoint (``base_url``), the request timeout,
 how long to wait for a job's lock, and what the process learns of its
-endpoints (:class:`logist.llm.Endpoints`, made by :func:`open`, so nothing
+endpoints (:class:`logist.model.client.Endpoints`, made by :func:`open`, so nothing
 of it outlives the :class:`Jobs` that made it).
 """
 
@@ -40,7 +40,7 @@ from .engine.rewind import rewind
 from .engine.session import upgrade
 from .engine.step import StepResult, post_answer, step_once
 from .errors import ConfigError
-from .llm import Endpoints
+from .model.client import Endpoints
 from .replay.apply import entry_by_sequence, post_recorded, read_history_file, replay_history
 from .store.config import resolve_base_url
 from .replay.fixtures import create_from_fixture

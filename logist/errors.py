@@ -84,7 +84,7 @@ def format_validation_error(exc, where: str) -> str:
 
 
 class InvalidAnswer(ValueError):
-    """The answer is not one valid JSON object of the protocol (:mod:`logist.protocol`).
+    """The answer is not one valid JSON object of the protocol (:mod:`logist.protocol.answer`).
 
     Not a :class:`LogistError`: an invalid answer is the model's, recorded
     and answered in the job, never a command's failure."""

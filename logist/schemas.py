@@ -27,7 +27,7 @@ from typing import Callable, Optional
 
 from pydantic import BaseModel
 
-from .protocol import Answer, model_schema
+from .protocol.answer import Answer, model_schema
 from .resources import data_dir
 from .store.entries import Request
 from .store.manifest import MANIFEST_SCHEMA, JobManifest
@@ -38,7 +38,7 @@ from .store.jobsdir import INDEX_SCHEMA, JobsIndex
 from .store.config import LogistConfig
 from .store.roles import RoleManifest
 from .replay.fixtures import FIXTURE_SCHEMA, FixtureJob
-from .decoding import SCHEMA_NAME, decoding_schema
+from .protocol.decoding import SCHEMA_NAME, decoding_schema
 from .store.atomic import atomic_write
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -221,7 +221,7 @@ def fixture_job_schema() -> dict:
 
 def worker_decoding_schema() -> dict:
     """The decoding schema a default Worker's calls carry (every action open:
-    the default workflow, command policy ask; :mod:`logist.decoding`)."""
+    the default workflow, command policy ask; :mod:`logist.protocol.decoding`)."""
     return {
         "$schema": DRAFT,
         "title": f"Logist decoding schema ({SCHEMA_NAME}) of a default Worker",

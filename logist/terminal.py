@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from .redact import redact
+from .secrets.redact import redact
 
 #: Beyond C0: DEL, C1, U+061C, U+200B, U+200E-U+200F, U+2028-U+202E, U+2060,
 #: U+2066-U+2069, lone surrogates, U+FEFF. The classes below are kept as
@@ -79,7 +79,7 @@ def inert(text: Optional[str], *, one_line: bool = False) -> Optional[str]:
 def shown(text: str, *, one_line: bool = False) -> str:
     """``text`` as Logist prints it for people (and writes it in a commit
     message): made :func:`inert` first, every known secret redacted last
-    (:func:`logist.redact.redact`), so that nothing done to the text after
+    (:func:`logist.secrets.redact.redact`), so that nothing done to the text after
     the redaction can join a secret back together."""
     return redact(inert(text, one_line=one_line))
 

@@ -31,7 +31,7 @@ What the program may change of its process on purpose is put back after
 each run: as it starts, the program takes the secrets out of
 ``os.environ`` (put back after the run) and, on Linux, makes itself
 non-dumpable and blanks them in the environment block
-``/proc/self/environ`` shows (:mod:`logist.secrecy`).
+``/proc/self/environ`` shows (:mod:`logist.secrets.process`).
 Anything else a run leaves changed fails the test, after it is put back
 where it can be: the environment, the working directory, the umask, a
 signal handler, the ``logist`` loggers, a thread it started or a child
@@ -62,20 +62,20 @@ from typing import Optional
 #: Module-level values that are the same in every process, so runs share
 #: them, and why.
 SHARED = {
-    ("logist.processes", "namespace_prefix"): "what this system can do (unshare), probed once; tests that "
+    ("logist.workspace.sandbox", "namespace_prefix"): "what this system can do (unshare), probed once; tests that "
                                               "change PATH to take it away run in a real process",
-    ("logist.processes", "mounts_work"): "what this system can do (mounts in a user namespace), probed once",
-    ("logist.processes", "reaper_works"): "what this system can do (child subreapers), probed once",
-    ("logist.secrecy", "_libc"): "the C library",
-    ("logist.processes", "_libc"): "the C library (logist.secrecy's)",
-    ("logist.protocol", "response_schema"): "built from constants",
-    ("logist.protocol", "_response_validator"): "built from constants",
-    ("logist.protocol_prompt", "protocol_text"): "built from constants",
+    ("logist.workspace.sandbox", "mounts_work"): "what this system can do (mounts in a user namespace), probed once",
+    ("logist.workspace.sandbox", "reaper_works"): "what this system can do (child subreapers), probed once",
+    ("logist.secrets.process", "_libc"): "the C library",
+    ("logist.workspace.sandbox", "_libc"): "the C library (logist.secrets.process's)",
+    ("logist.protocol.answer", "response_schema"): "built from constants",
+    ("logist.protocol.answer", "_response_validator"): "built from constants",
+    ("logist.protocol.prompt_text", "protocol_text"): "built from constants",
     ("logist.store.config", "_SHIPPED"): "the prices.json Logist ships",
     ("logist.store.config", "_WINDOWS"): "the context_windows.json Logist ships",
-    ("logist.decoding", "_fields"): "built from constants",
+    ("logist.protocol.decoding", "_fields"): "built from constants",
     ("logist.store.atomic", "_UMASK"): "the process's umask, which every run leaves as it was (checked)",
-    ("logist.redact", "_CACHE"): "the secrets of one environment, kept with the whole environment they came from",
+    ("logist.secrets.redact", "_CACHE"): "the secrets of one environment, kept with the whole environment they came from",
 }
 
 #: How long threads and child processes a run started get to end after it.
@@ -353,7 +353,7 @@ class _State:
     def restore(self) -> list[str]:
         """Put back what the run changed; what it should not have changed, said."""
         problems = []
-        # Logist's own doing as it starts (logist.secrecy.withdraw_secrets).
+        # Logist's own doing as it starts (logist.secrets.process.withdraw_secrets).
         libc = _libc()
         if libc is not None and libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0) != self.dumpable:
             libc.prctl(_PR_SET_DUMPABLE, self.dumpable, 0, 0, 0)

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 import logist
-from logist import llm as llm_module
+from logist.model import client as llm_module
 from logist.errors import ConfigError, TransitionError
 from logist.replay.scripted import Reply, answer
 

@@ -119,9 +119,9 @@ def test_every_declared_cache_exists():
 @pytest.mark.skipif(not LINUX, reason="prctl and /proc/self/environ")
 def test_hiding_the_secrets_before_a_command_is_undone_after_the_run(jobs, llm):
     """Before it runs a command Logist makes its process non-dumpable and
-    blanks the secrets in /proc/self/environ (logist.processes); here that
+    blanks the secrets in /proc/self/environ (logist.workspace.sandbox); here that
     process is pytest's, so the run's end puts both back."""
-    from logist import secrecy
+    from logist.secrets import process as secrecy
 
     libc = ctypes.CDLL(None, use_errno=True)
     during = []

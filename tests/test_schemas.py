@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 import logist
-from logist.protocol import ACTIONS, InvalidAnswer, parse_answer, validate_answer
+from logist.protocol.answer import ACTIONS, InvalidAnswer, parse_answer, validate_answer
 from logist.schemas import FROZEN, SCHEMAS, llm_chat_schema, render, stale_schemas, write_schemas
 
 SCHEMAS_DIR = REPO_ROOT / "schemas"

@@ -15,7 +15,7 @@ import click
 
 from .. import __version__
 from ..errors import LogistError
-from ..redact import url_shown
+from ..secrets.redact import url_shown
 from ..terminal import shown
 from .app import Application, echo, exit_codes_help
 from .common import JOBS_DIR_HELP, accept_jobs_dir
@@ -162,5 +162,5 @@ def _main(argv: list[str] | None) -> None:
 
 def _error(message: str) -> None:
     """The one line of a failure on stderr: it may quote a model's text (made
-    inert) or name an endpoint (its password hidden: :func:`logist.redact.url_shown`)."""
+    inert) or name an endpoint (its password hidden: :func:`logist.secrets.redact.url_shown`)."""
     echo(f"Error: {url_shown(message)}", err=True)

@@ -19,8 +19,8 @@ import click
 from ..api import Jobs
 from ..engine.budget import raise_hint, stopped_by_budget
 from ..engine.workflow import NEEDS_PERSON, describe_job_hint
-from ..llm import Endpoints
-from ..redact import redact_data, url_shown
+from ..model.client import Endpoints
+from ..secrets.redact import redact_data, url_shown
 from ..store.config import resolve_base_url
 from ..store.jobsdir import JobsDir
 from ..terminal import inert, inert_json, shown

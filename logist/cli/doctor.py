@@ -3,7 +3,7 @@
 ``doctor`` shows the resolved endpoint and where it came from, the model of
 each role and its price, whether a key is set (never the key), the request
 settings, and pings the endpoint's ``GET /models``. ``models`` lists the
-endpoint's models. Both go through :mod:`logist.llm`, like a step.
+endpoint's models. Both go through :mod:`logist.model.client`, like a step.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import Optional
 
 import click
 
-from ..decoding import form_name
+from ..protocol.decoding import form_name
 from ..engine.context import context_window
 from ..engine.prepare import answer_budget, chosen_model, resolve_model, structured_output
 from ..errors import LLMCallError, LogistError
-from ..llm import LLMSettings, list_models, probe_form
-from ..redact import url_shown
+from ..model.client import LLMSettings, list_models, probe_form
+from ..secrets.redact import url_shown
 from ..store.config import DEFAULT_BASE_URL, NOT_CONFIGURED, endpoint_source, key_variable, resolve_api_key, resolve_endpoint
 from ..store.roles import load_roles
 from .app import EXIT_ERROR, Application, pass_app

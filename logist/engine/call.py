@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass
 from typing import Optional, Protocol
 
-from .. import llm
-from .. import redact as secrets
+from ..model import client as llm
+from ..secrets import redact as secrets
 from ..errors import EndpointError, LLMCallError, LogistError
 from ..store import journal
 from ..store.recovery import Finish

@@ -3,7 +3,7 @@
 A command runs with the workspace as its directory, no standard input, a
 timeout (its whole process group is killed when it expires), an allowlisted
 environment and, where the system allows it, in a PID namespace of its own
-that cannot see Logist (:mod:`logist.processes` starts and stops it; its
+that cannot see Logist (:mod:`logist.workspace.sandbox` starts and stops it; its
 process group is recorded in the step's journal before it runs, and every
 process it leaves behind is killed when it ends). Its output goes to temporary files, not into
 memory, so a command that prints gigabytes costs only the part the model is
@@ -13,7 +13,7 @@ terminal prompts, echoed commands and Microsoft Windows banners removed;
 empty lines removed; a line repeated on the lines that follow it kept once),
 cut in the middle, with a note saying how much was cut, when it is
 longer than the job's limit, and every known secret value in it redacted
-after the cleaning (:mod:`logist.redact`: cleaning joins a secret that
+after the cleaning (:mod:`logist.secrets.redact`: cleaning joins a secret that
 escapes, redraws or control bytes split). The history keeps the cleaned text
 (what the model was shown) and, when cleaning changed it, the raw text as it
 was read (a huge output: its first and last bytes, the rest counted),
@@ -41,8 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from .. import processes, secrecy
-from ..redact import redact, redact_shown
+from ..workspace import sandbox as processes
+from ..secrets import process as secrecy
+from ..secrets.redact import redact, redact_shown
 from ..store import journal
 from ..store.entries import CommandRecord
 from ..store.jobsdir import Job
@@ -178,7 +179,7 @@ def shown_lines(text: str, track: bool = False) -> tuple[list[str], Optional[lis
     removed, trailing blanks cut. With ``track``, also, for each character
     of each line, the index in ``text`` of the character it shows (so that
     what a secret *shows as* can be found in the output as written:
-    :func:`logist.redact.redact_shown`)."""
+    :func:`logist.secrets.redact.redact_shown`)."""
     origins = list(range(len(text))) if track else None
     for pattern in (_OSC, _CSI, _ESC, _CRLF):
         text, origins = _remove(pattern, text, origins)

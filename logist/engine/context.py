@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from .. import llm
+from ..model import client as llm
 from ..errors import LogistError
 from ..store.config import LogistConfig, shipped_context_window
 from ..store.jobsdir import Job

@@ -32,7 +32,7 @@ from ..store.config import JobDefaults
 from ..store.roles import load_roles
 from ..store.skills import ActiveSkill, load_skill
 from ..store.manifest import PLANNER, WORKER, WORKFLOW_SLOTS
-from ..workspace import Workspace
+from ..workspace.repository import Workspace
 from .workflow import creation
 
 #: What ``job create`` adds to a setting's help: how an option given at create acts on another.

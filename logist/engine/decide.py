@@ -132,7 +132,7 @@ def _check_waiting_for(job: Job, manifest: JobManifest, rule: Rule) -> None:
 
 def _apply_held_changes(job: Job, manifest: JobManifest) -> tuple[list[str], Optional[str]]:
     """Apply the file changes a role's policy held, and commit them."""
-    from ..protocol import InvalidAnswer, file_changes_from
+    from ..protocol.answer import InvalidAnswer, file_changes_from
 
     sequence = manifest.last_sequence + 1
     try:

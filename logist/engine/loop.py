@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..errors import NotSteppableError
-from ..llm import Endpoints
+from ..model.client import Endpoints
 from ..store.manifest import Status
 from ..store.jobsdir import Job
 from .step import StepResult, step_once
@@ -18,7 +18,7 @@ from .workflow import GOES_ON, STEPPABLE
 
 
 def _shared(kwargs: dict) -> dict:
-    """``kwargs`` with the :class:`~logist.llm.Endpoints` the loop's calls
+    """``kwargs`` with the :class:`~logist.model.client.Endpoints` the loop's calls
     share: the caller's, else one for this loop."""
     return kwargs if kwargs.get("endpoints") is not None else {**kwargs, "endpoints": Endpoints()}
 

@@ -4,7 +4,7 @@
 call, or the summary call when the role's conversation is due for
 compaction) and returns it as :attr:`Prepared.body`, the exact Chat
 Completions request body. That one dict is what ``job preview --json``
-prints, what :func:`logist.llm.chat` sends (nothing added; the stream
+prints, what :func:`logist.model.client.chat` sends (nothing added; the stream
 fields dropped only for an endpoint found, in this process, not to stream,
 and the history then records that) and what the replay server compares, so
 the three cannot drift apart. Whether the answer is asked for as a stream is
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..decoding import decoding_schema, response_formats
-from ..protocol import ACTIONS
-from ..redact import redact_data
+from ..protocol.decoding import decoding_schema, response_formats
+from ..protocol.answer import ACTIONS
+from ..secrets.redact import redact_data
 from ..resources import data_dir
 from ..store.config import LogistConfig
 from ..store.entries import RequestMetadata
@@ -65,7 +65,7 @@ class Prepared:
     protocol: str = "json"
     #: The ``response_format`` values an endpoint may be sent, strongest
     #: first (None: none); the body carries the first, and
-    #: :func:`logist.llm.chat` goes down the list as an endpoint refuses them.
+    #: :func:`logist.model.client.chat` goes down the list as an endpoint refuses them.
     formats: list = field(default_factory=lambda: [None])
     #: The context window the request was sized for (None: unknown).
     window: Optional[int] = None
@@ -142,7 +142,7 @@ def answer_formats(role: RoleManifest, config: LogistConfig, manifest: JobManife
     first: the role's own, else the decoding schema of the actions open to
     it now (:func:`open_actions`) in the forms its
     ``structured_output`` allows; none for the line protocol. ``workspace``:
-    the job's (:class:`logist.workspace.Workspace`), whose files (up to
+    the job's (:class:`logist.workspace.repository.Workspace`), whose files (up to
     :data:`LISTED_FILES`) are the paths a replacement or deletion may name."""
     if role.response_format is not None:
         return [role.response_format]

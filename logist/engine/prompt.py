@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ..protocol_prompt import protocol_text
+from ..protocol.prompt_text import protocol_text
 from ..store.manifest import JobManifest
 from ..store.prompts import BUILTIN_DIR, ROLE_PREFIX, Prompts, builtin
 from ..store.requests import HistoryReader
@@ -144,7 +144,7 @@ def call_marker(manifest: JobManifest, text: str, prompts: Optional[Prompts] = N
 def _file_sections(
     workspace: Path, paths: list[str], budget: list[int], prompts: Prompts
 ) -> tuple[Optional[str], list[str]]:
-    from ..workspace import Workspace
+    from ..workspace.repository import Workspace
 
     sections, used = [], []
     for rel in paths:

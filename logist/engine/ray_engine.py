@@ -39,7 +39,7 @@ once, with the same ``Idempotency-Key``.
 The API key is never sent through Ray: each node's processes have it in
 their environment (set before ``ray start``; a ``local`` cluster's processes
 inherit it from Logist, which holds it apart from its own environment
-otherwise: :mod:`logist.environment`). The batch's other ``LOGIST_*`` and
+otherwise: :mod:`logist.secrets.environment`). The batch's other ``LOGIST_*`` and
 ``GIT_*`` settings go to each runner when it starts.
 """
 
@@ -59,8 +59,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from .. import environment
-from ..llm import Endpoints
+from ..secrets import environment
+from ..model.client import Endpoints
 from ..errors import ConfigError
 from ..store.lease import LEASE_SECONDS
 from .choices import DEFAULT_CONCURRENCY

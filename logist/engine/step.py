@@ -17,12 +17,12 @@ from typing import Callable, Optional
 
 from pydantic import BaseModel
 
-from ..answer_forms import surrogates_shown
+from ..protocol.forms import surrogates_shown
 from ..errors import LogistError, NotSteppableError
 from ..failpoints import failpoint
-from ..llm import Endpoints
-from ..protocol import Answer, InvalidAnswer, check_planner_answer, parse_answer
-from ..redact import known_secrets, redact
+from ..model.client import Endpoints
+from ..protocol.answer import Answer, InvalidAnswer, check_planner_answer, parse_answer
+from ..secrets.redact import known_secrets, redact
 from ..store import journal, seek
 from ..store.config import LogistConfig
 from ..store.entries import FAILED, CommandRecord, Response, Usage
@@ -30,7 +30,7 @@ from ..store.jobsdir import Job
 from ..store.manifest import PLANNER, JobManifest, Status
 from ..store.roles import send_to_names
 from ..terminal import shown
-from ..workspace import UnreadableFiles
+from ..workspace.repository import UnreadableFiles
 from .budget import count_call, limit_reason
 from .call import CallWatch, Outcome, call_settings, make_call  # noqa: F401 (CallWatch: the library's name)
 from .commands import run_or_hold
@@ -471,7 +471,7 @@ def step_once(
     endpoint is configured. ``request_timeout`` overrides config.json's;
     ``watch`` is told when the call starts, as its answer streams in, and
     when it ends. ``endpoints``: what the caller's calls learned of their
-    endpoints, and their clients (:class:`logist.llm.Endpoints`; None: this
+    endpoints, and their clients (:class:`logist.model.client.Endpoints`; None: this
     call starts afresh)."""
     return _locked_step(
         job, lock_timeout, lambda manifest, prepared, settings: make_call(job, manifest, prepared, settings, watch),

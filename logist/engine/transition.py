@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..protocol import EXIT_ACTIONS, Answer, InvalidAnswer
+from ..protocol.answer import EXIT_ACTIONS, Answer, InvalidAnswer
 from ..store.entries import CommandRecord
 from ..store.roles import RoleManifest
 from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Handoff, JobManifest, Question, Turn

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 from ..errors import ConfigError
-from ..protocol import USER  # noqa: F401 (the Planner's send_to for the person; the table's readers find it here)
+from ..protocol.answer import USER  # noqa: F401 (the Planner's send_to for the person; the table's readers find it here)
 from ..store.manifest import JobManifest
 from ..store.roles import RoleManifest
 from ..store.status import PLANNER, SUPERVISOR, WORKER, Status
@@ -93,7 +93,7 @@ CALL_FAILED = "call failed"
 CALL_INTERRUPTED = "call interrupted"
 LIMIT = "limit reached"
 COMPACTION = "compaction"
-#: The step's commit found workspace files git cannot read (logist.workspace.UnreadableFiles).
+#: The step's commit found workspace files git cannot read (logist.workspace.repository.UnreadableFiles).
 UNREADABLE = "workspace unreadable"
 #: ``job set`` fires it instead of ``set`` when the new budgets free a job a budget stopped.
 BUDGET_RAISED = "budget raised"

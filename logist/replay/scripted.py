@@ -47,7 +47,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterable, Optional, Union
 
 from .shapes import Reply, completion_body, stream_chunks
-from ..protocol import EXIT_ACTIONS, Answer
+from ..protocol.answer import EXIT_ACTIONS, Answer
 
 
 Script = Iterable[Union[str, Reply]]
@@ -333,7 +333,7 @@ def answer(action: str = "COMPLETED", summary: str = "done", evidence=(), **fiel
     """One protocol answer as JSON, with the exit fields filled in for
     COMPLETED / STUCK / RETRY: ``answer("MESSAGE", message="hi")``.
 
-    Built through :class:`logist.protocol.Answer`, so an answer the protocol's
+    Built through :class:`logist.protocol.answer.Answer`, so an answer the protocol's
     shape refuses raises ``ValueError`` here instead of reaching a test as a
     silent refusal. Paths are kept as given: the path rules are the engine's
     to enforce, and tests send bad paths on purpose to see them refused.

@@ -30,7 +30,7 @@ answers anyway and the difference is logged.
 
 Many jobs at once: each job replays the recording on its own queue. A
 request names its job by the ``X-Logist-Job`` header Logist sends
-(:data:`logist.llm.JOB_HEADER`); the prompts cannot tell jobs apart, since
+(:data:`logist.model.client.JOB_HEADER`); the prompts cannot tell jobs apart, since
 jobs created from one recording ask the very same things. A request without
 the header is one more job (the one anonymous queue). :attr:`ReplayLLMServer.ledger`
 lists every call served, for which job, in order (``GET /ledger`` returns
@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from ..store.history import HISTORY_NAME, HistoryEntry, JobHistory
-from ..llm import JOB_HEADER, TOOL_NOTE
+from ..model.client import JOB_HEADER, TOOL_NOTE
 from ..store.calls import HEADER as KEY_HEADER
 from .matching import agreement, canonical_request, digest, first_difference, recorded_body
 from .scripted import NO_RETRY, LLMServer, Reply

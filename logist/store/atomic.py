@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator
 
-from ..redact import redact_data
+from ..secrets.redact import redact_data
 
 
 def fsync_dir(directory: Path) -> None:
@@ -98,7 +98,7 @@ def dump_json(data: Any) -> str:
     """Logist's on-disk JSON style: indented, UTF-8, trailing newline.
 
     Key order is the order of the pydantic model's fields, which is stable.
-    No known secret value is written (:func:`logist.redact.redact_data`).
+    No known secret value is written (:func:`logist.secrets.redact.redact_data`).
     """
     return json.dumps(redact_data(data), indent=2, ensure_ascii=False) + "\n"
 

@@ -26,8 +26,8 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError, format_validation_error
-from .. import environment
-from ..redact import KEY_VARIABLES
+from ..secrets import environment
+from ..secrets.redact import KEY_VARIABLES
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: The environment variables that name the endpoint, in order: Logist's, OpenAI's, seed 002's.
@@ -253,6 +253,6 @@ def key_variable() -> Optional[str]:
 def resolve_api_key() -> Optional[str]:
     """The API key: the one place it is read from (Logist's environment,
     where the ``logist`` program holds it apart from ``os.environ`` from its
-    start: :mod:`logist.environment`); the client is given it directly."""
+    start: :mod:`logist.secrets.environment`); the client is given it directly."""
     name = key_variable()
     return environment.get(name) if name else None

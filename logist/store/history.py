@@ -50,7 +50,7 @@ from typing import Iterator, Optional
 
 from pydantic import ValidationError
 
-from ..redact import redact_data
+from ..secrets.redact import redact_data
 from .atomic import atomic_write, atomic_write_json, fsync_dir, move_aside
 from ..errors import CorruptFileError
 from ..failpoints import failpoint
@@ -97,7 +97,7 @@ def layout(entry: dict) -> bytes:
     and the indentation a nested layout would repeat on every line of every
     entry is not paid for. Readers find an entry by :data:`ENTRY_START`
     alone: the layout after its number is free. No known secret value is
-    written (:func:`logist.redact.redact_data`)."""
+    written (:func:`logist.secrets.redact.redact_data`)."""
     entry = redact_data(entry)
     inner = ENTRY_INDENT + "  "
     lines: list[list[str]] = []

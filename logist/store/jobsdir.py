@@ -31,7 +31,7 @@ from ..errors import ConfigError, CorruptFileError, JobBusyError, LogistError, N
 from .manifest import MANIFEST_NAME, JobManifest, read_manifest
 
 if TYPE_CHECKING:
-    from ..workspace import Workspace
+    from ..workspace.repository import Workspace
 
 #: A job id: it names the job's folder and its git branch (``logist/<id>``),
 #: so it is also a name git takes for a branch: no ``..``, no final ``.`` or
@@ -166,8 +166,8 @@ class Job:
 
     @property
     def repo(self) -> "Workspace":
-        """The workspace's git repository (:class:`logist.workspace.Workspace`)."""
-        from ..workspace import Workspace
+        """The workspace's git repository (:class:`logist.workspace.repository.Workspace`)."""
+        from ..workspace.repository import Workspace
 
         return Workspace(self.workspace)
 

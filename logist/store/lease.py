@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ..errors import LogistError
-from ..processes import running, start_time
+from ..workspace.sandbox import running, start_time
 from .atomic import atomic_write_json
 from .jobsdir import hold_lock
 

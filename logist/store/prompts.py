@@ -91,7 +91,7 @@ TEMPLATES: dict[str, Template] = {
         ("protocol", "context", "role", "instructions", "planner", "skill", "this_turn"),
     ),
     "protocol": Template(
-        "How to answer; {protocol_rules} is the protocol generated from its one definition (logist/protocol.py).",
+        "How to answer; {protocol_rules} is the protocol generated from its one definition (logist/protocol/answer.py).",
         ("protocol_rules",),
     ),
     "protocol/tags": Template(

@@ -59,7 +59,7 @@ from .journal import StepJournal, journal_path, new_entry, record
 from .manifest import MANIFEST_FORMAT, PLANNER, WORKER, JobManifest, Status, read_manifest, utc_now, write_manifest
 from .upgrade import move_context
 from .upgrading import upgrade_job
-from ..workspace import Workspace
+from ..workspace.repository import Workspace
 
 log = logging.getLogger("logist")
 
@@ -67,7 +67,7 @@ log = logging.getLogger("logist")
 def _stop_command(journal: StepJournal) -> Optional[str]:
     """Kill what is left of an interrupted step's command, before anything
     is reset (it could write into the workspace afterwards)."""
-    from ..processes import stop_group
+    from ..workspace.sandbox import stop_group
 
     if journal.command_pgid is None or not stop_group(journal.command_pgid, journal.command_started):
         return None

@@ -55,7 +55,7 @@ class RoleManifest(BaseModel):
     """The role's name, by which jobs and workflows name it (a manifest with a built-in's name replaces it)."""
     description: str = Field(min_length=1)
     """One line on what the role does (shown by role list, and to the Planner)."""
-    # Absent or a string (null is refused): see logist/protocol.py on optional text fields.
+    # Absent or a string (null is refused): see logist/protocol/answer.py on optional text fields.
     instructions: str = Field(default=None, min_length=1)
     """The role's part of the system prompt; instead, prompt_file names a file holding it; without either the prompt template roles/<name>.md gives it (a jobs directory's prompts/ first, then Logist's own), and a role with none of the three is refused when loaded."""
     prompt_file: str = Field(

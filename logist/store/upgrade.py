@@ -55,7 +55,7 @@ from .atomic import atomic_write
 from .entries import FAILED, HistoryEntry
 from ..errors import CorruptFileError, LogistError
 from .manifest import MANIFEST_FORMAT, MANIFEST_SCHEMA, JobDefinition, JobManifest
-from ..workspace import Workspace
+from ..workspace.repository import Workspace
 
 #: The history format this version of Logist writes, and its schema.
 HISTORY_FORMAT = 4

@@ -21,7 +21,7 @@ import html
 import json
 from typing import Optional
 
-from ..redact import redact
+from ..secrets.redact import redact
 from ..store.entries import FAILED
 from ..store.history import HistoryEntry
 from ..store.jobsdir import Job

@@ -31,7 +31,7 @@ page's security policy are in :mod:`logist.views.html`):
   ended with.
 * Diffs come from the workspace's git repository, all of a job's from one
   git process whose output is read as the timeline is written
-  (:meth:`logist.workspace.Workspace.iter_diffs`), each cut at
+  (:meth:`logist.workspace.repository.Workspace.iter_diffs`), each cut at
   :data:`logist.views.html.DIFF_LIMIT`.
 """
 
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from ..redact import known_secrets, redact
+from ..secrets.redact import known_secrets, redact
 from ..store.atomic import atomic_writer
 from ..store.entries import ANSWER_KINDS
 from ..store.history import iter_entries, iter_entry_data
@@ -157,7 +157,7 @@ def write_job_report(job: Job, path: Optional[Path] = None) -> Path:
     a new file that replaces the old one whole; returns its path."""
     target = Path(path) if path is not None else job.dir / REPORT_NAME
     with atomic_writer(target) as handle:
-        secrets = html_secrets()  # none is written (logist.redact)
+        secrets = html_secrets()  # none is written (logist.secrets.redact)
         write_report(job, lambda text: handle.write(redact(text, secrets).encode("utf-8", errors="replace")))
     return target
 

@@ -23,8 +23,8 @@ from ..store.entries import ANSWER_KINDS, CALL_KINDS
 from ..store.history import HistoryEntry, iter_entries
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, Totals
-from ..answer_forms import loads
-from ..protocol import extract_json_text
+from ..protocol.forms import loads
+from ..protocol.answer import extract_json_text
 
 
 @dataclass

@@ -37,7 +37,7 @@ from typing import Callable, Iterable, NamedTuple, Optional
 from ..failpoints import armed, failpoint
 from ..store import history as hist
 from ..store import seek
-from ..redact import redact
+from ..secrets.redact import redact
 from ..store.atomic import atomic_writer
 from ..store.history import HistoryEntry
 from .markdown import header, render_entry

@@ -150,7 +150,7 @@ def test_server_errors_are_still_retried_within_max_retries(jobs, llm):
 
 
 def test_one_client_per_endpoints_and_endpoint(jobs, llm):
-    from logist.llm import Endpoints
+    from logist.model.client import Endpoints
 
     job = make_job(jobs)
     llm.add(answer("MESSAGE", message="one"), answer("MESSAGE", message="two"))
@@ -167,7 +167,7 @@ def test_one_client_per_endpoints_and_endpoint(jobs, llm):
 def test_openai_is_imported_only_when_a_call_is_made(jobs):
     make_job(jobs)
     code = (
-        "import sys; from click.testing import CliRunner; from logist.cli import cli; import logist.llm\n"
+        "import sys; from click.testing import CliRunner; from logist.cli import cli; import logist.model.client\n"
         "for args in (['--help'], ['job', 'status', 'hello'], ['job', 'preview', 'hello', '--json'], ['doctor']):\n"
         "    CliRunner().invoke(cli, args)\n"
         "print('openai' in sys.modules)\n"
@@ -209,7 +209,7 @@ def test_an_endpoint_that_does_not_stream_is_asked_plainly_and_remembered(jobs, 
     ignore: a whole answer to a streamed request. Either way the calls that
     share its Endpoints (a command's, a logist.open's) send the endpoint's
     later calls plain."""
-    from logist.llm import Endpoints
+    from logist.model.client import Endpoints
 
     job = make_job(jobs)
     one, two = answer("MESSAGE", message="one"), answer("MESSAGE", message="two")

@@ -177,7 +177,7 @@ def test_a_seed_004_answer_keeps_the_plan_it_does_not_repeat(jobs, llm):
 
 
 def test_the_planners_prompt_states_every_field_whatever_its_prompt_file(jobs):
-    from logist.protocol import Answer, PLANNER_OPTIONAL, PLANNER_REQUIRED
+    from logist.protocol.answer import Answer, PLANNER_OPTIONAL, PLANNER_REQUIRED
 
     (jobs.path / "prompts").mkdir()
     (jobs.path / "prompts" / "planner_prompt.yaml").write_text(

@@ -130,7 +130,7 @@ def unchecked(monkeypatch):
     """The answer's own checks removed (as if a new trigger got past them):
     a lone surrogate in a file's content then raises UnicodeEncodeError
     while the change is written, as it did before they existed."""
-    from logist import answer_forms
+    from logist.protocol import forms as answer_forms
 
     monkeypatch.setattr(answer_forms, "check_value", lambda value: None)
 

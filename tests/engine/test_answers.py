@@ -14,7 +14,7 @@ from logist.engine.loop import run_job
 from logist.engine.step import post_answer, step_once
 from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
-from logist.protocol_prompt import protocol_text
+from logist.protocol.prompt_text import protocol_text
 from logist.replay.apply import replay_history
 from logist.replay.scripted import answer
 from logist.resources import data_dir

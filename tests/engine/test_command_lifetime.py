@@ -5,7 +5,7 @@ system cannot make one) a command's processes used to be ended by killing
 its first process group: a ``setsid`` child, or one double-forked, escaped
 it, kept writing the workspace after the commit and could read the next
 Logist process. Now the command runs under a child subreaper
-(logist.processes.REAPER) that kills and reaps everything below it.
+(logist.workspace.sandbox.REAPER) that kills and reaps everything below it.
 Real processes throughout; each leftover is found by a tag in its command
 line.
 """

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from logist.processes import mounts_work, namespace_prefix
+from logist.workspace.sandbox import mounts_work, namespace_prefix
 from logist.replay.scripted import answer
 
 from conftest import CANARY_KEY, logist_process

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from logist.engine.commands import clean_output, cut_middle, decide, run_command
-from logist.processes import command_env
+from logist.workspace.sandbox import command_env
 
 
 def test_escapes_and_redraws_are_removed():

@@ -11,9 +11,9 @@ import pytest
 
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.protocol import WriteFile
+from logist.protocol.answer import WriteFile
 from logist.replay.scripted import answer
-from logist.workspace import Workspace
+from logist.workspace.repository import Workspace
 
 
 def git(cwd, *args: str) -> str:

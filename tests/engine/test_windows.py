@@ -13,7 +13,7 @@ import pytest
 
 from logist.engine.create import create_job
 from logist.engine.context import ContextOverflowError, context_window, sized_call
-from logist.llm import LLMSettings
+from logist.model.client import LLMSettings
 from logist.store.config import LogistConfig
 from logist.store.roles import builtin_roles
 

@@ -15,7 +15,7 @@ import pytest
 from logist.engine.create import create_job
 from logist.engine.step import post_answer
 from logist.store.history import load_history
-from logist.decoding import decoding_schema
+from logist.protocol.decoding import decoding_schema
 from logist.store.manifest import Status
 
 from conftest import logist_cli, write_config

@@ -13,7 +13,7 @@ import pytest
 
 from logist import Status
 from logist.engine.loop import run_job
-from logist.llm import JOB_HEADER
+from logist.model.client import JOB_HEADER
 from logist.replay.fixtures import create_from_fixture
 
 from replay.test_server import WORDCOUNT, body_of, recorded_calls

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.slow
 #: say so with a ready file, then wait until the test creates the start file.
 CHILD = r"""
 import os, runpy, sys, time
-import openai, logist.cli, logist.engine.step, logist.llm  # noqa: F401  (start-up cost before the start line)
+import openai, logist.cli, logist.engine.step, logist.model.client  # noqa: F401  (start-up cost before the start line)
 ready_file, start_file = sys.argv[1:3]
 open(ready_file, "w").close()
 while not os.path.exists(start_file):

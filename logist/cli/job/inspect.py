@@ -8,7 +8,7 @@ from typing import Optional
 import click
 
 from ...errors import CorruptFileError, NotFoundError
-from ...redact import url_shown
+from ...secrets.redact import url_shown
 from ...store.calls import recorded_key
 from ...store.history import iter_entries
 from ...store.journal import pending_call

@@ -10,7 +10,7 @@ from typing import Optional
 
 import click
 
-from ...redact import redact
+from ...secrets.redact import redact
 from ...store.history import HISTORY_NAME
 from ...terminal import inert_json, shown
 from ...views import transcript as tr, views_lock

@@ -44,7 +44,7 @@ Logist starts is therefore made here, the same way:
   ``git ls-files`` only when one may be there.
 
 Where commands run in the namespace with read-only mounts
-(:mod:`logist.processes`), Logist's own git does not run inside it: it
+(:mod:`logist.workspace.sandbox`), Logist's own git does not run inside it: it
 needs ``.git`` writable, and it runs no program any repository names (the
 points above), so nothing it starts can write the jobs directory or see
 Logist's memory; git itself is trusted as Logist is.
@@ -68,7 +68,7 @@ import subprocess
 from pathlib import Path
 from typing import NamedTuple, Optional, Sequence
 
-from .errors import LogistError
+from ..errors import LogistError
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +217,7 @@ def guard_repository(git_dir: Path, good_configs: Optional[set[bytes]] = None) -
     enter (:func:`seal_nested`). Returns what was put back (also logged);
     :class:`LogistError` when ``.git`` is not a folder. A handful of system
     calls and one read of the index when nothing changed. ``good_configs``:
-    the config texts the caller (a :class:`logist.workspace.Workspace`) has
+    the config texts the caller (a :class:`logist.workspace.repository.Workspace`) has
     already found to be as :func:`kept_config` wants, so a text is parsed
     once per workspace object; the config found good is added to it."""
     import stat

@@ -3,7 +3,7 @@
 pieces of a stream, as plain JSON, every shape checked. Anything else is an
 :class:`AnswerFault` naming what came (a body that is not JSON, JSON that is
 not a chat completion, a piece that is not JSON), in one line with a short
-excerpt. :mod:`logist.llm` sends the request and turns the fault into the
+excerpt. :mod:`logist.model.client` sends the request and turns the fault into the
 step's recorded failure.
 """
 
@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
-from .answer_forms import surrogates_shown
-from .errors import LLMCallError
+from ..protocol.forms import surrogates_shown
+from ..errors import LLMCallError
 
 #: The most tokens one call is counted as using, in and out each: a count
 #: beyond it (10^30 from a broken gateway) would make a cost of $10^23 and

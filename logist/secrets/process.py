@@ -4,8 +4,8 @@
 (:func:`logist.__main__.main`, through :func:`secrets_withdrawn`, which puts
 them back when the command ends), before Logist starts any thread or
 process: every secret of its environment (the API key and whatever
-:func:`logist.redact.known_secrets` takes for a secret) is moved out of
-``os.environ`` into :mod:`logist.environment`'s hold, and
+:func:`logist.secrets.redact.known_secrets` takes for a secret) is moved out of
+``os.environ`` into :mod:`logist.secrets.environment`'s hold, and
 :func:`hide_secrets_from_proc` blanks them where other processes look:
 
 * ``/proc/<pid>/environ`` shows the environment block the process was
@@ -18,7 +18,7 @@ What stays: the interpreter's start-up, before Logist's first line runs
 (a few milliseconds in which the block still holds the key, as it does in
 the shell that exported it); root, who reads any process's memory. The
 library (a program that imports :mod:`logist`) keeps its environment: it
-hides itself before its first command instead (:mod:`logist.processes`).
+hides itself before its first command instead (:mod:`logist.workspace.sandbox`).
 """
 
 from __future__ import annotations

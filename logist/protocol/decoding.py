@@ -3,8 +3,8 @@
 An endpoint that decodes under a JSON Schema (OpenAI's structured output,
 llama.cpp's grammars, vLLM's and Ollama's guided decoding) can only write
 what the schema allows. :func:`decoding_schema` generates that schema from
-the protocol's one definition (:data:`logist.protocol.ACTION_RULES` and the
-:class:`~logist.protocol.Answer` model) for the actions a role may take in
+the protocol's one definition (:data:`logist.protocol.answer.ACTION_RULES` and the
+:class:`~logist.protocol.answer.Answer` model) for the actions a role may take in
 its job now: one object per action, with the action's required fields, the
 optional ones that go with it, and nothing else (``additionalProperties:
 false``).
@@ -20,7 +20,7 @@ its 1000 characters instead, with a note). Strict
 decoding needs every property required, so a field an answer may leave out
 is required and nullable; the answer reader takes ``null`` as a field that
 is not used. What that subset cannot state stays with the answer check
-(:func:`logist.protocol.parse_answer`), and :data:`CONTENT_RULES` names
+(:func:`logist.protocol.answer.parse_answer`), and :data:`CONTENT_RULES` names
 each such rule.
 
 OpenAI's strict mode wants an object at the root, not ``anyOf``: the
@@ -32,7 +32,7 @@ answers already use, which the answer reader unwraps (with a note). The
 :func:`response_formats` gives the ``response_format`` values a request
 may carry, strongest first, for a role's ``structured_output`` setting
 (:data:`STRUCTURED_OUTPUT`): ``auto`` tries them in order as endpoints
-refuse them (:mod:`logist.llm`).
+refuse them (:mod:`logist.model.client`).
 
 Pure, like the protocol: no files, no network.
 """
@@ -43,8 +43,8 @@ import copy
 from functools import lru_cache
 from typing import Optional, Sequence
 
-from . import protocol
-from .protocol import ACTION_RULES, ACTIONS, PLANNER_OPTIONAL, PLANNER_REQUIRED, USER
+from . import answer as protocol
+from .answer import ACTION_RULES, ACTIONS, PLANNER_OPTIONAL, PLANNER_REQUIRED, USER
 
 #: A role's (or a model's, in config.json) ``structured_output`` setting.
 STRUCTURED_OUTPUT = ("auto", "json_schema", "json_object", "off")
@@ -122,8 +122,8 @@ def decoding_schema(actions: Sequence[str] = ACTIONS, *, file_changes: bool = Tr
     file changes are refused gets none). ``planner_roles``: the answer is a
     Planner's, which addresses one of these roles or ``User``: its
     non-command answers carry ``send_to`` and the message
-    (:data:`~logist.protocol.PLANNER_REQUIRED`), and may carry the plan, the
-    step, its reasoning and a thought (:data:`~logist.protocol.PLANNER_OPTIONAL`).
+    (:data:`~logist.protocol.answer.PLANNER_REQUIRED`), and may carry the plan, the
+    step, its reasoning and a thought (:data:`~logist.protocol.answer.PLANNER_OPTIONAL`).
     ``existing``: the workspace's files, when few enough to list: a
     replacement or a deletion names one of them (none can be made in an
     empty workspace); None: any path.

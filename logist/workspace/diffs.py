@@ -1,5 +1,5 @@
 """Patches of many commit pairs streamed from one ``git diff-tree --stdin``
-process (:meth:`logist.workspace.Workspace.iter_diffs`): a report on a job
+process (:meth:`logist.workspace.repository.Workspace.iter_diffs`): a report on a job
 of thousands of steps would otherwise start thousands of processes, or hold
 every patch at once."""
 

@@ -4,7 +4,7 @@ The environment block a process was started with is what
 ``/proc/<pid>/environ`` shows, to every process of the same user that may
 read it; a daemon a command left behind read the key there from the next
 ``logist`` process. The program now takes every secret out of its
-environment as it starts (logist.secrecy): these tests read the block of
+environment as it starts (logist.secrets.process): these tests read the block of
 real ``logist`` processes while they are alive, well past their start-up:
 ``job run`` waiting on a slow answer of the scripted server, and ``job
 status`` blocked writing its output into a pipe nobody reads yet.

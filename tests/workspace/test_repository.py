@@ -1,4 +1,4 @@
-"""logist.workspace.Workspace against real git repositories, and jobs created from a source repository."""
+"""logist.workspace.repository.Workspace against real git repositories, and jobs created from a source repository."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 
 from logist.engine.create import create_job
 from logist.store.history import load_history
-from logist.workspace import Workspace
+from logist.workspace.repository import Workspace
 from logist.errors import LogistError
-from logist.protocol import DeleteFile, InvalidAnswer, ReplaceInFile, WriteFile
+from logist.protocol.answer import DeleteFile, InvalidAnswer, ReplaceInFile, WriteFile
 
 
 def git(cwd, *args: str) -> str:

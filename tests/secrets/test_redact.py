@@ -1,11 +1,11 @@
-"""Which values are secret, and that redaction replaces them wherever they are (logist.redact)."""
+"""Which values are secret, and that redaction replaces them wherever they are (logist.secrets.redact)."""
 
 from __future__ import annotations
 
 import json
 
 from logist.engine.commands import clean_output, shown_lines
-from logist.redact import REDACTED, known_secrets, redact, redact_data, redact_shown, secret_name, url_shown
+from logist.secrets.redact import REDACTED, known_secrets, redact, redact_data, redact_shown, secret_name, url_shown
 
 
 def test_secret_names():

@@ -2,9 +2,9 @@
 
 The ``logist`` program takes every secret out of its own environment as it
 starts, before it starts any thread or process
-(:func:`logist.processes.withdraw_secrets`): the API key
+(:func:`logist.workspace.sandbox.withdraw_secrets`): the API key
 (``LOGIST_API_KEY``, ``OPENAI_API_KEY``) and every variable
-:func:`logist.redact.known_secrets` takes for a secret. They are kept
+:func:`logist.secrets.redact.known_secrets` takes for a secret. They are kept
 here, in this module's memory only, so that:
 
 * no process Logist starts inherits one by accident (git, a command, a
@@ -13,11 +13,11 @@ here, in this module's memory only, so that:
   :func:`logist.store.config.resolve_api_key` reads, and the client is
   given the key it returns;
 * redaction still knows every secret (:func:`full` is the environment
-  :func:`logist.redact.known_secrets` reads), and a variable a job passes to
+  :func:`logist.secrets.redact.known_secrets` reads), and a variable a job passes to
   its commands (``command_env``) is still found.
 
 The hold lives as long as one run of the ``logist`` program
-(:func:`logist.secrecy.secrets_withdrawn`): the entry point puts every
+(:func:`logist.secrets.process.secrets_withdrawn`): the entry point puts every
 secret back into ``os.environ`` when its command ends, so a program (or a
 test) that calls it in its own process goes on as it was, and nothing is
 held between runs. A program that uses the library keeps its environment as

@@ -1,6 +1,6 @@
 """The forms answers really arrive in, brought to the protocol's one shape.
 
-:mod:`logist.protocol` defines one answer: a JSON object with an upper-case
+:mod:`logist.protocol.answer` defines one answer: a JSON object with an upper-case
 ``action`` and the fields its action requires. Real models send more than
 that: a ``<think>`` block first, a sentence before the object and one after,
 a fenced block, ``"action": "completed"``, keys nobody asked for, ``null``

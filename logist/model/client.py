@@ -57,10 +57,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from .completions import AnswerFault, LLMReply, answer_json, chunks, error_text, excerpt, text_of, tokens, whole
-from .decoding import form_name, response_formats
-from .errors import LLMCallError
+from ..protocol.decoding import form_name, response_formats
+from ..errors import LLMCallError
 #: The header that names a call, the same on each of its retries (one definition: :mod:`logist.store.calls`).
-from .store.calls import HEADER as IDEMPOTENCY_HEADER
+from ..store.calls import HEADER as IDEMPOTENCY_HEADER
 
 #: The body keys that ask for a stream (one definition: store/requests.py adds them).
 STREAM_KEYS = ("stream", "stream_options")
@@ -87,7 +87,7 @@ class Endpoints:
         self._clients_lock = threading.Lock()
         #: Endpoints found not to stream.
         self.plain: set[str] = set()
-        #: Endpoint -> the response_format forms (:func:`logist.decoding.form_name`) it refused.
+        #: Endpoint -> the response_format forms (:func:`logist.protocol.decoding.form_name`) it refused.
         self.refused: dict[str, set[str]] = {}
         #: (endpoint, form) pairs an endpoint answered.
         self.proven: set[tuple[str, str]] = set()
@@ -558,7 +558,7 @@ def list_models(settings: LLMSettings) -> list[str]:
 
 def probe_form(settings: LLMSettings, model: str, setting: str = "auto") -> Optional[dict]:
     """The strongest structured-output form the endpoint takes for ``model``
-    (:func:`logist.decoding.response_formats`), found by one tiny call of at
+    (:func:`logist.protocol.decoding.response_formats`), found by one tiny call of at
     most 16 tokens (``logist doctor --probe``); None: it takes none."""
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
               "additionalProperties": False}

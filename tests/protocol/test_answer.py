@@ -1,4 +1,4 @@
-"""logist.protocol: parsing one answer of the model and the shape rules for paths."""
+"""logist.protocol.answer: parsing one answer of the model and the shape rules for paths."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from logist.protocol import (
+from logist.protocol.answer import (
     ACTION_RULES,
     ACTIONS,
     EXAMPLE_ANSWER,
@@ -32,7 +32,7 @@ from logist.protocol import (
     is_git_name,
     parse_answer,
 )
-from logist.protocol_prompt import protocol_text
+from logist.protocol.prompt_text import protocol_text
 from logist.replay.scripted import answer
 
 REQUIRED = {
@@ -138,7 +138,7 @@ def test_planner_fields_are_accepted():
 def test_summary_length_limit_is_1000_characters():
     ok = parse_answer(dumps("COMPLETED", evidence_files=[], summary_for_supervisor="é" * 1000))
     assert len(ok.summary_for_supervisor) == 1000
-    # Longer is cut, with a note (the decoding schema has no maxLength: see logist/decoding.py).
+    # Longer is cut, with a note (the decoding schema has no maxLength: see logist/protocol/decoding.py).
     for action, text in (("COMPLETED", "x" * 1001), ("STUCK", "é" * 5000)):
         cut = parse_answer(dumps(action, evidence_files=[], summary_for_supervisor=text))
         assert cut.summary_for_supervisor == text[:999] + "\u2026"
@@ -525,21 +525,21 @@ def test_answer_helper_refuses_what_the_protocol_refuses(args, fields, match):
 
 
 def test_the_protocol_module_is_pure():
-    import logist.protocol
+    import logist.protocol.answer
 
     # The package under test, wherever the test runs from. Its __init__ (the
     # library's front door, which imports the whole core) is left out: what
     # is measured is what the protocol module itself needs.
-    root = str(PurePosixPath(logist.protocol.__file__).parent.parent)
+    root = str(PurePosixPath(logist.protocol.answer.__file__).parent.parent)
     code = (
         f"import sys, types; package = types.ModuleType('logist'); package.__path__ = [{root + '/logist'!r}]; "
         "sys.modules['logist'] = package; "
-        "import logist.protocol as p; p.parse_answer('{\"action\": \"MESSAGE\", \"message\": \"x\"}'); "
+        "import logist.protocol.answer as p; p.parse_answer('{\"action\": \"MESSAGE\", \"message\": \"x\"}'); "
         "print(sorted(m for m in sys.modules if m.startswith('logist')))"
     )
     env = dict(os.environ, PYTHONPATH=root)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
-    assert json.loads(out.replace("'", '"')) == ["logist", "logist.answer_forms", "logist.errors", "logist.paths", "logist.protocol"]
+    assert json.loads(out.replace("'", '"')) == ["logist", "logist.protocol.forms", "logist.errors", "logist.protocol.paths", "logist.protocol.answer"]
 
 
 # --------------------------------------------------------------------------
@@ -722,7 +722,7 @@ def test_a_valid_answer_is_taken_without_jsonschema_and_a_refusal_quotes_the_sch
     import subprocess
     import sys
 
-    probe = ("import sys\nfrom logist.protocol import validate_answer, InvalidAnswer\n"
+    probe = ("import sys\nfrom logist.protocol.answer import validate_answer, InvalidAnswer\n"
              "validate_answer({'action': 'MESSAGE', 'message': 'x', 'current_plan_step': 2,\n"
              "                 'file_changes': [{'path': 'a.txt', 'delete': True}, {'path': 'b', 'content': ''}]})\n"
              "print('jsonschema' in sys.modules)\n"

@@ -29,7 +29,7 @@ HTML-escaped) and by every printer of the command line, after any other
 change to the text (:func:`logist.terminal.shown`), so a path nobody
 thought of still writes or prints no secret. :func:`url_shown` hides the
 password of a URL that is shown (an endpoint), secret or not. Commands never see these values in the first place (see
-:mod:`logist.processes`): redaction is defence in depth, not the wall.
+:mod:`logist.workspace.sandbox`): redaction is defence in depth, not the wall.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ cannot drift: the pydantic models (with a description on every field) and
 
 * :func:`response_schema`, the JSON Schema answers are validated against
   (and which :mod:`logist.schemas` writes into ``schemas/llm-chat-schema.json``);
-* :func:`logist.protocol_prompt.protocol_text`, the rules of the protocol as the system prompt
+* :func:`logist.protocol.prompt_text.protocol_text`, the rules of the protocol as the system prompt
   teaches them, example answer included (the ``protocol`` prompt template
   words the rest);
 * :data:`ACTIONS` and :data:`EXIT_ACTIONS`.
@@ -22,7 +22,7 @@ Validation runs the generated JSON Schema first, because its messages
 then pydantic, which builds the objects. The schema is the answer's one
 shape; what models really send (a ``<think>`` block, prose around the
 object, ``"completed"``, extra keys, seed 004's wrapper) is brought to that
-shape first by :mod:`logist.answer_forms`, which notes each liberty taken.
+shape first by :mod:`logist.protocol.forms`, which notes each liberty taken.
 
 Two protocols speak the same actions (:data:`PROTOCOLS`): ``json``, one
 JSON object per answer, and ``tags``, seed 002's line protocol (``[CMD] ls``,
@@ -42,8 +42,8 @@ from typing import Annotated, Literal, Optional, Union, get_args
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic.json_schema import GenerateJsonSchema
 
-from . import answer_forms as forms
-from .errors import InvalidAnswer  # noqa: F401 (the parser's error, named here too)
+from . import forms
+from ..errors import InvalidAnswer  # noqa: F401 (the parser's error, named here too)
 from .paths import PATH_MAX, check_relative_path, is_git_name  # noqa: F401 (the path rules of answers)
 
 

@@ -1,4 +1,4 @@
-"""logist.answer_forms through parse_answer: the text-tag protocol, the
+"""logist.protocol.forms through parse_answer: the text-tag protocol, the
 seeds' answer shapes, and the tags prompt (seed 002's base prompt)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from logist.protocol import ACTION_RULES, TAGS, Answer, InvalidAnswer, parse_answer
-from logist.protocol_prompt import protocol_text
+from logist.protocol.answer import ACTION_RULES, TAGS, Answer, InvalidAnswer, parse_answer
+from logist.protocol.prompt_text import protocol_text
 
 
 def tags(raw: str) -> Answer:

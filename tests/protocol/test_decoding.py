@@ -1,4 +1,4 @@
-"""The decoding schema (logist/decoding.py): generated from the protocol for
+"""The decoding schema (logist/protocol/decoding.py): generated from the protocol for
 the actions open to each role and policy, in the engines' common subset, and
 every answer that fits it passes the answer check (issue 26, acceptance 2).
 
@@ -19,16 +19,16 @@ from jsonschema import Draft202012Validator
 
 from logist.engine.create import create_job
 from logist.store.history import load_history
-from logist.decoding import CONTENT_RULES, decoding_schema, response_formats, strict_root
+from logist.protocol.decoding import CONTENT_RULES, decoding_schema, response_formats, strict_root
 from logist.engine.prepare import answer_formats, structured_output
 from logist.engine.prepare import open_actions
-from logist.protocol import ACTION_RULES, ACTIONS, InvalidAnswer, check_planner_answer, parse_answer
+from logist.protocol.answer import ACTION_RULES, ACTIONS, InvalidAnswer, check_planner_answer, parse_answer
 from logist.schemas import render, schemas_dir, worker_decoding_schema
 from logist.store.manifest import PLANNER, Status
 from logist.store.roles import builtin_roles
 
 POLICIES = ("ask", "allow", "deny")
-#: Keywords outside the subset every engine takes (see logist/decoding.py).
+#: Keywords outside the subset every engine takes (see logist/protocol/decoding.py).
 FORBIDDEN = {"if", "then", "else", "allOf", "oneOf", "not", "$ref", "$defs", "pattern", "maxLength", "const",
              "patternProperties", "dependentRequired"}
 
@@ -239,7 +239,7 @@ def test_what_each_setting_and_role_sends(jobs):
 
 
 def test_a_refused_form_is_asked_again_in_the_next_and_remembered_for_the_command(jobs, llm):
-    from logist.llm import Endpoints
+    from logist.model.client import Endpoints
     from logist.engine.step import step_once
     from logist.replay.scripted import Reply
 

@@ -1,4 +1,4 @@
-"""Logist's git never runs a program a model planted (logist.gitrun).
+"""Logist's git never runs a program a model planted (logist.workspace.git).
 
 Each case plants one of git's ways to run a program in a real workspace
 repository, as a model's command could (``git config``, files in ``.git``),
@@ -17,9 +17,9 @@ import pytest
 
 from conftest import CANARY_KEY
 from logist.errors import LogistError
-from logist.gitrun import KEPT, git_env, kept_config
-from logist.workspace import Workspace
-from logist.protocol import WriteFile
+from logist.workspace.git import KEPT, git_env, kept_config
+from logist.workspace.repository import Workspace
+from logist.protocol.answer import WriteFile
 
 
 def spy(tmp_path: Path, name: str) -> str:
@@ -300,7 +300,7 @@ def test_a_command_plants_hooks_fsmonitor_and_filters_then_logist_steps_and_comm
 
 
 def test_only_local_paths_are_reachable_and_no_url_rewrite_survives(tmp_path):
-    from logist.gitrun import run_git
+    from logist.workspace.git import run_git
 
     marker = tmp_path / "ext-ran"
     done = run_git(tmp_path, ["ls-remote", f"ext::sh -c touch% {marker}"])

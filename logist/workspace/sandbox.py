@@ -21,7 +21,7 @@ Logist holds the API key; a command is code the model wrote. So a command:
   plant a hook, rewrite a ref or the index, or edit what Logist injects
   into the next prompt. Where the namespace works but mounts do not, the
   command runs with the PID namespace alone (Logist's git then still
-  resets what a command may have planted: :mod:`logist.gitrun`).
+  resets what a command may have planted: :mod:`logist.workspace.git`).
 * gets an **allowlisted environment** (:func:`command_env`): :data:`PASSED`,
   ``LC_*`` and the variables the job names (``command_env``); never the key.
 * without a PID namespace (``none``, ``auto``'s fallback) runs under a
@@ -36,9 +36,9 @@ Logist holds the API key; a command is code the model wrote. So a command:
   command never runs unrecorded; with ``PR_SET_PDEATHSIG`` on Linux it is
   killed when Logist dies.
 * Without a namespace, Logist hides what it can of itself
-  (:func:`logist.secrecy.hide_secrets_from_proc`: non-dumpable, the secrets
+  (:func:`logist.secrets.process.hide_secrets_from_proc`: non-dumpable, the secrets
   blanked in ``/proc/self/environ``): the ``logist`` program as it starts
-  (:mod:`logist.secrecy`), the library before its first command. Processes
+  (:mod:`logist.secrets.process`), the library before its first command. Processes
   other than Logist that were started with the key (the shell that exported
   it) stay readable: see the README's Safety section.
 
@@ -61,9 +61,9 @@ import time
 from pathlib import Path
 from typing import IO, Callable, Optional, Sequence
 
-from . import environment
-from .errors import LogistError
-from .secrecy import _libc
+from ..secrets import environment
+from ..errors import LogistError
+from ..secrets.process import _libc
 
 #: Variables a command gets from Logist's environment (with every ``LC_*``).
 PASSED = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL")

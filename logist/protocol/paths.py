@@ -1,6 +1,6 @@
 """The path rules of an answer's ``file_changes`` and ``evidence_files``:
-pure (no disk; :mod:`logist.filechanges` checks the disk), used by
-:mod:`logist.protocol`, which re-exports them.
+pure (no disk; :mod:`logist.workspace.changes` checks the disk), used by
+:mod:`logist.protocol.answer`, which re-exports them.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from .errors import InvalidAnswer
+from ..errors import InvalidAnswer
 
 #: Bytes (UTF-8) a path may have, and each of its names: Linux's PATH_MAX
 #: and NAME_MAX. A longer one would fail in the file system call (ENAMETOOLONG).

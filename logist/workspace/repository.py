@@ -6,7 +6,7 @@ It holds no state besides the path (git is the state), so making one is
 free and any number may point at the same repository.
 
 Every git process gets its command line and environment from
-:mod:`logist.gitrun` (a clean environment, no hooks, no program named by
+:mod:`logist.workspace.git` (a clean environment, no hooks, no program named by
 the repository's config, no nested repository entered). Patches leave
 nested repositories out (``--ignore-submodules=all``): git would read
 ``.gitmodules`` for them, and one a command wrote (``update = !cmd``)
@@ -15,7 +15,7 @@ only files git tracks: ``git status`` (were there hand edits?) and ``git
 commit --only`` of those paths (:meth:`Workspace.commit_paths`); three when
 it creates a file or runs a command (``git add -A`` and ``git commit``).
 HEAD is read from ``.git`` itself. The model's file changes are checked and
-written by :mod:`logist.filechanges`.
+written by :mod:`logist.workspace.changes`.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence, Union
 
-from .diffstream import SHA, Patch, stream_patches
-from .errors import LogistError
-from .gitrun import Done as _Done, git_argv, git_env, guard_repository, run_git as _run_git, settle_config
-from .filechanges import plan, resolve_inside, write_as_new_file
-from .protocol import FileChange, InvalidAnswer
+from .diffs import SHA, Patch, stream_patches
+from ..errors import LogistError
+from .git import Done as _Done, git_argv, git_env, guard_repository, run_git as _run_git, settle_config
+from .changes import plan, resolve_inside, write_as_new_file
+from ..protocol.answer import FileChange, InvalidAnswer
 
 WORK_BRANCH = "logist/{job_id}"
 
@@ -71,7 +71,7 @@ def _denied(proc: _Done) -> list[str]:
 class Workspace:
     """A job's git repository at ``path``. ``guarded`` (a job's workspace):
     before each git process the repository is put back to what Logist
-    allows (:func:`logist.gitrun.guard_repository`); False only for a
+    allows (:func:`logist.workspace.git.guard_repository`); False only for a
     person's own repository (``--from-repo``, export), which Logist never
     changes but through git itself."""
 
@@ -190,7 +190,7 @@ class Workspace:
         stdin = tempfile.TemporaryFile()
         count = 0
         for old, new in pairs:
-            # Fixed-width lines (see logist.diffstream; a bad sha becomes one git cannot read).
+            # Fixed-width lines (see logist.workspace.diffs; a bad sha becomes one git cannot read).
             stdin.write(f"{new if SHA.match(new) else '0' * 40} {old if SHA.match(old) else '0' * 40}\n".encode())
             count += 1
         if self.guarded:

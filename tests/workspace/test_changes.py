@@ -1,5 +1,5 @@
 """The model's file changes against a real workspace: no spelling of .git,
-no write through a hard link (logist.filechanges)."""
+no write through a hard link (logist.workspace.changes)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from logist.protocol import DeleteFile, InvalidAnswer, ReplaceInFile, WriteFile
-from logist.workspace import Workspace
+from logist.protocol.answer import DeleteFile, InvalidAnswer, ReplaceInFile, WriteFile
+from logist.workspace.repository import Workspace
 
 
 def snapshot(root):

@@ -1,8 +1,8 @@
 """The JSON protocol as the system prompt teaches it.
 
 Generated, never hand-copied: the actions, their meanings and the fields
-they need come from :data:`logist.protocol.ACTION_RULES` and the field
-descriptions of :class:`logist.protocol.Answer`. ``job preview`` shows the
+they need come from :data:`logist.protocol.answer.ACTION_RULES` and the field
+descriptions of :class:`logist.protocol.answer.Answer`. ``job preview`` shows the
 text a role gets, and :func:`protocol_text` is the way in. The tags protocol
 is taught in seed 002's own words, the ``protocol/tags`` prompt template (its
 base prompt, word for word), not generated.
@@ -14,7 +14,7 @@ from functools import lru_cache
 
 # The words around these rules (who the model is, what Logist does) are the
 # ``protocol`` prompt template's (logist/prompts/protocol.md).
-from .protocol import (
+from .answer import (
     ACTION_RULES, EXAMPLE_ANSWER, PATH_RULE, PLANNER_OPTIONAL, PLANNER_REQUIRED, PROTOCOLS, Answer,
     _file_change_forms, answer_json,
 )
@@ -59,8 +59,8 @@ def _json_text() -> str:
 
 
 def _planner_text() -> str:
-    """The Planner's own fields, from :data:`~logist.protocol.PLANNER_REQUIRED`
-    and :data:`~logist.protocol.PLANNER_OPTIONAL`: stated here whatever the
+    """The Planner's own fields, from :data:`~logist.protocol.answer.PLANNER_REQUIRED`
+    and :data:`~logist.protocol.answer.PLANNER_OPTIONAL`: stated here whatever the
     Planner's instructions say, so that no prompt file can leave one out."""
     described: set[str] = set()
     return (
@@ -74,7 +74,7 @@ def _planner_text() -> str:
 @lru_cache(maxsize=None)
 def protocol_text(protocol: str = "json", planner: bool = False) -> str:
     """The JSON protocol's part of the system prompt, generated from
-    :data:`~logist.protocol.ACTION_RULES` and the models (``planner``: with
+    :data:`~logist.protocol.answer.ACTION_RULES` and the models (``planner``: with
     the Planner's own fields). The tags protocol has no generated text: seed
     002's base prompt (the ``protocol/tags`` prompt template) teaches it."""
     if protocol not in PROTOCOLS:

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from logist.gitrun import _GITLINK_MODE, guard_repository
-from logist.workspace import Workspace
-from logist.protocol import WriteFile
+from logist.workspace.git import _GITLINK_MODE, guard_repository
+from logist.workspace.repository import Workspace
+from logist.protocol.answer import WriteFile
 
 
 def spy(bin_dir: Path, ran: Path, name: str) -> str:
@@ -179,7 +179,7 @@ def test_an_index_without_a_gitlink_costs_no_git_process(tmp_path, monkeypatch):
         (ws.path / f"f{n}.txt").write_text(f"{n}\n")
     ws.commit_all("files")
     assert _GITLINK_MODE not in (ws.path / ".git" / "index").read_bytes()
-    import logist.gitrun as gitrun
+    import logist.workspace.git as gitrun
 
     started = []
     real = gitrun._spawn
@@ -222,7 +222,7 @@ import os, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 import test_nested_repositories as t
-from logist.workspace import Workspace
+from logist.workspace.repository import Workspace
 top, plant = Path(sys.argv[1]), getattr(t, sys.argv[2])
 ws = Workspace.init(top / "ws", "j")
 plant(ws.path, top / "bin", top / "ran")

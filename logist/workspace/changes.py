@@ -1,6 +1,6 @@
 """The model's file changes, checked against the disk and written.
 
-Paths are checked twice: for shape by :mod:`logist.protocol` (no absolute
+Paths are checked twice: for shape by :mod:`logist.protocol.answer` (no absolute
 paths, no ``..``, no ``.git`` in any spelling) and here against the disk (no
 symlink on the way, nothing resolving outside the workspace). A set of
 changes is checked whole before the first byte is written, so a refused
@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .protocol import DeleteFile, FileChange, InvalidAnswer, ReplaceInFile, WriteFile, check_relative_path
+from ..protocol.answer import DeleteFile, FileChange, InvalidAnswer, ReplaceInFile, WriteFile, check_relative_path
 
 
 def write_as_new_file(target: Path, data: bytes) -> None:
