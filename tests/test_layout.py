@@ -18,7 +18,13 @@ def test_the_readme_names_every_subpackage_and_core_module():
     subpackages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
     for name in subpackages:
         assert f"logist/{name}/" in section, f"README 'How it is built' does not name logist/{name}/"
-    for name in ("protocol", "schemas", "llm", "workspace"):
-        assert f"logist/{name}.py" in section
-    for path in ("engine/step.py", "engine/prepare.py", "engine/session.py", "store/recovery.py", "engine/workflow.py"):
+    for name in ("api", "terminal", "errors", "schemas"):
+        assert (PACKAGE / f"{name}.py").is_file() and f"logist/{name}.py" in section
+    # The packages named for a concern name each of their modules.
+    for package in ("protocol", "model", "workspace", "secrets"):
+        for module in sorted((PACKAGE / package).glob("*.py")):
+            if module.name != "__init__.py":
+                assert module.name in section, f"README 'How it is built' does not name {package}/{module.name}"
+    for path in ("engine/step.py", "engine/prepare.py", "engine/session.py", "store/recovery.py", "engine/workflow.py",
+                 "workspace/repository.py", "protocol/answer.py", "store/journal.py", "model/client.py"):
         assert (PACKAGE / path).is_file() and path in section

@@ -100,7 +100,8 @@ def test_the_program_holds_secrets_apart_and_commands_still_get_what_a_job_names
     probe = (
         "import os, sys\n"
         "import logist.__main__ as program\n"
-        "from logist import environment, processes\n"
+        "from logist.secrets import environment\n"
+        "from logist.workspace import sandbox as processes\n"
         "from logist.store.config import resolve_api_key\n"
         "def seen():\n"
         "    secret = [n for n in ('LOGIST_API_KEY', 'GH_PAT', 'DATABASE_URL') if n in os.environ]\n"

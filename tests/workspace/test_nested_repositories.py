@@ -248,7 +248,7 @@ def test_no_program_of_a_nested_repository_runs_for_an_unprivileged_user(tmp_pat
         os.chmod(ran, 0o777)
         (top / "run.py").write_text(UNPRIVILEGED)
         here = Path(__file__).resolve().parent
-        paths = os.pathsep.join([str(here.parent), str(Path(pydantic.__file__).parent.parent)])
+        paths = os.pathsep.join([str(here.parent.parent), str(Path(pydantic.__file__).parent.parent)])
         env = {"PATH": os.environ["PATH"], "HOME": str(top), "PYTHONPATH": paths, "GIT_CONFIG_NOSYSTEM": "1",
                "PYTHONDONTWRITEBYTECODE": "1"}
         python = shutil.which("python3", path="/usr/bin") or sys.executable
