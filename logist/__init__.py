@@ -27,7 +27,7 @@ __version__ = "0.1.0"
 
 from .api import Job, Jobs, Preview, open
 from .engine.create import JobSpec
-from .engine.step import StepResult
+from .engine.apply import StepResult
 from .errors import LogistError
 from .store.entries import HistoryEntry
 from .store.manifest import JobManifest, Status

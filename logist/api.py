@@ -11,7 +11,7 @@ same objects)::
 
 Each verb is a method with typed keywords (a person's actions are methods,
 not strings); what a method returns is the engine's own result
-(:class:`~logist.engine.step.StepResult` for a step, the job's new
+(:class:`~logist.engine.apply.StepResult` for a step, the job's new
 :class:`~logist.store.manifest.JobManifest` for a decision). This layer
 only gathers the engine's functions (:mod:`logist.engine.create`,
 :mod:`~logist.engine.step`, :mod:`~logist.engine.loop`,
@@ -35,10 +35,12 @@ from .engine.create import JobSpec, create_job
 from .engine.decide import user_action
 from .engine.choices import DEFAULT_ENGINE
 from .engine.engines import BatchCounts
-from .engine.loop import QueueOutcome, run_job, run_queue, step_turn
+from .engine.engines import run_batch
+from .engine.loop import QueueOutcome, run_job, step_turn
 from .engine.rewind import rewind
 from .engine.session import upgrade
-from .engine.step import StepResult, post_answer, step_once
+from .engine.apply import StepResult
+from .engine.step import post_answer, step_once
 from .errors import ConfigError
 from .model.client import Endpoints
 from .replay.apply import entry_by_sequence, post_recorded, read_history_file, replay_history
@@ -135,7 +137,7 @@ class Jobs:
         another package registers) with at most ``concurrency`` at once;
         ``on_outcome`` is told of each job as it finishes. The outcomes in
         queue order; jobs that have finished leave the queue."""
-        return run_queue(self.directory, engine=engine, concurrency=concurrency, address=address, model=model,
+        return run_batch(self.directory, engine=engine, concurrency=concurrency, address=address, model=model,
                          on_step=on_step, on_outcome=on_outcome, watch=watch, base_url=self.base_url,
                          request_timeout=self.request_timeout, lock_timeout=self.lock_timeout,
                          endpoints=self.endpoints)

@@ -20,8 +20,11 @@ newline, so a diff of ``schemas/`` shows only real changes.
 from __future__ import annotations
 
 import argparse
+import ast
+import inspect
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -49,10 +52,6 @@ def _attribute_docs(cls: type) -> dict[str, str]:
     """The docstrings under the fields ``cls`` itself declares (a string
     right after an annotated name, as pydantic's ``use_attribute_docstrings``
     reads them)."""
-    import ast
-    import inspect
-    import textwrap
-
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     except (OSError, TypeError, SyntaxError):

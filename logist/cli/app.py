@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import click
 
@@ -22,13 +22,10 @@ from ..engine.workflow import NEEDS_PERSON, describe_job_hint
 from ..model.client import Endpoints
 from ..secrets.redact import redact_data, url_shown
 from ..store.config import resolve_base_url
-from ..store.jobsdir import JobsDir
+from ..engine.apply import StepResult
+from ..store.jobsdir import Job, JobsDir
+from ..store.manifest import JobManifest, Status
 from ..terminal import inert, inert_json, shown
-
-if TYPE_CHECKING:
-    from ..engine.step import StepResult
-    from ..store.jobsdir import Job
-    from ..store.manifest import JobManifest, Status
 
 
 #: Exit codes, the same for every command.

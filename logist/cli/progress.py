@@ -21,12 +21,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Optional, TextIO
+from typing import Optional, TextIO
 
+from ..engine.apply import StepResult
 from ..terminal import inert
-
-if TYPE_CHECKING:
-    from ..engine.step import StepResult
 
 #: Lines of a command's output shown in the terminal (the model sees it all).
 COMMAND_HEAD, COMMAND_TAIL = 5, 10
@@ -34,7 +32,7 @@ COMMAND_WIDTH = 160
 
 
 class ProgressLine:
-    """Implements :class:`logist.engine.step.CallWatch` on a terminal."""
+    """Implements :class:`logist.engine.call.CallWatch` on a terminal."""
 
     def __init__(self, stream: TextIO, interval: float = 0.2):
         self.stream = stream

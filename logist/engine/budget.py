@@ -12,14 +12,13 @@ they survive restarts and rewinds (the calls were paid for).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from ..store.config import LogistConfig
 from ..store.manifest import JobManifest, Status
 from ..store.seek import read_entry
+from .outcome import Outcome
 
-if TYPE_CHECKING:
-    from .call import Outcome
 
 
 #: The settings that are budgets, with the option that sets each (``job

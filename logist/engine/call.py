@@ -22,7 +22,6 @@ it again).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Optional, Protocol
 
 from ..model import client as llm
@@ -32,13 +31,15 @@ from ..store import journal
 from ..store.recovery import Finish
 from ..store.calls import SavedAnswer, body_digest, call_key_prefix, key_digest, recorded_key
 from ..store.config import LogistConfig, resolve_api_key, resolve_endpoint
-from ..store.entries import UNKNOWN, Message, Request, Response
+from ..store.entries import UNKNOWN, Response
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, read_manifest
 from ..store.requests import HistoryReader, recorded_body
 from ..store.seek import read_entry
 from .context import answer_tokens, estimate_tokens, request_size
 
+from .apply import apply_compaction, apply_outcome, record_failure
+from .outcome import Outcome, request_of
 from .prepare import Prepared, prepare
 
 #: What an entry recovered from a saved answer says (after any note of its own).
@@ -50,41 +51,6 @@ UNKNOWN_NOTE = ("the process ended while this call was in flight: whether the en
                 "Idempotency-Key when the request is the same)")
 
 
-@dataclass
-class Outcome:
-    """The result of a call (or a posted answer), before it is applied."""
-
-    raw: Optional[str] = None
-    error: Optional[str] = None
-    prompt_tokens: Optional[int] = None
-    completion_tokens: Optional[int] = None
-    duration: float = 0.0
-    #: The endpoint reported no usage; the tokens are estimates.
-    estimated: bool = False
-    #: What the history entry says besides (an answer sent as a tool call).
-    note: Optional[str] = None
-    called: bool = False
-    #: When the step began (``time.monotonic()``, the lock held): the wall
-    #: budget counts the whole step, what the user waits for, not the call alone.
-    started: Optional[float] = None
-    #: A call's journal once its answer arrived (None: no call here).
-    saved: Optional[journal.StepJournal] = None
-    #: A failed call's kind (:data:`logist.errors.FAULTS`): ``transient`` keeps the turn to go on with.
-    fault: Optional[str] = None
-    #: Why the model stopped, as the endpoint said (``length``: the answer was cut at max_tokens).
-    finish_reason: Optional[str] = None
-
-    def wall_ms(self) -> int:
-        """The step's time so far (the call's when the start is unknown)."""
-        return round(((time.monotonic() - self.started) if self.started is not None else self.duration) * 1000)
-
-    def request(self, prepared: Prepared) -> Request:
-        """The request the entry records: the call's as its journal holds
-        it, else the prepared one."""
-        if self.saved is not None and self.saved.request is not None:
-            return self.saved.request
-        return request_of(prepared)
-
 
 class CallWatch(Protocol):
     """Told about a call while it is in flight (the CLI's progress line)."""
@@ -94,13 +60,6 @@ class CallWatch(Protocol):
     def tokens(self, count: int) -> None: ...
 
     def finished(self) -> None: ...
-
-
-def request_of(prepared: Prepared) -> Request:
-    """The prepared call's request as its history entry records it."""
-    if prepared.is_compaction:
-        return Request(prompt=[Message(**m) for m in prepared.prompt.messages], metadata=prepared.metadata)
-    return Request(**prepared.prompt.record(), files_context=prepared.prompt.files_context, metadata=prepared.metadata)
 
 
 def entry_key(job: Job, manifest: JobManifest, sequence: int) -> str:
@@ -251,10 +210,8 @@ def finish_interrupted(job: Job) -> Finish:
 
 def _apply_saved(job: Job, manifest: JobManifest, saved: journal.StepJournal) -> None:
     """Apply the saved answer; anything that raises is recorded with it
-    (:func:`~logist.engine.step.record_failure`), so the journal is closed
+    (:func:`~logist.engine.apply.record_failure`), so the journal is closed
     and no later command applies it again."""
-    from .step import _apply, _apply_compaction, record_failure
-
     metadata = saved.request.metadata
     answer = saved.answer
     note = "; ".join(n for n in (answer.note, RECOVERED_NOTE) if n)
@@ -274,9 +231,9 @@ def _apply_saved(job: Job, manifest: JobManifest, saved: journal.StepJournal) ->
                 "(its roles or config changed)"
             )
         if prepared.is_compaction:
-            _apply_compaction(job, manifest, prepared, outcome, replayed=False)
+            apply_compaction(job, manifest, prepared, outcome, replayed=False)
         else:
-            _apply(job, manifest, prepared, outcome, kind)
+            apply_outcome(job, manifest, prepared, outcome, kind)
     except Exception as exc:
         record_failure(job, manifest, prepared, outcome, kind, exc)
 

@@ -16,24 +16,17 @@ when it checks or shows ``--engine``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
+from importlib.metadata import EntryPoint, entry_points
 
 GROUP = "logist.engines"
 DEFAULT_ENGINE = "threads"
 DEFAULT_CONCURRENCY = 4
 
 
-def registered() -> dict[str, "EntryPoint"]:
+def registered() -> dict[str, EntryPoint]:
     """The engines installed, by name, in the order they were found (a name
     registered twice: the first). Read anew each time (a few ms): a batch
     asks twice, --engine once."""
-    # importlib.metadata reads every installed package's metadata: loaded when
-    # an engine is named, not at every command's start.
-    from importlib.metadata import entry_points
-
     found: dict[str, EntryPoint] = {}
     for entry in entry_points(group=GROUP):
         found.setdefault(entry.name, entry)

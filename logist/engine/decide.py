@@ -28,9 +28,11 @@ from ..store.manifest import PLANNER, WORKER
 from ..store.prompts import Prompts, builtin
 from ..store.roles import load_roles
 from ..terminal import shown
+from .commands import execute
 from .budget import SETTABLE, raise_hint, stopped_by_budget
 from .session import open_locked
 from .workflow import BUDGET_RAISED, PERSON, Rule, answer_protocol, describe_job_hint, find_rule, move, person_rules
+from ..protocol.answer import InvalidAnswer, file_changes_from
 
 
 def _fresh_turn(manifest: JobManifest, slot: str, feedback: Optional[str]) -> Turn:
@@ -132,8 +134,6 @@ def _check_waiting_for(job: Job, manifest: JobManifest, rule: Rule) -> None:
 
 def _apply_held_changes(job: Job, manifest: JobManifest) -> tuple[list[str], Optional[str]]:
     """Apply the file changes a role's policy held, and commit them."""
-    from ..protocol.answer import InvalidAnswer, file_changes_from
-
     sequence = manifest.last_sequence + 1
     try:
         changes = file_changes_from(manifest.pending_changes or [])
@@ -193,8 +193,6 @@ def user_action(
         if action == "approve-command" and manifest.pending_changes is not None:
             changed, commit = _apply_held_changes(job, manifest)
         elif action == "approve-command":
-            from .commands import execute
-
             sequence = manifest.last_sequence + 1
             journal.begin_applying(job.dir, sequence, manifest.workspace_commit, None)
             role = load_roles(job.jobs_dir.path)[manifest.turn.role]

@@ -40,7 +40,8 @@ from ..store.jobsdir import JobsDir
 from .choices import DEFAULT_CONCURRENCY, engine_names, registered
 from .loop import QueueOutcome
 from .session import open_locked
-from .step import StepResult, step_once
+from .apply import StepResult
+from .step import step_once
 from .workflow import STEPPABLE, TERMINAL
 
 
@@ -54,8 +55,6 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
     end the run after the step in hand (the job can go on later);
     ``lease_wait``: how long to wait for a lease another runner holds (a
     job handed out again after its runner died) before skipping the job."""
-    from ..store.jobsdir import JobsDir
-
     job = None
     try:
         job = JobsDir(jobs_path).job(job_id)

@@ -14,6 +14,7 @@ from typing import Optional
 from ..store import history as hist
 from ..errors import LogistError
 from ..store.jobsdir import Job
+from ..store.atomic import atomic_write
 
 
 def job_diff(job: Job, sequence: Optional[int] = None, stat: bool = False) -> str:
@@ -52,8 +53,6 @@ def export_branch(job: Job, branch: str, force: bool = False) -> tuple[str, bool
 def export_patch(job: Job, path: Path) -> int:
     """Write the job's commits since its baseline as a patch series; returns
     the number of commits."""
-    from ..store.atomic import atomic_write
-
     manifest = job.manifest()
     patch = job.repo.format_patch(manifest.baseline_commit, manifest.workspace_commit)
     if not patch.strip():

@@ -13,7 +13,8 @@ from ..errors import NotSteppableError
 from ..model.client import Endpoints
 from ..store.manifest import Status
 from ..store.jobsdir import Job
-from .step import StepResult, step_once
+from .apply import StepResult
+from .step import step_once
 from .workflow import GOES_ON, STEPPABLE
 
 
@@ -84,14 +85,3 @@ class QueueOutcome:
     skipped: Optional[str] = None
     #: Anything else worth saying (a lease taken over from a dead runner).
     note: Optional[str] = None
-
-
-def run_queue(jobs_dir, *, on_step: Optional[Callable[[StepResult], None]] = None, engine: str = "serial",
-              **kwargs) -> list[QueueOutcome]:
-    """``job run --all``: every queued job, each to its resting state (see
-    :func:`logist.engine.engines.run_batch`, which runs them on ``engine``).
-    A job that fails (busy, damaged, misconfigured) is reported and the
-    others still run. Jobs that have finished leave the queue."""
-    from .engines import run_batch
-
-    return run_batch(jobs_dir, engine=engine, on_step=on_step, **kwargs)

@@ -31,6 +31,7 @@ from ..store.roles import RoleManifest, load_roles
 from . import compaction
 from .prompt import Prompt, build_prompt
 from .workflow import TABLE, answer_protocol, who_acts
+from ..errors import NotFoundError
 
 #: The temperature of a summary call: a summary should be faithful, not creative.
 SUMMARY_TEMPERATURE = 0.2
@@ -171,8 +172,6 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
     known (it bounds the default ``max_tokens``; :mod:`logist.engine.context`). ``force_compaction``: summarise what can be
     summarised now (the role's call would not fit the window).
     """
-    from ..errors import NotFoundError
-
     jobs_dir = job.jobs_dir.path
     roles = load_roles(jobs_dir)
     role_name = manifest.turn.role

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..protocol.prompt_text import protocol_text
+from ..workspace.repository import Workspace
 from ..store.manifest import JobManifest
 from ..store.prompts import BUILTIN_DIR, ROLE_PREFIX, Prompts, builtin
 from ..store.requests import HistoryReader
@@ -44,6 +45,7 @@ from ..store.roles import RoleManifest
 from . import compaction
 from .workflow import answer_protocol
 from ..store.manifest import PLANNER, SUPERVISOR
+from ..store.upgrade import CONTEXT_NAME, context_at_start
 
 FILE_LIMIT = 20_000
 TOTAL_FILES_LIMIT = 100_000
@@ -74,8 +76,6 @@ def context_text(job_dir: Path, jobs_dir: Path, baseline: Optional[str] = None) 
     ``.logist/context.md`` is copied to ``<job>/context.md`` when the job is
     created; a job made before that reads it from its baseline commit
     (:func:`logist.store.upgrade.context_at_start`) until its files are upgraded."""
-    from ..store.upgrade import CONTEXT_NAME, context_at_start
-
     job_copy = job_dir / CONTEXT_NAME
     if job_copy.is_file():
         return job_copy.read_text(encoding="utf-8", errors="replace").strip()
@@ -144,8 +144,6 @@ def call_marker(manifest: JobManifest, text: str, prompts: Optional[Prompts] = N
 def _file_sections(
     workspace: Path, paths: list[str], budget: list[int], prompts: Prompts
 ) -> tuple[Optional[str], list[str]]:
-    from ..workspace.repository import Workspace
-
     sections, used = [], []
     for rel in paths:
         if budget[0] <= 0:

@@ -100,7 +100,7 @@ class Endpoints:
         key = (base_url, api_key)
         with self._clients_lock:
             if key not in self._clients:
-                import openai  # loaded by the first call, not by every command's start (about 0.5 s)
+                openai = sdk()
 
                 while len(self._clients) >= self.KEEP_CLIENTS:
                     self._clients.pop(next(iter(self._clients))).close()
@@ -185,11 +185,20 @@ def without_stream(body: dict) -> dict:
     return {key: value for key, value in body.items() if key not in STREAM_KEYS}
 
 
+def sdk():
+    """The ``openai`` SDK, imported by the first call that needs it: it takes
+    about 0.35 s to import, and most commands make no call."""
+    import openai  # lazy: see the docstring
+
+    return openai
+
+
 def _httpx():
+    """The SDK's HTTP library (imported with it, so loaded as lazily)."""
     try:
-        import httpx2 as httpx  # the SDK's HTTP library from openai 3 on
+        import httpx2 as httpx  # lazy, as the SDK: its HTTP library from openai 3 on
     except ImportError:  # pragma: no cover - older SDKs use httpx
-        import httpx
+        import httpx  # lazy, as the SDK
     return httpx
 
 
@@ -197,7 +206,7 @@ def _transport():
     """An HTTP transport that reports a read timeout as ``APITimeoutError``,
     which the SDK raises as it is: a read timeout is not retried (module doc),
     and a connection that fails once the answer began as an AnswerFault."""
-    import openai
+    openai = sdk()
 
     httpx = _httpx()
 
@@ -240,7 +249,7 @@ def _broke_off(exc: Exception) -> str:
 def _retried(exc: Exception) -> bool:
     """Whether the SDK's retry rules send ``exc``'s request again: 408, 409,
     429, 5xx, connection failures and connect timeouts (a read timeout never)."""
-    import openai
+    openai = sdk()
 
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in (408, 409, 429) or exc.status_code >= 500
@@ -260,7 +269,7 @@ def _kind(exc: Exception) -> str:
     """What kind of failure ``exc`` is (:data:`logist.errors.FAULTS`): nothing
     could be asked (no server there, the key or the URL refused), a failure
     for now (what the SDK retries, and a read timeout), or any other."""
-    import openai
+    openai = sdk()
 
     if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError):
         name = type(exc.__cause__ or exc).__name__
@@ -272,7 +281,7 @@ def _kind(exc: Exception) -> str:
 
 
 def _describe(exc: Exception, settings: LLMSettings) -> str:
-    import openai
+    openai = sdk()
 
     if isinstance(exc, openai.APITimeoutError):
         return (f"the request timed out: no answer within {settings.timeout:g} s, not sent again "
@@ -403,7 +412,7 @@ def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[in
 def _refuses_format(exc: Exception) -> bool:
     """The endpoint refused the request's response_format (400/422, or a
     500 from a server that failed on it: llama-cpp-python's validation)."""
-    import openai
+    openai = sdk()
 
     if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422, 500, 501):
         return False
@@ -437,7 +446,7 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
     (and a recording replays against another port). The CLI adds the
     endpoint where a person reads the error.
     """
-    import openai
+    openai = sdk()
 
     endpoints = settings.endpoints
     api = endpoints.client(settings.base_url, settings.api_key)
@@ -501,7 +510,7 @@ def _send(api, settings: LLMSettings, body: dict, wants_stream: bool, on_tokens,
     (``with_raw_response``, so the answer is read as it arrived: the
     stream's pieces, or the whole body, as JSON); the reply and the body it
     answered."""
-    import openai
+    openai = sdk()
 
     def create(sent: dict):
         headers = dict(settings.headers)
@@ -531,7 +540,7 @@ def list_models(settings: LLMSettings) -> list[str]:
     """The model names the endpoint's ``GET /models`` lists, sorted; an
     :class:`~logist.errors.LLMCallError` naming what came instead of a list
     (a web page, JSON of another shape)."""
-    import openai
+    openai = sdk()
 
     httpx = _httpx()
     api = settings.endpoints.client(settings.base_url, settings.api_key)
@@ -602,7 +611,7 @@ def root_url(base_url: str) -> str:
 def _ask(settings: LLMSettings, method: str, url: str, payload: Optional[dict] = None) -> Optional[object]:
     """The JSON an endpoint answers a request about itself with, or None
     (any failure: these are hints, never needed)."""
-    import openai
+    openai = sdk()
 
     httpx = _httpx()
     api = settings.endpoints.client(settings.base_url, settings.api_key)

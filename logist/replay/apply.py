@@ -25,7 +25,8 @@ from ..errors import ConfigError, CorruptFileError, LogistError
 from ..store.entries import CALL_KINDS, FAILED
 from ..store.history import HistoryEntry, JobHistory
 from ..store.jobsdir import Job
-from ..engine.step import StepResult, post_answer, step_once
+from ..engine.apply import StepResult
+from ..engine.step import post_answer, step_once
 
 from ..engine.workflow import PERSON, TABLE
 from ..store.upgrade import upgrade_history_data

@@ -20,7 +20,7 @@ from ..store.jobsdir import JobsDir
 from .fixtures import create_from_fixture, load_fixture
 from .server import CALL_KINDS, ReplayLLMServer
 from ..engine.loop import run_job
-from ..engine.step import StepResult
+from ..engine.apply import StepResult
 
 DEMO_FIXTURE = "wordcount"
 

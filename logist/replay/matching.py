@@ -12,6 +12,7 @@ import json
 from typing import Optional
 
 from ..store.history import HistoryEntry
+from ..store.requests import messages_of
 
 #: The request parameters a recording keeps (history ``request.metadata``),
 #: compared besides the model and the messages.
@@ -52,8 +53,6 @@ def recorded_body(entry: HistoryEntry, entries: Optional[dict[int, dict]] = None
     """The request body of a recorded call, as far as the history keeps it
     (``entries``: the history's entries by number, which a request that
     continues another is rebuilt from)."""
-    from ..store.requests import messages_of
-
     entries = entries if entries is not None else {entry.sequence: entry.dump()}
     metadata = entry.request.metadata
     body: dict = {"model": metadata.model, "messages": messages_of(entries, entry.sequence)}

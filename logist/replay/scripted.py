@@ -41,6 +41,7 @@ import json
 import select
 import socket
 import struct
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -205,8 +206,6 @@ class _Server(ThreadingHTTPServer):
     def handle_error(self, request, client_address):
         # A client that closes a kept-alive connection with unread bytes
         # (the SDK does, after a stream's [DONE]) resets it: not an error.
-        import sys
-
         if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
             super().handle_error(request, client_address)
 

@@ -20,18 +20,18 @@ import re
 import threading
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import Iterator, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .atomic import atomic_write_json
-from .config import LogistConfig, load_config
-from .jobstore import JobStore
 from ..errors import ConfigError, CorruptFileError, JobBusyError, LogistError, NotFoundError
-from .manifest import MANIFEST_NAME, JobManifest, read_manifest
-
-if TYPE_CHECKING:
-    from ..workspace.repository import Workspace
+from ..workspace.repository import Workspace
+from .atomic import atomic_write_json, move_aside
+from .config import LogistConfig, load_config
+from .history import history_path
+from .jobstore import JobStore
+from .manifest import MANIFEST_NAME, JobManifest, read_manifest, utc_now
+from .recovery import recovered_manifest
 
 #: A job id: it names the job's folder and its git branch (``logist/<id>``),
 #: so it is also a name git takes for a branch: no ``..``, no final ``.`` or
@@ -155,8 +155,6 @@ class Job:
 
     @property
     def history_path(self) -> Path:
-        from .history import history_path  # the history's models load only when needed
-
         return history_path(self.dir)
 
     @property
@@ -165,10 +163,8 @@ class Job:
         return self.dir / "workspace"
 
     @property
-    def repo(self) -> "Workspace":
+    def repo(self) -> Workspace:
         """The workspace's git repository (:class:`logist.workspace.repository.Workspace`)."""
-        from ..workspace.repository import Workspace
-
         return Workspace(self.workspace)
 
     @property
@@ -183,8 +179,6 @@ class Job:
         what recovery would make of it when an interrupted command left the
         history ahead of it (computed in memory, without the lock; see
         :func:`logist.store.recovery.recovered_manifest`)."""
-        from .recovery import recovered_manifest
-
         return recovered_manifest(self.dir)
 
     def __repr__(self) -> str:
@@ -259,9 +253,6 @@ class JobsDir:
                     return self._rebuild_index(str(exc))
 
     def _rebuild_index(self, why: str) -> JobsIndex:
-        from .atomic import move_aside
-        from .manifest import utc_now
-
         found: list[tuple[str, str]] = []
         for folder in sorted(self.path.iterdir()):
             if not (folder / MANIFEST_NAME).is_file() or not is_job_id(folder.name):

@@ -279,14 +279,56 @@ class JobManifest(JobState, JobDefinition):
         return JobManifest.model_validate({**base, **(self.model_extra or {}), **data})
 
 
+# -- format 1, read (the history's upgrades are logist.store.upgrade's) --
+
+
+def is_format_1(data: Any) -> bool:
+    """Whether parsed JSON is a format 1 file (it names no format)."""
+    return isinstance(data, dict) and "format" not in data
+
+
+def _turn(turn: Optional[dict], pointers: Optional[dict] = None) -> Optional[dict]:
+    if turn is None:
+        return None
+    turn = dict(turn)
+    messages = turn.pop("messages", []) or []
+    turn["rounds"] = len(messages) // 2
+    turn.update(pointers or {})
+    return turn
+
+
+def milliseconds(seconds: Any) -> int:
+    """Seconds as format 1 wrote them, in the milliseconds later formats write."""
+    return int(round(float(seconds or 0) * 1000))
+
+
+def upgrade_manifest_data(data: Any, pointers: Optional[dict] = None) -> Any:
+    """A format 1 manifest as format 2 (anything else unchanged).
+
+    ``pointers`` maps "turn" and "planner_turn" to the history pointers of
+    their conversations, which only the history can tell.
+    """
+    if not is_format_1(data):
+        return data
+    pointers = pointers or {}
+    out = {"$schema": MANIFEST_SCHEMA, "format": MANIFEST_FORMAT, **data}
+    if "steps" in out:
+        out["calls"] = out.pop("steps")
+    totals = dict(out.get("totals") or {})
+    if "wall_seconds" in totals:
+        totals["wall_ms"] = milliseconds(totals.pop("wall_seconds"))
+    out["totals"] = totals
+    out["turn"] = _turn(out.get("turn") or {}, pointers.get("turn"))
+    out["planner_turn"] = _turn(out.get("planner_turn"), pointers.get("planner_turn"))
+    return out
+
+
 def manifest_path(job_dir: Path) -> Path:
     return Path(job_dir) / MANIFEST_NAME
 
 
 def parse_manifest(data: Any, where: str) -> JobManifest:
     """A manifest from parsed JSON of any format (older ones upgraded in memory)."""
-    from .upgrade import upgrade_manifest_data
-
     try:
         return JobManifest.model_validate(upgrade_manifest_data(data))
     except (ValueError, ValidationError) as exc:

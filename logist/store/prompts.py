@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Protocol
 
+import yaml
+
 from ..errors import ConfigError
 
 
@@ -212,8 +214,6 @@ def read_template(path: Path) -> str:
 
 def _yaml_prompt(path: Path, text: str) -> str:
     """The prompt a YAML prompt file holds (seed 004's ``planner_prompt.yaml`` shape)."""
-    import yaml
-
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

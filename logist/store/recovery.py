@@ -60,6 +60,7 @@ from .manifest import MANIFEST_FORMAT, PLANNER, WORKER, JobManifest, Status, rea
 from .upgrade import move_context
 from .upgrading import upgrade_job
 from ..workspace.repository import Workspace
+from ..workspace.sandbox import stop_group
 
 log = logging.getLogger("logist")
 
@@ -67,8 +68,6 @@ log = logging.getLogger("logist")
 def _stop_command(journal: StepJournal) -> Optional[str]:
     """Kill what is left of an interrupted step's command, before anything
     is reset (it could write into the workspace afterwards)."""
-    from ..workspace.sandbox import stop_group
-
     if journal.command_pgid is None or not stop_group(journal.command_pgid, journal.command_started):
         return None
     return f"the command of step {journal.sequence} was still running (process group {journal.command_pgid}); it was killed"

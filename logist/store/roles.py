@@ -34,6 +34,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal, Optional
 
+import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
@@ -131,8 +132,6 @@ def _read_file(path: Path) -> object:
         text = path.read_text(encoding="utf-8")
         if path.suffix == ".json":
             return json.loads(text)
-        import yaml
-
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:

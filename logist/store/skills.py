@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Literal, Optional
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 from pydantic.json_schema import SkipJsonSchema
 
@@ -129,8 +130,6 @@ def parse_skill(path: Path) -> Skill:
     match = _FRONTMATTER.match(text)
     if not match:
         raise ConfigError(f"skill {path}: no YAML frontmatter (the file must start with a '---' block)")
-    import yaml
-
     try:
         meta = yaml.safe_load(match.group("yaml"))
     except yaml.YAMLError as exc:

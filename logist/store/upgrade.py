@@ -54,7 +54,7 @@ from typing import Any, Callable, Optional
 from .atomic import atomic_write
 from .entries import FAILED, HistoryEntry
 from ..errors import CorruptFileError, LogistError
-from .manifest import MANIFEST_FORMAT, MANIFEST_SCHEMA, JobDefinition, JobManifest
+from .manifest import JobDefinition, JobManifest, is_format_1, milliseconds, upgrade_manifest_data
 from ..workspace.repository import Workspace
 
 #: The history format this version of Logist writes, and its schema.
@@ -63,45 +63,6 @@ HISTORY_SCHEMA = "job-history.v4.schema.json"
 
 #: How many earlier calls of the same role are tried as the one a request continues.
 _CANDIDATES = 50
-
-
-def _v1(data: Any) -> bool:
-    return isinstance(data, dict) and "format" not in data
-
-
-def _turn(turn: Optional[dict], pointers: Optional[dict] = None) -> Optional[dict]:
-    if turn is None:
-        return None
-    turn = dict(turn)
-    messages = turn.pop("messages", []) or []
-    turn["rounds"] = len(messages) // 2
-    turn.update(pointers or {})
-    return turn
-
-
-def _ms(seconds: Any) -> int:
-    return int(round(float(seconds or 0) * 1000))
-
-
-def upgrade_manifest_data(data: Any, pointers: Optional[dict] = None) -> Any:
-    """A format 1 manifest as format 2 (anything else unchanged).
-
-    ``pointers`` maps "turn" and "planner_turn" to the history pointers of
-    their conversations, which only the history can tell.
-    """
-    if not _v1(data):
-        return data
-    pointers = pointers or {}
-    out = {"$schema": MANIFEST_SCHEMA, "format": MANIFEST_FORMAT, **data}
-    if "steps" in out:
-        out["calls"] = out.pop("steps")
-    totals = dict(out.get("totals") or {})
-    if "wall_seconds" in totals:
-        totals["wall_ms"] = _ms(totals.pop("wall_seconds"))
-    out["totals"] = totals
-    out["turn"] = _turn(out.get("turn") or {}, pointers.get("turn"))
-    out["planner_turn"] = _turn(out.get("planner_turn"), pointers.get("planner_turn"))
-    return out
 
 
 def _key(messages: list) -> str:
@@ -168,10 +129,10 @@ def _entry(entry: dict, upgrader: _Upgrader, first: bool) -> dict:
     if out.get("kind") == "recovery":
         out["kind"] = "repair"
     if "duration_seconds" in out:
-        out["duration_ms"] = _ms(out.pop("duration_seconds"))
+        out["duration_ms"] = milliseconds(out.pop("duration_seconds"))
     if out.get("command") and "duration_seconds" in out["command"]:
         command = dict(out["command"])
-        command["duration_ms"] = _ms(command.pop("duration_seconds"))
+        command["duration_ms"] = milliseconds(command.pop("duration_seconds"))
         out["command"] = command
     request = upgrader.request(entry)
     if request is not None:
@@ -199,7 +160,7 @@ def _v1_files(manifest_data: Any, history_data: dict) -> tuple[Any, dict]:
     for entry in entries:
         if entry.get("workspace_path") == workspace:
             entry.pop("workspace_path", None)
-    pointers = upgrader.pointers({"kind": None, "sequence": None}, manifest_data) if _v1(manifest_data) else None
+    pointers = upgrader.pointers({"kind": None, "sequence": None}, manifest_data) if is_format_1(manifest_data) else None
     history = {"$schema": "job-history.v2.schema.json", "format": 2, "job_id": history_data.get("job_id"),
                **({"workspace_path": workspace} if workspace else {}), "interactions": entries}
     return upgrade_manifest_data(manifest_data, pointers), history
@@ -320,7 +281,7 @@ def upgrade_history_data(data: Any) -> Any:
 def upgrade_files(manifest_data: Any, history_data: Any) -> tuple[Any, Any]:
     """Both files of a job in the current format (a format 1 manifest's
     turn pointers come from the history)."""
-    if not _v1(history_data):
+    if not is_format_1(history_data):
         return upgrade_manifest_data(manifest_data), upgrade_history_data(history_data)
     manifest, history = _v1_files(manifest_data, history_data)
     return manifest, upgrade_history_data(history)

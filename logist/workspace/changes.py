@@ -12,6 +12,8 @@ replaced, never written through.
 from __future__ import annotations
 
 import os
+import secrets
+import stat
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -22,9 +24,6 @@ def write_as_new_file(target: Path, data: bytes) -> None:
     """Write ``target`` as a new file: a temp file in its folder renamed over
     it. A hard link at ``target`` (a command can make one to any file of
     yours) is replaced, never written through; the permission bits stay."""
-    import secrets
-    import stat
-
     try:
         mode: Optional[int] = stat.S_IMODE(os.lstat(target).st_mode)
     except FileNotFoundError:

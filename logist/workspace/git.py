@@ -59,11 +59,12 @@ whole process group; a sandbox ends the rest).
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import re
+import secrets
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 from typing import NamedTuple, Optional, Sequence
@@ -220,8 +221,6 @@ def guard_repository(git_dir: Path, good_configs: Optional[set[bytes]] = None) -
     the config texts the caller (a :class:`logist.workspace.repository.Workspace`) has
     already found to be as :func:`kept_config` wants, so a text is parsed
     once per workspace object; the config found good is added to it."""
-    import stat
-
     done: list[str] = []
     git_dir = str(git_dir)
     try:
@@ -274,8 +273,6 @@ def _may_hold_gitlinks(git_dir: Path) -> bool:
     """Whether the index (or a shared index it was split into) may record a
     gitlink: False when no file holds a gitlink's mode bytes, which git
     writes for every gitlink. A rare false True costs a ``git ls-files``."""
-    import stat
-
     for name in os.listdir(git_dir):
         if name != "index" and not name.startswith("sharedindex."):
             continue
@@ -339,8 +336,6 @@ def seal_nested(git_dir: Path) -> list[str]:
 def _replace(path: Path, data: bytes) -> None:
     """``path`` written whole under a name of its own (two Logist processes
     may put the same file back at once), then renamed over it."""
-    import secrets
-
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.logist.tmp")
     try:
         tmp.write_bytes(data)

@@ -13,7 +13,7 @@ from ...engine.budget import raise_hint, stopped_by_budget
 from ...engine.choices import DEFAULT_CONCURRENCY, DEFAULT_ENGINE, engine_names
 from ...engine.engines import make_engine
 from ...engine.call import CallWatch
-from ...engine.step import StepResult
+from ...engine.apply import StepResult
 from ...errors import ConfigError, LogistError, TransitionError
 from ...replay.apply import read_history_file
 from ...store.config import resolve_endpoint
