@@ -74,10 +74,11 @@ def _register() -> None:
     from .replay_server import replay_server
     from .report import report
     from .role import role
+    from .serve import serve
     from .skill import skill
     from .workflow import workflow
 
-    for command in (init, demo, job, role, skill, prompts, report):
+    for command in (init, demo, job, role, skill, prompts, report, serve):
         accept_jobs_dir(command)
         cli.add_command(command)
     cli.add_command(replay_server)

@@ -1,0 +1,38 @@
+"""``logist serve``: a live local web view of the jobs (the ``serve`` extra)."""
+
+from __future__ import annotations
+
+import click
+
+from .app import Application, pass_app
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address to listen on; any but loopback needs --unsafe-host.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="The port (0: any free one).")
+@click.option("--unsafe-host", is_flag=True,
+              help="Allow a --host other than loopback: anyone who can reach it and has the token can decide for your jobs.")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Another name the pages may be asked for by (the Host header); repeatable.")
+@pass_app
+def serve(app: Application, host: str, port: int, unsafe_host: bool, allow_hosts: tuple[str, ...]) -> None:
+    """Serve a live web view of the jobs on 127.0.0.1, decisions included.
+
+    Prints a URL with this run's token once; opening it sets a cookie and
+    drops the token from the address. Each page follows the job files as
+    they change; each button does what the matching job command does.
+
+    \b
+    Example:
+      pip install 'logist[serve]'
+      logist serve --port 8765
+    """
+    try:
+        from ..serve.server import is_loopback, serve as run
+    except ImportError as exc:
+        raise click.ClickException(f"logist serve needs the serve extra ({exc.name} is missing): pip install 'logist[serve]'") from None
+    if not is_loopback(host) and not unsafe_host:
+        raise click.UsageError(f"--host {host} is reachable from other machines; add --unsafe-host to serve there anyway")
+    run(app.jobs, host, port, allow_hosts, say=lambda line: click.echo(line))
