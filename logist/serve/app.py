@@ -148,7 +148,7 @@ class Guard:
         return [
             (b"content-security-policy", POLICY.encode()),
             (b"x-content-type-options", b"nosniff"),
-            (b"referrer-policy", b"no-referrer"),
+            (b"referrer-policy", b"same-origin"),  # no-referrer would make a form send Origin: null
             (b"x-frame-options", b"DENY"),
             (b"cache-control", b"no-store"),
         ]

@@ -65,6 +65,16 @@ class Served:
         return time.monotonic() - start
 
 
+def needed(module: str, install: str):
+    """Import ``module``, or skip the test (fail it in CI, where .ci/run installs it)."""
+    try:
+        return __import__(module, fromlist=["_"])
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{module} is not installed; .ci/run installs it ({install})")
+        pytest.skip(f"{module} is not installed ({install}); in CI this is a failure")
+
+
 def start_server(*args: str, port: int = 0) -> Served:
     process = subprocess.Popen(
         [sys.executable, "-m", "logist", "serve", "--port", str(port), *args],
@@ -81,6 +91,8 @@ def start_server(*args: str, port: int = 0) -> Served:
 @pytest.fixture
 def served(jobs):
     """``logist serve`` on the test's jobs directory, stopped (SIGINT) after the test."""
+    needed("starlette", "pip install -e '.[serve]'")
+    needed("uvicorn", "pip install -e '.[serve]'")
     running: list[Served] = []
 
     def start(*args: str, port: int = 0) -> Served:
@@ -111,7 +123,7 @@ def _chromium() -> str:
 @pytest.fixture(scope="session")
 def browser():
     """One headless Chromium per test process (each test gets its own context)."""
-    playwright_api = pytest.importorskip("playwright.sync_api")
+    playwright_api = needed("playwright.sync_api", "pip install playwright; no browser download: Debian's chromium is used")
     executable = _chromium()
     with playwright_api.sync_playwright() as playwright:
         # launch() gives the browser a fresh --user-data-dir of its own (it
