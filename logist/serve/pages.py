@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Iterator, Optional
 from urllib.parse import quote
 
-from ..engine.workflow import PERSON, find_rule, waiting_for
+from ..engine.workflow import NEEDS_PERSON, PERSON, describe_job_hint, find_rule, waiting_for
 from ..store.jobsdir import Job, JobsDir
 from ..store.manifest import JobManifest
 from ..store.recovery import recovered_manifest
@@ -71,7 +71,11 @@ def jobs_table(jobs: JobsDir) -> str:
     def link(row: IndexRow) -> Optional[str]:
         return job_url(row.job_id) if row.manifest is not None else None
 
-    return index_body(jobs, rows, link, jobs.read_index().current_job_id)
+    def waits_for(row: IndexRow) -> str:
+        m = row.manifest
+        return describe_job_hint(m) if m is not None and str(m.status) in NEEDS_PERSON else ""
+
+    return index_body(jobs, rows, link, jobs.read_index().current_job_id, ("waits for", waits_for))
 
 
 def jobs_page(jobs: JobsDir) -> str:

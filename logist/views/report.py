@@ -248,9 +248,10 @@ def render_index(jobs: JobsDir, rows: list[IndexRow], base: Path, current: Optio
 
 
 def index_body(jobs: JobsDir, rows: list[IndexRow], link: Callable[[IndexRow], Optional[str]],
-               current: Optional[str] = None) -> str:
+               current: Optional[str] = None, column: Optional[tuple[str, Callable[[IndexRow], str]]] = None) -> str:
     """The jobs index: a header with the tally by status, and a table of one
-    row per job, its name a link to ``link(row)`` (None: no link).
+    row per job, its name a link to ``link(row)`` (None: no link), and
+    ``column``, (heading, text of a row), after its status.
     ``index.html`` and ``logist serve``'s list of jobs both show it."""
     counts: dict[str, int] = {}
     for row in rows:
@@ -273,11 +274,13 @@ def index_body(jobs: JobsDir, rows: list[IndexRow], link: Callable[[IndexRow], O
                 f"<td>{cost}</td><td>{esc(short_time(m.updated_at))}</td>"
                 f'<td class="prose">{esc(one_line(m.objective, 120))}</td>'
             )
-        lines.append(f'<tr data-job="{esc(row.job_id)}" data-status="{esc(row.status)}"><td>{name}{mark}</td><td>{status_badge(row.status)}</td>{cells}</tr>')
+        added = f'<td class="prose">{esc(column[1](row))}</td>' if column else ""
+        lines.append(f'<tr data-job="{esc(row.job_id)}" data-status="{esc(row.status)}"><td>{name}{mark}</td><td>{status_badge(row.status)}</td>{added}{cells}</tr>')
     tally = " ".join(f"{status_badge(status)} {count}" for status, count in sorted(counts.items()))
     return (
         f'<header><p class="crumb">Logist</p><h1>Jobs in <code>{esc(jobs.path)}</code></h1><p>{len(rows)} job{"s" if len(rows) != 1 else ""} {tally}</p></header>'
-        '<table class="index"><thead><tr><th>job</th><th>status</th><th>whose turn</th><th>steps</th><th>tokens</th>'
-        '<th>cost</th><th>updated (UTC)</th><th>objective</th></tr></thead>'
+        '<table class="index"><thead><tr><th>job</th><th>status</th>'
+        + (f"<th>{esc(column[0])}</th>" if column else "")
+        + '<th>whose turn</th><th>steps</th><th>tokens</th><th>cost</th><th>updated (UTC)</th><th>objective</th></tr></thead>'
         f'<tbody>{"".join(lines)}</tbody></table>'
     )

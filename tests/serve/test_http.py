@@ -129,6 +129,8 @@ def test_host_allowlist_no_get_on_actions_and_ids_from_the_index_only(jobs, serv
 def test_cross_origin_changes_are_refused_and_write_nothing(jobs, llm, served):
     job = asking(jobs, llm, "j")
     server = served()
+    listed = server.request("GET", "/").data.decode()
+    assert "<th>waits for</th>" in listed and "answer its question (logist job answer TEXT)" in listed
     history = (job.dir / "jobHistory.json").read_bytes()
     headers, body = form(at="2", text="Hello")
     for extra in ({"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"},
