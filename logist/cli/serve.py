@@ -16,8 +16,11 @@ from .app import Application, pass_app
               help="Allow a --host other than loopback: anyone who can reach it and has the token can decide for your jobs.")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
               help="Another name the pages may be asked for by (the Host header); repeatable.")
+@click.option("--page-size", type=click.IntRange(min=1), default=500, show_default=True,
+              help="History entries a job's page shows at most; earlier ones are a link away.")
 @pass_app
-def serve(app: Application, host: str, port: int, unsafe_host: bool, allow_hosts: tuple[str, ...]) -> None:
+def serve(app: Application, host: str, port: int, unsafe_host: bool, allow_hosts: tuple[str, ...],
+          page_size: int) -> None:
     """Serve a live web view of the jobs on 127.0.0.1, decisions included.
 
     Prints a URL with this run's token once; opening it sets a cookie and
@@ -35,4 +38,4 @@ def serve(app: Application, host: str, port: int, unsafe_host: bool, allow_hosts
         raise click.ClickException(f"logist serve needs the serve extra ({exc.name} is missing): pip install 'logist[serve]'") from None
     if not is_loopback(host) and not unsafe_host:
         raise click.UsageError(f"--host {host} is reachable from other machines; add --unsafe-host to serve there anyway")
-    run(app.jobs, host, port, allow_hosts, say=lambda line: click.echo(line))
+    run(app.jobs, host, port, allow_hosts, say=lambda line: click.echo(line), page=page_size)

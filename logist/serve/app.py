@@ -182,9 +182,10 @@ def decide(job: Job, action: str, form: dict[str, str], at: int) -> None:
 
 
 def create_app(jobs: JobsDir, token: str, port: int, hosts: list[str],
-               stopping: Callable[[], bool] = lambda: False) -> Guard:
+               stopping: Callable[[], bool] = lambda: False, page: int = pages.PAGE) -> Guard:
     """The application for ``jobs``, behind its :class:`Guard`. ``stopping``
-    says when the server is stopping (the streams then end)."""
+    says when the server is stopping (the streams then end); ``page``: the
+    history entries a job's page shows at most."""
 
     def find(job_id: str) -> Job:
         index = jobs.read_index()
@@ -206,7 +207,9 @@ def create_app(jobs: JobsDir, token: str, port: int, hosts: list[str],
             job = await run_in_threadpool(find, request.path_params["job_id"])
         except NotFoundError:
             return not_found()
-        return StreamingResponse(iterate_in_threadpool(pages.job_page(job)), media_type="text/html; charset=utf-8")
+        start = request.query_params.get("from", "")
+        rows = pages.job_page(job, start=int(start) if start.isdigit() else None, page=page)
+        return StreamingResponse(iterate_in_threadpool(rows), media_type="text/html; charset=utf-8")
 
     async def decision(request: Request) -> Response:
         action = request.path_params["action"]
@@ -231,9 +234,9 @@ def create_app(jobs: JobsDir, token: str, port: int, hosts: list[str],
         try:
             await run_in_threadpool(decide, job, action, form, int(form["at"]))
         except (MovedOnError, TransitionError, JobBusyError) as exc:
-            return html("".join(await run_in_threadpool(lambda: list(pages.job_page(job, str(exc))))), 409)
+            return html("".join(await run_in_threadpool(lambda: list(pages.job_page(job, str(exc), page=page)))), 409)
         except LogistError as exc:
-            return html("".join(await run_in_threadpool(lambda: list(pages.job_page(job, str(exc))))), 400)
+            return html("".join(await run_in_threadpool(lambda: list(pages.job_page(job, str(exc), page=page)))), 400)
         return RedirectResponse(pages.job_url(job.id), 303)
 
     async def job_events(request: Request) -> Response:
@@ -242,6 +245,7 @@ def create_app(jobs: JobsDir, token: str, port: int, hosts: list[str],
         except NotFoundError:
             return not_found()
         last = _resume_from(request)
+        steps = request.query_params.get("steps") != "0"  # an earlier page of the timeline: its state only
         files = (job.dir / HISTORY_NAME, job.dir / MANIFEST_NAME)
 
         async def stream():
@@ -252,7 +256,7 @@ def create_app(jobs: JobsDir, token: str, port: int, hosts: list[str],
                 now = _signature(files)
                 if now != seen:
                     seen = now
-                    rows, state = await run_in_threadpool(pages.job_update, job, last)
+                    rows, state = await run_in_threadpool(pages.job_update, job, last if steps else None)
                     for sequence, row in rows:
                         yield event("step", row, sequence)
                         last = sequence

@@ -20,6 +20,7 @@ Everything from a model, a person or a file is escaped by
 
 from __future__ import annotations
 
+import sys
 from typing import Iterator, Optional
 from urllib.parse import quote
 
@@ -32,6 +33,10 @@ from ..terminal import inert
 from ..views.html import esc
 from ..views.report import TIMELINE_CLOSE, IndexRow, index_body, index_rows, job_head, timeline, timeline_open
 
+#: History entries a job's page shows at most by default (the rest are a
+#: link away; ``logist serve --page-size``): a 1 GB history is shown a page
+#: at a time, never loaded whole.
+PAGE = 500
 #: The decisions a page can post, each ``/jobs/JOB/ACTION``.
 ACTIONS = ("answer", "skip", "approve", "reject", "approve-command", "skip-command", "resubmit", "suspend",
            "resume", "restep")
@@ -160,23 +165,43 @@ def job_state(job: Job, m: JobManifest, scan) -> str:
     return job_head(job, m, scan, crumb="Logist job") + decisions_html(job, m)
 
 
-def job_page(job: Job, notice: Optional[str] = None) -> Iterator[str]:
-    """A job's page, piece by piece (its rows read one entry at a time)."""
+def _pages_html(job: Job, first: int, shown: int, count: int, last: int, page: int) -> str:
+    """Where the shown entries sit in the history, with links to the pages around them."""
+    links = []
+    if first > 1:
+        links.append(f'<a href="{esc(job_url(job.id))}?from={max(1, first - page)}">earlier</a>')
+    if shown < last:
+        links.append(f'<a href="{esc(job_url(job.id))}?from={shown + 1}">later</a>')
+        links.append(f'<a href="{esc(job_url(job.id))}">the latest</a>')
+    where = f"entries {first}–{shown} of {count}" if count else "no entries"
+    return f'<p class="pages">{where}{": " if links else ""}{" · ".join(links)}</p>'
+
+
+def job_page(job: Job, notice: Optional[str] = None, start: Optional[int] = None, page: int = PAGE) -> Iterator[str]:
+    """A job's page, piece by piece (its rows read one entry at a time): the
+    entries from ``start``, ``page`` of them, by default the last ones.
+    A page that ends with the last entry follows the job live, new entries
+    included; an earlier one follows its state only."""
     m = recovered_manifest(job.dir)
-    scan, rows = timeline(job)
-    head, tail = frame(f"{job.id}: {m.status} · Logist", job_url(job.id) + "/events", scan.last)
+    first = max(1, m.last_sequence - page + 1) if start is None else max(1, start)
+    latest = first + page > m.last_sequence
+    scan, rows = timeline(job, first - 1, None if latest else first + page - 1)
+    stream = job_url(job.id) + "/events" + ("" if latest else "?steps=0")
+    head, tail = frame(f"{job.id}: {m.status} · Logist", stream, scan.last if latest else None)
     yield head
     if notice:
         yield notice_html(notice)
     yield f'<div id="state">{job_state(job, m, scan)}</div>'
+    shown = scan.last if latest else min(scan.last, first + page - 1)
+    yield _pages_html(job, first, shown, scan.count, scan.last, page)
     yield timeline_open(scan.count)
     for _sequence, row in rows:
         yield row
     yield TIMELINE_CLOSE + tail
 
 
-def job_update(job: Job, after: int) -> tuple[list[tuple[int, str]], str]:
-    """The rows of the entries after ``after``, and the job's state part."""
+def job_update(job: Job, after: Optional[int]) -> tuple[list[tuple[int, str]], str]:
+    """The rows of the entries after ``after`` (None: no rows), and the job's state part."""
     m = recovered_manifest(job.dir)
-    scan, rows = timeline(job, after)
+    scan, rows = timeline(job, sys.maxsize if after is None else after)
     return list(rows), job_state(job, m, scan)

@@ -31,6 +31,7 @@ import uvicorn
 from ..errors import LogistError
 from ..store.jobsdir import JobsDir
 from .app import create_app
+from .pages import PAGE
 
 #: The names a loopback server answers to (Host header), besides any --allow-host.
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -79,7 +80,7 @@ def write_token(path: Path, token: str) -> None:
 
 
 def serve(jobs: JobsDir, host: str, port: int, allow_hosts: tuple[str, ...] = (),
-          say: Callable[[str], None] = print) -> None:
+          say: Callable[[str], None] = print, page: int = PAGE) -> None:
     """Serve ``jobs`` until Ctrl-C (or SIGTERM). The caller has checked
     that a host other than loopback was asked for explicitly."""
     if not jobs.exists():
@@ -95,7 +96,7 @@ def serve(jobs: JobsDir, host: str, port: int, allow_hosts: tuple[str, ...] = ()
     config = uvicorn.Config(None, log_level="warning", access_log=False, lifespan="off",
                             timeout_graceful_shutdown=GRACE_SECONDS)
     server = uvicorn.Server(config)
-    config.app = create_app(jobs, token, port, names, stopping=lambda: server.should_exit)
+    config.app = create_app(jobs, token, port, names, stopping=lambda: server.should_exit, page=page)
     url_host = "127.0.0.1" if host in ("0.0.0.0", "::") or is_loopback(host) else names[-1]
     say(f"Logist serves {jobs.path} at http://{url_host}:{port}/?token={token}")
     say(f"(open that URL once; scripts: Authorization: Bearer, the token is in {path}). Ctrl-C stops it.")

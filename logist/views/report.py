@@ -71,9 +71,10 @@ class _Scan:
     timeline (the states, how many entries) and the pairs of commits to
     diff, of the entries after ``after``."""
 
-    def __init__(self, job_dir: Path, after: int = 0):
+    def __init__(self, job_dir: Path, after: int = 0, until: Optional[int] = None):
         self.job_dir = job_dir
         self.after = after
+        self.until = until
         self.count = 0
         self.last = 0
         self.trail = StateTrail(STATES_SHOWN)
@@ -85,16 +86,17 @@ class _Scan:
             self.last = data["sequence"]
             self.trail.add(data["sequence"], data["timestamp"], data["state_before"], data["state_after"])
             pair, previous = _diff_pair(previous, data.get("workspace_commit"))
-            if pair is not None and self.last > self.after:
+            if pair is not None and self.after < self.last and (self.until is None or self.last <= self.until):
                 yield pair
 
 
-def timeline(job: Job, after: int = 0) -> tuple[_Scan, Iterator[tuple[int, str]]]:
+def timeline(job: Job, after: int = 0, until: Optional[int] = None) -> tuple[_Scan, Iterator[tuple[int, str]]]:
     """The first pass (done when this returns) and the timeline's rows of
-    the entries after ``after`` up to the last one it saw, each ``(sequence,
-    html)``, read one entry (and one diff) at a time. ``report.html`` and
-    ``logist serve``'s job page (:mod:`logist.serve`) both show these rows."""
-    scan = _Scan(job.dir, after)
+    the entries after ``after`` up to ``until`` (default: the last one the
+    pass saw), each ``(sequence, html)``, read one entry (and one diff) at a
+    time. ``report.html`` and ``logist serve``'s job page
+    (:mod:`logist.serve`) both show these rows."""
+    scan = _Scan(job.dir, after, until)
     pairs = scan.pairs()
     # Diffs come from one git process, read as the timeline is written.
     diffs = job.repo.iter_diffs(pairs, DIFF_LIMIT) if job.repo.exists() else None
@@ -107,8 +109,8 @@ def _rows(job: Job, scan: _Scan, diffs) -> Iterator[tuple[int, str]]:
     tracker = PromptTracker()
     previous: Optional[str] = None
     for entry in iter_entries(job.dir):
-        if entry.sequence > scan.last:
-            break  # recorded since the scan: the next report shows it
+        if entry.sequence > scan.last or (scan.until is not None and entry.sequence > scan.until):
+            break  # recorded since the scan (the next report shows it), or past the rows asked for
         pair, previous = _diff_pair(previous, entry.workspace_commit)
         if entry.sequence <= scan.after:
             tracker.remember(entry)  # shown already; later prompts may repeat its output

@@ -180,3 +180,58 @@ def test_a_port_in_use_is_one_clear_line(jobs):
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and f"port {port} on 127.0.0.1 is in use" in lines[0], result.stderr
+
+
+def seqs(page: str) -> list[int]:
+    import re
+
+    return [int(n) for n in re.findall(r'<details class="step[^"]*" id="step-(\d+)"', page)]
+
+
+def test_a_long_history_is_shown_a_page_at_a_time(jobs, llm, served):
+    create_job(jobs, "j", "Write hello.py")
+    for n in range(7):
+        llm.add(json.dumps({"action": "MESSAGE", "message": f"Part {n}."}))
+        ok(logist_cli("job", "step", "j", "--oneshot", "--base-url", llm.base_url))
+    server = served("--page-size", "3")
+    latest = server.request("GET", "/jobs/j").data.decode()
+    assert seqs(latest) == [6, 7, 8] and 'data-last="8"' in latest and 'data-stream="/jobs/j/events"' in latest
+    assert "entries 6–8 of 8" in latest and 'href="/jobs/j?from=3">earlier' in latest
+    first = server.request("GET", "/jobs/j?from=1").data.decode()
+    assert seqs(first) == [1, 2, 3] and "data-last" not in first, "an earlier page follows the state only"
+    assert 'data-stream="/jobs/j/events?steps=0"' in first and 'href="/jobs/j?from=4">later' in first
+    assert seqs(server.request("GET", "/jobs/j?from=5").data.decode()) == [5, 6, 7]
+
+
+def test_the_event_stream_resumes_after_the_last_event_id(jobs, llm, served):
+    create_job(jobs, "j", "Write hello.py")
+    for n in range(3):
+        llm.add(json.dumps({"action": "MESSAGE", "message": f"Part {n}.\r\nSecond line."}))
+        ok(logist_cli("job", "step", "j", "--oneshot", "--base-url", llm.base_url))
+    server = served()
+    import http.client
+
+    def events(headers: dict, path: str = "/jobs/j/events") -> list[tuple[str, str, str]]:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        connection.request("GET", path, headers={"Authorization": f"Bearer {server.token}", **headers})
+        response = connection.getresponse()
+        assert response.status == 200 and response.getheader("Content-Type").startswith("text/event-stream")
+        found, current = [], {}
+        while True:
+            line = response.readline().decode().rstrip("\n")
+            if line == "":
+                if current.get("event"):
+                    found.append((current.get("id", ""), current["event"], current.get("data", "")))
+                    if current["event"] == "state":
+                        connection.close()
+                        return found
+                current = {}
+                continue
+            name, _, value = line.partition(": ")
+            current[name] = current[name] + "\n" + value if name == "data" and name in current else value
+
+    resumed = events({"Last-Event-ID": "2"}, "/jobs/j/events?after=0")
+    assert [(i, kind) for i, kind, _ in resumed] == [("3", "step"), ("4", "step"), ("", "state")]
+    assert 'id="step-3"' in resumed[0][2] and "Part 1.&#13;\nSecond line." in resumed[0][2]
+    assert [i for i, _, _ in events({}, "/jobs/j/events?after=3")] == ["4", ""]
+    assert [kind for _, kind, _ in events({}, "/jobs/j/events?steps=0")] == ["state"]
