@@ -162,7 +162,7 @@ def decisions_html(job: Job, m: JobManifest) -> str:
 
 def job_state(job: Job, m: JobManifest, scan) -> str:
     """The part of a job's page above its timeline, replaced whole when the job changes."""
-    return job_head(job, m, scan, crumb="Logist job") + decisions_html(job, m)
+    return job_head(job, m, scan, crumb="Logist job", inserted=decisions_html(job, m))
 
 
 def _pages_html(job: Job, first: int, shown: int, count: int, last: int, page: int) -> str:

@@ -124,9 +124,10 @@ def _rows(job: Job, scan: _Scan, diffs) -> Iterator[tuple[int, str]]:
         yield entry.sequence, step_html(job.id, entry, step_row(entry), tracker, diff, cut)
 
 
-def job_head(job: Job, m: JobManifest, scan: _Scan, crumb: str = "Logist job report") -> str:
+def job_head(job: Job, m: JobManifest, scan: _Scan, crumb: str = "Logist job report", inserted: str = "") -> str:
     """What a job's page says before its timeline: the objective, the facts
-    and budgets, the states passed through."""
+    and budgets, the states passed through; ``inserted`` (HTML) goes right
+    after the objective."""
     summary = JobSummary(job.id, m, rows=[], states=scan.trail.visits, budgets=budgets(m))
     return (
         f'<header><p class="crumb">{esc(crumb)}</p><h1><span class="id">{esc(job.id)}</span> {status_badge(str(m.status))}</h1>'
@@ -134,7 +135,7 @@ def job_head(job: Job, m: JobManifest, scan: _Scan, crumb: str = "Logist job rep
         + (f'<details class="more"><summary>details and acceptance criteria</summary><p class="prose">{esc(m.details)}</p>'
            + "<ul>" + "".join(f"<li>{esc(c)}</li>" for c in m.acceptance_criteria) + "</ul></details>"
            if m.details or m.acceptance_criteria else "")
-        + "</header>"
+        + "</header>" + inserted
         + facts_html(summary, job) + states_html(scan.trail.visits, scan.trail.omitted, scan.trail.gap)
     )
 

@@ -7,9 +7,11 @@ the browser rendered from what the server sent."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -44,6 +46,15 @@ def step(job_id: str, llm) -> None:
 
 def shown_steps(page) -> list[int]:
     return page.eval_on_selector_all("#steps > details.step", "els => els.map(e => Number(e.dataset.seq))")
+
+
+def screenshot(page, name: str) -> None:
+    """With SERVE_SCREENSHOTS=DIR, the page as the browser shows it,
+    into DIR/NAME.png (the README's pictures: docs/serve-*.png)."""
+    folder = os.environ.get("SERVE_SCREENSHOTS")
+    if folder:
+        page.set_viewport_size({"width": 1280, "height": 860})
+        page.screenshot(path=str(Path(folder) / f"{name}.png"))
 
 
 def logged_in(browser, server, **options):
@@ -119,7 +130,9 @@ def test_decisions_show_only_while_waited_for_and_a_late_post_gets_409(jobs, llm
 
     # Answering from the page: one entry, and the job goes on.
     context, page, _ = logged_in(browser, server)
+    screenshot(page, "serve-jobs")
     page.goto(server.base + "jobs/q")
+    screenshot(page, "serve-job")
     assert page.locator('button[data-action="approve"]').count() == 0
     page.fill('form.d-answer textarea[name="text"]', "Say Hello")
     with page.expect_navigation():

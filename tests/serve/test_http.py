@@ -235,3 +235,24 @@ def test_the_event_stream_resumes_after_the_last_event_id(jobs, llm, served):
     assert 'id="step-3"' in resumed[0][2] and "Part 1.&#13;\nSecond line." in resumed[0][2]
     assert [i for i, _, _ in events({}, "/jobs/j/events?after=3")] == ["4", ""]
     assert [kind for _, kind, _ in events({}, "/jobs/j/events?steps=0")] == ["state"]
+
+
+def test_suspend_resume_and_restep_from_the_page_are_the_cli_commands(jobs, llm, served):
+    create_job(jobs, "j", "Write hello.py")
+    llm.add(json.dumps({"action": "MESSAGE", "message": "Part 1."}))
+    ok(logist_cli("job", "step", "j", "--oneshot", "--base-url", llm.base_url))
+    server = served()
+    job = jobs.job("j")
+    for action, at, status in (("suspend", 2, "SUSPENDED"), ("resume", 3, "RUNNING")):
+        headers, body = form(at=str(at))
+        assert server.request("POST", f"/jobs/j/{action}", headers, body).status == 303
+        assert str(job.manifest().status) == status
+        assert load_history(job.dir).interactions[-1].user_input.action == action
+    headers, body = form(at="4", to="1")
+    assert server.request("POST", "/jobs/j/restep", headers, body).status == 303
+    rewound = load_history(job.dir).interactions[-1]
+    assert (rewound.kind, rewound.rewound_to) == ("rewind", 1) and str(job.manifest().status) == "PENDING"
+    headers, body = form(at="5", to="x")
+    refused = server.request("POST", "/jobs/j/restep", headers, body)
+    assert refused.status == 400 and b"restep needs the number of a history entry" in refused.data
+    assert len(load_history(job.dir).interactions) == 5
