@@ -10,7 +10,9 @@ request passes before any route):
   another origin is refused (403): ``Sec-Fetch-Site`` must be
   ``same-origin`` (or ``none``, typed by the person), and ``Origin``, when
   sent, must be this server's. A page on another port of 127.0.0.1 is
-  same-site but not same-origin, so it is refused too.
+  same-site but not same-origin, so it is refused too. From another site,
+  a GET is taken only as a navigation (a link followed), never as a
+  script's or an image's request.
 * Every request needs the run's token: its cookie (HttpOnly,
   SameSite=Strict, named after the port), or ``Authorization: Bearer``.
   A ``GET ...?token=`` with the right token sets the cookie and redirects
@@ -121,13 +123,15 @@ class Guard:
         """400 for a Host not allowed, 403 for a cross-origin change; else None."""
         if headers.get("host", "").lower() not in self.hosts:
             return PlainTextResponse("Unknown Host.\n", 400)
-        if scope["method"] not in SAFE_METHODS:
-            site = headers.get("sec-fetch-site")
-            if site is not None and site not in ("same-origin", "none"):
-                return PlainTextResponse("Cross-site request refused.\n", 403)
-            origin = headers.get("origin")
-            if origin is not None and origin.lower() not in self.origins:
-                return PlainTextResponse("Cross-origin request refused.\n", 403)
+        unsafe = scope["method"] not in SAFE_METHODS
+        site = headers.get("sec-fetch-site")
+        # From another site (another port of 127.0.0.1 is the same site, not
+        # the same origin): only following a link to a page.
+        if site is not None and site not in ("same-origin", "none") and (unsafe or headers.get("sec-fetch-mode") != "navigate"):
+            return PlainTextResponse("Cross-site request refused.\n", 403)
+        origin = headers.get("origin")
+        if unsafe and origin is not None and origin.lower() not in self.origins:
+            return PlainTextResponse("Cross-origin request refused.\n", 403)
         return None
 
     def _given(self, headers: dict) -> Optional[str]:

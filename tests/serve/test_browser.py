@@ -135,6 +135,16 @@ def test_decisions_show_only_while_waited_for_and_a_late_post_gets_409(jobs, llm
     screenshot(page, "serve-job")
     assert page.locator('button[data-action="approve"]').count() == 0
     page.fill('form.d-answer textarea[name="text"]', "Say Hello")
+    # The tab hidden and shown again: the stream reopens, the state part is
+    # sent again, and what was typed stays.
+    page.evaluate("""() => { Object.defineProperty(document, "hidden", {value: true, configurable: true});
+                             document.dispatchEvent(new Event("visibilitychange")); }""")
+    page.wait_for_selector("#live[hidden]", state="attached", timeout=2000)
+    page.evaluate("""() => { Object.defineProperty(document, "hidden", {value: false, configurable: true});
+                             document.dispatchEvent(new Event("visibilitychange")); }""")
+    page.wait_for_selector("#live:not([hidden])", timeout=5000)
+    time.sleep(1)
+    assert page.input_value('form.d-answer textarea[name="text"]') == "Say Hello"
     with page.expect_navigation():
         page.click('button[data-action="answer"]')
     assert page.url == server.base + "jobs/q", page.content()[:3000]

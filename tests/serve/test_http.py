@@ -138,6 +138,10 @@ def test_cross_origin_changes_are_refused_and_write_nothing(jobs, llm, served):
         refused = server.request("POST", "/jobs/j/answer", {**headers, **extra}, body)
         assert refused.status == 403, extra
     assert (job.dir / "jobHistory.json").read_bytes() == history
+    # Another site's script or image may not read a page or a stream; a link followed may.
+    for mode, status in (("cors", 403), ("no-cors", 403), ("navigate", 200)):
+        got = server.request("GET", "/jobs/j", {"Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": mode})
+        assert got.status == status, mode
     same = server.request("POST", "/jobs/j/answer",
                           {**headers, "Sec-Fetch-Site": "same-origin", "Origin": server.base.rstrip("/")}, body)
     assert same.status == 303 and same.getheader("Location") == "/jobs/j"

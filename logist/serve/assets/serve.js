@@ -12,6 +12,24 @@
   var body = document.body, url = body.dataset.stream, live = document.getElementById("live");
   if (!url || !window.EventSource) { return; }
   var source = null, retry = null;
+  // What the person has typed into a form that is still the same form (the
+  // same decision at the same entry) survives the state part being replaced.
+  function typedIn(box) {
+    var typed = {};
+    box.querySelectorAll("form").forEach(function (form) {
+      var text = form.querySelector("textarea");
+      if (text && text.value) { typed[form.action + "@" + form.elements.at.value] = text.value; }
+    });
+    return typed;
+  }
+  function replaceKeepingTyped(box, html) {
+    var typed = typedIn(box);
+    box.innerHTML = html;
+    box.querySelectorAll("form").forEach(function (form) {
+      var text = form.querySelector("textarea"), key = form.action + "@" + form.elements.at.value;
+      if (text && typed[key] !== undefined) { text.value = typed[key]; }
+    });
+  }
   function show(on) { if (live) { live.hidden = !on; } }
   function close() {
     if (source) { source.close(); source = null; }
@@ -30,7 +48,7 @@
     });
     source.addEventListener("state", function (event) {
       var state = document.getElementById("state");
-      if (state) { state.innerHTML = event.data; }
+      if (state) { replaceKeepingTyped(state, event.data); }
     });
     source.addEventListener("jobs", function (event) {
       var jobs = document.getElementById("jobs");
