@@ -237,10 +237,12 @@ def create_app(jobs: JobsDir, token: str, port: int, hosts: list[str],
             return PlainTextResponse("The form says no entry it was made for (at).\n", 400)
         try:
             await run_in_threadpool(decide, job, action, form, int(form["at"]))
-        except (MovedOnError, TransitionError, JobBusyError) as exc:
-            return html("".join(await run_in_threadpool(lambda: list(pages.job_page(job, str(exc), page=page)))), 409)
         except LogistError as exc:
-            return html("".join(await run_in_threadpool(lambda: list(pages.job_page(job, str(exc), page=page)))), 400)
+            # The job as it is now, saying why nothing was done: 409 when its
+            # state (or another command holding it) stood in the way.
+            moved = isinstance(exc, (MovedOnError, TransitionError, JobBusyError))
+            shown = await run_in_threadpool(lambda message: "".join(pages.job_page(job, message, page=page)), str(exc))
+            return html(shown, 409 if moved else 400)
         return RedirectResponse(pages.job_url(job.id), 303)
 
     async def job_events(request: Request) -> Response:

@@ -15,7 +15,6 @@ import subprocess
 import sys
 
 from logist import create_job, load_history
-from logist.replay.scripted import answer
 
 import pytest
 
