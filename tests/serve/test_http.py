@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 from logist import create_job, load_history
+from logist.replay.scripted import answer
 
 import pytest
 
@@ -259,3 +260,31 @@ def test_suspend_resume_and_restep_from_the_page_are_the_cli_commands(jobs, llm,
     refused = server.request("POST", "/jobs/j/restep", headers, body)
     assert refused.status == 400 and b"restep needs the number of a history entry" in refused.data
     assert len(load_history(job.dir).interactions) == 5
+
+
+def test_reject_and_resubmit_from_the_page(jobs, llm, served):
+    create_job(jobs, "r", "Write hello.py")
+    llm.add(answer("COMPLETED", "Wrote hello.py.", ["hello.py"],
+                   file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}]),
+            answer("COMPLETED", "hello.py prints Hello.", ["hello.py"]))
+    ok(logist_cli("job", "run", "r", "--base-url", llm.base_url))
+    ok(logist_cli("job", "create", "s", "-o", "Write hello.py", "--max-steps", "1"))
+    llm.add(json.dumps({"action": "MESSAGE", "message": "Halfway."}))
+    assert logist_cli("job", "run", "s", "--base-url", llm.base_url).returncode == 4  # a budget stopped it
+    assert str(jobs.job("s").manifest().status) == "INTERVENTION_REQUIRED"
+    server = served()
+
+    headers, body = form(at="3", feedback="")
+    refused = server.request("POST", "/jobs/r/reject", headers, body)
+    assert refused.status == 400 and b"reject needs --feedback TEXT" in refused.data
+    headers, body = form(at="3", feedback="Print it in French too")
+    assert server.request("POST", "/jobs/r/reject", headers, body).status == 303
+    last = load_history(jobs.job("r").dir).interactions[-1]
+    assert (last.user_input.action, last.user_input.text) == ("reject", "Print it in French too")
+    assert str(jobs.job("r").manifest().status) == "PENDING"
+
+    at = str(jobs.job("s").manifest().last_sequence)
+    headers, body = form(at=at, feedback="Go on")
+    assert server.request("POST", "/jobs/s/resubmit", headers, body).status == 303
+    last = load_history(jobs.job("s").dir).interactions[-1]
+    assert (last.user_input.action, last.user_input.text) == ("resubmit", "Go on")
