@@ -80,9 +80,10 @@ def write_token(path: Path, token: str) -> None:
 
 
 def serve(jobs: JobsDir, host: str, port: int, allow_hosts: tuple[str, ...] = (),
-          say: Callable[[str], None] = print, page: int = PAGE) -> None:
+          announce: Callable[[str, int, Path], None] = lambda url, port, path: print(url), page: int = PAGE) -> None:
     """Serve ``jobs`` until Ctrl-C (or SIGTERM). The caller has checked
-    that a host other than loopback was asked for explicitly."""
+    that a host other than loopback was asked for explicitly;
+    ``announce(url, port, token_file)`` tells the person the URL with the token, once."""
     if not jobs.exists():
         raise LogistError(f"no jobs directory at {jobs.path} (logist init makes one)")
     sock = bind(host, port)
@@ -98,8 +99,7 @@ def serve(jobs: JobsDir, host: str, port: int, allow_hosts: tuple[str, ...] = ()
     server = uvicorn.Server(config)
     config.app = create_app(jobs, token, port, names, stopping=lambda: server.should_exit, page=page)
     url_host = "127.0.0.1" if host in ("0.0.0.0", "::") or is_loopback(host) else names[-1]
-    say(f"Logist serves {jobs.path} at http://{url_host}:{port}/?token={token}")
-    say(f"(open that URL once; scripts: Authorization: Bearer, the token is in {path}). Ctrl-C stops it.")
+    announce(f"http://{url_host}:{port}/?token={token}", port, path)
     try:
         server.run(sockets=[sock])
     finally:

@@ -288,3 +288,16 @@ def test_reject_and_resubmit_from_the_page(jobs, llm, served):
     assert server.request("POST", "/jobs/s/resubmit", headers, body).status == 303
     last = load_history(jobs.job("s").dir).interactions[-1]
     assert (last.user_input.action, last.user_input.text) == ("resubmit", "Go on")
+
+
+def test_json_says_the_url_port_and_token_file_on_one_line(jobs):
+    process = subprocess.Popen([sys.executable, "-m", "logist", "serve", "--port", "0", "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        data = json.loads(process.stdout.readline())
+        assert data["url"] == f"http://127.0.0.1:{data['port']}/?token={data['url'].split('=', 1)[1]}"
+        assert data["token_file"] == str(jobs.path.parent / ".jobs.serve-token")
+        assert open(data["token_file"]).read().strip() == data["url"].split("=", 1)[1]
+    finally:
+        process.send_signal(2)
+        process.wait(10)
