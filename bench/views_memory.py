@@ -113,7 +113,9 @@ def call_entry(seq: int, turn_start: int, calls: int, commit: str, workspace: st
     return entry
 
 
-def build(root: Path, size_mb: int, rounds: int):
+def build(root: Path, size_mb: int, rounds: int, entries: int = 0):
+    """The job ``bench`` in ``root/jobs``, its history ``size_mb`` MB (or,
+    with ``entries``, that many entries); (jobs, job, entries)."""
     jobs = JobsDir(root / "jobs")
     job = create_job(jobs, "bench", "Write the modules, again and again", max_steps=1_000_000)
     commits = make_commits(job.workspace, COMMITS)
@@ -123,7 +125,7 @@ def build(root: Path, size_mb: int, rounds: int):
     with open(path, "wb") as out:
         out.write(header("bench") + layout(first))
         written, seq, turn_start = out.tell(), 1, 2
-        while written < target:
+        while (seq < entries) if entries else (written < target):
             seq += 1
             if (seq - turn_start) == rounds:
                 turn_start = seq

@@ -28,6 +28,11 @@ class NotSteppableError(TransitionError):
         self.status = status
 
 
+class MovedOnError(TransitionError):
+    """The job is no longer at the entry a decision was made on (a page's
+    form, rendered before another command recorded a step)."""
+
+
 class JobBusyError(LogistError):
     """Another process holds the job's lock."""
 

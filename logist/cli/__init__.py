@@ -27,6 +27,7 @@ from .prompts import prompts
 from .replay_server import replay_server
 from .report import report
 from .role import role
+from .serve import serve
 from .skill import skill
 from .workflow import workflow
 
@@ -78,7 +79,7 @@ def cli(ctx: click.Context, jobs_dir: str | None) -> None:
 
 
 def _register() -> None:
-    for command in (init, demo, job, role, skill, prompts, report):
+    for command in (init, demo, job, role, skill, prompts, report, serve):
         accept_jobs_dir(command)
         cli.add_command(command)
     cli.add_command(replay_server)

@@ -159,9 +159,13 @@ def _settings_change(before: JobManifest, after: JobManifest) -> str:
 
 def user_action(
     job: Job, action: str, text: Optional[str] = None, *, skip: bool = False,
-    settings: Optional[dict[str, Any]] = None, lock_timeout: float = 0,
+    settings: Optional[dict[str, Any]] = None, lock_timeout: float = 0, at: Optional[int] = None,
 ) -> JobManifest:
     """Apply a person's ``action`` to the job; returns the new manifest.
+
+    ``at``: the history entry the person decided on; a job that has moved
+    on since raises :class:`~logist.errors.MovedOnError` (see
+    :func:`logist.engine.session.open_locked`).
 
     ``settings``: new budgets (``max_steps``, ``max_cost_usd``,
     ``max_tokens``, ``max_wall_seconds``; None leaves one as it is), for
@@ -174,7 +178,7 @@ def user_action(
         raise LogistError("reject needs --feedback TEXT: say what is wrong so the Worker can fix it")
     if settings and action not in ("set", "resubmit"):
         raise LogistError(f"{action} does not change settings (job set and job resubmit do)")
-    with open_locked(job, lock_timeout) as manifest:
+    with open_locked(job, lock_timeout, at) as manifest:
         settled = _with_settings(job, manifest, settings or {})
         if action == "set":
             text = _settings_change(manifest, settled)

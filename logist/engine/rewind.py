@@ -51,10 +51,12 @@ def _target_entry(job: Job, to: Optional[int], baseline: bool, last: int) -> His
     return live[-2]
 
 
-def rewind(job: Job, *, to: Optional[int] = None, baseline: bool = False, lock_timeout: float = 0) -> JobManifest:
+def rewind(job: Job, *, to: Optional[int] = None, baseline: bool = False, lock_timeout: float = 0,
+           at: Optional[int] = None) -> JobManifest:
     """Return the job to the end of history entry ``to`` (default: the step
-    before the last one; ``baseline``: right after create)."""
-    with open_locked(job, lock_timeout) as manifest:
+    before the last one; ``baseline``: right after create). ``at``: as for
+    :func:`logist.engine.session.open_locked`."""
+    with open_locked(job, lock_timeout, at) as manifest:
         if manifest.status == Status.CANCELED:
             raise TransitionError(
                 f"job '{job.id}' was canceled, and canceling is final: it cannot be "

@@ -23,6 +23,7 @@ from typing import Iterator, Optional
 
 from .. import views
 from ..store import lease as leases
+from ..errors import MovedOnError
 from ..store import recovery
 from ..store.history import HISTORY_FORMAT, file_format, recorded_workspace
 from ..store.upgrading import upgrade_job
@@ -32,8 +33,13 @@ from .call import finish_interrupted
 
 
 @contextmanager
-def open_locked(job: Job, timeout: float = 0) -> Iterator[JobManifest]:
+def open_locked(job: Job, timeout: float = 0, at: Optional[int] = None) -> Iterator[JobManifest]:
     """Hold ``job``'s lock with the job repaired; yields its manifest.
+
+    ``at``: the history entry the caller decided on (a page's form carries
+    the one it was shown for); if the job has recorded another since,
+    :class:`~logist.errors.MovedOnError` and nothing is done. Checked under
+    the lock, so no step can land between the check and the caller's entry.
 
     Once the job is open, the views are refreshed after the lock is
     released, whether the body recorded anything, returned early or raised
@@ -51,6 +57,11 @@ def open_locked(job: Job, timeout: float = 0) -> Iterator[JobManifest]:
                                        "while this runner was stalled; this runner stops")
             manifest, _notes = recovery.open_job(job.dir, job.workspace, finish_interrupted(job))
             opened = True
+            if at is not None and manifest.last_sequence != at:
+                raise MovedOnError(
+                    f"job '{job.id}' has moved on: it is at entry {manifest.last_sequence}, "
+                    f"not {at}, and {manifest.status} now"
+                )
             job.store.manifest = manifest
             try:
                 yield manifest

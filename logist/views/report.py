@@ -70,10 +70,13 @@ def _diff_pair(previous: Optional[str], commit: Optional[str]) -> tuple[Optional
 
 class _Scan:
     """The first pass over the history: what the page says before its
-    timeline (the states, how many entries) and the pairs of commits to diff."""
+    timeline (the states, how many entries) and the pairs of commits to
+    diff, of the entries after ``after``."""
 
-    def __init__(self, job_dir: Path):
+    def __init__(self, job_dir: Path, after: int = 0, until: Optional[int] = None):
         self.job_dir = job_dir
+        self.after = after
+        self.until = until
         self.count = 0
         self.last = 0
         self.trail = StateTrail(STATES_SHOWN)
@@ -85,8 +88,73 @@ class _Scan:
             self.last = data["sequence"]
             self.trail.add(data["sequence"], data["timestamp"], data["state_before"], data["state_after"])
             pair, previous = _diff_pair(previous, data.get("workspace_commit"))
-            if pair is not None:
+            if pair is not None and self.after < self.last and (self.until is None or self.last <= self.until):
                 yield pair
+
+
+def timeline(job: Job, after: int = 0, until: Optional[int] = None) -> tuple[_Scan, Iterator[tuple[int, str]]]:
+    """The first pass (done when this returns) and the timeline's rows of
+    the entries after ``after`` up to ``until`` (default: the last one the
+    pass saw), each ``(sequence, html)``, read one entry (and one diff) at a
+    time. ``report.html`` and ``logist serve``'s job page
+    (:mod:`logist.serve`) both show these rows."""
+    scan = _Scan(job.dir, after, until)
+    pairs = scan.pairs()
+    # Diffs come from one git process, read as the timeline is written.
+    diffs = job.repo.iter_diffs(pairs, DIFF_LIMIT) if job.repo.exists() else None
+    for _ in pairs:  # no workspace: the scan still counts
+        pass
+    return scan, _rows(job, scan, diffs)
+
+
+def _rows(job: Job, scan: _Scan, diffs) -> Iterator[tuple[int, str]]:
+    tracker = PromptTracker()
+    previous: Optional[str] = None
+    for entry in iter_entries(job.dir):
+        if entry.sequence > scan.last or (scan.until is not None and entry.sequence > scan.until):
+            break  # recorded since the scan (the next report shows it), or past the rows asked for
+        pair, previous = _diff_pair(previous, entry.workspace_commit)
+        if entry.sequence <= scan.after:
+            tracker.remember(entry)  # shown already; later prompts may repeat its output
+            continue
+        diff, cut = None, 0
+        if diffs is not None and pair is not None:
+            patch = next(diffs)
+            diff, cut = (f"(no diff: {patch.error})", 0) if patch.error else (patch.text, patch.cut)
+        elif diffs is not None and entry.kind in ANSWER_KINDS:
+            diff = ""  # an answer that changed nothing
+        yield entry.sequence, step_html(job.id, entry, step_row(entry), tracker, diff, cut)
+
+
+def job_head(job: Job, m: JobManifest, scan: _Scan, crumb: str = "Logist job report", inserted: str = "") -> str:
+    """What a job's page says before its timeline: the objective, the facts
+    and budgets, the states passed through; ``inserted`` (HTML) goes right
+    after the objective."""
+    summary = JobSummary(job.id, m, rows=[], states=scan.trail.visits, budgets=budgets(m))
+    return (
+        f'<header><p class="crumb">{esc(crumb)}</p><h1><span class="id">{esc(job.id)}</span> {status_badge(str(m.status))}</h1>'
+        f'<p class="objective prose">{esc(m.objective)}</p>'
+        + (f'<details class="more"><summary>details and acceptance criteria</summary><p class="prose">{esc(m.details)}</p>'
+           + "<ul>" + "".join(f"<li>{esc(c)}</li>" for c in m.acceptance_criteria) + "</ul></details>"
+           if m.details or m.acceptance_criteria else "")
+        + "</header>" + inserted
+        + facts_html(summary, job) + states_html(scan.trail.visits, scan.trail.omitted, scan.trail.gap)
+    )
+
+
+def timeline_open(count: int) -> str:
+    """The timeline's heading and column names, up to its first row."""
+    return (
+        f'<section><h2>Timeline <small>{count} entries</small></h2>'
+        '<p class="tools"><button type="button" id="expand-all">Expand all</button> '
+        '<button type="button" id="collapse-all">Collapse all</button></p>'
+        '<div class="head"><span>#</span><span>time (UTC)</span><span>who</span><span>action</span><span>state after</span>'
+        '<span>summary</span><span>tokens</span><span>cost</span><span>commit</span></div>'
+        '<div class="steps" id="steps">'
+    )
+
+
+TIMELINE_CLOSE = "</div></section>"
 
 
 def write_report(job: Job, write: Callable[[str], object]) -> None:
@@ -94,46 +162,14 @@ def write_report(job: Job, write: Callable[[str], object]) -> None:
     one diff) at a time: the history is read twice, once for what the page
     says before its timeline, then for the timeline."""
     m = recovered_manifest(job.dir)
-    scan = _Scan(job.dir)
-    pairs = scan.pairs()
-    # Diffs come from one git process, read as the timeline is written.
-    diffs = job.repo.iter_diffs(pairs, DIFF_LIMIT) if job.repo.exists() else None
-    for _ in pairs:  # no workspace: the scan still counts
-        pass
-    summary = JobSummary(job.id, m, rows=[], states=scan.trail.visits, budgets=budgets(m))
+    scan, rows = timeline(job)
     head, tail = page_parts(f"{job.id}: {m.status} · Logist")
     write(head)
-    write(
-        f'<header><p class="crumb">Logist job report</p><h1><span class="id">{esc(job.id)}</span> {status_badge(str(m.status))}</h1>'
-        f'<p class="objective prose">{esc(m.objective)}</p>'
-        + (f'<details class="more"><summary>details and acceptance criteria</summary><p class="prose">{esc(m.details)}</p>'
-           + "<ul>" + "".join(f"<li>{esc(c)}</li>" for c in m.acceptance_criteria) + "</ul></details>"
-           if m.details or m.acceptance_criteria else "")
-        + "</header>"
-    )
-    write(facts_html(summary, job) + states_html(scan.trail.visits, scan.trail.omitted, scan.trail.gap))
-    write(
-        f'<section><h2>Timeline <small>{scan.count} entries</small></h2>'
-        '<p class="tools"><button type="button" id="expand-all">Expand all</button> '
-        '<button type="button" id="collapse-all">Collapse all</button></p>'
-        '<div class="head"><span>#</span><span>time (UTC)</span><span>who</span><span>action</span><span>state after</span>'
-        '<span>summary</span><span>tokens</span><span>cost</span><span>commit</span></div>'
-        '<div class="steps" id="steps">'
-    )
-    tracker = PromptTracker()
-    previous: Optional[str] = None
-    for entry in iter_entries(job.dir):
-        if entry.sequence > scan.last:
-            break  # recorded since the scan: the next report shows it
-        pair, previous = _diff_pair(previous, entry.workspace_commit)
-        diff, cut = None, 0
-        if diffs is not None and pair is not None:
-            patch = next(diffs)
-            diff, cut = (f"(no diff: {patch.error})", 0) if patch.error else (patch.text, patch.cut)
-        elif diffs is not None and entry.kind in ANSWER_KINDS:
-            diff = ""  # an answer that changed nothing
-        write(step_html(job.id, entry, step_row(entry), tracker, diff, cut))
-    write("</div></section>" + tail)
+    write(job_head(job, m, scan))
+    write(timeline_open(scan.count))
+    for _sequence, row in rows:
+        write(row)
+    write(TIMELINE_CLOSE + tail)
 
 
 def render_job_report(job: Job) -> str:
@@ -179,31 +215,53 @@ def write_index(jobs: JobsDir, path: Optional[Path] = None, *, reports: bool = T
     ``reports`` is False, every job's report first, so each link resolves.
     A job that cannot be read is listed with the reason and no link."""
     target = Path(path) if path is not None else jobs.path / INDEX_NAME
+    rows = index_rows(jobs, write_job_report if reports else (lambda job: job.dir / REPORT_NAME))
+    with atomic_writer(target) as handle:
+        page_text = render_index(jobs, rows, target.parent, jobs.read_index().current_job_id)
+        handle.write(redact(page_text, html_secrets()).encode("utf-8", errors="replace"))
+    return target, rows
+
+
+def index_rows(jobs: JobsDir, report: Callable[[Job], Path]) -> list[IndexRow]:
+    """A row for each job of the index, in its order, with the path
+    ``report(job)`` gives (None when there is no file there). A job that
+    cannot be read is a row saying why."""
     index = jobs.read_index()
     rows: list[IndexRow] = []
     for job_id in index.jobs:
         try:
             job = jobs.job(job_id, index)
             manifest = job.manifest()
-            report = write_job_report(job) if reports else job.dir / REPORT_NAME
-            rows.append(IndexRow(job_id, str(manifest.status), report if report.exists() else None, manifest))
+            path = report(job)
+            rows.append(IndexRow(job_id, str(manifest.status), path if path.exists() else None, manifest))
         except (LogistError, OSError, ValueError) as exc:
             rows.append(IndexRow(job_id, "UNREADABLE", None, error=str(exc)))
-    with atomic_writer(target) as handle:
-        page_text = render_index(jobs, rows, target.parent, index.current_job_id)
-        handle.write(redact(page_text, html_secrets()).encode("utf-8", errors="replace"))
-    return target, rows
+    return rows
 
 
 def render_index(jobs: JobsDir, rows: list[IndexRow], base: Path, current: Optional[str] = None) -> str:
+    def link(row: IndexRow) -> Optional[str]:
+        if row.report is None:
+            return None
+        return Path(os.path.relpath(row.report, Path(base).resolve())).as_posix()
+
+    return page(f"Logist jobs in {jobs.path}", index_body(jobs, rows, link, current))
+
+
+def index_body(jobs: JobsDir, rows: list[IndexRow], link: Callable[[IndexRow], Optional[str]],
+               current: Optional[str] = None, column: Optional[tuple[str, Callable[[IndexRow], str]]] = None) -> str:
+    """The jobs index: a header with the tally by status, and a table of one
+    row per job, its name a link to ``link(row)`` (None: no link), and
+    ``column``, (heading, text of a row), after its status.
+    ``index.html`` and ``logist serve``'s list of jobs both show it."""
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.status] = counts.get(row.status, 0) + 1
     lines = []
     for row in rows:
         m = row.manifest
-        if row.report is not None:
-            href = Path(os.path.relpath(row.report, Path(base).resolve())).as_posix()
+        href = link(row)
+        if href is not None:
             name = f'<a href="{esc(href)}">{esc(row.job_id)}</a>'
         else:
             name = esc(row.job_id)
@@ -217,12 +275,13 @@ def render_index(jobs: JobsDir, rows: list[IndexRow], base: Path, current: Optio
                 f"<td>{cost}</td><td>{esc(short_time(m.updated_at))}</td>"
                 f'<td class="prose">{esc(one_line(m.objective, 120))}</td>'
             )
-        lines.append(f'<tr data-job="{esc(row.job_id)}" data-status="{esc(row.status)}"><td>{name}{mark}</td><td>{status_badge(row.status)}</td>{cells}</tr>')
+        added = f'<td class="prose">{esc(column[1](row))}</td>' if column else ""
+        lines.append(f'<tr data-job="{esc(row.job_id)}" data-status="{esc(row.status)}"><td>{name}{mark}</td><td>{status_badge(row.status)}</td>{added}{cells}</tr>')
     tally = " ".join(f"{status_badge(status)} {count}" for status, count in sorted(counts.items()))
-    body = (
+    return (
         f'<header><p class="crumb">Logist</p><h1>Jobs in <code>{esc(jobs.path)}</code></h1><p>{len(rows)} job{"s" if len(rows) != 1 else ""} {tally}</p></header>'
-        '<table class="index"><thead><tr><th>job</th><th>status</th><th>whose turn</th><th>steps</th><th>tokens</th>'
-        '<th>cost</th><th>updated (UTC)</th><th>objective</th></tr></thead>'
+        '<table class="index"><thead><tr><th>job</th><th>status</th>'
+        + (f"<th>{esc(column[0])}</th>" if column else "")
+        + '<th>whose turn</th><th>steps</th><th>tokens</th><th>cost</th><th>updated (UTC)</th><th>objective</th></tr></thead>'
         f'<tbody>{"".join(lines)}</tbody></table>'
     )
-    return page(f"Logist jobs in {jobs.path}", body)

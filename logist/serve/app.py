@@ -1,0 +1,361 @@
+"""The application of ``logist serve``: a guard, the pages, the decisions, the live updates.
+
+Safe by default (each rule is one check in :class:`Guard`, which every
+request passes before any route):
+
+* The Host header must be one the server was started for (127.0.0.1,
+  localhost or [::1] with its port, and any ``--allow-host``): a page of
+  another name resolved to this machine (DNS rebinding) gets 400.
+* A request that would change anything (any method but GET and HEAD) from
+  another origin is refused (403): ``Sec-Fetch-Site`` must be
+  ``same-origin`` (or ``none``, typed by the person), and ``Origin``, when
+  sent, must be this server's. A page on another port of 127.0.0.1 is
+  same-site but not same-origin, so it is refused too. From another site,
+  a GET is taken only as a navigation (a link followed), never as a
+  script's or an image's request.
+* Every request needs the run's token: its cookie (HttpOnly,
+  SameSite=Strict, named after the port), or ``Authorization: Bearer``.
+  A ``GET ...?token=`` with the right token sets the cookie and redirects
+  to the same URL without it, so the token leaves the address bar and the
+  history. No credential: 401; a wrong one: 403.
+* Every response carries ``Content-Security-Policy: default-src 'self';
+  frame-ancestors 'none'`` (the pages link their style and script from
+  ``/assets/``, shipped in the package; no inline script, no CDN).
+* GET never changes anything; a decision is a POST (a GET on its URL: 405).
+* A job is found by its id in the jobs index (:meth:`JobsIndex.jobs`),
+  never by a path taken from the URL: anything else is 404.
+
+A decision goes through the engine call the CLI command makes, with the
+same arguments (:func:`decide`), under the job's lock, plus ``at``: the
+entry the form was rendered for. A job that has moved on answers 409 with
+its page as it is now; otherwise 303 back to the job's page
+(POST-redirect-GET: the forms work with JavaScript off).
+
+Live updates are Server-Sent Events, polled from the files' size and mtime
+(:data:`POLL_SECONDS`; inotify does not see changes made on network and
+container filesystems). A job's stream sends each new history entry as a
+``step`` event whose id is its sequence number, then the job's state part
+(``state``, no id): a reconnecting browser sends ``Last-Event-ID`` and gets
+the entries after it, none twice and none left out. The jobs list's stream
+sends the table (``jobs``) whenever a job's files change. Streams end when
+the server stops (see :mod:`logist.serve.server`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import os
+from typing import Callable, Optional
+from urllib.parse import parse_qs, urlencode
+
+from starlette.applications import Starlette
+from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..engine.decide import user_action
+from ..engine.rewind import rewind
+from ..errors import JobBusyError, LogistError, MovedOnError, NotFoundError, TransitionError
+from ..store.jobsdir import Job, JobsDir
+from ..store.manifest import MANIFEST_NAME
+from ..store.history import HISTORY_NAME
+from ..views.html import asset
+from . import pages
+
+#: Seconds between two looks at the files a stream follows.
+POLL_SECONDS = 0.4
+#: Seconds a decision waits for the job's lock (a running step holds it) before answering 409.
+LOCK_WAIT = 2.0
+#: The largest form body read.
+FORM_LIMIT = 1 << 20
+POLICY = "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+SAFE_METHODS = ("GET", "HEAD")
+
+
+def cookie_name(port: int) -> str:
+    # Cookies are per host, not per port: two servers on one machine keep their own.
+    return f"logist_token_{port}"
+
+
+class Guard:
+    """The ASGI middleware every request passes (see the module's doc)."""
+
+    def __init__(self, app, token: str, port: int, hosts: list[str]):
+        self.app = app
+        self.token = token
+        self.port = port
+        self.hosts = {h.lower() for name in hosts for h in (name, f"{name}:{port}")}
+        self.origins = {f"http://{name}:{port}".lower() for name in hosts}
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        refusal = self.refusal(scope, headers)
+        if refusal is not None:
+            return await self._with_headers(refusal)(scope, receive, send)
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if "token" in query and scope["method"] in SAFE_METHODS:
+            if not self._matches(query["token"][-1]):
+                return await self._with_headers(PlainTextResponse("Wrong token.\n", 403))(scope, receive, send)
+            rest = urlencode([(k, v) for k, values in query.items() if k != "token" for v in values])
+            clean = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
+            response = RedirectResponse(clean, 303)
+            response.set_cookie(cookie_name(self.port), self.token, httponly=True, samesite="strict", path="/")
+            return await self._with_headers(response)(scope, receive, send)
+        given = self._given(headers)
+        if given is None:
+            return await self._with_headers(PlainTextResponse(
+                "This needs the token logist serve printed (open the URL it printed).\n", 401))(scope, receive, send)
+        if not self._matches(given):
+            return await self._with_headers(PlainTextResponse("Wrong token.\n", 403))(scope, receive, send)
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *self._security_headers()]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+    def refusal(self, scope, headers: dict) -> Optional[Response]:
+        """400 for a Host not allowed, 403 for a cross-origin change; else None."""
+        if headers.get("host", "").lower() not in self.hosts:
+            return PlainTextResponse("Unknown Host.\n", 400)
+        unsafe = scope["method"] not in SAFE_METHODS
+        site = headers.get("sec-fetch-site")
+        # From another site (another port of 127.0.0.1 is the same site, not
+        # the same origin): only following a link to a page.
+        if site is not None and site not in ("same-origin", "none") and (unsafe or headers.get("sec-fetch-mode") != "navigate"):
+            return PlainTextResponse("Cross-site request refused.\n", 403)
+        origin = headers.get("origin")
+        if unsafe and origin is not None and origin.lower() not in self.origins:
+            return PlainTextResponse("Cross-origin request refused.\n", 403)
+        return None
+
+    def _given(self, headers: dict) -> Optional[str]:
+        auth = headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            return auth[7:].strip()
+        for part in headers.get("cookie", "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == cookie_name(self.port):
+                return value
+        return None
+
+    def _matches(self, given: str) -> bool:
+        return hmac.compare_digest(given.encode("utf-8", "replace"), self.token.encode())
+
+    @staticmethod
+    def _security_headers() -> list[tuple[bytes, bytes]]:
+        return [
+            (b"content-security-policy", POLICY.encode()),
+            (b"x-content-type-options", b"nosniff"),
+            (b"referrer-policy", b"same-origin"),  # no-referrer would make a form send Origin: null
+            (b"x-frame-options", b"DENY"),
+            (b"cache-control", b"no-store"),
+        ]
+
+    def _with_headers(self, response: Response) -> Response:
+        for name, value in self._security_headers():
+            response.headers[name.decode()] = value.decode()
+        return response
+
+
+# -- Decisions -------------------------------------------------------------------------------------
+
+
+def decide(job: Job, action: str, form: dict[str, str], at: int) -> None:
+    """``action`` on the job as its CLI command does it, decided at entry ``at``."""
+    if action == "answer":
+        user_action(job, "answer", form.get("text", ""), lock_timeout=LOCK_WAIT, at=at)
+    elif action == "skip":
+        user_action(job, "answer", None, skip=True, lock_timeout=LOCK_WAIT, at=at)
+    elif action == "reject":
+        user_action(job, "reject", form.get("feedback", ""), lock_timeout=LOCK_WAIT, at=at)
+    elif action == "resubmit":
+        user_action(job, "resubmit", form.get("feedback") or None, lock_timeout=LOCK_WAIT, at=at)
+    elif action == "restep":
+        to = form.get("to", "").strip()
+        if to and not to.isdigit():
+            raise LogistError(f"restep needs the number of a history entry, not {to!r}")
+        rewind(job, to=int(to) if to else None, lock_timeout=LOCK_WAIT, at=at)
+    else:
+        user_action(job, action, lock_timeout=LOCK_WAIT, at=at)
+
+
+def create_app(jobs: JobsDir, token: str, port: int, hosts: list[str],
+               stopping: Callable[[], bool] = lambda: False, page: int = pages.PAGE) -> Guard:
+    """The application for ``jobs``, behind its :class:`Guard`. ``stopping``
+    says when the server is stopping (the streams then end); ``page``: the
+    history entries a job's page shows at most."""
+
+    def find(job_id: str) -> Job:
+        index = jobs.read_index()
+        if job_id not in index.jobs:
+            raise NotFoundError(f"no job {job_id!r} in the jobs index")
+        return jobs.job(job_id, index)
+
+    def not_found() -> Response:
+        return PlainTextResponse("No such job.\n", 404)
+
+    def html(text: str, status: int = 200) -> Response:
+        return Response(text, status, media_type="text/html; charset=utf-8")
+
+    async def jobs_list(request: Request) -> Response:
+        return html(await run_in_threadpool(pages.jobs_page, jobs))
+
+    async def job_page(request: Request) -> Response:
+        try:
+            job = await run_in_threadpool(find, request.path_params["job_id"])
+        except NotFoundError:
+            return not_found()
+        start = request.query_params.get("from", "")
+        rows = pages.job_page(job, start=int(start) if start.isdigit() else None, page=page)
+        return StreamingResponse(iterate_in_threadpool(rows), media_type="text/html; charset=utf-8")
+
+    async def decision(request: Request) -> Response:
+        action = request.path_params["action"]
+        try:
+            job = await run_in_threadpool(find, request.path_params["job_id"])
+        except NotFoundError:
+            return not_found()
+        if action not in pages.ACTIONS:
+            return not_found()
+        if request.method != "POST":  # a decision is never made by a GET
+            return PlainTextResponse("A decision is a POST (the page's form).\n", 405, headers={"Allow": "POST"})
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
+            return PlainTextResponse("Send the form (application/x-www-form-urlencoded).\n", 415)
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > FORM_LIMIT:
+                return PlainTextResponse("The form is too large.\n", 413)
+        form = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
+        if not form.get("at", "").isdigit():
+            return PlainTextResponse("The form says no entry it was made for (at).\n", 400)
+        try:
+            await run_in_threadpool(decide, job, action, form, int(form["at"]))
+        except LogistError as exc:
+            # The job as it is now, saying why nothing was done: 409 when its
+            # state (or another command holding it) stood in the way.
+            moved = isinstance(exc, (MovedOnError, TransitionError, JobBusyError))
+            shown = await run_in_threadpool(lambda message: "".join(pages.job_page(job, message, page=page)), str(exc))
+            return html(shown, 409 if moved else 400)
+        return RedirectResponse(pages.job_url(job.id), 303)
+
+    async def job_events(request: Request) -> Response:
+        try:
+            job = await run_in_threadpool(find, request.path_params["job_id"])
+        except NotFoundError:
+            return not_found()
+        last = _resume_from(request)
+        steps = request.query_params.get("steps") != "0"  # an earlier page of the timeline: its state only
+        files = (job.dir / HISTORY_NAME, job.dir / MANIFEST_NAME)
+
+        async def stream():
+            nonlocal last
+            yield "retry: 1000\n\n"
+            seen = None
+            while not stopping():
+                now = _signature(files)
+                if now != seen:
+                    seen = now
+                    rows, state = await run_in_threadpool(pages.job_update, job, last if steps else None)
+                    for sequence, row in rows:
+                        yield event("step", row, sequence)
+                        last = sequence
+                    yield event("state", state)
+                await asyncio.sleep(POLL_SECONDS)
+
+        return _event_stream(stream())
+
+    async def jobs_events(request: Request) -> Response:
+        async def stream():
+            yield "retry: 1000\n\n"
+            seen = None
+            while not stopping():
+                now = await run_in_threadpool(_jobs_signature, jobs)
+                if now != seen:
+                    seen = now
+                    yield event("jobs", await run_in_threadpool(pages.jobs_table, jobs))
+                await asyncio.sleep(POLL_SECONDS)
+
+        return _event_stream(stream())
+
+    async def assets(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in ASSETS:
+            return PlainTextResponse("Not found.\n", 404)
+        kind = "text/css" if name.endswith(".css") else "text/javascript"
+        return Response(ASSETS[name](), media_type=f"{kind}; charset=utf-8")
+
+    app = Starlette(routes=[
+        Route("/", jobs_list, methods=["GET"]),
+        Route("/events", jobs_events, methods=["GET"]),
+        Route("/assets/{name}", assets, methods=["GET"]),
+        Route("/jobs/{job_id}", job_page, methods=["GET"]),
+        Route("/jobs/{job_id}/events", job_events, methods=["GET"]),
+        # GET too, to tell an unknown job or action (404) from a GET on a decision (405).
+        Route("/jobs/{job_id}/{action}", decision, methods=["GET", "POST"]),
+    ])
+    return Guard(app, token, port, hosts)
+
+
+def _serve_asset(name: str) -> Callable[[], str]:
+    from importlib.resources import files
+
+    return lambda: files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+
+
+#: What ``/assets/NAME`` serves: the report's style and script, and the server's own.
+ASSETS: dict[str, Callable[[], str]] = {
+    "report.css": lambda: asset("report.css"),
+    "report.js": lambda: asset("report.js"),
+    "serve.css": _serve_asset("serve.css"),
+    "serve.js": _serve_asset("serve.js"),
+}
+
+
+def event(kind: str, data: str, event_id: Optional[int] = None) -> str:
+    """One Server-Sent Event. A carriage return in ``data`` is written as
+    ``&#13;`` (the stream's format would read it as a line break; the page's
+    HTML reads the reference back as the character)."""
+    lines = data.replace("\r", "&#13;").split("\n")
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return head + f"event: {kind}\n" + "".join(f"data: {line}\n" for line in lines) + "\n"
+
+
+def _resume_from(request: Request) -> int:
+    """The last entry the browser has: its ``Last-Event-ID`` (a reconnect),
+    else the page's ``after``."""
+    for value in (request.headers.get("last-event-id"), request.query_params.get("after")):
+        if value is not None and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
+def _signature(paths) -> tuple:
+    out = []
+    for path in paths:
+        try:
+            stat = os.stat(path)
+            out.append((stat.st_size, stat.st_mtime_ns))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def _jobs_signature(jobs: JobsDir) -> tuple:
+    index = jobs.read_index()
+    paths = [jobs.index_path]
+    for rel in index.jobs.values():
+        folder = jobs.path / rel
+        paths += [folder / MANIFEST_NAME, folder / HISTORY_NAME]
+    return _signature(paths)
+
+
+def _event_stream(body) -> StreamingResponse:
+    return StreamingResponse(body, media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})

@@ -1,0 +1,303 @@
+"""``logist serve``'s rules checked with plain HTTP requests against the real
+server process (no browser needed): loopback only, the token, the Host
+allowlist, no mutation on GET, job ids from the index only, cross-origin
+changes refused, a decision made on an entry the job has left (409), and a
+decision written exactly as the CLI writes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+
+from logist import create_job, load_history
+from logist.replay.scripted import answer
+
+import pytest
+
+from conftest import logist_cli
+from serving import served  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.serve
+
+ASK = json.dumps({"action": "ASK", "question": "Which greeting?", "required": True})
+
+
+def ok(result):
+    assert result.returncode in (0, 3), f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def asking(jobs, llm, job_id: str):
+    """A job waiting for an answer to a required question."""
+    create_job(jobs, job_id, "Write hello.py")
+    llm.add(ASK)
+    ok(logist_cli("job", "step", job_id, "--oneshot", "--base-url", llm.base_url))
+    assert str(jobs.job(job_id).manifest().status) == "INPUT_REQUIRED"
+    return jobs.job(job_id)
+
+
+def form(**fields) -> tuple[dict, bytes]:
+    from urllib.parse import urlencode
+
+    return {"Content-Type": "application/x-www-form-urlencoded"}, urlencode(fields).encode()
+
+
+def other_address() -> str | None:
+    """An address of this machine that is not loopback (None: it has none)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))  # no packet is sent: only the route is looked up
+            address = probe.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+def test_loopback_only_and_other_hosts_need_unsafe_host(jobs, served):
+    server = served()
+    address = other_address()
+    assert address is not None, "this test needs a non-loopback address to show the server is not on it"
+    with socket.socket() as probe:
+        probe.settimeout(5)
+        assert probe.connect_ex((address, server.port)) != 0, f"reachable on {address}"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5):
+        pass
+
+    for host in ("0.0.0.0", address):
+        refused = subprocess.run([sys.executable, "-m", "logist", "serve", "--host", host, "--port", "0"],
+                                 capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 2, refused
+        assert "--unsafe-host" in refused.stderr and not refused.stdout
+
+
+def test_the_token_cookie_bearer_and_token_file(jobs, served):
+    server = served()
+    assert server.request("GET", "/", token=False).status == 401
+    assert server.request("GET", "/", {"Authorization": "Bearer nope"}).status == 403
+    assert server.request("GET", "/", {"Cookie": f"logist_token_{server.port}=nope"}).status == 403
+    assert server.request("GET", "/?token=nope", token=False).status == 403
+    assert server.request("GET", "/assets/serve.js", token=False).status == 401
+
+    swapped = server.request("GET", f"/?token={server.token}&x=1", token=False)
+    assert swapped.status == 303 and swapped.getheader("Location") == "/?x=1"
+    cookie = swapped.getheader("Set-Cookie")
+    assert cookie.startswith(f"logist_token_{server.port}={server.token};")
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
+
+    page = server.request("GET", "/", {"Cookie": f"logist_token_{server.port}={server.token}"})
+    assert page.status == 200 and b"<table class=\"index\">" in page.data
+    assert page.getheader("Content-Security-Policy").startswith("default-src 'self'; frame-ancestors 'none'")
+    assert server.request("GET", "/").status == 200  # Bearer
+
+    token_file = jobs.path.parent / f".{jobs.path.name}.serve-token"
+    assert token_file.read_text().strip() == server.token
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    with open(f"/proc/{server.process.pid}/cmdline", "rb") as handle:
+        assert server.token.encode() not in handle.read()
+
+    server.stop()
+    assert not token_file.exists(), "removed when the server stops"
+    again = served()
+    assert again.token != server.token, "a new token per run"
+    assert again.request("GET", "/", {"Authorization": f"Bearer {server.token}"}).status == 403
+
+
+def test_host_allowlist_no_get_on_actions_and_ids_from_the_index_only(jobs, served):
+    create_job(jobs, "j", "Write hello.py")
+    # A folder with a job's files that the index does not list is not served.
+    shutil.copytree(jobs.job("j").dir, jobs.path / "ghost", symlinks=True)
+    server = served()
+    assert server.request("GET", "/jobs/j").status == 200
+    assert server.request("GET", "/jobs/j", {"Host": "evil.example"}).status == 400
+    assert server.request("GET", "/jobs/j", {"Host": f"evil.example:{server.port}"}).status == 400
+    assert server.request("GET", "/jobs/j", {"Host": f"localhost:{server.port}"}).status == 200
+    before = (jobs.job("j").dir / "jobHistory.json").read_bytes()
+    for action in ("approve", "suspend", "resume", "answer", "restep"):
+        assert server.request("GET", f"/jobs/j/{action}").status == 405
+    assert (jobs.job("j").dir / "jobHistory.json").read_bytes() == before
+    for path in ("/jobs/..%2f..", "/jobs/..%2F..%2Fetc%2Fpasswd", "/jobs/%2e%2e", "/jobs/ghost", "/jobs/nope",
+                 "/jobs/..%2f../events", "/assets/..%2fhtml.py", "/assets/report.py"):
+        response = server.request("GET", path)
+        assert response.status == 404, (path, response.status)
+
+
+def test_cross_origin_changes_are_refused_and_write_nothing(jobs, llm, served):
+    job = asking(jobs, llm, "j")
+    server = served()
+    listed = server.request("GET", "/").data.decode()
+    assert "<th>waits for</th>" in listed and "answer its question (logist job answer TEXT)" in listed
+    history = (job.dir / "jobHistory.json").read_bytes()
+    headers, body = form(at="2", text="Hello")
+    for extra in ({"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"},
+                  {"Origin": "http://127.0.0.1:1"}, {"Origin": "http://evil.example"}):
+        refused = server.request("POST", "/jobs/j/answer", {**headers, **extra}, body)
+        assert refused.status == 403, extra
+    assert (job.dir / "jobHistory.json").read_bytes() == history
+    # Another site's script or image may not read a page or a stream; a link followed may.
+    for mode, status in (("cors", 403), ("no-cors", 403), ("navigate", 200)):
+        got = server.request("GET", "/jobs/j", {"Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": mode})
+        assert got.status == status, mode
+    same = server.request("POST", "/jobs/j/answer",
+                          {**headers, "Sec-Fetch-Site": "same-origin", "Origin": server.base.rstrip("/")}, body)
+    assert same.status == 303 and same.getheader("Location") == "/jobs/j"
+
+
+def last_entry(job) -> dict:
+    return json.loads((job.dir / "jobHistory.json").read_text())["interactions"][-1]
+
+
+def test_an_answer_is_written_as_the_cli_writes_it_once_even_when_sent_twice(jobs, llm, served):
+    by_page, by_cli = asking(jobs, llm, "a"), asking(jobs, llm, "b")
+    server = served()
+    text = "Use 'Hello, world' <b>\r\nand more"
+    headers, body = form(at="2", text=text)
+    first = server.request("POST", "/jobs/a/answer", headers, body)
+    assert first.status == 303 and first.getheader("Location") == "/jobs/a"
+    again = server.request("POST", "/jobs/a/answer", headers, body)
+    assert again.status == 409 and b"has moved on" in again.data
+    assert [e.kind for e in load_history(by_page.dir).interactions] == ["user_action", "llm_call", "user_action"]
+
+    ok(logist_cli("job", "answer", "b", text))
+    page_entry, cli_entry = last_entry(by_page), last_entry(by_cli)
+    assert page_entry["user_input"] == {"action": "answer", "text": text}
+    differ = {k for k in page_entry.keys() | cli_entry.keys() if page_entry.get(k) != cli_entry.get(k)}
+    assert differ <= {"timestamp", "state", "workspace_commit"}, differ
+    # What differs in the state is each job's own call (its time), not the answer.
+    page_state, cli_state = page_entry["state"], cli_entry["state"]
+    assert {k: v for k, v in page_state.items() if k != "totals"} == {k: v for k, v in cli_state.items() if k != "totals"}
+    assert page_state["turn"]["pending"] == "User response: " + text and page_state["person_inputs"] == [3]
+    assert page_entry["state_after"] == "RUNNING" and str(by_page.manifest().status) == "RUNNING"
+
+
+def test_a_port_in_use_is_one_clear_line(jobs):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "logist", "serve", "--port", str(port)],
+                                capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"port {port} on 127.0.0.1 is in use" in lines[0], result.stderr
+
+
+def seqs(page: str) -> list[int]:
+    import re
+
+    return [int(n) for n in re.findall(r'<details class="step[^"]*" id="step-(\d+)"', page)]
+
+
+def test_a_long_history_is_shown_a_page_at_a_time(jobs, llm, served):
+    create_job(jobs, "j", "Write hello.py")
+    for n in range(7):
+        llm.add(json.dumps({"action": "MESSAGE", "message": f"Part {n}."}))
+        ok(logist_cli("job", "step", "j", "--oneshot", "--base-url", llm.base_url))
+    server = served("--page-size", "3")
+    latest = server.request("GET", "/jobs/j").data.decode()
+    assert seqs(latest) == [6, 7, 8] and 'data-last="8"' in latest and 'data-stream="/jobs/j/events"' in latest
+    assert "entries 6–8 of 8" in latest and 'href="/jobs/j?from=3">earlier' in latest
+    first = server.request("GET", "/jobs/j?from=1").data.decode()
+    assert seqs(first) == [1, 2, 3] and "data-last" not in first, "an earlier page follows the state only"
+    assert 'data-stream="/jobs/j/events?steps=0"' in first and 'href="/jobs/j?from=4">later' in first
+    assert seqs(server.request("GET", "/jobs/j?from=5").data.decode()) == [5, 6, 7]
+
+
+def test_the_event_stream_resumes_after_the_last_event_id(jobs, llm, served):
+    create_job(jobs, "j", "Write hello.py")
+    for n in range(3):
+        llm.add(json.dumps({"action": "MESSAGE", "message": f"Part {n}.\r\nSecond line."}))
+        ok(logist_cli("job", "step", "j", "--oneshot", "--base-url", llm.base_url))
+    server = served()
+    import http.client
+
+    def events(headers: dict, path: str = "/jobs/j/events") -> list[tuple[str, str, str]]:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        connection.request("GET", path, headers={"Authorization": f"Bearer {server.token}", **headers})
+        response = connection.getresponse()
+        assert response.status == 200 and response.getheader("Content-Type").startswith("text/event-stream")
+        found, current = [], {}
+        while True:
+            line = response.readline().decode().rstrip("\n")
+            if line == "":
+                if current.get("event"):
+                    found.append((current.get("id", ""), current["event"], current.get("data", "")))
+                    if current["event"] == "state":
+                        connection.close()
+                        return found
+                current = {}
+                continue
+            name, _, value = line.partition(": ")
+            current[name] = current[name] + "\n" + value if name == "data" and name in current else value
+
+    resumed = events({"Last-Event-ID": "2"}, "/jobs/j/events?after=0")
+    assert [(i, kind) for i, kind, _ in resumed] == [("3", "step"), ("4", "step"), ("", "state")]
+    assert 'id="step-3"' in resumed[0][2] and "Part 1.&#13;\nSecond line." in resumed[0][2]
+    assert [i for i, _, _ in events({}, "/jobs/j/events?after=3")] == ["4", ""]
+    assert [kind for _, kind, _ in events({}, "/jobs/j/events?steps=0")] == ["state"]
+
+
+def test_suspend_resume_and_restep_from_the_page_are_the_cli_commands(jobs, llm, served):
+    create_job(jobs, "j", "Write hello.py")
+    llm.add(json.dumps({"action": "MESSAGE", "message": "Part 1."}))
+    ok(logist_cli("job", "step", "j", "--oneshot", "--base-url", llm.base_url))
+    server = served()
+    job = jobs.job("j")
+    for action, at, status in (("suspend", 2, "SUSPENDED"), ("resume", 3, "RUNNING")):
+        headers, body = form(at=str(at))
+        assert server.request("POST", f"/jobs/j/{action}", headers, body).status == 303
+        assert str(job.manifest().status) == status
+        assert load_history(job.dir).interactions[-1].user_input.action == action
+    headers, body = form(at="4", to="1")
+    assert server.request("POST", "/jobs/j/restep", headers, body).status == 303
+    rewound = load_history(job.dir).interactions[-1]
+    assert (rewound.kind, rewound.rewound_to) == ("rewind", 1) and str(job.manifest().status) == "PENDING"
+    headers, body = form(at="5", to="x")
+    refused = server.request("POST", "/jobs/j/restep", headers, body)
+    assert refused.status == 400 and b"restep needs the number of a history entry" in refused.data
+    assert len(load_history(job.dir).interactions) == 5
+
+
+def test_reject_and_resubmit_from_the_page(jobs, llm, served):
+    create_job(jobs, "r", "Write hello.py")
+    llm.add(answer("COMPLETED", "Wrote hello.py.", ["hello.py"],
+                   file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}]),
+            answer("COMPLETED", "hello.py prints Hello.", ["hello.py"]))
+    ok(logist_cli("job", "run", "r", "--base-url", llm.base_url))
+    ok(logist_cli("job", "create", "s", "-o", "Write hello.py", "--max-steps", "1"))
+    llm.add(json.dumps({"action": "MESSAGE", "message": "Halfway."}))
+    assert logist_cli("job", "run", "s", "--base-url", llm.base_url).returncode == 4  # a budget stopped it
+    assert str(jobs.job("s").manifest().status) == "INTERVENTION_REQUIRED"
+    server = served()
+
+    headers, body = form(at="3", feedback="")
+    refused = server.request("POST", "/jobs/r/reject", headers, body)
+    assert refused.status == 400 and b"reject needs --feedback TEXT" in refused.data
+    headers, body = form(at="3", feedback="Print it in French too")
+    assert server.request("POST", "/jobs/r/reject", headers, body).status == 303
+    last = load_history(jobs.job("r").dir).interactions[-1]
+    assert (last.user_input.action, last.user_input.text) == ("reject", "Print it in French too")
+    assert str(jobs.job("r").manifest().status) == "PENDING"
+
+    at = str(jobs.job("s").manifest().last_sequence)
+    headers, body = form(at=at, feedback="Go on")
+    assert server.request("POST", "/jobs/s/resubmit", headers, body).status == 303
+    last = load_history(jobs.job("s").dir).interactions[-1]
+    assert (last.user_input.action, last.user_input.text) == ("resubmit", "Go on")
+
+
+def test_json_says_the_url_port_and_token_file_on_one_line(jobs):
+    process = subprocess.Popen([sys.executable, "-m", "logist", "serve", "--port", "0", "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        data = json.loads(process.stdout.readline())
+        assert data["url"] == f"http://127.0.0.1:{data['port']}/?token={data['url'].split('=', 1)[1]}"
+        assert data["token_file"] == str(jobs.path.parent / ".jobs.serve-token")
+        assert open(data["token_file"]).read().strip() == data["url"].split("=", 1)[1]
+    finally:
+        process.send_signal(2)
+        process.wait(10)
