@@ -38,7 +38,8 @@ sys.path.insert(0, str(HERE))
 
 from views_memory import build  # noqa: E402
 
-from logist import JobsDir, create_job  # noqa: E402
+from logist.engine.create import create_job  # noqa: E402
+from logist.store.jobsdir import JobsDir  # noqa: E402
 
 
 def serve(jobs: JobsDir, *args: str):

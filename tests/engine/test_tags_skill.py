@@ -17,7 +17,7 @@ from logist.engine.step import step_once
 from logist.store.history import load_history
 from logist.errors import LogistError
 from logist.resources import data_dir
-from logist.store.prompts import BUILTIN_DIR, builtin
+from logist.store.prompts import builtin
 
 from conftest import logist_cli
 
@@ -33,12 +33,7 @@ NOISY = "printf '100%%\\nC:\\\\Users\\\\me>dir\\nuser@host:~$ ls\\n\\n\\nsame\\n
 def tagger(jobs, **changes) -> None:
     """``cp roles/worker.json <jobs-dir>/roles/tagger.json``, its name changed and ``"protocol": "tags"`` added."""
     role = json.loads((data_dir("roles") / "worker.json").read_text())
-    role.update(name="tagger", protocol="tags")
-    if not (role.get("instructions") or role.get("prompt_file")):
-        # The shipped Worker template, which the built-in role files name (issue 29, point 1).
-        role["prompt_file"] = str(BUILTIN_DIR / "roles" / "Worker.md")
-    # The built-in Worker sets 0.2 for the JSON protocol; a tags role that sets none sends seed 002's 0.3.
-    role.pop("temperature", None)
+    role.update(name="tagger", protocol="tags")  # nothing else of the copy changed
     role.update(changes)
     role = {key: value for key, value in role.items() if value is not None}
     (jobs.path / "roles" / "tagger.json").write_text(json.dumps(role, indent=2))

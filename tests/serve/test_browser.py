@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from logist import create_job, load_history
+from logist.engine.create import create_job
+from logist.store.history import load_history
 from logist.replay.scripted import answer
 
 from conftest import logist_cli

@@ -14,7 +14,8 @@ import stat
 import subprocess
 import sys
 
-from logist import create_job, load_history
+from logist.engine.create import create_job
+from logist.store.history import load_history
 from logist.replay.scripted import answer
 
 import pytest

@@ -62,16 +62,19 @@ class EngineChoice(click.Choice):
         pass
 
 
+def call_options(command):
+    """The options of a command that calls the model (step, run): endpoint,
+    model, timeouts, output."""
+    for option in reversed((base_url_option, model_option, timeout_option, wait_option, quiet_option, json_option,
+                            pass_app)):
+        command = option(command)
+    return command
+
+
 @click.command(epilog=exit_codes_help())
 @job_argument
 @click.option("--oneshot", is_flag=True, help="Exactly one LLM call, then stop.")
-@base_url_option
-@model_option
-@timeout_option
-@wait_option
-@quiet_option
-@json_option
-@pass_app
+@call_options
 def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optional[str], model: Optional[str],
          request_timeout: Optional[float], lock_timeout: float, quiet: bool, as_json: bool) -> None:
     """Run one role turn (--oneshot: exactly one LLM call).
@@ -99,20 +102,14 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
 @click.option("--all", "run_all", is_flag=True, help="Run every queued job (see --engine).")
 @click.option("--engine", type=EngineChoice(), envvar="LOGIST_ENGINE",
               help="With --all: one job after another (serial), several at once on threads of this process "
-              "(threads, the default), or each as a task on a Ray cluster (ray: pip install 'logist[ray]'). "
+              "(threads, the default), or on the nodes of a Ray cluster, one runner each (ray: pip install 'logist[ray]'). "
               "Env LOGIST_ENGINE.")
 @click.option("--concurrency", type=click.IntRange(min=1), envvar="LOGIST_CONCURRENCY",
               help=f"With --all: at most this many jobs at once (threads, ray; default {DEFAULT_CONCURRENCY}). "
               "Env LOGIST_CONCURRENCY.")
 @click.option("--address", help="With --engine ray: the cluster: auto (the default: RAY_ADDRESS, else the one "
               "`ray start --head` runs here), HOST:PORT (its head), or local (a cluster for this batch).")
-@base_url_option
-@model_option
-@timeout_option
-@wait_option
-@quiet_option
-@json_option
-@pass_app
+@call_options
 def run(app: Application, job_id: Optional[str], run_all: bool, engine: Optional[str], concurrency: Optional[int],
         address: Optional[str], base_url: Optional[str], model: Optional[str],
         request_timeout: Optional[float], lock_timeout: float, quiet: bool, as_json: bool) -> None:
