@@ -26,6 +26,7 @@ from typing import Optional, Protocol
 
 from ..model import client as llm
 from ..secrets import redact as secrets
+from ..failpoints import failpoint
 from ..errors import EndpointError, LLMCallError, LogistError
 from ..store import journal
 from ..store.recovery import Finish
@@ -134,6 +135,7 @@ def make_call(job: Job, manifest: JobManifest, prepared: Prepared, settings: llm
     settings.endpoints.client(settings.base_url, settings.api_key)  # built (once per Endpoints) before the clock starts
     calling = journal.begin_call(job.dir, sequence, manifest.workspace_commit, prepared.metadata.idempotency_key,
                                  request_of(prepared))
+    failpoint("after_calling")
     if watch is not None:
         watch.started(prepared.role.name, manifest.calls + 1, manifest.settings.max_steps, prepared.model)
     started = time.monotonic()

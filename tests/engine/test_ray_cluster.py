@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from typing import Optional
 
 import pytest
 
@@ -28,14 +29,20 @@ cluster_utils = pytest.importorskip("ray.cluster_utils")
 pytestmark = pytest.mark.slow
 
 
+def _two_nodes(second_env: Optional[dict] = None):
+    """A head node and a second node, 1 CPU and a small object store each
+    (``second_env``: the second node's processes' environment, added to)."""
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    small = dict(num_cpus=1, object_store_memory=80 * 1024 * 1024)
+    cluster = cluster_utils.Cluster(initialize_head=True, head_node_args=dict(small, include_dashboard=False))
+    second = cluster.add_node(**small, **({"env_vars": second_env} if second_env else {}))
+    cluster.wait_for_nodes()
+    return cluster, second
+
+
 @pytest.fixture
 def two_nodes():
-    """A head node and a second node, 1 CPU and a small object store each."""
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    small = dict(num_cpus=1, object_store_memory=80 * 1024 * 1024, include_dashboard=False)
-    cluster = cluster_utils.Cluster(initialize_head=True, head_node_args=small)
-    second = cluster.add_node(**{k: v for k, v in small.items() if k != "include_dashboard"})
-    cluster.wait_for_nodes()
+    cluster, second = _two_nodes()
     try:
         yield cluster, second
     finally:
@@ -176,3 +183,37 @@ def test_a_node_that_sees_a_copy_of_the_jobs_directory_is_named_and_runs_nothing
     for job_id in ids:
         assert recorded_calls(jobs.path / job_id) == 4, job_id
     assert len(server.ledger) == 24 and all(not e["repeat"] for e in server.ledger), "no call paid twice"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds each runner's node through /proc")
+def test_a_runner_killed_after_its_calling_record_costs_no_job_and_no_call_paid_twice(jobs, tmp_path):
+    # Every process of the second node is armed to kill itself right after the
+    # step's journal says "calling" (before the request leaves); the first to
+    # get there dies, its runner with it, taking its other jobs' calls in flight.
+    once = tmp_path / "died-once"
+    cluster, second = _two_nodes({"LOGIST_FAILPOINT": "after_calling", "LOGIST_FAILPOINT_ONCE": str(once)})
+    try:
+        ids = make_jobs(jobs, 6)
+        with ReplayLLMServer(WORDCOUNT, latency=0.3, repeats=True) as server:
+            batch = _batch(jobs, server, cluster.address)
+            stdout, stderr = batch.communicate(timeout=400)
+    finally:
+        cluster.shutdown()
+    assert once.exists(), f"no runner on the second node reached the point: {stderr}"
+    assert batch.returncode == 3, stderr
+    outcomes = {o["job_id"]: o for o in json.loads(stdout)}
+    assert sorted(outcomes) == ids
+    assert all(o["status"] == "APPROVAL_REQUIRED" and o["error"] is None and not o["skipped"]
+               for o in outcomes.values()), stdout
+    for job_id in ids:
+        assert recorded_calls(jobs.path / job_id) == 4, job_id
+        assert not (jobs.path / job_id / LEASE_NAME).exists()
+    assert corrupt_files(jobs) == []
+    unknown = [key for job_id in ids for key in unknown_call_keys(jobs.path / job_id)]
+    assert unknown, "the killed step's call is recorded as of unknown outcome"
+    repeats = [e for e in server.ledger if e["repeat"]]
+    assert all(e["key"] in unknown for e in repeats) and len({e["key"] for e in repeats}) == len(repeats)
+    # Every request the server saw is a recorded call, or one sent again with its unknown call's key;
+    # the killed call itself never left (the failpoint is before the request).
+    assert len(server.ledger) == sum(recorded_calls(jobs.path / j) for j in ids) + len(repeats)
+    assert sorted(e["job"] for e in server.ledger if not e["repeat"]) == sorted(ids * 4)
