@@ -253,6 +253,11 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) ->
         stopped = _stop_command(journal)
         if stopped:
             notes.append(stopped)
+        # A git process killed with the step (its runner's node lost, say) leaves its lock files:
+        # with the job's lock held and the step's command stopped, no git process can hold them.
+        cleared = Workspace(workspace).clear_stale_locks()
+        if cleared:
+            notes.append(f"removed the git lock files a killed git process left: {', '.join(cleared)}")
         last = seek.last_entry(job_dir)
         dropped_step = f"step {journal.sequence} was interrupted after its LLM call, before it was recorded"
         if last is not None and last.kind == "repair" and dropped_step in (last.note or ""):

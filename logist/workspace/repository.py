@@ -223,6 +223,23 @@ class Workspace:
 
     # -- writing ------------------------------------------------------------
 
+    def clear_stale_locks(self) -> list[str]:
+        """Remove the lock files a killed git process leaves (``index.lock``,
+        ``HEAD.lock``, a ref's ``.lock``); their paths relative to ``.git``.
+        Only for a caller that knows no git process can be running in the
+        repository (recovery, under the job's lock, its step's command stopped)."""
+        git_dir = self.path / ".git"
+        found = [git_dir / "index.lock", git_dir / "HEAD.lock", git_dir / "packed-refs.lock"]
+        refs = git_dir / "refs"
+        if refs.is_dir() and not refs.is_symlink():
+            found += [p for p in refs.rglob("*.lock") if not p.is_symlink()]
+        cleared = []
+        for lock in found:
+            if lock.is_file() and not lock.is_symlink():
+                lock.unlink()
+                cleared.append(str(lock.relative_to(git_dir)))
+        return cleared
+
     def reset_to(self, sha: str) -> None:
         """Put the tree back at ``sha``: tracked files restored, untracked ones
         removed. Files the workspace's .gitignore ignores are left alone, so a

@@ -430,3 +430,25 @@ def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
     ok(logist_process("job", "run", "hello", "--base-url", llm.base_url), code=3)
     assert_consistent(job)
     assert read_json(job.manifest_path)["status"] == "APPROVAL_REQUIRED"
+
+
+def test_a_git_lock_left_by_a_killed_step_is_cleared_by_recovery(jobs, llm):
+    # The step is killed after applying its answer (files changed, not
+    # committed) while a git process of its holds the index: the lock file
+    # stays (a runner's node lost mid-commit leaves the same). The next
+    # command, holding the job's lock, removes it and repairs the step.
+    job = make_job(jobs)
+    llm.add(FIRST)
+    step_once(job, base_url=llm.base_url)
+    llm.add(CRASHED)
+    child = step_child(llm, LOGIST_FAILPOINT="after_apply")
+    child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    lock = job.workspace / ".git" / "index.lock"
+    lock.write_text("")  # what the killed git process left
+    llm.add(REVIEW_OK)  # the saved answer is applied without a call: the Supervisor is next
+    repaired = ok(logist_process("job", "step", "--oneshot", "hello", "--base-url", llm.base_url), code=3)
+    assert "removed the git lock files a killed git process left: index.lock" in repaired.stderr
+    assert not lock.exists()
+    assert json.loads(ok(logist_process("job", "status", "hello", "--json")).stdout)["status"] == "APPROVAL_REQUIRED"
+    assert (job.workspace / "draft.txt").exists(), "the saved answer was applied again, from a clean index"
