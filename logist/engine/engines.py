@@ -49,16 +49,19 @@ OnStep = Optional[Callable[[StepResult], None]]
 
 
 def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str, on_step: OnStep = None,
-            stop: Optional[threading.Event] = None, lease_wait: float = 0.0) -> QueueOutcome:
+            stop: Optional[threading.Event] = None, lease_wait: float = 0.0,
+            supersedes: Optional[str] = None) -> QueueOutcome:
     """Run one job to its resting state under its lease (see module doc).
     ``kwargs`` go to :func:`~logist.engine.step.step_once`; ``stop``: set to
     end the run after the step in hand (the job can go on later);
     ``lease_wait``: how long to wait for a lease another runner holds (a
-    job handed out again after its runner died) before skipping the job."""
+    job handed out again after its runner died) before skipping the job;
+    ``supersedes``: that dead runner's task, whose lease is taken over at once
+    (:func:`logist.store.lease.acquire`)."""
     job = None
     try:
         job = JobsDir(jobs_path).job(job_id)
-        with leases.holding(job.dir, engine=engine, task=task, wait=lease_wait) as lease:
+        with leases.holding(job.dir, engine=engine, task=task, wait=lease_wait, supersedes=supersedes) as lease:
             job.store.lease = lease  # checked each time the job is opened: a stalled runner stops there
             with open_locked(job, kwargs.get("lock_timeout", 0)) as manifest:
                 status = manifest.status  # open_locked repaired what it could

@@ -28,11 +28,12 @@ nonce never reaches the driver) is named in one line and runs nothing.
 Ray (``max_restarts=0``, ``max_task_retries=0``: the driver decides). The
 driver stops using it, hands its jobs out again, at most :data:`MAX_RETRIES`
 times each, and starts a replacement on the same node while it lives, else
-on another. The job's next runner takes its lease over once the dead runner's
-is over (its process gone or a zombie, or its host silent past the lease's
-expiry: a job handed out again waits that out, :data:`RETRY_LEASE_WAIT` at
-most, rather than being skipped), and the job's recovery repairs the step
-the dead runner left half done. The promise: every paid call is recorded
+on another. The job's next runner supersedes the dead runner's lease by its
+task name (the driver saw it die); when the driver could not learn that
+name, it takes the lease over once it is over (its process gone or a
+zombie, or its host silent past the lease's expiry: waited out,
+:data:`RETRY_LEASE_WAIT` at most, rather than skipped). The job's recovery
+repairs the step the dead runner left half done. The promise: every paid call is recorded
 exactly once; a call in flight when its runner died is sent again at most
 once, with the same ``Idempotency-Key``.
 
@@ -158,8 +159,13 @@ class Runner:
             return f"it cannot write in the jobs directory {self.jobs_path} ({exc.strerror or type(exc).__name__})", ""
         return "", f"{self.name}:{mine}"
 
-    def run(self, job_id: str, lease_wait: float) -> QueueOutcome:
-        return run_one(self.jobs_path, job_id, self.kwargs, engine="ray", task=self.name, lease_wait=lease_wait)
+    def task(self) -> str:
+        """The name this runner's leases carry."""
+        return self.name
+
+    def run(self, job_id: str, lease_wait: float, supersedes: Optional[str] = None) -> QueueOutcome:
+        return run_one(self.jobs_path, job_id, self.kwargs, engine="ray", task=self.name, lease_wait=lease_wait,
+                       supersedes=supersedes)
 
 
 @dataclass(eq=False)
@@ -169,9 +175,17 @@ class _Slot:
     handle: object
     node: str
     capacity: int
+    #: The runner's task name, as its leases carry it (asked for as it starts).
+    name_ref: object = None
     busy: int = 0
     alive: bool = True
-    jobs: set = field(default_factory=set)
+
+    def name(self, ray) -> Optional[str]:
+        """The runner's task name, if it told it before it died."""
+        try:
+            return ray.get(self.name_ref, timeout=5)
+        except Exception:  # noqa: BLE001 - any of Ray's errors: it died first, its leases then wait
+            return None
 
 
 def shares(concurrency: int, nodes: int) -> list[int]:
@@ -226,7 +240,8 @@ class RayEngine:
         actor = ray.remote(Runner).options(
             num_cpus=0, max_concurrency=capacity, max_restarts=0, max_task_retries=0,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
-        return _Slot(actor.remote(jobs_path, kwargs, worker_env()), node, capacity)
+        handle = actor.remote(jobs_path, kwargs, worker_env())
+        return _Slot(handle, node, capacity, handle.task.remote())
 
     def _checked_slots(self, ray, jobs_path: str, kwargs: dict) -> list[_Slot]:
         """One runner per alive node, each with its share of the concurrency,
@@ -289,13 +304,14 @@ class RayEngine:
         try:
             slots = self._checked_slots(ray, jobs_path, kwargs)
             queue, tries = deque(job_ids), {j: 0 for j in job_ids}
+            dead_runner: dict[str, Optional[str]] = {}  # a job handed out again -> the task of the runner that died
             replacements = len(slots) * self.max_retries
             while queue or inflight:
                 for slot in slots:
                     while slot.alive and slot.busy < slot.capacity and queue:
                         job_id = queue.popleft()
                         wait = RETRY_LEASE_WAIT if tries[job_id] else 0.0
-                        inflight[slot.handle.run.remote(job_id, wait)] = (job_id, slot)
+                        inflight[slot.handle.run.remote(job_id, wait, dead_runner.get(job_id))] = (job_id, slot)
                         slot.busy += 1
                 if not inflight:
                     for job_id in queue:
@@ -321,6 +337,7 @@ class RayEngine:
                             yield QueueOutcome(job_id, None, error=(
                                 f"its Ray runner died {tries[job_id]} times: {type(exc).__name__}"))
                         else:
+                            dead_runner[job_id] = slot.name(ray)
                             queue.appendleft(job_id)
                     except ray.exceptions.RayError as exc:
                         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]

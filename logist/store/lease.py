@@ -166,9 +166,15 @@ class Lease:
                 self.path.unlink()
 
 
-def acquire(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS, wait: float = 0.0) -> Lease:
+def acquire(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS, wait: float = 0.0,
+            supersedes: Optional[str] = None) -> Lease:
     """Take the job's lease, or raise :class:`LeaseHeld` naming its holder
-    (after waiting up to ``wait`` seconds for its lease to be over)."""
+    (after waiting up to ``wait`` seconds for its lease to be over).
+    ``supersedes``: the task of a runner the caller's batch saw die (a Ray
+    runner its driver lost): a lease that task holds is taken over at once,
+    by its task name, without waiting for it to expire. Should that runner
+    in fact live on, it stops the next time it opens the job (its lease is
+    checked then), and the job's lock keeps the two from stepping at once."""
     job_dir = Path(job_dir)
     lease = Lease(job_dir, uuid.uuid4().hex, engine, task, ttl)
     deadline = time.monotonic() + wait
@@ -176,6 +182,8 @@ def acquire(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS
         with hold_lock(job_dir / LEASE_LOCK_NAME, "the job's lease", LOCK_WAIT):
             current = read_lease(job_dir)
             reason = over(current) if current is not None else ""
+            if reason is None and supersedes and current.get("task") == supersedes:
+                reason = "its runner died (its batch's driver saw it end) and this runner took its jobs"
             if reason is not None:
                 if current is not None:
                     lease.took_over = f"took over the lease of {describe(current)}: {reason}"
@@ -189,12 +197,12 @@ def acquire(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS
 
 @contextmanager
 def holding(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS,
-            wait: float = 0.0) -> Iterator[Lease]:
+            wait: float = 0.0, supersedes: Optional[str] = None) -> Iterator[Lease]:
     """Hold the job's lease for the block: taken (waiting up to ``wait``
     seconds for another's to be over), renewed by a thread every ``ttl / 3``
     seconds, released at the end (a crash leaves it to expire, or to be
     taken over at once on the same host)."""
-    lease = acquire(job_dir, engine=engine, task=task, ttl=ttl, wait=wait)
+    lease = acquire(job_dir, engine=engine, task=task, ttl=ttl, wait=wait, supersedes=supersedes)
     stop = threading.Event()
 
     def renew() -> None:

@@ -164,3 +164,14 @@ def test_a_runner_whose_lease_was_taken_over_takes_no_further_step(jobs, llm):
     assert llm.requests == [], "no call made"
     assert (job.dir / "jobHistory.json").read_bytes() == before and len(load_history(job.dir).interactions) == 1
     assert read_lease(job.dir)["token"] == "theirs", "the new holder's lease is left as it is"
+
+
+def test_a_lease_is_superseded_by_the_task_of_a_runner_its_batch_saw_die(tmp_path):
+    # A live-looking lease (another host, not expired) of a runner the batch's
+    # driver saw die: taken over at once by naming its task; any other task's
+    # lease is not.
+    write_lease(tmp_path, host="another-host", pid=1, seconds=30)  # task "t-1"
+    with pytest.raises(LeaseHeld):
+        acquire(tmp_path, engine="ray", task="retry", supersedes="t-2")
+    lease = acquire(tmp_path, engine="ray", task="retry", supersedes="t-1")
+    assert "its runner died" in lease.took_over and read_lease(tmp_path)["token"] == lease.token
