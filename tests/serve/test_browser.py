@@ -135,6 +135,9 @@ def test_decisions_show_only_while_waited_for_and_a_late_post_gets_409(jobs, llm
     page.goto(server.base + "jobs/q")
     screenshot(page, "serve-job")
     assert page.locator('button[data-action="approve"]').count() == 0
+    # Typed once the stream's first state part has replaced the page's (a fill that lands
+    # while the part is replaced writes into the element taken out, as no keystroke can).
+    page.wait_for_selector("#state[data-streamed]", state="attached", timeout=5000)
     page.fill('form.d-answer textarea[name="text"]', "Say Hello")
     # The tab hidden and shown again: the stream reopens, the state part is
     # sent again, and what was typed stays.

@@ -23,12 +23,18 @@
     return typed;
   }
   function replaceKeepingTyped(box, html) {
-    var typed = typedIn(box);
+    var typed = typedIn(box), focused = null, active = document.activeElement;
+    if (active && active.tagName === "TEXTAREA" && box.contains(active) && active.form) {
+      focused = active.form.action + "@" + active.form.elements.at.value;
+    }
     box.innerHTML = html;
     box.querySelectorAll("form").forEach(function (form) {
       var text = form.querySelector("textarea"), key = form.action + "@" + form.elements.at.value;
       if (text && typed[key] !== undefined) { text.value = typed[key]; }
+      if (text && key === focused) { text.focus(); text.setSelectionRange(text.value.length, text.value.length); }
     });
+    // The state part now is what the stream last sent (a test waits for this before typing).
+    box.dataset.streamed = "1";
   }
   function show(on) { if (live) { live.hidden = !on; } }
   function close() {
