@@ -42,6 +42,7 @@ def serve(app: Application, host: str, port: int, unsafe_host: bool, allow_hosts
       logist serve --port 8765
     """
     try:
+        # lazy: the serve extra (starlette, uvicorn) is optional, and loads for this command alone
         from ..serve.server import is_loopback, serve as run
     except ImportError as exc:
         raise click.ClickException(f"logist serve needs the serve extra ({exc.name} is missing): pip install 'logist[serve]'") from None

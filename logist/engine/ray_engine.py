@@ -56,7 +56,7 @@ import sys
 import tempfile
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -200,8 +200,6 @@ class RayEngine:
     concurrency: int
     address: Optional[str] = None
     max_retries: int = MAX_RETRIES
-    #: What the driver found of the cluster's nodes (for tests and --json).
-    refused: dict = field(default_factory=dict)
 
     @classmethod
     def create(cls, concurrency: Optional[int], address: Optional[str]) -> "RayEngine":
@@ -245,7 +243,7 @@ class RayEngine:
 
     def _checked_slots(self, ray, jobs_path: str, kwargs: dict) -> list[_Slot]:
         """One runner per alive node, each with its share of the concurrency,
-        less the nodes that cannot see the jobs directory (:attr:`refused`)."""
+        less the nodes that cannot see the jobs directory (each named on stderr)."""
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         names = {n["NodeID"]: f"{n.get('NodeManagerAddress', '?')} ({n['NodeID'][:12]})" for n in nodes}
         slots = [self._start(ray, n["NodeID"], share, jobs_path, kwargs)
@@ -272,7 +270,6 @@ class RayEngine:
                         problem = (f"it sees a copy of the jobs directory {jobs_path}, not the same folder "
                                    "(what it wrote there never reached this one)")
                 if problem:
-                    self.refused[names[slot.node]] = problem
                     print(f"Ray node {names[slot.node]} runs no jobs: {problem}", file=sys.stderr)
                     ray.kill(slot.handle)
                 else:

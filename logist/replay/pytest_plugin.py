@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import pytest
 
+from .fixtures import fixture_path
 from .server import ReplayLLMServer
 from .scripted import ScriptedLLMServer
 
@@ -45,8 +46,6 @@ def replay_llm():
     ``replay_llm(recording, strict=True)`` where ``recording`` is a
     jobHistory.json, a job or fixture folder, or a bundled fixture's name.
     Every server started is stopped after the test."""
-    from .fixtures import fixture_path
-
     servers: list[ReplayLLMServer] = []
 
     def start(recording, *, strict: bool = True) -> ReplayLLMServer:

@@ -303,18 +303,12 @@ def create_app(jobs: JobsDir, token: str, port: int, hosts: list[str],
     return Guard(app, token, port, hosts)
 
 
-def _serve_asset(name: str) -> Callable[[], str]:
-    from importlib.resources import files
-
-    return lambda: files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
-
-
 #: What ``/assets/NAME`` serves: the report's style and script, and the server's own.
 ASSETS: dict[str, Callable[[], str]] = {
     "report.css": lambda: asset("report.css"),
     "report.js": lambda: asset("report.js"),
-    "serve.css": _serve_asset("serve.css"),
-    "serve.js": _serve_asset("serve.js"),
+    "serve.css": lambda: asset("serve.css", __package__),
+    "serve.js": lambda: asset("serve.js", __package__),
 }
 
 

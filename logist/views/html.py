@@ -19,6 +19,7 @@ import base64
 import hashlib
 import html
 import json
+from importlib.resources import files
 from typing import Optional
 
 from ..secrets.redact import redact
@@ -286,11 +287,9 @@ def states_html(states: list[StateVisit], omitted: int = 0, gap: Optional[int] =
     return f'<section><h2>States passed through</h2><ol class="states">{"".join(items)}</ol></section>'
 
 
-def asset(name: str) -> str:
-    """The text of ``assets/<name>``, shipped in the package."""
-    from importlib.resources import files
-
-    return files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+def asset(name: str, package: str = __package__) -> str:
+    """The text of ``assets/<name>`` of ``package`` (the views' own by default), shipped in it."""
+    return files(package).joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def page_parts(title: str) -> tuple[str, str]:

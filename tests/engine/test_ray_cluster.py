@@ -65,6 +65,20 @@ def _runs_under(pid: int, ancestor: int) -> bool:
     return False
 
 
+def assert_every_job_at_rest(jobs, ids, batch, stdout: str, stderr: str) -> None:
+    """The batch ended with every job waiting for approval (none failed or
+    skipped), its 4 calls recorded, its lease released, no file damaged."""
+    assert batch.returncode == 3, stderr
+    outcomes = {o["job_id"]: o for o in json.loads(stdout)}
+    assert sorted(outcomes) == ids
+    assert all(o["status"] == "APPROVAL_REQUIRED" and o["error"] is None and not o["skipped"]
+               for o in outcomes.values()), stdout
+    for job_id in ids:
+        assert recorded_calls(jobs.path / job_id) == 4, job_id
+        assert not (jobs.path / job_id / LEASE_NAME).exists()
+    assert corrupt_files(jobs) == []
+
+
 def _batch(jobs, server, address: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "logist", "--jobs-dir", str(jobs.path), "job", "run", "--all", "--engine", "ray",
@@ -90,15 +104,7 @@ def test_a_node_lost_mid_batch_costs_no_job_and_no_call_paid_twice(jobs, two_nod
             time.sleep(0.05)
         stdout, stderr = batch.communicate(timeout=400)
     assert removed, f"no job ran on the second node: {stderr}"
-    assert batch.returncode == 3, stderr
-    outcomes = {o["job_id"]: o for o in json.loads(stdout)}
-    assert sorted(outcomes) == ids
-    assert all(o["status"] == "APPROVAL_REQUIRED" and o["error"] is None and not o["skipped"]
-               for o in outcomes.values()), stdout
-    for job_id in ids:
-        assert recorded_calls(jobs.path / job_id) == 4, job_id
-        assert not (jobs.path / job_id / LEASE_NAME).exists()
-    assert corrupt_files(jobs) == []
+    assert_every_job_at_rest(jobs, ids, batch, stdout, stderr)
     repeats = [e for e in server.ledger if e["repeat"]]
     unknown = {job_id: unknown_call_keys(jobs.path / job_id) for job_id in ids}
     assert all(not keys for job_id, keys in unknown.items() if job_id not in held_there), \
@@ -200,15 +206,7 @@ def test_a_runner_killed_after_its_calling_record_costs_no_job_and_no_call_paid_
     finally:
         cluster.shutdown()
     assert once.exists(), f"no runner on the second node reached the point: {stderr}"
-    assert batch.returncode == 3, stderr
-    outcomes = {o["job_id"]: o for o in json.loads(stdout)}
-    assert sorted(outcomes) == ids
-    assert all(o["status"] == "APPROVAL_REQUIRED" and o["error"] is None and not o["skipped"]
-               for o in outcomes.values()), stdout
-    for job_id in ids:
-        assert recorded_calls(jobs.path / job_id) == 4, job_id
-        assert not (jobs.path / job_id / LEASE_NAME).exists()
-    assert corrupt_files(jobs) == []
+    assert_every_job_at_rest(jobs, ids, batch, stdout, stderr)
     unknown = [key for job_id in ids for key in unknown_call_keys(jobs.path / job_id)]
     assert unknown, "the killed step's call is recorded as of unknown outcome"
     repeats = [e for e in server.ledger if e["repeat"]]
