@@ -212,7 +212,7 @@ def command_figures(root: Path, commands: int = 40) -> dict:
             timed_step(job, server, answer)
         requests = list(server.requests)
     outputs = [len(body["messages"][-1]["content"].encode()) for body in requests[1:]]
-    return {"job": job, "history_bytes": job.history_path.stat().st_size,
+    return {"job": job, "history_bytes": written_bytes(job),
             "exchanged": exchanged_bytes(requests, answers),
             "output_range": (min(outputs), statistics.mean(outputs), max(outputs))}
 
@@ -234,7 +234,7 @@ def turn_figures(root: Path, rounds: int = 1000, window: int = 30) -> dict:
             late.append(timed_step(job, server, answers[rounds - window + k]))
             early.append(timed_step(fresh, server, answers[k]))
         requests = [body for n, body in enumerate(server.requests) if n < rounds - window or (n - rounds + window) % 2 == 0]
-    run = {"job": job, "history_bytes": job.history_path.stat().st_size, "window": window,
+    run = {"job": job, "history_bytes": written_bytes(job), "window": window,
            "exchanged": exchanged_bytes(requests, answers), "last_body": len(json.dumps(requests[-1]).encode()),
            "parameters": sum(len(json.dumps({k: v for k, v in body.items() if k != "messages"},
                                             separators=(",", ":")).encode()) for body in requests)}
@@ -242,6 +242,13 @@ def turn_figures(root: Path, rounds: int = 1000, window: int = 30) -> dict:
         run[f"{key}_early"] = statistics.median(t[i] for t in early)
         run[f"{key}_late"] = statistics.median(t[i] for t in late)
     return run
+
+
+def written_bytes(job) -> int:
+    """jobHistory.json and the response_format values its entries name, each
+    kept once in response_formats/ (:mod:`logist.store.response_formats`)."""
+    formats = (job.dir / "response_formats").glob("*.json")
+    return job.history_path.stat().st_size + sum(path.stat().st_size for path in formats)
 
 
 def breakdown(job) -> dict[str, float]:
@@ -295,7 +302,7 @@ def main() -> None:
         print(f"{args.commands} command round-trips (outputs {low:,}-{high:,} bytes, mean {mean:,.0f}), "
               f"{time.perf_counter() - started:.0f} s:")
         size = run["history_bytes"]
-        print(f"  jobHistory.json: {size / KB:,.1f} KB, target < {COMMANDS_TARGET_BYTES / KB:.0f} KB "
+        print(f"  jobHistory.json + response_formats/: {size / KB:,.1f} KB, target < {COMMANDS_TARGET_BYTES / KB:.0f} KB "
               f"({size / COMMANDS_TARGET_BYTES:.2f}x the target)")
         print(f"  messages exchanged: {run['exchanged'] / KB:,.1f} KB; history / exchanged = "
               f"{size / run['exchanged']:.2f}x")
@@ -305,12 +312,12 @@ def main() -> None:
         run = turn_figures(Path(tmp), args.rounds, args.window)
         size, exchanged = run["history_bytes"], run["exchanged"]
         print(f"\nA {args.rounds:,}-round Worker turn, {time.perf_counter() - started:.0f} s:")
-        print(f"  jobHistory.json: {size / 1e6:,.2f} MB; messages exchanged: {exchanged / 1e6:,.2f} MB; "
+        print(f"  jobHistory.json + response_formats/: {size / 1e6:,.2f} MB; messages exchanged: {exchanged / 1e6:,.2f} MB; "
               f"last request body: {run['last_body'] / 1e6:,.2f} MB")
         print(f"  history / exchanged = {size / exchanged:.2f}x, target <= {HISTORY_TO_EXCHANGED_TARGET:g}x")
         params = run["parameters"]
         print(f"  each request's parameters besides the messages (response_format...), sent every round: "
-              f"{params / 1e6:,.2f} MB; history / (exchanged + parameters) = {size / (exchanged + params):.2f}x")
+              f"{params / 1e6:,.2f} MB (kept once per distinct value)")
         w = run["window"]
         print(f"  medians; rounds 1-{w} are a fresh job's, stepped in turn with the late rounds:")
         for key, label in (("own", "step own time"), ("outside", "  of it outside the call")):

@@ -66,7 +66,7 @@ class CallWatch(Protocol):
 def entry_key(job: Job, manifest: JobManifest, sequence: int) -> str:
     """The key call entry ``sequence`` of the job was sent with."""
     data = read_entry(job.dir, sequence).dump()
-    body = recorded_body(data, HistoryReader(job.dir, job.store).messages(sequence))
+    body = recorded_body(job.dir, data, HistoryReader(job.dir, job.store).messages(sequence))
     return recorded_key(job.id, manifest.created_at, data, body)
 
 

@@ -98,7 +98,7 @@ def calibration(job: Job, manifest: JobManifest) -> float:
         if entry.kind != "llm_call" or usage is None or usage.estimated or not usage.prompt_tokens or request is None:
             continue
         reader = reader or HistoryReader(job.dir, job.store)
-        body = recorded_body(entry.dump(), reader.messages(number))
+        body = recorded_body(job.dir, entry.dump(), reader.messages(number))
         guess = estimate(body)
         return usage.prompt_tokens / guess if guess else 1.0
     return 1.0

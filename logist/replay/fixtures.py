@@ -6,6 +6,8 @@ A fixture folder (``fixtures/<name>/``, see ``fixtures/README.md``) holds::
     workspace/          the files the job starts from (job.json "files")
     job_manifest.json   the manifest the recorded job ended with
     jobHistory.json     its whole history: every prompt, answer and decision
+    response_formats/   the response_format values its calls sent, by digest
+                        (:mod:`logist.store.response_formats`)
 
 From it a job is created again (:func:`create_from_fixture`) and replayed,
 either through poststep (``job replay``) or live against a
@@ -38,6 +40,7 @@ from ..engine.create import SETTINGS, JobSpec, create_job
 from ..errors import ConfigError, LogistError, format_validation_error
 from ..store.history import HISTORY_NAME, JobHistory, iter_entries, load_history
 from ..store.recovery import manifest_at
+from ..store.response_formats import FOLDER as FORMATS
 from ..store.jobsdir import JOB_ID_RE, Job, JobsDir
 from ..store.manifest import MANIFEST_NAME, JobManifest, parse_manifest
 from ..resources import data_dir
@@ -201,10 +204,14 @@ def record_fixture(job: Job, into: Union[str, Path]) -> Path:
         # The files as the job started with them (its first commit), not as
         # they are now.
         files = {name: job.repo.file_at(start.workspace_commit, name) for name in spec.get("files", [])}
+        formats = {path.name: path.read_bytes() for path in sorted((job.dir / FORMATS).glob("*.json"))}
     into.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(into / WORKSPACE, ignore_errors=True)
+    shutil.rmtree(into / FORMATS, ignore_errors=True)
     for name, data in files.items():
         atomic_write(into / WORKSPACE / name, data)
+    for name, data in formats.items():
+        atomic_write(into / FORMATS / name, data)
     atomic_write_json(into / JOB_SPEC, spec)
     atomic_write(into / MANIFEST_NAME, manifest)
     atomic_write(into / HISTORY_NAME, history)

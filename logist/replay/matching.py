@@ -1,6 +1,8 @@
 """Which recorded call a request is: the canonical request of a body and
 of a recorded call (model, messages, :data:`PARAMETERS`, the workspace path
-as ``<workspace>``), its digest, and how far a request agrees with a
+as ``<workspace>``, the response_format as its digest, which a recording
+keeps without the file it is stored in: :mod:`logist.store.response_formats`),
+its digest, and how far a request agrees with a
 recording and where it first differs (what a refused request is told).
 :class:`logist.replay.server.ReplayLLMServer` answers with it.
 """
@@ -13,6 +15,7 @@ from typing import Optional
 
 from ..store.history import HistoryEntry
 from ..store.requests import messages_of
+from ..store.response_formats import digest_of
 
 #: The request parameters a recording keeps (history ``request.metadata``),
 #: compared besides the model and the messages.
@@ -46,6 +49,7 @@ def canonical_request(body: dict, workspaces: tuple[str, ...] = ()) -> dict:
         "messages": [{"role": m.get("role"), "content": text(m)} for m in body.get("messages") or []],
     }
     request.update({key: body.get(key) for key in PARAMETERS})
+    request["response_format"] = digest_of(request["response_format"])
     return request
 
 

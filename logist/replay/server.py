@@ -19,8 +19,9 @@ a prompt can hold is the workspace path (in a command's output), and it is
 replaced by exact known values only: where the recording's commands ran
 (``command.cwd``; in files written before paths were relative, the
 header's and entries' ``workspace_path``), and :attr:`ReplayLLMServer.workspace` when the caller
-says where the replaying job lives. (``response_format`` is not part of a
-recording, so it is not compared.)
+says where the replaying job lives. The ``response_format`` is compared by
+its digest, which the recording holds even where the file it is kept in
+(``response_formats/``) was not copied with the history.
 
 A request no unserved call matches: strict (the default), an HTTP 400 with
 ``x-should-retry: false`` naming the nearest unserved call (the one whose

@@ -55,7 +55,7 @@ class RequestMetadata(BaseModel):
     max_tokens: Optional[int] = None
     """The max_tokens sent, if any."""
     response_format: Optional[dict] = None
-    """The response_format sent, if any."""
+    """The response_format sent, if any, named by its digest: ``{"type", "file"}``, the file being the job's ``response_formats/<digest>.json``, which holds it exactly as sent (a value written here whole, as an older Logist did, is read as it is)."""
     stream: Optional[bool] = None
     """True when the answer was asked for as a stream (stream, with stream_options asking for the usage)."""
     idempotency_key: Optional[str] = None

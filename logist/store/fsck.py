@@ -28,8 +28,9 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-from ..errors import LogistError
+from ..errors import CorruptFileError, LogistError
 from . import history as hist
+from . import response_formats
 from .atomic import leftover_temps
 from .jobsdir import Job
 from .journal import journal_path
@@ -132,6 +133,12 @@ def _check_entries(job: Job, manifest: JobManifest, report: FsckReport) -> None:
     try:
         for entry in hist.iter_entries(job.dir):
             last = entry.sequence
+            if entry.request is not None:
+                try:
+                    response_formats.sent(job.dir, entry.request.metadata.response_format)
+                except CorruptFileError as exc:
+                    report.add(PROBLEM, response_formats.FOLDER + "/", f"entry {last}: {exc}; restore the file "
+                                                                       "from a copy of the job")
     except LogistError as exc:
         report.add(PROBLEM, hist.HISTORY_NAME, f"the entry after entry {last} cannot be read: {exc}; "
                                                f"restore {hist.HISTORY_NAME} from a copy")

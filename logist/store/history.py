@@ -56,6 +56,7 @@ from ..errors import CorruptFileError
 from ..failpoints import failpoint
 from .entries import HistoryEntry, JobHistory
 from .manifest import utc_now
+from .response_formats import kept_in
 from .upgrade import HISTORY_FORMAT, HISTORY_SCHEMA, keep_beside, upgrade_history_data
 
 HISTORY_NAME = "jobHistory.json"
@@ -120,7 +121,7 @@ def create_history(job_dir: Path, job_id: str) -> None:
 
 def write_canonical(path: Path, job_id: str, entries: list[dict]) -> None:
     """Write entries in memory (:meth:`HistoryEntry.dump`) as the whole file, in the current format."""
-    body = b",".join(layout(e) for e in entries)
+    body = b",".join(layout(kept_in(path.parent, e)) for e in entries)
     atomic_write(path, header(job_id) + body + TAIL)
 
 
@@ -217,7 +218,7 @@ def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
             _normalise(job_dir)
             return append_entry(job_dir, entry)
         empty = before_and_tail[:1] == b"["
-        chunk = (b"" if empty else b",") + layout(entry.dump()) + TAIL
+        chunk = (b"" if empty else b",") + layout(kept_in(job_dir, entry.dump())) + TAIL
         atomic_write_json(_journal_path(path), {"offset": offset, "sequence": entry.sequence})
         failpoint("before_history_append")
         handle.seek(offset)

@@ -56,6 +56,8 @@ JOB_FILES: tuple[JobFile, ...] = (
     JobFile("context.md", "the context every system prompt of this job gives (copied from the workspace's "
                           ".logist/context.md when the job was made; edit it here), only when there is one",
             always=False),
+    JobFile("response_formats/", "the response_format values the calls sent (decoding schemas), each kept once "
+                                 "by its SHA-256 and named by the history's entries that sent it", always=False),
     JobFile("report.html", "the job's timeline as one HTML page, written by `logist job report`", always=False),
     JobFile("step_journal.json", "only while a step is applied: what to undo if it is interrupted", always=False),
     JobFile("jobHistory.json.append", "only while an entry is appended to the history: where the append started",

@@ -26,6 +26,7 @@ from typing import Callable, Optional
 from ..errors import CorruptFileError
 from .jobstore import JobStore
 from .manifest import Turn
+from .response_formats import sent
 from .seek import entries_since, file_mark, read_entries, still_holds
 
 Entries = dict[int, dict]
@@ -113,11 +114,13 @@ def request_body(
     return body
 
 
-def recorded_body(entry: dict, messages: list[dict]) -> dict:
-    """The body call entry ``entry`` sent, from its rebuilt ``messages`` and its metadata."""
+def recorded_body(job_dir: Path, entry: dict, messages: list[dict]) -> dict:
+    """The body call entry ``entry`` of the job in ``job_dir`` sent, from its
+    rebuilt ``messages`` and its metadata (its response_format read from the
+    file it is kept in: :mod:`logist.store.response_formats`)."""
     meta = entry["request"]["metadata"]
     return request_body(meta["model"], messages, meta.get("temperature"), meta.get("max_tokens"),
-                        meta.get("response_format"), meta.get("stream"))
+                        sent(job_dir, meta.get("response_format")), meta.get("stream"))
 
 
 class HistoryReader:

@@ -266,7 +266,8 @@ def header(job_id: str, objective: Optional[str]) -> str:
         "\n",
         "Every entry of the job's history in order, written as it is recorded: who acted, the messages "
         "the model had not seen before, its answer, and what Logist did with it. The source of truth is "
-        "`jobHistory.json` beside this file (every request can be rebuilt from it exactly as sent); "
+        "`jobHistory.json` beside this file (every request can be rebuilt from it and `response_formats/` exactly "
+        "as sent); "
         f"`logist job transcript {job_id} --rebuild` rewrites this file from it.\n",
     ]
     if objective:

@@ -125,7 +125,7 @@ def test_an_older_history_upgrades_keeps_the_old_file_and_rebuilds_every_request
     assert file_format(job.dir) == HISTORY_FORMAT
     json.loads((job.dir / "jobHistory.json").read_bytes())  # one JSON document
     entries = {e["sequence"]: e for e in iter_written(job.dir)}
-    bodies = {str(n): _digest(recorded_body(e, HistoryReader(job.dir).messages(n)))
+    bodies = {str(n): _digest(recorded_body(job.dir, e, HistoryReader(job.dir).messages(n)))
               for n, e in entries.items() if "request" in e}
     assert bodies == expected["request_bodies_sha256"]
     states = {str(e.sequence): hashlib.sha256(json.dumps(_as_recorded(e.state), sort_keys=True).encode())

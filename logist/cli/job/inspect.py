@@ -339,7 +339,7 @@ def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
     data = entry.dump()
     body = None
     if entry.request is not None:
-        body = recorded_body(data, HistoryReader(job.dir).messages(number))
+        body = recorded_body(job.dir, data, HistoryReader(job.dir).messages(number))
         # The Idempotency-Key header it was sent with (the file leaves out a key it can derive).
         data["request"]["metadata"]["idempotency_key"] = recorded_key(job.id, job.manifest().created_at, data, body)
     if as_json:
