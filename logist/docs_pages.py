@@ -10,9 +10,9 @@ module writes::
 
 :data:`PARTS` maps each ``NAME`` to the function that writes it: the
 configuration keys (from :class:`logist.store.config.LogistConfig`, through
-the schema :mod:`logist.schemas` makes of it, descriptions included), the
-job's files (the schemas of :data:`logist.schemas.SCHEMAS` and the list of
-:mod:`logist.store.layout`), the workflow table (``logist workflow
+the schema file :mod:`logist.schemas` writes of it, descriptions included),
+the job's files (the schema files in ``schemas/`` and the list of
+:mod:`logist.store.layout`; regenerate ``schemas/`` first), the workflow table (``logist workflow
 --markdown``), the command line (the click commands), the exit codes
 (:data:`logist.cli.app.EXIT_CODES`) and the benchmark table
 (``bench/results.json``, which ``bench/run.py`` writes before it calls
@@ -44,9 +44,9 @@ from typing import Callable, Optional
 import click
 
 from .cli import cli
-from .cli.app import EXIT_CODES, RUNS_STEPS
+from .cli.app import RUNS_STEPS, exit_codes_markdown
 from .cli.workflow import markdown as workflow_markdown
-from .schemas import SCHEMAS, config_schema
+from .schemas import schemas_dir
 from .store.atomic import atomic_write
 from .store.layout import JOB_FILES, README_NAME
 
@@ -96,6 +96,13 @@ def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
 
 
 # -- schemas: the configuration and the job's files -----------------------------------------------
+
+
+def _schema(name: str) -> dict:
+    """The schema file ``name`` of ``schemas/``, as :mod:`logist.schemas` wrote it
+    (its ``--check`` keeps the files the models'; building them again here
+    would take seconds a run)."""
+    return json.loads((schemas_dir() / name).read_text(encoding="utf-8"))
 
 
 def _type(schema: dict, defs: dict) -> str:
@@ -150,7 +157,7 @@ def _objects_in(schema: dict) -> list[str]:
 
 def configuration() -> str:
     """Every key of config.json, nested ones as ``defaults.max_steps``."""
-    schema = config_schema()
+    schema = _schema("config.schema.json")
     defs = schema.get("$defs", {})
     lines = properties_table({k: v for k, v in schema.items() if k != "$defs"}, defs)
     for name in _objects_in(schema):
@@ -182,7 +189,7 @@ def job_files() -> str:
             for f in JOB_FILES]
     lines += table(("name", "there", "what it is"), rows)
     for file_name in FILE_SCHEMAS:
-        schema = SCHEMAS[file_name]()
+        schema = _schema(file_name)
         defs = schema.get("$defs", {})
         lines += ["", f"## {schema['title']}", "", cell(schema["description"]),
                   "", f"Its JSON Schema: `schemas/{file_name}`.", ""]
@@ -284,11 +291,9 @@ def cli_reference() -> str:
 
 
 def exit_codes() -> str:
-    """The exit code table (the one ``logist --help`` prints)."""
-    lines = table(("exit code", "meaning"), [(str(code_), cell(meaning)) for code_, meaning in EXIT_CODES])
-    lines += ["", "3 and 4 come only from the commands that run steps: "
-              + ", ".join(f"`logist {name}`" for name in RUNS_STEPS) + "."]
-    return "\n".join(lines) + "\n"
+    """The exit code table (the one ``logist --help`` prints), and which commands exit 3 and 4."""
+    return exit_codes_markdown() + ("\n3 and 4 come only from the commands that run steps: "
+                                    + ", ".join(f"`logist {name}`" for name in RUNS_STEPS) + ".\n")
 
 
 def performance() -> str:
@@ -336,20 +341,27 @@ def render_page(text: str, only: Optional[tuple[str, ...]] = None) -> str:
 
 
 def stale_pages(root: Optional[Path] = None, only: Optional[tuple[str, ...]] = None) -> list[str]:
-    """The pages (relative paths) whose generated parts differ from what the code makes
-    now, or that hold none while they should; :data:`PARTS` each appear in some page."""
+    """The pages (relative paths) whose generated parts differ from what the
+    code makes now, or that hold none while they should."""
     root = root or REPO_ROOT
-    stale, seen = [], set()
+    stale = []
     for page in PAGES:
         path = root / page
         text = path.read_text(encoding="utf-8") if path.is_file() else ""
-        seen.update(m["name"] for m in _BLOCK.finditer(text))
         if not _BLOCK.search(text) or render_page(text, only) != text:
             stale.append(page)
-    missing = [name for name in PARTS if name not in seen]
-    if missing:
-        raise ValueError(f"no page holds the generated part(s) {', '.join(missing)}")
     return stale
+
+
+def missing_parts(root: Optional[Path] = None) -> list[str]:
+    """The parts of :data:`PARTS` no page holds (their markers were lost)."""
+    root = root or REPO_ROOT
+    seen = set()
+    for page in PAGES:
+        path = root / page
+        if path.is_file():
+            seen.update(m["name"] for m in _BLOCK.finditer(path.read_text(encoding="utf-8")))
+    return [name for name in PARTS if name not in seen]
 
 
 def write_pages(root: Optional[Path] = None, only: Optional[tuple[str, ...]] = None) -> list[str]:
@@ -369,14 +381,22 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 naming each stale page")
     parser.add_argument("--root", type=Path, help="the repository's root (default: this checkout)")
     args = parser.parse_args(argv)
-    if args.check:
-        stale = stale_pages(args.root)
-        for page in stale:
-            print(f"stale: {page} (run python -m logist.docs_pages)", file=sys.stderr)
-        return 1 if stale else 0
-    for page in write_pages(args.root):
-        print(f"wrote {page}", file=sys.stderr)
-    return 0
+    try:
+        if args.check:
+            stale = stale_pages(args.root)
+            for page in stale:
+                print(f"stale: {page} (run python -m logist.docs_pages)", file=sys.stderr)
+            for name in missing_parts(args.root):
+                print(f"missing: no page holds the generated part {name} (put its markers back)", file=sys.stderr)
+            return 1 if stale or missing_parts(args.root) else 0
+        for page in write_pages(args.root):
+            print(f"wrote {page}", file=sys.stderr)
+        for name in missing_parts(args.root):
+            print(f"missing: no page holds the generated part {name} (put its markers back)", file=sys.stderr)
+        return 1 if missing_parts(args.root) else 0
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
