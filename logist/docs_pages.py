@@ -182,7 +182,7 @@ FILE_SCHEMAS = (
 
 def job_files() -> str:
     """The job directory's files (store/layout.py) and each JSON file's fields (schemas/)."""
-    lines = ["## What a job directory holds", ""]
+    lines = ["## The files of a job's folder", ""]
     # The job's README speaks of itself as "this file"; here it is one file among the others.
     rows = [(code(f.name), "always" if f.always else "at times",
              cell(f.what.replace("this file", "the folder's guide to itself", 1) if f.name == README_NAME else f.what))
