@@ -1,6 +1,7 @@
 """Logist's benchmarks in one run: one table, each figure beside its floor,
 the ratio and whether it meets its target (issue 16), written to
-``bench/results.json``.
+``bench/results.json``, and the table of docs/performance.md made from it
+(:func:`logist.docs_pages.write_pages`).
 
 Every time is what a user waits for, measured in this run on this machine:
 
@@ -54,6 +55,7 @@ sys.path.insert(0, str(HERE))
 import bench_rows as rows  # noqa: E402
 from bench_rows import Row, table  # noqa: E402
 
+from logist.docs_pages import write_pages  # noqa: E402
 from logist.engine.create import create_job  # noqa: E402
 from logist.engine.step import post_answer
 from logist.store.jobsdir import JobsDir
@@ -376,6 +378,10 @@ def main() -> None:
     print(f"\n({machine['total_seconds']} s, {machine['cpus']} CPUs, Python {machine['python']}, "
           f"load average {machine['load_average_before']} before, {machine['load_average_after']} after)")
     Path(args.json).write_text(json.dumps({"machine": machine, "rows": rows.as_data()}, indent=2) + "\n")
+    if Path(args.json).resolve() == (HERE / "results.json").resolve():
+        # docs/performance.md's table is made from bench/results.json: refreshed with it.
+        for page in write_pages(only=("performance",)):
+            print(f"wrote {page}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -113,4 +113,4 @@ def test_the_endpoint_client_module_keeps_no_state_of_its_own():
 
 def test_the_package_docstring_points_to_the_docs_page():
     assert "docs/python-api.md" in textwrap.dedent(logist.__doc__)
-    assert "[docs/python-api.md](docs/python-api.md)" in (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    assert "](docs/python-api.md)" in (REPO_ROOT / "README.md").read_text(encoding="utf-8")

@@ -1,8 +1,8 @@
 """``logist workflow``: the state machine's table, for people, as data, as Markdown.
 
 The table itself is :data:`logist.engine.workflow.TABLE`; this command only
-renders it. The README's section "The workflow" is the ``--markdown``
-output, pasted between two markers and kept equal by a test.
+renders it. docs/workflow.md holds the ``--markdown`` output between two
+markers, written by ``python -m logist.docs_pages`` and kept equal by a test.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ HEADER = ("state", "event", "who", "next state", "turn")
 
 
 def markdown() -> str:
-    """The README's section body: what a person can do, then every row."""
+    """docs/workflow.md's table: what a person can do, then every row."""
     lines = ["| state | what a person can do |", "|---|---|"]
     lines += [f"| {s.value} | {describe_state_hint(s)} |" for s in Status]
     lines += ["", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
