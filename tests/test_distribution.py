@@ -115,3 +115,15 @@ def test_pip_resolves_logist_jobs_ray_to_this_project_in_a_local_index(tmp_path)
     assert (item["metadata"]["name"], item["metadata"]["version"]) == ("logist-jobs", logist.__version__)
     assert item["requested_extras"] == ["ray"]
     assert _needed_by_the_ray_extra_alone(item["metadata"]["requires_dist"]) == ["ray>=2.9"]
+
+
+def test_the_changelog_is_in_keep_a_changelog_form_and_names_this_version_last():
+    text = (REPO_ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "https://keepachangelog.com/en/1.1.0/" in text
+    releases = re.findall(r"^## \[([^\]]+)\](.*)$", text, re.M)
+    assert releases[0] == ("Unreleased", "")
+    assert releases[1] == (logist.__version__, " - 2026-11-26"), "the newest release is the version logist/__init__.py says"
+    for name, date in releases[1:]:
+        assert re.fullmatch(r"\d+\.\d+\.\d+", name) and re.fullmatch(r" - \d{4}-\d\d-\d\d", date), (name, date)
+    kinds = set(re.findall(r"^### (.+)$", text, re.M))
+    assert kinds <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}, kinds
