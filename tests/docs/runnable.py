@@ -47,7 +47,7 @@ from logist.replay.server import ReplayLLMServer
 from logist.replay.fixtures import fixture_path
 
 MARKER = re.compile(r"^<!-- example: ([a-z][a-z0-9-]*) -->$")
-FENCE = re.compile(r"^```")
+FENCE = re.compile(r"^`{3,}")
 #: The JSON examples: NAME -> the schema a block is validated against.
 SCHEMAS = {"config": "config.schema.json", "role": "role-manifest.schema.json"}
 #: bash exit statuses that are not a failure: 3 and 4 are where a job a command
@@ -93,28 +93,32 @@ def _shown(path: Path) -> str:
 def parse(path: Path) -> tuple[list[Example], list[str]]:
     """The examples of one page, each NAME's blocks together in page order, and
     the page's mistakes (a marker not right before a ```console or ```json
-    fence, a JSON NAME on a console block), each with its file:line."""
+    fence, a JSON NAME on a console block), each with its file:line. A marker
+    inside another fenced block (a page showing how to mark one) is text."""
     lines = path.read_text(encoding="utf-8").splitlines()
     examples: dict[str, Example] = {}
     problems: list[str] = []
     i = 0
     while i < len(lines):
+        fence = FENCE.match(lines[i].strip())
+        if fence:  # a block no marker precedes: skipped whole
+            i = _closing(lines, i, fence.group(0)) + 1
+            continue
         marker = MARKER.match(lines[i].strip())
         if not marker:
             i += 1
             continue
         name, marker_line = marker.group(1), i + 1
-        fence = lines[i + 1] if i + 1 < len(lines) else ""
-        kind = fence.strip()[3:].strip() if FENCE.match(fence.strip()) else None
+        following = lines[i + 1] if i + 1 < len(lines) else ""
+        opening = FENCE.match(following.strip())
+        kind = following.strip()[len(opening.group(0)):].strip() if opening else None
         wanted = "json" if name in SCHEMAS else "console"
         if kind != wanted:
             problems.append(f"{_shown(path)}:{marker_line}: <!-- example: {name} --> must be the line right before "
-                            f"a ```{wanted} fence; the next line is {fence!r}")
+                            f"a ```{wanted} fence; the next line is {following!r}")
             i += 1
             continue
-        end = i + 2
-        while end < len(lines) and not FENCE.match(lines[end].strip()):
-            end += 1
+        end = _closing(lines, i + 1, opening.group(0))
         if end == len(lines):
             problems.append(f"{_shown(path)}:{marker_line + 1}: the ```{kind} fence of example {name!r} is never closed")
             break
@@ -126,6 +130,16 @@ def parse(path: Path) -> tuple[list[Example], list[str]]:
             example.commands.extend(_commands(body, path, first_line=i + 3))
         i = end + 1
     return list(examples.values()), problems
+
+
+def _closing(lines: list[str], opening: int, backticks: str) -> int:
+    """The index of the line closing the fence opened at ``opening`` (as many
+    backticks or more, nothing after them), or ``len(lines)``."""
+    for n in range(opening + 1, len(lines)):
+        stripped = lines[n].strip()
+        if stripped.startswith(backticks) and not stripped.strip("`"):
+            return n
+    return len(lines)
 
 
 def _commands(body: list[str], path: Path, first_line: int) -> list[Command]:

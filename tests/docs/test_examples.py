@@ -157,6 +157,15 @@ def test_a_marker_away_from_its_fence_is_named(tmp_path):
     ]
 
 
+def test_a_marker_shown_inside_another_block_is_text(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("How to mark one:\n\n````markdown\n<!-- example: tour -->\n```console\n$ false\n```\n````\n\n"
+                    "<!-- example: replay -->\n```console\n$ true\n```\n", encoding="utf-8")
+    examples, problems = parse(page)
+    assert problems == []
+    assert [(e.name, [c.text for c in e.commands]) for e in examples] == [("replay", ["true"])]
+
+
 @pytest.mark.parametrize(("expected", "got", "same"), [
     (["a", "...", "d"], ["a", "b", "c", "d"], True),
     (["a", "...", "d"], ["a", "d"], True),
