@@ -7,7 +7,7 @@ Each engine gets a fresh jobs directory of ``--jobs`` jobs made from the
 the ray rows join a Ray cluster this script starts once on this machine's
 CPUs (as ``ray start --head`` would; each is compared with threads at the
 same concurrency), and are left out when Ray is not
-installed (``pip install 'logist[ray]'``). Every run is checked: each job
+installed (``pip install 'logist-jobs[ray]'``). Every run is checked: each job
 waiting for approval and the server's ledger exactly 4 calls per job.
 
     python bench/batch.py [--jobs 20] [--latency 0.5] [--quick]
@@ -30,6 +30,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_rows import Row, add, table  # noqa: E402
 
+from logist.errors import install_hint  # noqa: E402
 from logist.store.jobsdir import JobsDir  # noqa: E402
 from logist.replay.fixtures import create_from_fixture, fixture_path  # noqa: E402
 from logist.replay.server import ReplayLLMServer  # noqa: E402
@@ -42,7 +43,7 @@ def _ray_address() -> tuple[str | None, str]:
     try:
         import ray
     except ImportError:
-        return None, "Ray is not installed (pip install 'logist[ray]')"
+        return None, f"Ray is not installed ({install_hint('ray')})"
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     # A running cluster, as `ray start --head` leaves one (the batch joins it), on this machine's CPUs.
     ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,

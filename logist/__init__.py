@@ -23,7 +23,7 @@ scripted OpenAI-compatible server on 127.0.0.1 stands in for the model (give
 docs/python-api.md tells the rest.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 from .api import Job, Jobs, Preview, open
 from .engine.create import JobSpec

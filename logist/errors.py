@@ -7,6 +7,17 @@ bug and shows a traceback only with ``LOGIST_DEBUG=1``.
 
 from __future__ import annotations
 
+#: The name Logist is published and installed under (``pip install logist-jobs``);
+#: the import name and the command stay ``logist`` (``logist`` on PyPI is
+#: another project).
+DISTRIBUTION = "logist-jobs"
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs one of Logist's extras, for a message saying
+    what is missing: ``pip install 'logist-jobs[ray]'``."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
+
 
 class LogistError(Exception):
     """An expected failure, shown to the user as one line."""

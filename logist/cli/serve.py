@@ -9,6 +9,7 @@ import click
 
 from .app import Application, pass_app
 from .common import json_option
+from ..errors import install_hint
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -38,14 +39,14 @@ def serve(app: Application, host: str, port: int, unsafe_host: bool, allow_hosts
 
     \b
     Example:
-      pip install 'logist[serve]'
+      pip install 'logist-jobs[serve]'
       logist serve --port 8765
     """
     try:
         # lazy: the serve extra (starlette, uvicorn) is optional, and loads for this command alone
         from ..serve.server import is_loopback, serve as run
     except ImportError as exc:
-        raise click.ClickException(f"logist serve needs the serve extra ({exc.name} is missing): pip install 'logist[serve]'") from None
+        raise click.ClickException(f"logist serve needs the serve extra ({exc.name} is missing): {install_hint('serve')}") from None
     if not is_loopback(host) and not unsafe_host:
         raise click.UsageError(f"--host {host} is reachable from other machines; add --unsafe-host to serve there anyway")
 

@@ -10,7 +10,7 @@ batch reports jobs as they finish:
   of this process. A step waits on the model almost all of its time, so
   threads are what one machine needs.
 * ``ray``: each job one task on a Ray cluster (:mod:`logist.engine.ray_engine`,
-  the ``logist[ray]`` extra), retried on another worker when its worker dies;
+  the ``logist-jobs[ray]`` extra), retried on another worker when its worker dies;
   for batches that outgrow one machine.
 
 Each is registered in the entry-point group ``logist.engines``

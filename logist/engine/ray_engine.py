@@ -1,7 +1,7 @@
 """The ``ray`` engine: a batch's jobs on the nodes of a Ray cluster.
 
 ``logist job run --all --engine ray [--address auto|HOST:PORT|local]``.
-Ray is an optional extra (``pip install 'logist[ray]'``), imported only
+Ray is an optional extra (``pip install 'logist-jobs[ray]'``), imported only
 when this engine is chosen. The address: ``auto`` (the default) joins the
 cluster ``RAY_ADDRESS`` names, else the one ``ray start --head`` runs on
 this machine; ``HOST:PORT`` the one whose head is there; ``local`` starts a
@@ -62,7 +62,7 @@ from typing import Optional
 
 from ..secrets import environment
 from ..model.client import Endpoints
-from ..errors import ConfigError
+from ..errors import ConfigError, install_hint
 from ..store.lease import LEASE_SECONDS
 from .choices import DEFAULT_CONCURRENCY
 from .engines import run_one
@@ -84,7 +84,7 @@ def ray_module():
     try:
         import ray  # lazy: Ray is an optional extra, heavy to import (about 1 s)
     except ImportError:
-        raise ConfigError("--engine ray needs Ray, which is not installed: pip install 'logist[ray]'") from None
+        raise ConfigError(f"--engine ray needs Ray, which is not installed: {install_hint('ray')}") from None
     return ray
 
 

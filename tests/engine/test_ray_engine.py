@@ -112,7 +112,7 @@ def test_without_ray_the_error_is_one_line(jobs, llm, tmp_path):
                         "--base-url", llm.base_url, env=env)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        "Error: --engine ray needs Ray, which is not installed: pip install 'logist[ray]'"]
+        "Error: --engine ray needs Ray, which is not installed: pip install 'logist-jobs[ray]'"]
 
 
 def _dead_address() -> str:

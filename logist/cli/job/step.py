@@ -14,7 +14,7 @@ from ...engine.choices import DEFAULT_CONCURRENCY, DEFAULT_ENGINE, engine_names
 from ...engine.engines import make_engine
 from ...engine.call import CallWatch
 from ...engine.apply import StepResult
-from ...errors import ConfigError, LogistError, TransitionError
+from ...errors import ConfigError, LogistError, TransitionError, install_hint
 from ...replay.apply import read_history_file
 from ...store.config import resolve_endpoint
 from ..app import EXIT_BUDGET, EXIT_ERROR, EXIT_NEEDS_PERSON, Application, exit_codes_help, pass_app
@@ -102,7 +102,7 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
 @click.option("--all", "run_all", is_flag=True, help="Run every queued job (see --engine).")
 @click.option("--engine", type=EngineChoice(), envvar="LOGIST_ENGINE",
               help="With --all: one job after another (serial), several at once on threads of this process "
-              "(threads, the default), or on the nodes of a Ray cluster, one runner each (ray: pip install 'logist[ray]'). "
+              f"(threads, the default), or on the nodes of a Ray cluster, one runner each (ray: {install_hint('ray')}). "
               "Env LOGIST_ENGINE.")
 @click.option("--concurrency", type=click.IntRange(min=1), envvar="LOGIST_CONCURRENCY",
               help=f"With --all: at most this many jobs at once (threads, ray; default {DEFAULT_CONCURRENCY}). "
