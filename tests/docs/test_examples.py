@@ -11,6 +11,7 @@ NAME this file does not know fails, and so does a README without a ``tour``.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -26,28 +27,25 @@ PAGES = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").rglob("*.md"))]
 #: The ``logist`` a command runs: this interpreter's (the test venv's bin).
 BIN = Path(sys.executable).parent
 
-#: hello.py, written by the Worker and approved by the Supervisor in one turn each.
-_HELLO_IN_ONE_TURN = Scripted((
-    answer("COMPLETED", "Wrote hello.py; python hello.py prints Hello.", ["hello.py"],
-           file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}]),
-    answer("COMPLETED", "hello.py prints Hello, as asked.", ["hello.py"]),
-))
-
 #: What the model answers for each example NAME, call by call.
 MODELS: dict[str, Model] = {
-    # job create, preview, step --oneshot (a progress note writing hello.py),
-    # step (the Worker's turn ends COMPLETED), run (the Supervisor approves:
-    # APPROVAL_REQUIRED, exit 3), status, approve.
-    "tour": Scripted((
-        answer("MESSAGE", message="Writing hello.py.",
-               file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}]),
-        answer("COMPLETED", "Wrote hello.py; python hello.py prints Hello.", ["hello.py"]),
-        answer("COMPLETED", "hello.py prints Hello, as asked.", ["hello.py"]),
-    )),
+    # job create, preview, step --oneshot (the Worker asks which greeting),
+    # answer, step (the Worker writes hello.py: COMPLETED), run (the Supervisor
+    # approves: APPROVAL_REQUIRED, exit 3), status, approve.
+    "tour": Scripted(tuple(json.dumps(a) for a in (
+        {"action": "ASK", "question": "Which greeting should hello.py print?",
+         "summary_for_supervisor": "Asked which greeting."},
+        {"action": "COMPLETED", "summary_for_supervisor": "Wrote hello.py; it prints Hello, world.",
+         "evidence_files": ["hello.py"], "file_changes": [{"path": "hello.py", "content": "print('Hello, world')\n"}]},
+        {"action": "COMPLETED", "summary_for_supervisor": "hello.py prints Hello, world, as asked.",
+         "evidence_files": ["hello.py"]},
+    ))),
     # job create, then job run (exit 3: APPROVAL_REQUIRED) and what the exit code leads to.
-    "exit-codes": _HELLO_IN_ONE_TURN,
-    # job create, job run, job status, job approve.
-    "quickstart": _HELLO_IN_ONE_TURN,
+    "exit-codes": Scripted((
+        answer("COMPLETED", "Wrote hello.py.", ["hello.py"],
+               file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}]),
+        answer("COMPLETED", "It prints Hello.", ["hello.py"]),
+    )),
     # logist demo (its own replay server) and job replay: no call reaches the model.
     "replay": Scripted(()),
 }
@@ -114,13 +112,21 @@ $ logist job approve --no-such-option
 """
 
 
+#: hello.py, written by the Worker and approved by the Supervisor in one turn each.
+_HELLO_IN_ONE_TURN = Scripted((
+    answer("COMPLETED", "Wrote hello.py; python hello.py prints Hello.", ["hello.py"],
+           file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}]),
+    answer("COMPLETED", "hello.py prints Hello, as asked.", ["hello.py"]),
+))
+
+
 def test_the_runner_reports_a_wrong_output_and_a_failing_command(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(_BROKEN_PAGE, encoding="utf-8")
     (quickstart, config), problems = parse(page)
     assert problems == []
     assert [c.line for c in quickstart.commands] == [5, 7, 10, 14]
-    found = run_example(quickstart, MODELS["quickstart"], tmp_path, BIN)
+    found = run_example(quickstart, _HELLO_IN_ONE_TURN, tmp_path, BIN)
     text = "\n\n".join(found)
     assert len(found) == 2, text
     wrong_output, failed = found

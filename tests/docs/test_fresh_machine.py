@@ -80,7 +80,10 @@ def test_a_fresh_machine_installs_with_the_readme_commands_then_runs_the_tour(tm
     checkout = tmp_path / "clone"
     _checkout_copy(checkout)
     first, second = readme_first_commands()[:2]
-    env = {name: value for name, value in os.environ.items() if name not in ("VIRTUAL_ENV", "PYTHONHOME")}
+    # A fresh machine: no virtualenv active and no Logist settings (the suite's LOGIST_JOBS_DIR would put
+    # the demo's jobs directory above the tour's folder, where the tour's commands would find it).
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("VIRTUAL_ENV", "PYTHONHOME") and not name.startswith(("LOGIST_", "OPENAI_"))}
     env.update(PIP_CACHE_DIR=_pip_cache(), PIP_DISABLE_PIP_VERSION_CHECK="1")
     for command in (first, install_part(second)):
         result = subprocess.run(["bash", "-c", command], cwd=checkout, env=env, capture_output=True, text=True,
