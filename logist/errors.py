@@ -45,6 +45,17 @@ class ConfigError(LogistError):
     """A manifest, role, config or option is malformed."""
 
 
+class InvalidManifestError(ConfigError):
+    """A job's manifest is a JSON object with a field of a wrong type or
+    value (a hand edit): refused, never rebuilt from the history on its own
+    (that would drop the person's other edits). ``fields``: the dotted
+    names of the fields at fault."""
+
+    def __init__(self, message: str, fields: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.fields = fields
+
+
 class LLMCallError(LogistError):
     """The LLM endpoint failed after the bounded retries.
 

@@ -259,7 +259,7 @@ class JobsDir:
                 continue
             try:
                 created = read_manifest(folder).created_at
-            except (CorruptFileError, OSError):
+            except (CorruptFileError, ConfigError, OSError):
                 created = ""  # still a job: recovery rebuilds its manifest from the history
             found.append((created, folder.name))
         found.sort()
