@@ -63,7 +63,7 @@ def status_badge(status: str) -> str:
 def _diff_html(diff: str, sequence: int, job_id: str, cut: int = 0) -> str:
     if len(diff) > DIFF_LIMIT:
         diff, cut = diff[:DIFF_LIMIT], cut + len(diff) - DIFF_LIMIT
-    note = f"\n… {cut} more characters cut; logist job diff {job_id} --step {sequence} shows them all" if cut else ""
+    note = f"\n… {cut} more characters cut; logist job diff {job_id} --entry {sequence} shows them all" if cut else ""
     lines = []
     for line in diff.splitlines():
         if line.startswith("diff --git"):

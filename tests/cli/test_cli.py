@@ -103,7 +103,7 @@ def test_whole_job_through_the_cli(jobs, llm):
     header, *lines = history.stdout.splitlines()
     assert header.split() == ["seq", "time", "(UTC)", "role", "action", "state", "after", "tokens", "cost", "commit", "summary"]
     assert len(lines) == 3
-    assert lines[0].split()[:5] == ["1", lines[0].split()[1], "Worker", "create", "PENDING"]
+    assert lines[0].split()[:5] == ["1", lines[0].split()[1], "person", "create", "PENDING"]
     assert "Worker" in lines[1] and "COMPLETED" in lines[1] and "REVIEWING" in lines[1] and "Wrote hello.py." in lines[1]
     assert "Supervisor" in lines[2] and "APPROVAL_REQUIRED" in lines[2]
     tokens = [int(line.split()[5]) for line in lines[1:]]

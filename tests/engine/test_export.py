@@ -283,14 +283,14 @@ def test_diff_of_the_whole_job_and_of_one_step(exported_job):
     assert "+print('job again')" in whole and "+VALUE = 42" in whole and "-def util():" in whole
     assert "feature.txt" not in whole and "Staged, not committed" not in whole and "unstaged edit" not in whole
 
-    step_a = ok(logist_cli("job", "diff", "exp", "--step", "2")).stdout
+    step_a = ok(logist_cli("job", "diff", "exp", "--entry", "2")).stdout
     assert _files_in_diff(step_a) == {"app.py", "new/mod.py", "lib/util.py"}
     assert "+print('job')" in step_a and "job again" not in step_a
 
-    assert ok(logist_cli("job", "diff", "exp", "--step", "3")).stdout == "", "a step that changed nothing has an empty diff"
-    assert ok(logist_cli("job", "diff", "exp", "--step", "5")).stdout == "", "nor does the review"
+    assert ok(logist_cli("job", "diff", "exp", "--entry", "3")).stdout == "", "a step that changed nothing has an empty diff"
+    assert ok(logist_cli("job", "diff", "exp", "--entry", "5")).stdout == "", "nor does the review"
 
-    step_c = ok(logist_cli("job", "diff", "exp", "--step", "4")).stdout
+    step_c = ok(logist_cli("job", "diff", "exp", "--entry", "4")).stdout
     assert _files_in_diff(step_c) == {"app.py", "docs/guide.md"}
     assert "+print('job again')" in step_c
 
@@ -301,5 +301,5 @@ def test_diff_of_the_whole_job_and_of_one_step(exported_job):
 
 
 def test_diff_of_an_unknown_entry_is_a_clear_error(exported_job):
-    line = one_error_line(logist_cli("job", "diff", "exp", "--step", "99"))
+    line = one_error_line(logist_cli("job", "diff", "exp", "--entry", "99"))
     assert "99" in line and "exp" in line

@@ -134,7 +134,7 @@ def test_a_rewind_shows_what_it_undid(jobs):
     rewind(job)
     page = render_job_report(job)
     row = parse(page).rows[4]
-    assert (row["actor"], row["action"]) == ("Logist", "rewind")
+    assert (row["actor"], row["action"]) == ("person", "rewind")
     step4 = page[page.index('id="step-4"'):]
     assert "deleted file mode" in step4 and "-2" in step4
 
@@ -372,7 +372,7 @@ def test_every_view_takes_its_words_from_the_one_summary(jobs, llm, tmp_path):
 
     wide = CliRunner(env={"COLUMNS": "1000"})  # every column, and the summaries whole
     table = wide.invoke(cli, ["job", "history", "calc"]).stdout.splitlines()[1:]
-    assert [line.split()[:4] for line in table] == [[str(r.sequence), r.timestamp[:19] + "Z", r.role, r.action] for r in rows]
+    assert [line.split()[:4] for line in table] == [[str(r.sequence), r.timestamp[:19] + "Z", r.actor, r.action] for r in rows]
     assert all(line.endswith(one_line(r.summary, 1000)) for line, r in zip(table, rows))
     show = wide.invoke(cli, ["job", "show", "calc"]).stdout
     shown = show[show.index("Last entries"):].splitlines()[2:10]

@@ -15,10 +15,10 @@ from ...store.journal import pending_call
 from ...store.requests import HistoryReader, recorded_body
 from ...store.seek import read_entry
 from ...terminal import inert
-from ...views.summary import budgets, cost_known, one_line, step_row, summarise
+from ...views.summary import actor_of, budgets, cost_known, one_line, step_row, summarise
 from ...views.transcript import transcript_path
 from ..app import Application, echo, pass_app
-from ..common import complete_job_ids, fit, job_argument, json_option, labelled, table_width
+from ..common import complete_job_ids, entry_option, fit, job_argument, json_option, labelled, table_width
 from .step import base_url_option
 
 
@@ -271,12 +271,14 @@ SUMMARY_ROOM = 30
 
 
 def _table(rows, who: str, width: Optional[int]) -> list[str]:
-    """The summary's rows as a table; ``who`` names the third column: "who"
-    (who acted) or "role" (whose turn it was). Those two columns and the
-    action are as wide as their longest value, at least 10; the summary
-    takes what is left of ``width`` (None: all of it). When that would be
-    less than :data:`SUMMARY_ROOM`, the time column is left out."""
-    names = [row.actor if who == "who" else (row.role or "-") for row in rows]
+    """The summary's rows as a table; ``who`` names the third column, who
+    acted (:func:`logist.views.summary.actor_of`: the role of a call,
+    ``person``, ``Logist``): "who" in the status's table, "role" in the
+    history's. That column and the action are as wide as their longest
+    value, at least 10; the summary takes what is left of ``width`` (None:
+    all of it). When that would be less than :data:`SUMMARY_ROOM`, the time
+    column is left out."""
+    names = [row.actor for row in rows]
     wn = max([10] + [len(name) for name in names])
     wa = max([10] + [len(row.action) for row in rows])
     head = f"{'seq':>4}  {'time (UTC)':<20}  {who:<{wn}} {'action':<{wa}} {'state after':<21} {'tokens':>6} {'cost':>8}  {'commit':<8}  "
@@ -300,11 +302,10 @@ def _table(rows, who: str, width: Optional[int]) -> list[str]:
 
 @click.command()
 @job_argument
-@click.option("--entry", "number", type=int, metavar="N",
-              help="Show step N in full: for a call, every message of its request exactly as it was sent.")
+@entry_option("Show history entry N in full: for a call, every message of its request exactly as it was sent.")
 @json_option
 @pass_app
-def history(app: Application, job_id: Optional[str], number: Optional[int], as_json: bool) -> None:
+def history(app: Application, job_id: Optional[str], entry: Optional[int], as_json: bool) -> None:
     """List a job's recorded interactions as a table, or show one in full.
 
     With --entry N --json: the entry as recorded, plus "request_body", the
@@ -317,8 +318,8 @@ def history(app: Application, job_id: Optional[str], number: Optional[int], as_j
       logist job history hello --entry 3 --json
     """
     job = app.job(job_id)
-    if number is not None:
-        _show_entry(app, job, number, as_json)
+    if entry is not None:
+        _show_entry(app, job, entry, as_json)
         return
     try:
         rows = [e.dump() for e in iter_entries(job.dir)] if as_json else [step_row(e) for e in iter_entries(job.dir)]
@@ -345,8 +346,8 @@ def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
     if as_json:
         app.print_json(data | ({"request_body": body} if body is not None else {}))
         return
-    echo(f"Step {entry.sequence}: {entry.kind}, {entry.state_before} -> {entry.state_after}"
-               + (f", {entry.role}" if entry.role else "") + f", {entry.timestamp}")
+    echo(f"Entry {entry.sequence}: {entry.kind}, {entry.state_before} -> {entry.state_after}, {actor_of(entry)}, "
+         f"{entry.timestamp}")
     if body is not None:
         for key, value in body.items():
             if key != "messages":
