@@ -16,6 +16,17 @@ class NotFoundError(LogistError):
     """A job, role or file the user named does not exist."""
 
 
+class UsageError(LogistError):
+    """What the person typed cannot be used: a wrong, missing or ambiguous
+    option or argument (an empty objective, a job id that is no job id or
+    names no job). The CLI exits 2 for it, as for click's own usage errors."""
+
+
+class NoSuchNameError(NotFoundError, UsageError):
+    """A job, role, skill or prompt template a person named does not exist
+    (a wrong argument: exit 2)."""
+
+
 class TransitionError(LogistError):
     """The job's current state does not allow what was asked."""
 

@@ -20,7 +20,7 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from ..store import journal
-from ..errors import ConfigError, LogistError, TransitionError, format_validation_error
+from ..errors import ConfigError, LogistError, TransitionError, UsageError, format_validation_error
 from ..store.entries import CommandRecord, UserInput
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, JobSettings, Turn
@@ -111,11 +111,11 @@ def _with_settings(job: Job, manifest: JobManifest, settings: dict[str, Any]) ->
     changed = {name: value for name, value in settings.items() if value is not None}
     unknown = sorted(set(changed) - set(SETTABLE))
     if unknown:
-        raise ConfigError(f"job '{job.id}': only budgets can be changed ({', '.join(SETTABLE)}), not {', '.join(unknown)}")
+        raise UsageError(f"job '{job.id}': only budgets can be changed ({', '.join(SETTABLE)}), not {', '.join(unknown)}")
     try:
         new = JobSettings.model_validate({**manifest.settings.model_dump(), **changed})
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, f"job '{job.id}' settings")) from None
+        raise UsageError(format_validation_error(exc, f"job '{job.id}' settings")) from None
     updated = manifest.model_copy(deep=True)
     updated.settings = new
     return updated
@@ -175,7 +175,7 @@ def user_action(
     if not rules or event in ("create", BUDGET_RAISED):
         raise LogistError(f"unknown action {action}")
     if action in ("reject",) and not (text or "").strip():
-        raise LogistError("reject needs --feedback TEXT: say what is wrong so the Worker can fix it")
+        raise UsageError("reject needs --feedback TEXT: say what is wrong so the Worker can fix it")
     if settings and action not in ("set", "resubmit"):
         raise LogistError(f"{action} does not change settings (job set and job resubmit do)")
     with open_locked(job, lock_timeout, at) as manifest:

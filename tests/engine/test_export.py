@@ -30,8 +30,8 @@ def ok(result: subprocess.CompletedProcess, code: int = 0) -> subprocess.Complet
     return result
 
 
-def one_error_line(result: subprocess.CompletedProcess) -> str:
-    ok(result, 1)
+def one_error_line(result: subprocess.CompletedProcess, code: int = 1) -> str:
+    ok(result, code)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error:"), result.stderr
     return lines[0]
@@ -206,7 +206,7 @@ def test_export_branch_needs_a_from_repo_job(jobs, llm):
     ok(logist_cli("job", "create", "plain", "-o", "Write a.txt"))
     llm.add(answer("MESSAGE", message="x", file_changes=[{"path": "a.txt", "content": "a\n"}]))
     ok(logist_cli("job", "step", "plain", "--oneshot", "--base-url", llm.base_url))
-    line = one_error_line(logist_cli("job", "export", "plain", "--branch", "out"))
+    line = one_error_line(logist_cli("job", "export", "plain", "--branch", "out"), code=2)
     assert "plain" in line and "--from-repo" in line and "--patch" in line
 
 
@@ -301,5 +301,5 @@ def test_diff_of_the_whole_job_and_of_one_step(exported_job):
 
 
 def test_diff_of_an_unknown_entry_is_a_clear_error(exported_job):
-    line = one_error_line(logist_cli("job", "diff", "exp", "--entry", "99"))
+    line = one_error_line(logist_cli("job", "diff", "exp", "--entry", "99"), code=2)
     assert "99" in line and "exp" in line

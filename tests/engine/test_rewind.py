@@ -206,7 +206,7 @@ def test_restep_to_the_creation_entry_is_the_baseline(jobs, llm):
 def test_restep_to_unknown_or_rewind_entry_is_refused(jobs, llm):
     job, _ = three_steps(jobs, llm)
     bad = logist_cli("job", "restep", "rw", "--entry", "42")
-    assert bad.returncode == 1
+    assert bad.returncode == 2
     assert bad.stderr.startswith("Error:") and len(bad.stderr.strip().splitlines()) == 1
     assert "42" in bad.stderr and "Traceback" not in bad.stderr
     rewind(job)

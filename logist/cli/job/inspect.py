@@ -7,7 +7,7 @@ from typing import Optional
 
 import click
 
-from ...errors import CorruptFileError, NotFoundError
+from ...errors import CorruptFileError, UsageError
 from ...secrets.redact import url_shown
 from ...store.calls import recorded_key
 from ...store.history import iter_entries
@@ -335,7 +335,7 @@ def history(app: Application, job_id: Optional[str], entry: Optional[int], as_js
 def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
     last = job.manifest().last_sequence
     if not 1 <= number <= last:
-        raise NotFoundError(f"job '{job.id}' has no step {number} (its history has steps 1 to {last})")
+        raise UsageError(f"job '{job.id}' has no history entry {number} (it has 1 to {last})")
     entry = read_entry(job.dir, number)
     data = entry.dump()
     body = None
