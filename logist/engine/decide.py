@@ -145,7 +145,7 @@ def _apply_held_changes(job: Job, manifest: JobManifest) -> tuple[list[str], Opt
     journal.begin_applying(job.dir, sequence, manifest.workspace_commit, None)
     changed = job.repo.apply_changes(changes)
     commit = job.repo.commit_all(
-        shown(f"logist: {job.id} step {sequence} file changes approved by a person: {', '.join(changed)}"[:200], one_line=True)
+        shown(f"logist: {job.id} entry {sequence} file changes approved by a person: {', '.join(changed)}"[:200], one_line=True)
     ) or manifest.workspace_commit
     return changed, commit
 def _settings_change(before: JobManifest, after: JobManifest) -> str:
@@ -202,7 +202,7 @@ def user_action(
             role = load_roles(job.jobs_dir.path)[manifest.turn.role]
             command = execute(job, manifest, manifest.pending_command or "", answer_protocol(role, manifest))
             commit = job.repo.commit_all(
-                shown(f"logist: {job.id} step {sequence} command approved by a person: {command.command}"[:200], one_line=True)
+                shown(f"logist: {job.id} entry {sequence} command approved by a person: {command.command}"[:200], one_line=True)
             ) or commit
         prompts = Prompts(job.jobs_dir.path)
         after = _apply(settled, rule, text, command, prompts, changed)

@@ -233,7 +233,7 @@ def budgets(manifest: JobManifest) -> list[Budget]:
     """Each budget: how much is used and its limit (None: no limit)."""
     s, t = manifest.settings, manifest.totals
     return [
-        Budget("calls", manifest.calls, s.max_steps),
+        Budget("steps", manifest.calls, s.max_steps),
         Budget("cost_usd", t.cost_usd, s.max_cost_usd),
         Budget("tokens", t.tokens, s.max_tokens),
         Budget("wall_seconds", t.wall_ms / 1000, s.max_wall_seconds),

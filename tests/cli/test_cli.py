@@ -77,7 +77,7 @@ def test_whole_job_through_the_cli(jobs, llm):
 
     status = ok(logist_cli("job", "status", "hello"))
     assert "Status:  PENDING" in status.stdout and "Role:    Worker" in status.stdout
-    assert "Step:    1 (0 of 100 calls used)" in status.stdout
+    assert "Steps:   0 of 100 used" in status.stdout and "Entry:   1 " in status.stdout
 
     preview = ok(logist_cli("job", "preview", "hello"))
     assert "===== system =====" in preview.stdout

@@ -93,7 +93,7 @@ def test_a_job_a_budget_stopped_exits_4_until_the_budget_is_raised(jobs, llm):
     assert first.returncode == EXIT_BUDGET, first.stderr
     again = logist_cli("job", "step", "j", "--base-url", llm.base_url)
     assert again.returncode == EXIT_BUDGET, again.stderr
-    assert "Job 'j' stopped at a budget: max steps reached (1 calls of 1); raise it: logist job set j --max-steps N" in again.stderr
+    assert "Job 'j' stopped at a budget: max steps reached (1 of 1 steps); raise it: logist job set j --max-steps N" in again.stderr
     assert llm.requests == []
     # A job stopped for another reason is not a budget's doing.
     other = create_job(jobs, "k", "Write hello.py")

@@ -38,9 +38,10 @@ def list_jobs(app: Application, as_json: bool) -> None:
         try:
             manifest = app.jobs.job(job_id, index).manifest()
             rows.append({"job_id": job_id, "status": str(manifest.status), "role": manifest.turn.role,
-                         "calls": manifest.calls, "objective": manifest.objective})
+                         "steps": manifest.calls, "calls": manifest.calls, "objective": manifest.objective})
         except Exception as exc:  # a damaged job must not hide the others
-            rows.append({"job_id": job_id, "status": "UNREADABLE", "role": None, "calls": None, "objective": str(exc)})
+            rows.append({"job_id": job_id, "status": "UNREADABLE", "role": None, "steps": None, "calls": None,
+                         "objective": str(exc)})
     if as_json:
         app.print_json({"current_job_id": index.current_job_id, "queue": index.queue, "jobs": rows})
         return
@@ -84,7 +85,8 @@ def _status_data(job, m) -> dict:
         "job_id": m.job_id,
         "status": str(m.status),
         "role": m.turn.role,
-        "calls": m.calls,
+        "steps": m.calls,
+        "calls": m.calls,  # the old name of "steps", kept for a release
         "max_steps": m.settings.max_steps,
         "last_sequence": m.last_sequence,
         "workspace": str(job.workspace),
@@ -101,15 +103,23 @@ def _status_data(job, m) -> dict:
     return data
 
 
+def _steps_line(m) -> str:
+    """The steps the job has taken as it stands (``calls``), of ``max_steps``."""
+    return (f"Steps:   {m.calls} of {m.settings.max_steps} used (answers in the history as it stands, replayed and "
+            f"posted ones too; --max-steps limits them)")
+
+
 def _calls_line(m) -> str:
-    """Calls, tokens, cost and time so far, from the manifest's totals."""
+    """Calls made to a model, tokens, cost and time so far, from the
+    manifest's totals: every call made, rewound ones too (they were paid
+    for); a replayed or posted answer is no call."""
     t = m.totals
     if not cost_known(t):
         cost = "cost unknown (no price for the model in config.json)"
     else:
         cost = f"${t.cost_usd:.4f}" + (f" (+{t.unpriced_calls} calls with no price)" if t.unpriced_calls else "")
     apart = [f"{n} {what} answer{'s' if n != 1 else ''}" for n, what in ((t.replayed, "replayed"), (t.posted, "posted")) if n]
-    calls = f"{t.llm_calls}" + (f" ({t.unknown_calls} of unknown outcome)" if t.unknown_calls else "")
+    calls = f"{t.llm_calls} made to a model" + (f" ({t.unknown_calls} of unknown outcome)" if t.unknown_calls else "")
     calls += f" (and {', '.join(apart)}: no call made)" if apart else ""
     return f"Calls:   {calls}, {t.tokens} tokens ({t.prompt_tokens} in, {t.completion_tokens} out), {cost}, {t.wall_ms / 1000:.1f} s"
 
@@ -118,7 +128,7 @@ def _budget_line(budgets, *, with_steps: bool) -> Optional[str]:
     """The budgets that have a limit, with how much of each is used."""
     used = []
     for budget in budgets:
-        if budget.limit is None or (budget.name == "calls" and not with_steps):
+        if budget.limit is None or (budget.name == "steps" and not with_steps):
             continue
         if budget.name == "cost_usd":
             amount = f"${budget.used:.4f} of ${budget.limit:.4f}"
@@ -148,7 +158,8 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
     echo(f"Job:     {data['job_id']}")
     echo(f"Status:  {data['status']}")
     echo(f"Role:    {data['role']}")
-    echo(f"Step:    {data['last_sequence']} ({data['calls']} of {data['max_steps']} calls used)")
+    echo(f"Entry:   {data['last_sequence']} (the history's last)")
+    echo(_steps_line(m))
     echo(_calls_line(m))
     budget_line = _budget_line(budgets(m), with_steps=False)
     if budget_line:
@@ -191,7 +202,8 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
     if as_json:
         app.print_json(m.dump())
         return
-    echo(f"Job {m.job_id}: {m.status}  (role {m.turn.role}; step {m.last_sequence}, {m.calls} of {m.settings.max_steps} calls used)")
+    echo(f"Job {m.job_id}: {m.status}  (role {m.turn.role}; entry {m.last_sequence}; {m.calls} of "
+         f"{m.settings.max_steps} steps used)")
     echo(labelled("Objective: ", m.objective))
     if m.details:
         echo(labelled("Details: ", m.details))
