@@ -252,8 +252,10 @@ def facts_html(summary: JobSummary, job: Job) -> str:
     rows = [
         ("Status", status_badge(str(m.status)) + (f' <span class="error">{esc(m.reason)}</span>' if m.reason else "")),
         ("Whose turn", esc(m.turn.role)),
-        ("Calls", str(t.llm_calls) + "".join(f" ({n} {what})" for n, what in (
-            (t.unpriced_calls, "without a price"), (t.unknown_calls, "of unknown outcome")) if n)),
+        ("Steps", f"{m.calls} of {m.settings.max_steps} used"),
+        ("Calls", f"{t.llm_calls} made to a model" + "".join(f" ({n} {what})" for n, what in (
+            (t.unpriced_calls, "without a price"), (t.unknown_calls, "of unknown outcome"),
+            (t.replayed, "replayed answers: no call"), (t.posted, "posted answers: no call")) if n)),
         ("Tokens", f"{t.tokens} ({t.prompt_tokens} in, {t.completion_tokens} out)"),
         ("Cost", f"${t.cost_usd:.4f}" if cost_known else "unknown (no price for the model)"),
         ("Time in calls and commands", f"{t.wall_ms / 1000:.1f} s"),

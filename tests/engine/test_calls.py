@@ -124,4 +124,4 @@ def test_a_call_of_unknown_outcome_is_counted_and_shown(jobs, llm):
     report = logist_cli("job", "report", "lost", "--json")
     assert report.returncode == 0, report.stderr
     html = open(json.loads(report.stdout)["path"], encoding="utf-8").read()
-    assert "<td>2 (1 of unknown outcome)</td>" in html and "The call's outcome is unknown; nothing was applied" in html
+    assert "<td>2 made to a model (1 of unknown outcome)</td>" in html and "The call's outcome is unknown; nothing was applied" in html

@@ -143,7 +143,7 @@ def test_export_branch_leaves_the_checkout_untouched(jobs, llm, source):
     source, before, job_dir = make_exported_job(jobs, llm, source, via_cli=True)
     refs_before = refs(source)
     subjects = job_subjects(job_dir)
-    assert len(subjects) == 2 and all(s.startswith("logist: exp step") for s in subjects)
+    assert len(subjects) == 2 and all(s.startswith("logist: exp entry") for s in subjects)
 
     result = ok(logist_cli("job", "export", "exp", "--branch", "logist/exp-result"))
     assert result.stdout == ""
