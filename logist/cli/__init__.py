@@ -113,15 +113,6 @@ def _show_core_warnings() -> None:
         def format(self, record) -> str:
             return shown(super().format(record))  # a warning may quote a model's text
 
-        def filter(self, record) -> bool:
-            """Each warning once a command (a job read twice warns of the same fault once)."""
-            message = record.getMessage()
-            if message in said:
-                return False
-            said.add(message)
-            return super().filter(record)
-
-    said: set[str] = set()
     logger = logging.getLogger("logist")
     if not logger.handlers:
         handler = CurrentStderr()
