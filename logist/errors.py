@@ -27,6 +27,17 @@ class NotFoundError(LogistError):
     """A job, role or file the user named does not exist."""
 
 
+class UsageError(LogistError):
+    """What the person typed cannot be used: a wrong, missing or ambiguous
+    option or argument (an empty objective, a job id that is no job id or
+    names no job). The CLI exits 2 for it, as for click's own usage errors."""
+
+
+class NoSuchNameError(NotFoundError, UsageError):
+    """A job, role, skill or prompt template a person named does not exist
+    (a wrong argument: exit 2)."""
+
+
 class TransitionError(LogistError):
     """The job's current state does not allow what was asked."""
 
@@ -54,6 +65,17 @@ class CorruptFileError(LogistError):
 
 class ConfigError(LogistError):
     """A manifest, role, config or option is malformed."""
+
+
+class InvalidManifestError(ConfigError):
+    """A job's manifest is a JSON object with a field of a wrong type or
+    value (a hand edit): refused, never rebuilt from the history on its own
+    (that would drop the person's other edits). ``fields``: the dotted
+    names of the fields at fault."""
+
+    def __init__(self, message: str, fields: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.fields = fields
 
 
 class LLMCallError(LogistError):

@@ -63,7 +63,7 @@ def test_a_traceback_and_its_exit_status_are_the_interpreters(jobs):
         lines = result.stderr.splitlines()
         assert lines[0] == "Traceback (most recent call last):"
     assert here.stderr.splitlines()[-1] == there.stderr.splitlines()[-1]
-    assert here.stderr.splitlines()[-1].startswith("logist.errors.NotFoundError: no job 'nosuch'")
+    assert here.stderr.splitlines()[-1].startswith("logist.errors.NoSuchNameError: no job 'nosuch'")
 
 
 def test_the_environment_given_is_the_runs_only(jobs):

@@ -1,7 +1,8 @@
 """The ``logist`` command line: a thin layer of click over :mod:`logist`.
 
 Commands parse options, call one core function and print. Expected failures
-(:class:`logist.errors.LogistError`) become one line on stderr and exit 1;
+(:class:`logist.errors.LogistError`) become one line on stderr and exit 1
+(2 for :class:`logist.errors.UsageError`, as for click's usage errors);
 anything else is a bug, reported in one line unless ``LOGIST_DEBUG=1``.
 """
 
@@ -14,7 +15,7 @@ import sys
 import click
 
 from .. import __version__
-from ..errors import LogistError
+from ..errors import LogistError, UsageError
 from ..secrets.redact import url_shown
 from ..terminal import shown
 from .app import Application, echo, exit_codes_help
@@ -47,6 +48,8 @@ class LogistGroup(click.Group):
         except LogistError as exc:
             if os.environ.get("LOGIST_DEBUG") == "1":
                 raise
+            if isinstance(exc, UsageError):  # exit 2, as the table says
+                raise click.UsageError(str(exc)) from None
             raise click.ClickException(str(exc)) from None
 
 

@@ -18,7 +18,7 @@ import click
 
 from ..api import Jobs
 from ..engine.budget import raise_hint, stopped_by_budget
-from ..engine.workflow import NEEDS_PERSON, describe_job_hint
+from ..engine.workflow import WAITING_FOR_PERSON, describe_job_hint
 from ..model.client import Endpoints
 from ..secrets.redact import redact_data, url_shown
 from ..store.config import resolve_base_url
@@ -42,8 +42,9 @@ EXIT_BUDGET = 4
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_OK, "success: done; a job it ran can go on, or is finished"),
     (EXIT_ERROR, "error: one line on stderr says why"),
-    (EXIT_USAGE, "usage: a wrong, missing or ambiguous option or argument"),
-    (EXIT_NEEDS_PERSON, "a job it ran needs a person: " + ", ".join(NEEDS_PERSON)),
+    (EXIT_USAGE, "usage: a wrong, missing or ambiguous option or argument (an empty objective, an invalid job id, "
+                 "a job, entry, role or skill that does not exist)"),
+    (EXIT_NEEDS_PERSON, "a job it ran, or would have run, waits for a person: " + ", ".join(WAITING_FOR_PERSON)),
     (EXIT_BUDGET, "a job it ran stopped at a spent budget: logist job set raises it"),
 )
 
@@ -160,7 +161,7 @@ class Application:
     @staticmethod
     def needs_person(status: "Status") -> bool:
         """Whether ``status`` means a job waits for a person (exit 3)."""
-        return str(status) in NEEDS_PERSON
+        return str(status) in WAITING_FOR_PERSON
 
     def finish_steps(self, results: Iterable["StepResult"], as_json: bool, base_url: Optional[str] = None,
                      *, say_status: bool = False) -> None:
@@ -218,7 +219,7 @@ class Application:
         if stopped_by_budget(job.dir, manifest):
             code = EXIT_BUDGET
             line = f"Job '{job.id}' stopped at a budget: {raise_hint(job.id, manifest) or manifest.reason}"
-        elif status in NEEDS_PERSON:
+        elif status in WAITING_FOR_PERSON:
             code = EXIT_NEEDS_PERSON
             reason = f"{manifest.reason}; " if status == "INTERVENTION_REQUIRED" and manifest.reason else ""
             line = f"Job '{job.id}' is {status}: {reason}{self._hint(manifest)}."

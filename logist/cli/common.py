@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
-from typing import Optional
+from typing import Callable, Optional
 
 import click
 
@@ -41,6 +42,35 @@ base_url_option = click.option(
     "--base-url", envvar="LOGIST_BASE_URL",
     help="OpenAI-compatible endpoint (env LOGIST_BASE_URL, then OPENAI_BASE_URL, then AI_KOSMOS_MODEL_BASE_URL, then config.json).",
 )
+
+def entry_option(help: str, *old_names: str) -> Callable:
+    """``--entry N``: the one name of "which history entry" (``job history``,
+    ``job diff``, ``job restep``), passed as ``entry``. An entry is named by
+    its number, as ``job history`` lists it. ``old_names``: the names a
+    command had before (``--step``, ``--to``), still taken for one release,
+    hidden from ``--help``, each use with a one-line notice on stderr."""
+
+    def decorate(command: Callable) -> Callable:
+        dests = {f"entry_as_{name.lstrip('-')}": name for name in old_names}
+
+        @functools.wraps(command)
+        def merged(*args, **kwargs):
+            given = {name: kwargs.pop(dest) for dest, name in dests.items()}
+            given = {name: value for name, value in given.items() if value is not None}
+            for name in given:
+                click.echo(f"logist: {name} is now --entry; {name} goes away in the next release", err=True)
+            if given and kwargs.get("entry") is not None or len(given) > 1:
+                raise click.UsageError(f"give --entry once (not with {', '.join(given)})")
+            if given:
+                kwargs["entry"] = next(iter(given.values()))
+            return command(*args, **kwargs)
+
+        for dest, name in dests.items():
+            merged = click.option(name, dest, type=click.IntRange(min=1), hidden=True)(merged)
+        return click.option("--entry", "entry", type=click.IntRange(min=1), metavar="N", help=help)(merged)
+
+    return decorate
+
 
 JOBS_DIR_HELP = (
     "The jobs directory (env LOGIST_JOBS_DIR; default: found upward from here like git, "

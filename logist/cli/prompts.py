@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..errors import ConfigError
+from ..errors import ConfigError, UsageError
 from ..store.prompts import Prompts
 from ..store.roles import load_roles
 from .app import Application, echo, pass_app
@@ -75,6 +75,10 @@ def prompts_show(app: Application, name: str, builtin_only: bool, as_json: bool)
     """
     templates = _prompts(app)
     name = name.removesuffix(".md")
+    try:
+        templates.spec(name)
+    except ConfigError as exc:  # a name that is no template's: a wrong argument
+        raise UsageError(str(exc)) from None
     role = None
     if builtin_only:
         templates = Prompts(None)

@@ -103,7 +103,7 @@ def _commit_message(job_id: str, seq: int, role: str, action: str, summary: Opti
     first = (summary or "").strip().splitlines()[0] if (summary or "").strip() else ""
     if len(first) > 100:
         first = first[:97] + "..."
-    subject = f"logist: {job_id} step {seq} {role} {action}" + (f": {first}" if first else "")
+    subject = f"logist: {job_id} entry {seq} {role} {action}" + (f": {first}" if first else "")
     body = (summary or "").strip()
     # No process argument can carry a NUL byte: one in a summary is shown as U+2400.
     return (subject + ("\n\n" + body if body and body != first else "")).replace("\x00", "\u2400")
@@ -272,7 +272,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
         # lost if this step has to be undone.
         try:
             head_before = job.repo.commit_all(
-                f"logist: {job.id} changes made by hand before step {sequence}"
+                f"logist: {job.id} changes made by hand before entry {sequence}"
             ) or head_before
         except UnreadableFiles as exc:
             head_before, unreadable = exc.commit or head_before, exc

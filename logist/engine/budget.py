@@ -82,7 +82,7 @@ def spent_budget(manifest: JobManifest) -> Optional[tuple[str, str]]:
     """The first budget that is spent, as (its setting, why), or None."""
     settings, totals = manifest.settings, manifest.totals
     if manifest.calls >= settings.max_steps:
-        return "max_steps", f"max steps reached ({manifest.calls} calls of {settings.max_steps})"
+        return "max_steps", f"max steps reached ({manifest.calls} of {settings.max_steps} steps)"
     if settings.max_cost_usd is not None and totals.cost_usd >= settings.max_cost_usd:
         return "max_cost_usd", f"cost budget spent (${totals.cost_usd:.4f} of ${settings.max_cost_usd:.4f})"
     if settings.max_tokens is not None and totals.tokens >= settings.max_tokens:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from .. import views
 from ..store import history as hist
 from ..store import journal
-from ..errors import ConfigError, LogistError, format_validation_error
+from ..errors import ConfigError, UsageError, format_validation_error
 from ..store.entries import UserInput
 from ..store.jobsdir import Job, JobsDir, check_job_id
 from ..store.atomic import atomic_write
@@ -135,15 +135,15 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
         if max_steps is None:
             max_steps = template.max_steps
     elif spec.params:
-        raise LogistError("--param goes with --skill")
+        raise UsageError("--param goes with --skill")
     if not objective or not objective.strip():
-        raise LogistError("a job needs an objective (--objective TEXT)")
+        raise UsageError("a job needs an objective (--objective TEXT)")
     jobs_dir.init()
     slots = _slots(spec, load_roles(jobs_dir.path))
     model = spec.model
     if spec.llm_alias:
         if spec.model:
-            raise LogistError("give --model or --llm-alias, not both")
+            raise UsageError("give --model or --llm-alias, not both")
         # Checked now, so a job never starts with an alias nothing defines;
         # kept as the alias, so config.json decides the model at each call.
         jobs_dir.config().alias(spec.llm_alias, "--llm-alias")
@@ -215,7 +215,7 @@ def _workflow(spec: JobSpec) -> str:
     """The job's workflow: the one asked for, else solo for a skill's job (seed 002: [DONE] ends a skill)
     unless ``review`` keeps the Supervisor, else default."""
     if spec.review and spec.workflow == "solo":
-        raise LogistError("--review keeps the Supervisor; --workflow solo has none: give one of them")
+        raise UsageError("--review keeps the Supervisor; --workflow solo has none: give one of them")
     if spec.workflow is not None:
         return spec.workflow
     return "solo" if spec.skill and not spec.review else "default"
@@ -227,18 +227,18 @@ def _slots(spec: JobSpec, roles: dict) -> dict[str, str]:
     for slot, name in (("worker", spec.worker), ("supervisor", spec.supervisor), ("planner", spec.planner)):
         if name:
             if slot not in slots and spec.workflow == "solo":
-                raise LogistError(f"--{slot}: a solo job has only a Worker (a skill's job is solo unless --review)")
+                raise UsageError(f"--{slot}: a solo job has only a Worker (a skill's job is solo unless --review)")
             if slot not in slots:
-                raise LogistError(f"--{slot} goes with --workflow planned")
+                raise UsageError(f"--{slot} goes with --workflow planned")
             slots[slot] = name
     for name in spec.extra_roles:
         if spec.workflow != "planned":
-            raise LogistError("--role adds a role the Planner can address; it goes with --workflow planned")
+            raise UsageError("--role adds a role the Planner can address; it goes with --workflow planned")
         if name not in slots.values():
             slots[name.lower()] = name
     for slot, name in slots.items():
         if name not in roles:
-            raise LogistError(f"the {slot} role '{name}' is not defined (known: {', '.join(sorted(roles.keys()))})")
+            raise UsageError(f"the {slot} role '{name}' is not defined (known: {', '.join(sorted(roles.keys()))})")
         roles[name]  # a role whose file does not load raises that file's error
     return slots
 
@@ -260,7 +260,7 @@ def _make_workspace(spec: JobSpec, path: Path, job_id: str) -> tuple[str, Source
         source = Source(repo=str(Path(spec.from_repo).resolve()), ref=spec.ref, commit=baseline)
     else:
         if spec.ref:
-            raise LogistError("--ref goes with --from-repo")
+            raise UsageError("--ref goes with --from-repo")
         workspace = Workspace.init(path, job_id)
         baseline = workspace.head()
         source = Source()
@@ -272,11 +272,11 @@ def _make_workspace(spec: JobSpec, path: Path, job_id: str) -> tuple[str, Source
         elif candidate.is_file():
             target = path / candidate.name
             if target.exists():
-                raise LogistError(f"--file {name}: {candidate.name} already exists in the workspace")
+                raise UsageError(f"--file {name}: {candidate.name} already exists in the workspace")
             shutil.copyfile(candidate, target)
             rel_files.append(candidate.name)
         else:
-            raise LogistError(f"--file {name}: no such file")
+            raise UsageError(f"--file {name}: no such file")
     if rel_files:
         baseline = workspace.commit_all(f"logist: files given to job {job_id}") or baseline
     return baseline, source, rel_files

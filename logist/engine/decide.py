@@ -20,7 +20,7 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from ..store import journal
-from ..errors import ConfigError, LogistError, TransitionError, format_validation_error
+from ..errors import ConfigError, LogistError, TransitionError, UsageError, format_validation_error
 from ..store.entries import CommandRecord, UserInput
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, JobSettings, Turn
@@ -111,11 +111,11 @@ def _with_settings(job: Job, manifest: JobManifest, settings: dict[str, Any]) ->
     changed = {name: value for name, value in settings.items() if value is not None}
     unknown = sorted(set(changed) - set(SETTABLE))
     if unknown:
-        raise ConfigError(f"job '{job.id}': only budgets can be changed ({', '.join(SETTABLE)}), not {', '.join(unknown)}")
+        raise UsageError(f"job '{job.id}': only budgets can be changed ({', '.join(SETTABLE)}), not {', '.join(unknown)}")
     try:
         new = JobSettings.model_validate({**manifest.settings.model_dump(), **changed})
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, f"job '{job.id}' settings")) from None
+        raise UsageError(format_validation_error(exc, f"job '{job.id}' settings")) from None
     updated = manifest.model_copy(deep=True)
     updated.settings = new
     return updated
@@ -145,7 +145,7 @@ def _apply_held_changes(job: Job, manifest: JobManifest) -> tuple[list[str], Opt
     journal.begin_applying(job.dir, sequence, manifest.workspace_commit, None)
     changed = job.repo.apply_changes(changes)
     commit = job.repo.commit_all(
-        shown(f"logist: {job.id} step {sequence} file changes approved by a person: {', '.join(changed)}"[:200], one_line=True)
+        shown(f"logist: {job.id} entry {sequence} file changes approved by a person: {', '.join(changed)}"[:200], one_line=True)
     ) or manifest.workspace_commit
     return changed, commit
 def _settings_change(before: JobManifest, after: JobManifest) -> str:
@@ -175,7 +175,7 @@ def user_action(
     if not rules or event in ("create", BUDGET_RAISED):
         raise LogistError(f"unknown action {action}")
     if action in ("reject",) and not (text or "").strip():
-        raise LogistError("reject needs --feedback TEXT: say what is wrong so the Worker can fix it")
+        raise UsageError("reject needs --feedback TEXT: say what is wrong so the Worker can fix it")
     if settings and action not in ("set", "resubmit"):
         raise LogistError(f"{action} does not change settings (job set and job resubmit do)")
     with open_locked(job, lock_timeout, at) as manifest:
@@ -202,7 +202,7 @@ def user_action(
             role = load_roles(job.jobs_dir.path)[manifest.turn.role]
             command = execute(job, manifest, manifest.pending_command or "", answer_protocol(role, manifest))
             commit = job.repo.commit_all(
-                shown(f"logist: {job.id} step {sequence} command approved by a person: {command.command}"[:200], one_line=True)
+                shown(f"logist: {job.id} entry {sequence} command approved by a person: {command.command}"[:200], one_line=True)
             ) or commit
         prompts = Prompts(job.jobs_dir.path)
         after = _apply(settled, rule, text, command, prompts, changed)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..store import history as hist
-from ..errors import LogistError
+from ..errors import LogistError, UsageError
 from ..store.jobsdir import Job
 from ..store.atomic import atomic_write
 
@@ -27,10 +27,10 @@ def job_diff(job: Job, sequence: Optional[int] = None, stat: bool = False) -> st
     for entry in entries:
         if entry.sequence == sequence:
             if previous is None:
-                raise LogistError(f"entry {sequence} is the job's creation; it has no change to show")
+                raise UsageError(f"entry {sequence} is the job's creation; it has no change to show")
             return job.repo.diff(previous.workspace_commit, entry.workspace_commit, stat=stat)
         previous = entry
-    raise LogistError(f"job '{job.id}' has no history entry {sequence} (it has 1 to {entries[-1].sequence})")
+    raise UsageError(f"job '{job.id}' has no history entry {sequence} (it has 1 to {entries[-1].sequence})")
 
 
 def export_branch(job: Job, branch: str, force: bool = False) -> tuple[str, bool]:
@@ -40,7 +40,7 @@ def export_branch(job: Job, branch: str, force: bool = False) -> tuple[str, bool
     """
     manifest = job.manifest()
     if not manifest.source.repo:
-        raise LogistError(
+        raise UsageError(
             f"job '{job.id}' was not created with --from-repo, so it has no source repository; use --patch FILE"
         )
     source = Path(manifest.source.repo)

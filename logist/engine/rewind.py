@@ -17,7 +17,7 @@ from typing import Optional
 from ..store import history as hist
 from ..store import seek
 from ..store import journal
-from ..errors import LogistError, TransitionError
+from ..errors import LogistError, TransitionError, UsageError
 from ..store.entries import ANSWER_KINDS, HistoryEntry
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, Status
@@ -29,10 +29,10 @@ def _target_entry(job: Job, to: Optional[int], baseline: bool, last: int) -> His
         return next(hist.iter_entries(job.dir))
     if to is not None:
         if not 1 <= to <= last:
-            raise LogistError(f"job '{job.id}' has no history entry {to} (it has 1 to {last})")
+            raise UsageError(f"job '{job.id}' has no history entry {to} (it has 1 to {last})")
         entry = seek.read_entry(job.dir, to)
         if entry.kind == "rewind":
-            raise LogistError(f"entry {to} is itself a rewind; name the step you want to return to")
+            raise UsageError(f"entry {to} is itself a rewind; name the step you want to return to")
         return entry
     # The live steps: the answers whose effect the current state still
     # includes. A rewind cuts back to the entry it restored.

@@ -194,9 +194,13 @@ TABLE: tuple[Rule, ...] = (
 )
 
 EVENTS = frozenset(r.event for r in TABLE)
-#: The states in which a job waits for a person (``logist`` exits 3): those the
-#: rows that make a turn wait for a person or stop it lead to, in :class:`Status`'s order.
+#: The states in which a job's turn waits for a person: those the rows that
+#: make a turn wait for a person or stop it lead to, in :class:`Status`'s order.
 NEEDS_PERSON = tuple(s.value for s in Status if any(r.to == s and r.turn in ("wait", "stop") for r in TABLE))
+#: The states a job stays in until a person acts: those above, and SUSPENDED
+#: (set aside by a person until one resumes it). A command that ran such a
+#: job, or was refused one, exits 3 (logist.cli.app).
+WAITING_FOR_PERSON = NEEDS_PERSON + (Status.SUSPENDED.value,)
 
 
 def who_acts(manifest: JobManifest) -> str:

@@ -208,7 +208,7 @@ def unknown_outcome(entry: dict) -> bool:
 
 
 class HistoryEntry(BaseModel):
-    """One step of the job: its number is the job's step number everywhere."""
+    """One entry of the job's history: its number names it everywhere (commit messages, the `#N` of `job step`'s lines, `--entry N`); it is not the step count."""
 
     model_config = KEEP_UNKNOWN
     sequence: int

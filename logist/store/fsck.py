@@ -28,14 +28,14 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-from ..errors import CorruptFileError, LogistError
+from ..errors import CorruptFileError, InvalidManifestError, LogistError
 from . import history as hist
 from . import response_formats
 from .atomic import leftover_temps
 from .jobsdir import Job
 from .journal import journal_path
 from .layout import WRITTEN_UNDER_THE_LOCK, describe
-from .manifest import JobManifest
+from .manifest import MANIFEST_NAME, JobManifest
 from .recovery import Finish, open_job
 
 REPAIRED, PROBLEM, NOTE = "repaired", "problem", "note"
@@ -72,14 +72,20 @@ class FsckReport:
         return {"job_id": self.job_id, "clean": self.clean, "findings": [asdict(f) for f in self.findings]}
 
 
-def fsck(job: Job, finish: Optional[Finish] = None, lock_timeout: float = 0) -> FsckReport:
-    """Check (and repair what can be repaired of) every file of ``job``."""
+def fsck(job: Job, finish: Optional[Finish] = None, lock_timeout: float = 0,
+         rebuild_manifest: bool = False) -> FsckReport:
+    """Check (and repair what can be repaired of) every file of ``job``;
+    ``rebuild_manifest``: a manifest with an invalid field too, rebuilt from
+    the history (see :func:`logist.store.recovery.open_job`)."""
     report = FsckReport(job.id)
     with job.lock(lock_timeout):
         for tmp in leftover_temps(job.dir, WRITTEN_UNDER_THE_LOCK):
             report.add(REPAIRED, tmp.name, "left by a write that was interrupted; removed")
         try:
-            manifest, notes = open_job(job.dir, job.workspace, finish)
+            manifest, notes = open_job(job.dir, job.workspace, finish, rebuild_manifest)
+        except InvalidManifestError as exc:
+            report.add(PROBLEM, MANIFEST_NAME, str(exc))
+            return report
         except LogistError as exc:
             report.add(PROBLEM, hist.HISTORY_NAME, f"the job cannot be opened: {exc}")
             return report

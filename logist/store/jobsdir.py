@@ -24,7 +24,7 @@ from typing import Iterator, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import ConfigError, CorruptFileError, JobBusyError, LogistError, NotFoundError
+from ..errors import ConfigError, CorruptFileError, JobBusyError, LogistError, NoSuchNameError, UsageError
 from ..workspace.repository import Workspace
 from .atomic import atomic_write_json, move_aside
 from .config import LogistConfig, load_config
@@ -111,7 +111,7 @@ def is_job_id(text: str) -> bool:
 
 def check_job_id(job_id: str) -> str:
     if not is_job_id(job_id):
-        raise ConfigError(
+        raise UsageError(
             f"invalid job id {job_id!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit, "
             "with no '..' and not ending in '.' or '.lock' (it names a git branch too)"
         )
@@ -259,7 +259,7 @@ class JobsDir:
                 continue
             try:
                 created = read_manifest(folder).created_at
-            except (CorruptFileError, OSError):
+            except (CorruptFileError, ConfigError, OSError):
                 created = ""  # still a job: recovery rebuilds its manifest from the history
             found.append((created, folder.name))
         found.sort()
@@ -281,7 +281,7 @@ class JobsDir:
         rel = index.jobs.get(job_id, job_id)
         path = (self.path / rel).resolve()
         if not (path / MANIFEST_NAME).exists():
-            raise NotFoundError(f"no job '{job_id}' in {self.path}")
+            raise NoSuchNameError(f"no job '{job_id}' in {self.path}")
         return Job(self, job_id, path)
 
     def resolve(self, job_id: Optional[str] = None) -> Job:
@@ -289,7 +289,7 @@ class JobsDir:
         whose folder the current directory is in, else the index's current job."""
         chosen = job_id or os.environ.get("LOGIST_JOB_ID") or self.job_here() or self.read_index().current_job_id
         if not chosen:
-            raise NotFoundError(
+            raise NoSuchNameError(
                 f"no job given and no current job in {self.path} (name one, or run 'logist job select JOB')"
             )
         return self.job(chosen)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .atomic import atomic_write_json
 from .config import JobDefaults
 from .status import PLANNER, SUPERVISOR, WORKER, Status  # noqa: F401 (the manifest's names for them)
-from ..errors import CorruptFileError
+from ..errors import CorruptFileError, InvalidManifestError
 from .skills import ActiveSkill
 
 MANIFEST_NAME = "job_manifest.json"
@@ -215,7 +215,7 @@ class JobState(BaseModel):
     last_sequence: int = 0
     """Sequence number of the last history entry this state reflects: the job's step number."""
     calls: int = 0
-    """Answers applied so far (calls, replayed and posted answers): the N of "[Step N of MAX]" is the next one; settings.max_steps limits it."""
+    """Steps taken in the job's history as it stands: answers applied (model calls, replayed and posted answers), a rewind taking back those it undoes. The N of "[Step N of MAX]" is the next one; settings.max_steps limits it. The calls made to a model, rewound ones too, are totals.llm_calls."""
     retries_in_a_row: int = 0
     """RETRYs since the Supervisor last accepted work."""
     totals: Totals = Totals()
@@ -328,12 +328,43 @@ def manifest_path(job_dir: Path) -> Path:
 
 
 def parse_manifest(data: Any, where: str) -> JobManifest:
-    """A manifest from parsed JSON of any format (older ones upgraded in memory)."""
+    """A manifest from parsed JSON of any format (older ones upgraded in memory).
+
+    A JSON object with fields of a wrong type or value (a hand edit) raises
+    :class:`InvalidManifestError` naming each field and its value; anything
+    else that is no manifest (not an object: a file cut short by a crash
+    that still parses, say) is :class:`CorruptFileError`."""
     try:
         return JobManifest.model_validate(upgrade_manifest_data(data))
-    except (ValueError, ValidationError) as exc:
+    except ValidationError as exc:
+        errors = exc.errors()
+        if isinstance(data, dict) and errors and all(err["loc"] for err in errors):
+            fields = tuple(".".join(str(part) for part in err["loc"]) for err in errors)
+            parts = [_field_problem(field, err) for field, err in zip(fields, errors)]
+            raise InvalidManifestError(f"{where}: " + "; ".join(parts), fields) from None
         first = str(exc).strip().splitlines()[0]
         raise CorruptFileError(f"{where} is corrupt: {first}") from None
+    except ValueError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise CorruptFileError(f"{where} is corrupt: {first}") from None
+
+
+def _field_problem(field: str, err: dict) -> str:
+    """One field's fault as a person reads it: the field, the value found, what it should be."""
+    if err["type"] == "missing":
+        return f"field {field} is missing"
+    value = json.dumps(err.get("input"), ensure_ascii=False, default=str)
+    if len(value) > 60:
+        value = value[:57] + "..."
+    message = err["msg"].removeprefix("Value error, ")
+    return f"field {field} is {value}: {message}"
+
+
+def invalid_manifest_fix(job_id: str, fields: tuple[str, ...]) -> str:
+    """How to go on from a manifest with an invalid field (:class:`InvalidManifestError`)."""
+    named = ", ".join(fields)
+    return (f"fix {named} in {MANIFEST_NAME} (your other edits there are kept), or run 'logist job fsck "
+            f"{job_id} --rebuild-manifest' to rebuild the manifest from the history, dropping every edit made to it")
 
 
 def read_manifest(job_dir: Path) -> JobManifest:
@@ -348,7 +379,11 @@ def read_manifest(job_dir: Path) -> JobManifest:
         raise CorruptFileError(f"{path} is corrupt: {exc}") from None
     except RecursionError:  # JSON nested thousands deep: no file Logist writes
         raise CorruptFileError(f"{path} is corrupt: it is nested too deep to be read") from None
-    return parse_manifest(data, str(path))
+    try:
+        return parse_manifest(data, str(path))
+    except InvalidManifestError as exc:
+        raise InvalidManifestError(f"{exc}; {invalid_manifest_fix(Path(job_dir).name, exc.fields)}",
+                                   exc.fields) from None
 
 
 def write_manifest(job_dir: Path, manifest: JobManifest) -> None:

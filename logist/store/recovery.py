@@ -29,7 +29,14 @@ knows, after a crash at any point:
 The history's own append is made safe by its append journal
 (:mod:`logist.store.history`); the manifest is written atomically. Every entry
 carries the job's state after it and the first one what the job is, so the
-history alone can always restore the manifest.
+history alone can always restore the manifest. It does so when the manifest
+cannot be read as JSON at all (a file a crash or a disk left damaged: no
+process of Logist writes one half-way, see :mod:`logist.store.atomic`), and
+says so. A manifest that reads but has a field of a wrong type or value (a
+hand edit) is never rebuilt on its own, which would drop the person's other
+edits: a command that changes the job refuses it, naming the field
+(:class:`logist.errors.InvalidManifestError`), until the field is fixed or
+the person asks for the rebuild (``logist job fsck --rebuild-manifest``).
 
 :func:`open_job` runs recovery; every command that changes a job calls it
 with the job's lock held, and records in the history what it repaired (a
@@ -53,10 +60,10 @@ from . import history as hist
 from . import seek
 from .atomic import leftover_temps, move_aside
 from .layout import WRITTEN_UNDER_THE_LOCK
-from ..errors import CorruptFileError, LogistError
+from ..errors import CorruptFileError, InvalidManifestError, LogistError
 from .entries import HistoryEntry, JobDefinition
 from .journal import StepJournal, journal_path, new_entry, record
-from .manifest import MANIFEST_FORMAT, PLANNER, WORKER, JobManifest, Status, read_manifest, utc_now, write_manifest
+from .manifest import MANIFEST_FORMAT, MANIFEST_NAME, PLANNER, WORKER, JobManifest, Status, read_manifest, utc_now, write_manifest
 from .upgrade import move_context
 from .upgrading import upgrade_job
 from ..workspace.repository import Workspace
@@ -105,18 +112,27 @@ def manifest_at(job_dir: Path, entry: HistoryEntry, current: Optional[JobManifes
     return base.with_state(entry.state)
 
 
-def _load_manifest_or_rebuild(job_dir: Path, notes: list[str]) -> JobManifest:
+def _load_manifest_or_rebuild(job_dir: Path, notes: list[str], rebuild: bool = False) -> JobManifest:
+    """The manifest; one that is not JSON (or not an object) is moved aside
+    and rebuilt from the history's last entry, as is one with an invalid
+    field when the person asked for it (``rebuild``): otherwise that one is
+    refused (:class:`InvalidManifestError`)."""
     try:
         return read_manifest(job_dir)
+    except InvalidManifestError as exc:
+        if not rebuild:
+            raise
+        why = f"{MANIFEST_NAME} had an invalid field ({', '.join(exc.fields)}); rebuilt on request"
     except CorruptFileError as exc:
-        last = seek.last_entry(job_dir)
-        if last is None:
-            raise CorruptFileError(f"{exc}; there is no history entry to rebuild it from") from None
-        manifest = manifest_at(job_dir, last)
-        aside = move_aside(job_dir / "job_manifest.json", utc_now().replace(":", ""))
-        write_manifest(job_dir, manifest)
-        notes.append(f"job_manifest.json could not be parsed; moved to {aside.name} and rebuilt from history entry {last.sequence}")
-        return manifest
+        why = f"{MANIFEST_NAME} could not be read as a manifest ({exc}); rebuilt"
+    last = seek.last_entry(job_dir)
+    if last is None:
+        raise CorruptFileError(f"{why.removesuffix('; rebuilt')}; there is no history entry to rebuild it from")
+    manifest = manifest_at(job_dir, last)
+    aside = move_aside(job_dir / MANIFEST_NAME, utc_now().replace(":", ""))
+    write_manifest(job_dir, manifest)
+    notes.append(f"{why} from history entry {last.sequence}; the old file is kept as {aside.name}")
+    return manifest
 
 
 def _continue_from(job_dir: Path, workspace: Path, manifest: JobManifest, last: Optional[HistoryEntry],
@@ -194,7 +210,7 @@ def _move_aside_what_is_not_a_file(job_dir: Path, notes: list[str]) -> None:
         if name == hist.HISTORY_NAME:
             try:
                 job_id = read_manifest(job_dir).job_id
-            except (CorruptFileError, FileNotFoundError):
+            except (CorruptFileError, InvalidManifestError, FileNotFoundError):
                 job_id = job_dir.name
             hist.write_canonical(path, job_id, [])
 
@@ -203,9 +219,14 @@ def _move_aside_what_is_not_a_file(job_dir: Path, notes: list[str]) -> None:
 Finish = Callable[[JobManifest, StepJournal], JobManifest]
 
 
-def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) -> tuple[JobManifest, list[str]]:
+def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None,
+             rebuild_manifest: bool = False) -> tuple[JobManifest, list[str]]:
     """Repair whatever an interrupted command left; return the manifest and
     what was done. Call with the job's lock held.
+
+    A manifest with an invalid field raises :class:`InvalidManifestError`
+    unless ``rebuild_manifest`` (the person asked for it): then it is moved
+    aside and rebuilt from the history like a damaged one.
 
     ``finish(manifest, journal)`` records a call the journal holds and the
     history does not (its saved answer applied, or a call of unknown
@@ -233,7 +254,7 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) ->
         manifest_probe = None
         try:
             manifest_probe = read_manifest(job_dir)
-        except (CorruptFileError, FileNotFoundError):
+        except (CorruptFileError, InvalidManifestError, FileNotFoundError):
             pass
         job_id = manifest_probe.job_id if manifest_probe else job_dir.name
         aside, kept = hist.salvage(job_dir, job_id)
@@ -287,7 +308,7 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None) ->
                 note += ". The dropped answer was: " + dropped
             notes.append(note)
 
-    manifest = _load_manifest_or_rebuild(job_dir, notes)
+    manifest = _load_manifest_or_rebuild(job_dir, notes, rebuild_manifest)
     last = seek.last_entry(job_dir)
     last_seq = last.sequence if last else 0
     if last is not None and last_seq > manifest.last_sequence:
@@ -320,20 +341,36 @@ def recovered_manifest(job_dir: Path) -> JobManifest:
     (a command was killed between the two writes); an unreadable manifest is
     rebuilt from the history. A step that was interrupted before it was
     recorded changed nothing the manifest shows, so it needs no work here.
+    A manifest with an invalid field is shown as the history's last entry
+    left it, with one warning naming the field (the next command that
+    changes the job refuses it).
     """
     job_dir = Path(job_dir)
+    invalid: Optional[InvalidManifestError] = None
+    unreadable: Optional[CorruptFileError] = None
     try:
         manifest: Optional[JobManifest] = read_manifest(job_dir)
-    except CorruptFileError:
-        manifest = None
+    except CorruptFileError as exc:
+        manifest, unreadable = None, exc
+    except InvalidManifestError as exc:
+        manifest, invalid = None, exc
     try:
         last = seek.last_entry(job_dir)
     except (CorruptFileError, FileNotFoundError):
+        if invalid is not None:
+            raise invalid from None  # the manifest's own fault is the one to tell
         if manifest is None:
             raise
         return manifest
+    if invalid is not None and last is not None:
+        log.warning("%s (shown as history entry %d left the job)", invalid, last.sequence)
+    elif invalid is not None:
+        raise invalid
+    elif unreadable is not None and last is not None:
+        log.warning("%s: shown as history entry %d left the job; the next command that changes the job rebuilds "
+                    "the manifest from it, keeping the damaged file beside it", unreadable, last.sequence)
     if last is not None and (manifest is None or last.sequence > manifest.last_sequence):
         return manifest_at(job_dir, last, manifest)
     if manifest is None:
-        raise CorruptFileError(f"{job_dir / 'job_manifest.json'} is corrupt and the history has no entry to rebuild it from")
+        raise CorruptFileError(f"{job_dir / MANIFEST_NAME} is corrupt and the history has no entry to rebuild it from")
     return manifest

@@ -38,7 +38,7 @@ import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from ..errors import ConfigError, NotFoundError, format_validation_error
+from ..errors import ConfigError, NoSuchNameError, format_validation_error
 from ..resources import data_dir
 from .prompts import check_instructions
 
@@ -285,5 +285,5 @@ def send_to_names(roles: dict[str, RoleManifest], names: list[str]) -> dict[str,
 def get_role(name: str, jobs_dir: Optional[Path] = None) -> RoleManifest:
     roles = load_roles(jobs_dir)
     if name not in roles:
-        raise NotFoundError(f"no role named '{name}' (known: {', '.join(sorted(roles.keys()))})")
+        raise NoSuchNameError(f"no role named '{name}' (known: {', '.join(sorted(roles.keys()))})")
     return roles[name]

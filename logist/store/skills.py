@@ -23,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 from pydantic.json_schema import SkipJsonSchema
 
-from ..errors import ConfigError, NotFoundError, format_validation_error
+from ..errors import ConfigError, NoSuchNameError, format_validation_error
 from ..resources import data_dir
 
 SKILL_FILE = "SKILL.md"
@@ -169,7 +169,7 @@ def skill_files(jobs_dir: Optional[Path] = None) -> dict[str, Path]:
 def load_skill(name: str, jobs_dir: Optional[Path] = None) -> Skill:
     files = skill_files(jobs_dir)
     if name not in files:
-        raise NotFoundError(f"no skill named '{name}' (known: {', '.join(sorted(files)) or 'none'})")
+        raise NoSuchNameError(f"no skill named '{name}' (known: {', '.join(sorted(files)) or 'none'})")
     skill = parse_skill(files[name])
     if skill.name != name:
         raise ConfigError(f"skill {files[name]}: its name '{skill.name}' differs from its folder '{name}'")

@@ -63,7 +63,7 @@ def status_badge(status: str) -> str:
 def _diff_html(diff: str, sequence: int, job_id: str, cut: int = 0) -> str:
     if len(diff) > DIFF_LIMIT:
         diff, cut = diff[:DIFF_LIMIT], cut + len(diff) - DIFF_LIMIT
-    note = f"\n… {cut} more characters cut; logist job diff {job_id} --step {sequence} shows them all" if cut else ""
+    note = f"\n… {cut} more characters cut; logist job diff {job_id} --entry {sequence} shows them all" if cut else ""
     lines = []
     for line in diff.splitlines():
         if line.startswith("diff --git"):
@@ -252,8 +252,10 @@ def facts_html(summary: JobSummary, job: Job) -> str:
     rows = [
         ("Status", status_badge(str(m.status)) + (f' <span class="error">{esc(m.reason)}</span>' if m.reason else "")),
         ("Whose turn", esc(m.turn.role)),
-        ("Calls", str(t.llm_calls) + "".join(f" ({n} {what})" for n, what in (
-            (t.unpriced_calls, "without a price"), (t.unknown_calls, "of unknown outcome")) if n)),
+        ("Steps", f"{m.calls} of {m.settings.max_steps} used"),
+        ("Calls", f"{t.llm_calls} made to a model" + "".join(f" ({n} {what})" for n, what in (
+            (t.unpriced_calls, "without a price"), (t.unknown_calls, "of unknown outcome"),
+            (t.replayed, "replayed answers: no call"), (t.posted, "posted answers: no call")) if n)),
         ("Tokens", f"{t.tokens} ({t.prompt_tokens} in, {t.completion_tokens} out)"),
         ("Cost", f"${t.cost_usd:.4f}" if cost_known else "unknown (no price for the model)"),
         ("Time in calls and commands", f"{t.wall_ms / 1000:.1f} s"),

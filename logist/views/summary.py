@@ -106,12 +106,18 @@ def action_of(entry: HistoryEntry) -> str:
     return entry.kind
 
 
+#: Entries a person's command makes: create, approve, reject, answer, approve-command, skip..., and a rewind (restep, rerun).
+PERSON_KINDS = ("user_action", "rewind")
+
+
 def actor_of(entry: HistoryEntry) -> str:
     """Who acted: the role for a model call (or an answer standing in for
-    one), a person, or Logist itself."""
+    one), ``person`` for a person's command, or Logist itself (a repair, a
+    spent budget). Every table of entries shows this, never the role whose
+    turn it was when a person acted."""
     if entry.kind in CALL_KINDS:
         return entry.role or "model"
-    if entry.kind == "user_action":
+    if entry.kind in PERSON_KINDS:
         return "person"
     return "Logist"
 
@@ -227,7 +233,7 @@ def budgets(manifest: JobManifest) -> list[Budget]:
     """Each budget: how much is used and its limit (None: no limit)."""
     s, t = manifest.settings, manifest.totals
     return [
-        Budget("calls", manifest.calls, s.max_steps),
+        Budget("steps", manifest.calls, s.max_steps),
         Budget("cost_usd", t.cost_usd, s.max_cost_usd),
         Budget("tokens", t.tokens, s.max_tokens),
         Budget("wall_seconds", t.wall_ms / 1000, s.max_wall_seconds),

@@ -34,7 +34,7 @@ def test_rewind_diff_and_export_print_json(jobs, tmp_path):
     job = create_job(jobs, "j", "objective")
     post_answer(job, answer("MESSAGE", message="one", file_changes=[{"path": "a.txt", "content": "a\n"}]))
     post_answer(job, answer("MESSAGE", message="two", file_changes=[{"path": "b.txt", "content": "b\n"}]))
-    diff = _json(invoke("job", "diff", "j", "--step", "3", "--json"))
+    diff = _json(invoke("job", "diff", "j", "--entry", "3", "--json"))
     assert diff["step"] == 3 and "+b" in diff["diff"] and "a.txt" not in diff["diff"]
     patch = tmp_path / "j.patch"
     exported = _json(invoke("job", "export", "j", "--patch", str(patch), "--json"))

@@ -190,8 +190,8 @@ def test_an_index_entry_naming_a_folder_outside_the_jobs_directory_is_never_foll
     index["jobs"]["evil"] = folder.replace("/OUTSIDE", str(tmp_path / "outside"))
     jobs.index_path.write_text(json.dumps(index))
     shown = logist_cli("job", "status", "evil")
-    assert shown.returncode == 1 and "Traceback" not in shown.stderr
+    assert shown.returncode == 2 and "Traceback" not in shown.stderr
     assert "not a folder inside the jobs directory" in shown.stderr and "no job 'evil'" in shown.stderr
     assert json.loads(jobs.index_path.read_bytes())["jobs"] == {"a": "a"}
-    assert logist_cli("job", "set", "evil", "--max-steps", "5").returncode == 1
+    assert logist_cli("job", "set", "evil", "--max-steps", "5").returncode == 2
     assert {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()} == before

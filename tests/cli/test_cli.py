@@ -77,7 +77,7 @@ def test_whole_job_through_the_cli(jobs, llm):
 
     status = ok(logist_cli("job", "status", "hello"))
     assert "Status:  PENDING" in status.stdout and "Role:    Worker" in status.stdout
-    assert "Step:    1 (0 of 100 calls used)" in status.stdout
+    assert "Steps:   0 of 100 used" in status.stdout and "Entry:   1 " in status.stdout
 
     preview = ok(logist_cli("job", "preview", "hello"))
     assert "===== system =====" in preview.stdout
@@ -103,7 +103,7 @@ def test_whole_job_through_the_cli(jobs, llm):
     header, *lines = history.stdout.splitlines()
     assert header.split() == ["seq", "time", "(UTC)", "role", "action", "state", "after", "tokens", "cost", "commit", "summary"]
     assert len(lines) == 3
-    assert lines[0].split()[:5] == ["1", lines[0].split()[1], "Worker", "create", "PENDING"]
+    assert lines[0].split()[:5] == ["1", lines[0].split()[1], "person", "create", "PENDING"]
     assert "Worker" in lines[1] and "COMPLETED" in lines[1] and "REVIEWING" in lines[1] and "Wrote hello.py." in lines[1]
     assert "Supervisor" in lines[2] and "APPROVAL_REQUIRED" in lines[2]
     tokens = [int(line.split()[5]) for line in lines[1:]]
@@ -269,7 +269,7 @@ def assert_error(result: subprocess.CompletedProcess, *needles: str, code: int =
 
 
 def test_error_unknown_job(jobs):
-    assert_error(logist_cli("job", "status", "nosuch"), "no job 'nosuch'")
+    assert_error(logist_cli("job", "status", "nosuch"), "no job 'nosuch'", code=2)
 
 
 def test_error_approve_pending_names_the_state(jobs):
@@ -293,14 +293,14 @@ def test_error_reject_without_feedback_is_a_usage_error(jobs):
 
 
 def test_error_invalid_job_id(jobs):
-    assert_error(logist_cli("job", "create", "bad id!", "-o", "x"), "invalid job id", "'bad id!'")
+    assert_error(logist_cli("job", "create", "bad id!", "-o", "x"), "invalid job id", "'bad id!'", code=2)
     assert not (jobs.path / "bad id!").exists()
 
 
 @pytest.mark.parametrize("job_id", ["a..b", "a.", "a.lock", "v1..2.lock"])
 def test_a_job_id_git_refuses_for_a_branch_is_refused_first(jobs, job_id):
     """The id names the branch logist/<id>: an id git refuses failed in git init, after the folder was made."""
-    assert_error(logist_cli("job", "create", job_id, "-o", "x"), "invalid job id", "not ending in '.' or '.lock'")
+    assert_error(logist_cli("job", "create", job_id, "-o", "x"), "invalid job id", "not ending in '.' or '.lock'", code=2)
     assert sorted(p.name for p in jobs.path.iterdir() if p.is_dir()) == ["roles", "skills"]
 
 
@@ -359,7 +359,7 @@ def test_debug_shows_the_traceback(jobs):
     result = logist_cli("job", "status", "nosuch", env={"LOGIST_DEBUG": "1"})
     assert result.returncode != 0
     assert "Traceback" in result.stderr
-    assert "NotFoundError: no job 'nosuch'" in result.stderr
+    assert "NoSuchNameError: no job 'nosuch'" in result.stderr
 
 
 # 5. Roles -----------------------------------------------------------------------------------

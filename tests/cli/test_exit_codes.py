@@ -49,9 +49,11 @@ def test_the_states_that_exit_3_are_the_workflow_tables():
     from logist.cli import app
     from logist.engine import workflow
 
-    assert app.NEEDS_PERSON is workflow.NEEDS_PERSON
+    assert app.WAITING_FOR_PERSON is workflow.WAITING_FOR_PERSON
     assert workflow.NEEDS_PERSON == ("INPUT_REQUIRED", "APPROVAL_REQUIRED", "INTERVENTION_REQUIRED")
-    assert "a job it ran needs a person: INPUT_REQUIRED, APPROVAL_REQUIRED, INTERVENTION_REQUIRED" in app.exit_codes_help()
+    assert workflow.WAITING_FOR_PERSON == workflow.NEEDS_PERSON + ("SUSPENDED",)
+    assert ("waits for a person: INPUT_REQUIRED, APPROVAL_REQUIRED, INTERVENTION_REQUIRED, SUSPENDED"
+            in app.exit_codes_help())
 
 
 @pytest.mark.parametrize("outcome", OUTCOMES)
@@ -91,7 +93,7 @@ def test_a_job_a_budget_stopped_exits_4_until_the_budget_is_raised(jobs, llm):
     assert first.returncode == EXIT_BUDGET, first.stderr
     again = logist_cli("job", "step", "j", "--base-url", llm.base_url)
     assert again.returncode == EXIT_BUDGET, again.stderr
-    assert "Job 'j' stopped at a budget: max steps reached (1 calls of 1); raise it: logist job set j --max-steps N" in again.stderr
+    assert "Job 'j' stopped at a budget: max steps reached (1 of 1 steps); raise it: logist job set j --max-steps N" in again.stderr
     assert llm.requests == []
     # A job stopped for another reason is not a budget's doing.
     other = create_job(jobs, "k", "Write hello.py")
@@ -122,7 +124,7 @@ def test_errors_are_1(jobs):
     assert canceled.returncode == EXIT_ERROR
     assert canceled.stderr.strip() == "Error: job 'j' is CANCELED; it cannot be stepped: it was canceled"
     missing = logist_cli("job", "step", "nosuch")
-    assert missing.returncode == EXIT_ERROR and "no job 'nosuch'" in missing.stderr
+    assert missing.returncode == EXIT_USAGE and "no job 'nosuch'" in missing.stderr
 
 
 def test_usage_is_2(jobs):

@@ -68,7 +68,7 @@ def test_job_set_json_and_a_budget_still_spent(jobs, llm):
     assert data["status"] == "INTERVENTION_REQUIRED"
     assert data["budgets"] == {"max_steps": 1, "max_cost_usd": None, "max_tokens": 100000, "max_wall_seconds": None}
     text = code(logist_cli("job", "set", "j", "--max-wall-seconds", "600"), 0)
-    assert text.stderr.strip() == ("Job 'j' is still stopped: max steps reached (1 calls of 1); "
+    assert text.stderr.strip() == ("Job 'j' is still stopped: max steps reached (1 of 1 steps); "
                                    "raise it: logist job set j --max-steps N")
     assert code(logist_cli("job", "run", "j", "--base-url", llm.base_url), 4)
     assert len(llm.requests) == 1

@@ -57,7 +57,7 @@ def test_show_prints_the_text_in_effect(jobs):
 
 def test_show_of_an_unknown_template_is_one_line(jobs):
     done = logist_cli("prompts", "show", "nosuch")
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stderr.strip() == "Error: no prompt template named 'nosuch' (logist prompts list shows them)"
 
 

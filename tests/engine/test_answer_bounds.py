@@ -67,7 +67,7 @@ def git_status(job) -> str:
 
 def person_can_act(job) -> None:
     """restep, rerun and cancel each work (the wedge made every one fail)."""
-    cli_ok("job", "restep", job.id, "--to", "1")
+    cli_ok("job", "restep", job.id, "--entry", "1")
     cli_ok("job", "rerun", job.id)
     cli_ok("job", "cancel", job.id)
     assert job.manifest().status == Status.CANCELED

@@ -119,9 +119,9 @@ def test_a_call_of_unknown_outcome_is_counted_and_shown(jobs, llm):
     unknown, call = load_history(job.dir).interactions[1:]
     assert unknown.unknown_outcome and call.sequence == 3 and not call.unknown_outcome
     shown = logist_cli("job", "status", "lost")
-    assert "Calls:   2 (1 of unknown outcome)" in shown.stdout and "Pending" not in shown.stdout
+    assert "Calls:   2 made to a model (1 of unknown outcome)" in shown.stdout and "Pending" not in shown.stdout
     assert "The call's outcome is unknown" in (job.dir / "transcript.md").read_text()
     report = logist_cli("job", "report", "lost", "--json")
     assert report.returncode == 0, report.stderr
     html = open(json.loads(report.stdout)["path"], encoding="utf-8").read()
-    assert "<td>2 (1 of unknown outcome)</td>" in html and "The call's outcome is unknown; nothing was applied" in html
+    assert "<td>2 made to a model (1 of unknown outcome)</td>" in html and "The call's outcome is unknown; nothing was applied" in html

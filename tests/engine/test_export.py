@@ -30,8 +30,8 @@ def ok(result: subprocess.CompletedProcess, code: int = 0) -> subprocess.Complet
     return result
 
 
-def one_error_line(result: subprocess.CompletedProcess) -> str:
-    ok(result, 1)
+def one_error_line(result: subprocess.CompletedProcess, code: int = 1) -> str:
+    ok(result, code)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error:"), result.stderr
     return lines[0]
@@ -143,7 +143,7 @@ def test_export_branch_leaves_the_checkout_untouched(jobs, llm, source):
     source, before, job_dir = make_exported_job(jobs, llm, source, via_cli=True)
     refs_before = refs(source)
     subjects = job_subjects(job_dir)
-    assert len(subjects) == 2 and all(s.startswith("logist: exp step") for s in subjects)
+    assert len(subjects) == 2 and all(s.startswith("logist: exp entry") for s in subjects)
 
     result = ok(logist_cli("job", "export", "exp", "--branch", "logist/exp-result"))
     assert result.stdout == ""
@@ -206,7 +206,7 @@ def test_export_branch_needs_a_from_repo_job(jobs, llm):
     ok(logist_cli("job", "create", "plain", "-o", "Write a.txt"))
     llm.add(answer("MESSAGE", message="x", file_changes=[{"path": "a.txt", "content": "a\n"}]))
     ok(logist_cli("job", "step", "plain", "--oneshot", "--base-url", llm.base_url))
-    line = one_error_line(logist_cli("job", "export", "plain", "--branch", "out"))
+    line = one_error_line(logist_cli("job", "export", "plain", "--branch", "out"), code=2)
     assert "plain" in line and "--from-repo" in line and "--patch" in line
 
 
@@ -283,14 +283,14 @@ def test_diff_of_the_whole_job_and_of_one_step(exported_job):
     assert "+print('job again')" in whole and "+VALUE = 42" in whole and "-def util():" in whole
     assert "feature.txt" not in whole and "Staged, not committed" not in whole and "unstaged edit" not in whole
 
-    step_a = ok(logist_cli("job", "diff", "exp", "--step", "2")).stdout
+    step_a = ok(logist_cli("job", "diff", "exp", "--entry", "2")).stdout
     assert _files_in_diff(step_a) == {"app.py", "new/mod.py", "lib/util.py"}
     assert "+print('job')" in step_a and "job again" not in step_a
 
-    assert ok(logist_cli("job", "diff", "exp", "--step", "3")).stdout == "", "a step that changed nothing has an empty diff"
-    assert ok(logist_cli("job", "diff", "exp", "--step", "5")).stdout == "", "nor does the review"
+    assert ok(logist_cli("job", "diff", "exp", "--entry", "3")).stdout == "", "a step that changed nothing has an empty diff"
+    assert ok(logist_cli("job", "diff", "exp", "--entry", "5")).stdout == "", "nor does the review"
 
-    step_c = ok(logist_cli("job", "diff", "exp", "--step", "4")).stdout
+    step_c = ok(logist_cli("job", "diff", "exp", "--entry", "4")).stdout
     assert _files_in_diff(step_c) == {"app.py", "docs/guide.md"}
     assert "+print('job again')" in step_c
 
@@ -301,5 +301,5 @@ def test_diff_of_the_whole_job_and_of_one_step(exported_job):
 
 
 def test_diff_of_an_unknown_entry_is_a_clear_error(exported_job):
-    line = one_error_line(logist_cli("job", "diff", "exp", "--step", "99"))
+    line = one_error_line(logist_cli("job", "diff", "exp", "--entry", "99"), code=2)
     assert "99" in line and "exp" in line

@@ -114,5 +114,5 @@ def test_the_manifest_points_at_the_entries_and_holds_no_copy(jobs, llm):
     llm.add(answer("MESSAGE", message="noted"))
     step_once(job, base_url=llm.base_url)
     assert ANSWER not in json.dumps(job.manifest().dump()), "the answer lives in the history, not the manifest"
-    ok(logist_cli("job", "restep", "greet", "--to", str(entry.sequence - 1)))
+    ok(logist_cli("job", "restep", "greet", "--entry", str(entry.sequence - 1)))
     assert jobs.job("greet").manifest().person_inputs == []

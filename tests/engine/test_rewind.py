@@ -176,7 +176,7 @@ def test_restep_through_the_cli(jobs, llm):
 
 def test_restep_to_an_earlier_entry(jobs, llm):
     job, entries = three_steps(jobs, llm)
-    result = logist_cli("job", "restep", "rw", "--to", "2")
+    result = logist_cli("job", "restep", "rw", "--entry", "2")
     assert result.returncode == 0, result.stderr
     assert_at_entry(job, entries[1])
     assert job.manifest().calls == 1
@@ -205,8 +205,8 @@ def test_restep_to_the_creation_entry_is_the_baseline(jobs, llm):
 
 def test_restep_to_unknown_or_rewind_entry_is_refused(jobs, llm):
     job, _ = three_steps(jobs, llm)
-    bad = logist_cli("job", "restep", "rw", "--to", "42")
-    assert bad.returncode == 1
+    bad = logist_cli("job", "restep", "rw", "--entry", "42")
+    assert bad.returncode == 2
     assert bad.stderr.startswith("Error:") and len(bad.stderr.strip().splitlines()) == 1
     assert "42" in bad.stderr and "Traceback" not in bad.stderr
     rewind(job)

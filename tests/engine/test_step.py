@@ -64,7 +64,7 @@ def test_default_workflow_end_to_end(jobs, llm, normalise, snapshot):
     # One commit per changing step: the baseline and the Worker's step only.
     log = git_log(job.workspace)
     assert len(log) == 2
-    assert log[0].startswith("logist: hello step 2 Worker COMPLETED: Wrote hello.py.")
+    assert log[0].startswith("logist: hello entry 2 Worker COMPLETED: Wrote hello.py.")
 
     entries = load_history(job.dir).interactions
     assert [e.sequence for e in entries] == [1, 2, 3, 4]
@@ -320,7 +320,7 @@ def test_max_steps_stops_before_calling(jobs, llm):
     step_once(job, base_url=llm.base_url)
     result = step_once(job, base_url=llm.base_url)
     assert result.status == Status.INTERVENTION_REQUIRED
-    assert "max steps reached (2 calls of 2)" in job.manifest().reason
+    assert "max steps reached (2 of 2 steps)" in job.manifest().reason
     assert len(llm.requests) == 2
 
 
@@ -382,7 +382,7 @@ def test_hand_edits_are_committed_on_their_own(jobs, llm):
     llm.add(WRITE_HELLO)
     result = step_once(job, base_url=llm.base_url)
     assert git_log(job.workspace)[:2] == [
-        "logist: hello step 2 Worker COMPLETED: Wrote hello.py.",
-        "logist: hello changes made by hand before step 2",
+        "logist: hello entry 2 Worker COMPLETED: Wrote hello.py.",
+        "logist: hello changes made by hand before entry 2",
     ]
     assert "mine.txt" in git_tree(job.workspace) and "mine.txt" not in result.files_changed

@@ -70,7 +70,7 @@ def test_worker_runs_tests_sees_failure_fixes_and_reruns(jobs, llm, tmp_path, no
 
     assert (job.workspace / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
     assert git_subjects(job.workspace) == [
-        "logist: calc step 3 Worker MESSAGE: add subtracts; fixing it",
+        "logist: calc entry 3 Worker MESSAGE: add subtracts; fixing it",
         "logist: files given to job calc",
         "logist: baseline of job calc (empty workspace)",
     ]

@@ -18,7 +18,7 @@ from logist.engine.decide import user_action
 from logist.engine.loop import run_job
 from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
-from logist.cli.app import EXIT_NEEDS_PERSON, NEEDS_PERSON
+from logist.cli.app import EXIT_NEEDS_PERSON, WAITING_FOR_PERSON
 from logist.replay.demo import run_demo
 from logist.replay.fixtures import create_from_fixture, load_fixture, record_fixture, rerecord
 from logist.replay.apply import ReplayDivergedError, replay_history
@@ -113,7 +113,7 @@ def test_fixture_replays_live_and_through_poststep_to_the_recording(name, tmp_pa
         capture_output=True, text=True, timeout=120,
     )
     # Its exit code is that of the state it reached: 3 when the job waits for a person.
-    waits = str(fixture.manifest().status) in NEEDS_PERSON
+    waits = str(fixture.manifest().status) in WAITING_FOR_PERSON
     assert result.returncode == (EXIT_NEEDS_PERSON if waits else 0), result.stderr
 
     # When the code changed on purpose, re-record: python fixtures/NAME/script.py

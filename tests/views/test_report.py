@@ -134,7 +134,7 @@ def test_a_rewind_shows_what_it_undid(jobs):
     rewind(job)
     page = render_job_report(job)
     row = parse(page).rows[4]
-    assert (row["actor"], row["action"]) == ("Logist", "rewind")
+    assert (row["actor"], row["action"]) == ("person", "rewind")
     step4 = page[page.index('id="step-4"'):]
     assert "deleted file mode" in step4 and "-2" in step4
 
@@ -227,7 +227,7 @@ def test_job_show_prints_the_same_summary(jobs, llm, tmp_path):
     assert [line.split()[0] for line in table] == [str(n) for n in range(3, 11)]
     assert "Supervisor RETRY      RUNNING" in out and "$0.0002" in out
     assert f"Transcript: {job.dir / 'transcript.md'}" in out
-    assert "Calls:   7, 8960 tokens (8400 in, 560 out), $0.0016" in out
+    assert "Calls:   7 made to a model, 8960 tokens (8400 in, 560 out), $0.0016" in out
     as_json = CliRunner().invoke(cli, ["job", "show", "calc", "--json"])
     assert json.loads(as_json.stdout) == job.manifest().dump(), "--json stays the manifest"
 
@@ -239,7 +239,7 @@ def test_job_show_prints_budget_use(jobs, llm):
     llm.add(Reply(content=a("MESSAGE", message="one"), usage={"prompt_tokens": 200, "completion_tokens": 100}))
     step_once(job, base_url=llm.base_url)
     out = CliRunner().invoke(cli, ["job", "show", "budget"]).stdout
-    assert "Budgets: calls 1 of 10 (10%), cost_usd $0.4000 of $2.0000 (20%), tokens 300 of 10000 (3%)" in out
+    assert "Budgets: steps 1 of 10 (10%), cost_usd $0.4000 of $2.0000 (20%), tokens 300 of 10000 (3%)" in out
     page = render_job_report(job)
     assert '<meter min="0" max="1" low="0.75" high="0.9" optimum="0" value="0.2000"></meter> 20%' in page
 
@@ -372,7 +372,7 @@ def test_every_view_takes_its_words_from_the_one_summary(jobs, llm, tmp_path):
 
     wide = CliRunner(env={"COLUMNS": "1000"})  # every column, and the summaries whole
     table = wide.invoke(cli, ["job", "history", "calc"]).stdout.splitlines()[1:]
-    assert [line.split()[:4] for line in table] == [[str(r.sequence), r.timestamp[:19] + "Z", r.role, r.action] for r in rows]
+    assert [line.split()[:4] for line in table] == [[str(r.sequence), r.timestamp[:19] + "Z", r.actor, r.action] for r in rows]
     assert all(line.endswith(one_line(r.summary, 1000)) for line, r in zip(table, rows))
     show = wide.invoke(cli, ["job", "show", "calc"]).stdout
     shown = show[show.index("Last entries"):].splitlines()[2:10]

@@ -13,10 +13,13 @@ from ..common import job_argument, json_option, wait_option
 
 @click.command()
 @job_argument
+@click.option("--rebuild-manifest", is_flag=True,
+              help="Rebuild job_manifest.json from the history even though it reads (a hand edit left a field "
+                   "invalid): the old file is kept beside it, and every edit made to it is dropped.")
 @wait_option
 @json_option
 @pass_app
-def fsck(app: Application, job_id: Optional[str], lock_timeout: float, as_json: bool) -> None:
+def fsck(app: Application, job_id: Optional[str], rebuild_manifest: bool, lock_timeout: float, as_json: bool) -> None:
     """Check every file of a job; repair what can be repaired.
 
     Does what any command that changes the job does first (repair what an
@@ -27,12 +30,17 @@ def fsck(app: Application, job_id: Optional[str], lock_timeout: float, as_json: 
     every name in the job's folder. Says what it repaired and what a person
     must do. Exit 0: nothing left to do; 1: a problem a person must fix.
 
+    A manifest with a field of a wrong type or value (a hand edit) is a
+    problem to fix by hand; ``--rebuild-manifest`` rebuilds it from the
+    history instead.
+
     \b
     Example:
       logist job fsck hello
+      logist job fsck hello --rebuild-manifest
     """
     job = app.job(job_id)
-    report = check(job, finish_interrupted(job), lock_timeout)
+    report = check(job, finish_interrupted(job), lock_timeout, rebuild_manifest)
     views.refresh(job)  # a repair recorded an entry
 
     def text() -> None:

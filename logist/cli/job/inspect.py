@@ -7,7 +7,7 @@ from typing import Optional
 
 import click
 
-from ...errors import CorruptFileError, NotFoundError
+from ...errors import CorruptFileError, UsageError
 from ...secrets.redact import url_shown
 from ...store.calls import recorded_key
 from ...store.history import iter_entries
@@ -15,10 +15,10 @@ from ...store.journal import pending_call
 from ...store.requests import HistoryReader, recorded_body
 from ...store.seek import read_entry
 from ...terminal import inert
-from ...views.summary import budgets, cost_known, one_line, step_row, summarise
+from ...views.summary import actor_of, budgets, cost_known, one_line, step_row, summarise
 from ...views.transcript import transcript_path
 from ..app import Application, echo, pass_app
-from ..common import complete_job_ids, fit, job_argument, json_option, labelled, table_width
+from ..common import complete_job_ids, entry_option, fit, job_argument, json_option, labelled, table_width
 from .step import base_url_option
 
 
@@ -38,9 +38,10 @@ def list_jobs(app: Application, as_json: bool) -> None:
         try:
             manifest = app.jobs.job(job_id, index).manifest()
             rows.append({"job_id": job_id, "status": str(manifest.status), "role": manifest.turn.role,
-                         "calls": manifest.calls, "objective": manifest.objective})
+                         "steps": manifest.calls, "calls": manifest.calls, "objective": manifest.objective})
         except Exception as exc:  # a damaged job must not hide the others
-            rows.append({"job_id": job_id, "status": "UNREADABLE", "role": None, "calls": None, "objective": str(exc)})
+            rows.append({"job_id": job_id, "status": "UNREADABLE", "role": None, "steps": None, "calls": None,
+                         "objective": str(exc)})
     if as_json:
         app.print_json({"current_job_id": index.current_job_id, "queue": index.queue, "jobs": rows})
         return
@@ -84,7 +85,8 @@ def _status_data(job, m) -> dict:
         "job_id": m.job_id,
         "status": str(m.status),
         "role": m.turn.role,
-        "calls": m.calls,
+        "steps": m.calls,
+        "calls": m.calls,  # the old name of "steps", kept for a release
         "max_steps": m.settings.max_steps,
         "last_sequence": m.last_sequence,
         "workspace": str(job.workspace),
@@ -101,15 +103,23 @@ def _status_data(job, m) -> dict:
     return data
 
 
+def _steps_line(m) -> str:
+    """The steps the job has taken as it stands (``calls``), of ``max_steps``."""
+    return (f"Steps:   {m.calls} of {m.settings.max_steps} used (answers in the history as it stands, replayed and "
+            f"posted ones too; --max-steps limits them)")
+
+
 def _calls_line(m) -> str:
-    """Calls, tokens, cost and time so far, from the manifest's totals."""
+    """Calls made to a model, tokens, cost and time so far, from the
+    manifest's totals: every call made, rewound ones too (they were paid
+    for); a replayed or posted answer is no call."""
     t = m.totals
     if not cost_known(t):
         cost = "cost unknown (no price for the model in config.json)"
     else:
         cost = f"${t.cost_usd:.4f}" + (f" (+{t.unpriced_calls} calls with no price)" if t.unpriced_calls else "")
     apart = [f"{n} {what} answer{'s' if n != 1 else ''}" for n, what in ((t.replayed, "replayed"), (t.posted, "posted")) if n]
-    calls = f"{t.llm_calls}" + (f" ({t.unknown_calls} of unknown outcome)" if t.unknown_calls else "")
+    calls = f"{t.llm_calls} made to a model" + (f" ({t.unknown_calls} of unknown outcome)" if t.unknown_calls else "")
     calls += f" (and {', '.join(apart)}: no call made)" if apart else ""
     return f"Calls:   {calls}, {t.tokens} tokens ({t.prompt_tokens} in, {t.completion_tokens} out), {cost}, {t.wall_ms / 1000:.1f} s"
 
@@ -118,7 +128,7 @@ def _budget_line(budgets, *, with_steps: bool) -> Optional[str]:
     """The budgets that have a limit, with how much of each is used."""
     used = []
     for budget in budgets:
-        if budget.limit is None or (budget.name == "calls" and not with_steps):
+        if budget.limit is None or (budget.name == "steps" and not with_steps):
             continue
         if budget.name == "cost_usd":
             amount = f"${budget.used:.4f} of ${budget.limit:.4f}"
@@ -148,7 +158,8 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
     echo(f"Job:     {data['job_id']}")
     echo(f"Status:  {data['status']}")
     echo(f"Role:    {data['role']}")
-    echo(f"Step:    {data['last_sequence']} ({data['calls']} of {data['max_steps']} calls used)")
+    echo(f"Entry:   {data['last_sequence']} (the history's last)")
+    echo(_steps_line(m))
     echo(_calls_line(m))
     budget_line = _budget_line(budgets(m), with_steps=False)
     if budget_line:
@@ -191,7 +202,8 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
     if as_json:
         app.print_json(m.dump())
         return
-    echo(f"Job {m.job_id}: {m.status}  (role {m.turn.role}; step {m.last_sequence}, {m.calls} of {m.settings.max_steps} calls used)")
+    echo(f"Job {m.job_id}: {m.status}  (role {m.turn.role}; entry {m.last_sequence}; {m.calls} of "
+         f"{m.settings.max_steps} steps used)")
     echo(labelled("Objective: ", m.objective))
     if m.details:
         echo(labelled("Details: ", m.details))
@@ -271,12 +283,14 @@ SUMMARY_ROOM = 30
 
 
 def _table(rows, who: str, width: Optional[int]) -> list[str]:
-    """The summary's rows as a table; ``who`` names the third column: "who"
-    (who acted) or "role" (whose turn it was). Those two columns and the
-    action are as wide as their longest value, at least 10; the summary
-    takes what is left of ``width`` (None: all of it). When that would be
-    less than :data:`SUMMARY_ROOM`, the time column is left out."""
-    names = [row.actor if who == "who" else (row.role or "-") for row in rows]
+    """The summary's rows as a table; ``who`` names the third column, who
+    acted (:func:`logist.views.summary.actor_of`: the role of a call,
+    ``person``, ``Logist``): "who" in the status's table, "role" in the
+    history's. That column and the action are as wide as their longest
+    value, at least 10; the summary takes what is left of ``width`` (None:
+    all of it). When that would be less than :data:`SUMMARY_ROOM`, the time
+    column is left out."""
+    names = [row.actor for row in rows]
     wn = max([10] + [len(name) for name in names])
     wa = max([10] + [len(row.action) for row in rows])
     head = f"{'seq':>4}  {'time (UTC)':<20}  {who:<{wn}} {'action':<{wa}} {'state after':<21} {'tokens':>6} {'cost':>8}  {'commit':<8}  "
@@ -300,11 +314,10 @@ def _table(rows, who: str, width: Optional[int]) -> list[str]:
 
 @click.command()
 @job_argument
-@click.option("--entry", "number", type=int, metavar="N",
-              help="Show step N in full: for a call, every message of its request exactly as it was sent.")
+@entry_option("Show history entry N in full: for a call, every message of its request exactly as it was sent.")
 @json_option
 @pass_app
-def history(app: Application, job_id: Optional[str], number: Optional[int], as_json: bool) -> None:
+def history(app: Application, job_id: Optional[str], entry: Optional[int], as_json: bool) -> None:
     """List a job's recorded interactions as a table, or show one in full.
 
     With --entry N --json: the entry as recorded, plus "request_body", the
@@ -317,8 +330,8 @@ def history(app: Application, job_id: Optional[str], number: Optional[int], as_j
       logist job history hello --entry 3 --json
     """
     job = app.job(job_id)
-    if number is not None:
-        _show_entry(app, job, number, as_json)
+    if entry is not None:
+        _show_entry(app, job, entry, as_json)
         return
     try:
         rows = [e.dump() for e in iter_entries(job.dir)] if as_json else [step_row(e) for e in iter_entries(job.dir)]
@@ -334,7 +347,7 @@ def history(app: Application, job_id: Optional[str], number: Optional[int], as_j
 def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
     last = job.manifest().last_sequence
     if not 1 <= number <= last:
-        raise NotFoundError(f"job '{job.id}' has no step {number} (its history has steps 1 to {last})")
+        raise UsageError(f"job '{job.id}' has no history entry {number} (it has 1 to {last})")
     entry = read_entry(job.dir, number)
     data = entry.dump()
     body = None
@@ -345,8 +358,8 @@ def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
     if as_json:
         app.print_json(data | ({"request_body": body} if body is not None else {}))
         return
-    echo(f"Step {entry.sequence}: {entry.kind}, {entry.state_before} -> {entry.state_after}"
-               + (f", {entry.role}" if entry.role else "") + f", {entry.timestamp}")
+    echo(f"Entry {entry.sequence}: {entry.kind}, {entry.state_before} -> {entry.state_after}, {actor_of(entry)}, "
+         f"{entry.timestamp}")
     if body is not None:
         for key, value in body.items():
             if key != "messages":

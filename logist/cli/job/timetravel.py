@@ -9,25 +9,26 @@ import click
 
 from ...engine.export import export_branch, export_patch, job_diff
 from ..app import Application, pass_app
-from ..common import job_argument, json_option, wait_option
+from ..common import entry_option, job_argument, json_option, wait_option
 
 
 @click.command()
 @job_argument
-@click.option("--to", "to", type=click.IntRange(min=1), metavar="SEQ", help="The history entry to return to (default: the step before the last).")
+@entry_option("Return to the end of history entry N, as 'job history' numbers them (default: the entry before "
+              "the last).", "--to")
 @wait_option
 @json_option
 @pass_app
-def restep(app: Application, job_id: Optional[str], to: Optional[int], lock_timeout: float, as_json: bool) -> None:
-    """Rewind workspace and state to an earlier step.
+def restep(app: Application, job_id: Optional[str], entry: Optional[int], lock_timeout: float, as_json: bool) -> None:
+    """Rewind workspace and state to an earlier history entry.
 
     \b
     Example:
-      logist job restep hello            # undo the last step
-      logist job restep hello --to 3     # back to the end of history entry 3
+      logist job restep hello              # undo the last entry
+      logist job restep hello --entry 3    # back to the end of history entry 3
     """
     job = app.open(lock_timeout=lock_timeout).job(job_id)
-    manifest = job.restep(to)
+    manifest = job.restep(entry)
     app.job_changed(as_json, job.id, manifest, f"Job '{job.id}' rewound: {manifest.status}, {manifest.turn.role}'s turn, "
                     f"workspace at {(manifest.workspace_commit or '')[:12]}.")
 
@@ -51,20 +52,21 @@ def rerun(app: Application, job_id: Optional[str], lock_timeout: float, as_json:
 
 @click.command()
 @job_argument
-@click.option("--step", "sequence", type=click.IntRange(min=1), metavar="SEQ", help="Only the change of this history entry.")
+@entry_option("Only the change of history entry N, as 'job history' numbers them.", "--step")
 @click.option("--stat", is_flag=True, help="Only the list of files changed.")
 @json_option
 @pass_app
-def diff(app: Application, job_id: Optional[str], sequence: Optional[int], stat: bool, as_json: bool) -> None:
-    """Show what one step, or the whole job, changed.
+def diff(app: Application, job_id: Optional[str], entry: Optional[int], stat: bool, as_json: bool) -> None:
+    """Show what one history entry, or the whole job, changed.
 
     \b
     Example:
-      logist job diff hello --step 2
+      logist job diff hello --entry 2
     """
     job = app.job(job_id)
-    patch = job_diff(job, sequence, stat=stat)
-    app.display(as_json, {"job_id": job.id, "step": sequence, "diff": patch}, lambda: app.echo(patch, nl=False))
+    patch = job_diff(job, entry, stat=stat)
+    app.display(as_json, {"job_id": job.id, "entry": entry, "step": entry, "diff": patch},
+                lambda: app.echo(patch, nl=False))
 
 
 @click.command()
