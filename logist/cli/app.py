@@ -18,6 +18,7 @@ import click
 
 from ..api import Jobs
 from ..engine.budget import raise_hint, stopped_by_budget
+from ..engine.commands import held_because
 from ..engine.workflow import NEEDS_PERSON, describe_job_hint
 from ..model.client import Endpoints
 from ..secrets.redact import redact_data, url_shown
@@ -176,22 +177,13 @@ class Application:
         if not results:
             return
         last = results[-1]
-        if last.action == "LIMIT":
+        if last.action == "LIMIT" or self.needs_person(last.status):
             if not as_json:
-                hint = raise_hint(last.job_id, self.jobs.job(last.job_id).manifest())
-                self.info(f"Job '{last.job_id}' stopped at a budget: {hint or last.error}")
-            self.exit(EXIT_BUDGET)
-        elif self.needs_person(last.status):
-            if not as_json:
-                if str(last.status) == "INTERVENTION_REQUIRED":
-                    reason = last.error or "see logist job status"
-                    if last.action == "ERROR" and last.error:
-                        reason += f" (endpoint {url_shown(resolve_base_url(base_url, self.jobs.config()))})"
-                    self.info(f"Job '{last.job_id}' needs intervention: {reason}")
-                else:
-                    manifest = self.jobs.job(last.job_id).manifest()
-                    self.info(f"Job '{last.job_id}' is {last.status}: {self._hint(manifest)}.")
-            self.exit(EXIT_NEEDS_PERSON)
+                endpoint = None
+                if last.action == "ERROR" and last.error:
+                    endpoint = url_shown(resolve_base_url(base_url, self.jobs.config()))
+                self.info(self.waiting_line(self.jobs.job(last.job_id), endpoint))
+            self.exit(EXIT_BUDGET if last.action == "LIMIT" else EXIT_NEEDS_PERSON)
         elif last.interrupted:
             if not as_json:
                 self.info(f"Job '{last.job_id}': the endpoint failed ({last.error}; endpoint "
@@ -203,8 +195,28 @@ class Application:
             self.info(f"Job '{last.job_id}' is {last.status}.")
 
     @staticmethod
-    def _hint(manifest) -> str:
-        return describe_job_hint(manifest)
+    def waiting_line(job: "Job", endpoint: Optional[str] = None) -> str:
+        """The line that says why a job waits for a person and what to do:
+        a spent budget (which, its figures, how to raise it); else its real
+        cause (INTERVENTION_REQUIRED's recorded reason: STUCK, invalid
+        answers, a failed call, ``endpoint`` the one it failed at), the rule
+        that held its command, and the hints of its state, which suggest
+        raising a budget only when a budget stopped it."""
+        manifest = job.manifest()
+        budget = stopped_by_budget(job.dir, manifest)
+        if budget:
+            return f"Job '{job.id}' stopped at a budget: {raise_hint(job.id, manifest) or manifest.reason}"
+        status = str(manifest.status)
+        parts = []
+        if status == "INTERVENTION_REQUIRED":
+            cause = manifest.reason or "no reason was recorded"
+            parts.append(cause + (f" (endpoint {endpoint})" if endpoint else ""))
+        held = held_because(manifest)
+        if held:
+            parts.append(f"its command is held because {held}")
+        parts.append(describe_job_hint(manifest, budget))
+        what = "needs intervention" if status == "INTERVENTION_REQUIRED" else f"is {status}"
+        return f"Job '{job.id}' {what}: " + "; ".join(parts) + "."
 
     def exit_for_job(self, job: "Job", as_json: bool, *, refused: Optional[Exception] = None,
                      finished_is_done: bool = True) -> None:
@@ -216,12 +228,9 @@ class Application:
         manifest = job.manifest()
         status = str(manifest.status)
         if stopped_by_budget(job.dir, manifest):
-            code = EXIT_BUDGET
-            line = f"Job '{job.id}' stopped at a budget: {raise_hint(job.id, manifest) or manifest.reason}"
+            code, line = EXIT_BUDGET, self.waiting_line(job)
         elif status in NEEDS_PERSON:
-            code = EXIT_NEEDS_PERSON
-            reason = f"{manifest.reason}; " if status == "INTERVENTION_REQUIRED" and manifest.reason else ""
-            line = f"Job '{job.id}' is {status}: {reason}{self._hint(manifest)}."
+            code, line = EXIT_NEEDS_PERSON, self.waiting_line(job)
         elif refused is not None and (status != "SUCCESS" or not finished_is_done):
             raise refused
         else:

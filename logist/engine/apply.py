@@ -31,8 +31,8 @@ from ..store.roles import send_to_names
 from ..terminal import shown
 from ..workspace.repository import UnreadableFiles
 from .outcome import Outcome
-from .budget import count_call
-from .commands import run_or_hold
+from .budget import count_call, stopped_by_budget
+from .commands import held_because, run_or_hold
 from .prepare import Prepared
 from .transition import Call, apply_answer, apply_event, hold_changes, holds_file_changes, refuse_answer
 from .workflow import CALL_FAILED, CALL_INTERRUPTED, COMPACTION, STEPPABLE, UNREADABLE, describe_job_hint
@@ -72,6 +72,9 @@ class StepResult:
     command: Optional[str] = None
     command_output: Optional[str] = None
     command_exit_code: Optional[int] = None
+    #: Why the command the answer asked for is held for a person (the rule of the
+    #: job's command policy that held it: :func:`logist.engine.commands.judge`); None: none is held.
+    held_because: Optional[str] = None
     #: What the workflow table's row the step applied does to the turn (a key of
     #: :data:`~logist.engine.workflow.TURN_EFFECTS`): whether ``job step`` calls again.
     turn: Optional[str] = None
@@ -90,8 +93,9 @@ class StepResult:
 
 def check_steppable(job: Job, manifest: JobManifest) -> None:
     if manifest.status not in STEPPABLE:
+        hint = describe_job_hint(manifest, stopped_by_budget(job.dir, manifest))
         raise NotSteppableError(
-            f"job '{job.id}' is {manifest.status}; it cannot be stepped: {describe_job_hint(manifest)}",
+            f"job '{job.id}' is {manifest.status}; it cannot be stepped: {hint}",
             manifest.status,
         )
 
@@ -367,6 +371,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
         command=command.command if command else None,
         command_output=command.output if command else None,
         command_exit_code=command.exit_code if command else None,
+        held_because=held_because(after),
         turn=rule.turn,
     )
 

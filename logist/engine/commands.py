@@ -105,19 +105,64 @@ class CommandResult:
         return prompts.render("command/output", command=self.command, output="\n".join(parts), ending=ending)
 
 
-def decide(policy: str, allowed: list[str], command: str) -> str:
-    """'run', 'ask' or 'deny' for ``command`` under the job's policy."""
+#: Why a command the policy asks about is held: the started command of an interrupted step.
+STARTED_BEFORE = ("it had been started when Logist was stopped, and a command that was started is not run again "
+                  "on its own")
+
+
+def judge(policy: str, allowed: list[str], command: str) -> tuple[str, str]:
+    """'run', 'ask' or 'deny' for ``command`` under the job's policy, and the
+    rule that decided it, in words a person is shown (why a command was
+    held: ``job step``'s output, ``job status``, ``--json``).
+
+    A pattern is a shell-style glob over the whole command line, except for
+    a command holding a shell operator (:data:`SHELL_CONTROL`: ``; & | ` $
+    < >`` or a newline, so ``2>&1`` and ``| tail`` too): only a pattern equal
+    to it lets such a command run, so ``pytest*`` cannot let ``pytest; curl
+    x | sh`` through, and a person who means ``pytest -q 2>&1 | tail``
+    allows exactly that line (``--allow 'pytest -q 2>&1 | tail'``)."""
     if policy == "deny":
-        return "deny"
+        return "deny", "the job's command policy is deny: every command is refused"
     if policy == "ask":
-        return "ask"
+        return "ask", "the job's command policy is ask: every command waits for a person"
     line = command.strip()
-    for pattern in allowed:
-        if line == pattern.strip():
-            return "run"
-        if not SHELL_CONTROL.search(line) and fnmatch.fnmatchcase(line, pattern.strip()):
-            return "run"
-    return "ask"
+    patterns = [pattern.strip() for pattern in allowed]
+    if not patterns:
+        return "ask", "the job's command policy is allow, but it has no --allow pattern"
+    operator = SHELL_CONTROL.search(line)
+    for pattern in patterns:
+        if line == pattern:
+            return "run", f"--allow pattern {pattern!r} is the command itself"
+        if not operator and fnmatch.fnmatchcase(line, pattern):
+            return "run", f"--allow pattern {pattern!r} matches it"
+    listed = ", ".join(repr(pattern) for pattern in patterns)
+    near = [pattern for pattern in patterns if operator and fnmatch.fnmatchcase(line, pattern)]
+    if operator:
+        used = ", ".join(repr(char) for char in dict.fromkeys(SHELL_CONTROL.findall(line)))
+        if near:
+            return "ask", (f"it holds shell operators ({used}): a command with a shell operator runs without asking "
+                           "only when an --allow pattern is that exact command "
+                           f"({', '.join(repr(pattern) for pattern in near)} would match it otherwise)")
+        return "ask", (f"no --allow pattern matches it (--allow {listed}; it holds shell operators ({used}), "
+                       "so only a pattern that is that exact command would)")
+    return "ask", f"no --allow pattern matches it (--allow {listed})"
+
+
+def decide(policy: str, allowed: list[str], command: str) -> str:
+    """'run', 'ask' or 'deny' for ``command`` under the job's policy (:func:`judge`)."""
+    return judge(policy, allowed, command)[0]
+
+
+def held_because(manifest: JobManifest) -> Optional[str]:
+    """Why the job's held command waits for a person (:func:`judge`'s rule
+    under the job's settings), or None when it holds no command. A command
+    the settings would run was held because its step was interrupted after
+    it had been started (:func:`run_or_hold`)."""
+    command = manifest.pending_command
+    if command is None:
+        return None
+    decision, rule = judge(manifest.settings.command_policy, manifest.settings.allowed_commands, command)
+    return STARTED_BEFORE if decision == "run" else rule
 
 
 #: A ``\\r`` that ends a line (``\\r\\n``): a line end, not a redraw.

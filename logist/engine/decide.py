@@ -189,7 +189,7 @@ def user_action(
             allowed = ", ".join(sorted({str(s) for r in rules for s in r.states}))
             raise TransitionError(
                 f"cannot {action} job '{job.id}': it is {manifest.status} "
-                f"({action} needs {allowed}); {describe_job_hint(manifest)}"
+                f"({action} needs {allowed}); {describe_job_hint(manifest, stopped_by_budget(job.dir, manifest))}"
             )
         _check_waiting_for(job, manifest, rule)
         command, changed = None, None

@@ -7,6 +7,7 @@ from typing import Optional
 
 import click
 
+from ...engine.commands import held_because
 from ...errors import CorruptFileError, NotFoundError
 from ...secrets.redact import url_shown
 from ...store.calls import recorded_key
@@ -92,6 +93,7 @@ def _status_data(job, m) -> dict:
         "reason": m.reason,
         "question": m.question.model_dump() if m.question else None,
         "pending_command": m.pending_command,
+        "held_because": held_because(m),
         "pending_changes": m.pending_changes,
         "last_exit": m.last_exit.model_dump() if m.last_exit else None,
         "totals": {**m.totals.model_dump(), "tokens": m.totals.tokens},
@@ -160,6 +162,7 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
         echo(labelled(f"Question{optional}: ", data["question"]["text"]))
     if data["pending_command"]:
         echo(f"Command: {inert(data['pending_command'], one_line=True)}  (approve-command or skip-command)")
+        echo(f"Held:    because {inert(data['held_because'], one_line=True)}")
     if data["pending_changes"]:
         paths = ", ".join(inert(change["path"], one_line=True) for change in data["pending_changes"])
         echo(f"Changes: {paths}  (held for you: approve-command or skip-command)")
@@ -219,6 +222,7 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
         echo(labelled("Question: ", m.question.text))
     if m.pending_command:
         echo(f"Held command: {inert(m.pending_command, one_line=True)}")
+        echo(f"Held because: {inert(held_because(m), one_line=True)}")
     if m.pending_changes:
         echo("Held file changes: " + ", ".join(inert(change["path"], one_line=True) for change in m.pending_changes))
     policy = m.settings.command_policy
