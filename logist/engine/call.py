@@ -40,6 +40,7 @@ from ..store.seek import read_entry
 from .context import answer_tokens, estimate_tokens, request_size
 
 from .apply import apply_compaction, apply_outcome, record_failure
+from .commands import CommandWatch
 from .outcome import Outcome, request_of
 from .prepare import Prepared, prepare
 
@@ -53,8 +54,9 @@ UNKNOWN_NOTE = ("the process ended while this call was in flight: whether the en
 
 
 
-class CallWatch(Protocol):
-    """Told about a call while it is in flight (the CLI's progress line)."""
+class CallWatch(CommandWatch, Protocol):
+    """Told about a call while it is in flight (the CLI's progress line),
+    and about a command its answer runs (:class:`~logist.engine.commands.CommandWatch`)."""
 
     def started(self, role: str, call: int, of: int, model: str) -> None: ...
 

@@ -39,7 +39,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Protocol, Sequence
 
 from ..workspace import sandbox as processes
 from ..secrets import process as secrecy
@@ -51,6 +51,14 @@ from ..store.manifest import JobManifest
 from ..store.prompts import Prompts, builtin
 
 SHELL_CONTROL = re.compile(r"[;&|`$<>\n]")
+
+
+class CommandWatch(Protocol):
+    """Told while a model's command runs (the CLI's progress line: its elapsed time)."""
+
+    def command(self, command: str) -> None: ...
+
+    def finished(self) -> None: ...
 
 _CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 _OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
@@ -333,14 +341,22 @@ def _changed(raw: str, cleaned: str) -> Optional[str]:
     return None if raw.replace("\r\n", "\n").strip("\n") == cleaned else raw
 
 
-def execute(job: Job, manifest: JobManifest, command: str, protocol: str = "json") -> CommandRecord:
+def execute(job: Job, manifest: JobManifest, command: str, protocol: str = "json",
+            watch: Optional[CommandWatch] = None) -> CommandRecord:
     """Run a command in the job's workspace with the job's limits; its
-    report is worded for ``protocol``, the one the role answers in."""
+    report is worded for ``protocol``, the one the role answers in;
+    ``watch`` is told while it runs."""
     settings = manifest.settings
-    result = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit,
-                         sandbox=settings.command_sandbox, env_names=settings.command_env,
-                         read_only=_logists_folders(job),
-                         recorded=lambda pgid, start: journal.command_started(job.dir, pgid, start))
+    if watch is not None:
+        watch.command(command)
+    try:
+        result = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit,
+                             sandbox=settings.command_sandbox, env_names=settings.command_env,
+                             read_only=_logists_folders(job),
+                             recorded=lambda pgid, start: journal.command_started(job.dir, pgid, start))
+    finally:
+        if watch is not None:
+            watch.finished()
     output = result.report(settings.command_timeout, Prompts(job.jobs_dir.path), protocol)
     # Where it ran (the workspace) is recorded when what it printed or the model is shown names it: a
     # replay recognises the path there. Otherwise it would only repeat the job's own folder.
@@ -369,7 +385,7 @@ def _logists_folders(job: Job) -> list[Path]:
 
 
 def run_or_hold(job: Job, manifest: JobManifest, command: str, interrupted: bool = False,
-                protocol: str = "json") -> CommandRecord:
+                protocol: str = "json", watch: Optional[CommandWatch] = None) -> CommandRecord:
     """Apply the job's command policy: run now, hold for a person, or refuse.
 
     ``interrupted``: the command had already been started when Logist was
@@ -381,7 +397,7 @@ def run_or_hold(job: Job, manifest: JobManifest, command: str, interrupted: bool
         decision = "ask"
     if decision == "run":
         try:
-            return execute(job, manifest, command, protocol)
+            return execute(job, manifest, command, protocol, watch)
         except processes.SandboxUnavailable as exc:  # refused, not run unconfined: the reason is recorded
             return CommandRecord(command=command, decision="deny", output=str(exc))
     return CommandRecord(command=command, decision=decision)

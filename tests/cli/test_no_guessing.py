@@ -8,12 +8,18 @@ what a terminal shows."""
 from __future__ import annotations
 
 import json
+import re
 
 from logist.engine.create import create_job
 from logist.engine.step import post_answer
 from logist.replay.scripted import answer
+from logist.store.seek import read_entry
 
-from conftest import logist_process
+from conftest import logist_process, run_on_a_terminal
+from test_terminal import screen, shows
+
+#: A duration as a command's line gives it.
+SECONDS = re.compile(r"\d+\.\d s\)")
 
 # -- why a command was held ----------------------------------------------------------------------
 
@@ -98,3 +104,63 @@ def test_intervention_names_its_cause_and_suggests_a_budget_only_when_one_stoppe
     assert "raise the budget that stopped it" in refused.stderr, refused.stderr
     refused = logist_process("job", "approve", "stuck")
     assert "resubmit" in refused.stderr and "budget" not in refused.stderr, refused.stderr
+
+
+# -- a line while a model's command runs -------------------------------------------------------------
+
+SLOW = "sleep 1.6 && echo slept"
+
+
+def test_a_line_shows_a_running_commands_seconds_on_a_terminal_and_nothing_in_a_pipe(jobs, llm):
+    create_job(jobs, "slow", "Run it", allowed_commands=[SLOW])
+    llm.add(answer("CMD", command=SLOW))
+    code, output = run_on_a_terminal("job", "step", "slow", "--oneshot", "--base-url", llm.base_url)
+    assert code == 0, output
+    assert f"\r\x1b[K  $ {SLOW}: running, 1 s" in output, output  # redrawn while it ran
+    rows = screen(output)
+    assert not shows(rows, ": running,"), "wiped once it ended"
+    assert any(re.fullmatch(re.escape(f"   $ {SLOW}  (exit 0, ") + r"1\.\d s\)", row) for row in rows), rows
+    assert shows(rows, "   | slept")
+
+    # Not a terminal: no line redrawn, only the command's line with its time, as for a call.
+    create_job(jobs, "piped", "Run it", allowed_commands=[SLOW])
+    llm.add(answer("CMD", command=SLOW))
+    piped = logist_process("job", "step", "piped", "--oneshot", "--base-url", llm.base_url)
+    assert piped.returncode == 0, piped.stderr
+    assert "running," not in piped.stderr and "\r" not in piped.stderr and "\x1b" not in piped.stderr
+    assert re.search(re.escape(f"   $ {SLOW}  (exit 0, ") + r"1\.\d s\)", piped.stderr), piped.stderr
+
+
+# -- approve-command shows the output of the command it ran ------------------------------------------
+
+APPROVED = "echo approved-output && echo to-stderr >&2 && exit 3"
+
+
+def _command_lines(stderr: str) -> list[str]:
+    """The lines of a command that ran (``$ ...`` and ``| ...``), its time masked."""
+    return [SECONDS.sub("S)", line) for line in stderr.splitlines() if line.startswith(("   $ ", "   | "))]
+
+
+def test_approve_command_shows_the_commands_output_as_job_step_does(jobs, llm):
+    job = create_job(jobs, "held", "Run it", command_policy="ask")
+    create_job(jobs, "ran", "Run it", allowed_commands=[APPROVED])
+    llm.add(answer("CMD", command=APPROVED), answer("CMD", command=APPROVED))
+    assert logist_process("job", "step", "held", "--oneshot", "--base-url", llm.base_url).returncode == 3
+    ran = logist_process("job", "step", "ran", "--oneshot", "--base-url", llm.base_url)
+    assert ran.returncode == 0, ran.stderr
+
+    approved = logist_process("job", "approve-command", "held")
+    assert approved.returncode == 0, approved.stderr
+    lines = approved.stderr.splitlines()
+    assert lines[0] == f"Running: {APPROVED}"
+    assert re.fullmatch(re.escape(f"   $ {APPROVED}  (exit 3, ") + SECONDS.pattern, lines[1]), lines
+    assert "   | approved-output" in lines and "   | to-stderr" in lines
+    assert _command_lines(approved.stderr) == _command_lines(ran.stderr), "the same rendering as job step's"
+    assert lines[-1] == "Job 'held' is now RUNNING."
+
+    recorded = read_entry(job.dir, job.manifest().last_sequence).command
+    llm.add(answer("CMD", command=APPROVED))
+    assert logist_process("job", "step", "held", "--oneshot", "--base-url", llm.base_url).returncode == 3
+    data = json.loads(logist_process("job", "approve-command", "held", "--json").stdout)
+    assert data["command"]["command"] == APPROVED and data["command"]["exit_code"] == 3
+    assert data["command"]["output"] == recorded.output, "what the model is shown"

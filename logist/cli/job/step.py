@@ -19,7 +19,7 @@ from ...replay.apply import read_history_file
 from ...store.config import resolve_endpoint
 from ..app import EXIT_BUDGET, EXIT_ERROR, EXIT_NEEDS_PERSON, Application, exit_codes_help, pass_app
 from ..common import base_url_option, job_argument, json_option, wait_option
-from ..progress import call_line, command_lines, progress_for
+from ..progress import call_line, progress_for, step_command_lines
 
 model_option = click.option("--model", help="Use this model for this command's calls.")
 quiet_option = click.option(
@@ -39,7 +39,7 @@ def _reporter(app: Application, quiet: bool, with_job: bool = False):
         app.step_line(result, with_job=with_job)
         if quiet:
             return
-        for line in [call_line(result)] + command_lines(result):
+        for line in [call_line(result)] + step_command_lines(result):
             if line:
                 app.info(line)
 
