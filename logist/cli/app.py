@@ -27,6 +27,8 @@ from ..engine.apply import StepResult
 from ..store.jobsdir import Job, JobsDir
 from ..store.manifest import JobManifest, Status
 from ..terminal import inert, inert_json, shown
+from .interrupt import interrupted_lines
+from .progress import wipe
 
 
 #: Exit codes, the same for every command.
@@ -37,6 +39,9 @@ EXIT_USAGE = 2
 EXIT_NEEDS_PERSON = 3
 #: A job a command ran stopped at a spent budget (``logist job set`` raises it).
 EXIT_BUDGET = 4
+#: Ctrl-C (SIGINT) stopped the command: 128 + SIGINT's number, as a shell
+#: reports a program SIGINT ended (:mod:`logist.cli.interrupt` says why this code).
+EXIT_INTERRUPTED = 130
 
 #: What each exit code means: the one table, from which ``logist --help``,
 #: the help of every command that runs steps and the README's table are made.
@@ -46,6 +51,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_USAGE, "usage: a wrong, missing or ambiguous option or argument"),
     (EXIT_NEEDS_PERSON, "a job it ran needs a person: " + ", ".join(NEEDS_PERSON)),
     (EXIT_BUDGET, "a job it ran stopped at a spent budget: logist job set raises it"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C): stderr says what was kept and the command that goes on"),
 )
 
 #: Commands that run steps, the ones that exit 3 and 4 (``logist demo``
@@ -87,6 +93,9 @@ class Application:
         #: What this command's calls learn of their endpoints, and their clients
         #: (closed when the command ends: :func:`logist.cli.cli`).
         self.endpoints = Endpoints()
+        #: The jobs a command that changes them works on, the command that goes
+        #: on, and whether it is a batch: what Ctrl-C reports (:meth:`at_work`).
+        self.work: Optional[tuple[list[str], str, bool]] = None
 
     # -- the jobs directory -------------------------------------------------------------------
 
@@ -107,6 +116,23 @@ class Application:
         this command's options and its endpoints: what commands call."""
         return Jobs(self.jobs, base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout,
                     endpoints=self.endpoints)
+
+    def at_work(self, job_ids: Iterable[str], again: str, *, batch: bool = False) -> None:
+        """The command works on ``job_ids`` now; ``again`` goes on after a
+        Ctrl-C (:meth:`interrupted`)."""
+        self.work = (list(job_ids), again, batch)
+
+    def interrupted(self) -> bool:
+        """After Ctrl-C: say what was kept of the jobs at work and how to go
+        on (:func:`logist.cli.interrupt.interrupted_lines`); False when the
+        command was at work on none."""
+        if self.work is None:
+            return False
+        job_ids, again, batch = self.work
+        wipe()  # the line of a call or a command in flight, and the terminal's ^C
+        for line in interrupted_lines(self.jobs, job_ids, again, batch=batch):
+            self.info(line)
+        return True
 
     # -- output -------------------------------------------------------------------------------
 

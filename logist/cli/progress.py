@@ -92,6 +92,14 @@ class ProgressLine:
             self._draw()
 
 
+def wipe(stream: Optional[TextIO] = None) -> None:
+    """Erase a progress line Ctrl-C may have left half drawn (on a terminal only)."""
+    stream = stream or sys.stderr
+    if stream.isatty():
+        stream.write("\r\x1b[K")
+        stream.flush()
+
+
 def progress_for(quiet: bool, stream: Optional[TextIO] = None) -> Optional[ProgressLine]:
     """A progress line on stderr when it is a terminal and not ``quiet``."""
     stream = stream or sys.stderr

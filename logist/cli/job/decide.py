@@ -75,6 +75,7 @@ def approve_command(app: Application, job_id: Optional[str], raw: bool, lock_tim
             raise TransitionError(f"job '{job.id}' holds no command (logist job status {job.id} says what it waits for)")
         app.display(as_json, {"job_id": job.id, "pending_command": command}, lambda: app.echo(escaped(command)))
         return
+    app.at_work([job.id], f"logist job run {job.id}")
     if command is not None and not as_json:
         app.info(f"Running: {inert(command, one_line=True)}")
     manifest = job.approve_command(watch=progress_for(as_json))

@@ -19,6 +19,7 @@ from ...terminal import inert
 from ...views.summary import budgets, cost_known, one_line, step_row, summarise
 from ...views.transcript import transcript_path
 from ..app import Application, echo, pass_app
+from ..interrupt import unfinished
 from ..common import complete_job_ids, fit, job_argument, json_option, labelled, table_width
 from .step import base_url_option
 
@@ -171,11 +172,9 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
         # A finished job's last exit is its result (a solo job's: the Worker's [DONE] message).
         label = "Result:  " if data["status"] == "SUCCESS" else f"Last:    {le['role']} {le['action']}: "
         echo(labelled(label, le["summary"]))
-    waiting = data["unrecorded_call"]
-    if waiting:
-        what = ("its answer was saved and is applied" if waiting["answered"]
-                else "it was in flight when the process ended; it is recorded as a call of unknown outcome")
-        echo(f"Pending: step {waiting['step']}'s call is not recorded yet: {what} by the next command on this job")
+    left = unfinished(job.dir)
+    if left:
+        echo(f"Pending: {left}")
 
 
 @click.command()
