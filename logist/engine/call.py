@@ -138,12 +138,12 @@ def make_call(job: Job, manifest: JobManifest, prepared: Prepared, settings: llm
     calling = journal.begin_call(job.dir, sequence, manifest.workspace_commit, prepared.metadata.idempotency_key,
                                  request_of(prepared))
     failpoint("after_calling")
-    if watch is not None:
-        watch.started(prepared.role.name, manifest.calls + 1, manifest.settings.max_steps, prepared.model)
     started = time.monotonic()
     error = None
     kind = None
     try:
+        if watch is not None:  # in the try: a Ctrl-C as it starts still ends it (finally)
+            watch.started(prepared.role.name, manifest.calls + 1, manifest.settings.max_steps, prepared.model)
         reply = llm.chat(settings, body, watch.tokens if watch is not None else None, key_for, formats)
     except LLMCallError as exc:
         if exc.kind == "setup":

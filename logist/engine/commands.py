@@ -347,9 +347,9 @@ def execute(job: Job, manifest: JobManifest, command: str, protocol: str = "json
     report is worded for ``protocol``, the one the role answers in;
     ``watch`` is told while it runs."""
     settings = manifest.settings
-    if watch is not None:
-        watch.command(command)
     try:
+        if watch is not None:  # in the try: a Ctrl-C as it starts still ends it (finally)
+            watch.command(command)
         result = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit,
                              sandbox=settings.command_sandbox, env_names=settings.command_env,
                              read_only=_logists_folders(job),
