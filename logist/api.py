@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Literal, Optional, Sequence, Union
 
 from .engine.call import CallWatch, call_settings
+from .engine.commands import CommandWatch
 from .engine.context import sized_call
 from .engine.create import JobSpec, create_job
 from .engine.decide import user_action
@@ -273,8 +274,9 @@ class Job:
     # -- a person's decisions -----------------------------------------------------------------
 
     def _decide(self, action: str, text: Optional[str] = None, *, skip: bool = False,
-                settings: Optional[dict] = None) -> JobManifest:
-        return user_action(self.stored, action, text, skip=skip, settings=settings, lock_timeout=self.jobs.lock_timeout)
+                settings: Optional[dict] = None, watch: Optional[CommandWatch] = None) -> JobManifest:
+        return user_action(self.stored, action, text, skip=skip, settings=settings, lock_timeout=self.jobs.lock_timeout,
+                           watch=watch)
 
     def approve(self) -> JobManifest:
         """Approve the work: the job becomes SUCCESS."""
@@ -292,9 +294,10 @@ class Job:
         """Skip an optional question instead of answering it."""
         return self._decide("answer", skip=True)
 
-    def approve_command(self) -> JobManifest:
-        """Run the held command (or apply the held file changes); the model sees the outcome."""
-        return self._decide("approve-command")
+    def approve_command(self, *, watch: Optional[CommandWatch] = None) -> JobManifest:
+        """Run the held command (or apply the held file changes); the model
+        sees the outcome. ``watch`` is told while the command runs."""
+        return self._decide("approve-command", watch=watch)
 
     def skip_command(self) -> JobManifest:
         """Skip the held command (or file changes); the model is told so."""

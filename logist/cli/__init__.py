@@ -18,7 +18,7 @@ from .. import __version__
 from ..errors import LogistError, UsageError
 from ..secrets.redact import url_shown
 from ..terminal import shown
-from .app import Application, echo, exit_codes_help
+from .app import EXIT_INTERRUPTED, Application, echo, exit_codes_help
 from .common import JOBS_DIR_HELP, accept_jobs_dir
 from .demo import demo
 from .doctor import doctor, models
@@ -45,6 +45,12 @@ class LogistGroup(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # Ctrl-C in a command that changes jobs: what was kept, and how to go on.
+            app = ctx.find_object(Application)
+            if app is None or not app.interrupted():
+                raise
+            ctx.exit(EXIT_INTERRUPTED)
         except LogistError as exc:
             if os.environ.get("LOGIST_DEBUG") == "1":
                 raise
@@ -155,7 +161,7 @@ def _main(argv: list[str] | None) -> None:
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, click.Abort):
         _error("interrupted")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:  # the one catch-all
         if os.environ.get("LOGIST_DEBUG") == "1":
             raise

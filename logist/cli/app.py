@@ -18,6 +18,7 @@ import click
 
 from ..api import Jobs
 from ..engine.budget import raise_hint, stopped_by_budget
+from ..engine.commands import held_because
 from ..engine.workflow import WAITING_FOR_PERSON, describe_job_hint
 from ..model.client import Endpoints
 from ..secrets.redact import redact_data, url_shown
@@ -26,6 +27,8 @@ from ..engine.apply import StepResult
 from ..store.jobsdir import Job, JobsDir
 from ..store.manifest import JobManifest, Status
 from ..terminal import inert, inert_json, shown
+from .interrupt import interrupted_lines
+from .progress import wipe
 
 
 #: Exit codes, the same for every command.
@@ -36,6 +39,9 @@ EXIT_USAGE = 2
 EXIT_NEEDS_PERSON = 3
 #: A job a command ran stopped at a spent budget (``logist job set`` raises it).
 EXIT_BUDGET = 4
+#: Ctrl-C (SIGINT) stopped the command: 128 + SIGINT's number, as a shell
+#: reports a program SIGINT ended (:mod:`logist.cli.interrupt` says why this code).
+EXIT_INTERRUPTED = 130
 
 #: What each exit code means: the one table, from which ``logist --help``,
 #: the help of every command that runs steps and the README's table are made.
@@ -46,6 +52,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
                  "a job, entry, role or skill that does not exist)"),
     (EXIT_NEEDS_PERSON, "a job it ran, or would have run, waits for a person: " + ", ".join(WAITING_FOR_PERSON)),
     (EXIT_BUDGET, "a job it ran stopped at a spent budget: logist job set raises it"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C): stderr says what was kept and the command that goes on"),
 )
 
 #: Commands that run steps, the ones that exit 3 and 4 (``logist demo``
@@ -87,6 +94,9 @@ class Application:
         #: What this command's calls learn of their endpoints, and their clients
         #: (closed when the command ends: :func:`logist.cli.cli`).
         self.endpoints = Endpoints()
+        #: The jobs a command that changes them works on, the command that goes
+        #: on, and whether it is a batch: what Ctrl-C reports (:meth:`at_work`).
+        self.work: Optional[tuple[list[str], str, bool]] = None
 
     # -- the jobs directory -------------------------------------------------------------------
 
@@ -107,6 +117,23 @@ class Application:
         this command's options and its endpoints: what commands call."""
         return Jobs(self.jobs, base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout,
                     endpoints=self.endpoints)
+
+    def at_work(self, job_ids: Iterable[str], again: str, *, batch: bool = False) -> None:
+        """The command works on ``job_ids`` now; ``again`` goes on after a
+        Ctrl-C (:meth:`interrupted`)."""
+        self.work = (list(job_ids), again, batch)
+
+    def interrupted(self) -> bool:
+        """After Ctrl-C: say what was kept of the jobs at work and how to go
+        on (:func:`logist.cli.interrupt.interrupted_lines`); False when the
+        command was at work on none."""
+        if self.work is None:
+            return False
+        job_ids, again, batch = self.work
+        wipe()  # the line of a call or a command in flight, and the terminal's ^C
+        for line in interrupted_lines(self.jobs, job_ids, again, batch=batch):
+            self.info(line)
+        return True
 
     # -- output -------------------------------------------------------------------------------
 
@@ -177,22 +204,13 @@ class Application:
         if not results:
             return
         last = results[-1]
-        if last.action == "LIMIT":
+        if last.action == "LIMIT" or self.needs_person(last.status):
             if not as_json:
-                hint = raise_hint(last.job_id, self.jobs.job(last.job_id).manifest())
-                self.info(f"Job '{last.job_id}' stopped at a budget: {hint or last.error}")
-            self.exit(EXIT_BUDGET)
-        elif self.needs_person(last.status):
-            if not as_json:
-                if str(last.status) == "INTERVENTION_REQUIRED":
-                    reason = last.error or "see logist job status"
-                    if last.action == "ERROR" and last.error:
-                        reason += f" (endpoint {url_shown(resolve_base_url(base_url, self.jobs.config()))})"
-                    self.info(f"Job '{last.job_id}' needs intervention: {reason}")
-                else:
-                    manifest = self.jobs.job(last.job_id).manifest()
-                    self.info(f"Job '{last.job_id}' is {last.status}: {self._hint(manifest)}.")
-            self.exit(EXIT_NEEDS_PERSON)
+                endpoint = None
+                if last.action == "ERROR" and last.error:
+                    endpoint = url_shown(resolve_base_url(base_url, self.jobs.config()))
+                self.info(self.waiting_line(self.jobs.job(last.job_id), endpoint))
+            self.exit(EXIT_BUDGET if last.action == "LIMIT" else EXIT_NEEDS_PERSON)
         elif last.interrupted:
             if not as_json:
                 self.info(f"Job '{last.job_id}': the endpoint failed ({last.error}; endpoint "
@@ -204,8 +222,28 @@ class Application:
             self.info(f"Job '{last.job_id}' is {last.status}.")
 
     @staticmethod
-    def _hint(manifest) -> str:
-        return describe_job_hint(manifest)
+    def waiting_line(job: "Job", endpoint: Optional[str] = None) -> str:
+        """The line that says why a job waits for a person and what to do:
+        a spent budget (which, its figures, how to raise it); else its real
+        cause (INTERVENTION_REQUIRED's recorded reason: STUCK, invalid
+        answers, a failed call, ``endpoint`` the one it failed at), the rule
+        that held its command, and the hints of its state, which suggest
+        raising a budget only when a budget stopped it."""
+        manifest = job.manifest()
+        budget = stopped_by_budget(job.dir, manifest)
+        if budget:
+            return f"Job '{job.id}' stopped at a budget: {raise_hint(job.id, manifest) or manifest.reason}"
+        status = str(manifest.status)
+        parts = []
+        if status == "INTERVENTION_REQUIRED":
+            cause = manifest.reason or "no reason was recorded"
+            parts.append(cause + (f" (endpoint {endpoint})" if endpoint else ""))
+        held = held_because(manifest)
+        if held:
+            parts.append(f"its command is held because {held}")
+        parts.append(describe_job_hint(manifest, budget))
+        what = "needs intervention" if status == "INTERVENTION_REQUIRED" else f"is {status}"
+        return f"Job '{job.id}' {what}: " + "; ".join(parts) + "."
 
     def exit_for_job(self, job: "Job", as_json: bool, *, refused: Optional[Exception] = None,
                      finished_is_done: bool = True) -> None:
@@ -217,12 +255,9 @@ class Application:
         manifest = job.manifest()
         status = str(manifest.status)
         if stopped_by_budget(job.dir, manifest):
-            code = EXIT_BUDGET
-            line = f"Job '{job.id}' stopped at a budget: {raise_hint(job.id, manifest) or manifest.reason}"
+            code, line = EXIT_BUDGET, self.waiting_line(job)
         elif status in WAITING_FOR_PERSON:
-            code = EXIT_NEEDS_PERSON
-            reason = f"{manifest.reason}; " if status == "INTERVENTION_REQUIRED" and manifest.reason else ""
-            line = f"Job '{job.id}' is {status}: {reason}{self._hint(manifest)}."
+            code, line = EXIT_NEEDS_PERSON, self.waiting_line(job)
         elif refused is not None and (status != "SUCCESS" or not finished_is_done):
             raise refused
         else:

@@ -2,13 +2,17 @@
 line per call, and a command's output.
 
 * :class:`ProgressLine` redraws one line on stderr while a call is in
-  flight (role, step N of max, elapsed seconds, tokens streamed so far) and
-  wipes it when the call ends. It is only made when stderr is a terminal
+  flight (role, step N of max, elapsed seconds, tokens streamed so far), or
+  while a model's command runs (the command, elapsed seconds), and wipes it
+  when the call or the command ends. It is only made when stderr is a terminal
   and ``--quiet`` is not given (:func:`progress_for`), so logs and pipes
   never see it.
 * :func:`call_line` is the line after each call: role, action, tokens in
   and out, cost (or that the price is unknown), duration.
-* :func:`command_lines` is a command's cleaned output, cut to a few lines.
+* :func:`command_lines` is a command's cleaned output, cut to a few lines,
+  under the command, its exit code and how long it ran: the one rendering
+  of a command that ran, for ``job step`` and ``job run`` (:func:`step_command_lines`)
+  and for ``job approve-command``.
 
 Every text here that a model, a command or a configuration supplied is made
 inert (:func:`logist.terminal.inert`) before it is drawn: the progress line
@@ -29,6 +33,8 @@ from ..terminal import inert
 #: Lines of a command's output shown in the terminal (the model sees it all).
 COMMAND_HEAD, COMMAND_TAIL = 5, 10
 COMMAND_WIDTH = 160
+#: Characters of a running command the progress line shows (it must fit one row to be redrawn).
+RUNNING_WIDTH = 60
 
 
 class ProgressLine:
@@ -38,6 +44,7 @@ class ProgressLine:
         self.stream = stream
         self.interval = interval
         self._what = ""
+        self._doing = ""
         self._count = 0
         self._started = 0.0
         self._stop = threading.Event()
@@ -45,7 +52,14 @@ class ProgressLine:
         self._lock = threading.Lock()
 
     def started(self, role: str, call: int, of: int, model: str) -> None:
-        self._what, self._count, self._started = f"{role} ({model}), step {call} of {of}", 0, time.monotonic()
+        self._begin(f"{role} ({model}), step {call} of {of}", "waiting for the model")
+
+    def command(self, command: str) -> None:
+        line = command.strip()
+        self._begin("$ " + (line if len(line) <= RUNNING_WIDTH else line[:RUNNING_WIDTH - 3] + "..."), "running")
+
+    def _begin(self, what: str, doing: str) -> None:
+        self._what, self._doing, self._count, self._started = what, doing, 0, time.monotonic()
         self._stop.clear()
         self._draw()
         self._thread = threading.Thread(target=self._run, name="logist-progress", daemon=True)
@@ -66,7 +80,7 @@ class ProgressLine:
     def text(self) -> str:
         elapsed = time.monotonic() - self._started
         streamed = f", {self._count} tokens so far" if self._count else ""
-        return f"  {self._what}: waiting for the model, {elapsed:.0f} s{streamed}"
+        return f"  {self._what}: {self._doing}, {elapsed:.0f} s{streamed}"
 
     def _draw(self) -> None:
         with self._lock:
@@ -76,6 +90,14 @@ class ProgressLine:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self._draw()
+
+
+def wipe(stream: Optional[TextIO] = None) -> None:
+    """Erase a progress line Ctrl-C may have left half drawn (on a terminal only)."""
+    stream = stream or sys.stderr
+    if stream.isatty():
+        stream.write("\r\x1b[K")
+        stream.flush()
 
 
 def progress_for(quiet: bool, stream: Optional[TextIO] = None) -> Optional[ProgressLine]:
@@ -108,15 +130,24 @@ def call_line(result: "StepResult") -> Optional[str]:
     return f"   {result.role} {result.action}: " + ", ".join(parts)
 
 
-def command_lines(result: "StepResult") -> list[str]:
-    """A command's cleaned output as shown in the terminal: its first and
-    last lines, each cut to :data:`COMMAND_WIDTH` characters."""
-    if result.command_output is None:
+def command_lines(command: str, output: Optional[str], exit_code: Optional[int],
+                  duration_ms: Optional[int] = None) -> list[str]:
+    """A command that ran, as shown in the terminal: ``$ command  (exit 0,
+    1.2 s)``, then its cleaned output (as the model is shown it), its first
+    and last lines, each cut to :data:`COMMAND_WIDTH` characters."""
+    if output is None:
         return []
-    lines = result.command_output.rstrip("\n").splitlines()
+    lines = output.rstrip("\n").splitlines()
     if len(lines) > COMMAND_HEAD + COMMAND_TAIL + 1:
         cut = len(lines) - COMMAND_HEAD - COMMAND_TAIL
         lines = lines[:COMMAND_HEAD] + [f"... {cut} more lines (logist job show, or the transcript) ..."] + lines[-COMMAND_TAIL:]
-    code = result.command_exit_code
-    head = f"   $ {inert(result.command, one_line=True)}" + (f"  (exit {code})" if code is not None else "  (no exit code: stopped)")
+    took = f", {duration_ms / 1000:.1f} s" if duration_ms is not None else ""
+    ended = f"exit {exit_code}" if exit_code is not None else "no exit code: stopped"
+    head = f"   $ {inert(command, one_line=True)}  ({ended}{took})"
     return [head] + [f"   | {line[:COMMAND_WIDTH]}" + ("..." if len(line) > COMMAND_WIDTH else "") for line in lines]
+
+
+def step_command_lines(result: "StepResult") -> list[str]:
+    """:func:`command_lines` for the command a step ran."""
+    return command_lines(result.command or "", result.command_output, result.command_exit_code,
+                         result.command_duration_ms)

@@ -31,8 +31,8 @@ from ..store.roles import send_to_names
 from ..terminal import shown
 from ..workspace.repository import UnreadableFiles
 from .outcome import Outcome
-from .budget import count_call
-from .commands import run_or_hold
+from .budget import count_call, stopped_by_budget
+from .commands import CommandWatch, held_because, run_or_hold
 from .prepare import Prepared
 from .transition import Call, apply_answer, apply_event, hold_changes, holds_file_changes, refuse_answer
 from .workflow import CALL_FAILED, CALL_INTERRUPTED, COMPACTION, STEPPABLE, UNREADABLE, describe_job_hint
@@ -72,6 +72,11 @@ class StepResult:
     command: Optional[str] = None
     command_output: Optional[str] = None
     command_exit_code: Optional[int] = None
+    #: How long the command ran (None: none ran).
+    command_duration_ms: Optional[int] = None
+    #: Why the command the answer asked for is held for a person (the rule of the
+    #: job's command policy that held it: :func:`logist.engine.commands.judge`); None: none is held.
+    held_because: Optional[str] = None
     #: What the workflow table's row the step applied does to the turn (a key of
     #: :data:`~logist.engine.workflow.TURN_EFFECTS`): whether ``job step`` calls again.
     turn: Optional[str] = None
@@ -90,8 +95,9 @@ class StepResult:
 
 def check_steppable(job: Job, manifest: JobManifest) -> None:
     if manifest.status not in STEPPABLE:
+        hint = describe_job_hint(manifest, stopped_by_budget(job.dir, manifest))
         raise NotSteppableError(
-            f"job '{job.id}' is {manifest.status}; it cannot be stepped: {describe_job_hint(manifest)}",
+            f"job '{job.id}' is {manifest.status}; it cannot be stepped: {hint}",
             manifest.status,
         )
 
@@ -154,14 +160,16 @@ def _redacted(answer: Answer) -> Answer:
     return texts(answer)
 
 
-def apply_outcome(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str) -> StepResult:
+def apply_outcome(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str,
+                  watch: Optional[CommandWatch] = None) -> StepResult:
     """Everything after the call; shared by live steps and posted answers.
 
     ``kind``: llm_call (a live call), poststep or replay (an answer that
-    did not come from a call here). Nothing an answer holds raises past
+    did not come from a call here); ``watch`` is told while a command the
+    answer asks for runs. Nothing an answer holds raises past
     here: an exception no check foresaw is recorded by :func:`record_failure`."""
     try:
-        return _apply_answer(job, before, prepared, outcome, kind)
+        return _apply_answer(job, before, prepared, outcome, kind, watch)
     except Exception as exc:
         return record_failure(job, before, prepared, outcome, kind, exc)
 
@@ -228,7 +236,8 @@ def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], 
     )
 
 
-def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str) -> StepResult:
+def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str,
+                  watch: Optional[CommandWatch] = None) -> StepResult:
     """:func:`apply_outcome` up to an exception."""
     config = prepared.config
     after = before.model_copy(deep=True)
@@ -292,7 +301,8 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
         failpoint("after_apply")
         if answer.action == "CMD":
             started = outcome.saved is not None and outcome.saved.command_pgid is not None
-            command = run_or_hold(job, before, answer.command or "", interrupted=started, protocol=prepared.protocol)
+            command = run_or_hold(job, before, answer.command or "", interrupted=started, protocol=prepared.protocol,
+                                  watch=watch)
             if started:
                 outcome.note = "; ".join(n for n in (outcome.note, INTERRUPTED_COMMAND) if n)
         rule = apply_answer(after, before, answer, call, command, prepared.prompts)
@@ -367,6 +377,8 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
         command=command.command if command else None,
         command_output=command.output if command else None,
         command_exit_code=command.exit_code if command else None,
+        command_duration_ms=command.duration_ms if command else None,
+        held_because=held_because(after),
         turn=rule.turn,
     )
 

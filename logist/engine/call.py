@@ -40,6 +40,7 @@ from ..store.seek import read_entry
 from .context import answer_tokens, estimate_tokens, request_size
 
 from .apply import apply_compaction, apply_outcome, record_failure
+from .commands import CommandWatch
 from .outcome import Outcome, request_of
 from .prepare import Prepared, prepare
 
@@ -53,8 +54,9 @@ UNKNOWN_NOTE = ("the process ended while this call was in flight: whether the en
 
 
 
-class CallWatch(Protocol):
-    """Told about a call while it is in flight (the CLI's progress line)."""
+class CallWatch(CommandWatch, Protocol):
+    """Told about a call while it is in flight (the CLI's progress line),
+    and about a command its answer runs (:class:`~logist.engine.commands.CommandWatch`)."""
 
     def started(self, role: str, call: int, of: int, model: str) -> None: ...
 
@@ -136,12 +138,12 @@ def make_call(job: Job, manifest: JobManifest, prepared: Prepared, settings: llm
     calling = journal.begin_call(job.dir, sequence, manifest.workspace_commit, prepared.metadata.idempotency_key,
                                  request_of(prepared))
     failpoint("after_calling")
-    if watch is not None:
-        watch.started(prepared.role.name, manifest.calls + 1, manifest.settings.max_steps, prepared.model)
     started = time.monotonic()
     error = None
     kind = None
     try:
+        if watch is not None:  # in the try: a Ctrl-C as it starts still ends it (finally)
+            watch.started(prepared.role.name, manifest.calls + 1, manifest.settings.max_steps, prepared.model)
         reply = llm.chat(settings, body, watch.tokens if watch is not None else None, key_for, formats)
     except LLMCallError as exc:
         if exc.kind == "setup":

@@ -39,7 +39,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Protocol, Sequence
 
 from ..workspace import sandbox as processes
 from ..secrets import process as secrecy
@@ -51,6 +51,14 @@ from ..store.manifest import JobManifest
 from ..store.prompts import Prompts, builtin
 
 SHELL_CONTROL = re.compile(r"[;&|`$<>\n]")
+
+
+class CommandWatch(Protocol):
+    """Told while a model's command runs (the CLI's progress line: its elapsed time)."""
+
+    def command(self, command: str) -> None: ...
+
+    def finished(self) -> None: ...
 
 _CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 _OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
@@ -105,19 +113,64 @@ class CommandResult:
         return prompts.render("command/output", command=self.command, output="\n".join(parts), ending=ending)
 
 
-def decide(policy: str, allowed: list[str], command: str) -> str:
-    """'run', 'ask' or 'deny' for ``command`` under the job's policy."""
+#: Why a command the policy asks about is held: the started command of an interrupted step.
+STARTED_BEFORE = ("it had been started when Logist was stopped, and a command that was started is not run again "
+                  "on its own")
+
+
+def judge(policy: str, allowed: list[str], command: str) -> tuple[str, str]:
+    """'run', 'ask' or 'deny' for ``command`` under the job's policy, and the
+    rule that decided it, in words a person is shown (why a command was
+    held: ``job step``'s output, ``job status``, ``--json``).
+
+    A pattern is a shell-style glob over the whole command line, except for
+    a command holding a shell operator (:data:`SHELL_CONTROL`: ``; & | ` $
+    < >`` or a newline, so ``2>&1`` and ``| tail`` too): only a pattern equal
+    to it lets such a command run, so ``pytest*`` cannot let ``pytest; curl
+    x | sh`` through, and a person who means ``pytest -q 2>&1 | tail``
+    allows exactly that line (``--allow 'pytest -q 2>&1 | tail'``)."""
     if policy == "deny":
-        return "deny"
+        return "deny", "the job's command policy is deny: every command is refused"
     if policy == "ask":
-        return "ask"
+        return "ask", "the job's command policy is ask: every command waits for a person"
     line = command.strip()
-    for pattern in allowed:
-        if line == pattern.strip():
-            return "run"
-        if not SHELL_CONTROL.search(line) and fnmatch.fnmatchcase(line, pattern.strip()):
-            return "run"
-    return "ask"
+    patterns = [pattern.strip() for pattern in allowed]
+    if not patterns:
+        return "ask", "the job's command policy is allow, but it has no --allow pattern"
+    operator = SHELL_CONTROL.search(line)
+    for pattern in patterns:
+        if line == pattern:
+            return "run", f"--allow pattern {pattern!r} is the command itself"
+        if not operator and fnmatch.fnmatchcase(line, pattern):
+            return "run", f"--allow pattern {pattern!r} matches it"
+    listed = ", ".join(repr(pattern) for pattern in patterns)
+    near = [pattern for pattern in patterns if operator and fnmatch.fnmatchcase(line, pattern)]
+    if operator:
+        used = ", ".join(repr(char) for char in dict.fromkeys(SHELL_CONTROL.findall(line)))
+        if near:
+            return "ask", (f"it holds shell operators ({used}): a command with a shell operator runs without asking "
+                           "only when an --allow pattern is that exact command "
+                           f"({', '.join(repr(pattern) for pattern in near)} would match it otherwise)")
+        return "ask", (f"no --allow pattern matches it (--allow {listed}; it holds shell operators ({used}), "
+                       "so only a pattern that is that exact command would)")
+    return "ask", f"no --allow pattern matches it (--allow {listed})"
+
+
+def decide(policy: str, allowed: list[str], command: str) -> str:
+    """'run', 'ask' or 'deny' for ``command`` under the job's policy (:func:`judge`)."""
+    return judge(policy, allowed, command)[0]
+
+
+def held_because(manifest: JobManifest) -> Optional[str]:
+    """Why the job's held command waits for a person (:func:`judge`'s rule
+    under the job's settings), or None when it holds no command. A command
+    the settings would run was held because its step was interrupted after
+    it had been started (:func:`run_or_hold`)."""
+    command = manifest.pending_command
+    if command is None:
+        return None
+    decision, rule = judge(manifest.settings.command_policy, manifest.settings.allowed_commands, command)
+    return STARTED_BEFORE if decision == "run" else rule
 
 
 #: A ``\\r`` that ends a line (``\\r\\n``): a line end, not a redraw.
@@ -288,14 +341,22 @@ def _changed(raw: str, cleaned: str) -> Optional[str]:
     return None if raw.replace("\r\n", "\n").strip("\n") == cleaned else raw
 
 
-def execute(job: Job, manifest: JobManifest, command: str, protocol: str = "json") -> CommandRecord:
+def execute(job: Job, manifest: JobManifest, command: str, protocol: str = "json",
+            watch: Optional[CommandWatch] = None) -> CommandRecord:
     """Run a command in the job's workspace with the job's limits; its
-    report is worded for ``protocol``, the one the role answers in."""
+    report is worded for ``protocol``, the one the role answers in;
+    ``watch`` is told while it runs."""
     settings = manifest.settings
-    result = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit,
-                         sandbox=settings.command_sandbox, env_names=settings.command_env,
-                         read_only=_logists_folders(job),
-                         recorded=lambda pgid, start: journal.command_started(job.dir, pgid, start))
+    try:
+        if watch is not None:  # in the try: a Ctrl-C as it starts still ends it (finally)
+            watch.command(command)
+        result = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit,
+                             sandbox=settings.command_sandbox, env_names=settings.command_env,
+                             read_only=_logists_folders(job),
+                             recorded=lambda pgid, start: journal.command_started(job.dir, pgid, start))
+    finally:
+        if watch is not None:
+            watch.finished()
     output = result.report(settings.command_timeout, Prompts(job.jobs_dir.path), protocol)
     # Where it ran (the workspace) is recorded when what it printed or the model is shown names it: a
     # replay recognises the path there. Otherwise it would only repeat the job's own folder.
@@ -324,7 +385,7 @@ def _logists_folders(job: Job) -> list[Path]:
 
 
 def run_or_hold(job: Job, manifest: JobManifest, command: str, interrupted: bool = False,
-                protocol: str = "json") -> CommandRecord:
+                protocol: str = "json", watch: Optional[CommandWatch] = None) -> CommandRecord:
     """Apply the job's command policy: run now, hold for a person, or refuse.
 
     ``interrupted``: the command had already been started when Logist was
@@ -336,7 +397,7 @@ def run_or_hold(job: Job, manifest: JobManifest, command: str, interrupted: bool
         decision = "ask"
     if decision == "run":
         try:
-            return execute(job, manifest, command, protocol)
+            return execute(job, manifest, command, protocol, watch)
         except processes.SandboxUnavailable as exc:  # refused, not run unconfined: the reason is recorded
             return CommandRecord(command=command, decision="deny", output=str(exc))
     return CommandRecord(command=command, decision=decision)

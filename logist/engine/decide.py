@@ -28,7 +28,7 @@ from ..store.manifest import PLANNER, WORKER
 from ..store.prompts import Prompts, builtin
 from ..store.roles import load_roles
 from ..terminal import shown
-from .commands import execute
+from .commands import CommandWatch, execute
 from .budget import SETTABLE, raise_hint, stopped_by_budget
 from .session import open_locked
 from .workflow import BUDGET_RAISED, PERSON, Rule, answer_protocol, describe_job_hint, find_rule, move, person_rules
@@ -160,6 +160,7 @@ def _settings_change(before: JobManifest, after: JobManifest) -> str:
 def user_action(
     job: Job, action: str, text: Optional[str] = None, *, skip: bool = False,
     settings: Optional[dict[str, Any]] = None, lock_timeout: float = 0, at: Optional[int] = None,
+    watch: Optional[CommandWatch] = None,
 ) -> JobManifest:
     """Apply a person's ``action`` to the job; returns the new manifest.
 
@@ -169,7 +170,8 @@ def user_action(
 
     ``settings``: new budgets (``max_steps``, ``max_cost_usd``,
     ``max_tokens``, ``max_wall_seconds``; None leaves one as it is), for
-    ``set`` and ``resubmit``."""
+    ``set`` and ``resubmit``. ``watch``: told while the command
+    ``approve-command`` runs."""
     event = "skip" if action == "answer" and skip else action
     rules = person_rules(event)
     if not rules or event in ("create", BUDGET_RAISED):
@@ -189,7 +191,7 @@ def user_action(
             allowed = ", ".join(sorted({str(s) for r in rules for s in r.states}))
             raise TransitionError(
                 f"cannot {action} job '{job.id}': it is {manifest.status} "
-                f"({action} needs {allowed}); {describe_job_hint(manifest)}"
+                f"({action} needs {allowed}); {describe_job_hint(manifest, stopped_by_budget(job.dir, manifest))}"
             )
         _check_waiting_for(job, manifest, rule)
         command, changed = None, None
@@ -200,7 +202,7 @@ def user_action(
             sequence = manifest.last_sequence + 1
             journal.begin_applying(job.dir, sequence, manifest.workspace_commit, None)
             role = load_roles(job.jobs_dir.path)[manifest.turn.role]
-            command = execute(job, manifest, manifest.pending_command or "", answer_protocol(role, manifest))
+            command = execute(job, manifest, manifest.pending_command or "", answer_protocol(role, manifest), watch)
             commit = job.repo.commit_all(
                 shown(f"logist: {job.id} entry {sequence} command approved by a person: {command.command}"[:200], one_line=True)
             ) or commit

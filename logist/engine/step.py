@@ -46,7 +46,7 @@ def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
 def _locked_step(
     job: Job, lock_timeout: float, produce: Callable[..., Outcome], model: Optional[str], mode: str,
     kind: str = "llm_call", base_url: Optional[str] = None, request_timeout: Optional[float] = None,
-    endpoints: Optional[Endpoints] = None,
+    endpoints: Optional[Endpoints] = None, watch: Optional[CallWatch] = None,
 ) -> StepResult:
     """``mode``: "live" makes the call :func:`prepare` decides (a summary
     call when compaction is due, else the role's call); "answer" always
@@ -70,7 +70,7 @@ def _locked_step(
         outcome.started = started
         if prepared.is_compaction:
             return apply_compaction(job, manifest, prepared, outcome, replayed=mode == "summary")
-        return apply_outcome(job, manifest, prepared, outcome, kind)
+        return apply_outcome(job, manifest, prepared, outcome, kind, watch)
 
 
 def step_once(
@@ -84,12 +84,12 @@ def step_once(
     Raises :class:`~logist.errors.ConfigError`, the job unchanged, when no
     endpoint is configured. ``request_timeout`` overrides config.json's;
     ``watch`` is told when the call starts, as its answer streams in, and
-    when it ends. ``endpoints``: what the caller's calls learned of their
+    when it ends, and while a command its answer asks for runs. ``endpoints``: what the caller's calls learned of their
     endpoints, and their clients (:class:`logist.model.client.Endpoints`; None: this
     call starts afresh)."""
     return _locked_step(
         job, lock_timeout, lambda manifest, prepared, settings: make_call(job, manifest, prepared, settings, watch),
-        model, "live", base_url=base_url, request_timeout=request_timeout, endpoints=endpoints,
+        model, "live", base_url=base_url, request_timeout=request_timeout, endpoints=endpoints, watch=watch,
     )
 
 

@@ -300,17 +300,21 @@ def waiting_for(manifest: JobManifest) -> Optional[str]:
     return "command" if manifest.pending_command is not None or manifest.pending_changes is not None else None
 
 
-def describe_job_hint(manifest: JobManifest) -> str:
+def describe_job_hint(manifest: JobManifest, budget_stopped: bool = False) -> str:
     """What a person can do next with this job: its state's hints, less
-    those for what it does not wait for, naming what is held."""
+    those for what it does not wait for, naming what is held. Raising a
+    budget is hinted only when a spent budget stopped the job
+    (``budget_stopped``: :func:`logist.engine.budget.stopped_by_budget`
+    says so from its history), never for a job STUCK, refused or failed."""
     waits = waiting_for(manifest)
-    if waits is None:
+    if waits is None and manifest.status != S.INTERVENTION_REQUIRED:
         return describe_state_hint(manifest.status)
+    wanted = {None, waits} | ({"budget"} if budget_stopped else set())
     held = "command" if manifest.pending_command is not None else "file changes"
     hints: list[str] = []
     for rule in TABLE:
-        if manifest.status in rule.states and rule.hint and rule.waits_for in (None, waits):
+        if manifest.status in rule.states and rule.hint and rule.waits_for in wanted:
             hint = rule.hint.replace("its held command or file changes", f"its held {held}")
             if hint not in hints:
                 hints.append(hint)
-    return " or ".join(hints)
+    return " or ".join(hints) or RESTING_HINTS.get(manifest.status, STEP)

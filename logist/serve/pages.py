@@ -24,6 +24,7 @@ import sys
 from typing import Iterator, Optional
 from urllib.parse import quote
 
+from ..engine.budget import stopped_by_budget
 from ..engine.workflow import NEEDS_PERSON, PERSON, describe_job_hint, find_rule, waiting_for
 from ..store.jobsdir import Job, JobsDir
 from ..store.manifest import JobManifest
@@ -78,7 +79,9 @@ def jobs_table(jobs: JobsDir) -> str:
 
     def waits_for(row: IndexRow) -> str:
         m = row.manifest
-        return describe_job_hint(m) if m is not None and str(m.status) in NEEDS_PERSON else ""
+        if m is None or str(m.status) not in NEEDS_PERSON:
+            return ""
+        return describe_job_hint(m, stopped_by_budget(jobs.job(row.job_id).dir, m))
 
     return index_body(jobs, rows, link, jobs.read_index().current_job_id, ("waits for", waits_for))
 

@@ -80,7 +80,8 @@ class JobDefaults(BaseModel):
         "allowed_commands match and holds the rest."))
     allowed_commands: list[str] = Field(default=[], description=(
         "Shell-style patterns over the whole command line (such as 'python -m pytest*') that run without asking "
-        "under the allow policy."))
+        "under the allow policy; a command with a shell operator (; & | ` $ < > or a newline, so 2>&1 too) runs "
+        "only when a pattern is exactly that command."))
     command_timeout: float = Field(default=120.0, gt=0, description=(
         "Seconds a command may run before it is killed."))
     command_output_limit: int = Field(default=20_000, ge=200, description=(

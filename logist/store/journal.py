@@ -97,18 +97,24 @@ def call_not_made(job_dir: Path) -> None:
     journal_path(job_dir).unlink(missing_ok=True)
 
 
-def pending_call(job_dir: Path) -> Optional[StepJournal]:
-    """A call the journal holds that the history does not record yet (the
-    next command that changes the job records it), else None. For commands
-    that only look."""
+def unrecorded_step(job_dir: Path) -> Optional[StepJournal]:
+    """The step journal when the history does not record its step yet (a
+    step stopped at any phase: the next command that changes the job repairs
+    or records it), else None. For commands that only look."""
     try:
         journal = StepJournal.model_validate(json.loads(journal_path(job_dir).read_text(encoding="utf-8")))
     except (OSError, ValueError, ValidationError, RecursionError):
         return None
-    if journal.request is None:
-        return None
     last = seek.last_entry(job_dir)
     return None if last is not None and last.sequence >= journal.sequence else journal
+
+
+def pending_call(job_dir: Path) -> Optional[StepJournal]:
+    """A call the journal holds that the history does not record yet (the
+    next command that changes the job records it), else None. For commands
+    that only look."""
+    journal = unrecorded_step(job_dir)
+    return journal if journal is not None and journal.request is not None else None
 
 
 def pending_applying(job_dir: Path, sequence: int) -> Optional[StepJournal]:

@@ -14,7 +14,8 @@ from logist import Status
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.step import post_answer
-from logist.cli.app import EXIT_BUDGET, EXIT_CODES, EXIT_ERROR, EXIT_NEEDS_PERSON, EXIT_OK, EXIT_USAGE
+from logist.cli.app import (EXIT_BUDGET, EXIT_CODES, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NEEDS_PERSON, EXIT_OK,
+                            EXIT_USAGE)
 from logist.replay.scripted import answer
 
 from conftest import logist_cli
@@ -41,7 +42,8 @@ COMMANDS = {
 
 
 def test_the_table_has_one_row_per_code():
-    assert [code for code, _ in EXIT_CODES] == [EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NEEDS_PERSON, EXIT_BUDGET] == [0, 1, 2, 3, 4]
+    assert [code for code, _ in EXIT_CODES] == [EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NEEDS_PERSON, EXIT_BUDGET,
+                                               EXIT_INTERRUPTED] == [0, 1, 2, 3, 4, 130]
 
 
 def test_the_states_that_exit_3_are_the_workflow_tables():

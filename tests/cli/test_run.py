@@ -8,6 +8,7 @@ click's CliRunner on the command group, against a real ScriptedLLMServer."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -288,7 +289,7 @@ def test_a_commands_output_is_shown_cut_to_a_few_lines(jobs, llm):
     llm.add(answer("CMD", command=f'python -c "{script}"'))
     result = ok(logist_cli("job", "step", "hello", "--oneshot", "--base-url", llm.base_url))
     err = result.stderr
-    assert f'   $ python -c "{script}"  (exit 0)' in err
+    assert re.search(re.escape(f'   $ python -c "{script}"  (exit 0, ') + r"\d+\.\d s\)\n", err), err
     assert "   | line 0\n" in err and "   | line 39\n" in err and "   | line 20\n" not in err
     assert "more lines (logist job show, or the transcript)" in err
     recorded = load_history(jobs.job("hello").dir).interactions[-1].command.output

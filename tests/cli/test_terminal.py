@@ -73,7 +73,7 @@ def test_a_command_that_runs_is_shown_as_it_ran_on_a_terminal(jobs, llm):
     code, output = run_on_a_terminal("job", "step", "run", "--oneshot", "--base-url", llm.base_url)
     assert code == 0, output
     rows = screen(output)
-    assert shows(rows, "   $ printf 'out\\033]52;c;c3Bvb2Y=\\007put\\n' #␍␛[2Kecho harmless  (exit 0)"), rows
+    assert shows(rows, "   $ printf 'out\\033]52;c;c3Bvb2Y=\\007put\\n' #␍␛[2Kecho harmless  (exit 0, "), rows
     assert shows(rows, "   | output"), "the output as cleaned for the model"
     assert "\x1b]52" not in output and "\x1b[2K" not in output
 

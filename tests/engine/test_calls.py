@@ -112,7 +112,7 @@ def test_a_call_of_unknown_outcome_is_counted_and_shown(jobs, llm):
     prepared = prepare(job, manifest)
     journal.begin_call(job.dir, 2, manifest.workspace_commit, "lost@t:2:abc", request_of(prepared))
     shown = logist_cli("job", "status", "lost")
-    assert "Pending: step 2's call is not recorded yet: it was in flight" in shown.stdout
+    assert "Pending: step 2's call was in flight and is not recorded" in shown.stdout
 
     llm.add(DONE)
     step_once(job, base_url=llm.base_url)

@@ -12,9 +12,11 @@ from ...api import Job
 from ...errors import NotFoundError, TransitionError
 from ...store.jobsdir import is_job_id
 from ...store.manifest import JobManifest
+from ...store.seek import read_entry
 from ...terminal import escaped, inert
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
+from ..progress import command_lines, progress_for
 from .create import SpecCommand
 
 
@@ -53,7 +55,8 @@ cancel = _simple(
 def approve_command(app: Application, job_id: Optional[str], raw: bool, lock_timeout: float, as_json: bool) -> None:
     """Run the held command; the model sees its output.
 
-    The command is printed first exactly as it runs, on one line, each
+    What it printed is shown as job step shows a command's output (with
+    --json: under "command"). The command is printed first exactly as it runs, on one line, each
     control character made visible: ESC as ␛, a carriage return as ␍, a
     newline as ␊, other C0 controls as their U+2400 pictures, and C1
     controls, bidirectional overrides and invisible characters by their code
@@ -72,9 +75,17 @@ def approve_command(app: Application, job_id: Optional[str], raw: bool, lock_tim
             raise TransitionError(f"job '{job.id}' holds no command (logist job status {job.id} says what it waits for)")
         app.display(as_json, {"job_id": job.id, "pending_command": command}, lambda: app.echo(escaped(command)))
         return
+    app.at_work([job.id], f"logist job run {job.id}")
     if command is not None and not as_json:
         app.info(f"Running: {inert(command, one_line=True)}")
-    app.job_changed(as_json, job.id, job.approve_command())
+    manifest = job.approve_command(watch=progress_for(as_json))
+    ran = read_entry(job.dir, manifest.last_sequence).command if command is not None else None
+    if ran is not None and not as_json:
+        for line in command_lines(ran.command, ran.output, ran.exit_code, ran.duration_ms):
+            app.info(line)
+    extra = {"command": {"command": ran.command, "exit_code": ran.exit_code, "timed_out": ran.timed_out,
+                         "duration_ms": ran.duration_ms, "output": ran.output}} if ran is not None else None
+    app.job_changed(as_json, job.id, manifest, extra=extra)
 
 skip_command = _simple(
     "skip-command", Job.skip_command,

@@ -7,6 +7,7 @@ from typing import Optional
 
 import click
 
+from ...engine.commands import held_because
 from ...errors import CorruptFileError, UsageError
 from ...secrets.redact import url_shown
 from ...store.calls import recorded_key
@@ -18,6 +19,7 @@ from ...terminal import inert
 from ...views.summary import actor_of, budgets, cost_known, one_line, step_row, summarise
 from ...views.transcript import transcript_path
 from ..app import Application, echo, pass_app
+from ..interrupt import unfinished
 from ..common import complete_job_ids, entry_option, fit, job_argument, json_option, labelled, table_width
 from .step import base_url_option
 
@@ -94,6 +96,7 @@ def _status_data(job, m) -> dict:
         "reason": m.reason,
         "question": m.question.model_dump() if m.question else None,
         "pending_command": m.pending_command,
+        "held_because": held_because(m),
         "pending_changes": m.pending_changes,
         "last_exit": m.last_exit.model_dump() if m.last_exit else None,
         "totals": {**m.totals.model_dump(), "tokens": m.totals.tokens},
@@ -171,6 +174,7 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
         echo(labelled(f"Question{optional}: ", data["question"]["text"]))
     if data["pending_command"]:
         echo(f"Command: {inert(data['pending_command'], one_line=True)}  (approve-command or skip-command)")
+        echo(f"Held:    because {inert(data['held_because'], one_line=True)}")
     if data["pending_changes"]:
         paths = ", ".join(inert(change["path"], one_line=True) for change in data["pending_changes"])
         echo(f"Changes: {paths}  (held for you: approve-command or skip-command)")
@@ -179,11 +183,9 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
         # A finished job's last exit is its result (a solo job's: the Worker's [DONE] message).
         label = "Result:  " if data["status"] == "SUCCESS" else f"Last:    {le['role']} {le['action']}: "
         echo(labelled(label, le["summary"]))
-    waiting = data["unrecorded_call"]
-    if waiting:
-        what = ("its answer was saved and is applied" if waiting["answered"]
-                else "it was in flight when the process ended; it is recorded as a call of unknown outcome")
-        echo(f"Pending: step {waiting['step']}'s call is not recorded yet: {what} by the next command on this job")
+    left = unfinished(job.dir)
+    if left:
+        echo(f"Pending: {left}")
 
 
 @click.command()
@@ -231,6 +233,7 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
         echo(labelled("Question: ", m.question.text))
     if m.pending_command:
         echo(f"Held command: {inert(m.pending_command, one_line=True)}")
+        echo(f"Held because: {inert(held_because(m), one_line=True)}")
     if m.pending_changes:
         echo("Held file changes: " + ", ".join(inert(change["path"], one_line=True) for change in m.pending_changes))
     policy = m.settings.command_policy

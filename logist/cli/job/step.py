@@ -19,7 +19,7 @@ from ...replay.apply import read_history_file
 from ...store.config import resolve_endpoint
 from ..app import EXIT_BUDGET, EXIT_ERROR, EXIT_NEEDS_PERSON, Application, exit_codes_help, pass_app
 from ..common import base_url_option, job_argument, json_option, wait_option
-from ..progress import call_line, command_lines, progress_for
+from ..progress import call_line, progress_for, step_command_lines
 
 model_option = click.option("--model", help="Use this model for this command's calls.")
 quiet_option = click.option(
@@ -39,7 +39,7 @@ def _reporter(app: Application, quiet: bool, with_job: bool = False):
         app.step_line(result, with_job=with_job)
         if quiet:
             return
-        for line in [call_line(result)] + command_lines(result):
+        for line in [call_line(result)] + step_command_lines(result):
             if line:
                 app.info(line)
 
@@ -84,6 +84,7 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
       logist job step hello --oneshot
     """
     job = app.open(base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout).job(job_id)
+    app.at_work([job.id], f"logist job step {job.id}" + (" --oneshot" if oneshot else ""))
     report = _reporter(app, quiet)
     try:
         if oneshot:
@@ -137,6 +138,7 @@ def run(app: Application, job_id: Optional[str], run_all: bool, engine: Optional
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from None
         jobs = app.open(base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout)
+        app.at_work(app.jobs.read_index().queue, "logist job run --all", batch=True)
         _run_queue(app, jobs, as_json, None if engine == "ray" else _reporter(app, quiet, with_job=True), engine=engine,
                    concurrency=concurrency, address=address, model=model,
                    watch=progress_for(quiet or engine != "serial"))
@@ -144,6 +146,7 @@ def run(app: Application, job_id: Optional[str], run_all: bool, engine: Optional
     if engine or concurrency or address:
         raise click.UsageError("--engine, --concurrency and --address go with --all")
     job = app.open(base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout).job(job_id)
+    app.at_work([job.id], f"logist job run {job.id}")
     try:
         results = job.run(model=model, on_step=_reporter(app, quiet), watch=progress_for(quiet))
     except TransitionError as exc:
