@@ -107,7 +107,7 @@ def test_intervention_names_its_cause_and_suggests_a_budget_only_when_one_stoppe
     spent = logist_process("job", "step", "spent", "--base-url", llm.base_url)
     assert spent.returncode == 4, spent.stderr
     assert spent.stderr.strip().splitlines()[-1] == (
-        "Job 'spent' stopped at a budget: max steps reached (1 calls of 1); raise it: logist job set spent --max-steps N")
+        "Job 'spent' stopped at a budget: max steps reached (1 of 1 steps); raise it: logist job set spent --max-steps N")
     refused = logist_process("job", "approve", "spent")
     assert "raise the budget that stopped it" in refused.stderr, refused.stderr
     refused = logist_process("job", "approve", "stuck")
