@@ -62,8 +62,12 @@ class ProgressLine:
         self._what, self._doing, self._count, self._started = what, doing, 0, time.monotonic()
         self._stop.clear()
         self._draw()
-        self._thread = threading.Thread(target=self._run, name="logist-progress", daemon=True)
-        self._thread.start()
+        # Kept only once started: a Ctrl-C landing in between leaves no thread
+        # for finished() to join unstarted (which raises); one that started is
+        # stopped by finished()'s event all the same.
+        thread = threading.Thread(target=self._run, name="logist-progress", daemon=True)
+        thread.start()
+        self._thread = thread
 
     def tokens(self, count: int) -> None:
         self._count = count
