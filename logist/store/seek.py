@@ -8,6 +8,12 @@ kept between calls: a reader without the job's lock reads the file as it
 is, and what a process running a job keeps of it between steps is held by
 that job's :class:`~logist.store.jobstore.JobStore`. A file in an older
 format (or not in the canonical layout) is read whole, upgraded in memory.
+
+A reader that shows a part of a long history (``logist serve``'s pages)
+uses an :class:`OffsetReader` instead: it finds an entry by bisection and
+reads from there, forward or backward, with ``read`` (the functions above
+map the file, and a search from the end to an early entry would bring
+every page of the map between them into the process's memory).
 """
 
 from __future__ import annotations
