@@ -36,7 +36,11 @@ Live updates are Server-Sent Events, polled from the files' size and mtime
 container filesystems). A job's stream sends each new history entry as a
 ``step`` event whose id is its sequence number, then the job's state part
 (``state``, no id): a reconnecting browser sends ``Last-Event-ID`` and gets
-the entries after it, none twice and none left out. The jobs list's stream
+the entries after it, none twice and none left out. The stream is told
+the page's first entry (``from``; an earlier page: ``until`` too, and it
+sends its state only), and holds a :class:`~logist.views.window.Follower`
+of its own: each update reads only what was recorded since the one
+before, nothing of the history before it. The jobs list's stream
 sends the table (``jobs``) whenever a job's files change. Streams end when
 the server stops (see :mod:`logist.serve.server`).
 """

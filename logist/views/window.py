@@ -107,25 +107,20 @@ class _Before:
     """What the rows from entry ``first`` on need of the entries before it."""
 
     tracker: PromptTracker
-    previous: Optional[str]
-    #: The earlier entries the shown conversations continue, oldest first, each with the entries its row needs.
+    #: The earlier entries the shown conversations continue, oldest first.
     continued: list[HistoryEntry] = field(default_factory=list)
+    #: Those and the entries their rows need before them, oldest first.
     context: list[HistoryEntry] = field(default_factory=list)
 
 
 def _before(entries: _Entries, position: int, first: int, continued: set[int]) -> _Before:
     """Walk back from ``position`` (entry ``first``'s) until the tracker's
-    window, the last commit and every entry of ``continued`` (and the ones
-    they continue) are found."""
-    previous: Optional[str] = None
-    found_commit = False
-    wanted, chain = set(continued), {}
-    near: dict[int, dict] = {}
+    window and every entry of ``continued`` (and the ones they continue,
+    each with the tracker's window before it) are found."""
+    wanted, chain, near = set(continued), {}, {}
     low = first - CONTEXT
     for _, data in entries.backward(position):
         sequence = data["sequence"]
-        if not found_commit and data.get("workspace_commit"):
-            previous, found_commit = data["workspace_commit"], True
         if sequence in wanted:
             wanted.discard(sequence)
             chain[sequence] = data
@@ -135,12 +130,12 @@ def _before(entries: _Entries, position: int, first: int, continued: set[int]) -
             low = min(low, sequence - CONTEXT)
         if sequence >= low:
             near[sequence] = data
-        if found_commit and not wanted and sequence <= low:
+        if not wanted and sequence <= low:
             break
     tracker = PromptTracker()
     for sequence in sorted(s for s in near if s >= first - CONTEXT):
         tracker.remember(HistoryEntry.model_validate(near[sequence]))
-    return _Before(tracker, previous, [HistoryEntry.model_validate(chain[s]) for s in sorted(chain)],
+    return _Before(tracker, [HistoryEntry.model_validate(chain[s]) for s in sorted(chain)],
                    [HistoryEntry.model_validate(near[s]) for s in sorted(near)])
 
 
@@ -172,6 +167,8 @@ class Window:
     trail: StateTrail
     entries: _Entries
     position: int
+    #: The last workspace commit before entry ``first`` (what its diff compares with).
+    previous: Optional[str]
     pairs: list[tuple[str, str]]
     continued: set[int]
     _before: Optional[_Before] = None
@@ -180,8 +177,8 @@ class Window:
         """The rows of the entries shown."""
         self._before = _before(self.entries, self.position, self.first, self.continued)
         diffs = self.job.repo.iter_diffs(self.pairs, DIFF_LIMIT) if self.job.repo.exists() else None
-        before = self._before
-        yield from (row for _, row in timeline_rows(self.job, self._shown(), before.tracker, before.previous, diffs))
+        tracker = self._before.tracker
+        yield from (row for _, row in timeline_rows(self.job, self._shown(), tracker, self.previous, diffs))
 
     def continued_rows(self) -> Iterator[str]:
         """After :meth:`rows`: the hidden rows of the earlier entries their prompts continue."""
@@ -207,7 +204,7 @@ def read_window(job: Job, first: int, until: Optional[int] = None) -> Window:
         shown = last if until is None else min(until, last)
         position = entries.locate(first)
         trail, pairs, continued = StateTrail(STATES_SHOWN), [], set()
-        previous = _commit_before(entries, position)
+        previous = before = _commit_before(entries, position)
         for _, data in entries.forward(position):
             if data["sequence"] > shown:
                 break
@@ -218,7 +215,7 @@ def read_window(job: Job, first: int, until: Optional[int] = None) -> Window:
             earlier = _continues(data)
             if earlier is not None and earlier < first:
                 continued.add(earlier)
-        return Window(job, first, shown, last, trail, entries, position, pairs, continued)
+        return Window(job, first, shown, last, trail, entries, position, before, pairs, continued)
     except BaseException:
         entries.close()
         raise
@@ -251,8 +248,8 @@ class Follower:
         self.last = self.after
         start = min(self.first, self.after + 1)
         position = self.entries.locate(start)
-        before = _before(self.entries, position, start, set())
-        self.tracker, self.previous = before.tracker, before.previous
+        self.tracker = _before(self.entries, position, start, set()).tracker
+        self.previous = _commit_before(self.entries, position)
         self.position = self.entries.end
         for offset, data in self.entries.forward(position):
             if data["sequence"] > self.after:
