@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from logist.store.jobsdir import JobsDir
-from logist.replay.scripted import ScriptedLLMServer
+from logist.engine.create import create_job
+from logist.engine.step import step_once
+from logist.replay.scripted import Reply, ScriptedLLMServer, answer
 
 try:
     from hypothesis import settings as _hypothesis_settings
@@ -210,3 +212,30 @@ class Normaliser:
 @pytest.fixture
 def normalise(tmp_path) -> Normaliser:
     return Normaliser(tmp_path)
+
+
+def long_job(jobs: JobsDir, llm, rounds: int, name: str = "long"):
+    """A job of ``rounds`` Worker turns and a Supervisor's RETRY after each,
+    stepped through the real scripted server, then a turn in progress: each
+    Worker turn runs a command (whose output the call after it repeats),
+    changes a file and completes, so its calls continue one another and an
+    early one's output is shown again later. 1 + 4 * ``rounds`` + 3 entries."""
+    check = jobs.path.parent / "check.py"
+    check.write_text("print('checked, line 1')\nprint('checked, line 2')\n")
+    command = f"{sys.executable} check.py"
+    job = create_job(jobs, name, "Keep the notes", files=[str(check)], allowed_commands=[command],
+                     max_retries_in_a_row=1000)
+    usage = {"prompt_tokens": 1200, "completion_tokens": 80}
+
+    def worker(n: int) -> list[str]:
+        return [answer("CMD", command=command),
+                answer("MESSAGE", message=f"Writing note {n}.", file_changes=[{"path": "notes.md", "content": f"note {n}\n"}])]
+
+    script = []
+    for n in range(rounds):
+        script += worker(n) + [answer("COMPLETED", f"Note {n} written."), answer("RETRY", f"Write note {n + 1}.")]
+    script += worker(rounds) + [answer("MESSAGE", message="Almost done.")]
+    llm.add(*[Reply(content=s, usage=usage) for s in script])
+    for _ in script:
+        step_once(job, base_url=llm.base_url)
+    return job

@@ -36,7 +36,11 @@ Live updates are Server-Sent Events, polled from the files' size and mtime
 container filesystems). A job's stream sends each new history entry as a
 ``step`` event whose id is its sequence number, then the job's state part
 (``state``, no id): a reconnecting browser sends ``Last-Event-ID`` and gets
-the entries after it, none twice and none left out. The jobs list's stream
+the entries after it, none twice and none left out. The stream is told
+the page's first entry (``from``; an earlier page: ``until`` too, and it
+sends its state only), and holds a :class:`~logist.views.window.Follower`
+of its own: each update reads only what was recorded since the one
+before, nothing of the history before it. The jobs list's stream
 sends the table (``jobs``) whenever a job's files change. Streams end when
 the server stops (see :mod:`logist.serve.server`).
 """
@@ -61,6 +65,8 @@ from ..errors import JobBusyError, LogistError, MovedOnError, NotFoundError, Tra
 from ..store.jobsdir import Job, JobsDir
 from ..store.manifest import MANIFEST_NAME
 from ..store.history import HISTORY_NAME
+from ..store.recovery import recovered_manifest
+from ..views.window import Follower
 from ..views.html import asset
 from . import pages
 
@@ -251,23 +257,32 @@ def create_app(jobs: JobsDir, token: str, port: int, hosts: list[str],
         except NotFoundError:
             return not_found()
         last = _resume_from(request)
-        steps = request.query_params.get("steps") != "0"  # an earlier page of the timeline: its state only
+        first, until = _number(request, "from"), _number(request, "until")
+        if first is None:  # a page before the pages' first entry was said: the latest page
+            first = await run_in_threadpool(lambda: pages.first_shown(recovered_manifest(job.dir), None, page))
         files = (job.dir / HISTORY_NAME, job.dir / MANIFEST_NAME)
 
         async def stream():
-            nonlocal last
-            yield "retry: 1000\n\n"
-            seen = None
-            while not stopping():
-                now = _signature(files)
-                if now != seen:
-                    seen = now
-                    rows, state = await run_in_threadpool(pages.job_update, job, last if steps else None)
-                    for sequence, row in rows:
-                        yield event("step", row, sequence)
-                        last = sequence
-                    yield event("state", state)
-                await asyncio.sleep(POLL_SECONDS)
+            # An earlier page of the timeline (until): its state only. The
+            # latest: the entries after the last one the page has, each
+            # update reading what was appended since (the Follower, this
+            # stream's own, holds where it stopped).
+            follower = None if until is not None else await run_in_threadpool(Follower, job, first, last)
+            try:
+                yield "retry: 1000\n\n"
+                seen = None
+                while not stopping():
+                    now = _signature(files)
+                    if now != seen:
+                        seen = now
+                        rows, state = await run_in_threadpool(pages.job_update, job, follower, first, until)
+                        for sequence, row in rows:
+                            yield event("step", row, sequence)
+                        yield event("state", state)
+                    await asyncio.sleep(POLL_SECONDS)
+            finally:
+                if follower is not None:
+                    follower.close()
 
         return _event_stream(stream())
 
@@ -328,6 +343,11 @@ def _resume_from(request: Request) -> int:
         if value is not None and value.strip().isdigit():
             return int(value)
     return 0
+
+
+def _number(request: Request, name: str) -> Optional[int]:
+    value = request.query_params.get(name, "")
+    return int(value) if value.isdigit() else None
 
 
 def _signature(paths) -> tuple:

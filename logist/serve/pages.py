@@ -20,7 +20,6 @@ Everything from a model, a person or a file is escaped by
 
 from __future__ import annotations
 
-import sys
 from typing import Iterator, Optional
 from urllib.parse import quote
 
@@ -32,7 +31,9 @@ from ..store.recovery import recovered_manifest
 from ..store.status import Status
 from ..terminal import inert
 from ..views.html import esc
-from ..views.report import TIMELINE_CLOSE, IndexRow, index_body, index_rows, job_head, timeline, timeline_open
+from ..views.report import TIMELINE_CLOSE, IndexRow, index_body, index_rows, job_head, timeline_open
+from ..views.summary import StateTrail
+from ..views.window import Follower, read_window
 
 #: History entries a job's page shows at most by default (the rest are a
 #: link away; ``logist serve --page-size``): a 1 GB history is shown a page
@@ -163,48 +164,63 @@ def decisions_html(job: Job, m: JobManifest) -> str:
     return f'<section class="decisions" data-at="{at}"><h2>Decisions</h2>{"".join(parts)}</section>'
 
 
-def job_state(job: Job, m: JobManifest, scan) -> str:
-    """The part of a job's page above its timeline, replaced whole when the job changes."""
-    return job_head(job, m, scan, crumb="Logist job", inserted=decisions_html(job, m))
+def job_state(job: Job, m: JobManifest, trail: StateTrail, first: int = 1) -> str:
+    """The part of a job's page above its timeline, replaced whole when the
+    job changes; ``trail``: the states of the entries from ``first`` on."""
+    return job_head(job, m, trail, crumb="Logist job", inserted=decisions_html(job, m), before=first - 1)
 
 
-def _pages_html(job: Job, first: int, shown: int, count: int, last: int, page: int) -> str:
+def _pages_html(job: Job, first: int, shown: int, count: int, page: int) -> str:
     """Where the shown entries sit in the history, with links to the pages around them."""
     links = []
     if first > 1:
         links.append(f'<a href="{esc(job_url(job.id))}?from={max(1, first - page)}">earlier</a>')
-    if shown < last:
+    if shown < count:
         links.append(f'<a href="{esc(job_url(job.id))}?from={shown + 1}">later</a>')
         links.append(f'<a href="{esc(job_url(job.id))}">the latest</a>')
     where = f"entries {first}–{shown} of {count}" if count else "no entries"
     return f'<p class="pages">{where}{": " if links else ""}{" · ".join(links)}</p>'
 
 
+def first_shown(m: JobManifest, start: Optional[int], page: int) -> int:
+    """The first entry a page from ``start`` shows (None: the latest page)."""
+    return max(1, m.last_sequence - page + 1) if start is None else max(1, start)
+
+
 def job_page(job: Job, notice: Optional[str] = None, start: Optional[int] = None, page: int = PAGE) -> Iterator[str]:
-    """A job's page, piece by piece (its rows read one entry at a time): the
-    entries from ``start``, ``page`` of them, by default the last ones.
-    A page that ends with the last entry follows the job live, new entries
-    included; an earlier one follows its state only."""
+    """A job's page, piece by piece: the entries from ``start``, ``page`` of
+    them, by default the last ones, read from their place in the history
+    (:func:`logist.views.window.read_window`: what comes before them is not
+    read). A page that ends with the last entry follows the job live, new
+    entries included; an earlier one follows its state only."""
     m = recovered_manifest(job.dir)
-    first = max(1, m.last_sequence - page + 1) if start is None else max(1, start)
+    first = first_shown(m, start, page)
     latest = first + page > m.last_sequence
-    scan, rows = timeline(job, first - 1, None if latest else first + page - 1)
-    stream = job_url(job.id) + "/events" + ("" if latest else "?steps=0")
-    head, tail = frame(f"{job.id}: {m.status} · Logist", stream, scan.last if latest else None)
-    yield head
-    if notice:
-        yield notice_html(notice)
-    yield f'<div id="state">{job_state(job, m, scan)}</div>'
-    shown = scan.last if latest else min(scan.last, first + page - 1)
-    yield _pages_html(job, first, shown, scan.count, scan.last, page)
-    yield timeline_open(scan.count)
-    for _sequence, row in rows:
-        yield row
-    yield TIMELINE_CLOSE + tail
+    window = read_window(job, first, None if latest else first + page - 1)
+    try:
+        stream = job_url(job.id) + "/events" + (f"?from={first}" if latest else f"?from={first}&until={window.shown}")
+        head, tail = frame(f"{job.id}: {m.status} · Logist", stream, window.shown if latest else None)
+        yield head
+        if notice:
+            yield notice_html(notice)
+        yield f'<div id="state">{job_state(job, m, window.trail, first)}</div>'
+        yield _pages_html(job, first, window.shown, window.last, page)
+        yield timeline_open(window.last)
+        yield from window.rows()
+        yield TIMELINE_CLOSE
+        yield from window.continued_rows()
+        yield tail
+    finally:
+        window.close()
 
 
-def job_update(job: Job, after: Optional[int]) -> tuple[list[tuple[int, str]], str]:
-    """The rows of the entries after ``after`` (None: no rows), and the job's state part."""
+def job_update(job: Job, follower: Optional[Follower], first: int, until: Optional[int]) -> tuple[list[tuple[int, str]], str]:
+    """The rows of the entries ``follower`` has not sent yet (None: no rows:
+    an earlier page, entries ``first`` to ``until``), and the job's state part."""
     m = recovered_manifest(job.dir)
-    scan, rows = timeline(job, sys.maxsize if after is None else after)
-    return list(rows), job_state(job, m, scan)
+    if follower is not None:
+        rows = follower.update()
+        return rows, job_state(job, m, follower.trail, first)
+    window = read_window(job, first, until)
+    window.close()
+    return [], job_state(job, m, window.trail, first)

@@ -310,7 +310,7 @@ def iter_written(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
             yield from (e.dump() for e in load_history(job_dir).interactions)
             return
         handle.seek(0)
-        buffer, pos, start = b"", 0, -1
+        buffer, pos, start = bytearray(), 0, -1
         while start < 0 and pos < end:  # the header: up to the first entry
             chunk = handle.read(min(block, end - pos))
             pos += len(chunk)
@@ -318,14 +318,15 @@ def iter_written(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
             start = buffer.find(ENTRY_START)
         if start < 0:
             return
-        buffer = buffer[start:]
+        del buffer[:start]
         while True:
             following = buffer.find(ENTRY_START, 1)
             while following < 0 and pos < end:
                 chunk = handle.read(min(block, end - pos))
                 pos += len(chunk)
                 buffer += chunk
-                following = buffer.find(ENTRY_START, 1)
+                # Only where the new bytes are: a long entry is not searched again block after block.
+                following = buffer.find(ENTRY_START, max(1, len(buffer) - len(chunk) - len(ENTRY_START)))
             text = buffer if following < 0 else buffer[:following]
             try:
                 yield json.loads(text.rstrip(b","))
@@ -333,7 +334,9 @@ def iter_written(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
                 raise _corrupt(path, exc) from None
             if following < 0:
                 return
-            buffer = buffer[following:]
+            # In place: a bytearray drops its front without copying the rest (slicing a bytes
+            # object per entry copied the rest of the block each time).
+            del buffer[:following]
 
 
 def _normalise(job_dir: Path) -> None:

@@ -8,6 +8,12 @@ kept between calls: a reader without the job's lock reads the file as it
 is, and what a process running a job keeps of it between steps is held by
 that job's :class:`~logist.store.jobstore.JobStore`. A file in an older
 format (or not in the canonical layout) is read whole, upgraded in memory.
+
+A reader that shows a part of a long history (``logist serve``'s pages)
+uses an :class:`OffsetReader` instead: it finds an entry by bisection and
+reads from there, forward or backward, with ``read`` (the functions above
+map the file, and a search from the end to an early entry would bring
+every page of the map between them into the process's memory).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import json
 import mmap
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 from pydantic import ValidationError
 
@@ -147,3 +153,179 @@ def read_entries(job_dir: Path, sequences: set[int]) -> dict[int, dict]:
                 except (ValueError, RecursionError) as exc:
                     raise _corrupt(path, exc) from None
     return found
+
+
+#: Bytes read at a time by :class:`OffsetReader`.
+BLOCK = 1 << 16
+
+
+class OffsetReader:
+    """An open canonical history read a part at a time, by byte offset: for
+    a reader that shows a part of a long history (``logist serve``'s job
+    page and its live updates, :mod:`logist.views.window`).
+
+    Every entry starts with :data:`ENTRY_START` followed by its number, and
+    the numbers grow with the offset, so the entry with a given number is
+    found by bisection over the file's bytes (:meth:`locate`: about
+    log2(size / :data:`BLOCK`) reads of a few blocks), and from there the
+    entries are read forward (:meth:`forward`) or backward
+    (:meth:`backward`), a block at a time. Nothing before or after what is
+    asked for is read, and the file is read with ``read``, not mapped (the
+    pages of a map touched by a search count in the process's resident
+    memory). ``end`` is where the entries ended when it was opened (an
+    append in progress excluded); :meth:`refresh` moves it to where they
+    end now. Use :func:`open_offset_reader`."""
+
+    def __init__(self, path: Path, handle, end: int, first: int):
+        self.path = path
+        self.handle = handle
+        self.end = end
+        #: The offset of the first entry (the end: no entry).
+        self.first = first
+
+    def close(self) -> None:
+        self.handle.close()
+
+    def __enter__(self) -> "OffsetReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _read(self, offset: int, size: int) -> bytes:
+        self.handle.seek(offset)
+        return self.handle.read(max(0, min(size, self.end - offset)))
+
+    def refresh(self) -> bool:
+        """Move :attr:`end` to where the entries end now; False when the file
+        is no longer this canonical history (replaced, cut back, rewritten)."""
+        path = self.path
+        try:
+            same = os.fstat(self.handle.fileno())[1:3] == os.stat(path)[1:3]
+        except OSError:
+            return False
+        end = _canonical_end(path, self.handle) if same else None
+        if end is None or end < self.end:
+            return False
+        self.end = end
+        return True
+
+    def next_start(self, offset: int, limit: Optional[int] = None) -> Optional[int]:
+        """The offset of the first entry starting at ``offset`` or after it, before ``limit`` (default: the end)."""
+        limit = self.end if limit is None else min(limit, self.end)
+        overlap = len(ENTRY_START) - 1
+        while offset < limit:
+            chunk = self._read(offset, min(BLOCK, limit - offset) + overlap)
+            found = chunk.find(ENTRY_START)
+            if found >= 0:
+                return offset + found if offset + found < limit else None
+            if len(chunk) <= overlap:
+                return None
+            offset += len(chunk) - overlap
+        return None
+
+    def sequence_at(self, offset: int) -> Optional[int]:
+        """The number of the entry starting at ``offset`` (None: none does)."""
+        head = self._read(offset, len(ENTRY_START) + 24)
+        if not head.startswith(ENTRY_START):
+            return None
+        digits = head[len(ENTRY_START):].split(b",", 1)[0]
+        return int(digits) if digits.isdigit() else None
+
+    def locate(self, sequence: int) -> int:
+        """The offset of entry ``sequence``, or of the first entry after it
+        (:attr:`end`: none is), found by bisection."""
+        lo = self.first
+        if lo >= self.end or (self.sequence_at(lo) or 0) >= sequence:
+            return lo
+        # seq(lo) < sequence; the answer is the first entry in (lo, hi) numbered sequence or more, else best.
+        hi = best = self.end
+        while hi - lo > 4 * BLOCK:
+            mid = (lo + hi) // 2
+            start = self.next_start(mid, hi)
+            number = None if start is None else self.sequence_at(start)
+            if start is None:
+                hi = mid
+            elif number is not None and number >= sequence:
+                best = hi = start
+            else:
+                lo = start
+        start = self.next_start(lo + 1, hi)
+        while start is not None:
+            number = self.sequence_at(start)
+            if number is not None and number >= sequence:
+                return start
+            start = self.next_start(start + 1, hi)
+        return best
+
+    def forward(self, offset: int) -> Iterator[tuple[int, bytes]]:
+        """Each entry from the first starting at ``offset`` or after it to
+        the end, as ``(offset, its bytes)``, holding a block (and the entry) at a time."""
+        found = self.next_start(offset)
+        if found is None:
+            return
+        offset = found
+        buffer, base, pos = bytearray(), offset, offset  # buffer holds the file's bytes [base, pos)
+        start = 0  # where the current entry starts in the buffer
+        while True:
+            following = buffer.find(ENTRY_START, start + 1)
+            while following < 0 and pos < self.end:
+                chunk = self._read(pos, BLOCK)
+                if not chunk:
+                    break
+                pos += len(chunk)
+                buffer += chunk
+                following = buffer.find(ENTRY_START, max(start + 1, len(buffer) - len(chunk) - len(ENTRY_START)))
+            stop = following if following >= 0 else len(buffer)
+            if stop > start:
+                yield base + start, bytes(buffer[start:stop]).rstrip(b",")
+            if following < 0:
+                return
+            del buffer[:following]  # a bytearray drops its front in place
+            base += following
+            start = 0
+
+    def backward(self, offset: int) -> Iterator[tuple[int, bytes]]:
+        """Each entry before ``offset`` (an entry's start, or :attr:`end`),
+        the newest first, as ``(offset, its bytes)``."""
+        buffer, base, stop = b"", offset, offset  # buffer holds the file's bytes [base, offset_of_buffer_end)
+        while stop > self.first:
+            found = buffer.rfind(ENTRY_START, 0, stop - base)
+            while found < 0 and base > self.first:
+                size = min(max(BLOCK, len(buffer)), base - self.first)  # doubling: a long entry costs its length
+                self.handle.seek(base - size)
+                buffer = self.handle.read(size) + buffer[: stop - base]
+                base -= size
+                found = buffer.rfind(ENTRY_START, 0, stop - base)
+            if found < 0:
+                return
+            yield base + found, buffer[found: stop - base].rstrip(b",")
+            stop = base + found
+            buffer = buffer[:found]
+
+    def parse(self, text: bytes) -> dict:
+        try:
+            return json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise _corrupt(self.path, exc) from None
+
+
+def open_offset_reader(job_dir: Path) -> Optional[OffsetReader]:
+    """An :class:`OffsetReader` of the job's history, or None when it is not
+    a canonical file in the current format (read it whole: :func:`logist.store.history.iter_entry_data`)."""
+    path = history_path(job_dir)
+    if file_format(job_dir) < HISTORY_FORMAT:
+        return None
+    handle = open(path, "rb")
+    try:
+        end = _canonical_end(path, handle)
+        if end is None:
+            handle.close()
+            return None
+        reader = OffsetReader(path, handle, end, end)
+        first = reader.next_start(0)
+        reader.first = end if first is None else first
+        return reader
+    except BaseException:
+        handle.close()
+        raise

@@ -278,14 +278,18 @@ def facts_html(summary: JobSummary, job: Job) -> str:
     )
 
 
-def states_html(states: list[StateVisit], omitted: int = 0, gap: Optional[int] = None) -> str:
-    """The states passed through; ``omitted`` of them, left out, were at ``gap``."""
+def states_html(states: list[StateVisit], omitted: int = 0, gap: Optional[int] = None, before: int = 0) -> str:
+    """The states passed through; ``omitted`` of them, left out, were at
+    ``gap``; ``before``: the states of the entries up to that one are not
+    among them (a page showing a part of the timeline)."""
     items = [
         f'<li><a href="#step-{v.sequence}" title="entry #{v.sequence}, {esc(short_time(v.timestamp))}">{status_badge(v.status)}</a></li>'
         for v in states
     ]
     if omitted and gap is not None:
         items.insert(gap, f"<li>… {omitted} more …</li>")
+    if before:
+        items.insert(0, f'<li class="earlier">… up to #{before}: on the earlier pages</li>')
     return f'<section><h2>States passed through</h2><ol class="states">{"".join(items)}</ol></section>'
 
 

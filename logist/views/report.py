@@ -41,11 +41,11 @@ import html
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from ..secrets.redact import known_secrets, redact
 from ..store.atomic import atomic_writer
-from ..store.entries import ANSWER_KINDS
+from ..store.entries import ANSWER_KINDS, HistoryEntry
 from ..store.history import iter_entries, iter_entry_data
 from ..store.jobsdir import Job, JobsDir
 from ..store.manifest import JobManifest
@@ -54,6 +54,7 @@ from .prompt_tracker import PromptTracker
 from .summary import JobSummary, StateTrail, budgets, cost_known, one_line, step_row
 from ..store.recovery import recovered_manifest
 from ..errors import LogistError
+from ..workspace.diffs import Patch
 
 REPORT_NAME = "report.html"
 INDEX_NAME = "index.html"
@@ -61,7 +62,7 @@ INDEX_NAME = "index.html"
 STATES_SHOWN = 400
 
 
-def _diff_pair(previous: Optional[str], commit: Optional[str]) -> tuple[Optional[tuple[str, str]], Optional[str]]:
+def diff_pair(previous: Optional[str], commit: Optional[str]) -> tuple[Optional[tuple[str, str]], Optional[str]]:
     """The commits an entry's diff compares (None: it changed nothing), and
     the commit the next entry is compared with."""
     pair = (previous, commit) if previous and commit and commit != previous else None
@@ -70,13 +71,10 @@ def _diff_pair(previous: Optional[str], commit: Optional[str]) -> tuple[Optional
 
 class _Scan:
     """The first pass over the history: what the page says before its
-    timeline (the states, how many entries) and the pairs of commits to
-    diff, of the entries after ``after``."""
+    timeline (the states, how many entries) and the pairs of commits to diff."""
 
-    def __init__(self, job_dir: Path, after: int = 0, until: Optional[int] = None):
+    def __init__(self, job_dir: Path):
         self.job_dir = job_dir
-        self.after = after
-        self.until = until
         self.count = 0
         self.last = 0
         self.trail = StateTrail(STATES_SHOWN)
@@ -87,36 +85,43 @@ class _Scan:
             self.count += 1
             self.last = data["sequence"]
             self.trail.add(data["sequence"], data["timestamp"], data["state_before"], data["state_after"])
-            pair, previous = _diff_pair(previous, data.get("workspace_commit"))
-            if pair is not None and self.after < self.last and (self.until is None or self.last <= self.until):
+            pair, previous = diff_pair(previous, data.get("workspace_commit"))
+            if pair is not None:
                 yield pair
 
 
-def timeline(job: Job, after: int = 0, until: Optional[int] = None) -> tuple[_Scan, Iterator[tuple[int, str]]]:
-    """The first pass (done when this returns) and the timeline's rows of
-    the entries after ``after`` up to ``until`` (default: the last one the
-    pass saw), each ``(sequence, html)``, read one entry (and one diff) at a
-    time. ``report.html`` and ``logist serve``'s job page
-    (:mod:`logist.serve`) both show these rows."""
-    scan = _Scan(job.dir, after, until)
+def timeline(job: Job) -> tuple[_Scan, Iterator[tuple[int, str]]]:
+    """The first pass (done when this returns) and the timeline's rows, each
+    ``(sequence, html)``, read one entry (and one diff) at a time, up to the
+    last entry the pass saw. ``logist serve``'s job page shows a part of
+    the timeline, made by :func:`timeline_rows` too (:mod:`logist.views.window`)."""
+    scan = _Scan(job.dir)
     pairs = scan.pairs()
     # Diffs come from one git process, read as the timeline is written.
     diffs = job.repo.iter_diffs(pairs, DIFF_LIMIT) if job.repo.exists() else None
     for _ in pairs:  # no workspace: the scan still counts
         pass
-    return scan, _rows(job, scan, diffs)
+
+    def entries() -> Iterator[HistoryEntry]:
+        for entry in iter_entries(job.dir):
+            if entry.sequence > scan.last:
+                return  # recorded since the scan (the next report shows it)
+            yield entry
+
+    return scan, timeline_rows(job, entries(), PromptTracker(), None, diffs)
 
 
-def _rows(job: Job, scan: _Scan, diffs) -> Iterator[tuple[int, str]]:
-    tracker = PromptTracker()
-    previous: Optional[str] = None
-    for entry in iter_entries(job.dir):
-        if entry.sequence > scan.last or (scan.until is not None and entry.sequence > scan.until):
-            break  # recorded since the scan (the next report shows it), or past the rows asked for
-        pair, previous = _diff_pair(previous, entry.workspace_commit)
-        if entry.sequence <= scan.after:
-            tracker.remember(entry)  # shown already; later prompts may repeat its output
-            continue
+def timeline_rows(job: Job, entries: Iterable[HistoryEntry], tracker: PromptTracker, previous: Optional[str],
+                  diffs: Optional[Iterator[Patch]]) -> Iterator[tuple[int, str]]:
+    """The timeline's row of each of ``entries`` (in order), each ``(sequence,
+    html)``: ``tracker`` has seen the entries before them (whose command
+    outputs their prompts may repeat), ``previous`` is the last workspace
+    commit before them (what the first one's diff compares with), and
+    ``diffs`` gives the patch of each of their pairs of commits
+    (:func:`diff_pair`) in order (None: no workspace, no diff section).
+    The one maker of the rows of ``report.html`` and of ``logist serve``'s pages."""
+    for entry in entries:
+        pair, previous = diff_pair(previous, entry.workspace_commit)
         diff, cut = None, 0
         if diffs is not None and pair is not None:
             patch = next(diffs)
@@ -126,11 +131,13 @@ def _rows(job: Job, scan: _Scan, diffs) -> Iterator[tuple[int, str]]:
         yield entry.sequence, step_html(job.id, entry, step_row(entry), tracker, diff, cut)
 
 
-def job_head(job: Job, m: JobManifest, scan: _Scan, crumb: str = "Logist job report", inserted: str = "") -> str:
+def job_head(job: Job, m: JobManifest, trail: StateTrail, crumb: str = "Logist job report", inserted: str = "",
+             before: int = 0) -> str:
     """What a job's page says before its timeline: the objective, the facts
-    and budgets, the states passed through; ``inserted`` (HTML) goes right
-    after the objective."""
-    summary = JobSummary(job.id, m, rows=[], states=scan.trail.visits, budgets=budgets(m))
+    and budgets, the states ``trail`` passed through (of the entries after
+    ``before``: a page showing a part of the timeline); ``inserted`` (HTML)
+    goes right after the objective."""
+    summary = JobSummary(job.id, m, rows=[], states=trail.visits, budgets=budgets(m))
     return (
         f'<header><p class="crumb">{esc(crumb)}</p><h1><span class="id">{esc(job.id)}</span> {status_badge(str(m.status))}</h1>'
         f'<p class="objective prose">{esc(m.objective)}</p>'
@@ -138,7 +145,7 @@ def job_head(job: Job, m: JobManifest, scan: _Scan, crumb: str = "Logist job rep
            + "<ul>" + "".join(f"<li>{esc(c)}</li>" for c in m.acceptance_criteria) + "</ul></details>"
            if m.details or m.acceptance_criteria else "")
         + "</header>" + inserted
-        + facts_html(summary, job) + states_html(scan.trail.visits, scan.trail.omitted, scan.trail.gap)
+        + facts_html(summary, job) + states_html(trail.visits, trail.omitted, trail.gap, before)
     )
 
 
@@ -165,7 +172,7 @@ def write_report(job: Job, write: Callable[[str], object]) -> None:
     scan, rows = timeline(job)
     head, tail = page_parts(f"{job.id}: {m.status} · Logist")
     write(head)
-    write(job_head(job, m, scan))
+    write(job_head(job, m, scan.trail))
     write(timeline_open(scan.count))
     for _sequence, row in rows:
         write(row)

@@ -16,10 +16,12 @@ from pathlib import Path
 import pytest
 
 from logist.engine.create import create_job
+from logist.engine.step import step_once
 from logist.store.history import load_history
+from logist.store.requests import HistoryReader
 from logist.replay.scripted import answer
 
-from conftest import logist_cli
+from conftest import logist_cli, long_job
 from serving import browser, served  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.serve, pytest.mark.browser]
@@ -274,4 +276,28 @@ def test_ctrl_c_with_three_pages_streaming_exits_within_5_s(jobs, browser, serve
     assert "Traceback" not in server.process.stderr.read()
     for page in pages:
         page.wait_for_selector("#live[hidden]", state="attached", timeout=5000)
+    context.close()
+
+
+def test_a_page_of_a_long_history_assembles_each_full_prompt_exactly_and_follows_the_job(jobs, llm, browser, served):
+    job = long_job(jobs, llm, rounds=2)
+    last = load_history(job.dir).interactions[-1].sequence
+    server = served("--page-size", "2")
+    context, page, _requests = logged_in(browser, server)
+    page.goto(f"{server.base}jobs/long")
+    page.wait_for_selector("#live:not([hidden])", timeout=5000)
+    assert shown_steps(page) == [last - 1, last]
+    # Each shown call's conversation began before the page: the page's script rebuilds its prompt from the
+    # hidden rows of the turn's earlier calls, exactly what was sent.
+    for sequence in (last - 1, last):
+        assert page.locator(f"#step-{sequence}").get_attribute("data-continues") == str(sequence - 1)
+        page.evaluate(f'document.querySelector("#step-{sequence} button.full-prompt").click()')
+        shown = page.eval_on_selector_all(f"#step-{sequence} .full .msg", "els => els.map(m => ("
+                                          "{role: m.querySelector('.who').textContent, content: m.querySelector('pre').textContent}))")
+        assert shown == HistoryReader(job.dir).messages(sequence)
+    # The page follows the job: its stream (?from=N&after=M) sends the next entry.
+    llm.add(message(9))
+    step_once(job, base_url=llm.base_url)
+    page.wait_for_selector(f"#step-{last + 1}", state="attached", timeout=3000)
+    assert shown_steps(page) == [last - 1, last, last + 1]
     context.close()

@@ -6,6 +6,7 @@ decision written exactly as the CLI writes it."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
@@ -15,12 +16,14 @@ import subprocess
 import sys
 
 from logist.engine.create import create_job
-from logist.store.history import load_history
+from logist.store.history import history_path, load_history
+from logist.store.seek import open_offset_reader
+from logist.views.report import timeline
 from logist.replay.scripted import answer
 
 import pytest
 
-from conftest import logist_cli
+from conftest import logist_cli, long_job
 from serving import served  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.serve
@@ -188,9 +191,10 @@ def test_a_port_in_use_is_one_clear_line(jobs):
 
 
 def seqs(page: str) -> list[int]:
+    """The entries a page shows (not the hidden rows of earlier entries their prompts continue, after the timeline)."""
     import re
 
-    return [int(n) for n in re.findall(r'<details class="step[^"]*" id="step-(\d+)"', page)]
+    return [int(n) for n in re.findall(r'<details class="step[^"]*" id="step-(\d+)"', page.split('<div class="continued"')[0])]
 
 
 def test_a_long_history_is_shown_a_page_at_a_time(jobs, llm, served):
@@ -200,12 +204,58 @@ def test_a_long_history_is_shown_a_page_at_a_time(jobs, llm, served):
         ok(logist_cli("job", "step", "j", "--oneshot", "--base-url", llm.base_url))
     server = served("--page-size", "3")
     latest = server.request("GET", "/jobs/j").data.decode()
-    assert seqs(latest) == [6, 7, 8] and 'data-last="8"' in latest and 'data-stream="/jobs/j/events"' in latest
+    assert seqs(latest) == [6, 7, 8] and 'data-last="8"' in latest and 'data-stream="/jobs/j/events?from=6"' in latest
     assert "entries 6–8 of 8" in latest and 'href="/jobs/j?from=3">earlier' in latest
     first = server.request("GET", "/jobs/j?from=1").data.decode()
     assert seqs(first) == [1, 2, 3] and "data-last" not in first, "an earlier page follows the state only"
-    assert 'data-stream="/jobs/j/events?steps=0"' in first and 'href="/jobs/j?from=4">later' in first
+    assert 'data-stream="/jobs/j/events?from=1&amp;until=3"' in first and 'href="/jobs/j?from=4">later' in first
     assert seqs(server.request("GET", "/jobs/j?from=5").data.decode()) == [5, 6, 7]
+
+
+def test_a_late_page_and_its_stream_read_nothing_before_what_they_show(jobs, llm, served):
+    job = long_job(jobs, llm, rounds=12)
+    _scan, rows = timeline(job)
+    report = dict(rows)
+    last = max(report)
+    # The history's early part, far before the last page's turn and its tracker's window, made unreadable.
+    with open_offset_reader(job.dir) as reader:
+        begin, end = reader.locate(2), reader.locate(last - 45)
+    with open(history_path(job.dir), "r+b") as handle:
+        handle.seek(begin)
+        handle.write((b"\x00garbage{[" * (end - begin))[: end - begin])
+    server = served("--page-size", "2")
+    response = server.request("GET", "/jobs/long")
+    latest = response.data.decode()
+    assert response.status == 200 and seqs(latest) == [last - 1, last]
+    for sequence in (last - 1, last):
+        assert report[sequence] in latest, "the report's row, byte for byte"
+    # The turn's first call, which the page's first entry continues, is in the page, hidden (the full prompt).
+    assert latest.split('<div class="continued" hidden>')[1].startswith(report[last - 2].split('<section class="diff">')[0])
+    assert f'data-stream="/jobs/long/events?from={last - 1}"' in latest
+    streamed = events(server, {}, f"/jobs/long/events?from={last - 1}&after={last - 2}")
+    assert [(i, kind) for i, kind, _ in streamed] == [(str(last - 1), "step"), (str(last), "step"), ("", "state")]
+    assert [data for _, kind, data in streamed if kind == "step"] == [report[last - 1], report[last]]
+
+
+def events(server, headers: dict, path: str) -> list[tuple[str, str, str]]:
+    """The events of a stream up to its first state event, each (id, event, data)."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    connection.request("GET", path, headers={"Authorization": f"Bearer {server.token}", **headers})
+    response = connection.getresponse()
+    assert response.status == 200 and response.getheader("Content-Type").startswith("text/event-stream")
+    found, current = [], {}
+    while True:
+        line = response.readline().decode().rstrip("\n")
+        if line == "":
+            if current.get("event"):
+                found.append((current.get("id", ""), current["event"], current.get("data", "")))
+                if current["event"] == "state":
+                    connection.close()
+                    return found
+            current = {}
+            continue
+        name, _, value = line.partition(": ")
+        current[name] = current[name] + "\n" + value if name == "data" and name in current else value
 
 
 def test_the_event_stream_resumes_after_the_last_event_id(jobs, llm, served):
@@ -214,32 +264,12 @@ def test_the_event_stream_resumes_after_the_last_event_id(jobs, llm, served):
         llm.add(json.dumps({"action": "MESSAGE", "message": f"Part {n}.\r\nSecond line."}))
         ok(logist_cli("job", "step", "j", "--oneshot", "--base-url", llm.base_url))
     server = served()
-    import http.client
 
-    def events(headers: dict, path: str = "/jobs/j/events") -> list[tuple[str, str, str]]:
-        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
-        connection.request("GET", path, headers={"Authorization": f"Bearer {server.token}", **headers})
-        response = connection.getresponse()
-        assert response.status == 200 and response.getheader("Content-Type").startswith("text/event-stream")
-        found, current = [], {}
-        while True:
-            line = response.readline().decode().rstrip("\n")
-            if line == "":
-                if current.get("event"):
-                    found.append((current.get("id", ""), current["event"], current.get("data", "")))
-                    if current["event"] == "state":
-                        connection.close()
-                        return found
-                current = {}
-                continue
-            name, _, value = line.partition(": ")
-            current[name] = current[name] + "\n" + value if name == "data" and name in current else value
-
-    resumed = events({"Last-Event-ID": "2"}, "/jobs/j/events?after=0")
+    resumed = events(server, {"Last-Event-ID": "2"}, "/jobs/j/events?after=0")
     assert [(i, kind) for i, kind, _ in resumed] == [("3", "step"), ("4", "step"), ("", "state")]
     assert 'id="step-3"' in resumed[0][2] and "Part 1.&#13;\nSecond line." in resumed[0][2]
-    assert [i for i, _, _ in events({}, "/jobs/j/events?after=3")] == ["4", ""]
-    assert [kind for _, kind, _ in events({}, "/jobs/j/events?steps=0")] == ["state"]
+    assert [i for i, _, _ in events(server, {}, "/jobs/j/events?after=3")] == ["4", ""]
+    assert [kind for _, kind, _ in events(server, {}, "/jobs/j/events?from=1&until=2")] == ["state"], "an earlier page: its state only"
 
 
 def test_suspend_resume_and_restep_from_the_page_are_the_cli_commands(jobs, llm, served):

@@ -45,7 +45,7 @@
     if (source || document.hidden) { return; }
     clearTimeout(retry);
     var after = body.dataset.last;
-    source = new EventSource(after === undefined ? url : url + "?after=" + encodeURIComponent(after));
+    source = new EventSource(after === undefined ? url : url + (url.indexOf("?") < 0 ? "?" : "&") + "after=" + encodeURIComponent(after));
     source.addEventListener("open", function () { show(true); });
     source.addEventListener("step", function (event) {
       var steps = document.getElementById("steps");
