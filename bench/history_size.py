@@ -244,11 +244,15 @@ def turn_figures(root: Path, rounds: int = 1000, window: int = 30) -> dict:
     return run
 
 
+def formats_bytes(job) -> int:
+    """The response_format values the entries name, each kept once in
+    response_formats/ (:mod:`logist.store.response_formats`)."""
+    return sum(path.stat().st_size for path in (job.dir / "response_formats").glob("*.json"))
+
+
 def written_bytes(job) -> int:
-    """jobHistory.json and the response_format values its entries name, each
-    kept once in response_formats/ (:mod:`logist.store.response_formats`)."""
-    formats = (job.dir / "response_formats").glob("*.json")
-    return job.history_path.stat().st_size + sum(path.stat().st_size for path in formats)
+    """jobHistory.json and its response_formats/."""
+    return job.history_path.stat().st_size + formats_bytes(job)
 
 
 def breakdown(job) -> dict[str, float]:
@@ -314,7 +318,10 @@ def main() -> None:
         print(f"\nA {args.rounds:,}-round Worker turn, {time.perf_counter() - started:.0f} s:")
         print(f"  jobHistory.json + response_formats/: {size / 1e6:,.2f} MB; messages exchanged: {exchanged / 1e6:,.2f} MB; "
               f"last request body: {run['last_body'] / 1e6:,.2f} MB")
-        print(f"  history / exchanged = {size / exchanged:.2f}x, target <= {HISTORY_TO_EXCHANGED_TARGET:g}x")
+        alone, formats = run["job"].history_path.stat().st_size, formats_bytes(run["job"])
+        print(f"  history / exchanged = {size / exchanged:.2f}x, target <= {HISTORY_TO_EXCHANGED_TARGET:g}x "
+              f"(jobHistory.json {alone / 1e6:,.2f} MB, {alone / exchanged:.2f}x; response_formats/ "
+              f"{formats / 1e6:,.3f} MB in {len(list((run['job'].dir / 'response_formats').glob('*.json')))} files)")
         params = run["parameters"]
         print(f"  each request's parameters besides the messages (response_format...), sent every round: "
               f"{params / 1e6:,.2f} MB (kept once per distinct value)")
