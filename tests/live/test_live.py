@@ -17,6 +17,7 @@ from logist.engine.step import post_answer
 from logist.store.history import load_history
 from logist.protocol.decoding import decoding_schema
 from logist.store.manifest import Status
+from logist.store.response_formats import sent
 
 from conftest import logist_cli, write_config
 from liveserver import MODEL, live_engine  # noqa: F401 (the fixture)
@@ -50,7 +51,7 @@ def test_the_builtin_roles_unchanged_reach_approval_with_a_hello_py_that_runs(jo
     assert calls and all(e.response.status == "SUCCESS" for e in calls), "every answer valid at the first try"
     # Structured output: the engine refused json_schema (a 500 naming response_format) and took its own form.
     assert calls[0].request.metadata.response_format["type"] == "json_object"
-    assert "schema" in calls[0].request.metadata.response_format
+    assert "schema" in sent(job.dir, calls[0].request.metadata.response_format)  # kept in response_formats/
     assert all(e.request.metadata.max_tokens for e in calls), "every request carries max_tokens"
     committed = subprocess.run(["git", "show", "HEAD:hello.py"], cwd=job.workspace, capture_output=True, text=True)
     assert committed.returncode == 0, "hello.py is in a commit"
