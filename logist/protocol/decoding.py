@@ -19,7 +19,17 @@ as one grammar rule per character allowed (the reader cuts a summary over
 its 1000 characters instead, with a note). Strict
 decoding needs every property required, so a field an answer may leave out
 is required and nullable; the answer reader takes ``null`` as a field that
-is not used. What that subset cannot state stays with the answer check
+is not used.
+
+Without ``$ref``, what every action may carry (``file_changes``, with the
+workspace's files listed) is written out once per action. A shared
+definition would make a Worker's schema less than half as long, but
+engines still mishandle references: Ollama's grammar conversion binds a
+``$defs`` entry wrongly depending on the order of the definitions (its
+open issue 8444), and llama-server has answered a schema with references
+with a grammar error. A schema an engine cannot take is a job that cannot
+start, so the repetition is the price, paid once per distinct schema in a
+job's history (:mod:`logist.store.response_formats`). What that subset cannot state stays with the answer check
 (:func:`logist.protocol.answer.parse_answer`), and :data:`CONTENT_RULES` names
 each such rule.
 

@@ -5,7 +5,9 @@ command a real command in the job's workspace; the times, and the full
 sizes, are printed by ``bench/history_size.py``. *Messages exchanged* is
 the conversation with each message counted once (the system message, each
 user message sent, each answer received), not the request bodies, which
-repeat it every round.
+repeat it every round. Counted here by their text alone: the stricter of
+the bench's two measures (the bench's target counts each message as the
+JSON object the API carries, about 10% more bytes).
 """
 
 from __future__ import annotations
