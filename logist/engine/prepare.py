@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..protocol.decoding import decoding_schema, response_formats
+from ..protocol.decoding import MOST_LISTED, decoding_schema, response_formats
 from ..protocol.answer import ACTIONS
 from ..secrets.redact import redact_data
 from ..resources import data_dir
@@ -40,8 +40,6 @@ SUMMARY_TEMPERATURE = 0.2
 DEFAULT_MAX_TOKENS = {"json": 2048, "tags": 512}
 #: A summary call's max_tokens (a summary is short prose, whatever the role's answers may need).
 SUMMARY_MAX_TOKENS = 1024
-#: Up to this many workspace files, the decoding schema lists them as the paths an edit or deletion may name.
-LISTED_FILES = 200
 #: Where the context window is known, the default answer budget is at most this share of it.
 ANSWER_SHARE = 4
 
@@ -144,7 +142,7 @@ def answer_formats(role: RoleManifest, config: LogistConfig, manifest: JobManife
     it now (:func:`open_actions`) in the forms its
     ``structured_output`` allows; none for the line protocol. ``workspace``:
     the job's (:class:`logist.workspace.repository.Workspace`), whose files (up to
-    :data:`LISTED_FILES`) are the paths a replacement or deletion may name."""
+    :data:`~logist.protocol.decoding.MOST_LISTED`) are the paths a replacement or deletion may name."""
     if role.response_format is not None:
         return [role.response_format]
     if protocol != "json":
@@ -154,7 +152,7 @@ def answer_formats(role: RoleManifest, config: LogistConfig, manifest: JobManife
         return [None]
     planner = manifest.workflow == "planned" and manifest.turn.slot == PLANNER
     addressed = [name for slot, name in manifest.roles.items() if slot != PLANNER] if planner else None
-    existing = workspace.files(LISTED_FILES) if workspace is not None else None
+    existing = workspace.files(MOST_LISTED) if workspace is not None else None
     schema = decoding_schema(open_actions(manifest), file_changes=role.file_changes != "refused",
                              planner_roles=addressed, existing=existing)
     return response_formats(setting, schema)

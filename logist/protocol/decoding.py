@@ -78,6 +78,14 @@ CONTENT_RULES = (
 _DROPPED = frozenset({"title", "default", "examples", "const", "description", "maxLength"})
 #: Fields every action object may carry (besides its own).
 _ANY_ACTION = ("file_changes",)
+#: The most enum values a schema may hold in all: OpenAI's strict mode
+#: refuses more ("Expected at most 500 enum values in total within a single
+#: schema"; its documentation has since said 1,000). A workspace listing
+#: that would pass it is left out (any path, checked by the answer check).
+ENUM_VALUES = 500
+#: The most workspace files a schema can list: each is listed twice (the
+#: replacement and the deletion) in every action's object.
+MOST_LISTED = ENUM_VALUES // (2 * len(ACTIONS))
 
 
 def _subset(schema: dict, defs: dict) -> dict:
@@ -136,8 +144,27 @@ def decoding_schema(actions: Sequence[str] = ACTIONS, *, file_changes: bool = Tr
     step, its reasoning and a thought (:data:`~logist.protocol.answer.PLANNER_OPTIONAL`).
     ``existing``: the workspace's files, when few enough to list: a
     replacement or a deletion names one of them (none can be made in an
-    empty workspace); None: any path.
+    empty workspace); None: any path. A listing that would take the
+    schema's enum values past :data:`ENUM_VALUES` is left out.
     """
+    schema = _schema(actions, file_changes, planner_roles, existing)
+    if existing and enum_values(schema) > ENUM_VALUES:
+        return _schema(actions, file_changes, planner_roles, None)
+    return schema
+
+
+def enum_values(schema) -> int:
+    """How many enum values ``schema`` holds, in all its parts."""
+    if isinstance(schema, list):
+        return sum(enum_values(item) for item in schema)
+    if not isinstance(schema, dict):
+        return 0
+    return sum(len(value) if key == "enum" and isinstance(value, list) else enum_values(value)
+               for key, value in schema.items())
+
+
+def _schema(actions: Sequence[str], file_changes: bool, planner_roles: Optional[Sequence[str]],
+            existing: Optional[Sequence[str]]) -> dict:
     unknown = [a for a in actions if a not in ACTION_RULES]
     if unknown or not actions:
         raise ValueError(f"no decoding schema for actions {list(actions)!r}")

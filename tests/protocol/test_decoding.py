@@ -19,7 +19,8 @@ from jsonschema import Draft202012Validator
 
 from logist.engine.create import create_job
 from logist.store.history import load_history
-from logist.protocol.decoding import CONTENT_RULES, decoding_schema, response_formats, strict_root
+from logist.protocol.decoding import (CONTENT_RULES, ENUM_VALUES, MOST_LISTED, decoding_schema, enum_values,
+                                     response_formats, strict_root)
 from logist.engine.prepare import answer_formats, structured_output
 from logist.engine.prepare import open_actions
 from logist.protocol.answer import ACTION_RULES, ACTIONS, InvalidAnswer, check_planner_answer, parse_answer
@@ -116,6 +117,33 @@ def test_the_default_workers_schema_is_committed_and_current(jobs):
     (worker.workspace / "a.py").write_text("x = 1\n")
     edits = _variants(_schema_of(worker))["MESSAGE"]["properties"]["file_changes"]["anyOf"][0]["items"]["anyOf"]
     assert [kind["properties"]["path"] for kind in edits[1:]] == [{"type": "string", "enum": ["a.py"]}] * 2
+
+
+def test_a_listing_stays_within_strict_modes_enum_limit(jobs):
+    """OpenAI's strict mode refuses a schema of more than 500 enum values in
+    all: each listed file counts twice in every action's object, so a
+    workspace listing that would pass the limit is left out (any path)."""
+    for options in ({}, {"planner_roles": ["Worker", "Supervisor"]}):
+        own = enum_values(decoding_schema(existing=None, **options))  # the actions' own values
+        fits = [count for count in range(1, 201) if 2 * len(ACTIONS) * count + own <= ENUM_VALUES]
+        assert 30 < max(fits) <= MOST_LISTED
+        for count in (1, 10, max(fits), max(fits) + 1, MOST_LISTED + 1, 200):
+            files = [f"src/module_{n}.py" for n in range(count)]
+            schema = decoding_schema(existing=files, **options)
+            assert enum_values(schema) <= ENUM_VALUES, count
+            listed = [node for _, node in _walk(schema) if isinstance(node, dict) and node.get("enum") == files]
+            assert len(listed) == (2 * len(ACTIONS) if count in fits else 0), count
+    # Through a job: a workspace of 60 files is sent no listing, one of 3 files is.
+    worker = create_job(jobs, "many", "Write hello.py")
+    for n in range(60):
+        (worker.workspace / f"f{n}.txt").write_text("x\n")
+    schema = _schema_of(worker)
+    assert enum_values(schema) <= ENUM_VALUES and schema == decoding_schema(existing=None)
+    few = create_job(jobs, "few", "Write hello.py")
+    for n in range(3):
+        (few.workspace / f"f{n}.txt").write_text("x\n")
+    edits = _variants(_schema_of(few))["MESSAGE"]["properties"]["file_changes"]["anyOf"][0]["items"]["anyOf"]
+    assert [kind["properties"]["path"]["enum"] for kind in edits[1:]] == [["f0.txt", "f1.txt", "f2.txt"]] * 2
 
 
 def test_forms_for_each_setting():
