@@ -5,6 +5,7 @@ normalisation of volatile fields for snapshots."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
@@ -12,6 +13,7 @@ import re
 import select
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -153,16 +155,32 @@ def logist_process(*args: str, env: dict | None = None, input: str | None = None
     )
 
 
-def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None) -> tuple[int, str]:
+def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None,
+                      ctrl_c_when: str | None = None) -> tuple[int, str]:
     """``logist ARGS`` with stdout and stderr on a pseudo-terminal (and
-    ``env`` added to the environment); what it wrote, and its exit code."""
+    ``env`` added to the environment); what it wrote, and its exit code.
+
+    With ``ctrl_c_when``, the pseudo-terminal is the process's controlling
+    terminal and its standard input too (it leads a session of its own, as
+    a shell's foreground job does); once that text was printed, Ctrl-C is
+    typed, which the terminal turns into SIGINT for the process."""
     master, slave = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "logist", *args], stdin=subprocess.DEVNULL, stdout=slave,
-                               stderr=slave, env={**os.environ, **(env or {})})
+
+    def own_terminal() -> None:  # in the child, after setsid: the pty becomes its controlling terminal
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    interrupted = ctrl_c_when is not None
+    process = subprocess.Popen([sys.executable, "-m", "logist", *args],
+                               stdin=slave if interrupted else subprocess.DEVNULL, stdout=slave, stderr=slave,
+                               env={**os.environ, **(env or {})}, start_new_session=interrupted,
+                               preexec_fn=own_terminal if interrupted else None)
     os.close(slave)
-    output = b""
+    output, typed = b"", False
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if interrupted and not typed and ctrl_c_when.encode() in output:
+            os.write(master, b"\x03")
+            typed = True
         ready, _, _ = select.select([master], [], [], 0.1)
         if ready:
             try:
@@ -175,6 +193,7 @@ def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None) 
         elif process.poll() is not None:
             break
     os.close(master)
+    assert typed or not interrupted, output.decode("utf-8", "replace")
     return process.wait(timeout=10), output.decode("utf-8", "replace")
 
 

@@ -29,7 +29,11 @@ engines still mishandle references: Ollama's grammar conversion binds a
 open issue 8444), and llama-server has answered a schema with references
 with a grammar error. A schema an engine cannot take is a job that cannot
 start, so the repetition is the price, paid once per distinct schema in a
-job's history (:mod:`logist.store.response_formats`). What that subset cannot state stays with the answer check
+job's history (:mod:`logist.store.response_formats`); a listing is left
+out where it would pass strict mode's limit on enum values
+(:data:`ENUM_VALUES`).
+
+What the subset cannot state stays with the answer check
 (:func:`logist.protocol.answer.parse_answer`), and :data:`CONTENT_RULES` names
 each such rule.
 

@@ -7,16 +7,8 @@ what a terminal shows."""
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import pty
 import re
-import select
-import subprocess
-import sys
-import termios
-import time
 
 from logist.engine.create import create_job
 from logist.engine.step import post_answer
@@ -177,41 +169,6 @@ def test_approve_command_shows_the_commands_output_as_job_step_does(jobs, llm):
 # -- Ctrl-C says what was kept and how to go on --------------------------------------------------------
 
 
-def ctrl_c_on_a_terminal(*args: str, when: str, timeout: float = 60) -> tuple[int, str]:
-    """``logist ARGS`` on a pseudo-terminal that is its controlling terminal
-    (the process leads a session of its own, as a shell's foreground job
-    does); once ``when`` was printed, Ctrl-C is typed, which the terminal
-    turns into SIGINT for the process. Its exit code and what it wrote."""
-    master, slave = pty.openpty()
-
-    def own_terminal() -> None:  # in the child, after setsid: the pty becomes its controlling terminal
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-    process = subprocess.Popen([sys.executable, "-m", "logist", *args], stdin=slave, stdout=slave, stderr=slave,
-                               start_new_session=True, preexec_fn=own_terminal)
-    os.close(slave)
-    output, typed = b"", False
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not typed and when.encode() in output:
-            os.write(master, b"\x03")
-            typed = True
-        ready, _, _ = select.select([master], [], [], 0.1)
-        if ready:
-            try:
-                data = os.read(master, 4096)
-            except OSError:
-                break
-            if not data:
-                break
-            output += data
-        elif process.poll() is not None:
-            break
-    os.close(master)
-    assert typed, output.decode("utf-8", "replace")
-    return process.wait(timeout=10), output.decode("utf-8", "replace")
-
-
 def said(output: str) -> list[str]:
     """The lines a terminal keeps (a redrawn line's last drawing)."""
     return [row for row in screen(output, columns=1000, lines=200) if row]
@@ -220,8 +177,8 @@ def said(output: str) -> list[str]:
 def test_ctrl_c_during_a_call_says_what_was_kept_and_how_to_go_on(jobs, llm):
     job = create_job(jobs, "slow", "Write hello.py")
     llm.add(answer("MESSAGE", message="first"), Reply(content=answer("MESSAGE", message="late"), delay=30))
-    code, output = ctrl_c_on_a_terminal("job", "run", "slow", "--base-url", llm.base_url,
-                                        when="step 2 of 100: waiting for the model")
+    code, output = run_on_a_terminal("job", "run", "slow", "--base-url", llm.base_url,
+                                     ctrl_c_when="step 2 of 100: waiting for the model")
     assert code == 130, output
     rows = said(output)
     assert "Error: interrupted" not in output and "Traceback" not in output, output
@@ -245,7 +202,7 @@ def test_ctrl_c_during_a_call_says_what_was_kept_and_how_to_go_on(jobs, llm):
 def test_ctrl_c_while_a_models_command_runs_says_it_is_held_next(jobs, llm):
     job = create_job(jobs, "cmd", "Run it", allowed_commands=["sleep 30"])
     llm.add(answer("CMD", command="sleep 30"))
-    code, output = ctrl_c_on_a_terminal("job", "step", "cmd", "--base-url", llm.base_url, when="$ sleep 30: running, 1 s")
+    code, output = run_on_a_terminal("job", "step", "cmd", "--base-url", llm.base_url, ctrl_c_when="$ sleep 30: running, 1 s")
     assert code == 130, output
     rows = said(output)
     assert "Interrupted (Ctrl-C)." in rows, (output, rows)
@@ -264,7 +221,7 @@ def test_ctrl_c_in_approve_command_keeps_the_command_held(jobs, llm):
     job = create_job(jobs, "held", "Run it", command_policy="ask")
     llm.add(answer("CMD", command="sleep 30"))
     assert logist_process("job", "step", "held", "--base-url", llm.base_url).returncode == 3
-    code, output = ctrl_c_on_a_terminal("job", "approve-command", "held", when="$ sleep 30: running, 1 s")
+    code, output = run_on_a_terminal("job", "approve-command", "held", ctrl_c_when="$ sleep 30: running, 1 s")
     assert code == 130, output
     rows = said(output)
     assert "Interrupted (Ctrl-C)." in rows, (output, rows)
@@ -280,7 +237,7 @@ def test_ctrl_c_in_a_batch_says_each_job_is_recorded_and_how_to_go_on(jobs, llm)
     for name in ("a", "b"):
         create_job(jobs, name, "Write hello.py")
     llm.add(*[Reply(content=answer("MESSAGE", message="slow"), delay=2) for _ in range(4)])
-    code, output = ctrl_c_on_a_terminal("job", "run", "--all", "--base-url", llm.base_url, when="#2 Worker MESSAGE")
+    code, output = run_on_a_terminal("job", "run", "--all", "--base-url", llm.base_url, ctrl_c_when="#2 Worker MESSAGE")
     assert code == 130, output
     rows = said(output)
     assert "Interrupted (Ctrl-C)." in rows, (output, rows)
