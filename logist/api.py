@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Literal, Optional, Sequence, Union
 
 from .engine.call import CallWatch, call_settings
+from .engine.checks import approval_refusal, check_job
 from .engine.commands import CommandWatch
 from .engine.context import sized_call
 from .engine.create import JobSpec, create_job
@@ -47,7 +48,8 @@ from .model.client import Endpoints
 from .replay.apply import entry_by_sequence, post_recorded, read_history_file, replay_history
 from .store.config import resolve_base_url
 from .replay.fixtures import create_from_fixture
-from .store.entries import HistoryEntry, JobHistory
+from .store.entries import CheckRun, HistoryEntry, JobHistory
+from .store.seek import read_entry
 from .store.history import iter_entries
 from .store import jobsdir
 from .store.manifest import JobManifest, Status
@@ -274,13 +276,34 @@ class Job:
     # -- a person's decisions -----------------------------------------------------------------
 
     def _decide(self, action: str, text: Optional[str] = None, *, skip: bool = False,
-                settings: Optional[dict] = None, watch: Optional[CommandWatch] = None) -> JobManifest:
+                settings: Optional[dict] = None, watch: Optional[CommandWatch] = None,
+                despite_checks: bool = False) -> JobManifest:
         return user_action(self.stored, action, text, skip=skip, settings=settings, lock_timeout=self.jobs.lock_timeout,
-                           watch=watch)
+                           watch=watch, despite_checks=despite_checks)
 
-    def approve(self) -> JobManifest:
-        """Approve the work: the job becomes SUCCESS."""
-        return self._decide("approve")
+    def approve(self, *, despite_checks: bool = False) -> JobManifest:
+        """Approve the work: the job becomes SUCCESS. Refused while one of
+        the job's checks fails or they have not run on the workspace's
+        commit, unless ``despite_checks`` (recorded in the entry)."""
+        return self._decide("approve", despite_checks=despite_checks)
+
+    def check(self, *, watch: Optional[CommandWatch] = None) -> StepResult:
+        """Run the job's checks now (``job check``): due ones decide what
+        happens next; otherwise the run is recorded and the state stays."""
+        return check_job(self.stored, self.jobs.lock_timeout, watch)
+
+    def last_check(self) -> Optional[CheckRun]:
+        """The job's last run of its checks, as recorded (None: they never ran)."""
+        last = self.manifest().last_check
+        return read_entry(self.dir, last.sequence).checks if last is not None else None
+
+    def approval_refusal(self) -> Optional[str]:
+        """Why :meth:`approve` would refuse now because of the checks (None: it would not)."""
+        return approval_refusal(self.stored, self.manifest())
+
+    def set_checks(self, checks: Sequence[str]) -> JobManifest:
+        """Replace the job's checks (an empty list: none); recorded as a ``set`` entry."""
+        return self._decide("set", settings={"checks": list(checks)})
 
     def reject(self, feedback: str) -> JobManifest:
         """Reject the work; the Worker redoes it with ``feedback``."""

@@ -82,9 +82,11 @@ class _JobWhat(BaseModel):
             "default: Worker then Supervisor, then a person approves; planned: a Planner routes work to the roles; "
             "solo: the Worker alone, its COMPLETED ([DONE]) ends the job. Unset: solo with --skill (default with "
             "--review), else default."))
-    review: bool = Field(
-        default=False, description="With --skill: keep the Supervisor's review and a person's approval (the default "
-                                    "workflow) instead of ending the job at the Worker's [DONE].")
+    review: Optional[bool] = Field(
+        default=None, description="With --skill: keep the Supervisor's review and a person's approval (the default "
+                                   "workflow) instead of ending the job at the Worker's [DONE]. --no-review: a solo "
+                                   "job with no checks ends SUCCESS at the Worker's [DONE] (without it, a person "
+                                   "approves).")
     planner: Optional[str] = Field(
         default=None, description="With --workflow planned: the role in the Planner's place (default Planner).")
     # Not "roles": the manifest's ``roles`` is every slot; these are only the added ones.
@@ -171,6 +173,7 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
             baseline_commit=baseline,
             workspace_commit=baseline,
             workflow=spec.workflow,
+            no_review=spec.review is False,
             turn=Turn(slot=first_slot, role=slots[first_slot]),
         )
         hist.create_history(job_dir, job_id)

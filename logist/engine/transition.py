@@ -21,8 +21,8 @@ from ..store.roles import RoleManifest
 from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Handoff, JobManifest, Question, Turn
 from ..store.prompts import Prompts, builtin
 from .workflow import (
-    ADDRESSED, CHANGES_HELD, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, SOLO, USER, Rule, find_rule, move,
-    rule_for, who_acts,
+    ADDRESSED, CHANGES_HELD, CHECKS_DUE, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, SOLO, USER, Rule, find_rule,
+    move, rule_for, verified, who_acts,
 )
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def apply_answer(
             role=turn.role, action=action, summary=summary if planned else answer.summary_for_supervisor or "",
             evidence_files=answer.evidence_files,
         )
-    event = answer_event(who, answer, command)
+    event = verified(before, who, answer_event(who, answer, command))
     rule = find_rule(before.status, event, who)
     if rule is None:
         add_round(turn, call)
@@ -122,16 +122,18 @@ def apply_answer(
         after.retries_in_a_row = 0
     move(after, rule, before.status, f"{turn.role} is STUCK: {summary}" if action == "STUCK" else None)
     effect = rule.turn
-    if effect in ("continue", "wait", "stop", "finish", "delegate"):
+    if effect in ("continue", "wait", "stop", "finish", "delegate", "check"):
         add_round(turn, call)
+    if effect == "check":  # the job's checks run next (logist.engine.checks)
+        after.checks_due = True
+    if who == PLANNER and event in (CHECKS_DUE, f"COMPLETED to {USER}"):
+        after.last_exit = Handoff(role=turn.role, action=action, summary=summary)
     if effect == "continue":
         turn.pending = _continue_with(event, answer, command, prompts)
     elif effect == "wait" and action == "ASK":
         after.question = Question(text=answer.question or answer.message or "", required=answer.required)
     elif effect == "wait":
         after.pending_command = answer.command
-    elif effect == "stop" and event == "COMPLETED to User":
-        after.last_exit = Handoff(role=turn.role, action=action, summary=summary)
     elif effect == "handoff":
         _next_turn(after, SUPERVISOR, None)
     elif effect == "send back":
