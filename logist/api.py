@@ -50,6 +50,7 @@ from .store.config import resolve_base_url
 from .replay.fixtures import create_from_fixture
 from .store.entries import CheckRun, HistoryEntry, JobHistory
 from .store.seek import read_entry
+from .views.summary import CheckStatus, check_status
 from .store.history import iter_entries
 from .store import jobsdir
 from .store.manifest import JobManifest, Status
@@ -296,6 +297,11 @@ class Job:
         """The job's last run of its checks, as recorded (None: they never ran)."""
         last = self.manifest().last_check
         return read_entry(self.dir, last.sequence).checks if last is not None else None
+
+    def check_status(self) -> Optional[CheckStatus]:
+        """The last run of the job's checks as approval sees it: passed, and
+        whether the workspace changed since (None: they never ran)."""
+        return check_status(self.stored, self.manifest())
 
     def approval_refusal(self) -> Optional[str]:
         """Why :meth:`approve` would refuse now because of the checks (None: it would not)."""

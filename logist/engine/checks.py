@@ -46,6 +46,7 @@ from ..workspace.repository import UnreadableFiles
 from .apply import StepResult
 from .commands import CommandWatch, _logists_folders, run_command
 from .prompt import render_checks
+from ..views.summary import checks_line
 from .session import open_locked
 from .workflow import (
     CHECK, CHECKS_FAILED, CHECKS_OVER_LIMIT, CHECKS_PASSED, PERSON, find_rule, move, rule_for, who_acts,
@@ -138,16 +139,13 @@ def record_run(job: Job, before: JobManifest, run: CheckRun, duration_ms: int, r
                                     failed=[r.command for r in run.failed])
     after.totals.wall_ms += duration_ms
     after.workspace_commit = before.workspace_commit if run.commit is None else run.commit
-    passed = sum(1 for r in run.results if r.passed)
-    note = f"{event}: {passed} of {len(run.results)} passed"
-    if run.failed:
-        note += "; " + "; ".join(f"`{r.command}` {r.ending}" for r in run.failed)
+    note = checks_line(run.results) + ("" if event == CHECK else f": {event}")
     if replayed:
         note += "; the outcome was applied from a recorded history, no check was run"
     entry = journal.new_entry(job.dir, job.workspace, before, after, kind="check", role=before.turn.role,
                               checks=run, workspace_commit=after.workspace_commit, duration_ms=duration_ms, note=note)
     journal.record(job.dir, entry, after)
-    return StepResult(job_id=job.id, sequence=sequence, role=before.turn.role,
+    return StepResult(job_id=job.id, sequence=sequence, role="Logist",
                       action="CHECKS_PASSED" if run.passed else "CHECKS_FAILED", status=after.status, summary=note,
                       commit=after.workspace_commit, duration_ms=duration_ms, turn=effect,
                       error=None if run.passed else _first_failure(run))

@@ -127,6 +127,7 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
     check_job_id(job_id)
     spec = spec.model_copy(update={"workflow": _workflow(spec)})
     active_skill, objective, max_steps = None, spec.objective, spec.max_steps
+    given_checks: list[str] = []
     if spec.skill:
         template = load_skill(spec.skill, jobs_dir.path)
         values = template.resolve_params(spec.params)
@@ -136,12 +137,15 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
         objective = objective or template.render_text(template.description, values)
         if max_steps is None:
             max_steps = template.max_steps
+        given_checks = [template.render_text(check, values) for check in template.checks]
     elif spec.params:
         raise UsageError("--param goes with --skill")
     if not objective or not objective.strip():
         raise UsageError("a job needs an objective (--objective TEXT)")
     jobs_dir.init()
-    slots = _slots(spec, load_roles(jobs_dir.path))
+    roles = load_roles(jobs_dir.path)
+    slots = _slots(spec, roles)
+    given_checks += [check for name in slots.values() for check in roles[name].checks]
     model = spec.model
     if spec.llm_alias:
         if spec.model:
@@ -150,7 +154,9 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
         # kept as the alias, so config.json decides the model at each call.
         jobs_dir.config().alias(spec.llm_alias, "--llm-alias")
         model = spec.llm_alias
-    settings = _settings(spec.model_copy(update={"max_steps": max_steps}), jobs_dir.config().defaults)
+    # The job's own checks; else its skill's and its roles' (each once); else config.json's defaults.
+    checks = spec.checks or list(dict.fromkeys(given_checks))
+    settings = _settings(spec.model_copy(update={"max_steps": max_steps, "checks": checks}), jobs_dir.config().defaults)
 
     first_slot = PLANNER if spec.workflow == "planned" else WORKER
     job_dir = jobs_dir.new_job_dir(job_id)
