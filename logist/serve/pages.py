@@ -32,7 +32,7 @@ from ..store.status import Status
 from ..terminal import inert
 from ..views.html import esc
 from ..views.report import TIMELINE_CLOSE, IndexRow, index_body, index_rows, job_head, timeline_open
-from ..views.summary import StateTrail
+from ..views.summary import StateTrail, check_status
 from ..views.window import Follower, read_window
 
 #: History entries a job's page shows at most by default (the rest are a
@@ -135,8 +135,11 @@ def decisions_html(job: Job, m: JobManifest) -> str:
             + "</div>"
         )
     if can("approve"):
+        last = check_status(job, m)
+        checks = (f'<p class="checks">Checks: {esc(last.line())}</p>' if last is not None else
+                  '<p class="checks">Checks: not run yet (logist job check)</p>' if m.settings.checks else "")
         parts.append(
-            '<div class="review"><h3>The work is done: approve or reject it</h3>'
+            '<div class="review"><h3>The work is done: approve or reject it</h3>' + checks
             + _form(job, "approve", at, "Approve")
             + _form(job, "reject", at, "Reject",
                     '<textarea name="feedback" rows="2" required aria-label="what is wrong" placeholder="What is wrong (sent to the Worker)"></textarea>')
