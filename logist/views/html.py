@@ -181,8 +181,9 @@ def _outcome_html(entry: HistoryEntry) -> str:
             items.append(f"<li>Refused <code>{esc(command.command)}</code>: the command policy does not allow it</li>")
     if entry.checks is not None:
         for result in entry.checks.results:
+            failed = "" if result.passed else ' class="error"'
             items.append(
-                f'<li{"" if result.passed else " class=\"error\""}>Check <code>{esc(result.command)}</code> '
+                f'<li{failed}>Check <code>{esc(result.command)}</code> '
                 f"{esc(result.ending)} ({result.duration_ms / 1000:g} s); the end of its output:"
                 f"{_pre(result.output or '(no output)', 'output')}</li>"
             )
