@@ -118,3 +118,15 @@ def test_the_project_names_what_things_are_not_its_seeds_or_issues():
     decisions, with their numbers, is CHANGELOG.md's alone."""
     hits = [hit for root in ("logist", "docs", "schemas", "README.md") for hit in _internal_names(REPO_ROOT / root)]
     assert hits == [], "name what the thing is instead:\n" + "\n".join(hits)
+
+
+def test_the_glossary_defines_the_project_s_words_and_is_in_the_site():
+    glossary = (REPO_ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
+    terms = ["Job", "Jobs directory", "Session", "Step", "Call", "Turn", "Entry", "Role", "Workflow", "Action",
+             "Budget", "Person's decision", "Workspace", "Fixture", "Replay", "Compaction", "Held command", "Lease",
+             "Batch"]
+    defined = re.findall(r"^\*\*([^*]+)\.\*\*", glossary, re.MULTILINE)
+    assert defined == terms
+    for paragraph in glossary.split("\n\n")[2:]:
+        assert re.search(r"\]\([a-z-]+\.md(#[a-z0-9-]+)?\)", paragraph), f"points at no page: {paragraph[:40]}"
+    assert "Glossary: glossary.md" in (REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8")
