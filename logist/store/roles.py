@@ -2,9 +2,9 @@
 directory's own roles that add to them and override them by name.
 
 A manifest is JSON (YAML accepted) with four mandatory fields, as the
-reference Logist design (jjurach/logist) writes them: name, description, instructions (inline, or ``prompt_file``
-naming a text file) and llm_model (or llm_alias); a few others are
-optional; unknown fields are refused so that a typo in a manifest is an
+reference Logist design (jjurach/logist) writes them: name, description,
+instructions (inline, or ``prompt_file`` naming a text file) and llm_model
+(or llm_alias); a few others are optional; unknown fields are refused so that a typo in a manifest is an
 error naming the file and the field, not a silently ignored setting. A
 role's instructions are a prompt template (:mod:`logist.store.prompts`):
 the manifest's own ``instructions`` or ``prompt_file``, else
