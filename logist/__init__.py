@@ -1,9 +1,11 @@
 """Logist: run LLM agent jobs as plain directories.
 
-The front door for Python is :func:`open` (:mod:`logist.api`); everything
-else is reachable through its module (``logist.engine.step``,
-``logist.store.history``, ``logist.replay.scripted``...). openai and git load
-only when a step or a workspace needs them. This example runs as it is: a
+The front door for Python is :func:`open` (:mod:`logist.api`): the public
+API is :data:`__all__`, what :mod:`logist.api`'s ``Jobs`` and ``Job`` return,
+and the testing servers and pytest fixtures of :mod:`logist.replay` that
+docs/replay.md documents. Every other module (``logist.engine``,
+``logist.store``...) is internal: reachable, but it may change in any
+release. openai and git load only when a step or a workspace needs them. This example runs as it is: a
 scripted OpenAI-compatible server on 127.0.0.1 stands in for the model (give
 ``open`` your endpoint's ``base_url`` instead)::
 
