@@ -348,3 +348,23 @@ def test_an_endpoint_that_cannot_be_reached_is_a_recorded_502(recorded):
         answer = messages_call(gateway, {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]})
     assert answer.status_code == 502 and answer.json()["type"] == "error"
     assert recorded[0].status == 502 and "could not be reached" in recorded[0].error
+
+
+def test_an_endpoint_that_answers_a_stream_whole_is_streamed_to_the_agent(recorded):
+    with ScriptedLLMServer([Reply(content="whole all the same", usage=USAGE)], streaming="ignore") as upstream, \
+            Gateway(upstream.base_url, CANARY_KEY, mode="chat", record=recorded.append) as gateway:
+        answer = messages_call(gateway, {"model": "m", "max_tokens": 50, "stream": True,
+                                         "messages": [{"role": "user", "content": "hi"}]})
+    events = events_of(answer.text)
+    assert events[0].name == "message_start" and events[-1].name == "message_stop"
+    assert recorded[0].response["content"] == [{"type": "text", "text": "whole all the same"}]
+    assert recorded[0].usage == {"input_tokens": 120, "output_tokens": 30} and recorded[0].error is None
+
+
+def test_a_stream_that_breaks_off_is_recorded_and_ends_in_the_apis_failure(recorded):
+    with ScriptedLLMServer([Reply(content="a long answer cut short", break_after=300)]) as upstream, \
+            Gateway(upstream.base_url, CANARY_KEY, mode="chat", record=recorded.append) as gateway:
+        events = list(sdk(gateway).responses.create(model="m", input="hi", stream=True))
+    assert events[-1].type == "response.failed"
+    assert recorded[0].status == 200 and recorded[0].response["status"] == "failed"
+    assert recorded[0].error.startswith("the model's answer broke off")
