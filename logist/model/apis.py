@@ -19,16 +19,17 @@ Pure: no sockets, no files. For each API, by :class:`Api`:
 * how an error is shaped (:func:`error_body`), so that an agent shows the
   gateway's refusal as it shows its provider's own.
 
-Server-sent events are read and written here too (:class:`EventReader`,
+Server-sent events are read and written here too (:func:`read_events`,
 :func:`sse`): Chat streams ``data:`` lines ending in ``data: [DONE]``;
 Responses and Messages name each event (``event: response.completed``).
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 CHAT = "chat"
 RESPONSES = "responses"
@@ -133,6 +134,27 @@ class EventReader:
         except ValueError:
             parsed = raw
         return Event(name, parsed, text)
+
+
+def read_events(pieces: Iterable[bytes]) -> Iterator[list[Event]]:
+    """The events of a stream arriving in ``pieces`` (as the network gives
+    them), a list per piece: what one piece completed is passed on together."""
+    reader = EventReader()
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    rest = ""
+    for piece in pieces:
+        rest += decoder.decode(piece)
+        *whole, rest = rest.split("\n")
+        batch = [event for event in (reader.feed(line.rstrip("\r")) for line in whole) if event is not None]
+        if batch:
+            yield batch
+    rest += decoder.decode(b"", final=True)
+    batch = [event for event in (reader.feed(line.rstrip("\r")) for line in rest.split("\n")) if event is not None]
+    last = reader.close()
+    if last is not None:
+        batch.append(last)
+    if batch:
+        yield batch
 
 
 # --- usage -------------------------------------------------------------------

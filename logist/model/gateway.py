@@ -153,6 +153,8 @@ class Gateway:
         self._numbers = 0
         extra = [upstream_api_key] if upstream_api_key and len(upstream_api_key.strip()) >= MIN_LENGTH else []
         self._secrets = sorted(set(known_secrets(extra=extra)) | set(extra), key=len, reverse=True)
+        # Each as written and as it reads inside a JSON string: a quick look for any before redacting.
+        self._forms = sorted({form for secret in self._secrets for form in (secret, json.dumps(secret)[1:-1])})
         self._server = _Server((host, 0), _Handler)
         self._server.gateway = self
         self._client = None
@@ -213,14 +215,15 @@ class Gateway:
             self._numbers += 1
             return None, self._numbers
 
-    def _recorded(self, exchange: Exchange) -> None:
-        """Count the call's usage and hand it to ``record`` (its exceptions propagate)."""
-        exchange = replace(
-            exchange, request=redact_data(exchange.request, self._secrets),
-            response=redact_data(exchange.response, self._secrets), events=redact_data(exchange.events, self._secrets),
-            upstream_request=redact_data(exchange.upstream_request, self._secrets),
-            upstream_response=redact_data(exchange.upstream_response, self._secrets),
-            error=redact(exchange.error, self._secrets))
+    def _recorded(self, exchange: Exchange, raw: bytes) -> None:
+        """Count the call's usage and hand it to ``record`` (its exceptions propagate).
+
+        What the endpoint sent was cleaned as it came (:meth:`_clean`); the
+        agent's request (``raw``) is looked through here."""
+        if self._secret_in(raw.decode("utf-8", "replace")):
+            exchange = replace(exchange, request=redact_data(exchange.request, self._secrets),
+                               upstream_request=redact_data(exchange.upstream_request, self._secrets))
+        exchange.error = redact(exchange.error, self._secrets)
         with self._recording:
             if exchange.usage:
                 with self._lock:
@@ -229,8 +232,18 @@ class Gateway:
             if self._record is not None:
                 self._record(exchange)
 
-    def _shown(self, text: str) -> bytes:
-        return redact(text, self._secrets).encode("utf-8")
+    def _secret_in(self, text: str) -> bool:
+        return any(form in text for form in self._forms)
+
+    def _clean(self, text: str) -> str:
+        """``text`` from the endpoint, every known secret in it replaced."""
+        return redact(text, self._secrets) if self._secret_in(text) else text
+
+    def _cleaned(self, batches: Iterable[list[Event]]) -> Iterator[list[Event]]:
+        """The endpoint's events, each one with a secret in it read again from its cleaned text."""
+        for batch in batches:
+            yield [event if not self._secret_in(event.text) else next(apis.read_events([self._clean(event.text).encode()]))[0]
+                   for event in batch]
 
     # --- upstream --------------------------------------------------------------------
 
@@ -303,34 +316,34 @@ class Gateway:
         try:
             answer = self._client.send(request, stream=True)
         except httpx.HTTPError as exc:
-            exchange.status, exchange.error = 502, f"the model's endpoint could not be reached: {exc}"
+            exchange.status, exchange.error = 502, self._clean(f"the model's endpoint could not be reached: {exc}")
             exchange.response = apis.error_body(api.name, 502, exchange.error, "upstream_error")
             exchange.duration = time.monotonic() - clock
-            if self._keep(handler, exchange):
+            if self._keep(handler, exchange, raw):
                 handler.send_json(502, exchange.response)
             return
         try:
             kind = answer.headers.get("content-type", "")
             if answer.status_code == 200 and "text/event-stream" in kind:
-                source = self._events(answer, httpx)
-                self._relay_stream(handler, api, exchange, source, translating, hide_usage, clock)
+                source = self._cleaned(apis.read_events(answer.iter_bytes()))
+                self._relay_stream(handler, api, exchange, raw, source, translating, hide_usage, clock)
                 return
-            text = answer.read().decode("utf-8", "replace")
+            text = self._clean(answer.read().decode("utf-8", "replace"))
         except httpx.HTTPError as exc:
-            exchange.status, exchange.error = 502, f"the model's answer broke off: {exc}"
+            exchange.status, exchange.error = 502, self._clean(f"the model's answer broke off: {exc}")
             exchange.response = apis.error_body(api.name, 502, exchange.error, "upstream_error")
             exchange.duration = time.monotonic() - clock
-            if self._keep(handler, exchange):
+            if self._keep(handler, exchange, raw):
                 handler.send_json(502, exchange.response)
             return
         finally:
             answer.close()
-        self._relay_whole(handler, api, exchange, answer.status_code, kind, text, translating, streamed, clock)
+        self._relay_whole(handler, api, exchange, raw, answer.status_code, kind, text, translating, streamed, clock)
 
-    def _keep(self, handler: "_Handler", exchange: Exchange) -> bool:
+    def _keep(self, handler: "_Handler", exchange: Exchange, raw: bytes) -> bool:
         """Record ``exchange``; False (and the connection dropped) if that failed."""
         try:
-            self._recorded(exchange)
+            self._recorded(exchange, raw)
             return True
         except Exception as exc:  # noqa: BLE001 - the agent must not see the end of an unrecorded call
             print(f"logist gateway: call {exchange.number} not recorded ({type(exc).__name__}: {exc}); "
@@ -338,18 +351,8 @@ class Gateway:
             handler.close_connection = True
             return False
 
-    def _events(self, answer, httpx) -> Iterator[Event]:
-        reader = apis.EventReader()
-        for line in answer.iter_lines():
-            event = reader.feed(line)
-            if event is not None:
-                yield event
-        event = reader.close()
-        if event is not None:
-            yield event
-
-    def _relay_whole(self, handler: "_Handler", api: Api, exchange: Exchange, status: int, kind: str, text: str,
-                     translating: bool, streamed: bool, clock: float) -> None:
+    def _relay_whole(self, handler: "_Handler", api: Api, exchange: Exchange, raw: bytes, status: int, kind: str,
+                     text: str, translating: bool, streamed: bool, clock: float) -> None:
         try:
             data = json.loads(text)
         except ValueError:
@@ -359,7 +362,7 @@ class Gateway:
             exchange.upstream_response = data
             if streamed:  # the endpoint answered a streamed request whole: streamed to the agent all the same
                 chunks = [apis.sse(chunk) for chunk in translate.as_chunks(data)] + [apis.sse("[DONE]")]
-                self._relay_stream(handler, api, exchange, iter(chunks), True, False, clock)
+                self._relay_stream(handler, api, exchange, raw, [chunks], True, False, clock)
                 return
             exchange.response = translate.from_chat(api.name, data, exchange.request)
             exchange.usage = _usage(apis.usage_of(apis.CHAT, data))
@@ -375,11 +378,13 @@ class Gateway:
                 exchange.response = apis.error_body(api.name, status, message, "api_error")
                 text, kind = json.dumps(exchange.response), "application/json"
         exchange.duration = time.monotonic() - clock
-        if self._keep(handler, exchange):
-            handler.send_bytes(status, self._shown(text), kind or "application/json")
+        if self._keep(handler, exchange, raw):
+            handler.send_bytes(status, text.encode("utf-8"), kind or "application/json")
 
-    def _relay_stream(self, handler: "_Handler", api: Api, exchange: Exchange, source: Iterable[Event],
-                      translating: bool, hide_usage: bool, clock: float) -> None:
+    def _relay_stream(self, handler: "_Handler", api: Api, exchange: Exchange, raw: bytes,
+                      source: Iterable[list[Event]], translating: bool, hide_usage: bool, clock: float) -> None:
+        """Pass a stream on as it comes, each network read's events in one write,
+        its terminal event held back until the call is recorded."""
         httpx = _httpx()
         translator = translate.stream_from_chat(api.name, exchange.request) if translating else None
         upstream: list[Event] = []  # the endpoint's events (chat mode)
@@ -388,24 +393,26 @@ class Gateway:
         handler.start_stream()
 
         def emit(events: list[Event], last: bool = False) -> None:
+            out = []
             for event in events:
                 seen.append(event)
                 if last or held or event.kind in api.terminal:
                     held.append(event)
                 elif not (hide_usage and _usage_only(event)):
-                    handler.send_chunk(self._shown(event.text))
+                    out.append(event.text)
+            if out:
+                handler.send_chunk("".join(out).encode("utf-8"))
 
         fault = None
         try:
             if translator is not None:
                 emit(translator.start())
-            for event in source:
+            for batch in source:
                 if translator is None:
-                    emit([event])
+                    emit(batch)
                     continue
-                upstream.append(event)
-                if isinstance(event.data, dict):
-                    emit(translator.feed(event.data))
+                upstream += batch
+                emit([made for event in batch if isinstance(event.data, dict) for made in translator.feed(event.data)])
         except (httpx.HTTPError, translate.TranslationError) as exc:
             fault = f"the model's answer broke off: {exc}"
         except OSError as exc:  # the agent hung up: the endpoint's answer is dropped too
@@ -424,13 +431,11 @@ class Gateway:
         else:
             exchange.usage = _usage(apis.usage_of(api.name, exchange.response))
         exchange.duration = time.monotonic() - clock
-        if not self._keep(handler, exchange) or handler.close_connection:
+        if not self._keep(handler, exchange, raw) or handler.close_connection:
             return
         try:
-            for event in held:
-                if not (hide_usage and _usage_only(event)):
-                    handler.send_chunk(self._shown(event.text))
-            handler.end_stream()
+            shown = [event.text for event in held if not (hide_usage and _usage_only(event))]
+            handler.end_stream("".join(shown).encode("utf-8"))
         except OSError:
             handler.close_connection = True
 
@@ -493,10 +498,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def send_chunk(self, data: bytes) -> None:
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        if data:  # an empty chunk would end the stream
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
-    def end_stream(self) -> None:
-        self.wfile.write(b"0\r\n\r\n")
+    def end_stream(self, data: bytes = b"") -> None:
+        """The last of the stream, and its end, in one write."""
+        self.wfile.write((b"%x\r\n%s\r\n" % (len(data), data) if data else b"") + b"0\r\n\r\n")
 
     # --- routes -------------------------------------------------------------------
 
