@@ -144,6 +144,8 @@ class Gateway:
         self.totals = Totals()
         #: Why the budget stopped the run, once it has.
         self.refusal: Optional[str] = None
+        #: The calls ``record`` failed on (their answers were withheld from the agent), and why.
+        self.unrecorded: list[str] = []
         self._key = upstream_api_key or None
         self._budget = budget
         self._record = record
@@ -346,8 +348,8 @@ class Gateway:
             self._recorded(exchange, raw)
             return True
         except Exception as exc:  # noqa: BLE001 - the agent must not see the end of an unrecorded call
-            print(f"logist gateway: call {exchange.number} not recorded ({type(exc).__name__}: {exc}); "
-                  "its answer is withheld", file=sys.stderr)
+            with self._lock:
+                self.unrecorded.append(f"call {exchange.number}: {type(exc).__name__}: {exc}")
             handler.close_connection = True
             return False
 

@@ -339,6 +339,7 @@ def test_an_answer_whose_record_failed_never_ends_for_the_agent():
         with pytest.raises(openai.APIConnectionError):
             client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     assert "".join(c.choices[0].delta.content or "" for c in got if c.choices) == "streamed answer"
+    assert gateway.unrecorded == ["call 1: OSError: disk full", "call 2: OSError: disk full"]
 
 
 def test_an_endpoint_that_cannot_be_reached_is_a_recorded_502(recorded):
