@@ -369,3 +369,40 @@ def test_a_stream_that_breaks_off_is_recorded_and_ends_in_the_apis_failure(recor
     assert events[-1].type == "response.failed"
     assert recorded[0].status == 200 and recorded[0].response["status"] == "failed"
     assert recorded[0].error.startswith("the model's answer broke off")
+
+
+def test_calls_made_at_once_are_each_recorded_once(recorded):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ScriptedLLMServer([Reply(content=f"answer {i}", usage=USAGE, pieces=3) for i in range(12)]) as upstream, \
+            Gateway(upstream.base_url, CANARY_KEY, mode="chat", record=recorded.append) as gateway:
+        client = sdk(gateway)
+
+        def one(i: int) -> str:
+            events = list(client.responses.create(model="m", input=f"question {i}", stream=True))
+            return events[-1].response.output[0].content[0].text
+
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(one, range(12)))
+    assert sorted(answers) == sorted(f"answer {i}" for i in range(12))
+    assert sorted(r.number for r in recorded) == list(range(1, 13))
+    assert sorted(r.response["output"][0]["content"][0]["text"] for r in recorded) == sorted(answers)
+    assert gateway.totals == Totals(calls=12, input_tokens=12 * 120, output_tokens=12 * 30)
+
+
+def test_an_agent_that_hangs_up_mid_stream_leaves_a_record_saying_so(recorded):
+    done = threading.Event()
+
+    def record(exchange):
+        recorded.append(exchange)
+        done.set()
+
+    slow = Reply(content="a slow answer in many pieces", pieces=20, piece_delay=0.05)
+    with ScriptedLLMServer([slow]) as upstream, Gateway(upstream.base_url, CANARY_KEY, record=record) as gateway:
+        chat = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+        with httpx.stream("POST", gateway.base_url + "/chat/completions", json=chat,
+                          headers={"authorization": f"Bearer {gateway.token}"}) as answer:
+            next(answer.iter_lines())
+        assert done.wait(10)
+    assert recorded[0].error.startswith("the agent closed the connection")
+    assert recorded[0].response["choices"][0]["message"]["content"].startswith("a slow")
