@@ -12,7 +12,12 @@ in turns so that a busy machine slows both alike:
 * Responses and Messages, streamed, translated to Chat (``chat`` mode),
   against the direct streamed Chat call that carries the same answer.
 
-    python bench/gateway.py [--calls 200] [--pieces 4 --pieces 400]
+Three answers: 4 pieces and 300 pieces sent at once (the gateway's own
+work per event, bare: a real model's events come apart), and 100 pieces
+2 ms apart, a model streaming fast (the cost as an agent meets it: the
+gateway's work overlaps the model's, and what it adds is at the end).
+
+    python bench/gateway.py [--calls 200]
 
 Target: through the gateway at most 1.1x the direct call plus 5 ms. Figures
 only; each printed beside that floor.
@@ -39,7 +44,7 @@ def timed(client, url: str, headers: dict, body: dict) -> float:
     return time.perf_counter() - start
 
 
-def measure(calls: int, pieces: int) -> list[tuple[str, float, float]]:
+def measure(calls: int, pieces: int, delay: float) -> list[tuple[str, float, float]]:
     httpx = _httpx()
     chat = {"model": "m", "messages": [{"role": "user", "content": "Write the sentence."}]}
     cases = [  # (name, mode, gateway path, gateway body, direct body)
@@ -54,21 +59,21 @@ def measure(calls: int, pieces: int) -> list[tuple[str, float, float]]:
     ]
     rows = []
     for name, mode, path, through, direct in cases:
-        script = [Reply(content=ANSWER, pieces=pieces)] * (2 * calls + 20)
+        script = [Reply(content=ANSWER, pieces=pieces, piece_delay=delay)] * (2 * calls + 20)
         records = []
         with ScriptedLLMServer(script) as upstream, \
                 Gateway(upstream.base_url, "sk-bench-key-0000", mode=mode, record=records.append) as gateway, \
                 httpx.Client(timeout=30) as client:
             plain = {"authorization": "Bearer sk-bench-key-0000"}
             ours = {"authorization": f"Bearer {gateway.token}", "x-api-key": gateway.token}
-            for _ in range(10):  # warm both connections and code paths
+            for _ in range(10 if not delay else 2):  # warm both connections and code paths
                 timed(client, upstream.base_url + "/chat/completions", plain, direct)
                 timed(client, gateway.base_url + path, ours, through)
             direct_times, gateway_times = [], []
             for _ in range(calls):
                 direct_times.append(timed(client, upstream.base_url + "/chat/completions", plain, direct))
                 gateway_times.append(timed(client, gateway.base_url + path, ours, through))
-            assert len(records) == calls + 10
+            assert len(records) == calls + (10 if not delay else 2)
         rows.append((name, statistics.median(direct_times), statistics.median(gateway_times)))
     return rows
 
@@ -76,13 +81,13 @@ def measure(calls: int, pieces: int) -> list[tuple[str, float, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--pieces", type=int, action="append", help="chunks of a streamed answer (repeatable)")
     args = parser.parse_args()
-    print(f"{'call':<30} {'pieces':>6} {'direct':>9} {'gateway':>9} {'floor':>9} {'ratio':>6}  within")
-    for pieces in args.pieces or [4, 400]:
-        for name, direct, through in measure(args.calls, pieces):
+    print(f"{'call':<30} {'pieces':>10} {'direct':>9} {'gateway':>9} {'floor':>9} {'ratio':>6}  within")
+    for pieces, delay, calls in ((4, 0.0, args.calls), (300, 0.0, args.calls), (100, 0.002, max(10, args.calls // 8))):
+        for name, direct, through in measure(calls, pieces, delay):
             floor = 1.1 * direct + 0.005
-            print(f"{name:<30} {pieces:>6} {direct * 1000:>7.2f}ms {through * 1000:>7.2f}ms {floor * 1000:>7.2f}ms "
+            label = f"{pieces}" + (f" {delay * 1000:g}ms" if delay else "")
+            print(f"{name:<30} {label:>10} {direct * 1000:>7.2f}ms {through * 1000:>7.2f}ms {floor * 1000:>7.2f}ms "
                   f"{through / direct:>5.2f}x  {'yes' if through <= floor else 'NO'}")
 
 
