@@ -29,7 +29,7 @@ import argparse
 import statistics
 import time
 
-from logist.model.gateway import Gateway, _httpx
+from logist.model.gateway import Gateway
 from logist.replay.scripted import Reply, ScriptedLLMServer
 
 ANSWER = "The quick brown fox jumps over the lazy dog. " * 20  # 900 characters
@@ -45,7 +45,10 @@ def timed(client, url: str, headers: dict, body: dict) -> float:
 
 
 def measure(calls: int, pieces: int, delay: float) -> list[tuple[str, float, float]]:
-    httpx = _httpx()
+    try:
+        import httpx2 as httpx  # the openai SDK's HTTP library from openai 3 on
+    except ImportError:
+        import httpx
     chat = {"model": "m", "messages": [{"role": "user", "content": "Write the sentence."}]}
     cases = [  # (name, mode, gateway path, gateway body, direct body)
         ("chat, whole", "passthrough", "/chat/completions", chat, chat),
