@@ -236,10 +236,11 @@ def messages_to_chat(body: dict) -> dict:
             continue
         blocks = [b for b in content or [] if isinstance(b, dict)]
         if role == "assistant":
-            said = {"role": "assistant", "content": "".join(b.get("text", "") for b in blocks if b.get("type") == "text") or None}
+            text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
             calls = [{"id": b.get("id") or _id("call"), "type": "function",
                       "function": {"name": b.get("name", ""), "arguments": json.dumps(b.get("input") or {})}}
                      for b in blocks if b.get("type") == "tool_use"]
+            said = {"role": "assistant", "content": text or (None if calls else "")}  # no call: never null
             if calls:
                 said["tool_calls"] = calls
             messages.append(said)

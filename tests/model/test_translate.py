@@ -86,6 +86,8 @@ def test_a_claude_code_request_in_chat_terms():
                   {"type": "web_search_20250305", "name": "web_search"}],
         "messages": [
             {"role": "user", "content": "Fix it"},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "only this", "signature": "s"}]},
+            {"role": "user", "content": "Go on"},
             {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "s"},
                                               {"type": "text", "text": "Reading."},
                                               {"type": "tool_use", "id": "t1", "name": "Read", "input": {"p": "a"}},
@@ -101,6 +103,8 @@ def test_a_claude_code_request_in_chat_terms():
     assert chat["messages"] == [
         {"role": "system", "content": "Be Claude.\n\nBe brief."},
         {"role": "user", "content": "Fix it"},
+        {"role": "assistant", "content": ""},
+        {"role": "user", "content": "Go on"},
         {"role": "assistant", "content": "Reading.", "tool_calls": [
             {"id": "t1", "type": "function", "function": {"name": "Read", "arguments": '{"p": "a"}'}},
             {"id": "t2", "type": "function", "function": {"name": "Read", "arguments": '{"p": "b"}'}}]},
