@@ -1,9 +1,10 @@
-"""The real agents through the gateway's translation: Codex (Responses only)
-and Claude Code (Anthropic Messages) against Logist's scripted Chat
-Completions server, each making a file with a scripted tool call. Run where
-the agent is on PATH (``npm install @openai/codex @anthropic-ai/claude-code``);
-skipped elsewhere. The settings that keep each agent off every other host
-are those of ../shared/agents.md."""
+"""The real agents through the gateway, against Logist's scripted Chat
+Completions server, each making a file with a scripted tool call: Codex
+(Responses only) and Claude Code (Anthropic Messages) through the
+translation, Qwen Code (Chat Completions) as it is. Run where the agent is
+on PATH (``npm install @openai/codex @anthropic-ai/claude-code
+@qwen-code/qwen-code``), skipped elsewhere. The settings that keep each
+agent off every other host are those of ../shared/agents.md."""
 
 from __future__ import annotations
 
@@ -77,4 +78,25 @@ def test_claude_code_writes_a_file_through_the_translation(tmp_path):
     assert (work / "hello.py").read_text() == 'print("hello")\n'
     assert [(r.api, r.path) for r in recorded] == [("messages", "/v1/messages?beta=true")] * 2
     assert recorded[0].response["stop_reason"] == "tool_use"
+    records_are_clean(recorded)
+
+
+@pytest.mark.skipif(shutil.which("qwen") is None, reason="Qwen Code is not installed (npm install @qwen-code/qwen-code)")
+def test_qwen_code_writes_a_file_through_the_gateway_as_it_is(tmp_path):
+    work, env = fresh(tmp_path)
+    settings = Path(env["HOME"]) / ".qwen" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}}))
+    write = json.dumps({"file_path": str(work / "hello.py"), "content": 'print("hello")\n'})
+    recorded = []
+    with ScriptedLLMServer([Reply(content=write, tool_call="write_file"), "I created hello.py."]) as upstream, \
+            Gateway(upstream.base_url, CANARY_KEY, record=recorded.append) as gateway:
+        env.update(OPENAI_BASE_URL=gateway.base_url, OPENAI_API_KEY=gateway.token, OPENAI_MODEL="m")
+        run = subprocess.run(["qwen", "--yolo", "--auth-type", "openai", "--output-format", "json",
+                              "Create hello.py that prints hello"],
+                             cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (work / "hello.py").read_text() == 'print("hello")\n'
+    assert [(r.api, r.mode) for r in recorded] == [("chat", "passthrough")] * 2
+    assert recorded[0].response["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "write_file"
     records_are_clean(recorded)
