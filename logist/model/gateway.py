@@ -41,10 +41,11 @@ Records
     called one call at a time.
 Budgets
     ``budget``, asked before each call with the :class:`Totals` so far, may
-    return why the run must stop: that call and every later one is answered
-    402 with that reason in the API's own error shape (with
-    ``x-should-retry: false``, so the agents' SDKs do not retry it), and
-    :attr:`Gateway.refusal` says so to whoever runs the agent.
+    return why the run must stop: that call and every later one is refused
+    with that reason in the API's own error shape, with a status the agents
+    stop at (:data:`REFUSAL_STATUS`) and ``x-should-retry: false`` (which
+    the OpenAI and Anthropic SDKs honour), and :attr:`Gateway.refusal` says
+    so to whoever runs the agent.
 """
 
 from __future__ import annotations
@@ -70,6 +71,13 @@ MODES = (PASSTHROUGH, CHAT)
 
 #: Tells the OpenAI and Anthropic SDKs not to send a refused call again.
 NO_RETRY = {"x-should-retry": "false"}
+#: The status a budget's refusal is answered with, per API: one the agents
+#: stop at rather than retry. Chat and Messages clients (aider, Qwen Code,
+#: Claude Code) retry a 429 but show a 402 and stop; Codex, on Responses,
+#: retries any error five times except a 429 whose type is
+#: ``insufficient_quota`` (OpenAI's own answer when an account's credit is
+#: spent), which ends its turn at once ("Quota exceeded").
+REFUSAL_STATUS = {apis.CHAT: 402, apis.RESPONSES: 429, apis.MESSAGES: 402}
 #: The request headers an agent's call keeps on its way upstream (as-is mode).
 KEPT_HEADERS = ("accept", "anthropic-version", "anthropic-beta", "openai-beta")
 
@@ -142,8 +150,9 @@ class Gateway:
         self.mode = mode
         self.token = token or "logist-" + secrets.token_urlsafe(32)
         self.totals = Totals()
-        #: Why the budget stopped the run, once it has.
+        #: Why the budget stopped the run, once it has, and how many calls it refused.
         self.refusal: Optional[str] = None
+        self.refused = 0
         #: The calls ``record`` failed on (their answers were withheld from the agent), and why.
         self.unrecorded: list[str] = []
         self._key = upstream_api_key or None
@@ -212,6 +221,7 @@ class Gateway:
             if self.refusal is None and self._budget is not None:
                 self.refusal = self._budget(self.totals) or None
             if self.refusal is not None:
+                self.refused += 1
                 return self.refusal, 0
             self.totals = replace(self.totals, calls=self.totals.calls + 1)
             self._numbers += 1
@@ -306,7 +316,8 @@ class Gateway:
         refusal, number = self._admit()
         if refusal is not None:
             message = f"Logist stopped this run at its budget: {refusal}"
-            handler.send_json(402, apis.error_body(api.name, 402, message, "insufficient_quota", "budget_exceeded"),
+            status = REFUSAL_STATUS[api.name]
+            handler.send_json(status, apis.error_body(api.name, status, message, "insufficient_quota", "insufficient_quota"),
                               NO_RETRY)
             return
         exchange = Exchange(number, "POST", handler.path, api.name, self.mode, body, 0, None, started=started,

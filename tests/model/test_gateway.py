@@ -290,11 +290,12 @@ def test_a_budget_refuses_the_next_call_in_the_apis_own_shape(recorded):
             list(client.responses.create(model="m", input="three", stream=True))
         anthropic = messages_call(gateway, {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]})
     assert asked == [Totals(0, 0, 0), Totals(1, 120, 30)]  # asked until it refused; then it stays refused
-    assert gateway.refusal == "max_tokens 100 reached"
-    assert refused.value.status_code == 402 and refused_responses.value.status_code == 402
+    assert (gateway.refusal, gateway.refused) == ("max_tokens 100 reached", 3)
+    assert refused.value.status_code == 402 and refused_responses.value.status_code == 429
     error = refused.value.body
     assert error["message"] == "Logist stopped this run at its budget: max_tokens 100 reached"
-    assert (error["type"], error["code"]) == ("insufficient_quota", "budget_exceeded")
+    assert (error["type"], error["code"]) == ("insufficient_quota", "insufficient_quota")
+    assert refused_responses.value.body == error
     assert refused.value.response.headers["x-should-retry"] == "false"
     assert anthropic.status_code == 402
     assert anthropic.json() == {"type": "error", "error": {"type": "billing_error", "message": error["message"]}}
