@@ -80,6 +80,10 @@ NO_RETRY = {"x-should-retry": "false"}
 REFUSAL_STATUS = {apis.CHAT: 402, apis.RESPONSES: 429, apis.MESSAGES: 402}
 #: The request headers an agent's call keeps on its way upstream (as-is mode).
 KEPT_HEADERS = ("accept", "anthropic-version", "anthropic-beta", "openai-beta")
+#: The endpoint's answer headers passed on to the agent: when to try again,
+#: the request's id, the rate limits (which Codex and Claude Code show).
+PASSED_HEADERS = ("retry-after", "retry-after-ms", "x-should-retry", "x-request-id", "request-id")
+PASSED_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-", "x-codex-")
 
 
 @dataclass(frozen=True)
@@ -335,6 +339,8 @@ class Gateway:
             if self._keep(handler, exchange, raw):
                 handler.send_json(502, exchange.response)
             return
+        handler.passed = {name: self._clean(value) for name, value in answer.headers.items()
+                          if name.lower() in PASSED_HEADERS or name.lower().startswith(PASSED_PREFIXES)}
         try:
             kind = answer.headers.get("content-type", "")
             if answer.status_code == 200 and "text/event-stream" in kind:
@@ -481,6 +487,8 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+    #: The endpoint's headers this answer passes on (:data:`PASSED_HEADERS`).
+    passed: dict = {}
 
     def log_message(self, format, *args):  # the agent's output is what a person reads
         pass
@@ -492,7 +500,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
+        for name, value in {**self.passed, **(headers or {})}.items():
             self.send_header(name, value)
         self.end_headers()
         try:
@@ -508,6 +516,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
+        for name, value in self.passed.items():
+            self.send_header(name, value)
         self.end_headers()
 
     def send_chunk(self, data: bytes) -> None:
@@ -566,6 +576,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._not_found()
 
     def do_POST(self):
+        self.passed = {}
         raw = self._body()  # read first: the connection stays usable whatever the answer
         gateway = self.server.gateway
         if not gateway.authorised(self.headers):

@@ -345,6 +345,23 @@ def test_an_answer_whose_record_failed_never_ends_for_the_agent():
     assert gateway.unrecorded == ["call 1: OSError: disk full", "call 2: OSError: disk full"]
 
 
+def test_the_endpoints_retry_and_rate_limit_headers_reach_the_agent(recorded):
+    limits = {"x-ratelimit-remaining-tokens": "900", "x-request-id": "req_1", "x-internal": "kept back"}
+    script = [Reply(status=429, error_message="slow down", headers={"retry-after-ms": "250", "x-should-retry": "false"}),
+              Reply(content="ok", headers=limits)]
+    with ScriptedLLMServer(script) as upstream, \
+            Gateway(upstream.base_url, CANARY_KEY, record=recorded.append) as gateway:
+        chat = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        headers = {"authorization": f"Bearer {gateway.token}"}
+        slow = httpx.post(gateway.base_url + "/chat/completions", json=chat, headers=headers)
+        whole = httpx.post(gateway.base_url + "/chat/completions", json=chat, headers=headers)
+    assert (slow.status_code, slow.headers["retry-after-ms"], slow.headers["x-should-retry"]) == (429, "250", "false")
+    assert slow.json()["error"]["message"] == "slow down"
+    assert recorded[0].status == 429 and recorded[0].error == "the model's endpoint answered 429: slow down"
+    assert whole.headers["x-ratelimit-remaining-tokens"] == "900" and whole.headers["x-request-id"] == "req_1"
+    assert "x-internal" not in whole.headers
+
+
 def test_an_endpoint_that_cannot_be_reached_is_a_recorded_502(recorded):
     with ScriptedLLMServer() as upstream:
         gone = upstream.base_url
