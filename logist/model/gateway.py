@@ -37,8 +37,11 @@ Records
     stream (``[DONE]``, ``response.completed``, ``message_stop``) and a whole
     answer are sent only once ``record`` has returned, so a crash cannot lose
     a call the agent saw end. If ``record`` raises, the connection is closed
-    instead: the agent sees a broken answer, not a finished one. ``record`` is
-    called one call at a time.
+    instead (the agent sees a broken answer, not a finished one) and
+    :attr:`Gateway.unrecorded` says why. ``record`` is called one call at a
+    time. A streamed Chat call that does not ask for its usage
+    (``stream_options.include_usage``) is sent asking for it, and the chunk
+    that carries it is kept from the agent.
 Budgets
     ``budget``, asked before each call with the :class:`Totals` so far, may
     return why the run must stop: that call and every later one is refused
