@@ -1,26 +1,34 @@
 """Logist's front door for Python: a jobs directory and its jobs as objects.
 
 ``logist.open(path)`` gives :class:`Jobs`; each job is a :class:`Job` whose
-methods are the verbs of ``logist job ...`` (the command line calls these
-same objects)::
+methods are the verbs of ``logist job ...``. The command line and
+``logist serve`` call these same objects and nothing else of Logist's to act
+on a job (an import-linter contract in pyproject.toml forbids them
+``logist.engine`` and ``logist.store``), so everything a command does can be
+done from Python::
 
-    jobs = logist.open("jobs", base_url="http://localhost:11434/v1")
-    job = jobs.create("hello", objective="Write hello.py", acceptance=["It prints Hello"])
-    job.run()            # steps until a person is needed: APPROVAL_REQUIRED
-    job.approve()        # SUCCESS
+    with logist.open("jobs", base_url="http://localhost:11434/v1") as jobs:
+        job = jobs.create("hello", objective="Write hello.py", acceptance=["It prints Hello"])
+        job.run()            # turns until a person is needed: APPROVAL_REQUIRED
+        job.approve()        # SUCCESS
 
 Each verb is a method with typed keywords (a person's actions are methods,
 not strings); what a method returns is the engine's own result
-(:class:`~logist.engine.apply.StepResult` for a step, the job's new
-:class:`~logist.store.manifest.JobManifest` for a decision). This layer
-only gathers the engine's functions (:mod:`logist.engine.create`,
-:mod:`~logist.engine.step`, :mod:`~logist.engine.loop`,
-:mod:`~logist.engine.decide`, :mod:`~logist.engine.rewind`,
-:mod:`logist.replay.apply`) under one object per job, and holds what every
-call of a process shares: the endpoint (``base_url``), the request timeout,
-how long to wait for a job's lock, and what the process learns of its
-endpoints (:class:`logist.model.client.Endpoints`, made by :func:`open`, so nothing
-of it outlives the :class:`Jobs` that made it).
+(:class:`StepResult` for a step, the job's new :class:`JobManifest` for a
+decision), re-exported here with the other types and facts callers show
+(:data:`__all__`). This layer only gathers the engine's and the store's
+functions under one object per job, and decides once what every call of a
+process shares: the endpoint (``base_url``), the request timeout, how long
+to wait for a job's lock, and what the process learns of its endpoints
+(:class:`logist.model.client.Endpoints`, made by :class:`Jobs`, closed by
+:meth:`Jobs.close` or at the end of a ``with`` block; nothing of it
+outlives the :class:`Jobs` that made it).
+
+Words: a *step* is one answer applied, a *call* one request to a model, a
+*turn* a role's steps until it hands over (:meth:`Job.call`,
+:meth:`Job.turn`, :meth:`Job.run`). Reading (:meth:`Job.manifest`,
+:meth:`Job.history`, :meth:`Job.preview`...) never writes: no lock, no
+repair, no upgrade.
 """
 
 from __future__ import annotations
