@@ -1,4 +1,4 @@
-"""The library's front door (logist/api.py, issue 28 point 6): the example of
+"""The library's front door (logist/api.py): the example of
 docs/python-api.md runs as written, ``logist.__all__`` is small and holds no
 internals, verbs take typed keywords, and what calls learn of an endpoint
 lives as long as the object that made them (no module-level cache)."""
