@@ -158,8 +158,8 @@ TABLE: tuple[Rule, ...] = (
     _row(S.REVIEWING, "RETRY", SUPERVISOR, S.RUNNING, "send back"),
     _row(S.REVIEWING, "STUCK", SUPERVISOR, S.INTERVENTION_REQUIRED, "stop"),
     _row(STEPPABLE, RETRY_LIMIT, {WORKER, SUPERVISOR, SOLO}, S.INTERVENTION_REQUIRED, "stop"),
-    # Solo workflow (a skill's job): the Worker's COMPLETED ([DONE]) ends the job (created with --no-review
-    # and no checks; with checks, once they pass; else a person approves).
+    # Solo workflow (a skill's job, as kosmos-panel runs a skill): the Worker's COMPLETED ([DONE]) ends the job
+    # (created with --no-review and no checks; with checks, once they pass; else a person approves).
     _row(ACTIVE, "COMPLETED", SOLO, S.SUCCESS, "finish"),
     _row(ACTIVE, "RETRY", SOLO, S.RUNNING, "afresh"),
     _row(ACTIVE, "STUCK", SOLO, S.INTERVENTION_REQUIRED, "stop"),

@@ -58,7 +58,7 @@ class Skill(BaseModel):
     max_steps: Optional[int] = Field(default=None, ge=1)
     """The max_steps of a job made from the skill, unless the job sets its own."""
     protocol: Optional[Literal["json", "tags"]] = None
-    """How the job's roles answer (json or tags, seed 002's line protocol); unset: each role's own protocol."""
+    """How the job's roles answer (json or tags, kosmos-panel's line protocol); unset: each role's own protocol."""
     checks: list[str] = []
     """Checks of a job made from the skill (shell commands Logist runs in the workspace after the Worker's COMPLETED; exit 0 passes), its parameters filled in; a job's own --check replaces them."""
     body: str = ""
@@ -111,7 +111,7 @@ class ActiveSkill(BaseModel):
     protocol: Optional[Literal["json", "tags"]] = None
     """The protocol the skill asks the job's roles to answer in, if it names one (absent: each role's own)."""
     prompted: bool = False
-    """Whether the person gave the job's objective (seed 002's custom prompt), sent in the tags protocol in place of "Execute skill: NAME"."""
+    """Whether the person gave the job's objective (kosmos-panel's custom prompt), sent in the tags protocol in place of "Execute skill: NAME"."""
 
     @model_serializer(mode="wrap")
     def _without_an_unset_protocol(self, handler):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Optional
 
 from ..store.entries import ANSWER_KINDS, CALL_KINDS, CheckResult
@@ -181,18 +182,16 @@ class CheckStatus:
                 "results": [{**r.model_dump(mode="json", exclude={"output"}), "passed": r.passed} for r in self.results]}
 
 
-def check_status(job: Job, manifest: JobManifest) -> Optional[CheckStatus]:
-    """The job's last run of its checks (None: they never ran), read from its entry."""
+def check_status(job_dir: Path, manifest: JobManifest, head: Optional[str]) -> Optional[CheckStatus]:
+    """The job's last run of its checks (None: they never ran), read from
+    its entry; ``head``: the workspace's commit now (None: unknown, so the
+    run is not current)."""
     last = manifest.last_check
     if last is None:
         return None
-    run = read_entry(job.dir, last.sequence).checks
+    run = read_entry(job_dir, last.sequence).checks
     results = run.results if run is not None else []
-    try:
-        head = job.repo.head()
-    except Exception:  # a workspace git cannot read: the checks cannot be current
-        head = None
-    return CheckStatus(last.sequence, last.commit, last.passed, last.commit != head, results)
+    return CheckStatus(last.sequence, last.commit, last.passed, head is None or last.commit != head, results)
 
 
 def tokens_of(entry: HistoryEntry) -> Optional[int]:
