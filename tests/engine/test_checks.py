@@ -178,3 +178,13 @@ def test_set_replaces_the_checks_and_records_it(jobs):
     assert user_action(job, "set", settings={"checks": []}).settings.checks == []
     data = json.loads(job.manifest_path.read_text())
     assert data["settings"]["checks"] == []
+
+
+def test_checks_removed_while_due_let_the_work_go_on(jobs, llm):
+    job = make_job(jobs, checks=["false"])
+    llm.add(write(15))
+    step_once(job, base_url=llm.base_url)
+    assert job.manifest().checks_due
+    user_action(job, "set", settings={"checks": []})
+    ran = step_once(job, base_url=llm.base_url)
+    assert (ran.action, ran.status) == ("CHECKS_PASSED", Status.REVIEWING)
