@@ -679,14 +679,15 @@ class Job:
         last = self.manifest().last_check
         return read_entry(self.dir, last.sequence).checks if last is not None else None
 
-    def check_status(self) -> Optional[CheckStatus]:
+    def check_status(self, manifest: Optional[JobManifest] = None) -> Optional[CheckStatus]:
         """The last run of the job's checks as approval sees it: passed, and
-        whether the workspace changed since (None: they never ran)."""
+        whether the workspace changed since (None: they never ran);
+        ``manifest``: the job's, when the caller has read it already."""
         try:
             head: Optional[str] = self.stored.repo.head()
         except LogistError:  # a workspace git cannot read: the run cannot be current
             head = None
-        return check_status(self.dir, self.manifest(), head)
+        return check_status(self.dir, manifest or self.manifest(), head)
 
     def approval_refusal(self) -> Optional[str]:
         """Why :meth:`approve` would refuse now because of the checks (None: it would not)."""

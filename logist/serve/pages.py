@@ -128,7 +128,7 @@ def decisions_html(job: Job, m: JobManifest) -> str:
             + "</div>"
         )
     if can("approve"):
-        last = job.check_status()
+        last = job.check_status(m)
         checks = (f'<p class="checks">Checks: {esc(last.line())}</p>' if last is not None else
                   '<p class="checks">Checks: not run yet (logist job check)</p>' if m.settings.checks else "")
         parts.append(

@@ -104,13 +104,13 @@ def _status_data(job, m) -> dict:
 
 
 def _last_check(job, m) -> Optional[dict]:
-    last = job.check_status()
+    last = job.check_status(m)
     return last.as_dict() if last is not None else None
 
 
 def _checks_line(job, m) -> Optional[str]:
     """The job's last run of its checks, for job status and job show (None: the job has no checks and none ran)."""
-    last = job.check_status()
+    last = job.check_status(m)
     if last is None:
         return f"not run yet (logist job check {m.job_id})" if m.settings.checks else None
     due = "; due now (logist job step or logist job check runs them)" if m.checks_due else ""
