@@ -40,7 +40,7 @@ def workflow_data() -> dict:
     rows = [
         {
             "states": [s.value for s in Status if s in r.states],
-            "event": r.event,
+            "event": str(r.event),
             "who": [key for key in WHO_NAMES if key in r.who],
             "to": _to_value(r.to),
             "turn": r.turn,
@@ -55,7 +55,7 @@ def workflow_data() -> dict:
 
 
 def _cells() -> list[tuple[str, str, str, str, str]]:
-    return [(_states(r), r.event, _who(r), _to(r), r.turn) for r in TABLE]
+    return [(_states(r), str(r.event), _who(r), _to(r), r.turn) for r in TABLE]
 
 
 HEADER = ("state", "event", "who", "next state", "turn")
