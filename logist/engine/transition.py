@@ -3,7 +3,10 @@
 The next state comes from the row of :data:`logist.engine.workflow.TABLE`
 for the answer's event (set by :func:`~logist.engine.workflow.move`); this
 module does the row's *turn* part: which messages the turn keeps, what it
-sends next, whose turn follows. Pure with respect to the disk: these
+sends next, whose turn follows. Nothing here names an action: the answer's
+action (:class:`logist.protocol.actions.Action`) says which event it fires
+and does its part of the turn through :class:`AnswerStep`; the engine's own
+turn effects (handoff, afresh, delegate, report ...) are a table here. Pure with respect to the disk: these
 functions change a copy of the manifest (``after``) and nothing else;
 :mod:`logist.engine.step` records it. The messages they leave for the next
 call (feedback, the report to the Planner, a re-ask) are worded by the

@@ -5,10 +5,12 @@ Every change of a job's ``status`` is a row of :data:`TABLE`::
     (states, event, who)  ->  (next state, what happens to the turn, hint)
 
 - *states*: the states the row applies in (a set where the rule is the same).
-- *event*: what happened: a role's answer (``COMPLETED``, ``CMD held``, the
-  Planner's ``MESSAGE to a role`` ...), something the engine noticed (``call
-  failed``, ``limit reached``, ``RETRY over limit``) or a person's command
-  (``approve``, ``resume`` ...).
+- *event*: what happened, an :class:`~logist.protocol.actions.Event` (a
+  name, and for some how it went): a role's answer, as its action says
+  (``COMPLETED``, ``CMD held``, the Planner's ``MESSAGE to a role`` ...:
+  :meth:`logist.protocol.actions.Action.event`), something the engine
+  noticed (``call failed``, ``limit reached``, ``RETRY over limit``) or a
+  person's command (``approve``, ``resume`` ...).
 - *who*: whose turn it is, by slot: ``worker`` and ``supervisor`` in the
   default workflow; ``planner`` and ``addressed`` (a role the Planner sent
   work to) in the planned one; ``solo`` (the Worker with no Supervisor) in

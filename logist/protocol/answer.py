@@ -8,7 +8,8 @@ workspace checks symlinks again when it applies the change.
 
 Everything else about the protocol is generated from this module, so it
 cannot drift: the pydantic models (with a description on every field) and
-:data:`ACTION_RULES`, one table of what each action means and requires, give
+the actions (:mod:`logist.protocol.actions`, one class each, by name in
+:data:`ACTION_RULES`: what each means and requires), give
 
 * :func:`response_schema`, the JSON Schema answers are validated against
   (and which :mod:`logist.schemas` writes into ``schemas/llm-chat-schema.json``);
@@ -27,7 +28,7 @@ shape first by :mod:`logist.protocol.forms`, which notes each liberty taken.
 Two protocols speak the same actions (:data:`PROTOCOLS`): ``json``, one
 JSON object per answer, and ``tags``, seed 002's line protocol (``[CMD] ls``,
 ``[ASK] ...``, ``[DONE] ...``), which small local models follow more
-reliably. The table gives each action its tag, so both prompt texts, both
+reliably. Each action's class gives its tag, so both prompt texts, both
 parsers and the schema come from one place.
 """
 
