@@ -178,6 +178,24 @@ def apply_outcome(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
 _REASON_CHARS = 300
 
 
+def _failed_request(before: JobManifest, prepared: Optional[Prepared],
+                    outcome: Outcome) -> tuple[Optional[Request], str, str]:
+    """A failed step's request (as sent when there was a call: the journal's;
+    else the prepared one), its role and its model."""
+    request = outcome.saved.request if outcome.saved is not None else None
+    request = request if request is not None or prepared is None else outcome.request(prepared)
+    role = (request.metadata.role if request else None) or (prepared.role.name if prepared else before.turn.role)
+    model = (request.metadata.model if request else None) or (prepared.model if prepared else "")
+    return request, role, model
+
+
+def _failed_config(job: Job, prepared: Optional[Prepared]) -> LogistConfig:
+    try:
+        return prepared.config if prepared is not None else job.jobs_dir.config()
+    except Exception:  # a config.json that cannot be read: the call is counted at the shipped prices
+        return LogistConfig()
+
+
 def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], outcome: Outcome, kind: str,
                    exc: Exception) -> StepResult:
     """Record an answer whose applying raised: the backstop.
@@ -210,16 +228,8 @@ def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], 
     after.calls = before.calls + 1
     rule = apply_event(after, CALL_FAILED, reason)
     after.workspace_commit = commit
-    # The request as sent when there was a call (the journal's), else the prepared one.
-    request = outcome.saved.request if outcome.saved is not None else None
-    request = request if request is not None or prepared is None else outcome.request(prepared)
-    role = (request.metadata.role if request else None) or (prepared.role.name if prepared else before.turn.role)
-    model = (request.metadata.model if request else None) or (prepared.model if prepared else "")
-    try:
-        config = prepared.config if prepared is not None else job.jobs_dir.config()
-    except Exception:  # a config.json that cannot be read: the call is counted at the shipped prices
-        config = LogistConfig()
-    cost, priced = count_call(after, config, model, outcome, kind)
+    request, role, model = _failed_request(before, prepared, outcome)
+    cost, priced = count_call(after, _failed_config(job, prepared), model, outcome, kind)
     return record_step(
         job, before, after, rule, kind=kind, role=role, action="ERROR", workspace_commit=commit, outcome=outcome,
         cost=cost, priced=priced, model=model, request=request,

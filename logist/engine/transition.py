@@ -16,9 +16,9 @@ call (feedback, the report to the Planner, a re-ask) are worded by the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
-from ..protocol.answer import Answer, Event, InvalidAnswer, action_of
+from ..protocol.answer import Action, Answer, Event, InvalidAnswer, action_of
 from ..store.entries import CommandRecord
 from ..store.roles import RoleManifest
 from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Handoff, JobManifest, Question, Turn
@@ -147,17 +147,22 @@ def _report(step: AnswerStep) -> None:
     after.turn, after.planner_turn = planner_turn, None
 
 
+def _goes_on(step: AnswerStep, action: Action) -> None:
+    step.after.turn.pending = action.continue_with(step)
+
+
 #: What each turn effect of a row (:data:`~logist.engine.workflow.TURN_EFFECTS`)
-#: does after an answer: the action's own hook, or the engine's.
-_TURN = {
-    "continue": lambda step, action: setattr(step.after.turn, "pending", action.continue_with(step)),
+#: does after an answer: the action's own hook (``continue``, ``wait``,
+#: ``stop``), or the engine's (the turn passed on or started over).
+_TURN: dict[str, Callable[[AnswerStep, Action], None]] = {
+    "continue": _goes_on,
     "wait": lambda step, action: action.wait(step),
     "stop": lambda step, action: action.stop(step),
-    "handoff": lambda step, action: _handoff(step),
-    "send back": lambda step, action: _send_back(step),
-    "afresh": lambda step, action: _afresh(step),
-    "delegate": lambda step, action: _delegate(step),
-    "report": lambda step, action: _report(step),
+    "handoff": lambda step, _action: _handoff(step),
+    "send back": lambda step, _action: _send_back(step),
+    "afresh": lambda step, _action: _afresh(step),
+    "delegate": lambda step, _action: _delegate(step),
+    "report": lambda step, _action: _report(step),
 }
 #: The effects after which the call joins the role's conversation (the turn is not restarted or passed on).
 _KEEPS_ROUND = frozenset({"continue", "wait", "stop", "finish", "delegate"})
