@@ -13,4 +13,8 @@
 The server keeps no state of its own: every page and every event is read
 from the job files when asked for, and every decision is written by the
 engine under the job's lock, as the CLI writes it.
+
+``logist serve`` and its pages are the product; these modules are internal:
+they may change in any release; from Python use :mod:`logist.api` (``logist.open``, and
+what its ``Jobs`` and ``Job`` return) and the names in ``logist.__all__``.
 """
