@@ -15,8 +15,7 @@ scripted OpenAI-compatible server on 127.0.0.1 stands in for the model (give
     worker = answer("COMPLETED", "Wrote hello.py.", ["hello.py"],
                     file_changes=[{"path": "hello.py", "content": "print('Hello')\\n"}])
     supervisor = answer("COMPLETED", "hello.py prints Hello.", ["hello.py"])
-    with ScriptedLLMServer([worker, supervisor]) as llm:
-        jobs = logist.open("jobs", base_url=llm.base_url)
+    with ScriptedLLMServer([worker, supervisor]) as llm, logist.open("jobs", base_url=llm.base_url) as jobs:
         job = jobs.create("hello", objective="Write hello.py that prints a greeting")
         job.run()                   # Worker, then Supervisor, until a person is needed
     print(job.status)               # APPROVAL_REQUIRED

@@ -89,7 +89,7 @@ def cli(ctx: click.Context, jobs_dir: str | None) -> None:
         _show_core_warnings()
     app = ctx.ensure_object(Application)
     app.jobs_dir_option = app.jobs_dir_option or jobs_dir
-    ctx.call_on_close(app.endpoints.close)  # the command's clients end with it
+    ctx.call_on_close(app.close)  # the command's clients end with it
 
 
 def _register() -> None:
