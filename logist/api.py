@@ -43,6 +43,7 @@ from .engine.session import upgrade
 from .engine.apply import StepResult
 from .engine.step import post_answer, step_once
 from .errors import ConfigError
+from .model.base import Model
 from .model.client import Endpoints
 from .replay.apply import entry_by_sequence, post_recorded, read_history_file, replay_history
 from .store.config import resolve_base_url
@@ -74,14 +75,17 @@ class Preview:
 
 
 def open(path: Union[str, Path, None] = None, *, base_url: Optional[str] = None,  # noqa: A001 (logist.open)
-         request_timeout: Optional[float] = None, lock_timeout: float = 0) -> "Jobs":
+         request_timeout: Optional[float] = None, lock_timeout: float = 0, model: Optional[Model] = None) -> "Jobs":
     """The jobs directory at ``path`` (None: found upward from here like git,
     else ``./jobs``; created by the first job). ``base_url``: the
     OpenAI-compatible endpoint (default ``LOGIST_BASE_URL``, then
     ``OPENAI_BASE_URL``, then config.json's); ``request_timeout``: seconds
     to wait for the model (default config.json's); ``lock_timeout``:
-    seconds to wait for a job another process holds (-1: for ever)."""
-    return Jobs(jobsdir.JobsDir(path), base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout)
+    seconds to wait for a job another process holds (-1: for ever); ``model``: what answers every
+    call instead of the endpoint (a :class:`logist.model.base.Model`, e.g. the in-memory
+    :class:`logist.replay.scripted.ScriptedModel`)."""
+    return Jobs(jobsdir.JobsDir(path), base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout,
+                model=model)
 
 
 class Jobs:
@@ -89,13 +93,13 @@ class Jobs:
 
     def __init__(self, directory: jobsdir.JobsDir, *, base_url: Optional[str] = None,
                  request_timeout: Optional[float] = None, lock_timeout: float = 0,
-                 endpoints: Optional[Endpoints] = None):
+                 endpoints: Optional[Endpoints] = None, model: Optional[Model] = None):
         self.directory = directory
         self.base_url = base_url
         self.request_timeout = request_timeout
         self.lock_timeout = lock_timeout
         #: What this process learned of its endpoints (clients, refused forms, windows).
-        self.endpoints = endpoints if endpoints is not None else Endpoints()
+        self.endpoints = endpoints if endpoints is not None else Endpoints(model)
 
     @property
     def path(self) -> Path:
