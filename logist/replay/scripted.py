@@ -338,7 +338,7 @@ class ScriptedLLMServer(LLMServer):
 
 
 #: The Reply fields that are faults of the wire, which only :class:`ScriptedLLMServer` can send.
-WIRE_FAULTS = ("delay", "piece_delay", "disconnect", "body", "break_after", "reset", "headers")
+WIRE_FAULTS = ("delay", "piece_delay", "disconnect", "body", "break_after", "reset")
 
 
 class ScriptedModel(Model):
@@ -356,9 +356,10 @@ class ScriptedModel(Model):
     the same content, usage (the script's, else estimated as the server
     estimates it), tool and finish reason. A :class:`Reply` with an HTTP
     error ``status`` fails the call as the endpoint's error would after one
-    attempt (this model makes no retries: those are the wire's, as are
-    timeouts, broken connections and raw bodies, which it refuses when
-    scripted: :data:`WIRE_FAULTS`). ``max_answer_bytes`` is held to.
+    attempt (this model makes no retries and sends no response headers:
+    those are the wire's, as are timeouts, broken connections and raw
+    bodies, which it refuses when scripted: :data:`WIRE_FAULTS`).
+    ``max_answer_bytes`` is held to.
 
     Every request body is kept in :attr:`requests`, and the headers an
     endpoint would have been sent (the job's, the ``Idempotency-Key``) in

@@ -4,6 +4,8 @@ metadata, and made of the job, the step and the digest of the body sent."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from logist.engine.create import create_job
@@ -28,6 +30,7 @@ def entry_json(job_id: str, number: int) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.wire
 def test_every_retry_of_a_call_carries_its_key_and_the_entry_records_it(jobs, llm):
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting")
     llm.add(Reply(status=500), Reply(status=503), DONE)  # retried by the SDK: three requests, one call
@@ -71,6 +74,7 @@ def test_a_request_asked_again_without_a_stream_gets_its_own_key(jobs):
     assert entry_key(job, job.manifest(), call.sequence) == second
 
 
+@pytest.mark.wire
 def test_a_run_asked_again_of_a_finished_job_returns_its_status(jobs, llm):
     """A batch task retried after its job got to rest (an earlier attempt
     finished it) gets the job's status back, and no call is made."""
@@ -100,6 +104,7 @@ def test_a_run_asked_again_of_a_finished_job_returns_its_status(jobs, llm):
     assert done.returncode == 0 and "SUCCESS: nothing to run" in done.stderr
 
 
+@pytest.mark.wire
 def test_a_call_of_unknown_outcome_is_counted_and_shown(jobs, llm):
     """The journal says a call was in flight and nothing came back (a kill
     during the call: tests/store/test_crash.py does it with a real process)."""

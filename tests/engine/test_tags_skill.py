@@ -45,6 +45,7 @@ def skill(jobs) -> None:
     (folder / "SKILL.md").write_text(SKILL)
 
 
+@pytest.mark.wire
 def test_a_tags_role_runs_a_skill_with_seed_002s_texts_and_done_ends_the_job(jobs, llm):
     jobs.init()
     tagger(jobs)
@@ -98,7 +99,7 @@ def test_a_tags_roles_own_instructions_and_settings_are_sent(jobs, llm):
     skill(jobs)
     job = create_job(jobs, "own", "Закоммить всё", skill="git-quick-commit", worker="tagger")
     llm.add("[DONE] ok")
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     request = llm.requests[0]
     assert (request["temperature"], request["max_tokens"]) == (0.7, 100)
     system = request["messages"][0]["content"]
@@ -108,6 +109,7 @@ def test_a_tags_roles_own_instructions_and_settings_are_sent(jobs, llm):
     assert job.manifest().status == Status.SUCCESS
 
 
+@pytest.mark.wire
 def test_review_keeps_the_supervisor_and_the_persons_approval(jobs, llm):
     jobs.init()
     tagger(jobs)

@@ -18,14 +18,14 @@ from logist.replay.scripted import answer
 from logist.store import journal
 from logist.store.calls import SavedAnswer
 
-from conftest import logist_cli
+from conftest import via, logist_cli
 
 
 def three_steps(jobs, llm):
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting")
     llm.add(*[answer("MESSAGE", message=f"note {i}") for i in range(3)])
     for _ in range(3):
-        step_once(job, base_url=llm.base_url)
+        step_once(job, **via(llm))
     return job
 
 
@@ -44,6 +44,7 @@ def fsck(job_id: str, code: int) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.wire
 def test_a_sound_job_is_clean(jobs, llm):
     job = three_steps(jobs, llm)
     done = logist_cli("job", "fsck", "hello")
@@ -61,6 +62,7 @@ def edited(job, how) -> None:
     job.history_path.write_bytes(head + b",".join(p.rstrip(b",") for p in pieces) + tail)
 
 
+@pytest.mark.wire
 @pytest.mark.parametrize("edit, reported", [
     (lambda p: p[:3] + [p[2]] + p[3:], "entry 3 appears again at position 4 (the same as the first): an entry pasted "
                                        "in by hand; remove the copy that does not belong from jobHistory.json"),

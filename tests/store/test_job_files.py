@@ -9,6 +9,8 @@ the folder is listed and every name in it must be one the README names.
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import re
@@ -49,6 +51,7 @@ def answer(action: str, **fields) -> str:
     return json.dumps({"action": action, **fields})
 
 
+@pytest.mark.wire
 def test_the_readme_names_every_file_a_job_leaves(jobs, llm):
     job = create_job(jobs, "files", "Print the date and ask whether UTC is right", command_policy="ask")
     assert readme_names(job.dir) == [f.name for f in JOB_FILES]
@@ -110,7 +113,7 @@ def test_the_readme_is_outside_the_workspace_and_the_prompt(jobs, llm):
     readme = (job.dir / README_NAME).read_text(encoding="utf-8")
     assert readme.startswith("# Logist job `apart`\n\n> Say hi\n")
     llm.add(Reply(content=answer("MESSAGE", message="hi")))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert not (job.workspace / README_NAME).exists()
     tracked = subprocess.run(["git", "ls-files"], cwd=job.workspace, capture_output=True, text=True, check=True)
     assert README_NAME not in tracked.stdout.split()
@@ -128,6 +131,7 @@ def test_the_readme_commands_work_from_the_job_folder(jobs):
     assert json.loads(result.stdout)["status"] == "PENDING"
 
 
+@pytest.mark.wire
 def test_temp_files_of_a_killed_write_are_removed_by_the_next_command(jobs, llm):
     """A write killed between its temp file and the rename leaves
     ``.<name>.<random>.tmp`` (logist.store.atomic); the next command that

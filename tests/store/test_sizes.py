@@ -119,11 +119,11 @@ def test_a_long_turn_writes_at_most_two_and_a_half_times_what_was_exchanged(jobs
 def test_entries_survive_dump_parse_dump_and_store_a_command_output_once(jobs, tmp_path, llm):
     job = create_job(jobs, "once", "Look at the logs", from_repo=make_source(tmp_path), command_policy="ask")
     llm.add(json.dumps({"action": "CMD", "command": "head -n 12 data/log_0.txt"}))
-    step_once(job, base_url=llm.base_url)  # held for a person
+    step_once(job, endpoints=llm.endpoints)  # held for a person
     user_action(job, "approve-command")  # run: its output is the next message
     approved = read_manifest(job.dir)
     llm.add(json.dumps({"action": "MESSAGE", "message": "twelve lines read"}))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
 
     stored = list(iter_entry_data(job.dir))
     approval = stored[-2]

@@ -54,6 +54,7 @@ def fresh_render(job) -> str:
     return render(load_history(job.dir).interactions, "hello")
 
 
+@pytest.mark.wire
 def test_killed_while_the_transcript_is_written_the_step_is_recorded(jobs, llm):
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting")
     llm.add(FIRST)
@@ -122,6 +123,7 @@ sys.stdin.readline()
 """
 
 
+@pytest.mark.wire
 def test_a_busy_views_lock_is_skipped_and_caught_up_later(jobs, llm):
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting")
     holder = subprocess.Popen(
