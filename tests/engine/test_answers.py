@@ -215,7 +215,6 @@ def _held_by_the_supervisor(jobs, llm):
     return job
 
 
-@pytest.mark.wire
 def test_file_changes_held_for_approval_are_applied_when_a_person_approves(jobs, llm):
     job = _held_by_the_supervisor(jobs, llm)
     shown = logist_cli("job", "status", "hello")
@@ -228,7 +227,7 @@ def test_file_changes_held_for_approval_are_applied_when_a_person_approves(jobs,
     assert manifest.workspace_commit == subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=job.workspace, capture_output=True, text=True).stdout.strip()
     llm.add(answer("COMPLETED", "Fixed and checked."))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     told = llm.requests[-1]["messages"][-1]["content"]
     assert told.startswith("A person approved your file changes and they are applied: hello.py.")
     assert job.manifest().status == Status.APPROVAL_REQUIRED
@@ -321,7 +320,6 @@ def _tags_roles(jobs):
 TAGS_SPEC = dict(command_policy="allow", allowed_commands=["ls*", "echo Hello > hello.txt"])
 
 
-@pytest.mark.wire
 def test_a_tags_role_completes_a_job_and_replays(jobs, llm, tmp_path, replay_llm):
     _tags_roles(jobs)
     job = make_job(jobs, "tags", **TAGS_SPEC)
@@ -332,12 +330,12 @@ def test_a_tags_role_completes_a_job_and_replays(jobs, llm, tmp_path, replay_llm
     assert system == builtin().render("protocol/tags")
 
     llm.add("[CMD] ls", "[MESSAGE] Looking around first.", "[ASK] Which greeting should it print?")
-    assert run_job(job, base_url=llm.base_url)[-1].status == Status.INPUT_REQUIRED
+    assert run_job(job, endpoints=llm.endpoints)[-1].status == Status.INPUT_REQUIRED
     assert job.manifest().question.text == "Which greeting should it print?"
     answered = logist_cli("job", "answer", "tags", "Hello")
     assert answered.returncode == 0, answered.stderr
     llm.add("echo Hello > hello.txt\nThat writes the file.", "[DONE] Wrote hello.txt with Hello.", "[DONE] hello.txt says Hello.")
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     manifest = job.manifest()
     assert manifest.status == Status.APPROVAL_REQUIRED
     assert (job.workspace / "hello.txt").read_text() == "Hello\n"
@@ -427,7 +425,6 @@ def test_a_skill_can_choose_the_tags_protocol(jobs, llm):
     assert protocol_text("json") in llm.requests[-1]["messages"][0]["content"]
 
 
-@pytest.mark.wire
 def test_a_planner_cannot_speak_tags(jobs, llm):
     role_file(jobs, "Planner", protocol="tags")
     job = create_job(jobs, "plan", "Anything", workflow="planned")

@@ -125,7 +125,6 @@ def test_cost_budget_boundaries(jobs, llm, limit, calls):
     assert job.manifest().totals.cost_usd == pytest.approx(calls * CALL_COST)
 
 
-@pytest.mark.wire
 def test_totals_mix_priced_and_unpriced_models(jobs, llm):
     """The Worker's model has a price, the Supervisor's has none."""
     write_config(jobs, prices=PRICES, models={"Worker": PRICED, "Supervisor": FREE})
@@ -136,7 +135,7 @@ def test_totals_mix_priced_and_unpriced_models(jobs, llm):
               usage={"prompt_tokens": 1000, "completion_tokens": 300}),
         Reply(content=answer("COMPLETED", summary="fine"), usage={"prompt_tokens": 7000, "completion_tokens": 11}),
     )
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     assert [r["model"] for r in llm.requests] == [PRICED, PRICED, FREE]
     assert job.manifest().status == Status.APPROVAL_REQUIRED
     entries = [e for e in load_history(job.dir).interactions if e.kind == "llm_call"]
@@ -191,7 +190,7 @@ def test_cost_budget_does_not_stop_a_job_whose_model_has_no_price(jobs, llm):
 # Wall time --------------------------------------------------------------------------------------
 
 
-@pytest.mark.wire
+@pytest.mark.wire  # a slow answer (delay)
 def test_wall_time_budget(jobs, llm):
     job = create_job(jobs, "slow", "Take notes", max_wall_seconds=0.0001)
     llm.add(*[msg(n, delay=0.05) for n in range(3)])
@@ -258,12 +257,11 @@ def test_supervisor_retries_in_a_row(jobs, llm):
     assert len(llm.requests) == 6, "three reviews sent back in a row; the third stops the job"
 
 
-@pytest.mark.wire
 def test_a_failed_call_on_a_priced_model_is_not_reported_as_unpriced(jobs, llm):
     write_config(jobs, prices=PRICES, max_retries=0)
     job = create_job(jobs, "failed", "Take notes", model=PRICED)
     llm.add(msg(1), Reply(status=400))
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     assert len(llm.requests) == 2
     manifest = job.manifest()
     assert manifest.status == Status.INTERVENTION_REQUIRED and "HTTP 400" in manifest.reason

@@ -104,7 +104,6 @@ def test_a_run_asked_again_of_a_finished_job_returns_its_status(jobs, llm):
     assert done.returncode == 0 and "SUCCESS: nothing to run" in done.stderr
 
 
-@pytest.mark.wire
 def test_a_call_of_unknown_outcome_is_counted_and_shown(jobs, llm):
     """The journal says a call was in flight and nothing came back (a kill
     during the call: tests/store/test_crash.py does it with a real process)."""
@@ -120,7 +119,7 @@ def test_a_call_of_unknown_outcome_is_counted_and_shown(jobs, llm):
     assert "Pending: step 2's call was in flight and is not recorded" in shown.stdout
 
     llm.add(DONE)
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     unknown, call = load_history(job.dir).interactions[1:]
     assert unknown.unknown_outcome and call.sequence == 3 and not call.unknown_outcome
     shown = logist_cli("job", "status", "lost")

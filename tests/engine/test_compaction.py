@@ -130,16 +130,15 @@ def test_failed_summary_falls_back_to_the_full_history(jobs, llm):
     assert entry.response.status == "FAILED" and "HTTP 500" in entry.response.error
 
 
-@pytest.mark.wire
 def test_preview_shows_the_compacted_prompt(jobs, llm):
     compacting_worker(jobs)
     job = create_job(jobs, "long", "A long task")
     llm.add(*[note(i) for i in range(1, 6)], "the summary")
     for _ in range(6):
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     preview = logist_cli("job", "preview", "long", "--json")
     assert preview.returncode == 0, preview.stderr
     messages = json.loads(preview.stdout)["messages"]
     llm.add(note(6))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert messages == llm.requests[-1]["messages"]

@@ -89,7 +89,7 @@ def test_a_reject_and_a_resubmit_keep_earlier_answers_and_feedback(jobs, llm):
     assert after_resubmit.count("End with an exclamation mark.") == 1
 
 
-@pytest.mark.wire
+@pytest.mark.wire  # logist job run, through the CLI
 def test_after_a_compaction_the_answer_is_still_word_for_word_in_the_prompt(jobs, llm):
     role = json.loads((data_dir("roles") / "worker.json").read_text())
     role.update(prompt_compression=True, compaction_threshold=2, compaction_retain_recent=0)

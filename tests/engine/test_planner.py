@@ -29,7 +29,6 @@ def planner(step, send_to, message, action="MESSAGE", **extra):
              thought="private reasoning, not for the workers", **extra)
 
 
-@pytest.mark.wire
 def test_planned_job_end_to_end(jobs, llm, normalise, snapshot):
     job = create_job(jobs, "plan", "Write hello.py that prints Hello", acceptance=["python hello.py prints Hello"],
                      workflow="planned")
@@ -42,7 +41,7 @@ def test_planned_job_end_to_end(jobs, llm, normalise, snapshot):
         planner(1, "User", "Done.", action="COMPLETED", summary_for_supervisor="hello.py written and reviewed.",
                 evidence_files=["hello.py"]),
     )
-    results = run_job(job, base_url=llm.base_url)
+    results = run_job(job, endpoints=llm.endpoints)
     assert [(r.role, r.action) for r in results] == [
         ("Planner", "MESSAGE"), ("Worker", "COMPLETED"), ("Planner", "MESSAGE"), ("Supervisor", "COMPLETED"),
         ("Planner", "COMPLETED"),

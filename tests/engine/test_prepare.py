@@ -37,7 +37,7 @@ def create(*args: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.wire
+@pytest.mark.wire  # the body as it reaches the endpoint
 def test_a_worker_step_sends_exactly_the_previewed_body(jobs, llm):
     create("hello", "--objective", "Write hello.py that prints a greeting")
     body = preview_json("hello")
@@ -49,7 +49,7 @@ def test_a_worker_step_sends_exactly_the_previewed_body(jobs, llm):
     assert body["messages"][1]["content"].startswith("# Job\n\n## Objective\n"), "the prompt does not name the job"
 
 
-@pytest.mark.wire
+@pytest.mark.wire  # the body as it reaches the endpoint
 def test_a_step_due_for_compaction_sends_the_previewed_summary_call(jobs, llm):
     role = json.loads((data_dir("roles") / "worker.json").read_text())
     role.update(prompt_compression=True, compaction_threshold=2, compaction_retain_recent=1,

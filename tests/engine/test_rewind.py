@@ -157,7 +157,6 @@ def test_restep_returns_to_the_step_before(jobs, llm):
     assert job.manifest().totals.llm_calls == 4
 
 
-@pytest.mark.wire
 def test_restep_through_the_cli(jobs, llm):
     job, entries = three_steps(jobs, llm)
     result = logist_cli("job", "restep", "rw")
@@ -175,7 +174,6 @@ def test_restep_through_the_cli(jobs, llm):
     assert status["calls"] == 2 and status["totals"]["llm_calls"] == 3
 
 
-@pytest.mark.wire
 def test_restep_to_an_earlier_entry(jobs, llm):
     job, entries = three_steps(jobs, llm)
     result = logist_cli("job", "restep", "rw", "--entry", "2")
@@ -190,7 +188,7 @@ def test_restep_to_an_earlier_entry(jobs, llm):
     subprocess.run(["git", "merge-base", "--is-ancestor", entries[2].workspace_commit, kept], cwd=job.workspace, check=True)
 
     llm.add(answer("MESSAGE", message="second step again"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     resent = llm.requests[-1]["messages"]
     assert resent == llm.requests[1]["messages"], "the same request as the original second step"
     assert_no_step3(resent)
@@ -205,7 +203,6 @@ def test_restep_to_the_creation_entry_is_the_baseline(jobs, llm):
     assert job.manifest().status == Status.PENDING and job.manifest().calls == 0
 
 
-@pytest.mark.wire
 def test_restep_to_unknown_or_rewind_entry_is_refused(jobs, llm):
     job, _ = three_steps(jobs, llm)
     bad = logist_cli("job", "restep", "rw", "--entry", "42")
@@ -217,7 +214,6 @@ def test_restep_to_unknown_or_rewind_entry_is_refused(jobs, llm):
         rewind(job, to=5)
 
 
-@pytest.mark.wire
 def test_restep_twice_in_a_row(jobs, llm):
     job, entries = three_steps(jobs, llm)
     rewind(job)
@@ -233,7 +229,7 @@ def test_restep_twice_in_a_row(jobs, llm):
     assert job.manifest().totals.llm_calls == 3
 
     llm.add(answer("MESSAGE", message="second step again"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert llm.requests[-1]["messages"] == llm.requests[1]["messages"]
 
 
@@ -281,7 +277,6 @@ def test_restep_from_a_waiting_state(jobs, llm):
 # 2. rerun, and restep with nothing to go back to ----------------------------------
 
 
-@pytest.mark.wire
 def test_rerun_returns_to_the_baseline(jobs, llm):
     job, entries = three_steps(jobs, llm)
     baseline = job.manifest().baseline_commit
@@ -306,7 +301,7 @@ def test_rerun_returns_to_the_baseline(jobs, llm):
     assert git(job.workspace, "rev-parse", "refs/logist/rewound/5").strip() == entries[3].workspace_commit
 
     llm.add(answer("MESSAGE", message="first step again"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert llm.requests[-1]["messages"] == llm.requests[0]["messages"]
     assert llm.requests[-1]["messages"][-1]["content"].endswith("[Step 1 of 100]")
 
@@ -320,13 +315,12 @@ def _one_error_line(result):
     return lines[0]
 
 
-@pytest.mark.wire
 @pytest.mark.parametrize("calls", [0, 1])
 def test_restep_with_no_earlier_step_is_a_clear_error(jobs, llm, calls):
     job = make_job(jobs)
     llm.add(STEP1)
     for _ in range(calls):
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     history_before = job.history_path.read_bytes()
     manifest_before = job.manifest_path.read_bytes()
     head_before = git(job.workspace, "rev-parse", "HEAD")
@@ -340,7 +334,6 @@ def test_restep_with_no_earlier_step_is_a_clear_error(jobs, llm, calls):
     assert git(job.workspace, "for-each-ref", "refs/logist/") == ""
 
 
-@pytest.mark.wire
 def test_restep_after_rerun_is_a_clear_error(jobs, llm):
     job, _ = three_steps(jobs, llm)
     rewind(job, baseline=True)
@@ -350,7 +343,6 @@ def test_restep_after_rerun_is_a_clear_error(jobs, llm):
 # 3. Hand edits survive a restep -------------------------------------------------------
 
 
-@pytest.mark.wire
 def test_hand_edits_before_restep_are_kept(jobs, llm):
     job, entries = three_steps(jobs, llm)
     (job.workspace / "a.txt").write_text("edited by a person\n")

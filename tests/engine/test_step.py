@@ -177,7 +177,7 @@ def _job_files(job) -> dict:
             if p.is_file() and p.name not in (".lock", "transcript.md") and "/.git/" not in str(p)}
 
 
-@pytest.mark.wire
+@pytest.mark.wire  # the client's retries
 @pytest.mark.parametrize("status", [500, 429])
 def test_server_errors_past_retries_keep_the_turn_to_go_on_with(jobs, llm, status):
     """A transient failure in the middle of a turn is recorded, the job stays
@@ -206,7 +206,7 @@ def test_server_errors_past_retries_keep_the_turn_to_go_on_with(jobs, llm, statu
     assert [r.action for r in results] == ["ERROR"] and llm.remaining == 0
 
 
-@pytest.mark.wire
+@pytest.mark.wire  # the client's retries
 def test_transient_error_is_retried_then_succeeds(jobs, llm):
     write_config(jobs, max_retries=2)
     job = make_job(jobs)
@@ -216,7 +216,7 @@ def test_transient_error_is_retried_then_succeeds(jobs, llm):
     assert len(llm.requests) == 3
 
 
-@pytest.mark.wire
+@pytest.mark.wire  # a read timeout
 def test_server_timeout_keeps_the_turn(jobs, llm):
     write_config(jobs, request_timeout=0.3, max_retries=1)
     job = make_job(jobs)

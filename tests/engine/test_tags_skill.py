@@ -45,7 +45,6 @@ def skill(jobs) -> None:
     (folder / "SKILL.md").write_text(SKILL)
 
 
-@pytest.mark.wire
 def test_a_tags_role_runs_a_skill_with_seed_002s_texts_and_done_ends_the_job(jobs, llm):
     jobs.init()
     tagger(jobs)
@@ -56,11 +55,11 @@ def test_a_tags_role_runs_a_skill_with_seed_002s_texts_and_done_ends_the_job(job
     assert job.manifest().workflow == "solo" and job.manifest().roles == {"worker": "tagger"}
 
     llm.add(f"[CMD] {NOISY}", "[MESSAGE] Проверяю ветку dev...", "[ASK] Введи сообщение коммита:")
-    assert run_job(job, base_url=llm.base_url)[-1].status == Status.INPUT_REQUIRED
+    assert run_job(job, endpoints=llm.endpoints)[-1].status == Status.INPUT_REQUIRED
     assert job.manifest().question.text == "Введи сообщение коммита:"
     user_action(job, "answer", "fix: update skills API")
     llm.add("[DONE] Коммит успешно создан: abc1234")
-    assert run_job(job, base_url=llm.base_url)[-1].status == Status.SUCCESS
+    assert run_job(job, endpoints=llm.endpoints)[-1].status == Status.SUCCESS
 
     requests = llm.requests
     assert len(requests) == 4, "no Supervisor call, no approval"
@@ -109,7 +108,6 @@ def test_a_tags_roles_own_instructions_and_settings_are_sent(jobs, llm):
     assert job.manifest().status == Status.SUCCESS
 
 
-@pytest.mark.wire
 def test_review_keeps_the_supervisor_and_the_persons_approval(jobs, llm):
     jobs.init()
     tagger(jobs)
@@ -119,7 +117,7 @@ def test_review_keeps_the_supervisor_and_the_persons_approval(jobs, llm):
     job = jobs.job("reviewed")
     assert job.manifest().workflow == "default"
     llm.add("[DONE] Committed.")
-    assert step_once(job, base_url=llm.base_url).status == Status.REVIEWING
+    assert step_once(job, endpoints=llm.endpoints).status == Status.REVIEWING
     with pytest.raises(LogistError, match="--review keeps the Supervisor; --workflow solo has none"):
         create_job(jobs, "both", skill="git-quick-commit", review=True, workflow="solo")
     with pytest.raises(LogistError, match="--supervisor: a solo job has only a Worker"):

@@ -283,7 +283,7 @@ def test_a_request_after_the_recording_is_used_up_is_refused(replay_llm):
     ],
     ids=["503", "400", "timeout"],
 )
-@pytest.mark.wire
+@pytest.mark.wire  # failures replayed by the replay server
 def test_a_recorded_failure_replays_as_the_same_failure(jobs, llm, replay_llm, failure, config, stops):
     write_config(jobs, **config)
     recorded_job = create_job(jobs, "rec", "Write hello.py")

@@ -44,7 +44,6 @@ def fsck(job_id: str, code: int) -> dict:
     return json.loads(done.stdout)
 
 
-@pytest.mark.wire
 def test_a_sound_job_is_clean(jobs, llm):
     job = three_steps(jobs, llm)
     done = logist_cli("job", "fsck", "hello")
@@ -62,7 +61,6 @@ def edited(job, how) -> None:
     job.history_path.write_bytes(head + b",".join(p.rstrip(b",") for p in pieces) + tail)
 
 
-@pytest.mark.wire
 @pytest.mark.parametrize("edit, reported", [
     (lambda p: p[:3] + [p[2]] + p[3:], "entry 3 appears again at position 4 (the same as the first): an entry pasted "
                                        "in by hand; remove the copy that does not belong from jobHistory.json"),

@@ -51,7 +51,6 @@ def answer(action: str, **fields) -> str:
     return json.dumps({"action": action, **fields})
 
 
-@pytest.mark.wire
 def test_the_readme_names_every_file_a_job_leaves(jobs, llm):
     job = create_job(jobs, "files", "Print the date and ask whether UTC is right", command_policy="ask")
     assert readme_names(job.dir) == [f.name for f in JOB_FILES]
@@ -59,9 +58,9 @@ def test_the_readme_names_every_file_a_job_leaves(jobs, llm):
     seen = set(os.listdir(job.dir))
 
     llm.add(Reply(content=answer("CMD", command="date -u")), Reply(content=answer("ASK", question="Is UTC right?")))
-    step_once(job, base_url=llm.base_url)  # the command is held for a person
+    step_once(job, endpoints=llm.endpoints)  # the command is held for a person
     user_action(job, "approve-command")
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     user_action(job, "answer", "Yes.")
     seen |= set(os.listdir(job.dir))
     assert unexplained(job.dir) == []
@@ -131,7 +130,6 @@ def test_the_readme_commands_work_from_the_job_folder(jobs):
     assert json.loads(result.stdout)["status"] == "PENDING"
 
 
-@pytest.mark.wire
 def test_temp_files_of_a_killed_write_are_removed_by_the_next_command(jobs, llm):
     """A write killed between its temp file and the rename leaves
     ``.<name>.<random>.tmp`` (logist.store.atomic); the next command that
@@ -150,7 +148,7 @@ def test_temp_files_of_a_killed_write_are_removed_by_the_next_command(jobs, llm)
     looked = logist_process("job", "status", "temps")  # a command that only looks takes no lock: nothing removed
     assert looked.returncode == 0 and all((job.dir / name).exists() for name in left)
     llm.add(answer("MESSAGE", message="hi"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert not [name for name in left if (job.dir / name).exists()]
     assert all((job.dir / name).exists() for name in kept)
     assert [e.kind for e in load_history(job.dir).interactions] == ["user_action", "llm_call"], "nothing to record"

@@ -59,12 +59,11 @@ def test_a_copied_jobs_dir_steps_replays_and_rewinds_where_it_now_is(tmp_path, l
     assert there.manifest().status == Status.APPROVAL_REQUIRED
 
 
-@pytest.mark.wire
 def test_job_upgrade_moves_an_old_headers_path_into_the_commands(jobs, llm):
     job = create_job(jobs, "old", "Say where you are", **SPEC)
     llm.add(answer("CMD", command="pwd"), answer("CMD", command="pwd"))
-    step_once(job, base_url=llm.base_url)
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
+    step_once(job, endpoints=llm.endpoints)
     # As an earlier Logist wrote it: the header names the workspace, commands do not say where they ran.
     old = "/srv/elsewhere/jobs/old/workspace"
     entries = [e.dump() for e in load_history(job.dir).interactions]

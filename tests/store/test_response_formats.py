@@ -52,7 +52,6 @@ def test_every_call_entry_names_the_file_that_holds_what_it_sent(jobs, llm):
     assert "additionalProperties" not in job.history_path.read_text()
 
 
-@pytest.mark.wire
 def test_a_changed_or_missing_file_is_named_and_fsck_finds_it(jobs, llm, tmp_path):
     job = _three_calls(jobs, llm)
     entry = next(e for e in iter_entry_data(job.dir) if e["kind"] == "llm_call")
