@@ -370,7 +370,7 @@ class ScriptedModel(Model):
 
     def __init__(self, script: Script = (), *, streaming: bool = True):
         self._lock = threading.Lock()
-        #: True: a request that asks for a stream is answered in pieces.
+        #: True: a request that asks for a stream is answered in pieces; False: whole.
         self.streaming = streaming
         self.requests: list[dict] = []
         self.headers: list[dict] = []
@@ -416,9 +416,9 @@ class ScriptedModel(Model):
                                kind=status_kind(reply.status))
         if body.get("stream") and self.streaming:
             answered = joined(iter(stream_chunks(body, reply, number)), request.on_tokens, request.max_answer_bytes)
-        else:
+        else:  # the whole answer, to a streamed request too (as an endpoint that ignores the stream)
             answered = whole(completion_body(body, reply.content or "", reply.usage, number, reply.tool_call),
-                             streamed=False)
+                             streamed=bool(body.get("stream")))
         answered.key = headers.get(IDEMPOTENCY_HEADER)
         return check_size(answered, request.max_answer_bytes)
 
