@@ -1,3 +1,4 @@
-"""The endpoint: the client that talks to the model (:mod:`.client`) and the
-reader of what it sends back (:mod:`.completions`).
+"""The model: what the engine asks of one (:mod:`.base`: a request in, an
+answer out), the client that asks an OpenAI-compatible endpoint
+(:mod:`.client`), and the reader of what a model sends back (:mod:`.completions`).
 """
