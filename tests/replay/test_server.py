@@ -455,6 +455,14 @@ def test_scripted_llm_fixture_is_a_running_server(scripted_llm, jobs):
     assert len(scripted_llm.requests) == 2
 
 
+def test_scripted_model_fixture_answers_in_memory(scripted_model, jobs):
+    job = create_job(jobs, "hello", "Write hello.py")
+    scripted_model.add(answer("COMPLETED", "done"), answer("COMPLETED", "fine"))
+    results = run_job(job, endpoints=scripted_model.endpoints)
+    assert [r.status for r in results] == [Status.REVIEWING, Status.APPROVAL_REQUIRED]
+    assert len(scripted_model.requests) == 2 and scripted_model.remaining == 0
+
+
 def test_replay_llm_fixture_takes_a_bundled_fixture_name(replay_llm, jobs):
     server = replay_llm("wordcount")
     assert server.history.job_id == "wordcount"
