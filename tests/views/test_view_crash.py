@@ -91,6 +91,7 @@ def test_killed_while_the_transcript_is_written_the_step_is_recorded(jobs, llm):
     assert read_json(job.manifest_path)["status"] == "APPROVAL_REQUIRED"
 
 
+@pytest.mark.wire  # logist job step, through the CLI
 def test_a_transcript_that_cannot_be_written_costs_a_warning_not_the_step(jobs, llm):
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting")
     transcript_path(job.dir).unlink()
