@@ -87,6 +87,7 @@ def test_a_verb_the_state_refuses_raises_and_records_nothing(tmp_path):
     assert job.status == "PENDING"
 
 
+@pytest.mark.wire  # what calls learn of an endpoint
 def test_what_calls_learn_of_an_endpoint_lives_with_the_jobs_that_made_them(tmp_path, llm):
     # A refused response_format is remembered by the Jobs whose call met it,
     # and by no other: a new logist.open starts from nothing.
