@@ -17,7 +17,7 @@ from logist.protocol.actions import Action, Event, Row
 from logist.protocol.answer import InvalidAnswer, parse_answer, registered
 from logist.protocol.decoding import decoding_schema
 from logist.protocol.prompt_text import protocol_text
-from logist.replay.scripted import ScriptedLLMServer, answer
+from logist.replay.scripted import ScriptedModel, answer
 from logist.store.history import load_history
 
 
@@ -51,12 +51,12 @@ def note():
 
 def test_a_registered_action_runs_end_to_end(jobs, note):
     job = create_job(jobs, "noted", "Write hello.py that prints a greeting")
-    with ScriptedLLMServer([NOTE, DONE]) as llm:
-        noted = step_once(job, base_url=llm.base_url)
-        assert (noted.action, noted.status, noted.turn) == ("NOTE", Status.RUNNING, "continue")
-        done = step_once(job, base_url=llm.base_url)
-        assert (done.action, done.status) == ("COMPLETED", Status.REVIEWING)
-        first, second = llm.requests
+    model = ScriptedModel([NOTE, DONE])  # the in-memory model: the action's path is the point, not the wire
+    noted = step_once(job, endpoints=model.endpoints)
+    assert (noted.action, noted.status, noted.turn) == ("NOTE", Status.RUNNING, "continue")
+    done = step_once(job, endpoints=model.endpoints)
+    assert (done.action, done.status) == ("COMPLETED", Status.REVIEWING)
+    first, second = model.requests
 
     # What the model was sent: the prompt's line for NOTE, NOTE's object in
     # the decoding schema, and after the note, the action's own next message.
