@@ -52,13 +52,13 @@ def supervisor_calls(llm) -> list[dict]:
 def test_passing_checks_reach_the_supervisor_with_their_output(jobs, llm):
     job = make_job(jobs, checks=[FIFTEEN, "echo all-good-marker"])
     llm.add(write(15), answer("COMPLETED", "Fifteen lines, as the checks show."))
-    first = step_once(job, base_url=llm.base_url)
+    first = step_once(job, endpoints=llm.endpoints)
     assert (first.action, first.status, first.turn) == ("COMPLETED", Status.RUNNING, "check")
     assert job.manifest().checks_due
-    ran = step_once(job, base_url=llm.base_url)
+    ran = step_once(job, endpoints=llm.endpoints)
     assert (ran.action, ran.status, ran.called) == ("CHECKS_PASSED", Status.REVIEWING, False)
     assert job.manifest().calls == 1, "a run of the checks is not a step"
-    review = step_once(job, base_url=llm.base_url)
+    review = step_once(job, endpoints=llm.endpoints)
     assert (review.role, review.status) == ("Supervisor", Status.APPROVAL_REQUIRED)
     prompt = supervisor_calls(llm)[0]["messages"][-1]["content"]
     assert f"`{FIFTEEN}`: passed" in prompt and "all-good-marker" in prompt
@@ -73,7 +73,7 @@ def test_passing_checks_reach_the_supervisor_with_their_output(jobs, llm):
 def test_a_failing_check_sends_the_work_back_without_a_supervisor_call(jobs, llm):
     job = make_job(jobs, checks=[FIFTEEN], max_retries_in_a_row=2)
     llm.add(write(3), write(4), write(5))
-    results = run_job(job, base_url=llm.base_url)
+    results = run_job(job, endpoints=llm.endpoints)
     assert supervisor_calls(llm) == []
     assert [r.action for r in results] == ["COMPLETED", "CHECKS_FAILED"] * 3
     manifest = job.manifest()
@@ -89,7 +89,7 @@ def test_a_solo_skill_job_with_failing_checks_does_not_end_success(jobs, llm):
     job = create_job(jobs, "solo", "Write fizz.py printing fifteen lines", workflow="solo", checks=[FIFTEEN],
                      max_retries_in_a_row=1)
     llm.add(write(3), write(4))
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     manifest = job.manifest()
     assert manifest.status == Status.INTERVENTION_REQUIRED and FIFTEEN in manifest.reason
     assert Status.SUCCESS.value not in [e.state_after for e in load_history(job.dir).interactions]
@@ -98,7 +98,7 @@ def test_a_solo_skill_job_with_failing_checks_does_not_end_success(jobs, llm):
 def test_a_solo_job_ends_success_when_its_checks_pass(jobs, llm):
     job = create_job(jobs, "solo", "Write fizz.py printing fifteen lines", workflow="solo", checks=[FIFTEEN])
     llm.add(write(3), write(15))
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     assert job.manifest().status == Status.SUCCESS
     assert [e.kind for e in load_history(job.dir).interactions][-1] == "check"
 
@@ -108,14 +108,14 @@ def test_a_solo_job_without_checks_waits_for_a_person_unless_no_review(jobs, llm
     job = create_job(jobs, "solo", "Write fizz.py", workflow="solo", review=False if no_review else None)
     assert job.manifest().no_review is no_review
     llm.add(write(15))
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     assert job.manifest().status == ends
 
 
 def test_approve_refuses_on_a_failing_or_stale_check(jobs, llm):
     job = make_job(jobs, checks=[FIFTEEN])
     llm.add(write(15), answer("COMPLETED", "Looks right."))
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     assert job.manifest().status == Status.APPROVAL_REQUIRED
     # A person's edit: the checks have not run on it.
     (job.workspace / "fizz.py").write_text("print(1)\n")
@@ -138,7 +138,7 @@ def test_replay_applies_recorded_checks_without_running_them(jobs, llm, tmp_path
     marker = tmp_path / "ran"
     job = make_job(jobs, checks=[f"touch {marker}; {FIFTEEN}"], command_sandbox="none")
     llm.add(write(3), write(15), answer("COMPLETED", "Good."))
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     assert job.manifest().status == Status.APPROVAL_REQUIRED and marker.exists()
     recorded = read_history_file(job.history_path)
     assert [e.kind for e in recorded.interactions].count("check") == 2
@@ -154,7 +154,7 @@ def test_replay_applies_recorded_checks_without_running_them(jobs, llm, tmp_path
     # A rerun goes back before the checks: running the job again runs them.
     rewind(job, baseline=True)
     llm.add(write(15), answer("COMPLETED", "Good."))
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     assert marker.exists(), "the rerun ran the checks again"
     assert job.manifest().status == Status.APPROVAL_REQUIRED
 
@@ -162,9 +162,9 @@ def test_replay_applies_recorded_checks_without_running_them(jobs, llm, tmp_path
 def test_a_check_does_not_change_the_work(jobs, llm):
     job = make_job(jobs, checks=["echo junk > junk.txt; rm fizz.py"])
     llm.add(write(15))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     head = job.repo.head()
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert (job.workspace / "fizz.py").exists() and not (job.workspace / "junk.txt").exists()
     assert job.repo.head() == head and not job.repo.is_dirty()
 
@@ -183,8 +183,8 @@ def test_set_replaces_the_checks_and_records_it(jobs):
 def test_checks_removed_while_due_let_the_work_go_on(jobs, llm):
     job = make_job(jobs, checks=["false"])
     llm.add(write(15))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert job.manifest().checks_due
     user_action(job, "set", settings={"checks": []})
-    ran = step_once(job, base_url=llm.base_url)
+    ran = step_once(job, endpoints=llm.endpoints)
     assert (ran.action, ran.status) == ("CHECKS_PASSED", Status.REVIEWING)
