@@ -9,7 +9,7 @@ allowlist, the timeout, the output limit, the redaction), but never holds
 one for approval: a person wrote it. Exit 0 passes.
 
 When they run: a COMPLETED they verify (the Worker's, a solo Worker's, the
-Planner's to the person) leads, by the workflow table's ``COMPLETED, checks
+Planner's to the person) leads, by the workflow table's ``COMPLETED checks
 to run`` row, to ``checks_due``; the next ``job step`` (or ``job check``)
 runs them before anything else, and the run's outcome is a row of the
 table: ``checks passed`` (the Supervisor's turn starts; a solo job ends;
