@@ -77,6 +77,8 @@ class Invocation:
     extra_args: tuple[str, ...] = ()
     #: The ``command`` provider's argv, ``{prompt_file}`` and ``{workspace}`` to fill in.
     command: tuple[str, ...] = ()
+    #: Whether the agent may write the workspace's ``.git`` (commit); else it is read-only to it.
+    git_writable: bool = False
 
     @property
     def origin(self) -> str:
@@ -186,6 +188,9 @@ class Aider(AgentProvider):
             # the prompt names, no .env of the workspace read for keys.
             "--map-tokens", "0", "--no-detect-urls", "--env-file", str(state / "aider.env"),
             "--no-pretty", "--no-fancy-input",
+            # Where .git is read-only to it, aider's "git add" of a new file fails, and it then leaves the
+            # file empty: it must not use git at all.
+            *(() if invocation.git_writable else ("--no-git",)),
             "--chat-history-file", str(state / "aider.chat.history.md"),
             "--input-history-file", str(state / "aider.input.history"),
             *invocation.extra_args,

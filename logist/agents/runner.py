@@ -122,7 +122,7 @@ def run_agent(agent: Union[str, AgentProvider], workspace: Path, prompt_text: st
         prompt_file.write_text(prompt_text, encoding="utf-8")
         invocation = Invocation(prompt_file=prompt_file, workspace=workspace, base_url=gateway_url, token=token,
                                 model=model, home=home, state=state, extra_args=tuple(extra_args),
-                                command=tuple(command))
+                                command=tuple(command), git_writable=not protect_git)
         program = find_program(chosen.executable(invocation), base)
         if program is None:
             raise LogistError(f"cannot run the agent '{chosen.name}': no program '{chosen.executable(invocation)}' "

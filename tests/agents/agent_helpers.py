@@ -7,8 +7,11 @@ with ``LOGIST_AGENTS_REQUIRED=1`` (CI, once it installs them) it fails instead.
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -149,3 +152,147 @@ def wait_for(predicate, timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.05)
     return predicate()
+
+
+# --------------------------------------------------------------------------
+# Codex and Claude Code speak no Chat Completions: a scripted server of their
+# own APIs shows that their providers' command lines, variables and files
+# make them work, whatever the gateway translates.
+
+
+def sse(name: str, data: dict) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def responses_turn(number: int, item: dict) -> bytes:
+    """One streamed OpenAI Responses answer whose output is ``item``."""
+    response = {"id": f"resp_{number}", "object": "response", "created_at": 0, "model": "scripted",
+                "status": "in_progress", "output": []}
+    done = {**response, "status": "completed", "output": [item],
+            "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
+                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+    return (sse("response.created", {"type": "response.created", "response": response})
+            + sse("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item})
+            + sse("response.completed", {"type": "response.completed", "response": done}))
+
+
+def codex_shell_call(command: str) -> dict:
+    return {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "exec_command",
+            "arguments": json.dumps({"cmd": command}), "status": "completed"}
+
+
+def responses_message(text: str) -> dict:
+    return {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+
+def messages_turn(number: int, blocks: list[dict], stop_reason: str) -> bytes:
+    """One streamed Anthropic Messages answer: ``blocks`` are text
+    (``{"type": "text", "text": ...}``) or tool_use (``{"type": "tool_use", "name": ..., "input": {...}}``,
+    its input sent as ``input_json_delta``)."""
+    out = sse("message_start", {"type": "message_start", "message": {
+        "id": f"msg_{number}", "type": "message", "role": "assistant", "model": "scripted", "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}})
+    for index, block in enumerate(blocks):
+        if block["type"] == "tool_use":
+            start = {"type": "tool_use", "id": f"toolu_{number}_{index}", "name": block["name"], "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            start, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
+        out += sse("content_block_start", {"type": "content_block_start", "index": index, "content_block": start})
+        out += sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+        out += sse("content_block_stop", {"type": "content_block_stop", "index": index})
+    out += sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                                 "usage": {"output_tokens": 20}})
+    return out + sse("message_stop", {"type": "message_stop"})
+
+
+class NativeServer:
+    """A scripted server of the Responses (``POST /v1/responses``) and
+    Messages (``POST /v1/messages``) APIs on 127.0.0.1: each request that
+    offers tools takes the next streamed answer of ``script``; one without
+    tools (a title, a quota probe) is answered with a short text. Looks at
+    the calling agent's processes as :class:`WatchingServer` does."""
+
+    def __init__(self, script: list[bytes], token: str, fallback: bytes = b""):
+        self.script = list(script)
+        self.token = token
+        self.fallback = fallback
+        self.requests: list[tuple[str, dict]] = []
+        self.headers: list[dict] = []
+        self.seen: list[dict[int, dict[str, str]]] = []
+        self.homes: list[dict[str, bytes]] = []
+        self.lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _json(self, status: int, body: dict) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            def do_HEAD(self):
+                self._json(200, {})
+
+            def do_GET(self):
+                self._json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+
+            def do_POST(self):
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = {}
+                route = self.path.split("?", 1)[0]
+                if route.endswith("/count_tokens"):
+                    self._json(200, {"input_tokens": 10})
+                    return
+                stream = owner.answer(route, body, dict(self.headers))
+                if stream is None:
+                    self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(stream)))
+                self.end_headers()
+                self.wfile.write(stream)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def answer(self, route: str, body: dict, headers: dict) -> bytes | None:
+        if not route.endswith(("/responses", "/messages")):
+            return None
+        with self.lock:
+            self.requests.append((route, body))
+            self.headers.append({name.lower(): value for name, value in headers.items()})
+            processes = processes_with(f"OPENAI_API_KEY={self.token}")
+            self.seen.append(processes)
+            for home in {env.get("HOME") for env in processes.values()}:
+                if home:
+                    self.homes.append(home_files(Path(home)))
+            if body.get("tools") and self.script:
+                return self.script.pop(0)
+            return self.fallback
+
+    def __enter__(self) -> "NativeServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
