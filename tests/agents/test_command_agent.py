@@ -193,13 +193,18 @@ def test_the_agent_calls_the_gateway_with_the_run_token_and_sees_no_key_nor_the_
 
 def test_a_timeout_ends_the_agents_whole_process_group(agent, workspace, tmp_path):
     marker = f"logist-agent-test-{os.getpid()}-{tmp_path.name}"
-    seen: list[int] = []
-    watcher = threading.Thread(target=lambda: wait_for(lambda: len(seen.extend(processes_running(marker)) or seen) >= 2))
+    seen: set[int] = set()
+
+    def both_children_seen() -> bool:
+        seen.update(processes_running(marker))
+        return len(seen) >= 2
+
+    watcher = threading.Thread(target=wait_for, args=(both_children_seen,))
     watcher.start()
     result = run(agent, "hang", workspace, marker, timeout=4)
     watcher.join()
     assert result.timed_out and result.exit_code is None
-    assert len(set(seen)) >= 2, "the agent's children were never seen running"
+    assert len(seen) >= 2, "the agent's children were never seen running"
     assert (workspace / "started.txt").exists()
     assert processes_running(marker) == []
     assert result.exit.answer.action == "STUCK"
