@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The coding agents the agent tests run, at pinned versions, into .ci/agents/
-# (untracked: the folder ignores itself), each where its own dependencies
+# (untracked: the folder ignores itself) or into $LOGIST_AGENTS_DIR (a folder
+# outside the clone, kept between runs; an absolute path), each where its own dependencies
 # cannot meet Logist's:
-#   .ci/agents/aider/       aider-chat in a venv of its own (its pins conflict with Logist's)
-#   .ci/agents/npm/         Codex CLI and Claude Code, npm install --prefix
-#   .ci/agents/bin/         one link per agent program (aider, codex, claude): put it on PATH
+#   aider/       aider-chat in a venv of its own (its pins conflict with Logist's)
+#   npm/         Codex CLI and Claude Code, npm install -g --prefix
+#   bin/         one link per agent program (aider, codex, claude); the tests
+#                (tests/agents/) put it on PATH, reading LOGIST_AGENTS_DIR too
 # Run again, it installs only what is missing or at another version.
 # pip and npm keep what they downloaded in their own caches, so a later run on
 # the same machine downloads nothing. Prints the time each took and the size.
@@ -15,8 +17,9 @@ AIDER_VERSION=0.86.2
 CODEX_VERSION=0.171.0
 CLAUDE_CODE_VERSION=2.1.197
 
-root=$PWD/agents
+root=${LOGIST_AGENTS_DIR:-$PWD/agents}
 mkdir -p "$root/bin"
+root=$(cd "$root" && pwd)
 [ -e "$root/.gitignore" ] || echo '*' > "$root/.gitignore"
 
 seconds() { date +%s.%N; }

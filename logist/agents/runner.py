@@ -148,8 +148,7 @@ def run_agent(agent: Union[str, AgentProvider], workspace: Path, prompt_text: st
         head_after = _head(workspace)
         decided = exits.exit_command(exit_file_text=exit_text, final_message=final, exit_code=exit_code,
                                      timed_out=timed_out, timeout=timeout, changed=changed, existing=existing,
-                                     output_tail=stderr_tail if exit_code and not stdout_tail.strip() else
-                                     "\n".join(part for part in (stdout_tail, stderr_tail) if part.strip()))
+                                     output_tail="\n".join(part for part in (stdout_tail, stderr_tail) if part.strip()))
         return AgentRun(
             agent=chosen.name, argv=[part.replace(token, TOKEN_SHOWN) if token else part for part in argv],
             exit_code=exit_code, timed_out=timed_out, duration=duration, stdout_tail=stdout_tail,

@@ -21,8 +21,11 @@ from logist.replay.scripted import ScriptedLLMServer
 from logist.workspace.repository import Workspace
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-#: Where .ci/agents.sh links the programs it installs.
-AGENTS_BIN = REPO_ROOT / ".ci" / "agents" / "bin"
+#: Where .ci/agents.sh links the programs it installs (read as the tests are collected: the
+#: isolation fixture takes every LOGIST_ variable out of each test's environment).
+AGENTS_BIN = Path(os.environ.get("LOGIST_AGENTS_DIR") or REPO_ROOT / ".ci" / "agents") / "bin"
+#: Whether an agent that is not installed fails its tests instead of skipping them.
+AGENTS_REQUIRED = os.environ.get("LOGIST_AGENTS_REQUIRED") == "1"
 #: Written into the user's home by :func:`user_home`: must never reach an agent's home.
 USER_HOME_MARKER = "user-home-marker-5c1f0e"
 
@@ -40,8 +43,8 @@ def require_agent(name: str) -> str:
     program = find_program(provider(name).program)
     if program is None:
         reason = (f"agent '{name}' ({provider(name).program}) is not installed: bash .ci/agents.sh installs it "
-                  f"into .ci/agents/")
-        if os.environ.get("LOGIST_AGENTS_REQUIRED") == "1":
+                  f"into {AGENTS_BIN.parent}")
+        if AGENTS_REQUIRED:
             pytest.fail(reason + " (LOGIST_AGENTS_REQUIRED=1)")
         pytest.skip(reason)
     return program
