@@ -27,6 +27,12 @@ local server in a network namespace with loopback only (the
 versions are :data:`PINNED`): with these settings none of them looked up any
 other host, and without them each tried at least one.
 
+aider, Codex and Claude Code are run by the tests (tests/agents/, installed by
+``.ci/agents.sh``); Qwen Code and opencode are written from those notes and
+not run by any test yet. Qwen Code and opencode take the prompt as an
+argument, so a prompt must stay under the system's limit for one argument
+(128 KiB on Linux); the others read it from a file or standard input.
+
 Adding an agent is adding one class here with ``@register``. An agent
 program is taken from ``PATH`` as the user installed it (unlike git, which
 Logist runs itself: :mod:`logist.programs`): it runs inside the sandbox,
@@ -329,7 +335,8 @@ class Opencode(AgentProvider):
 
     def env(self, invocation: Invocation) -> dict[str, str]:
         # It still installs @opencode-ai/plugin into its config folder in the background, from the npm
-        # registry, and no setting stops that: a contained run (no network) just goes without it.
+        # registry, and no setting stops that (a node_modules/ made beforehand, with a package-lock.json
+        # listing it, does; not done here).
         return {name: "1" for name in ("OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_AUTOUPDATE",
                                        "OPENCODE_DISABLE_DEFAULT_PLUGINS", "OPENCODE_DISABLE_LSP_DOWNLOAD",
                                        "OPENCODE_DISABLE_SHARE")}
