@@ -7,6 +7,8 @@
 #   npm/         Codex CLI and Claude Code, npm install -g --prefix
 #   bin/         one link per agent program (aider, codex, claude); the tests
 #                (tests/agents/) put it on PATH, reading LOGIST_AGENTS_DIR too
+# With --more, Qwen Code and opencode too (npm/, links qwen and opencode): the
+# tests run them when they are there, and skip them otherwise.
 # Run again, it installs only what is missing or at another version.
 # pip and npm keep what they downloaded in their own caches, so a later run on
 # the same machine downloads nothing. Prints the time each took and the size.
@@ -16,6 +18,10 @@ cd "$(dirname "$0")"
 AIDER_VERSION=0.86.2
 CODEX_VERSION=0.171.0
 CLAUDE_CODE_VERSION=2.1.197
+QWEN_CODE_VERSION=0.15.10
+OPENCODE_VERSION=1.18.33
+more=no
+[ "${1:-}" = --more ] && more=yes
 
 root=${LOGIST_AGENTS_DIR:-$PWD/agents}
 mkdir -p "$root/bin"
@@ -36,18 +42,26 @@ echo "aider-chat $AIDER_VERSION: $(took "$start"), $(du -sh "$root/aider" | cut 
 
 start=$(seconds)
 wanted="@openai/codex@$CODEX_VERSION @anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
+programs="codex claude"
+if [ $more = yes ]; then
+    wanted="$wanted @qwen-code/qwen-code@$QWEN_CODE_VERSION opencode-ai@$OPENCODE_VERSION"
+    programs="$programs qwen opencode"
+fi
+# The versions installed, in the same words (package@version ...).
 have=$(cd "$root" && node -e '
   const fs = require("fs");
   const v = n => { try { return JSON.parse(fs.readFileSync("npm/lib/node_modules/" + n + "/package.json")).version } catch (e) { return "" } };
-  console.log("@openai/codex@" + v("@openai/codex") + " @anthropic-ai/claude-code@" + v("@anthropic-ai/claude-code"))' 2>/dev/null || true)
+  console.log(process.argv.slice(1).map(p => { const n = p.slice(0, p.lastIndexOf("@")); return n + "@" + v(n) }).join(" "))' \
+  $wanted 2>/dev/null || true)
 if [ "$have" != "$wanted" ]; then
     # -g with a prefix: each package in npm/lib/node_modules, its programs in npm/bin.
     npm install -g --prefix "$root/npm" --no-fund --no-audit --loglevel=error $wanted
 fi
-ln -sfn ../npm/bin/codex "$root/bin/codex"
-ln -sfn ../npm/bin/claude "$root/bin/claude"
+for program in $programs; do
+    ln -sfn "../npm/bin/$program" "$root/bin/$program"
+done
 echo "$wanted: $(took "$start"), $(du -sh "$root/npm" | cut -f1)"
 
-for program in aider codex claude; do
+for program in aider $programs; do
     printf '%s: ' "$program"; "$root/bin/$program" --version 2>&1 | tail -n 1
 done

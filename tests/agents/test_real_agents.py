@@ -139,6 +139,33 @@ def test_claude_code_writes_a_file_from_a_scripted_messages_server(workspace, us
     assert_contained(server, token, user_home)
 
 
+class ToolsServer(WatchingServer):
+    """Answers a request that offers no tools (opencode's title request, sent
+    beside its first call) with a title; the others from the script."""
+
+    def reply_for(self, body, headers):
+        if not body.get("tools"):
+            self.seen.append(processes_with(f"OPENAI_API_KEY={self.token}"))
+            return Reply(content="Writing hello.py")
+        return super().reply_for(body, headers)
+
+
+@pytest.mark.parametrize("agent, tool, path_key", [("qwen-code", "write_file", "file_path"),
+                                                    ("opencode", "write", "filePath")])
+def test_a_chat_agent_with_tools_writes_a_file_from_the_scripted_server(agent, tool, path_key, workspace, user_home,
+                                                                        keys_in_logists_environment):
+    require_agent(agent)
+    token = f"{agent}-run-token"
+    call = Reply(tool_call=tool, content=json.dumps({path_key: str(workspace / "hello.py"),
+                                                     "content": 'print("hello")\n'}))
+    with ToolsServer([call, "Created hello.py."], token=token) as server:
+        result = run_agent(agent, workspace, PROMPT, server.base_url, token, "scripted", timeout=240)
+    assert_wrote_hello(result, workspace)
+    assert result.final_message.strip().endswith("Created hello.py.")
+    assert server.remaining == 0
+    assert_contained(server, token, user_home)
+
+
 @pytest.mark.slow
 def test_a_timeout_leaves_no_process_of_a_real_agent(workspace):
     require_agent("aider")
