@@ -27,11 +27,11 @@ local server in a network namespace with loopback only (the
 versions are :data:`PINNED`): with these settings none of them looked up any
 other host, and without them each tried at least one.
 
-aider, Codex and Claude Code are run by the tests (tests/agents/, installed by
-``.ci/agents.sh``); Qwen Code and opencode are written from those notes and
-not run by any test yet. Qwen Code and opencode take the prompt as an
-argument, so a prompt must stay under the system's limit for one argument
-(128 KiB on Linux); the others read it from a file or standard input.
+Each is run by the tests (tests/agents/; ``.ci/agents.sh`` installs aider,
+Codex and Claude Code, and with ``--more`` Qwen Code and opencode). Qwen
+Code and opencode take the prompt as an argument, so a prompt must stay
+under the system's limit for one argument (128 KiB on Linux); the others
+read it from a file or standard input.
 
 Adding an agent is adding one class here with ``@register``. An agent
 program is taken from ``PATH`` as the user installed it (unlike git, which
