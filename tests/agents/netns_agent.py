@@ -27,7 +27,14 @@ from agent_helpers import (NativeServer, codex_shell_call, messages_turn, respon
                            responses_turn)
 from logist import programs  # noqa: E402
 from logist.agents import run_agent  # noqa: E402
-from logist.replay.scripted import ScriptedLLMServer  # noqa: E402
+from logist.replay.scripted import Reply, ScriptedLLMServer  # noqa: E402
+
+class TitledServer(ScriptedLLMServer):
+    """Answers a request without tools (opencode's title request) apart from the script."""
+
+    def reply_for(self, body, headers):
+        return super().reply_for(body, headers) if body.get("tools") else Reply(content="Writing hello.py")
+
 
 #: The name the script looks up itself, after the run: the listener must hear it.
 CONTROL_NAME = "control-lookup.logist.invalid"
@@ -67,8 +74,13 @@ def main() -> None:
     heard: list[str] = []
     listen(heard)
     token = "netns-run-token"
+    hello = {"content": 'print("hello")\n'}
     if agent == "aider":
         server = ScriptedLLMServer(['hello.py\n```python\nprint("hello")\n```\n'])
+    elif agent in ("qwen-code", "opencode"):
+        tool, key = ("write_file", "file_path") if agent == "qwen-code" else ("write", "filePath")
+        server = TitledServer([Reply(tool_call=tool, content=json.dumps({key: str(workspace / "hello.py"), **hello})),
+                               "Created hello.py."])
     elif agent == "codex":
         server = NativeServer([responses_turn(1, codex_shell_call("printf 'print(\"hello\")\\n' > hello.py")),
                                responses_turn(2, responses_message("Created hello.py."))], token,

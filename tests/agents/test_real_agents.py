@@ -187,8 +187,13 @@ def _network_namespaces_work() -> bool:
     return probe.returncode == 0
 
 
+#: The hosts an agent still looks up with every setting this table gives it: opencode installs its
+#: plugin package from the npm registry in the background on every run, and no setting stops that.
+STILL_LOOKED_UP = {"opencode": {"registry.npmjs.org"}}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("agent", ["aider", "codex", "claude-code"])
+@pytest.mark.parametrize("agent", ["aider", "codex", "claude-code", "qwen-code", "opencode"])
 def test_in_a_network_namespace_with_loopback_only_the_agent_looks_up_no_host(agent, tmp_path):
     require_agent(agent)
     if not _network_namespaces_work():
@@ -206,4 +211,4 @@ def test_in_a_network_namespace_with_loopback_only_the_agent_looks_up_no_host(ag
     assert seen["changed"] == ["hello.py"] and seen["action"] == "COMPLETED"
     assert seen["requests"] >= 1
     assert seen["control_heard"], "the DNS listener heard nothing: the check could not have failed"
-    assert seen["looked_up"] == []
+    assert set(seen["looked_up"]) <= STILL_LOOKED_UP.get(agent, set()), seen["looked_up"]
