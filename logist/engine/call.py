@@ -90,14 +90,14 @@ def call_settings(job: Job, manifest: JobManifest, config: LogistConfig, base_ur
                   request_timeout: Optional[float] = None, endpoints: Optional[llm.Endpoints] = None) -> llm.LLMSettings:
     """How the job's calls reach the endpoint; :class:`~logist.errors.ConfigError`
     when none is configured. ``endpoints``: what the caller's calls learned
-    of their endpoints (None: these calls start afresh)."""
+    of their endpoints (None: these calls start afresh, :class:`~logist.model.client.LLMSettings`'s own)."""
     return llm.LLMSettings(
         base_url=resolve_endpoint(base_url, config),
         api_key=resolve_api_key(),
         timeout=request_timeout or config.request_timeout,
         max_retries=config.max_retries,
         max_answer_bytes=manifest.settings.max_answer_bytes, headers={llm.JOB_HEADER: job.id},
-        endpoints=endpoints if endpoints is not None else llm.Endpoints(),
+        **({"endpoints": endpoints} if endpoints is not None else {}),
     )
 
 

@@ -36,7 +36,7 @@ from ..errors import NotFoundError
 #: The temperature of a summary call: a summary should be faithful, not creative.
 SUMMARY_TEMPERATURE = 0.2
 #: An answer's max_tokens when the role sets none, by protocol: room for a
-#: whole file in a JSON answer; seed 002's 512 for the line protocol.
+#: whole file in a JSON answer; kosmos-panel's 512 for the line protocol.
 DEFAULT_MAX_TOKENS = {"json": 2048, "tags": 512}
 #: A summary call's max_tokens (a summary is short prose, whatever the role's answers may need).
 SUMMARY_MAX_TOKENS = 1024
@@ -93,7 +93,7 @@ def open_actions(manifest: JobManifest) -> tuple[str, ...]:
 
 def resolve_model(config: LogistConfig, manifest: JobManifest, role: RoleManifest, override: Optional[str]) -> str:
     """``--model`` > the job's model > config ``models[role]`` > a jobs-dir
-    role's own model or alias > config ``default_model`` (or seed 002's
+    role's own model or alias > config ``default_model`` (or kosmos-panel's
     ``AI_MODEL``) > the built-in role's model; whichever it is, a name
     config.json's ``model_aliases`` defines is replaced by the model it names."""
     return config.resolve_alias(chosen_model(config, manifest, role, override)[0])

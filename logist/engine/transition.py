@@ -87,7 +87,7 @@ def apply_answer(
     who = who_acts(before)
     planned = before.workflow == "planned"
     summary = (answer.summary_for_supervisor or (answer.message if planned else None) or "").strip()
-    if who == PLANNER:  # what the answer leaves out stays as it was (seed 004's answers carry no plan)
+    if who == PLANNER:  # what the answer leaves out stays as it was (TaskWeaver's answers carry no plan)
         if answer.plan is not None:
             after.plan, after.current_plan_step = list(answer.plan), answer.current_plan_step
         if answer.current_plan_step is not None:

@@ -143,7 +143,7 @@ TABLE: tuple[Rule, ...] = (
     _row(S.REVIEWING, "RETRY", SUPERVISOR, S.RUNNING, "send back"),
     _row(S.REVIEWING, "STUCK", SUPERVISOR, S.INTERVENTION_REQUIRED, "stop"),
     _row(STEPPABLE, RETRY_LIMIT, {WORKER, SUPERVISOR, SOLO}, S.INTERVENTION_REQUIRED, "stop"),
-    # Solo workflow (a skill's job, seed 002): the Worker's COMPLETED ([DONE]) ends the job.
+    # Solo workflow (a skill's job, as kosmos-panel runs a skill): the Worker's COMPLETED ([DONE]) ends the job.
     _row(ACTIVE, "COMPLETED", SOLO, S.SUCCESS, "finish"),
     _row(ACTIVE, "RETRY", SOLO, S.RUNNING, "afresh"),
     _row(ACTIVE, "STUCK", SOLO, S.INTERVENTION_REQUIRED, "stop"),

@@ -21,11 +21,11 @@ Validation runs the generated JSON Schema first, because its messages
 (``'command' is a required property``) read well to a person and to a model,
 then pydantic, which builds the objects. The schema is the answer's one
 shape; what models really send (a ``<think>`` block, prose around the
-object, ``"completed"``, extra keys, seed 004's wrapper) is brought to that
+object, ``"completed"``, extra keys, TaskWeaver's wrapper) is brought to that
 shape first by :mod:`logist.protocol.forms`, which notes each liberty taken.
 
 Two protocols speak the same actions (:data:`PROTOCOLS`): ``json``, one
-JSON object per answer, and ``tags``, seed 002's line protocol (``[CMD] ls``,
+JSON object per answer, and ``tags``, kosmos-panel's line protocol (``[CMD] ls``,
 ``[ASK] ...``, ``[DONE] ...``), which small local models follow more
 reliably. The table gives each action its tag, so both prompt texts, both
 parsers and the schema come from one place.

@@ -39,7 +39,7 @@ each such rule.
 
 OpenAI's strict mode wants an object at the root, not ``anyOf``: the
 ``json_schema`` form (:func:`strict_root`) puts the choice of objects under
-one ``response`` property, the ``{"response": {...}}`` wrapper seed 004's
+one ``response`` property, the ``{"response": {...}}`` wrapper TaskWeaver's
 answers already use, which the answer reader unwraps (with a note). The
 ``json_object`` form, llama-cpp-python's, sends the choice as it is.
 

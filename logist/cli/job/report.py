@@ -11,7 +11,7 @@ from typing import Optional
 import click
 
 from ...secrets.redact import redact
-from ...store.history import HISTORY_NAME
+from ...api import HISTORY_NAME
 from ...terminal import inert_json, shown
 from ...views import transcript as tr, views_lock
 from ...views.report import write_job_report
@@ -43,7 +43,7 @@ def report(app: Application, job_id: Optional[str], output: Optional[str], as_js
       logist job report hello -o /tmp/hello.html
     """
     job = app.job(job_id)
-    path = write_job_report(job, Path(output) if output else None)
+    path = write_job_report(job.stored, Path(output) if output else None)
     size = path.stat().st_size
     app.display(as_json, {"job_id": job.id, "path": str(path.resolve()), "bytes": size},
                 lambda: app.info(f"Wrote {shown_path(path)} ({size // 1024 + 1} KB); open it in a browser."))
