@@ -14,10 +14,8 @@ import pytest
 from agent_helpers import USER_HOME_MARKER, WatchingServer, agents_on_path, require_agent, user_home, workspace  # noqa: F401
 from conftest import CANARY_KEY
 from logist.agents import run_agent
+from logist.model import gateway
 from logist.replay.scripted import Reply
-
-gateway = pytest.importorskip("logist.model.gateway",
-                              reason="the recording gateway (logist.model.gateway) is not in this tree")
 
 PROMPT = "Create hello.py that prints hello."
 
