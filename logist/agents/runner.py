@@ -141,6 +141,7 @@ def run_agent(agent: Union[str, AgentProvider], workspace: Path, prompt_text: st
             duration = time.monotonic() - started
             stdout, stderr = _read_end(out, READ_LIMIT), _read_end(err, READ_LIMIT)
         exit_text = _read_exit_file(exit_file)
+        exit_text = redact(exit_text) if exit_text is not None else None
         final = chosen.final_message(stdout, stderr)
         final = redact(final) if final is not None else None
         stdout_tail, stderr_tail = redact(_last(stdout, limit)), redact(_last(stderr, limit))
