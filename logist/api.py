@@ -60,6 +60,7 @@ from .engine.workflow import NEEDS_PERSON, STEPPABLE, WAITING_FOR_PERSON, Rule
 from .errors import ConfigError
 from .model.client import Endpoints, LLMSettings, list_models, probe_form
 from .protocol.decoding import form_name
+from .model.base import Model
 from .replay.apply import entry_by_sequence, post_recorded, read_history_file, replay_history
 from .replay.demo import demo_summary, run_demo
 from .replay.fixtures import create_from_fixture
@@ -203,18 +204,21 @@ def read_history(path: Union[str, Path]) -> JobHistory:
 
 
 def open(path: Union[str, Path, None] = None, *, base_url: Optional[str] = None,  # noqa: A001 (logist.open)
-         request_timeout: Optional[float] = None, lock_timeout: float = 0) -> "Jobs":
+         request_timeout: Optional[float] = None, lock_timeout: float = 0, model: Optional[Model] = None) -> "Jobs":
     """The jobs directory at ``path`` (None: found upward from here like git,
     else ``./jobs``; created by the first job). ``base_url``: the
     OpenAI-compatible endpoint (default ``LOGIST_BASE_URL``, then
     ``OPENAI_BASE_URL``, then config.json's); ``request_timeout``: seconds
     to wait for the model (default config.json's); ``lock_timeout``:
-    seconds to wait for a job another process holds (-1: for ever).
+    seconds to wait for a job another process holds (-1: for ever); ``model``: what answers every
+    call instead of the endpoint (a :class:`logist.model.base.Model`, e.g. the in-memory
+    :class:`logist.replay.scripted.ScriptedModel`).
 
     The :class:`Jobs` keeps a client per endpoint its calls use:
     ``with logist.open(...) as jobs:`` closes them at the end of the block;
     without ``with``, :meth:`Jobs.close` does (or the process's end)."""
-    return Jobs(jobsdir.JobsDir(path), base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout)
+    return Jobs(jobsdir.JobsDir(path), base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout,
+                model=model)
 
 
 class Jobs:
@@ -229,13 +233,13 @@ class Jobs:
 
     def __init__(self, directory: jobsdir.JobsDir, *, base_url: Optional[str] = None,
                  request_timeout: Optional[float] = None, lock_timeout: float = 0,
-                 endpoints: Optional[Endpoints] = None):
+                 endpoints: Optional[Endpoints] = None, model: Optional[Model] = None):
         self.directory = directory
         self.base_url = base_url
         self.request_timeout = request_timeout
         self.lock_timeout = lock_timeout
         #: What this process learned of its endpoints (clients, refused forms, windows).
-        self.endpoints = endpoints if endpoints is not None else Endpoints()
+        self.endpoints = endpoints if endpoints is not None else Endpoints(model)
 
     # -- lifecycle ----------------------------------------------------------------------------
 

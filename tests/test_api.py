@@ -87,6 +87,7 @@ def test_a_verb_the_state_refuses_raises_and_records_nothing(tmp_path):
     assert job.status == "PENDING"
 
 
+@pytest.mark.wire  # what calls learn of an endpoint
 def test_what_calls_learn_of_an_endpoint_lives_with_the_jobs_that_made_them(tmp_path, llm):
     # A refused response_format is remembered by the Jobs whose call met it,
     # and by no other: a new logist.open starts from nothing.
@@ -116,29 +117,29 @@ def test_the_package_docstring_points_to_the_docs_page():
     assert "](docs/python-api.md)" in (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 
 
-def test_a_jobs_closes_its_endpoints_clients_with_or_without_with(tmp_path, llm):
-    llm.add(answer("MESSAGE", message="one"), answer("MESSAGE", message="two"), answer("MESSAGE", message="three"))
-    with logist.open(tmp_path / "jobs", base_url=llm.base_url) as jobs:
+def test_a_jobs_closes_its_endpoints_clients_with_or_without_with(tmp_path, llm_server):
+    llm_server.add(answer("MESSAGE", message="one"), answer("MESSAGE", message="two"), answer("MESSAGE", message="three"))
+    with logist.open(tmp_path / "jobs", base_url=llm_server.base_url) as jobs:
         job = jobs.create("c", objective="Write c")
         job.call()
-        client = jobs.endpoints.client(llm.base_url, None)  # the one the call used (no key is set here)
+        client = jobs.endpoints.client(llm_server.base_url, None)  # the one the call used (no key is set here)
         assert not client.is_closed()
     assert client.is_closed(), "the end of the with block closes the clients"
 
-    jobs = logist.open(tmp_path / "jobs", base_url=llm.base_url)  # without with: close() releases them
+    jobs = logist.open(tmp_path / "jobs", base_url=llm_server.base_url)  # without with: close() releases them
     jobs["c"].call()
-    client = jobs.endpoints.client(llm.base_url, None)
+    client = jobs.endpoints.client(llm_server.base_url, None)
     jobs.close()
     assert client.is_closed()
     assert jobs["c"].call().action == "MESSAGE", "a closed Jobs opens a client again for a later call"
-    assert not jobs.endpoints.client(llm.base_url, None).is_closed()
+    assert not jobs.endpoints.client(llm_server.base_url, None).is_closed()
     jobs.close()
 
 
 def test_step_is_turn_under_its_old_name_and_says_so(tmp_path, llm):
     llm.add(answer("MESSAGE", message="one"), answer("ASK", question="Which?"),
             answer("MESSAGE", message="two"), answer("ASK", question="Which now?"))
-    with logist.open(tmp_path / "jobs", base_url=llm.base_url) as jobs:
+    with logist.open(tmp_path / "jobs", model=llm) as jobs:
         job = jobs.create("t", objective="Write t")
         turn = job.turn()
         assert [r.action for r in turn] == ["MESSAGE", "ASK"] and job.status == "INPUT_REQUIRED"

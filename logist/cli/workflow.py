@@ -43,7 +43,7 @@ def workflow_data() -> dict:
     rows = [
         {
             "states": [s.value for s in Status if s in r.states],
-            "event": r.event,
+            "event": str(r.event),
             "who": [key for key in TABLE.who_names if key in r.who],
             "to": _to_value(r.to),
             "turn": r.turn,
@@ -58,7 +58,7 @@ def workflow_data() -> dict:
 
 
 def _cells() -> list[tuple[str, str, str, str, str]]:
-    return [(_states(r), r.event, _who(r), _to(r), r.turn) for r in TABLE.rules]
+    return [(_states(r), str(r.event), _who(r), _to(r), r.turn) for r in TABLE.rules]
 
 
 HEADER = ("state", "event", "who", "next state", "turn")

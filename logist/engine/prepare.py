@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..protocol.decoding import MOST_LISTED, decoding_schema, response_formats
-from ..protocol.answer import ACTIONS
+from ..protocol.answer import ACTION_RULES
 from ..secrets.redact import redact_data
 from ..resources import data_dir
 from ..store.config import LogistConfig
@@ -30,7 +30,7 @@ from ..store.requests import HistoryReader, request_body
 from ..store.roles import RoleManifest, load_roles
 from . import compaction
 from .prompt import Prompt, build_prompt
-from .workflow import TABLE, answer_protocol, who_acts
+from .workflow import answer_protocol, table, who_acts
 from ..errors import NotFoundError
 
 #: The temperature of a summary call: a summary should be faithful, not creative.
@@ -84,8 +84,8 @@ def open_actions(manifest: JobManifest) -> tuple[str, ...]:
     run``/``held``/``denied``, a Planner's ``X to a role``/``to User``), less
     CMD under the ``deny`` command policy, which refuses every command."""
     who, state = who_acts(manifest), manifest.status
-    events = {r.event.split(" ", 1)[0] for r in TABLE if who in r.who and state in r.states}
-    actions = tuple(a for a in ACTIONS if a in events)
+    fired = {r.event.name for r in table() if who in r.who and state in r.states}
+    actions = tuple(a for a in ACTION_RULES if a in fired)
     if manifest.settings.command_policy == "deny":
         actions = tuple(a for a in actions if a != "CMD")
     return actions

@@ -206,10 +206,12 @@ def read_json_text(raw: Optional[str], notes: list[str]) -> object:
 _TAG_LINE = re.compile(r"^[ \t]*\[(?P<tag>[A-Za-z]+)(?::(?P<option>[A-Za-z]+))?\][ \t]*", re.MULTILINE)
 
 
-def read_tag_text(raw: Optional[str], tags: dict[str, tuple[str, str]], notes: list[str]) -> dict:
+def read_tag_text(raw: Optional[str], tags: dict[str, tuple[str, str]], notes: list[str],
+                  options: Optional[dict[str, dict[str, dict]]] = None) -> dict:
     """An answer of the line protocol as the data of a JSON answer.
 
-    ``tags``: tag (upper case) -> (action, the field its text fills). The
+    ``tags``: tag (upper case) -> (action, the field its text fills);
+    ``options``: action -> the options its tag takes (``[ASK:optional]``) -> the fields each sets. The
     first line that starts with a known tag gives the answer; with none, the
     first line is a command, as kosmos-panel reads an answer in no known format.
     """
@@ -228,8 +230,9 @@ def read_tag_text(raw: Optional[str], tags: dict[str, tuple[str, str]], notes: l
         action, field = tags[tag]
         body = text[match.end():].strip()
         data: dict = {"action": action, field: body}
-        if action == "ASK" and option == "optional":
-            data["required"] = False
+        known = (options or {}).get(action, {})
+        if option in known:
+            data.update(known[option])
         elif option:
             notes.append(f"[{tag}:{option}]: the option '{option}' means nothing here and was ignored")
         if field == "summary_for_supervisor":

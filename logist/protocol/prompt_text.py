@@ -15,7 +15,7 @@ from functools import lru_cache
 # The words around these rules (who the model is, what Logist does) are the
 # ``protocol`` prompt template's (logist/prompts/protocol.md).
 from .answer import (
-    ACTION_RULES, EXAMPLE_ANSWER, PATH_RULE, PLANNER_OPTIONAL, PLANNER_REQUIRED, PROTOCOLS, Answer,
+    ACTION_RULES, EXAMPLE_ANSWER, ON_CHANGE, PATH_RULE, PLANNER_OPTIONAL, PLANNER_REQUIRED, PROTOCOLS, Answer,
     _file_change_forms, answer_json,
 )
 
@@ -82,3 +82,6 @@ def protocol_text(protocol: str = "json", planner: bool = False) -> str:
     if protocol != "json":
         raise ValueError("the tags protocol is taught by the protocol/tags prompt template, not generated")
     return f"{_json_text()}\n\n{_planner_text()}" if planner else _json_text()
+
+
+ON_CHANGE.append(protocol_text.cache_clear)

@@ -1,5 +1,6 @@
-"""pytest fixtures for testing roles, skills and jobs against a real
-OpenAI-compatible server on 127.0.0.1 (no network, no key).
+"""pytest fixtures for testing roles, skills and jobs against a scripted
+model in memory, or a real OpenAI-compatible server on 127.0.0.1 (no
+network, no key).
 
 Installed with Logist as a pytest plugin (entry point ``pytest11``), so the
 fixtures are available in any test suite of an environment where Logist is
@@ -30,7 +31,17 @@ import pytest
 
 from .fixtures import fixture_path
 from .server import ReplayLLMServer
-from .scripted import ScriptedLLMServer
+from .scripted import ScriptedLLMServer, ScriptedModel
+
+
+@pytest.fixture
+def scripted_model() -> ScriptedModel:
+    """A :class:`~logist.replay.scripted.ScriptedModel` (in memory: no socket,
+    no thread) with an empty script: ``scripted_model.add(answer, ...)``,
+    ``run_job(job, endpoints=scripted_model.endpoints)`` or
+    ``logist.open(path, model=scripted_model)``. The same script as
+    :func:`scripted_llm`'s, for tests that are not about the wire."""
+    return ScriptedModel()
 
 
 @pytest.fixture

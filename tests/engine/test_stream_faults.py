@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from logist.engine.create import create_job
 from logist.engine.step import step_once
 from logist.store.history import load_history
@@ -14,6 +16,9 @@ from logist.replay.scripted import Reply
 from logist.store.manifest import Status
 
 from conftest import write_config
+
+#: What an endpoint's stream does when it fails: the wire (the real scripted server).
+pytestmark = pytest.mark.wire
 
 
 def sse(*events: dict, done: bool = True) -> bytes:

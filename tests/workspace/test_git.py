@@ -251,6 +251,7 @@ open("work.txt", "w").write("made by the command\\n")
 """
 
 
+@pytest.mark.wire
 def test_a_command_plants_hooks_fsmonitor_and_filters_then_logist_steps_and_commits(jobs, llm, tmp_path):
     """Through real processes: the key is in Logist's environment, a command
     run without a sandbox (where it can write ``.git``: with one, ``.git`` is
