@@ -90,25 +90,32 @@ def test_they_end_with_a_command_that_times_out(jobs, llm):
     step_and_check(jobs, llm, escaping_command(tag, then="sleep 1000"), tag, timeout=2)
 
 
-@pytest.mark.wire
 @pytest.mark.slow
-def test_auto_without_a_namespace_ends_them_too(jobs, llm, tmp_path):
-    """``auto`` where ``unshare`` is not there (a PATH without it: probed per
-    process, so the step runs as a process of its own)."""
-    tools = tmp_path / "tools"
-    tools.mkdir()
-    for name in ("sh", "setsid", "sleep", "git", "cat", "echo", "env", "date"):
-        found = shutil.which(name)
-        if found:
-            (tools / name).symlink_to(found)
-    tag = uuid.uuid4().hex
-    command = escaping_command(tag)
-    job = create_job(jobs, "auto", "Anything", allowed_commands=[command], command_sandbox="auto")
-    llm.add(answer("CMD", command=command))
-    done = logist_process("job", "step", "--oneshot", job.id, "--base-url", llm.base_url,
-                          env={"PATH": str(tools)})
-    assert done.returncode == 0, done.stderr
-    none_left(tag)
-    committed = subprocess.run(["git", "show", "HEAD:w.txt"], cwd=job.workspace, capture_output=True).stdout
-    time.sleep(0.3)
-    assert committed and (job.workspace / "w.txt").read_bytes() == committed
+def test_auto_without_a_namespace_ends_them_too(jobs, llm, monkeypatch):
+    """``auto`` where the system has no ``unshare`` (taken away where Logist
+    looks for it, the system's own folders: logist.programs): the command
+    runs under the reaper, which ends what it left."""
+    from logist import programs
+    from logist.engine.step import step_once
+    from logist.workspace import sandbox
+
+    found = programs.program
+    monkeypatch.setattr(programs, "program", lambda name: None if name == "unshare" else found(name))
+    sandbox.namespace_prefix.cache_clear()  # probed again without unshare, and again after the test
+    sandbox.mounts_work.cache_clear()
+    try:
+        assert sandbox.namespace_prefix() is None
+        tag = uuid.uuid4().hex
+        command = escaping_command(tag)
+        job = create_job(jobs, "auto", "Anything", allowed_commands=[command], command_sandbox="auto")
+        llm.add(answer("CMD", command=command))
+        done = step_once(job, endpoints=llm.endpoints)
+        assert done.command_exit_code == 0, done
+        none_left(tag)
+        committed = subprocess.run(["git", "show", "HEAD:w.txt"], cwd=job.workspace, capture_output=True).stdout
+        time.sleep(0.3)
+        assert committed and (job.workspace / "w.txt").read_bytes() == committed
+    finally:
+        monkeypatch.undo()
+        sandbox.namespace_prefix.cache_clear()
+        sandbox.mounts_work.cache_clear()

@@ -1,5 +1,5 @@
 """The git processes a step starts, through a real git behind a logging
-wrapper on the PATH, and :meth:`Workspace.commit_paths` on real repositories."""
+wrapper (given to Logist as its git: it never takes one from PATH), and :meth:`Workspace.commit_paths` on real repositories."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def git_calls(tmp_path, monkeypatch):
     wrapper.mkdir()
     (wrapper / "git").write_text(f"#!/bin/sh\necho \"$@\" >> '{log}'\nexec '{shutil.which('git')}' \"$@\"\n")
     (wrapper / "git").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{wrapper}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr("logist.workspace.git.git_program", lambda: str(wrapper / "git"))
 
     def calls() -> list[str]:
         lines = log.read_text().splitlines() if log.exists() else []
