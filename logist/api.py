@@ -45,6 +45,7 @@ from .engine.call import CallWatch, call_settings, finish_interrupted
 from .engine.commands import CommandWatch, held_because
 from .engine.context import context_window, sized_call
 from .engine.create import JobSpec, as_spec, create_job
+from .engine.checks import approval_refusal, check_job
 from .engine.decide import user_action
 from .engine.choices import DEFAULT_CONCURRENCY, DEFAULT_ENGINE, engine_names
 from .engine.engines import BatchCounts, make_engine, run_batch
@@ -57,7 +58,7 @@ from .engine.apply import StepResult
 from .engine.step import post_answer, step_once
 from .engine import workflow as _workflow
 from .engine.workflow import NEEDS_PERSON, STEPPABLE, WAITING_FOR_PERSON, Rule
-from .errors import ConfigError
+from .errors import ConfigError, LogistError
 from .model.client import Endpoints, LLMSettings, list_models, probe_form
 from .protocol.decoding import form_name
 from .model.base import Model
@@ -67,7 +68,7 @@ from .replay.fixtures import create_from_fixture
 from .store.calls import recorded_key
 from .store.config import (DEFAULT_BASE_URL, NOT_CONFIGURED, LogistConfig, endpoint_source, key_variable,
                            resolve_api_key, resolve_base_url, resolve_endpoint)
-from .store.entries import HistoryEntry, JobHistory
+from .store.entries import CheckRun, HistoryEntry, JobHistory
 from .store.fsck import FsckReport, fsck as check_files
 from .store.history import HISTORY_FORMAT, HISTORY_NAME, file_format, iter_entries
 from .store import jobsdir
@@ -79,13 +80,15 @@ from .store.requests import HistoryReader, recorded_body
 from .store.roles import RoleManifest, Roles, get_role, load_roles
 from .store.seek import read_entry
 from .store.skills import Skill, list_skills, load_skill
+from .views.summary import CheckStatus, check_status
 
 __all__ = [
     # The front door.
     "open", "Jobs", "Job", "Preview",
     # What its methods take and return.
     "JobSpec", "StepResult", "JobManifest", "Status", "HistoryEntry", "JobHistory", "QueueOutcome", "BatchCounts",
-    "CallWatch", "CommandWatch", "FsckReport", "EntryInFull", "Endpoint", "RoleFacts", "Workflow",
+    "CallWatch", "CommandWatch", "FsckReport", "EntryInFull", "Endpoint", "RoleFacts", "Workflow", "CheckRun",
+    "CheckStatus",
     # Facts about jobs a caller shows (the command line and logist serve show them).
     "workflow", "person_can", "held_because", "raise_hint", "check_engine", "engine_names", "read_history",
     "is_job_id", "as_spec", "WAITING_FOR_PERSON", "NEEDS_PERSON", "STEPPABLE", "BUDGETS", "SETTABLE",
@@ -660,13 +663,43 @@ class Job:
 
     def _decide(self, action: str, text: Optional[str] = None, *, skip: bool = False,
                 settings: Optional[dict] = None, watch: Optional[CommandWatch] = None,
-                at: Optional[int] = None) -> JobManifest:
+                at: Optional[int] = None, despite_checks: bool = False) -> JobManifest:
         return user_action(self.stored, action, text, skip=skip, settings=settings, lock_timeout=self.jobs.lock_timeout,
-                           watch=watch, at=at)
+                           watch=watch, at=at, despite_checks=despite_checks)
 
-    def approve(self, *, at: Optional[int] = None) -> JobManifest:
-        """Approve the work: the job becomes SUCCESS."""
-        return self._decide("approve", at=at)
+    def approve(self, *, at: Optional[int] = None, despite_checks: bool = False) -> JobManifest:
+        """Approve the work: the job becomes SUCCESS. Refused while one of
+        the job's checks fails or they have not run on the workspace's
+        commit, unless ``despite_checks`` (recorded in the entry)."""
+        return self._decide("approve", at=at, despite_checks=despite_checks)
+
+    def check(self, *, watch: Optional[CommandWatch] = None) -> StepResult:
+        """Run the job's checks now (``job check``): due ones decide what
+        happens next; otherwise the run is recorded and the state stays."""
+        return check_job(self.stored, self.jobs.lock_timeout, watch)
+
+    def last_check(self) -> Optional[CheckRun]:
+        """The job's last run of its checks, as recorded (None: they never ran)."""
+        last = self.manifest().last_check
+        return read_entry(self.dir, last.sequence).checks if last is not None else None
+
+    def check_status(self, manifest: Optional[JobManifest] = None) -> Optional[CheckStatus]:
+        """The last run of the job's checks as approval sees it: passed, and
+        whether the workspace changed since (None: they never ran);
+        ``manifest``: the job's, when the caller has read it already."""
+        try:
+            head: Optional[str] = self.stored.repo.head()
+        except LogistError:  # a workspace git cannot read: the run cannot be current
+            head = None
+        return check_status(self.dir, manifest or self.manifest(), head)
+
+    def approval_refusal(self) -> Optional[str]:
+        """Why :meth:`approve` would refuse now because of the checks (None: it would not)."""
+        return approval_refusal(self.stored, self.manifest())
+
+    def set_checks(self, checks: Sequence[str], *, at: Optional[int] = None) -> JobManifest:
+        """Replace the job's checks (an empty list: none); recorded as a ``set`` entry."""
+        return self._decide("set", settings={"checks": list(checks)}, at=at)
 
     def reject(self, feedback: str, *, at: Optional[int] = None) -> JobManifest:
         """Reject the work; the Worker redoes it with ``feedback``."""

@@ -26,7 +26,7 @@ from ..store import journal, seek
 from ..store.config import LogistConfig
 from ..store.entries import FAILED, CommandRecord, Request, Response, Usage
 from ..store.jobsdir import Job
-from ..store.manifest import PLANNER, JobManifest, Status
+from ..store.manifest import PLANNER, SUPERVISOR, JobManifest, Status
 from ..store.roles import send_to_names
 from ..terminal import shown
 from ..workspace.repository import UnreadableFiles
@@ -133,6 +133,18 @@ def _summary_of(answer: Optional[Answer], held: bool) -> Optional[str]:
         paths = ", ".join(change.path for change in answer.file_changes)
         return f"file changes held until a person approves or skips them (approve-command / skip-command): {paths}"
     return answer.summary_for_supervisor or answer.message or answer.question or answer.command
+
+
+def check_evidence(workspace, answer: Answer, planned: list) -> None:
+    """The work's evidence names files the workspace has once the answer's
+    file changes are applied; else :class:`InvalidAnswer`, re-asked with the reason."""
+    after_changes = {rel: data is not None for _target, data, rel in planned}
+    missing = [path for path in answer.evidence_files
+               if not after_changes.get(path, os.path.lexists(os.path.join(workspace, path)))]
+    if missing:
+        names = ", ".join(missing)
+        raise InvalidAnswer(f"evidence_files: {names} {'is' if len(missing) == 1 else 'are'} not in the workspace; "
+                            "name only files that are there (or that this answer's file_changes write)")
 
 
 def _redacted(answer: Answer) -> Answer:
@@ -265,7 +277,10 @@ def _read_answer(job: Job, before: JobManifest, after: JobManifest, prepared: Pr
             addressed = [n for slot, n in before.roles.items() if slot != PLANNER]
             check_planner_answer(answer, send_to_names(prepared.prompts.roles, addressed), before.plan)
         held = holds_file_changes(answer, prepared.role)
-        return _Reading(answer, held, job.repo.plan_changes(answer.file_changes))
+        planned = job.repo.plan_changes(answer.file_changes)
+        if before.turn.slot != SUPERVISOR:
+            check_evidence(job.workspace, answer, planned)
+        return _Reading(answer, held, planned)
     except InvalidAnswer as exc:
         error = cut_answer(outcome, prepared) if outcome.finish_reason == "length" else str(exc)
         return _Reading(status="INVALID", error=error, rule=refuse_answer(after, call, error, prepared.prompts,

@@ -82,9 +82,11 @@ class _JobWhat(BaseModel):
             "default: Worker then Supervisor, then a person approves; planned: a Planner routes work to the roles; "
             "solo: the Worker alone, its COMPLETED ([DONE]) ends the job. Unset: solo with --skill (default with "
             "--review), else default."))
-    review: bool = Field(
-        default=False, description="With --skill: keep the Supervisor's review and a person's approval (the default "
-                                    "workflow) instead of ending the job at the Worker's [DONE].")
+    review: Optional[bool] = Field(
+        default=None, description="With --skill: keep the Supervisor's review and a person's approval (the default "
+                                   "workflow) instead of ending the job at the Worker's [DONE]. --no-review: a solo "
+                                   "job with no checks ends SUCCESS at the Worker's [DONE] (without it, a person "
+                                   "approves).")
     planner: Optional[str] = Field(
         default=None, description="With --workflow planned: the role in the Planner's place (default Planner).")
     # Not "roles": the manifest's ``roles`` is every slot; these are only the added ones.
@@ -125,6 +127,7 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
     check_job_id(job_id)
     spec = spec.model_copy(update={"workflow": _workflow(spec)})
     active_skill, objective, max_steps = None, spec.objective, spec.max_steps
+    given_checks: list[str] = []
     if spec.skill:
         template = load_skill(spec.skill, jobs_dir.path)
         values = template.resolve_params(spec.params)
@@ -134,12 +137,15 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
         objective = objective or template.render_text(template.description, values)
         if max_steps is None:
             max_steps = template.max_steps
+        given_checks = [template.render_text(check, values) for check in template.checks]
     elif spec.params:
         raise UsageError("--param goes with --skill")
     if not objective or not objective.strip():
         raise UsageError("a job needs an objective (--objective TEXT)")
     jobs_dir.init()
-    slots = _slots(spec, load_roles(jobs_dir.path))
+    roles = load_roles(jobs_dir.path)
+    slots = _slots(spec, roles)
+    given_checks += [check for name in slots.values() for check in roles[name].checks]
     model = spec.model
     if spec.llm_alias:
         if spec.model:
@@ -148,7 +154,9 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
         # kept as the alias, so config.json decides the model at each call.
         jobs_dir.config().alias(spec.llm_alias, "--llm-alias")
         model = spec.llm_alias
-    settings = _settings(spec.model_copy(update={"max_steps": max_steps}), jobs_dir.config().defaults)
+    # The job's own checks; else its skill's and its roles' (each once); else config.json's defaults.
+    checks = spec.checks or list(dict.fromkeys(given_checks))
+    settings = _settings(spec.model_copy(update={"max_steps": max_steps, "checks": checks}), jobs_dir.config().defaults)
 
     first_slot = PLANNER if spec.workflow == "planned" else WORKER
     job_dir = jobs_dir.new_job_dir(job_id)
@@ -171,6 +179,7 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
             baseline_commit=baseline,
             workspace_commit=baseline,
             workflow=spec.workflow,
+            no_review=spec.review is False,
             turn=Turn(slot=first_slot, role=slots[first_slot]),
         )
         hist.create_history(job_dir, job_id)

@@ -28,6 +28,7 @@ from ..store.manifest import PLANNER, WORKER
 from ..store.prompts import Prompts, builtin
 from ..store.roles import load_roles
 from ..terminal import shown
+from .checks import approval_refusal
 from .commands import CommandWatch, execute
 from .budget import SETTABLE, raise_hint, stopped_by_budget
 from .session import open_locked
@@ -109,9 +110,10 @@ def _with_settings(job: Job, manifest: JobManifest, settings: dict[str, Any]) ->
     """``manifest`` with ``settings`` changed (None leaves one as it is); a
     bad value is a :class:`ConfigError` naming it."""
     changed = {name: value for name, value in settings.items() if value is not None}
-    unknown = sorted(set(changed) - set(SETTABLE))
+    unknown = sorted(set(changed) - set(SETTABLE) - {"checks"})
     if unknown:
-        raise UsageError(f"job '{job.id}': only budgets can be changed ({', '.join(SETTABLE)}), not {', '.join(unknown)}")
+        raise UsageError(f"job '{job.id}': only budgets and checks can be changed ({', '.join(SETTABLE)}, checks), "
+                         f"not {', '.join(unknown)}")
     try:
         new = JobSettings.model_validate({**manifest.settings.model_dump(), **changed})
     except ValidationError as exc:
@@ -154,15 +156,21 @@ def _settings_change(before: JobManifest, after: JobManifest) -> str:
         f"{name} {getattr(before.settings, name)} -> {getattr(after.settings, name)}"
         for name in SETTABLE if getattr(before.settings, name) != getattr(after.settings, name)
     ]
+    if before.settings.checks != after.settings.checks:
+        changes.append("checks " + (" ; ".join(after.settings.checks) or "none"))
     return ", ".join(changes) or "no change"
 
 
 def user_action(
     job: Job, action: str, text: Optional[str] = None, *, skip: bool = False,
     settings: Optional[dict[str, Any]] = None, lock_timeout: float = 0, at: Optional[int] = None,
-    watch: Optional[CommandWatch] = None,
+    watch: Optional[CommandWatch] = None, despite_checks: bool = False,
 ) -> JobManifest:
     """Apply a person's ``action`` to the job; returns the new manifest.
+
+    ``despite_checks``: approve although a check failed or the checks have
+    not run on the workspace's commit (:func:`logist.engine.checks.approval_refusal`),
+    recorded in the entry.
 
     ``at``: the history entry the person decided on; a job that has moved
     on since raises :class:`~logist.errors.MovedOnError` (see
@@ -194,6 +202,11 @@ def user_action(
                 f"({action} needs {allowed}); {describe_job_hint(manifest, stopped_by_budget(job.dir, manifest))}"
             )
         _check_waiting_for(job, manifest, rule)
+        overridden = approval_refusal(job, manifest) if event == "approve" else None
+        if overridden is not None and not despite_checks:
+            raise TransitionError(overridden)
+        if overridden is not None:
+            text = "approved despite its checks: " + overridden.split(": ", 1)[-1].split("; approve anyway")[0]
         command, changed = None, None
         commit = manifest.workspace_commit
         if action == "approve-command" and manifest.pending_changes is not None:
@@ -218,7 +231,8 @@ def user_action(
             after,
             kind="user_action",
             role=manifest.turn.role,
-            user_input=UserInput(action=action if not skip else "skip", text=text),
+            user_input=UserInput(action=action if not skip else "skip", text=text,
+                                 despite_checks=overridden is not None),
             workspace_commit=commit,
             command=command,
             definition=after.definition() if after.settings != manifest.settings else None,

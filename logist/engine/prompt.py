@@ -38,6 +38,8 @@ from typing import Optional
 
 from ..protocol.prompt_text import protocol_text
 from ..workspace.repository import Workspace
+from ..secrets.redact import redact
+from ..store.entries import CheckRun
 from ..store.manifest import JobManifest
 from ..store.prompts import BUILTIN_DIR, ROLE_PREFIX, Prompts, builtin
 from ..store.requests import HistoryReader
@@ -49,6 +51,10 @@ from ..store.upgrade import CONTEXT_NAME, context_at_start
 
 FILE_LIMIT = 20_000
 TOTAL_FILES_LIMIT = 100_000
+#: What the Supervisor is shown of the workspace's changes: the files changed (at most
+#: :data:`CHANGED_FILES_LIMIT` lines of git's stat), then the diff, cut at :data:`DIFF_LIMIT` characters.
+DIFF_LIMIT = 12_000
+CHANGED_FILES_LIMIT = 60
 
 
 @dataclass
@@ -159,6 +165,42 @@ def _file_sections(
     return ("\n".join(sections) if sections else None), used
 
 
+def render_checks(run: CheckRun, prompts: Prompts, only_failed: bool = False) -> str:
+    """A run's checks as a prompt shows them (the ``check`` template): each
+    command, how it ended and the end of its output."""
+    shown = run.failed if only_failed else run.results
+    return "\n\n".join(prompts.render("check", command=r.command, status=r.ending, output=r.output or "(no output)")
+                       for r in shown)
+
+
+def checks_section(manifest: JobManifest, history: Optional[HistoryReader], prompts: Prompts) -> Optional[str]:
+    """The job's last run of its checks, for the Supervisor; None when it has none."""
+    last = manifest.last_check
+    if last is None or history is None:
+        return None
+    recorded = history.entry(last.sequence).get("checks")
+    return render_checks(CheckRun.model_validate(recorded), prompts) if recorded else None
+
+
+def changes_section(manifest: JobManifest, workspace: Path, prompts: Prompts) -> Optional[str]:
+    """What changed in the workspace since the job began (baseline to the
+    job's commit), whatever the role's evidence names: the files changed,
+    then the diff, cut with a note. None when nothing changed."""
+    old, new = manifest.baseline_commit, manifest.workspace_commit
+    if not old or not new or old == new:
+        return None
+    repo = Workspace(workspace)
+    stat = repo.diff(old, new, stat=True).rstrip().splitlines()
+    if len(stat) > CHANGED_FILES_LIMIT:
+        stat = stat[:CHANGED_FILES_LIMIT - 1] + [f"... {len(stat) - CHANGED_FILES_LIMIT} more lines", stat[-1]]
+    (patch,) = repo.iter_diffs([(old, new)], limit=DIFF_LIMIT)
+    if patch.error:
+        return None
+    cut = (f"[the diff is cut here: {patch.cut:,} more characters; run `git diff {old[:12]} {new[:12]}` with CMD "
+           "to see the rest]") if patch.cut else None
+    return prompts.render("changes", files="\n".join(stat), diff=redact(patch.text.rstrip()), cut=cut)
+
+
 def _items(lines: list[str]) -> Optional[str]:
     return "\n".join(lines) if lines else None
 
@@ -209,7 +251,8 @@ def opening_message(
             evidence, used = _file_sections(workspace, handoff.evidence_files, budget, prompts)
             files_context += used
         values["review"] = prompts.render(
-            "review", role=handoff.role, action=handoff.action, summary=handoff.summary.strip(), evidence_files=evidence
+            "review", role=handoff.role, action=handoff.action, summary=handoff.summary.strip(), evidence_files=evidence,
+            checks=checks_section(manifest, history, prompts), changes=changes_section(manifest, workspace, prompts),
         )
     elif manifest.last_exit is not None and manifest.last_exit.evidence_files and turn.feedback:
         # A turn sent back with feedback sees the files as they are now.

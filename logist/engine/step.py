@@ -21,6 +21,7 @@ from ..store.jobsdir import Job
 from ..store.manifest import JobManifest
 from .apply import StepResult, apply_compaction, apply_outcome, check_steppable, record_step
 from .budget import limit_reason
+from .checks import check_now
 from .call import CallWatch, call_settings, make_call
 from .outcome import Outcome
 from .context import sized_call
@@ -50,6 +51,11 @@ def _locked_step(
     with open_locked(job, lock_timeout) as manifest:
         started = time.monotonic()
         check_steppable(job, manifest)
+        if manifest.checks_due:  # a COMPLETED waits for the job's checks: they run first, and are no step
+            if mode != "live":
+                raise LogistError(f"job '{job.id}' has its checks to run before another answer: "
+                                  f"logist job check {job.id} (or logist job step) runs them")
+            return check_now(job, manifest, watch=watch)
         reason = limit_reason(manifest)
         if reason:
             return _stop_for_limit(job, manifest, reason)

@@ -24,7 +24,8 @@ from ..store.roles import RoleManifest
 from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Handoff, JobManifest, Question, Turn
 from ..store.prompts import Prompts, builtin
 from .workflow import (
-    CHANGES_HELD, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, SOLO, Rule, find_rule, move, rule_for, who_acts,
+    CHANGES_HELD, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, SOLO, Rule, find_rule, move, rule_for,
+    verified, who_acts,
 )
 
 @dataclass(frozen=True)
@@ -147,6 +148,14 @@ def _report(step: AnswerStep) -> None:
     after.turn, after.planner_turn = planner_turn, None
 
 
+def _check(step: AnswerStep) -> None:
+    """A COMPLETED the job's checks verify: they run next (logist.engine.checks);
+    the Planner's result is its last word meanwhile."""
+    step.after.checks_due = True
+    if step.planner:
+        step.hand_over(step.summary)
+
+
 def _goes_on(step: AnswerStep, action: Action) -> None:
     step.after.turn.pending = action.continue_with(step)
 
@@ -163,9 +172,10 @@ _TURN: dict[str, Callable[[AnswerStep, Action], None]] = {
     "afresh": lambda step, _action: _afresh(step),
     "delegate": lambda step, _action: _delegate(step),
     "report": lambda step, _action: _report(step),
+    "check": lambda step, _action: _check(step),
 }
 #: The effects after which the call joins the role's conversation (the turn is not restarted or passed on).
-_KEEPS_ROUND = frozenset({"continue", "wait", "stop", "finish", "delegate"})
+_KEEPS_ROUND = frozenset({"continue", "wait", "stop", "finish", "delegate", "check"})
 
 
 def _keep_plan(after: JobManifest, answer: Answer) -> None:
@@ -201,7 +211,7 @@ def apply_answer(
     if action.exit and not step.planner:
         step.hand_over(step.summary if before.workflow == "planned" else answer.summary_for_supervisor or "",
                        answer.evidence_files)
-    step.event = action.event(step)
+    step.event = verified(before, step.who, action.event(step))
     rule = find_rule(before.status, step.event, step.who)
     if rule is None:
         return _stop_with(step, OUT_OF_TURN,

@@ -79,10 +79,13 @@ TURN_EFFECTS = {
     "reject": "the Worker's turn starts over with the rejection (planned: the Planner's goes on with it)",
     "resubmit": "the role's turn starts over with the feedback (a Planner's goes on with it)",
     "keep": "the turn is kept as it is",
+    "check": "the job's checks run next (logist job step or logist job check), before anything else",
+    "fix": "the Worker's turn starts over, the failing checks' output as feedback",
 }
-#: The effects after which the role's turn goes on with another call
-#: (``job step`` makes it): the turn is neither over nor waiting for a person.
-GOES_ON = frozenset({"continue", "summarise"})
+#: The effects after which the role's turn goes on with another call, or
+#: with its checks (``job step`` makes it): the turn is neither over nor
+#: waiting for a person.
+GOES_ON = frozenset({"continue", "summarise", "check"})
 
 E = Event
 # Events the engine fires (an answer's own event is its action's:
@@ -101,6 +104,18 @@ COMPACTION = E("compaction")
 UNREADABLE = E("workspace unreadable")
 #: ``job set`` fires it instead of ``set`` when the new budgets free a job a budget stopped.
 BUDGET_RAISED = E("budget raised")
+#: A COMPLETED the job's checks verify before it counts (the Worker's, a solo
+#: Worker's, the Planner's to the person): the checks run next.
+CHECKS_DUE = E("COMPLETED", "checks to run")
+#: A solo Worker's COMPLETED in a job with no checks, created without --no-review: a person approves.
+UNCHECKED = E("COMPLETED", "no checks")
+#: A run of the checks (:mod:`logist.engine.checks`): every one exited 0, or one did not.
+CHECKS_PASSED = E("checks passed")
+CHECKS_FAILED = E("checks failed")
+#: A failed run that makes the RETRYs in a row more than max_retries_in_a_row.
+CHECKS_OVER_LIMIT = E("checks failed", "over limit")
+#: ``job check`` when no checks are due: the run is recorded, the state stays.
+CHECK = E("check")
 
 S = Status
 ACTIVE = frozenset({S.PENDING, S.RUNNING})
@@ -148,10 +163,20 @@ TABLE: tuple[Rule, ...] = (
     _row(S.REVIEWING, E("RETRY"), SUPERVISOR, S.RUNNING, "send back"),
     _row(S.REVIEWING, E("STUCK"), SUPERVISOR, S.INTERVENTION_REQUIRED, "stop"),
     _row(STEPPABLE, RETRY_LIMIT, {WORKER, SUPERVISOR, SOLO}, S.INTERVENTION_REQUIRED, "stop"),
-    # Solo workflow (a skill's job, as kosmos-panel runs a skill): the Worker's COMPLETED ([DONE]) ends the job.
+    # Solo workflow (a skill's job, as kosmos-panel runs a skill): the Worker's COMPLETED ([DONE]) ends the job
+    # (created with --no-review and no checks; with checks, once they pass; else a person approves).
     _row(ACTIVE, E("COMPLETED"), SOLO, S.SUCCESS, "finish"),
     _row(ACTIVE, E("RETRY"), SOLO, S.RUNNING, "afresh"),
     _row(ACTIVE, E("STUCK"), SOLO, S.INTERVENTION_REQUIRED, "stop"),
+    # Checks (a job's commands, run by Logist): a COMPLETED they verify counts only once they pass.
+    _row(ACTIVE, CHECKS_DUE, {WORKER, SOLO, PLANNER}, S.RUNNING, "check"),
+    _row(ACTIVE, CHECKS_PASSED, WORKER, S.REVIEWING, "handoff"),
+    _row(ACTIVE, CHECKS_PASSED, SOLO, S.SUCCESS, "finish"),
+    _row(ACTIVE, CHECKS_PASSED, PLANNER, S.APPROVAL_REQUIRED, "stop"),
+    _row(ACTIVE, CHECKS_FAILED, {WORKER, SOLO}, S.RUNNING, "fix"),
+    _row(ACTIVE, CHECKS_FAILED, PLANNER, S.RUNNING, "continue"),
+    _row(ACTIVE, CHECKS_OVER_LIMIT, {WORKER, SOLO, PLANNER}, S.INTERVENTION_REQUIRED, "stop"),
+    _row(ACTIVE, UNCHECKED, SOLO, S.APPROVAL_REQUIRED, "stop"),
     # Planned workflow: the Planner routes each answer with send_to.
     _row(ACTIVE, E("MESSAGE", "to a role"), PLANNER, S.RUNNING, "delegate"),
     _row(ACTIVE, E("COMPLETED", "to a role"), PLANNER, S.RUNNING, "delegate"),
@@ -192,6 +217,8 @@ TABLE: tuple[Rule, ...] = (
     _row(LIVE - {S.SUSPENDED}, "suspend", PERSON, S.SUSPENDED, "keep", hint="", remember=SAME),
     _row(S.SUSPENDED, "resume", PERSON, RESUME, "keep", hint="resume it (logist job resume)"),
     _row(LIVE, "cancel", PERSON, S.CANCELED, "keep", hint=""),
+    # job check with no checks due: the run is recorded for the person (and for approve).
+    _row(LIVE, CHECK, PERSON, SAME, "keep", hint=""),
     # job set: new budgets; a job a spent budget stopped goes on where it stopped.
     _row(LIVE, "set", PERSON, SAME, "keep", hint=""),
     _row(S.INTERVENTION_REQUIRED, BUDGET_RAISED, PERSON, WORKING, "keep",
@@ -240,6 +267,20 @@ def who_acts(manifest: JobManifest) -> str:
     if manifest.workflow == "solo":
         return SOLO
     return manifest.turn.slot
+
+
+def verified(manifest: JobManifest, who: str, event: Event) -> Event:
+    """The event of an answer once the job's checks are considered: a
+    COMPLETED they verify becomes :data:`CHECKS_DUE` when the job has
+    checks; a solo Worker's COMPLETED with no checks, in a job not created
+    with --no-review, becomes :data:`UNCHECKED` (a person approves)."""
+    verifiable = (event == E("COMPLETED") and who in (WORKER, SOLO)) or (event == E("COMPLETED", f"to {USER}")
+                                                                         and who == PLANNER)
+    if not verifiable:
+        return event
+    if manifest.settings.checks:
+        return CHECKS_DUE
+    return UNCHECKED if who == SOLO and not manifest.no_review else event
 
 
 def answer_protocol(role: RoleManifest, manifest: JobManifest) -> str:

@@ -93,13 +93,21 @@ _FENCE = re.compile(r"^```(?:json|JSON)?[ \t]*\r?\n(?P<body>.*?)\r?\n?```$", re.
 
 PATH_RULE = "relative to the workspace root; absolute paths, \"..\", symlinks and anything in .git are refused"
 
+#: The protocol's example answer stands for a path and a summary with these
+#: words, which no real job takes for its own; an answer that copies one is refused.
+PLACEHOLDER_PATH = "RELATIVE/PATH"
+PLACEHOLDER_SUMMARY = "WHAT YOU DID AND HOW YOU CHECKED IT"
+#: The most file changes one answer may carry (the decoding schema's maxItems too):
+#: a model that repeats an item until max_tokens is stopped by the schema, or refused.
+FILE_CHANGES_MAX = 50
+
 WorkspacePath = Annotated[str, Field(min_length=1, max_length=PATH_MAX, description=f"a workspace path, {PATH_RULE}")]
 
 
 class WriteFile(BaseModel):
     """Write a whole file (created with its directories if needed)."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"path": "dir/file.py", "content": "..."}]})
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"path": PLACEHOLDER_PATH, "content": "..."}]})
     path: WorkspacePath
     content: str = Field(description="the file's whole new content")
 
@@ -109,7 +117,7 @@ class ReplaceInFile(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"path": "dir/file.py", "old": "exact text", "new": "replacement"}]},
+        json_schema_extra={"examples": [{"path": PLACEHOLDER_PATH, "old": "exact text", "new": "replacement"}]},
     )
     path: WorkspacePath
     old: str = Field(min_length=1, description="the exact text to replace; it must occur exactly once in the file")
@@ -119,7 +127,7 @@ class ReplaceInFile(BaseModel):
 class DeleteFile(BaseModel):
     """Delete a file."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"path": "dir/file.py", "delete": True}]})
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"path": PLACEHOLDER_PATH, "delete": True}]})
     path: WorkspacePath
     delete: Literal[True] = Field(description="always true")
 
@@ -166,7 +174,10 @@ class Answer(BaseModel):
     action: Literal[ACTIONS] = Field(  # type: ignore[valid-type]
         description=f"what the answer does; {', '.join(EXIT_ACTIONS)} end the role's turn"
     )
-    file_changes: list[FileChange] = Field([], description="changes to workspace files, applied before anything else")
+    file_changes: list[FileChange] = Field(
+        [], max_length=FILE_CHANGES_MAX,
+        description=f"changes to workspace files, applied before anything else; at most {FILE_CHANGES_MAX}, a file "
+                    "written or deleted once")
     evidence_files: list[WorkspacePath] = Field([], description="workspace paths of the files that show the result")
     summary_for_supervisor: str = Field(
         None, min_length=1, max_length=SUMMARY_LIMIT,
@@ -357,7 +368,36 @@ def _checked(answer: Answer) -> Answer:
     for change in answer.file_changes:
         change.path = check_relative_path(change.path)
     answer.evidence_files = [check_relative_path(p) for p in answer.evidence_files]
+    _check_copied(answer)
+    _check_each_file_once(answer)
     return answer
+
+
+def _check_copied(answer: Answer) -> None:
+    """Refuse an answer that copies the protocol's example: its placeholder path or summary."""
+    paths = [change.path for change in answer.file_changes] + list(answer.evidence_files)
+    if PLACEHOLDER_PATH in paths:
+        raise InvalidAnswer(f"'{PLACEHOLDER_PATH}' is the protocol example's placeholder, not a file of this job: "
+                            "name the job's own files")
+    if (answer.summary_for_supervisor or "").strip().upper() == PLACEHOLDER_SUMMARY:
+        raise InvalidAnswer("summary_for_supervisor is the protocol example's placeholder: say what you did in this job")
+
+
+def _check_each_file_once(answer: Answer) -> None:
+    """A file is written or deleted at most once in an answer, and the same
+    change is never given twice (several replacements in one file, each of
+    another text, are one edit each)."""
+    seen: set[str] = set()
+    whole: set[str] = set()
+    for change in answer.file_changes:
+        key = json.dumps(change.model_dump(mode="json"), sort_keys=True)
+        if key in seen:
+            raise InvalidAnswer(f"file_changes: the same change to {change.path} is given twice; give it once")
+        seen.add(key)
+        if not isinstance(change, ReplaceInFile):
+            if change.path in whole:
+                raise InvalidAnswer(f"file_changes: {change.path} is written or deleted twice; give one change per file")
+            whole.add(change.path)
 
 
 def parse_answer(raw: Optional[str], protocol: str = "json", *, planner: bool = False) -> Answer:
@@ -409,10 +449,15 @@ def check_planner_answer(answer: Answer, roles: "dict[str, str] | list[str]", pl
         raise InvalidAnswer("plan: the plan needs at least one step")
     steps = answer.plan if answer.plan is not None else list(plan or [])
     if answer.current_plan_step is not None and answer.current_plan_step >= len(steps):
-        raise InvalidAnswer(
-            f"current_plan_step: {answer.current_plan_step} is not a step of the plan "
-            + (f"(0 to {len(steps) - 1})" if steps else "(there is no plan yet)")
-        )
+        # Whatever the schema allows is read, not refused: a step past the plan's end (a plan counted from 1)
+        # is its last step, a step of no plan is none; each with a note.
+        if steps:
+            answer._notes.append(f"current_plan_step {answer.current_plan_step} is past the plan's last step "
+                                 f"({len(steps) - 1}, counted from 0): read as {len(steps) - 1}")
+            answer.current_plan_step = len(steps) - 1
+        else:
+            answer._notes.append(f"current_plan_step {answer.current_plan_step} was left out: there is no plan yet")
+            answer.current_plan_step = None
     spellings = roles if isinstance(roles, dict) else {name.lower(): name for name in roles}
     spellings = {USER.lower(): USER, **spellings}
     named = spellings.get(answer.send_to.strip().lower())
@@ -436,9 +481,9 @@ def check_planner_answer(answer: Answer, roles: "dict[str, str] | list[str]", pl
 #: The example answer of the prompt; a test checks that parse_answer accepts it.
 EXAMPLE_ANSWER = Answer(
     action="COMPLETED",
-    file_changes=[WriteFile(path="hello.py", content="print('hello')\n")],
-    evidence_files=["hello.py"],
-    summary_for_supervisor="Added hello.py, which prints a greeting; ran it and saw the greeting.",
+    file_changes=[WriteFile(path=PLACEHOLDER_PATH, content="THE FILE'S WHOLE NEW CONTENT")],
+    evidence_files=[PLACEHOLDER_PATH],
+    summary_for_supervisor=PLACEHOLDER_SUMMARY,
 )
 
 

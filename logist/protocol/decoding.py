@@ -11,7 +11,7 @@ false``).
 
 It is written in the subset every such engine accepts: ``type``, ``enum``,
 ``properties``, ``required``, ``additionalProperties``, ``items``,
-``anyOf``, ``minLength``, ``minItems``, ``minimum`` and ``maximum`` (which OpenAI's
+``anyOf``, ``minLength``, ``minItems``, ``maxItems``, ``minimum`` and ``maximum`` (which OpenAI's
 strict mode takes since May 2025 and llama.cpp's grammars keep; an engine
 that does not know one ignores it); no ``if``/``then``/``allOf``, no
 ``$ref``, no ``pattern``, and no ``maxLength``, which llama.cpp writes out
@@ -73,7 +73,8 @@ CONTENT_RULES = (
     "a path is relative to the workspace, without '..', outside .git, at most 4096 characters",
     "a replaced text occurs exactly once in its file; a replaced or deleted file exists (the schema lists the "
     "workspace's files when there are few)",
-    "current_plan_step is a step of the plan",
+    "a file is written or deleted at most once in an answer; the protocol example's placeholders are no answer's",
+    "a Worker's evidence files exist in the workspace once its file changes are applied",
     "no NUL byte in a command or a path, no lone surrogate anywhere (what no shell, file system or UTF-8 carries)",
 )
 

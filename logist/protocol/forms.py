@@ -74,15 +74,23 @@ def _constant(name: str):
 
 
 _DECODER = json.JSONDecoder(parse_int=lambda text: int(_number(text)), parse_float=_float, parse_constant=_constant)
+#: The same, taking a raw control character (a newline, a tab) inside a string as
+#: itself, as ``json.loads(strict=False)`` does: what a model writes in a long text.
+_LENIENT = json.JSONDecoder(parse_int=lambda text: int(_number(text)), parse_float=_float, parse_constant=_constant,
+                            strict=False)
+#: The note of an answer read by :data:`_LENIENT`.
+RAW_CONTROL_NOTE = "a raw newline or tab inside a JSON string was read as itself (JSON escapes it as \\n, \\t)"
 
 
-def _decode(text: str, start: Optional[int] = None) -> tuple[object, int]:
+def _decode(text: str, start: Optional[int] = None, strict: bool = True) -> tuple[object, int]:
     """One JSON value (from ``start``: the one there, and where it ends), its
-    numbers and constants bounded; raises ValueError when it is not JSON."""
+    numbers and constants bounded; raises ValueError when it is not JSON
+    (``strict``: nor when a string holds a raw control character)."""
+    decoder = _DECODER if strict else _LENIENT
     try:
         if start is None:
-            return _DECODER.decode(text), len(text)
-        return _DECODER.raw_decode(text, start)
+            return decoder.decode(text), len(text)
+        return decoder.raw_decode(text, start)
     except RecursionError:
         raise _Refused(f"the answer is nested deeper than {MAX_DEPTH} levels") from None
 
@@ -95,9 +103,20 @@ def surrogates_shown(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8") if _SURROGATE.search(text) else text
 
 
-def loads(text: str) -> object:
-    """``json.loads`` with an answer's bounds (see the module's docstring)."""
-    return _decode(text)[0]
+def loads(text: str, strict: bool = True) -> object:
+    """``json.loads`` with an answer's bounds (see the module's docstring);
+    ``strict=False`` takes raw control characters inside strings."""
+    return _decode(text, strict=strict)[0]
+
+
+def _loads_noted(text: str, notes: list[str]) -> object:
+    """:func:`loads`, then leniently (:data:`RAW_CONTROL_NOTE` noted) when only raw control characters stood in the way."""
+    try:
+        return loads(text)
+    except json.JSONDecodeError:
+        value = loads(text, strict=False)
+        notes.append(RAW_CONTROL_NOTE)
+        return value
 
 
 def check_value(value: object) -> None:
@@ -174,14 +193,14 @@ def read_json_text(raw: Optional[str], notes: list[str]) -> object:
     if not text:
         raise Unreadable("the answer holds only a reasoning block; expected one JSON object after it")
     try:
-        return loads(text)
+        return _loads_noted(text, notes)
     except json.JSONDecodeError:
         pass
     fences = list(_FENCE.finditer(text))
     if len(fences) == 1:
         body = fences[0].group("body").strip()
         try:
-            value = loads(body)
+            value = _loads_noted(body, notes)
         except json.JSONDecodeError:
             value = None
         if isinstance(value, dict):

@@ -55,7 +55,9 @@ def _json_text() -> str:
         "Answer with exactly one JSON object and nothing else (a ```json fence around it is accepted). "
         'Its "action" is one of:\n' + "\n".join(actions)
     )
-    return "\n\n".join([answer_format, file_changes, "Example:\n" + answer_json(EXAMPLE_ANSWER)])
+    shape = ("The shape of a COMPLETED answer; the words in capitals stand for this job's own values (no real path "
+             "or summary is shown, and an answer that copies them is refused):\n" + answer_json(EXAMPLE_ANSWER))
+    return "\n\n".join([answer_format, file_changes, shape])
 
 
 def _planner_text() -> str:

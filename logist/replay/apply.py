@@ -20,6 +20,7 @@ from typing import Callable, Optional
 
 from pydantic import ValidationError
 
+from ..engine.checks import replay_check
 from ..engine.decide import user_action
 from ..errors import ConfigError, CorruptFileError, LogistError
 from ..store.entries import CALL_KINDS, FAILED
@@ -58,6 +59,8 @@ def entry_by_sequence(history: JobHistory, sequence: int) -> HistoryEntry:
 def post_recorded(job: Job, entry: HistoryEntry, lock_timeout: float = 0) -> StepResult:
     """Apply one recorded LLM answer (or recorded call failure); it is
     recorded as a ``replay`` entry, counted apart from real calls."""
+    if entry.kind == "check" and entry.checks is not None:
+        return replay_check(job, entry.checks, lock_timeout)
     if entry.kind not in CALL_KINDS or entry.response is None:
         raise ConfigError(f"entry {entry.sequence} is a {entry.kind}, not an LLM call")
     usage = entry.usage
@@ -124,11 +127,13 @@ def replay_history(
             result = step_recorded(job, entry, base_url, lock_timeout)
         elif entry.kind in CALL_KINDS:
             result = post_recorded(job, entry, lock_timeout)
+        elif entry.kind == "check" and entry.checks is not None:  # the recorded outcome; nothing is run
+            result = replay_check(job, entry.checks, lock_timeout)
         elif entry.kind == "user_action" and entry.user_input and entry.user_input.action in REPLAYED_USER_ACTIONS:
             action = entry.user_input.action
             result = user_action(
                 job, "answer" if action == "skip" else action, entry.user_input.text,
-                skip=action == "skip", lock_timeout=lock_timeout,
+                skip=action == "skip", lock_timeout=lock_timeout, despite_checks=entry.user_input.despite_checks,
             )
         else:
             continue

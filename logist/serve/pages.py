@@ -128,8 +128,11 @@ def decisions_html(job: Job, m: JobManifest) -> str:
             + "</div>"
         )
     if can("approve"):
+        last = job.check_status(m)
+        checks = (f'<p class="checks">Checks: {esc(last.line())}</p>' if last is not None else
+                  '<p class="checks">Checks: not run yet (logist job check)</p>' if m.settings.checks else "")
         parts.append(
-            '<div class="review"><h3>The work is done: approve or reject it</h3>'
+            '<div class="review"><h3>The work is done: approve or reject it</h3>' + checks
             + _form(job, "approve", at, "Approve")
             + _form(job, "reject", at, "Reject",
                     '<textarea name="feedback" rows="2" required aria-label="what is wrong" placeholder="What is wrong (sent to the Worker)"></textarea>')

@@ -96,6 +96,10 @@ class JobDefaults(BaseModel):
     command_env: list[str] = Field(default=[], description=(
         "Names of environment variables commands get besides PATH, HOME, LANG, LC_*, TERM, TZ, TMPDIR, USER, "
         "LOGNAME and SHELL (the API key is never passed)."))
+    checks: list[str] = Field(default=[], description=(
+        "A check: a shell command Logist runs in the workspace after the Worker's COMPLETED, under the same sandbox,"
+        " environment, timeout and output limit as a model's commands, never held for approval; exit 0 passes. A"
+        " failing check sends the work back to the Worker with its output."))
 
 
 class LogistConfig(BaseModel):

@@ -32,8 +32,9 @@ from .manifest import KEEP_UNKNOWN, JobDefinition, JobState, Message
 #: posted by hand (job poststep); compaction: a summary call (SPEC section
 #: 7); user_action: a person's command; repair: what Logist did to repair an
 #: interrupted command; rewind: a restep or rerun; limit: a budget or the
-#: call limit stopped the job before a call.
-Kind = Literal["llm_call", "replay", "poststep", "compaction", "user_action", "repair", "rewind", "limit"]
+#: call limit stopped the job before a call; check: one run of the job's checks
+#: (no call: the commands a person gave the job, run in its workspace).
+Kind = Literal["llm_call", "replay", "poststep", "compaction", "user_action", "repair", "rewind", "limit", "check"]
 #: Kinds that apply an answer of the role (a call, or one standing in for it).
 ANSWER_KINDS = ("llm_call", "replay", "poststep")
 #: Kinds that carry a request.
@@ -184,6 +185,57 @@ class UserInput(BaseModel):
     """The person's command (create, answer, approve, reject, ...)."""
     text: Optional[str] = None
     """Its text: an answer, feedback, the objective."""
+    despite_checks: bool = False
+    """approve: the person approved while a check failed or the checks had not run on the workspace's commit (--despite-checks)."""
+
+
+class CheckResult(BaseModel):
+    """One check of a run: its command and what it did."""
+
+    model_config = KEEP_UNKNOWN
+    command: str
+    """The check's command line, as the job gives it."""
+    exit_code: Optional[int] = None
+    """Its exit status (None: it timed out, or could not be started)."""
+    timed_out: bool = False
+    """True when it was stopped at the job's command timeout."""
+    duration_ms: int = 0
+    """How long it ran, in milliseconds."""
+    output: str = ""
+    """The end of its cleaned output (standard output, then standard error), redacted as a command's is."""
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    @property
+    def ending(self) -> str:
+        """How it ended, in a few words: passed, failed (exit N), timed out, could not run."""
+        if self.timed_out:
+            return "timed out"
+        if self.exit_code is None:
+            return "could not run"
+        return "passed" if self.passed else f"failed (exit {self.exit_code})"
+
+
+class CheckRun(BaseModel):
+    """One run of the job's checks (an entry of kind ``check``)."""
+
+    model_config = KEEP_UNKNOWN
+    commit: Optional[str] = None
+    """The workspace commit the checks ran on."""
+    results: list[CheckResult] = []
+    """Each check, in the job's order."""
+    requested: bool = False
+    """Run on a person's demand (job check), not because a role's COMPLETED was to be verified."""
+
+    @property
+    def passed(self) -> bool:
+        return all(result.passed for result in self.results)
+
+    @property
+    def failed(self) -> list[CheckResult]:
+        return [result for result in self.results if not result.passed]
 
 
 #: The response status of a call whose outcome is unknown.
@@ -239,6 +291,8 @@ class HistoryEntry(BaseModel):
     """A person's command (user_action)."""
     command: Optional[CommandRecord] = None
     """A command the model asked for, and what became of it."""
+    checks: Optional[CheckRun] = None
+    """check: the run of the job's checks this entry records."""
     rewound_to: Optional[int] = None
     """rewind: the entry whose end state was restored."""
     note: Optional[str] = None

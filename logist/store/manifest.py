@@ -199,6 +199,22 @@ class JobDefinition(BaseModel):
     """Where the workspace came from, if it was cloned."""
     baseline_commit: Optional[str] = None
     """The workspace's commit right after create; job rerun returns here."""
+    no_review: bool = False
+    """Solo workflow: --no-review was given at create, so the Worker's COMPLETED ends the job at SUCCESS even when it has no checks (without it, a solo job with no checks waits for a person's approval)."""
+
+
+class CheckSummary(BaseModel):
+    """The last run of the job's checks, for approval: where it ran and what failed."""
+
+    model_config = KEEP_UNKNOWN
+    sequence: int
+    """The history entry that records the run (kind ``check``)."""
+    commit: Optional[str] = None
+    """The workspace commit the checks ran on."""
+    passed: bool
+    """Every check exited 0."""
+    failed: list[str] = []
+    """The commands of the checks that failed."""
 
 
 class JobState(BaseModel):
@@ -244,6 +260,10 @@ class JobState(BaseModel):
     """The state to return to after SUSPENDED or INPUT_REQUIRED."""
     reason: Optional[str] = None
     """Why the job needs a person (INTERVENTION_REQUIRED)."""
+    checks_due: bool = False
+    """The job's checks run before anything else happens (a role's COMPLETED they verify): job step or job check runs them."""
+    last_check: Optional[CheckSummary] = None
+    """The last run of the job's checks (None: they never ran)."""
     person_inputs: list[int] = []
     """The history entries in which the person answered a question or gave feedback (reject, resubmit with a text): every turn's first message recalls them, read from those entries."""
 

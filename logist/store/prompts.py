@@ -114,8 +114,13 @@ TEMPLATES: dict[str, Template] = {
         ("skill", "objective", "parameters", "details", "acceptance_criteria", "review", "last_turn_files",
          "job_files", "plan", "task", "memory", "feedback"),
     ),
-    "review": Template("The Supervisor's part of the first message: the work to review.",
-                       ("role", "action", "summary", "evidence_files")),
+    "review": Template("The Supervisor's part of the first message: the work to review, the job's checks "
+                       "and what changed in the workspace.",
+                       ("role", "action", "summary", "evidence_files", "checks", "changes")),
+    "check": Template("One of the job's checks as a prompt shows it: its command, how it ended, its output's end.",
+                      ("command", "status", "output")),
+    "changes": Template("What changed in the workspace since the job began (the Supervisor's review): the files "
+                        "changed, then the diff, cut with a note when it is long.", ("files", "diff", "cut")),
     "file": Template("A workspace file shown in a prompt.", ("path", "content")),
     "file_missing": Template("A file named for a prompt that the workspace does not have.", ("path",)),
     "file_over_budget": Template("A file left out because the prompt's file budget is spent.", ("path",)),
@@ -153,6 +158,8 @@ TEMPLATES: dict[str, Template] = {
     "messages/sent_back": Template("The Worker's feedback when the Supervisor sends the work back (RETRY).",
                                    ("role", "summary")),
     "messages/retry": Template("A role's feedback after its own RETRY.", ("summary",)),
+    "messages/checks_failed": Template("The Worker's feedback when the job's checks fail after its COMPLETED (the "
+                                       "Planner's next message in a planned job).", ("checks",)),
     "messages/planner_retry": Template("The Planner's feedback after its own RETRY.", ("summary",)),
     "messages/report": Template("The Planner's next message when a role it addressed ends its turn.",
                                 ("role", "action", "summary", "evidence_files")),

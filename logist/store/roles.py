@@ -83,6 +83,8 @@ class RoleManifest(BaseModel):
     """How the role answers: json, one JSON object; tags, a line starting with [CMD], [ASK], [MESSAGE], [DONE]... (kosmos-panel's line protocol, which small local models follow more reliably). A job's skill that names a protocol wins."""
     file_changes: Literal["allowed", "refused", "approval"] = "allowed"
     """What becomes of an answer's file_changes: allowed, applied; refused, the answer is refused with the reason (and re-asked while format_retries last); approval, held until a person approves (job approve-command) or skips them (job skip-command)."""
+    checks: list[str] = []
+    """Checks of a job this role takes part in (shell commands Logist runs in the workspace after a COMPLETED; exit 0 passes), added to its skill's; a job's own --check replaces them."""
     # Planner and compaction settings (SPEC section 7).
     prompt_compression: bool = False
     """Keep long conversations within bounds: older rounds are folded into a summary by a separate call."""

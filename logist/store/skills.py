@@ -59,6 +59,8 @@ class Skill(BaseModel):
     """The max_steps of a job made from the skill, unless the job sets its own."""
     protocol: Optional[Literal["json", "tags"]] = None
     """How the job's roles answer (json or tags, kosmos-panel's line protocol); unset: each role's own protocol."""
+    checks: list[str] = []
+    """Checks of a job made from the skill (shell commands Logist runs in the workspace after the Worker's COMPLETED; exit 0 passes), its parameters filled in; a job's own --check replaces them."""
     body: str = ""
     """The instructions (the Markdown after the frontmatter)."""
     source: SkipJsonSchema[Optional[str]] = Field(default=None, exclude=True)

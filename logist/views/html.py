@@ -179,6 +179,14 @@ def _outcome_html(entry: HistoryEntry) -> str:
             items.append(f"<li>Held <code>{esc(command.command)}</code> until a person approves or skips it</li>")
         else:
             items.append(f"<li>Refused <code>{esc(command.command)}</code>: the command policy does not allow it</li>")
+    if entry.checks is not None:
+        for result in entry.checks.results:
+            failed = "" if result.passed else ' class="error"'
+            items.append(
+                f'<li{failed}>Check <code>{esc(result.command)}</code> '
+                f"{esc(result.ending)} ({result.duration_ms / 1000:g} s); the end of its output:"
+                f"{_pre(result.output or '(no output)', 'output')}</li>"
+            )
     after = entry.state.model_dump(mode="json")
     question = after.get("question")
     if response is not None and entry.state_after == "INPUT_REQUIRED" and isinstance(question, dict):

@@ -151,6 +151,16 @@ def _render_command(entry: HistoryEntry) -> list[str]:
     return [f"- Command {code(command.command)} was refused: the job's command policy does not allow it.\n"]
 
 
+def _render_checks(entry: HistoryEntry) -> list[str]:
+    """A run of the job's checks: each command, how it ended, the end of its output."""
+    out = []
+    for result in entry.checks.results:
+        out.append(f"- Check {code(result.command)} {result.ending} ({result.duration_ms / 1000:g} s); "
+                   "the end of its output:\n")
+        out.append(fenced(result.output or "(no output)"))
+    return out
+
+
 def _render_outcome(entry: HistoryEntry) -> list[str]:
     out = ["### What Logist did\n"]
     response = entry.response
@@ -187,7 +197,8 @@ def _render_outcome(entry: HistoryEntry) -> list[str]:
 
 
 #: What stood in for the model's call, for entries that applied an answer without one.
-_NO_CALL = {"replay": "answer replayed from a recording, no call", "poststep": "answer posted by hand, no call"}
+_NO_CALL = {"replay": "answer replayed from a recording, no call", "poststep": "answer posted by hand, no call",
+            "check": "the job's checks, run by Logist, no call"}
 
 
 def _footer(entry: HistoryEntry) -> str:
@@ -240,6 +251,8 @@ def render_entry(entry: HistoryEntry, tracker: PromptTracker) -> str:
     else:
         if entry.user_input is not None:
             out += _render_person(entry)
+        if entry.checks is not None:
+            out += _render_checks(entry)
         if entry.note:
             out.append(quoted(entry.note))
     out.append(_footer(entry))

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Optional
 
-from ..store.entries import ANSWER_KINDS, CALL_KINDS
+from ..store.entries import ANSWER_KINDS, CALL_KINDS, CheckResult
+from ..store.seek import read_entry
 from ..store.history import HistoryEntry, iter_entries
 from ..store.jobsdir import Job
 from ..store.manifest import JobManifest, Totals
@@ -97,6 +99,8 @@ def answer_fields(entry: HistoryEntry) -> dict:
 
 def action_of(entry: HistoryEntry) -> str:
     """One word for what the entry did: the model's action, or the person's."""
+    if entry.kind == "check" and entry.checks is not None:
+        return "CHECKS_PASSED" if entry.checks.passed else "CHECKS_FAILED"
     if entry.kind == "compaction":
         return "COMPACTED" if entry.response is not None and entry.response.status == "SUCCESS" else "COMPACTION_FAILED"
     if entry.response is not None:
@@ -124,6 +128,8 @@ def actor_of(entry: HistoryEntry) -> str:
 
 def entry_summary(entry: HistoryEntry) -> str:
     """What happened in one entry, in one line of prose."""
+    if entry.kind == "check" and entry.checks is not None:
+        return checks_line(entry.checks.results)
     if entry.response is not None:
         if entry.command is not None:
             label = {"ask": " (held for a person)", "deny": " (refused by the policy)"}.get(entry.command.decision, "")
@@ -147,6 +153,45 @@ def entry_summary(entry: HistoryEntry) -> str:
             text = f"$ {entry.command.command} (exit {entry.command.exit_code})"
         return text
     return entry.note or ""
+
+
+def checks_line(results: list[CheckResult]) -> str:
+    """A run of checks in one line: how many passed, and each that did not."""
+    passed = sum(1 for r in results if r.passed)
+    failed = [f"`{r.command}` {r.ending}" for r in results if not r.passed]
+    return f"checks: {passed} of {len(results)} passed" + ("; " + "; ".join(failed) if failed else "")
+
+
+@dataclass
+class CheckStatus:
+    """The job's last run of its checks, as approval sees it."""
+
+    sequence: int
+    commit: Optional[str]
+    passed: bool
+    #: The workspace's commit is not the one they ran on (they must run again before approval).
+    stale: bool
+    results: list[CheckResult]
+
+    def line(self) -> str:
+        on = f"on {(self.commit or '')[:12]}, entry {self.sequence}"
+        return f"{checks_line(self.results)} ({on}" + ("; the workspace has changed since" if self.stale else "") + ")"
+
+    def as_dict(self) -> dict:
+        return {"sequence": self.sequence, "commit": self.commit, "passed": self.passed, "stale": self.stale,
+                "results": [{**r.model_dump(mode="json", exclude={"output"}), "passed": r.passed} for r in self.results]}
+
+
+def check_status(job_dir: Path, manifest: JobManifest, head: Optional[str]) -> Optional[CheckStatus]:
+    """The job's last run of its checks (None: they never ran), read from
+    its entry; ``head``: the workspace's commit now (None: unknown, so the
+    run is not current)."""
+    last = manifest.last_check
+    if last is None:
+        return None
+    run = read_entry(job_dir, last.sequence).checks
+    results = run.results if run is not None else []
+    return CheckStatus(last.sequence, last.commit, last.passed, head is None or last.commit != head, results)
 
 
 def tokens_of(entry: HistoryEntry) -> Optional[int]:

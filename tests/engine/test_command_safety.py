@@ -317,3 +317,72 @@ def test_a_command_cannot_change_git_or_logists_files(jobs, llm, tmp_path):
     assert (git_dir / "info" / "exclude").read_bytes() == git_before[git_dir / "info" / "exclude"]
     # The step went on as usual: the command's work is committed by Logist.
     assert "made.txt" in git(workspace, "ls-tree", "-r", "--name-only", "HEAD").decode()
+
+
+# -- a job's checks run under the same rules (logist.engine.checks) -------------------------------
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_check_cannot_read_logists_environment(jobs, llm, sandbox, tmp_path):
+    """A check runs as a model's command does: it cannot read the key or
+    the other secrets Logist was started with. The workspace is put back
+    after a check, so this probe writes where the test can read it."""
+    key = f"sk-test-{uuid.uuid4().hex}"
+    env = secret_env(key)
+    secrets = [key, GH_PAT, DB_PASSWORD, AWS_SECRET]
+    outside = tmp_path / "probe"
+    outside.mkdir()
+    probe = PROBE.replace("> parent.env", f"> {outside}/parent.env").replace("> walk.env", f"> {outside}/walk.env") \
+        .replace("> own.env", f"> {outside}/own.env") + "; " + SHOW
+    outputs = [ok(logist_process("job", "create", "probe", "-o", "Probe", "--check", probe, "--command-sandbox", sandbox,
+                                 env=env))]
+    outputs.append(ok(logist_process("job", "check", "probe", env=env)))
+    parent, walk, own = ((outside / name).read_text(errors="replace") for name in ("parent.env", "walk.env", "own.env"))
+    assert "PATH=" in walk and "PATH=" in own, "the walk read the environments it could"
+    for secret in secrets:
+        assert secret not in parent and secret not in walk and secret not in own
+    history = json.loads((jobs.path / "probe" / "jobHistory.json").read_text())["interactions"]
+    assert history[-1]["kind"] == "check" and "pat= db= aws=" in history[-1]["checks"]["results"][0]["output"]
+    outputs.append(ok(logist_process("job", "show", "probe", env=env)))
+    assert_nowhere(secrets, jobs.path, llm, outputs)
+
+
+@pytest.mark.skipif(not mounts_work(), reason="this system cannot mount in a user namespace")
+def test_a_check_cannot_change_git_or_logists_files(jobs, tmp_path):
+    outside = tmp_path / "attempts"
+    outside.mkdir()
+    check = TAMPER_SCRIPT + f"; cp attempts.txt {outside}/attempts.txt"
+    ok(logist_process("job", "create", "other", "-o", "Other"))
+    ok(logist_process("job", "create", "tamper", "-o", "Tamper", "--check", check, "--command-sandbox", "namespace"))
+    job_dir = jobs.path / "tamper"
+    (job_dir / "context.md").write_text("The context a person wrote.\n")
+    index = (jobs.path / "jobs_index.json").read_bytes()
+    git_dir = job_dir / "workspace" / ".git"
+    exclude = (git_dir / "info" / "exclude").read_bytes()
+    head = git(job_dir / "workspace", "rev-parse", "HEAD")
+    ok(logist_process("job", "check", "tamper"))
+    attempts = dict(line.split(": ") for line in (outside / "attempts.txt").read_text().splitlines())
+    assert attempts == {name: "refused" for name in TAMPER}
+    assert (job_dir / "context.md").read_text() == "The context a person wrote.\n"
+    assert (jobs.path / "jobs_index.json").read_bytes() == index
+    assert not (jobs.path / "other" / "workspace" / "planted").exists()
+    hooks = [p.name for p in (git_dir / "hooks").iterdir() if not p.name.endswith(".sample")]
+    assert hooks == [] and "fsmonitor" not in (git_dir / "config").read_text()
+    assert (git_dir / "info" / "exclude").read_bytes() == exclude
+    assert git(job_dir / "workspace", "rev-parse", "HEAD") == head, "a check commits nothing"
+    assert b"evil" not in git(job_dir / "workspace", "log", "--all", "--format=%s")
+    history = json.loads((job_dir / "jobHistory.json").read_text())["interactions"]
+    assert history[-1]["kind"] == "check"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_check_leaves_no_process_behind(jobs, tmp_path, sandbox):
+    marker = tmp_path / "late"
+    sleeper = f"sleep 3.{uuid.uuid4().int % 10**6:06d}"
+    check = f"({sleeper}; touch {marker}) & (setsid sh -c '{sleeper}; touch {marker}' &) ; echo started"
+    ok(logist_process("job", "create", "daemon", "-o", "Leave", "--check", check, "--command-sandbox", sandbox))
+    ok(logist_process("job", "check", "daemon"))
+    assert processes_with(sleeper) == [], "what the check started ended with it"
+    time.sleep(3.5)
+    assert not marker.exists()

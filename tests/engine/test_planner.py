@@ -81,11 +81,8 @@ def test_planned_job_end_to_end(jobs, llm, normalise, snapshot):
         (planner(0, "Intern", "Do it."), "send_to: 'Intern' is not a role of this job (choose one of: Worker, Supervisor, User)"),
         (j(action="STUCK", send_to="User", evidence_files=[], summary_for_supervisor="x"),
          "the Planner's answer must carry message"),
-        (j(action="MESSAGE", plan=PLAN, current_plan_step=5, send_to="Worker", message="x"), "current_plan_step: 5 is not a step"),
-        (j(action="MESSAGE", current_plan_step=0, send_to="Worker", message="x"),
-         "current_plan_step: 0 is not a step of the plan (there is no plan yet)"),
     ],
-    ids=["unknown-role", "missing-message", "step-out-of-range", "step-without-a-plan"],
+    ids=["unknown-role", "missing-message"],
 )
 def test_invalid_planner_answers_are_reasked(jobs, llm, answer, error):
     job = create_job(jobs, "plan", "Anything", workflow="planned", format_retries=1)
@@ -96,6 +93,26 @@ def test_invalid_planner_answers_are_reasked(jobs, llm, answer, error):
     assert second.action == "MESSAGE" and job.manifest().turn.role == "Worker"
     reask = llm.requests[1]["messages"][-1]["content"]
     assert reask.startswith("Your last answer was refused: " + error)
+
+
+@pytest.mark.parametrize(
+    "answer, step, note",
+    [
+        (j(action="MESSAGE", plan=PLAN, current_plan_step=5, send_to="Worker", message="x"), len(PLAN) - 1,
+         f"current_plan_step 5 is past the plan's last step ({len(PLAN) - 1}, counted from 0): read as {len(PLAN) - 1}"),
+        (j(action="MESSAGE", current_plan_step=0, send_to="Worker", message="x"), None,
+         "current_plan_step 0 was left out: there is no plan yet"),
+    ],
+    ids=["step-out-of-range", "step-without-a-plan"],
+)
+def test_a_plan_step_the_schema_allows_is_read_with_a_note(jobs, llm, answer, step, note):
+    """The decoding schema allows any step from 0: the answer check reads one past the plan, not refuses it."""
+    job = create_job(jobs, "plan", "Anything", workflow="planned", format_retries=0)
+    llm.add(answer)
+    first = step_once(job, endpoints=llm.endpoints)
+    assert first.action == "MESSAGE" and job.manifest().turn.role == "Worker"
+    assert job.manifest().current_plan_step == step
+    assert note in load_history(job.dir).interactions[-1].response.notes
 
 
 def test_invalid_planner_answer_without_retries_needs_a_person(jobs, llm):

@@ -50,7 +50,8 @@ def test_a_tags_role_runs_a_skill_with_seed_002s_texts_and_done_ends_the_job(job
     tagger(jobs)
     skill(jobs)
     (jobs.path / "context.md").write_text("Server: Ubuntu 22.04")
-    job = create_job(jobs, "commit", skill="git-quick-commit", params={"branch": "dev"}, worker="tagger",
+    # --no-review: with no checks, a skill's [DONE] ends the job without a person's approval.
+    job = create_job(jobs, "commit", skill="git-quick-commit", params={"branch": "dev"}, worker="tagger", review=False,
                      command_policy="allow", allowed_commands=[NOISY])
     assert job.manifest().workflow == "solo" and job.manifest().roles == {"worker": "tagger"}
 
@@ -96,7 +97,7 @@ def test_a_tags_roles_own_instructions_and_settings_are_sent(jobs, llm):
     jobs.init()
     tagger(jobs, prompt_file=None, instructions="Answer in Russian.", temperature=0.7, max_tokens=100)
     skill(jobs)
-    job = create_job(jobs, "own", "Закоммить всё", skill="git-quick-commit", worker="tagger")
+    job = create_job(jobs, "own", "Закоммить всё", skill="git-quick-commit", worker="tagger", review=False)
     llm.add("[DONE] ok")
     step_once(job, endpoints=llm.endpoints)
     request = llm.requests[0]

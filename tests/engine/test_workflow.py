@@ -23,6 +23,7 @@ from typing import Callable, Optional
 import pytest
 
 from logist import Status
+from logist.engine.checks import check_job
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.step import post_answer
@@ -88,6 +89,8 @@ class Position:
     retries: int = 0
     #: Reached only by editing the manifest by hand.
     hand_edited: bool = False
+    #: The job's checks are due (a COMPLETED waits for them): only a run of the checks is walked there.
+    checks_due: bool = False
 
 
 HELD_CHANGE = [{"path": "held.txt", "content": "held\n"}]
@@ -106,6 +109,28 @@ def _hold_changes(job, pos) -> None:
         post_answer(job, plan("User", file_changes=HELD_CHANGE))
     else:
         post_answer(job, json.dumps({"action": "MESSAGE", "message": "a fix", "file_changes": HELD_CHANGE}))
+
+
+#: The checks of the positions where checks are due: they fail once the workspace has a file "fail".
+FAILS_ON_A_FILE = ["test ! -e fail"]
+
+
+def _set_checks(job, checks=FAILS_ON_A_FILE) -> None:
+    user_action(job, "set", settings={"checks": checks})
+
+
+def _fail_the_checks(job) -> None:
+    (job.workspace / "fail").write_text("")
+
+
+def _planner_checking(job) -> None:
+    """The Planner's COMPLETED to User waits for the checks, after a failed run (one RETRY from the checks)."""
+    _set_checks(job)
+    post(job, plan("User", "COMPLETED"))
+    _fail_the_checks(job)
+    check_job(job)
+    (job.workspace / "fail").unlink()
+    post(job, plan("User", "COMPLETED"))
 
 
 def _out_of_turn(job):
@@ -171,6 +196,13 @@ POSITIONS = {
     "budget worker": Position(S.INTERVENTION_REQUIRED, WORKER, 1, lambda j: (
         user_action(j, "set", settings={"max_steps": 1}), post(j, msg(), msg())), waits_for="budget"),
     "draft": Position(S.DRAFT, PERSON, 0, None),
+    # A COMPLETED that waits for the job's checks (after a RETRY: one in a row).
+    "worker checking": Position(S.RUNNING, WORKER, 2, lambda j: (
+        _set_checks(j), post(j, exit_("RETRY"), exit_("COMPLETED"))), retries=1, checks_due=True),
+    "solo checking": Position(S.RUNNING, wf.SOLO, 2, lambda j: (
+        _set_checks(j), post(j, exit_("RETRY"), exit_("COMPLETED"))), retries=1, solo=True, checks_due=True),
+    "planner checking": Position(S.RUNNING, PLANNER, 2, _planner_checking, planned=True, retries=1,
+                                 checks_due=True),
 }
 
 
@@ -181,6 +213,17 @@ POSITIONS = {
 class Fire:
     fire: Callable
     settings: dict = field(default_factory=dict)
+    #: Done to the position's job before the walk starts (its own entries are not the walk's).
+    prepare: Optional[Callable] = None
+
+
+def _checked(job, pos) -> None:
+    check_job(job)
+
+
+def _checked_failing(job, pos) -> None:
+    _fail_the_checks(job)
+    check_job(job)
 
 
 def _answer_for(action: str):
@@ -198,7 +241,14 @@ def _compact(job, pos):
 
 
 FIRES: dict[wf.Event, Fire] = {
-    E("COMPLETED"): Fire(_answer_for("COMPLETED")),
+    # --no-review: a solo job without checks ends at its COMPLETED (without it, UNCHECKED waits for a person).
+    E("COMPLETED"): Fire(_answer_for("COMPLETED"), {"review": False}),
+    wf.UNCHECKED: Fire(_answer_for("COMPLETED")),
+    wf.CHECKS_DUE: Fire(_answer_for("COMPLETED"), prepare=lambda job: _set_checks(job, ["true"])),
+    wf.CHECKS_PASSED: Fire(_checked),
+    wf.CHECKS_FAILED: Fire(_checked_failing),
+    wf.CHECKS_OVER_LIMIT: Fire(_checked_failing, {"max_retries_in_a_row": 1}),
+    wf.CHECK: Fire(_checked, prepare=lambda job: _set_checks(job, ["true"])),
     E("RETRY"): Fire(_answer_for("RETRY")),
     E("STUCK"): Fire(_answer_for("STUCK")),
     E("MESSAGE", "to a role"): Fire(lambda job, pos: post_answer(job, plan("Worker"))),
@@ -247,6 +297,7 @@ NOT_WALKED = {
     (E("suspend"), "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
     (E("cancel"), "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
     (E("set"), "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
+    (wf.CHECK, "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
     **{(wf.UNREADABLE, name): "root reads any file; tests/engine/test_unreadable_workspace.py fires it as an "
                               "unprivileged user" for name, pos in POSITIONS.items() if pos.state in wf.STEPPABLE},
 }
@@ -258,6 +309,8 @@ def covers(rule: wf.Rule, pos: Position) -> bool:
     if pos.state not in rule.states or (rule.waits_for and rule.waits_for != pos.waits_for):
         return False
     if pos.hand_edited != (rule.event == wf.OUT_OF_TURN):
+        return False
+    if pos.checks_due != (rule.event in (wf.CHECKS_PASSED, wf.CHECKS_FAILED, wf.CHECKS_OVER_LIMIT)):
         return False
     return rule.who == {PERSON} or pos.who in rule.who
 
@@ -299,7 +352,8 @@ def job_at(name: str, settings: dict, tmp_path: Path, tmp_path_factory):
         job = create_job(jobs, "walk", "Write hello.py", workflow=workflow, **settings)
         pos.build(job)
         m = job.manifest()
-        assert (m.status, wf.who_acts(m), m.calls, m.retries_in_a_row) == (pos.state, pos.who, pos.steps, pos.retries)
+        assert (m.status, wf.who_acts(m), m.calls, m.retries_in_a_row, m.checks_due) == (
+            pos.state, pos.who, pos.steps, pos.retries, pos.checks_due)
         _templates[key] = root
     target = tmp_path / "walk-jobs"
     shutil.copytree(_templates[key], target)
@@ -317,6 +371,8 @@ def test_row(index, name, tmp_path, tmp_path_factory):
         assert job.manifest().status == rule.to
         return
     job = job_at(name, fire.settings, tmp_path, tmp_path_factory)
+    if fire.prepare is not None:
+        fire.prepare(job)
     before = job.manifest()
     assert before.status == pos.state
     fire.fire(job, pos)

@@ -21,7 +21,9 @@ from logist.protocol.answer import (
     ACTIONS,
     EXAMPLE_ANSWER,
     EXIT_ACTIONS,
+    FILE_CHANGES_MAX,
     PATH_RULE,
+    PLACEHOLDER_SUMMARY,
     Answer,
     DeleteFile,
     InvalidAnswer,
@@ -31,6 +33,7 @@ from logist.protocol.answer import (
     check_relative_path,
     is_git_name,
     parse_answer,
+    response_schema,
 )
 from logist.protocol.prompt_text import protocol_text
 from logist.replay.scripted import answer
@@ -462,10 +465,39 @@ def test_null_reads_as_an_absent_field():
         Answer(action="CMD", command=None)
 
 
-def test_the_example_answer_is_valid_and_shown_verbatim():
+def test_the_example_answer_has_the_protocols_shape_and_cannot_be_copied():
     text = answer_json(EXAMPLE_ANSWER)
-    assert parse_answer(text) == EXAMPLE_ANSWER
-    assert "Example:\n" + text in protocol_text()
+    assert Answer.model_validate(json.loads(text), strict=True) == EXAMPLE_ANSWER  # the schema's shape
+    assert "):\n" + text in protocol_text()
+    # No path or summary a real job could take for its own: a copy of it is refused, with the reason.
+    refused(text, "protocol example's placeholder")
+    refused(dumps("COMPLETED", evidence_files=[], summary_for_supervisor=PLACEHOLDER_SUMMARY.lower()),
+            "protocol example's placeholder")
+    assert "hello" not in protocol_text() and "dir/file.py" not in protocol_text()
+
+
+def test_file_changes_are_bounded_and_each_file_changed_once():
+    write = {"path": "a.py", "content": "x"}
+    refused(dumps("COMPLETED", evidence_files=[], summary_for_supervisor="s", file_changes=[write, write]),
+            "the same change to a.py is given twice")
+    refused(dumps("COMPLETED", evidence_files=[], summary_for_supervisor="s",
+                  file_changes=[write, {"path": "a.py", "delete": True}]), "a.py is written or deleted twice")
+    two_edits = [{"path": "a.py", "old": "x", "new": "y"}, {"path": "a.py", "old": "z", "new": "w"}]
+    assert len(parse_answer(dumps("MESSAGE", message="m", file_changes=two_edits)).file_changes) == 2
+    many = [{"path": f"f{i}.py", "content": ""} for i in range(FILE_CHANGES_MAX + 1)]
+    refused(dumps("MESSAGE", message="m", file_changes=many), "file_changes")
+    assert len(parse_answer(dumps("MESSAGE", message="m", file_changes=many[:-1])).file_changes) == FILE_CHANGES_MAX
+    assert response_schema()["properties"]["file_changes"]["maxItems"] == FILE_CHANGES_MAX
+
+
+def test_a_raw_newline_or_tab_in_a_string_is_read_and_noted():
+    raw = '{"action": "MESSAGE", "message": "first line' + "\n" + 'second' + "\t" + 'column"}'
+    answer = parse_answer(raw)
+    assert answer.message == "first line\nsecond\tcolumn"
+    assert any("raw newline or tab" in note for note in answer.notes)
+    fenced = parse_answer("```json\n" + raw + "\n```")
+    assert fenced.message == answer.message and any("raw newline" in n for n in fenced.notes)
+    assert parse_answer('{"action": "MESSAGE", "message": "one line"}').notes == []
 
 
 def test_protocol_text_states_each_action_with_its_required_fields():
@@ -487,7 +519,10 @@ def test_protocol_text_states_each_action_with_its_required_fields():
 def test_each_file_change_form_of_the_prompt_is_valid(model):
     (example,) = model.model_config["json_schema_extra"]["examples"]
     assert json.dumps(example) in protocol_text()
-    (change,) = parse_answer(dumps("MESSAGE", message="x", file_changes=[example])).file_changes
+    assert type(model.model_validate(example, strict=True)) is model  # the form's shape is the model's
+    # Its path is a placeholder no job has: a copy is refused with the reason; the same form with a real path is read.
+    refused(dumps("MESSAGE", message="x", file_changes=[example]), "protocol example's placeholder")
+    (change,) = parse_answer(dumps("MESSAGE", message="x", file_changes=[{**example, "path": "src/a.py"}])).file_changes
     assert type(change) is model
 
 
@@ -622,7 +657,8 @@ file_change = st.one_of(
     st.fixed_dictionaries({"path": paths, "old": text1, "new": st.text(max_size=50)}),
 )
 OPTIONAL = {
-    "file_changes": st.lists(file_change, max_size=4),
+    # One change per file (the answer check refuses a file written twice, or the same change repeated).
+    "file_changes": st.lists(file_change, max_size=4, unique_by=lambda change: change["path"]),
     "thought": st.text(max_size=50),
     "plan": st.lists(text1, max_size=4),
     "current_plan_step": st.integers(min_value=0, max_value=100_000),

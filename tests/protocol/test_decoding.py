@@ -217,11 +217,10 @@ def test_an_answer_that_fits_the_decoding_schema_passes_the_answer_check(label, 
     def check(written: dict) -> None:
         assert validator.is_valid(written), written  # the draw fits the schema
         answer = written["response"] if sent is not schema else written
-        if planner and answer["action"] != "CMD" and answer.get("current_plan_step") is not None:
-            # CONTENT_RULES: current_plan_step is a step of the plan (none yet: the answer's own)
-            steps = answer.get("plan") if isinstance(answer.get("plan"), list) else []
-            if not 0 <= answer["current_plan_step"] < len(steps):
-                return
+        changed = [c["path"] for c in answer.get("file_changes") or [] if "old" not in c]
+        if len(changed) != len(set(changed)) or len({json.dumps(c, sort_keys=True) for c in answer.get("file_changes") or []}) != len(answer.get("file_changes") or []):
+            return  # CONTENT_RULES: a file is written or deleted at most once, a change never given twice
+        # current_plan_step needs no exception: any the schema allows is read (past the plan's end, as its last step).
         try:
             read = parse_answer(json.dumps(written), planner=planner)
             if planner:

@@ -342,7 +342,8 @@ def test_torn_history_is_moved_aside_and_readable_entries_kept(jobs, llm, where)
     manifest_before = read_json(job.manifest_path)
 
     head_before = git(job.workspace, "rev-parse", "HEAD").strip()
-    llm.add(REVIEW_OK)
+    # The Worker's turn goes on from a workspace without hello.py: its COMPLETED writes the file it names.
+    llm.add(REDONE)
     ok(logist_process("job", "step", "--oneshot", "hello", "--base-url", llm.base_url))
 
     asides = sorted(job.dir.glob("jobHistory.json.corrupt-*"))

@@ -27,14 +27,15 @@ RECORDED = [ROOT / "fixtures" / "calc", ROOT / "fixtures" / "wordcount", DATA / 
             DATA / "v3-calc"]
 
 
-#: State fields added after the digests were recorded (issue 29: the Planner's
-#: reasoning and thought), left out when they hold their default (None).
-ADDED_SINCE = ("plan_reasoning", "planner_thought")
+#: State fields added after the digests were recorded (the Planner's reasoning
+#: and thought; whether checks are due, and their last run), left out when they
+#: hold their default.
+ADDED_SINCE = {"plan_reasoning": None, "planner_thought": None, "checks_due": False, "last_check": None}
 
 
 def _as_recorded(state) -> dict:
     dumped = state.model_dump(mode="json")
-    return {k: v for k, v in dumped.items() if not (k in ADDED_SINCE and v is None)}
+    return {k: v for k, v in dumped.items() if not (k in ADDED_SINCE and v == ADDED_SINCE[k])}
 
 
 def assert_seed_shaped(entry: dict) -> None:

@@ -4,7 +4,7 @@ import click
 
 from .create import create
 from .decide import (
-    answer, approve, approve_command, cancel, reject, resubmit, resume, set_budgets, skip_command, suspend,
+    answer, approve, approve_command, cancel, check, reject, resubmit, resume, set_budgets, skip_command, suspend,
 )
 from .fsck import fsck
 from .inspect import history, list_jobs, preview, select, show, status
@@ -21,7 +21,7 @@ def job() -> None:
 
 for command in (
     create, list_jobs, select, status, show, history, preview, transcript, report,
-    step, run, poststep, replay, restep, rerun, diff, export,
+    step, run, poststep, replay, restep, rerun, diff, export, check,
     approve, reject, resubmit, answer, approve_command, skip_command, suspend, resume, cancel, set_budgets, upgrade,
     fsck,
 ):

@@ -33,6 +33,7 @@ STYLE: dict[str, dict[str, Any]] = {
     "command_env": {"decls": ["--command-env"], "metavar": "NAME"},
     "make_current": {"decls": ["--current/--no-current"]},
     "review": {"decls": ["--review/--no-review"]},
+    "checks": {"decls": ["--check"], "metavar": "CMD"},
 }
 
 

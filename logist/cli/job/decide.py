@@ -30,7 +30,62 @@ def _simple(name: str, verb: Callable[[Job], JobManifest], doc: str):
     return command
 
 
-approve = _simple("approve", Job.approve, "Approve the work: the job becomes SUCCESS.\n\n\b\nExample:\n  logist job approve hello")
+@click.command()
+@job_argument
+@click.option("--despite-checks", is_flag=True,
+              help="Approve although a check failed or the checks have not run on the workspace's commit (recorded "
+                   "in the entry).")
+@wait_option
+@json_option
+@pass_app
+def approve(app: Application, job_id: Optional[str], despite_checks: bool, lock_timeout: float, as_json: bool) -> None:
+    """Approve the work: the job becomes SUCCESS.
+
+    A job with checks is approved only when they passed on the workspace's
+    commit (logist job check runs them), unless --despite-checks.
+
+    \b
+    Example:
+      logist job approve hello
+    """
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
+    last = job.check_status()
+    if last is not None and not as_json:
+        app.info(f"Checks: {inert(last.line(), one_line=True)}")
+    app.job_changed(as_json, job.id, job.approve(despite_checks=despite_checks),
+                    extra={"last_check": last.as_dict() if last is not None else None})
+
+
+@click.command()
+@job_argument
+@wait_option
+@json_option
+@pass_app
+def check(app: Application, job_id: Optional[str], lock_timeout: float, as_json: bool) -> None:
+    """Run the job's checks now, in its workspace (after your edits, say).
+
+    Due checks (after a COMPLETED) decide what happens next, as in job
+    step; otherwise the run is recorded and the job's state stays, so job
+    approve sees the work verified. Exits 1 when a check fails.
+
+    \b
+    Example:
+      logist job check hello
+    """
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
+    app.at_work([job.id], f"logist job check {job.id}")
+    result = job.check(watch=progress_for(as_json))
+    run = job.last_check()
+    if not as_json:
+        for ran in run.results:
+            for line in command_lines(ran.command, ran.output, ran.exit_code, ran.duration_ms):
+                app.info(line)
+        app.step_line(result)
+    results = [{**r.model_dump(mode="json"), "passed": r.passed} for r in run.results]
+    app.display(as_json, {"job_id": job.id, "sequence": result.sequence, "status": str(result.status),
+                          "passed": run.passed, "commit": run.commit, "results": results}, lambda: None)
+    if not run.passed:
+        app.exit(1)
 suspend = _simple("suspend", Job.suspend, "Suspend a job until it is resumed.\n\n\b\nExample:\n  logist job suspend hello")
 resume = _simple("resume", Job.resume, "Resume a suspended job where it was.\n\n\b\nExample:\n  logist job resume hello")
 cancel = _simple(
@@ -135,11 +190,15 @@ def resubmit(app: Application, job_id: Optional[str], feedback: str, lock_timeou
 
 @click.command("set", cls=SpecCommand, spec_fields="budgets")
 @job_argument
+@click.option("--check", "checks", multiple=True, metavar="CMD",
+              help="The job's checks from now on, replacing its own (repeatable); see job create --check.")
+@click.option("--no-checks", is_flag=True, help="Remove every check of the job.")
 @wait_option
 @json_option
 @pass_app
-def set_budgets(app: Application, job_id: Optional[str], lock_timeout: float, as_json: bool, **budgets) -> None:
-    """Change a job's budgets; a job a spent budget stopped then goes on.
+def set_budgets(app: Application, job_id: Optional[str], checks: tuple, no_checks: bool, lock_timeout: float,
+                as_json: bool, **budgets) -> None:
+    """Change a job's budgets or checks; a job a spent budget stopped then goes on.
 
     Each budget counts from the job's start: --max-steps 50 allows 50 calls
     in all. A job a budget stopped continues its turn where it stopped.
@@ -148,11 +207,22 @@ def set_budgets(app: Application, job_id: Optional[str], lock_timeout: float, as
     Example:
       logist job set hello --max-steps 50 --max-cost 2.50
       logist job run hello
+      logist job set hello --check "python -m pytest -q"
     """
-    if all(value is None for value in budgets.values()):
-        raise click.UsageError("give at least one budget: " + ", ".join(f"{option} N" for option in SETTABLE.values()))
+    if checks and no_checks:
+        raise click.UsageError("give --check CMD or --no-checks, not both")
+    if all(value is None for value in budgets.values()) and not checks and not no_checks:
+        raise click.UsageError("give at least one budget (" + ", ".join(f"{option} N" for option in SETTABLE.values())
+                               + "), --check CMD or --no-checks")
     job = app.open(lock_timeout=lock_timeout).job(job_id)
     before = str(job.manifest().status)
+    if checks or no_checks:
+        manifest = job.set_checks(list(checks))
+        if all(value is None for value in budgets.values()):
+            listed = "; ".join(manifest.settings.checks) or "none"
+            app.job_changed(as_json, job.id, manifest, f"Job '{job.id}' checks: {inert(listed, one_line=True)}.",
+                            extra={"checks": manifest.settings.checks})
+            return
     manifest = job.set_budgets(**budgets)
     spent = job.raise_hint(manifest)
     if spent and str(manifest.status) == "INTERVENTION_REQUIRED":

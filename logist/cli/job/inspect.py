@@ -97,8 +97,24 @@ def _status_data(job, m) -> dict:
         "totals": {**m.totals.model_dump(), "tokens": m.totals.tokens},
         "budgets": {b.name: {"used": b.used, "limit": b.limit} for b in budgets(m)},
         "unrecorded_call": _unrecorded_call(job),
+        "checks": m.settings.checks,
+        "last_check": _last_check(job, m),
     }
     return data
+
+
+def _last_check(job, m) -> Optional[dict]:
+    last = job.check_status(m)
+    return last.as_dict() if last is not None else None
+
+
+def _checks_line(job, m) -> Optional[str]:
+    """The job's last run of its checks, for job status and job show (None: the job has no checks and none ran)."""
+    last = job.check_status(m)
+    if last is None:
+        return f"not run yet (logist job check {m.job_id})" if m.settings.checks else None
+    due = "; due now (logist job step or logist job check runs them)" if m.checks_due else ""
+    return f"{inert(last.line(), one_line=True)}{due}"
 
 
 def _steps_line(m) -> str:
@@ -162,6 +178,9 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
     budget_line = _budget_line(budgets(m), with_steps=False)
     if budget_line:
         echo(budget_line)
+    checks_line = _checks_line(job, m)
+    if checks_line:
+        echo(f"Checks:  {checks_line}")
     if data["reason"]:
         echo(labelled("Reason:  ", data["reason"]))
     if data["question"]:
@@ -235,6 +254,11 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
     if policy == "allow":
         policy += " " + (", ".join(m.settings.allowed_commands) or "(no patterns)")
     echo(f"Command policy: {policy}")
+    if m.settings.checks:
+        echo("Checks: " + "; ".join(f"`{inert(c, one_line=True)}`" for c in m.settings.checks))
+    checks_line = _checks_line(job, m)
+    if checks_line:
+        echo(f"Last run of the checks: {checks_line}")
     if m.last_exit:
         echo(labelled(f"Last exit: {m.last_exit.role} {m.last_exit.action}: ", m.last_exit.summary))
         if m.last_exit.evidence_files:
