@@ -48,8 +48,8 @@ from .replay.apply import entry_by_sequence, post_recorded, read_history_file, r
 from .store.config import resolve_base_url
 from .replay.fixtures import create_from_fixture
 from .store.entries import HistoryEntry, JobHistory
-from .store.history import iter_entries
 from .store import jobsdir
+from .store.session import JobFiles
 from .store.manifest import JobManifest, Status
 
 OnStep = Optional[Callable[[StepResult], None]]
@@ -156,8 +156,8 @@ class Jobs:
     def ids(self) -> list[str]:
         return self.directory.job_ids()
 
-    def of(self, stored: jobsdir.Job) -> "Job":
-        """The :class:`Job` of a stored job (:class:`logist.store.jobsdir.Job`)."""
+    def of(self, stored: JobFiles) -> "Job":
+        """The :class:`Job` of a stored job (:class:`logist.store.session.JobFiles`)."""
         return Job(self, stored)
 
     def __repr__(self) -> str:
@@ -171,7 +171,7 @@ class Job:
     before it returns, so a person (or another process) can act between
     any two of them."""
 
-    def __init__(self, jobs: Jobs, stored: jobsdir.Job):
+    def __init__(self, jobs: Jobs, stored: JobFiles):
         self.jobs = jobs
         #: The job's folder as the store knows it (paths, lock, manifest).
         self.stored = stored
@@ -201,7 +201,7 @@ class Job:
 
     def history(self) -> list[HistoryEntry]:
         """Every recorded entry, first to last."""
-        return list(iter_entries(self.dir))
+        return list(self.stored.entries())
 
     def preview(self, *, model: Optional[str] = None, base_url: Optional[str] = None) -> Preview:
         """The exact next request, sized as a step sizes it (the endpoint

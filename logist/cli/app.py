@@ -24,7 +24,8 @@ from ..model.client import Endpoints
 from ..secrets.redact import redact_data, url_shown
 from ..store.config import resolve_base_url
 from ..engine.apply import StepResult
-from ..store.jobsdir import Job, JobsDir
+from ..store.jobsdir import JobsDir
+from ..store.session import JobFiles
 from ..store.manifest import JobManifest, Status
 from ..terminal import inert, inert_json, shown
 from .interrupt import interrupted_lines
@@ -107,7 +108,7 @@ class Application:
             self._jobs = JobsDir(self.jobs_dir_option)
         return self._jobs
 
-    def job(self, job_id: Optional[str]) -> "Job":
+    def job(self, job_id: Optional[str]) -> "JobFiles":
         """The job named, else ``LOGIST_JOB_ID``, else the current one."""
         return self.jobs.resolve(job_id)
 
@@ -222,7 +223,7 @@ class Application:
             self.info(f"Job '{last.job_id}' is {last.status}.")
 
     @staticmethod
-    def waiting_line(job: "Job", endpoint: Optional[str] = None) -> str:
+    def waiting_line(job: "JobFiles", endpoint: Optional[str] = None) -> str:
         """The line that says why a job waits for a person and what to do:
         a spent budget (which, its figures, how to raise it); else its real
         cause (INTERVENTION_REQUIRED's recorded reason: STUCK, invalid
@@ -230,7 +231,7 @@ class Application:
         that held its command, and the hints of its state, which suggest
         raising a budget only when a budget stopped it."""
         manifest = job.manifest()
-        budget = stopped_by_budget(job.dir, manifest)
+        budget = stopped_by_budget(job, manifest)
         if budget:
             return f"Job '{job.id}' stopped at a budget: {raise_hint(job.id, manifest) or manifest.reason}"
         status = str(manifest.status)
@@ -245,7 +246,7 @@ class Application:
         what = "needs intervention" if status == "INTERVENTION_REQUIRED" else f"is {status}"
         return f"Job '{job.id}' {what}: " + "; ".join(parts) + "."
 
-    def exit_for_job(self, job: "Job", as_json: bool, *, refused: Optional[Exception] = None,
+    def exit_for_job(self, job: "JobFiles", as_json: bool, *, refused: Optional[Exception] = None,
                      finished_is_done: bool = True) -> None:
         """Exit as the job's state says: after a run of steps that printed
         its own lines, or when the job could not be stepped (``refused``):
@@ -254,7 +255,7 @@ class Application:
         run; else, as for any other refusal, the error it is: 1)."""
         manifest = job.manifest()
         status = str(manifest.status)
-        if stopped_by_budget(job.dir, manifest):
+        if stopped_by_budget(job, manifest):
             code, line = EXIT_BUDGET, self.waiting_line(job)
         elif status in WAITING_FOR_PERSON:
             code, line = EXIT_NEEDS_PERSON, self.waiting_line(job)

@@ -24,4 +24,4 @@ def demo(app: Application, job_id: str, as_json: bool) -> None:
     last = run_demo(app.jobs, job_id, echo=app.info, summary=(lambda line: None) if as_json else app.echo)
     if as_json:
         job = app.jobs.job(last.job_id)
-        app.print_json(demo_summary(app.jobs, job.id, job.dir, str(last.status)))
+        app.print_json(demo_summary(app.jobs, job, str(last.status)))

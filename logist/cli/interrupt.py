@@ -19,22 +19,20 @@ person (3).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional, Sequence
 
 from ..engine.budget import stopped_by_budget
 from ..engine.workflow import STEPPABLE, describe_job_hint
 from ..errors import LogistError
 from ..store.jobsdir import JobsDir
-from ..store.journal import unrecorded_step
-from ..store.seek import read_entry
+from ..store.session import JobFiles
 from ..views.summary import action_of, actor_of
 
 
-def unfinished(job_dir: Path) -> Optional[str]:
+def unfinished(job: JobFiles) -> Optional[str]:
     """What the step journal holds that the history does not record, and
     what the next command on the job makes of it; None when nothing."""
-    journal = unrecorded_step(job_dir)
+    journal = job.unrecorded_step()
     if journal is None:
         return None
     step = f"step {journal.sequence}"
@@ -68,7 +66,7 @@ def interrupted_lines(jobs: JobsDir, job_ids: Sequence[str], again: str, *, batc
             manifest = job.manifest()
         except (LogistError, OSError):
             continue
-        left = unfinished(job.dir)
+        left = unfinished(job)
         if batch and left is None:
             whole += 1
             continue
@@ -76,7 +74,7 @@ def interrupted_lines(jobs: JobsDir, job_ids: Sequence[str], again: str, *, batc
         kept = "no step is recorded"
         if last >= 1:
             try:
-                entry = read_entry(job.dir, last)
+                entry = job.entry(last)
                 kept = f"its last recorded step is #{last} ({actor_of(entry)} {action_of(entry)})"
             except (LogistError, OSError, ValueError):
                 kept = f"its last recorded step is #{last}"
@@ -84,7 +82,7 @@ def interrupted_lines(jobs: JobsDir, job_ids: Sequence[str], again: str, *, batc
                      + (left or "nothing was in flight: every step it made is recorded") + ".")
         if not batch and manifest.status not in STEPPABLE:
             steppable = False
-            lines.append(f"Go on: {describe_job_hint(manifest, stopped_by_budget(job.dir, manifest))}.")
+            lines.append(f"Go on: {describe_job_hint(manifest, stopped_by_budget(job, manifest))}.")
     if batch:
         lines.append(f"{whole} other job{'s' if whole != 1 else ''}: nothing was in flight, every step made is "
                      "recorded; a job that was running stopped after the step in hand.")

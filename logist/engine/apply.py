@@ -22,10 +22,9 @@ from ..errors import NotSteppableError
 from ..failpoints import failpoint
 from ..protocol.answer import Answer, InvalidAnswer, check_planner_answer, parse_answer
 from ..secrets.redact import known_secrets, redact
-from ..store import journal, seek
 from ..store.config import LogistConfig
 from ..store.entries import FAILED, CommandRecord, Response, Usage
-from ..store.jobsdir import Job
+from ..store.session import JobFiles
 from ..store.manifest import PLANNER, JobManifest, Status
 from ..store.roles import send_to_names
 from ..terminal import shown
@@ -93,9 +92,9 @@ class StepResult:
         return data
 
 
-def check_steppable(job: Job, manifest: JobManifest) -> None:
+def check_steppable(job: JobFiles, manifest: JobManifest) -> None:
     if manifest.status not in STEPPABLE:
-        hint = describe_job_hint(manifest, stopped_by_budget(job.dir, manifest))
+        hint = describe_job_hint(manifest, stopped_by_budget(job, manifest))
         raise NotSteppableError(
             f"job '{job.id}' is {manifest.status}; it cannot be stepped: {hint}",
             manifest.status,
@@ -160,7 +159,7 @@ def _redacted(answer: Answer) -> Answer:
     return texts(answer)
 
 
-def apply_outcome(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str,
+def apply_outcome(job: JobFiles, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str,
                   watch: Optional[CommandWatch] = None) -> StepResult:
     """Everything after the call; shared by live steps and posted answers.
 
@@ -178,7 +177,7 @@ def apply_outcome(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
 _REASON_CHARS = 300
 
 
-def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], outcome: Outcome, kind: str,
+def record_failure(job: JobFiles, before: JobManifest, prepared: Optional[Prepared], outcome: Outcome, kind: str,
                    exc: Exception) -> StepResult:
     """Record an answer whose applying raised: the backstop.
 
@@ -194,7 +193,7 @@ def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], 
     later: the manifest, the journal's removal; recovery finishes those).
     """
     sequence = before.last_sequence + 1
-    last = seek.last_entry(job.dir)
+    last = job.last_entry()
     if last is not None and last.sequence >= sequence:
         raise exc
     log.debug("job %s: the answer of step %d could not be applied", job.id, sequence, exc_info=exc)
@@ -202,7 +201,7 @@ def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], 
     text = text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 3] + "..."
     reason = redact(f"the answer could not be applied ({type(exc).__name__}: {text}); "
                     "it is kept in this step's history entry")
-    opened = journal.pending_applying(job.dir, sequence)
+    opened = job.session.journal.pending_applying(sequence)
     if opened is not None and opened.head_before:
         job.repo.reset_to(opened.head_before)  # undo what was applied of it
     commit = opened.head_before if opened is not None and opened.head_before else job.repo.head()
@@ -220,14 +219,13 @@ def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], 
     except Exception:  # a config.json that cannot be read: the call is counted at the shipped prices
         config = LogistConfig()
     cost, priced = count_call(after, config, model, outcome, kind)
-    entry = journal.new_entry(
-        job.dir, job.workspace, before, after, kind=kind, role=role, request=request,
+    entry = job.session.new_entry(before, after, kind=kind, role=role, request=request,
         response=Response(status=FAILED, raw_response=outcome.raw, error=reason),
         usage=Usage(prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=cost,
                     estimated=outcome.estimated),
         duration_ms=round(outcome.duration * 1000), workspace_commit=commit, note=outcome.note,
     )
-    journal.record(job.dir, entry, after)
+    job.session.record(entry, after)
     return StepResult(
         job_id=job.id, sequence=sequence, role=role, action="ERROR", status=after.status, commit=commit,
         error=reason, prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
@@ -236,7 +234,7 @@ def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], 
     )
 
 
-def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str,
+def _apply_answer(job: JobFiles, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str,
                   watch: Optional[CommandWatch] = None) -> StepResult:
     """:func:`apply_outcome` up to an exception."""
     config = prepared.config
@@ -288,7 +286,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
     commit = head_before
     # From here on a crash is repaired from the journal, which also keeps the
     # answer: one that was paid for is never lost from the record.
-    journal.begin_applying(job.dir, sequence, head_before, outcome.raw, outcome.saved)
+    job.session.journal.begin_applying(sequence, head_before, outcome.raw, outcome.saved)
     failpoint("after_call")
     if answer is not None and held:
         rule = hold_changes(after, before, answer, call)
@@ -345,10 +343,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
         cost_usd=cost,
         estimated=outcome.estimated,
     )
-    entry = journal.new_entry(
-        job.dir,
-        job.workspace,
-        before,
+    entry = job.session.new_entry(before,
         after,
         kind=kind,
         role=prepared.role.name,
@@ -360,7 +355,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
         command=command,
         note=outcome.note,
     )
-    journal.record(job.dir, entry, after)
+    job.session.record(entry, after)
     return StepResult(
         job_id=job.id,
         sequence=sequence,
@@ -388,7 +383,7 @@ def _call_facts(prepared: Prepared, outcome: Outcome, cost: Optional[float], pri
                 tokens_estimated=outcome.estimated, duration_ms=round(outcome.duration * 1000))
 
 
-def apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, replayed: bool) -> StepResult:
+def apply_compaction(job: JobFiles, before: JobManifest, prepared: Prepared, outcome: Outcome, replayed: bool) -> StepResult:
     """Record a summary call; on success the turn's summary covers the
     prepared call's target rounds, and the next call sends its prompt in
     full (the summary in place of those rounds)."""
@@ -407,8 +402,7 @@ def apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome:
     # The compaction row: the state stays, the turn goes on (summarised, or whole when the summary call failed).
     rule = apply_event(after, COMPACTION)
     cost, priced = count_call(after, config, prepared.model, outcome, "replay" if replayed else "llm_call")
-    entry = journal.new_entry(
-        job.dir, job.workspace, before, after, kind="compaction", role=prepared.role.name,
+    entry = job.session.new_entry(before, after, kind="compaction", role=prepared.role.name,
         request=outcome.request(prepared),
         response=Response(status=status, raw_response=outcome.raw, error=error),
         usage=Usage(prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=cost,
@@ -419,7 +413,7 @@ def apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome:
               f"summary call failed; the prompt keeps the full conversation: {error}")
         + ("; the summary was applied from a recorded history, no call was made" if replayed else ""),
     )
-    journal.record(job.dir, entry, after)
+    job.session.record(entry, after)
     return StepResult(job.id, entry.sequence, prepared.role.name, action, after.status, summary=entry.note, error=error,
                       prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
                       **_call_facts(prepared, outcome, cost, priced), turn=rule.turn)

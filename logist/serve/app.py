@@ -62,10 +62,8 @@ from starlette.routing import Route
 from ..engine.decide import user_action
 from ..engine.rewind import rewind
 from ..errors import JobBusyError, LogistError, MovedOnError, NotFoundError, TransitionError
-from ..store.jobsdir import Job, JobsDir
-from ..store.manifest import MANIFEST_NAME
-from ..store.history import HISTORY_NAME
-from ..store.recovery import recovered_manifest
+from ..store.jobsdir import JobsDir
+from ..store.session import JobFiles
 from ..views.window import Follower
 from ..views.html import asset
 from . import pages
@@ -172,7 +170,7 @@ class Guard:
 # -- Decisions -------------------------------------------------------------------------------------
 
 
-def decide(job: Job, action: str, form: dict[str, str], at: int) -> None:
+def decide(job: JobFiles, action: str, form: dict[str, str], at: int) -> None:
     """``action`` on the job as its CLI command does it, decided at entry ``at``."""
     if action == "answer":
         user_action(job, "answer", form.get("text", ""), lock_timeout=LOCK_WAIT, at=at)
@@ -197,7 +195,7 @@ def create_app(jobs: JobsDir, token: str, port: int, hosts: list[str],
     says when the server is stopping (the streams then end); ``page``: the
     history entries a job's page shows at most."""
 
-    def find(job_id: str) -> Job:
+    def find(job_id: str) -> JobFiles:
         index = jobs.read_index()
         if job_id not in index.jobs:
             raise NotFoundError(f"no job {job_id!r} in the jobs index")
@@ -259,8 +257,8 @@ def create_app(jobs: JobsDir, token: str, port: int, hosts: list[str],
         last = _resume_from(request)
         first, until = _number(request, "from"), _number(request, "until")
         if first is None:  # a page before the pages' first entry was said: the latest page
-            first = await run_in_threadpool(lambda: pages.first_shown(recovered_manifest(job.dir), None, page))
-        files = (job.dir / HISTORY_NAME, job.dir / MANIFEST_NAME)
+            first = await run_in_threadpool(lambda: pages.first_shown(job.manifest(), None, page))
+        files = (job.history_path, job.manifest_path)
 
         async def stream():
             # An earlier page of the timeline (until): its state only. The
@@ -365,8 +363,8 @@ def _jobs_signature(jobs: JobsDir) -> tuple:
     index = jobs.read_index()
     paths = [jobs.index_path]
     for rel in index.jobs.values():
-        folder = jobs.path / rel
-        paths += [folder / MANIFEST_NAME, folder / HISTORY_NAME]
+        folder = JobFiles(jobs.path / rel)
+        paths += [folder.manifest_path, folder.history_path]
     return _signature(paths)
 
 

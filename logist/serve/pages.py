@@ -25,9 +25,9 @@ from urllib.parse import quote
 
 from ..engine.budget import stopped_by_budget
 from ..engine.workflow import NEEDS_PERSON, PERSON, describe_job_hint, find_rule, waiting_for
-from ..store.jobsdir import Job, JobsDir
+from ..store.jobsdir import JobsDir
+from ..store.session import JobFiles
 from ..store.manifest import JobManifest
-from ..store.recovery import recovered_manifest
 from ..store.status import Status
 from ..terminal import inert
 from ..views.html import esc
@@ -82,7 +82,7 @@ def jobs_table(jobs: JobsDir) -> str:
         m = row.manifest
         if m is None or str(m.status) not in NEEDS_PERSON:
             return ""
-        return describe_job_hint(m, stopped_by_budget(jobs.job(row.job_id).dir, m))
+        return describe_job_hint(m, stopped_by_budget(jobs.job(row.job_id), m))
 
     return index_body(jobs, rows, link, jobs.read_index().current_job_id, ("waits for", waits_for))
 
@@ -95,7 +95,7 @@ def jobs_page(jobs: JobsDir) -> str:
 # -- A job's page ----------------------------------------------------------------------------------
 
 
-def _form(job: Job, action: str, at: int, label: str, fields: str = "") -> str:
+def _form(job: JobFiles, action: str, at: int, label: str, fields: str = "") -> str:
     return (
         f'<form method="post" action="{esc(job_url(job.id))}/{action}" class="decide d-{action}">'
         f'<input type="hidden" name="at" value="{at}">{fields}'
@@ -103,7 +103,7 @@ def _form(job: Job, action: str, at: int, label: str, fields: str = "") -> str:
     )
 
 
-def decisions_html(job: Job, m: JobManifest) -> str:
+def decisions_html(job: JobFiles, m: JobManifest) -> str:
     """The forms for what a person can do with the job now."""
     at = m.last_sequence
     waits = waiting_for(m)
@@ -164,13 +164,13 @@ def decisions_html(job: Job, m: JobManifest) -> str:
     return f'<section class="decisions" data-at="{at}"><h2>Decisions</h2>{"".join(parts)}</section>'
 
 
-def job_state(job: Job, m: JobManifest, trail: StateTrail, first: int = 1) -> str:
+def job_state(job: JobFiles, m: JobManifest, trail: StateTrail, first: int = 1) -> str:
     """The part of a job's page above its timeline, replaced whole when the
     job changes; ``trail``: the states of the entries from ``first`` on."""
     return job_head(job, m, trail, crumb="Logist job", inserted=decisions_html(job, m), before=first - 1)
 
 
-def _pages_html(job: Job, first: int, shown: int, count: int, page: int) -> str:
+def _pages_html(job: JobFiles, first: int, shown: int, count: int, page: int) -> str:
     """Where the shown entries sit in the history, with links to the pages around them."""
     links = []
     if first > 1:
@@ -187,13 +187,13 @@ def first_shown(m: JobManifest, start: Optional[int], page: int) -> int:
     return max(1, m.last_sequence - page + 1) if start is None else max(1, start)
 
 
-def job_page(job: Job, notice: Optional[str] = None, start: Optional[int] = None, page: int = PAGE) -> Iterator[str]:
+def job_page(job: JobFiles, notice: Optional[str] = None, start: Optional[int] = None, page: int = PAGE) -> Iterator[str]:
     """A job's page, piece by piece: the entries from ``start``, ``page`` of
     them, by default the last ones, read from their place in the history
     (:func:`logist.views.window.read_window`: what comes before them is not
     read). A page that ends with the last entry follows the job live, new
     entries included; an earlier one follows its state only."""
-    m = recovered_manifest(job.dir)
+    m = job.manifest()
     first = first_shown(m, start, page)
     latest = first + page > m.last_sequence
     window = read_window(job, first, None if latest else first + page - 1)
@@ -214,10 +214,10 @@ def job_page(job: Job, notice: Optional[str] = None, start: Optional[int] = None
         window.close()
 
 
-def job_update(job: Job, follower: Optional[Follower], first: int, until: Optional[int]) -> tuple[list[tuple[int, str]], str]:
+def job_update(job: JobFiles, follower: Optional[Follower], first: int, until: Optional[int]) -> tuple[list[tuple[int, str]], str]:
     """The rows of the entries ``follower`` has not sent yet (None: no rows:
     an earlier page, entries ``first`` to ``until``), and the job's state part."""
-    m = recovered_manifest(job.dir)
+    m = job.manifest()
     if follower is not None:
         rows = follower.update()
         return rows, job_state(job, m, follower.trail, first)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from ..store.entries import ANSWER_KINDS, CALL_KINDS
-from ..store.history import HistoryEntry, iter_entries
-from ..store.jobsdir import Job
+from ..store.history import HistoryEntry
+from ..store.session import JobFiles
 from ..store.manifest import JobManifest, Totals
 from ..protocol.forms import loads
 from ..protocol.answer import extract_json_text
@@ -245,13 +245,13 @@ def cost_known(totals: Totals) -> bool:
     return not totals.llm_calls or totals.unpriced_calls < totals.llm_calls
 
 
-def summarise(job: Job, entries: Optional[Iterable[HistoryEntry]] = None, manifest: Optional[JobManifest] = None) -> JobSummary:
+def summarise(job: JobFiles, entries: Optional[Iterable[HistoryEntry]] = None, manifest: Optional[JobManifest] = None) -> JobSummary:
     """The job's summary: its rows, the states it passed through, budget use.
     The history is read one entry at a time when ``entries`` is not given."""
     manifest = manifest if manifest is not None else job.manifest()
     rows: list[StepRow] = []
     trail = StateTrail()
-    for entry in iter_entries(job.dir) if entries is None else entries:
+    for entry in job.entries() if entries is None else entries:
         rows.append(step_row(entry))
         trail.add(entry.sequence, entry.timestamp, entry.state_before, entry.state_after)
     return JobSummary(job_id=job.id, manifest=manifest, rows=rows, states=trail.visits, budgets=budgets(manifest))

@@ -22,6 +22,7 @@ from typing import Callable, Optional
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
@@ -110,7 +111,7 @@ def _out_of_turn(job):
     post(job, msg())
     m = job.manifest()
     m.status = S.REVIEWING  # the Worker's turn in REVIEWING: no exit row takes it
-    write_manifest(job.dir, m)
+    JobFiles(job.dir).session.write_manifest(m)
 
 
 POSITIONS = {
@@ -311,7 +312,7 @@ def test_row(index, name, tmp_path, tmp_path_factory):
     if rule.event == "create":
         jobs = JobsDir(tmp_path / "created")
         job = create_job(jobs, "walk", "Write hello.py")
-        assert load_history(job.dir).interactions[0].state_before == pos.state
+        assert JobFiles(job.dir).load_history().interactions[0].state_before == pos.state
         assert job.manifest().status == rule.to
         return
     job = job_at(name, fire.settings, tmp_path, tmp_path_factory)

@@ -12,7 +12,6 @@ from ...api import Job
 from ...errors import NotFoundError, TransitionError
 from ...store.jobsdir import is_job_id
 from ...store.manifest import JobManifest
-from ...store.seek import read_entry
 from ...terminal import escaped, inert
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
@@ -79,7 +78,7 @@ def approve_command(app: Application, job_id: Optional[str], raw: bool, lock_tim
     if command is not None and not as_json:
         app.info(f"Running: {inert(command, one_line=True)}")
     manifest = job.approve_command(watch=progress_for(as_json))
-    ran = read_entry(job.dir, manifest.last_sequence).command if command is not None else None
+    ran = job.stored.entry(manifest.last_sequence).command if command is not None else None
     if ran is not None and not as_json:
         for line in command_lines(ran.command, ran.output, ran.exit_code, ran.duration_ms):
             app.info(line)

@@ -11,13 +11,8 @@ from ...engine.commands import held_because
 from ...errors import CorruptFileError, UsageError
 from ...secrets.redact import url_shown
 from ...store.calls import recorded_key
-from ...store.history import iter_entries
-from ...store.journal import pending_call
-from ...store.requests import HistoryReader, recorded_body
-from ...store.seek import read_entry
 from ...terminal import inert
 from ...views.summary import actor_of, budgets, cost_known, one_line, step_row, summarise
-from ...views.transcript import transcript_path
 from ..app import Application, echo, pass_app
 from ..interrupt import unfinished
 from ..common import complete_job_ids, entry_option, fit, job_argument, json_option, labelled, table_width
@@ -76,7 +71,7 @@ def select(app: Application, job_id: str, as_json: bool) -> None:
 
 def _unrecorded_call(job) -> Optional[dict]:
     """A call the step journal holds and the history does not record yet."""
-    found = pending_call(job.dir)
+    found = job.pending_call()
     if found is None:
         return None
     return {"step": found.sequence, "answered": found.answer is not None, "idempotency_key": found.key}
@@ -183,7 +178,7 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
         # A finished job's last exit is its result (a solo job's: the Worker's [DONE] message).
         label = "Result:  " if data["status"] == "SUCCESS" else f"Last:    {le['role']} {le['action']}: "
         echo(labelled(label, le["summary"]))
-    left = unfinished(job.dir)
+    left = unfinished(job)
     if left:
         echo(f"Pending: {left}")
 
@@ -256,7 +251,7 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
     echo(f"Workspace: {job.workspace} @ {(m.workspace_commit or '')[:12]}")
     if m.source.repo:
         echo(f"From: {m.source.repo} {m.source.ref or 'HEAD'} ({(m.source.commit or '')[:12]})")
-    echo(f"Transcript: {transcript_path(job.dir)}")
+    echo(f"Transcript: {job.transcript_path}")
     echo(f"Report: logist job report {m.job_id}  (an HTML timeline of every step)")
 
 
@@ -337,7 +332,7 @@ def history(app: Application, job_id: Optional[str], entry: Optional[int], as_js
         _show_entry(app, job, entry, as_json)
         return
     try:
-        rows = [e.dump() for e in iter_entries(job.dir)] if as_json else [step_row(e) for e in iter_entries(job.dir)]
+        rows = [e.dump() for e in job.entries()] if as_json else [step_row(e) for e in job.entries()]
     except CorruptFileError as exc:
         raise CorruptFileError(f"{exc} (the next command that changes the job repairs it)") from None
     if as_json:
@@ -351,11 +346,11 @@ def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
     last = job.manifest().last_sequence
     if not 1 <= number <= last:
         raise UsageError(f"job '{job.id}' has no history entry {number} (it has 1 to {last})")
-    entry = read_entry(job.dir, number)
+    entry = job.entry(number)
     data = entry.dump()
     body = None
     if entry.request is not None:
-        body = recorded_body(job.dir, data, HistoryReader(job.dir).messages(number))
+        body = job.recorded_body(data, job.reader().messages(number))
         # The Idempotency-Key header it was sent with (the file leaves out a key it can derive).
         data["request"]["metadata"]["idempotency_key"] = recorded_key(job.id, job.manifest().created_at, data, body)
     if as_json:

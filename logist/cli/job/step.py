@@ -275,6 +275,6 @@ def _budget_hint(app: Application, outcome) -> Optional[str]:
         return None
     job = app.jobs.job(outcome.job_id)
     manifest = job.manifest()
-    if not stopped_by_budget(job.dir, manifest):
+    if not stopped_by_budget(job, manifest):
         return None
     return raise_hint(job.id, manifest) or manifest.reason or "see logist job status"
