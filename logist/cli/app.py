@@ -231,7 +231,7 @@ class Application:
         that held its command, and the hints of its state, which suggest
         raising a budget only when a budget stopped it."""
         manifest = job.manifest()
-        budget = stopped_by_budget(job, manifest)
+        budget = stopped_by_budget(JobFiles(job.dir, job.id), manifest)  # job: the store's or logist.api's
         if budget:
             return f"Job '{job.id}' stopped at a budget: {raise_hint(job.id, manifest) or manifest.reason}"
         status = str(manifest.status)
@@ -255,7 +255,7 @@ class Application:
         run; else, as for any other refusal, the error it is: 1)."""
         manifest = job.manifest()
         status = str(manifest.status)
-        if stopped_by_budget(job, manifest):
+        if stopped_by_budget(JobFiles(job.dir, job.id), manifest):  # job: the store's or logist.api's
             code, line = EXIT_BUDGET, self.waiting_line(job)
         elif status in WAITING_FOR_PERSON:
             code, line = EXIT_NEEDS_PERSON, self.waiting_line(job)

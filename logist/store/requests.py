@@ -124,25 +124,24 @@ def recorded_body(files: "JobFiles", entry: dict, messages: list[dict]) -> dict:
 class HistoryReader:
     """Entries of one job's history, read from the end of the file as far
     back as a question needs, and kept for the next question. Read through
-    a session (:class:`~logist.store.session.JobSession`, which has
-    ``entries_read``), the entries read and the last conversation rebuilt are kept there for
-    the next step, so a round of a long turn costs its new messages, not
+    a session (:class:`~logist.store.session.JobSession`), the entries read
+    and the last conversation rebuilt are kept there for the next step, so a round of a long turn costs its new messages, not
     the turn; they are dropped when the file no longer holds what they were
     read from (:func:`logist.store.seek.still_holds`)."""
 
     def __init__(self, files: "JobFiles"):
         self.files = files
         #: The session that keeps what was read between steps (None: a lock-free reader's).
-        self.store = files if hasattr(files, "entries_read") else None
-        store = self.store
-        if store is None:
+        self.session = files.reads_kept()
+        session = self.session
+        if session is None:
             self.entries: Entries = {}
             return
         now = file_mark(self.files)
-        if not still_holds(self.files, store.mark, now):
-            store.forget()
-        store.mark = now
-        self.entries = store.entries_read
+        if not still_holds(self.files, session.mark, now):
+            session.forget()
+        session.mark = now
+        self.entries = session.entries_read
 
     def fetch(self, sequence: int) -> Entries:
         if self.entries and sequence > max(self.entries):
@@ -155,14 +154,14 @@ class HistoryReader:
 
     def _continues_kept(self, sequence: int) -> bool:
         """Whether the conversation kept is call ``sequence``'s or the one it continues."""
-        kept = self.store.conversation if self.store is not None else None
+        kept = self.session.conversation if self.session is not None else None
         if kept is None:
             return False
         return kept[0] == sequence or (self.entry(sequence).get("request") or {}).get("continues") == kept[0]
 
     def messages(self, sequence: int) -> list[dict]:
         """The exact messages call entry ``sequence`` sent (a new list; the messages are shared)."""
-        kept = self.store.conversation if self.store is not None else None
+        kept = self.session.conversation if self.session is not None else None
         entry = self.entry(sequence)
         request = entry.get("request") or {}
         if kept and kept[0] == sequence:
@@ -171,8 +170,8 @@ class HistoryReader:
             messages = kept[1] + [_answer(self.entry(kept[0]))] + added_messages(request, _output_in(self.entries, self.fetch))
         else:
             messages = messages_of(self.entries, sequence, self.fetch)
-        if self.store is not None and (kept is None or sequence >= kept[0]):
-            self.store.conversation = (sequence, messages)
+        if self.session is not None and (kept is None or sequence >= kept[0]):
+            self.session.conversation = (sequence, messages)
             for number in [n for n in self.entries if n < sequence]:  # the tail a later round needs
                 del self.entries[number]
         return list(messages)

@@ -6,7 +6,7 @@ it), not the whole file: the entry with a given number is found by an mmap
 :mod:`logist.store.history`) and parsed from there to the end. Nothing is
 kept between calls: a reader without the job's lock reads the file as it
 is, and what a process running a job keeps of it between steps is held by
-that job's :class:`~logist.store.jobstore.JobStore`. A file in an older
+that job's session (:class:`~logist.store.session.JobSession`). A file in an older
 format (or not in the canonical layout) is read whole, upgraded in memory.
 
 A reader that shows a part of a long history (``logist serve``'s pages)

@@ -64,9 +64,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import Any, Iterator, Optional
 
 from . import history as hist
 from . import recovery, seek, upgrade, upgrading
@@ -74,16 +73,14 @@ from . import lease as leases
 from . import manifest as manifests
 from . import response_formats
 from .atomic import atomic_write
+from .config import LogistConfig
 from ..failpoints import failpoint
-from .entries import HistoryEntry, JobHistory
+from .entries import WORKSPACE_PATH, HistoryEntry, JobHistory
 from .journal import StepJournal, StepJournalFile, new_entry
 from .locks import hold_lock
 from .manifest import JobManifest
 from .requests import Entries, HistoryReader, PersonInput, person_inputs, recorded_body
 from ..workspace.repository import Workspace
-
-if TYPE_CHECKING:
-    from .config import LogistConfig
 
 # -- the names of a job's files, each said once --
 
@@ -96,7 +93,8 @@ LEASE_NAME = "lease.json"
 LEASE_LOCK_NAME = ".lease.lock"
 #: The folder the recorded ``response_format`` values are kept in (the history names them by it).
 RESPONSE_FORMATS_NAME = response_formats.FOLDER
-WORKSPACE_NAME = "workspace"
+#: The workspace's folder; the history's entries name it so too (``workspace_path``).
+WORKSPACE_NAME = WORKSPACE_PATH
 TRANSCRIPT_NAME = "transcript.md"
 REPORT_NAME = "report.html"
 README_NAME = "README.md"
@@ -405,6 +403,11 @@ class JobFiles:
         a session's keeps what it read between steps."""
         return HistoryReader(self)
 
+    def reads_kept(self) -> Optional["JobSession"]:
+        """Where what was read of the history is kept between reads: nowhere
+        for a lock-free reader, which reads the file as it is."""
+        return None
+
     def recorded_body(self, entry: dict, messages: list[dict]) -> dict:
         """The body call entry ``entry`` sent (:func:`logist.store.requests.recorded_body`)."""
         return recorded_body(self, entry, messages)
@@ -471,6 +474,10 @@ class JobSession(JobFiles):
         self.lease: Optional[leases.Lease] = None
         #: The step journal (written only while a step is applied).
         self.journal = StepJournalFile(self)
+        self._config: Optional[LogistConfig] = None
+
+    def reads_kept(self) -> "JobSession":
+        return self
 
     def forget(self) -> None:
         """Drop what was read of the history."""
@@ -480,10 +487,13 @@ class JobSession(JobFiles):
     def is_open(self) -> bool:
         return self.manifest is not None
 
-    @cached_property
-    def config(self) -> "LogistConfig":
-        """The configuration of the jobs directory the job is in (read once per session)."""
-        return self.jobs_dir.config()
+    @property
+    def config(self) -> LogistConfig:
+        """The configuration of the jobs directory the job is in, read once
+        each time the job is opened (config.json may change between steps)."""
+        if self._config is None:
+            self._config = self.jobs_dir.config()
+        return self._config
 
     # -- opening, under the lock --
 
@@ -491,12 +501,13 @@ class JobSession(JobFiles):
         """Repair what an interrupted command left and take the manifest;
         returns what was repaired. Call with the job's lock held
         (:func:`logist.engine.session.open_locked` does)."""
+        self._config = None
         self.manifest, notes = recovery.open_job(self, finish, rebuild_manifest)
         return notes
 
     def close(self) -> None:
         """The lock is released: the manifest is no longer this session's."""
-        self.manifest = None
+        self.manifest, self._config = None, None
 
     def upgrade(self) -> Optional[str]:
         """Rewrite files in an older format in the current one (the old kept beside them)."""

@@ -18,7 +18,6 @@ from conftest import logist_cli, write_config
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.replay.scripted import Reply, ScriptedLLMServer, answer
-from logist.store.history import iter_entries
 
 CHUNK = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
          "choices": [{"index": 0, "delta": {"content": '{"action": '}, "finish_reason": None}]}

@@ -20,7 +20,6 @@ from click.testing import CliRunner
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import post_answer
-from logist.store.history import load_history
 from logist.cli import cli
 from logist.replay.scripted import Reply, ScriptedLLMServer, answer
 

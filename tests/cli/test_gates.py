@@ -12,7 +12,6 @@ from logist import Status
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.step import post_answer
-from logist.store.history import load_history
 from logist.replay.scripted import answer
 from logist.store.recovery import definition_from_history
 

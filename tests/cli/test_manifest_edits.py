@@ -14,7 +14,6 @@ from conftest import logist_process
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.replay.scripted import answer
-from logist.store.history import iter_entries
 
 
 def _edit(job_dir, **fields) -> bytes:

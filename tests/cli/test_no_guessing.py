@@ -14,7 +14,6 @@ from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import post_answer
 from logist.replay.scripted import Reply, answer
-from logist.store.seek import read_entry
 
 from conftest import logist_process, run_on_a_terminal
 from test_terminal import screen, shows

@@ -21,7 +21,6 @@ from click.testing import CliRunner
 from logist.engine.create import create_job
 from logist.engine.step import step_once
 from logist.replay.apply import replay_history
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.cli import cli
 from logist.errors import ConfigError

@@ -14,7 +14,6 @@ import pytest
 
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
-from logist.store.history import load_history
 from logist.replay.scripted import answer
 from logist.terminal import escaped, inert, inert_json
 

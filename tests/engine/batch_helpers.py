@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 from logist.store.session import JobFiles
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.replay.fixtures import create_from_fixture
 from logist.store.entries import CALL_KINDS

@@ -16,7 +16,6 @@ import pytest
 from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.create import create_job
-from logist.store.history import load_history
 from logist.engine.call import request_of
 from logist.engine.prepare import prepare
 from logist.replay.scripted import Reply, answer
@@ -81,7 +80,7 @@ def test_an_answer_that_wedged_a_job_is_an_invalid_answer(jobs, llm, name):
     llm.add(raw)
     done = cli_ok("job", "step", name, "--oneshot", "--base-url", llm.base_url)
     assert "INVALID" in done.stderr
-    entry = JobFiles(job).last_entry()
+    entry = last_entry(job)
     assert (entry.sequence, entry.response.status) == (2, "INVALID")
     assert reason in entry.response.error
     assert entry.response.raw_response == raw  # the paid call is recorded with its answer, byte for byte
@@ -144,7 +143,7 @@ def test_an_exception_applying_an_answer_is_a_recorded_failed_step(jobs, llm, un
     llm.add(SURROGATE_WRITE)
     done = cli_ok("job", "step", "backstop", "--oneshot", "--base-url", llm.base_url, code=3)  # needs a person
     assert "ERROR" in done.stderr
-    entry = JobFiles(job).last_entry()
+    entry = last_entry(job)
     assert (entry.sequence, entry.kind, entry.response.status) == (2, "llm_call", "FAILED")
     assert entry.response.raw_response == SURROGATE_WRITE
     assert entry.response.error.startswith("the answer could not be applied (UnicodeEncodeError: ")
@@ -205,7 +204,7 @@ def test_usage_out_of_bounds_is_capped_or_estimated_and_noted(jobs, llm, usage, 
     job = make_job(jobs, "usage")
     llm.add(Reply(answer("MESSAGE", message="hi"), usage=usage))
     cli_ok("job", "step", "usage", "--oneshot", "--base-url", llm.base_url)
-    entry = JobFiles(job).last_entry()
+    entry = last_entry(job)
     assert note in entry.note
     prompt, completion = counted
     assert entry.usage.prompt_tokens == prompt
@@ -226,7 +225,7 @@ def test_a_nul_byte_in_a_summary_reaches_no_git_argument(jobs, llm):
     llm.add(answer("COMPLETED", "Wrote hello.py\x00 and checked it.", ["hello.py"],
                    file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}]))
     cli_ok("job", "step", "nul-summary", "--oneshot", "--base-url", llm.base_url)
-    entry = JobFiles(job).last_entry()
+    entry = last_entry(job)
     assert entry.response.actions == ["COMPLETED"] and entry.response.files_changed == ["hello.py"]
     message = subprocess.run(["git", "log", "-1", "--format=%B"], cwd=job.workspace, capture_output=True, text=True,
                              check=True).stdout
@@ -242,7 +241,7 @@ def test_a_posted_answer_with_a_lone_surrogate_is_recorded_as_an_invalid_answer(
     job = make_job(jobs, "posted")
     result = post_answer(job, '{"action": "MESSAGE", "message": "caf\udce9"}')
     assert result.action == "INVALID" and "message: holds a lone surrogate (\\udce9)" in result.error
-    assert JobFiles(job).last_entry().response.raw_response == '{"action": "MESSAGE", "message": "caf\\udce9"}'
+    assert last_entry(job).response.raw_response == '{"action": "MESSAGE", "message": "caf\\udce9"}'
     person_can_act(job)
 
 
@@ -256,7 +255,7 @@ def test_a_file_change_through_a_pipe_a_command_made_is_an_invalid_answer(jobs, 
             answer("MESSAGE", message="writing", file_changes=[{"path": "p/x.txt", "content": "x\n"}]))
     cli_ok("job", "step", "pipe", "--oneshot", "--base-url", llm.base_url)
     cli_ok("job", "step", "pipe", "--oneshot", "--base-url", llm.base_url)
-    entry = JobFiles(job).last_entry()
+    entry = last_entry(job)
     assert entry.response.status == "INVALID"
     assert "file_changes/0: cannot write p/x.txt: p is not a directory" in entry.response.error
     person_can_act(job)

@@ -13,7 +13,6 @@ from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import run_job
 from logist.engine.step import post_answer, step_once
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.protocol.prompt_text import protocol_text
 from logist.replay.apply import replay_history
@@ -109,7 +108,7 @@ def test_what_a_real_model_sends_is_applied_and_recorded_as_sent(jobs, llm):
     result = step_once(job, base_url=llm.base_url)
     assert (result.action, result.status) == ("COMPLETED", Status.REVIEWING)
     assert (job.workspace / "hello.py").read_text() == "print('Hello')\n"
-    entry = JobFiles(job).last_entry()
+    entry = last_entry(job)
     assert entry.response.raw_response == raw
     assert entry.response.actions == ["COMPLETED"]
     assert entry.response.notes == [

@@ -9,7 +9,6 @@ import json
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import Reply, ScriptedLLMServer, answer
 from logist.engine.call import entry_key
 from logist.store.calls import body_digest, call_key, key_digest

@@ -11,7 +11,6 @@ from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.store.prompts import builtin
 from logist.resources import data_dir
 from logist.replay.scripted import Reply

@@ -13,7 +13,6 @@ import pytest
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.loop import run_job
-from logist.store.history import load_history
 from logist.replay.scripted import answer
 
 from conftest import logist_cli

@@ -12,7 +12,6 @@ import json
 
 from logist.store.session import JobFiles
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import answer
 from logist.resources import data_dir
 

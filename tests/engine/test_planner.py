@@ -12,7 +12,6 @@ from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import run_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.errors import LogistError
 
 from conftest import logist_cli

@@ -11,7 +11,6 @@ import json
 
 from logist.store.session import JobFiles
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.engine.prepare import SUMMARY_MAX_TOKENS
 from logist.store.prompts import builtin
 from logist.resources import data_dir

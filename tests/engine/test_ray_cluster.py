@@ -22,7 +22,6 @@ import pytest
 from logist.store.session import LEASE_NAME
 from logist.store.session import JobFiles
 from logist.replay.server import ReplayLLMServer
-from logist.store.lease import read_lease
 
 from engine.batch_helpers import MODEL, WORDCOUNT, corrupt_files, make_jobs, recorded_calls, unknown_call_keys
 

@@ -17,7 +17,6 @@ from logist.store.session import LEASE_NAME
 from logist.store.session import JobFiles
 from logist.store.jobsdir import JobsDir
 from logist.replay.server import ReplayLLMServer
-from logist.store.lease import read_lease
 
 from engine.batch_helpers import (
     MODEL, WORDCOUNT, corrupt_files, fingerprint, make_jobs, recorded_calls, run_all, unknown_call_keys,

@@ -13,7 +13,6 @@ from logist import Status
 from logist.engine.create import create_job
 from logist.engine.loop import run_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.errors import LogistError
 from logist.engine.rewind import rewind
 from logist.replay.scripted import answer

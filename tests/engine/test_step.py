@@ -13,7 +13,6 @@ from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import run_job
 from logist.engine.step import post_answer, step_once
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.errors import EndpointError, TransitionError
 from logist.replay.scripted import Reply

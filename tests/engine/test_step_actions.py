@@ -14,7 +14,6 @@ from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import step_turn
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.errors import LogistError, TransitionError
 
 PY = sys.executable
@@ -133,7 +132,6 @@ def test_command_sees_no_secret_and_is_cut_and_timed_out(jobs, llm, tmp_path, mo
     job = create_job(jobs, "env", "Inspect the environment", allowed_commands=["*"], command_timeout=1)
     m = job.manifest()
     m.settings.command_output_limit = 1000
-    from logist.store.manifest import write_manifest
 
     JobFiles(job.dir).session.write_manifest(m)
     llm.add(

@@ -10,7 +10,6 @@ import json
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import Reply
 from logist.store.manifest import Status
 

@@ -15,7 +15,6 @@ from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import run_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.errors import LogistError
 from logist.resources import data_dir
 from logist.store.prompts import builtin

@@ -27,13 +27,11 @@ from logist import Status
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.step import post_answer
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.engine import workflow as wf
 from logist.engine.workflow import ADDRESSED, PERSON, PLANNER, SUPERVISOR, TABLE, WORKER
 from logist.errors import TransitionError
 from logist.resources import data_dir
-from logist.store.manifest import write_manifest
 
 from conftest import REPO_ROOT, logist_cli
 

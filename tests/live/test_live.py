@@ -15,7 +15,6 @@ import pytest
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import post_answer
-from logist.store.history import load_history
 from logist.protocol.decoding import decoding_schema
 from logist.store.manifest import Status
 from logist.store.response_formats import sent

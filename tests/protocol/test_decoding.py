@@ -19,7 +19,6 @@ from jsonschema import Draft202012Validator
 
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
-from logist.store.history import load_history
 from logist.protocol.decoding import (CONTENT_RULES, ENUM_VALUES, MOST_LISTED, decoding_schema, enum_values,
                                      response_formats, strict_root)
 from logist.engine.prepare import answer_formats, structured_output

@@ -17,7 +17,6 @@ from logist import JobManifest, LogistError, Status
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import run_job
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.cli.app import EXIT_NEEDS_PERSON, WAITING_FOR_PERSON
 from logist.replay.demo import run_demo

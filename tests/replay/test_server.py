@@ -24,7 +24,6 @@ from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import run_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.replay.fixtures import create_from_fixture, load_fixture
 from logist.replay.apply import ReplayDivergedError, replay_history
@@ -53,7 +52,7 @@ def recorded_calls(history):
 
 def body_of(entry) -> dict:
     """The request body the recorded call sent (model, messages, parameters)."""
-    return {k: v for k, v in JobFiles(entry).recorded_body(_ENTRIES.get(id(entry))).items() if v is not None}
+    return {k: v for k, v in recorded_body(entry, _ENTRIES.get(id(entry))).items() if v is not None}
 
 
 def client(server, retries: int = 2) -> openai.OpenAI:

@@ -17,8 +17,6 @@ import sys
 
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
-from logist.store.history import load_history
-from logist.store.seek import open_offset_reader
 from logist.views.report import timeline
 from logist.replay.scripted import answer
 
@@ -168,7 +166,7 @@ def test_an_answer_is_written_as_the_cli_writes_it_once_even_when_sent_twice(job
     assert [e.kind for e in JobFiles(by_page.dir).load_history().interactions] == ["user_action", "llm_call", "user_action"]
 
     ok(logist_cli("job", "answer", "b", text))
-    page_entry, cli_entry = JobFiles(by_page).last_entry(), JobFiles(by_cli).last_entry()
+    page_entry, cli_entry = last_entry(by_page), last_entry(by_cli)
     assert page_entry["user_input"] == {"action": "answer", "text": text}
     differ = {k for k in page_entry.keys() | cli_entry.keys() if page_entry.get(k) != cli_entry.get(k)}
     assert differ <= {"timestamp", "state", "workspace_commit"}, differ

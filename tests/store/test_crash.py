@@ -27,7 +27,6 @@ from logist.engine.call import entry_key
 from logist import HistoryEntry, JobManifest
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.failpoints import POINTS
 from logist.replay.scripted import Reply

@@ -14,7 +14,6 @@ import pytest
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import answer
 from logist.store.calls import SavedAnswer
 

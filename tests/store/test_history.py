@@ -12,9 +12,8 @@ from logist.store.session import HISTORY_NAME
 from logist.store.session import JobFiles
 from logist.errors import CorruptFileError
 from logist.store.entries import HistoryEntry, Request, RequestMetadata, Response, Usage, UserInput
-from logist.store.history import HISTORY_FORMAT, HISTORY_SCHEMA, JOURNAL_SUFFIX, TAIL, append_entry, layout, header, create_history, load_history, repair, salvage
+from logist.store.history import HISTORY_FORMAT, HISTORY_SCHEMA, JOURNAL_SUFFIX, TAIL, append_entry, layout, header, repair, salvage
 from logist.store.manifest import Message
-from logist.store.seek import last_entry
 
 JOB = "hist-job"
 JOURNAL = HISTORY_NAME + ".append"

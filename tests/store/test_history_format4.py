@@ -16,8 +16,8 @@ from logist.store.session import JobFiles
 from logist.replay.apply import replay_history
 from logist.replay.fixtures import create_from_fixture, load_fixture
 from logist.store.entries import SEED_FIELDS
-from logist.store.history import HISTORY_FORMAT, file_format, iter_written, load_history
-from logist.store.requests import HistoryReader, recorded_body
+from logist.store.history import HISTORY_FORMAT
+from logist.store.requests import HistoryReader
 from logist.store.upgrade import UPGRADES
 
 from conftest import logist_cli

@@ -23,10 +23,8 @@ from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import Reply
 from logist.store.atomic import move_aside
-from logist.store.upgrading import upgrade_job
 
 from conftest import REPO_ROOT, logist_process
 

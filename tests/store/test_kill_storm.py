@@ -32,7 +32,6 @@ from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.failpoints import COMMAND_POINTS, POINTS
 from logist.replay.scripted import LLMServer, Reply, answer
-from logist.store.recovery import recovered_manifest
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ import pytest
 from logist.store.session import LEASE_NAME, describe
 from logist.store.session import JobFiles
 from logist.store import lease as leases
-from logist.store.lease import LeaseHeld, acquire, holding, read_lease
+from logist.store.lease import LeaseHeld, acquire, holding
 
 
 def write_lease(job_dir, *, host: str, pid: int, seconds: float, started=None) -> None:
@@ -153,7 +153,6 @@ def test_a_runner_whose_lease_was_taken_over_takes_no_further_step(jobs, llm):
     # any call or repair, and says who holds the job now.
     from logist.engine.create import create_job
     from logist.engine.step import step_once
-    from logist.store.history import load_history
 
     job = create_job(jobs, "taken", "Write hello.py")
     with holding(JobFiles(job.dir), engine="threads", task="stalled") as lease:

@@ -13,12 +13,11 @@ from logist import Status
 from logist.engine.create import create_job
 from logist.engine.loop import run_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.engine.rewind import rewind
 from logist.replay.apply import replay_history
 from logist.replay.scripted import answer
-from logist.store.history import TAIL, layout, recorded_workspace
+from logist.store.history import TAIL, layout
 
 from conftest import logist_cli
 

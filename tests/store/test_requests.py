@@ -16,12 +16,9 @@ from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import NO_RETRY, Reply, answer
 from logist.resources import data_dir
 from logist.store.entries import CALL_KINDS
-from logist.store.history import iter_entries
-from logist.store.seek import entries_since, read_entry
 
 from conftest import logist_cli, write_config
 
@@ -122,7 +119,6 @@ def test_entries_are_found_by_number_without_reading_the_whole_file(jobs, llm):
 
 
 def test_single_entries_are_parsed_alone_by_number(jobs, llm):
-    from logist.store.seek import read_entries
 
     job = create_job(jobs, "single", "Take notes")
     for i in range(1, 6):

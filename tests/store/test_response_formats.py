@@ -17,8 +17,7 @@ from logist.engine.step import step_once
 from logist.errors import CorruptFileError
 from logist.replay.scripted import answer
 from logist.replay.server import ReplayLLMServer
-from logist.store.history import iter_entry_data, load_history
-from logist.store.requests import HistoryReader, recorded_body
+from logist.store.requests import HistoryReader
 
 from conftest import logist_cli
 

@@ -9,8 +9,6 @@ import pytest
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.store import seek
-from logist.store.history import iter_entry_data
-from logist.store.seek import open_offset_reader
 
 from conftest import long_job
 

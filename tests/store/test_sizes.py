@@ -22,10 +22,8 @@ from logist.engine.decide import user_action
 from logist.engine.step import step_once
 from logist.replay.scripted import ScriptedLLMServer
 from logist.store.entries import HistoryEntry
-from logist.store.history import iter_entry_data, load_history
-from logist.store.manifest import read_manifest
 from logist.store.recovery import manifest_at
-from logist.store.requests import HistoryReader, recorded_body
+from logist.store.requests import HistoryReader
 
 WORDS = "the test file output line value check parse read count error warning sensor reading batch window".split()
 ALLOWED = ["head *", "tail *", "grep *", "cat *"]

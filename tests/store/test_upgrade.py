@@ -17,7 +17,7 @@ from logist.store.session import JobFiles
 from logist.replay.apply import replay_history
 from logist.replay.fixtures import create_from_fixture, load_fixture
 from logist.store.entries import HistoryEntry
-from logist.store.history import HISTORY_FORMAT, file_format, load_history
+from logist.store.history import HISTORY_FORMAT
 from logist.store.requests import messages_of
 from logist.store.upgrade import upgrade_history_data
 

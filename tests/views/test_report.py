@@ -26,7 +26,6 @@ from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.step import post_answer, step_once
-from logist.store.history import load_history
 from logist.cli import cli
 from logist.views.report import render_job_report, write_index, write_job_report
 from logist.engine.rewind import rewind

@@ -14,7 +14,6 @@ from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import run_job
 from logist.engine.step import post_answer, step_once
-from logist.store.history import load_history
 from logist.views import transcript as tr
 from logist.replay.scripted import Reply
 from logist.views.markdown import fenced

@@ -23,7 +23,6 @@ from logist.store.session import VIEWS_LOCK_NAME
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import answer
 from logist.views.transcript import read_marker, render
 

@@ -13,8 +13,7 @@ import re
 
 from logist.store.session import JobFiles
 from logist.store.entries import HistoryEntry
-from logist.store.history import append_entry, load_history, write_canonical
-from logist.store.seek import open_offset_reader
+from logist.store.history import append_entry, write_canonical
 from logist.views.prompt_tracker import OUTPUT_WINDOW
 from logist.views.report import timeline
 from logist.views.window import CONTEXT_OPEN, Follower, read_window

@@ -11,7 +11,6 @@ import pytest
 
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
-from logist.store.history import load_history
 from logist.workspace.repository import Workspace
 from logist.errors import LogistError
 from logist.protocol.answer import DeleteFile, InvalidAnswer, ReplaceInFile, WriteFile
