@@ -183,7 +183,7 @@ def record_failure(job: JobFiles, before: JobManifest, prepared: Optional[Prepar
 
     The call and its answer are kept in an entry of status ERROR, counted
     like any call; the workspace is put back where the step's journal says
-    it was, the journal is closed (by :func:`journal.record`) and the job
+    it was, the journal is closed (by :meth:`JobSession.record`) and the job
     waits for a person at INTERVENTION_REQUIRED with the reason. Without
     this, the journal would keep the answer and recovery would apply it
     again, and fail again, on every command (cancel included). ``prepared``

@@ -59,16 +59,10 @@ from .manifest import utc_now
 from .response_formats import kept_in
 from .upgrade import HISTORY_FORMAT, HISTORY_SCHEMA, keep_beside, upgrade_history_data
 
-#: The append journal's name is the history's with this added (see the module's doc).
-JOURNAL_SUFFIX = ".append"
 TAIL = b"\n  ]\n}\n"
 ENTRY_INDENT = "    "
 #: The bytes that start every entry; the entry's sequence number follows.
 ENTRY_START = b"\n" + ENTRY_INDENT.encode() + b'{\n' + ENTRY_INDENT.encode() + b'  "sequence": '
-
-
-def _journal_path(path: Path) -> Path:
-    return path.with_name(path.name + JOURNAL_SUFFIX)
 
 
 def header(job_id: str) -> bytes:
@@ -158,8 +152,7 @@ def repair(files: "JobFiles") -> Optional[str]:
 
     Call with the job's lock held.
     """
-    path = files.history_path
-    journal = _journal_path(path)
+    path, journal = files.history_path, files.history_append_path
     if not journal.exists():
         return None
     try:
@@ -215,21 +208,21 @@ def append_entry(files: "JobFiles", entry: HistoryEntry) -> None:
             return append_entry(files, entry)
         empty = before_and_tail[:1] == b"["
         chunk = (b"" if empty else b",") + layout(kept_in(files, entry.dump())) + TAIL
-        atomic_write_json(_journal_path(path), {"offset": offset, "sequence": entry.sequence})
+        atomic_write_json(files.history_append_path, {"offset": offset, "sequence": entry.sequence})
         failpoint("before_history_append")
         handle.seek(offset)
         handle.write(chunk)  # one call: see the module's docstring
         handle.flush()
         os.fsync(handle.fileno())
-    _journal_path(path).unlink()
+    files.history_append_path.unlink()
     fsync_dir(path.parent)
 
 
-def _committed_end(path: Path, size: int) -> tuple[int, bool]:
+def _committed_end(files: "JobFiles", size: int) -> tuple[int, bool]:
     """Where the last complete document's entries end, and whether an append
     is in progress (see module docstring). The document is the bytes up to
     that point followed by :data:`TAIL`."""
-    journal = _journal_path(path)
+    journal = files.history_append_path
     if journal.exists():
         try:
             return int(json.loads(journal.read_text(encoding="utf-8"))["offset"]), True
@@ -238,10 +231,10 @@ def _committed_end(path: Path, size: int) -> tuple[int, bool]:
     return size - len(TAIL), False
 
 
-def _read_committed_bytes(path: Path) -> bytes:
+def _read_committed_bytes(files: "JobFiles") -> bytes:
     """The file as of its last complete append (see module docstring)."""
-    data = path.read_bytes()
-    end, in_progress = _committed_end(path, len(data))
+    data = files.history_path.read_bytes()
+    end, in_progress = _committed_end(files, len(data))
     return data[:end] + TAIL if in_progress else data
 
 
@@ -259,7 +252,7 @@ def load_history(files: "JobFiles") -> JobHistory:
     histories prefer :func:`iter_entries`, which holds one entry at a time."""
     path = files.history_path
     try:
-        data = json.loads(_read_committed_bytes(path))
+        data = json.loads(_read_committed_bytes(files))
         return JobHistory.model_validate(upgrade_history_data(data))
     except FileNotFoundError:
         raise
@@ -267,12 +260,12 @@ def load_history(files: "JobFiles") -> JobHistory:
         raise _corrupt(path, exc) from None
 
 
-def _canonical_end(path: Path, handle) -> Optional[int]:
-    """Where the entries end in a canonical file, else None."""
+def _canonical_end(files: "JobFiles", handle) -> Optional[int]:
+    """Where the entries end in a canonical history (open as ``handle``), else None."""
     size = handle.seek(0, os.SEEK_END)
-    end, in_progress = _committed_end(path, size)
+    end, in_progress = _committed_end(files, size)
     if end > size or end < 0:
-        raise CorruptFileError(f"{path} is shorter than its append journal says")
+        raise CorruptFileError(f"{files.history_path} is shorter than its append journal says")
     if not in_progress:
         handle.seek(end)
         if handle.read(len(TAIL)) != TAIL:
@@ -301,7 +294,7 @@ def iter_written(files: "JobFiles", block: int = 1 << 20) -> Iterator[dict]:
         yield from (e.dump() for e in load_history(files).interactions)
         return
     with open(path, "rb") as handle:
-        end = _canonical_end(path, handle)
+        end = _canonical_end(files, handle)
         if end is None:
             yield from (e.dump() for e in load_history(files).interactions)
             return

@@ -44,7 +44,7 @@ with the job's lock held, and records in the history what it repaired (a
 :func:`recovered_manifest` is the read-only counterpart: the state recovery
 would arrive at, computed in memory without the lock, for commands that
 only look (a call waiting in the journal to be recorded is not part of it:
-:func:`logist.store.journal.pending_call` says what is waiting).
+:meth:`logist.store.session.JobFiles.pending_call` says what is waiting).
 """
 
 from __future__ import annotations

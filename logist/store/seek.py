@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import mmap
 import os
-from pathlib import Path
 from typing import Iterator, Optional
 
 from pydantic import ValidationError
@@ -54,7 +53,7 @@ def file_mark(files: "JobFiles") -> Optional[tuple]:
     if file_format(files) < HISTORY_FORMAT:
         return None
     with open(path, "rb") as handle:
-        end = _canonical_end(path, handle)
+        end = _canonical_end(files, handle)
         if end is None:
             return None
         info = os.fstat(handle.fileno())
@@ -80,7 +79,7 @@ def entries_since(files: "JobFiles", sequence: int) -> dict[int, dict]:
     if file_format(files) < HISTORY_FORMAT:
         return {e.sequence: e.dump() for e in load_history(files).interactions if e.sequence >= sequence}
     with open(path, "rb") as handle:
-        end = _canonical_end(path, handle)
+        end = _canonical_end(files, handle)
         view = _map(handle) if end is not None else None
         if view is None:
             return {e.sequence: e.dump() for e in load_history(files).interactions if e.sequence >= sequence}
@@ -113,7 +112,7 @@ def last_entry(files: "JobFiles") -> Optional[HistoryEntry]:
         entries = load_history(files).interactions
         return entries[-1] if entries else None
     with open(path, "rb") as handle:
-        end = _canonical_end(path, handle)
+        end = _canonical_end(files, handle)
         view = _map(handle) if end is not None else None
         if view is None:
             entries = load_history(files).interactions
@@ -138,7 +137,7 @@ def read_entries(files: "JobFiles", sequences: set[int]) -> dict[int, dict]:
     if file_format(files) < HISTORY_FORMAT:
         return {n: e for n, e in entries_since(files, min(sequences)).items() if n in sequences}
     with open(path, "rb") as handle:
-        end = _canonical_end(path, handle)
+        end = _canonical_end(files, handle)
         view = _map(handle) if end is not None else None
         if view is None:
             return {n: e for n, e in entries_since(files, min(sequences)).items() if n in sequences}
@@ -176,8 +175,9 @@ class OffsetReader:
     append in progress excluded); :meth:`refresh` moves it to where they
     end now. Use :func:`open_offset_reader`."""
 
-    def __init__(self, path: Path, handle, end: int, first: int):
-        self.path = path
+    def __init__(self, files: "JobFiles", handle, end: int, first: int):
+        self.files = files
+        self.path = files.history_path
         self.handle = handle
         self.end = end
         #: The offset of the first entry (the end: no entry).
@@ -204,7 +204,7 @@ class OffsetReader:
             same = os.fstat(self.handle.fileno())[1:3] == os.stat(path)[1:3]
         except OSError:
             return False
-        end = _canonical_end(path, self.handle) if same else None
+        end = _canonical_end(self.files, self.handle) if same else None
         if end is None or end < self.end:
             return False
         self.end = end
@@ -318,11 +318,11 @@ def open_offset_reader(files: "JobFiles") -> Optional[OffsetReader]:
         return None
     handle = open(path, "rb")
     try:
-        end = _canonical_end(path, handle)
+        end = _canonical_end(files, handle)
         if end is None:
             handle.close()
             return None
-        reader = OffsetReader(path, handle, end, end)
+        reader = OffsetReader(files, handle, end, end)
         first = reader.next_start(0)
         reader.first = end if first is None else first
         return reader

@@ -87,7 +87,7 @@ from ..workspace.repository import Workspace
 MANIFEST_NAME = "job_manifest.json"
 HISTORY_NAME = "jobHistory.json"
 #: The history's append journal (see :mod:`logist.store.history`).
-HISTORY_APPEND_NAME = HISTORY_NAME + hist.JOURNAL_SUFFIX
+HISTORY_APPEND_NAME = HISTORY_NAME + ".append"
 JOURNAL_NAME = "step_journal.json"
 LEASE_NAME = "lease.json"
 LEASE_LOCK_NAME = ".lease.lock"
@@ -347,7 +347,7 @@ class JobFiles:
 
     def recorded_workspace(self) -> Optional[str]:
         """The absolute workspace path the header of a history written before
-        paths were relative names names (None in every file written now)."""
+        paths were relative names (None in every file written now)."""
         return hist.recorded_workspace(self)
 
     def needs_upgrade(self) -> bool:

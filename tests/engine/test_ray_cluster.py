@@ -19,8 +19,7 @@ from typing import Optional
 
 import pytest
 
-from logist.store.session import LEASE_NAME
-from logist.store.session import JobFiles
+from logist.store.session import JobFiles, LEASE_NAME
 from logist.replay.server import ReplayLLMServer
 
 from engine.batch_helpers import MODEL, WORDCOUNT, corrupt_files, make_jobs, recorded_calls, unknown_call_keys

@@ -13,8 +13,7 @@ import time
 
 import pytest
 
-from logist.store.session import LEASE_NAME
-from logist.store.session import JobFiles
+from logist.store.session import JobFiles, LEASE_NAME
 from logist.store.jobsdir import JobsDir
 from logist.replay.server import ReplayLLMServer
 

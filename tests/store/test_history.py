@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from logist.store.session import HISTORY_NAME
-from logist.store.session import JobFiles
+from logist.store.session import HISTORY_APPEND_NAME, HISTORY_NAME, JobFiles
 from logist.errors import CorruptFileError
 from logist.store.entries import HistoryEntry, Request, RequestMetadata, Response, Usage, UserInput
-from logist.store.history import HISTORY_FORMAT, HISTORY_SCHEMA, JOURNAL_SUFFIX, TAIL, append_entry, layout, header, repair, salvage
+from logist.store.history import HISTORY_FORMAT, HISTORY_SCHEMA, TAIL, append_entry, layout, header, repair, salvage
 from logist.store.manifest import Message
 
 JOB = "hist-job"
@@ -89,7 +88,7 @@ def build(job_dir: Path, count: int, big: bool = True) -> list[HistoryEntry]:
 
 
 def test_journal_name_is_as_documented():
-    assert JOURNAL == HISTORY_NAME + JOURNAL_SUFFIX == "jobHistory.json.append"
+    assert JOURNAL == HISTORY_APPEND_NAME == JobFiles("job").history_append_path.name == "jobHistory.json.append"
 
 
 def test_new_history_is_valid_and_empty(job_dir):

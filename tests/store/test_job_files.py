@@ -18,8 +18,7 @@ import sys
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from logist.store.session import JOB_FILES, README_NAME, describe
-from logist.store.session import JobFiles
+from logist.store.session import JOB_FILES, JobFiles, README_NAME, describe
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.step import step_once

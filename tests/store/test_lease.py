@@ -14,8 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from logist.store.session import LEASE_NAME, describe
-from logist.store.session import JobFiles
+from logist.store.session import JobFiles, LEASE_NAME, describe
 from logist.store import lease as leases
 from logist.store.lease import LeaseHeld, acquire, holding
 

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from logist.store.session import VIEWS_LOCK_NAME
-from logist.store.session import JobFiles
+from logist.store.session import JobFiles, VIEWS_LOCK_NAME
 from logist.engine.create import create_job
 from logist.engine.step import step_once
 from logist.replay.scripted import answer
