@@ -144,7 +144,7 @@ def history_size(quick: bool) -> None:
     early, late = run["whole_early"], run["whole_late"]
     add(Row(f"whole step at rounds {rounds - w + 1:,}-{rounds:,}, the SDK's create() counted", late, early,
             floor_text=f"{early * 1000:.1f} ms at rounds 1-{w}",
-            target_text="none: the openai SDK's typed create() walks every message (issue 28, point 7)"))
+            target_text="none: the openai SDK's typed create() walks every message (requests go through the SDK since 0.2.0)"))
 
 
 def concurrency(tmp: Path, env: dict) -> None:

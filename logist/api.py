@@ -1,63 +1,104 @@
 """Logist's front door for Python: a jobs directory and its jobs as objects.
 
 ``logist.open(path)`` gives :class:`Jobs`; each job is a :class:`Job` whose
-methods are the verbs of ``logist job ...`` (the command line calls these
-same objects)::
+methods are the verbs of ``logist job ...``. The command line and
+``logist serve`` call these same objects and nothing else of Logist's to act
+on a job (an import-linter contract in pyproject.toml forbids them
+``logist.engine`` and ``logist.store``), so everything a command does can be
+done from Python::
 
-    jobs = logist.open("jobs", base_url="http://localhost:11434/v1")
-    job = jobs.create("hello", objective="Write hello.py", acceptance=["It prints Hello"])
-    job.run()            # steps until a person is needed: APPROVAL_REQUIRED
-    job.approve()        # SUCCESS
+    with logist.open("jobs", base_url="http://localhost:11434/v1") as jobs:
+        job = jobs.create("hello", objective="Write hello.py", acceptance=["It prints Hello"])
+        job.run()            # turns until a person is needed: APPROVAL_REQUIRED
+        job.approve()        # SUCCESS
 
 Each verb is a method with typed keywords (a person's actions are methods,
 not strings); what a method returns is the engine's own result
-(:class:`~logist.engine.apply.StepResult` for a step, the job's new
-:class:`~logist.store.manifest.JobManifest` for a decision). This layer
-only gathers the engine's functions (:mod:`logist.engine.create`,
-:mod:`~logist.engine.step`, :mod:`~logist.engine.loop`,
-:mod:`~logist.engine.decide`, :mod:`~logist.engine.rewind`,
-:mod:`logist.replay.apply`) under one object per job, and holds what every
-call of a process shares: the endpoint (``base_url``), the request timeout,
-how long to wait for a job's lock, and what the process learns of its
-endpoints (:class:`logist.model.client.Endpoints`, made by :func:`open`, so nothing
-of it outlives the :class:`Jobs` that made it).
+(:class:`StepResult` for a step, the job's new :class:`JobManifest` for a
+decision), re-exported here with the other types and facts callers show
+(:data:`__all__`). This layer only gathers the engine's and the store's
+functions under one object per job, and decides once what every call of a
+process shares: the endpoint (``base_url``), the request timeout, how long
+to wait for a job's lock, and what the process learns of its endpoints
+(:class:`logist.model.client.Endpoints`, made by :class:`Jobs`, closed by
+:meth:`Jobs.close` or at the end of a ``with`` block; nothing of it
+outlives the :class:`Jobs` that made it).
+
+Words: a *step* is one answer applied, a *call* one request to a model, a
+*turn* a role's steps until it hands over (:meth:`Job.call`,
+:meth:`Job.turn`, :meth:`Job.run`). Reading (:meth:`Job.manifest`,
+:meth:`Job.history`, :meth:`Job.preview`...) never writes: no lock, no
+repair, no upgrade.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable, Iterator, Literal, Optional, Sequence, Union
 
-from .engine.call import CallWatch, call_settings
-from .engine.commands import CommandWatch
-from .engine.context import sized_call
-from .engine.create import JobSpec, create_job
+from . import views
+from .engine.budget import BUDGETS, SETTABLE, raise_hint, stopped_by_budget
+from .engine.call import CallWatch, call_settings, finish_interrupted
+from .engine.commands import CommandWatch, held_because
+from .engine.context import context_window, sized_call
+from .engine.create import JobSpec, as_spec, create_job
 from .engine.decide import user_action
-from .engine.choices import DEFAULT_ENGINE
-from .engine.engines import BatchCounts
-from .engine.engines import run_batch
+from .engine.choices import DEFAULT_CONCURRENCY, DEFAULT_ENGINE, engine_names
+from .engine.engines import BatchCounts, make_engine, run_batch
+from .engine.export import export_branch, export_patch, job_diff
 from .engine.loop import QueueOutcome, run_job, step_turn
+from .engine.prepare import answer_budget, chosen_model, resolve_model, structured_output
 from .engine.rewind import rewind
 from .engine.session import upgrade
 from .engine.apply import StepResult
 from .engine.step import post_answer, step_once
+from .engine import workflow as _workflow
+from .engine.workflow import NEEDS_PERSON, STEPPABLE, WAITING_FOR_PERSON, Rule
 from .errors import ConfigError
-from .model.client import Endpoints
+from .model.client import Endpoints, LLMSettings, list_models, probe_form
+from .protocol.decoding import form_name
+from .model.base import Model
 from .replay.apply import entry_by_sequence, post_recorded, read_history_file, replay_history
-from .store.config import resolve_base_url
+from .replay.demo import demo_summary, run_demo
 from .replay.fixtures import create_from_fixture
+from .store.calls import recorded_key
+from .store.config import (DEFAULT_BASE_URL, NOT_CONFIGURED, LogistConfig, endpoint_source, key_variable,
+                           resolve_api_key, resolve_base_url, resolve_endpoint)
 from .store.entries import HistoryEntry, JobHistory
+from .store.fsck import FsckReport, fsck as check_files
+from .store.history import HISTORY_FORMAT
 from .store import jobsdir
-from .store.session import JobFiles
+from .store.jobsdir import JobsIndex, is_job_id
+from .store.journal import StepJournal
 from .store.manifest import JobManifest, Status
+from .store.prompts import Prompts
+from .store.roles import RoleManifest, Roles, get_role, load_roles
+from .store.session import HISTORY_NAME, JobFiles
+from .store.skills import Skill, list_skills, load_skill
+
+__all__ = [
+    # The front door.
+    "open", "Jobs", "Job", "Preview",
+    # What its methods take and return.
+    "JobSpec", "StepResult", "JobManifest", "Status", "HistoryEntry", "JobHistory", "QueueOutcome", "BatchCounts",
+    "CallWatch", "CommandWatch", "FsckReport", "EntryInFull", "Endpoint", "RoleFacts", "Workflow",
+    # Facts about jobs a caller shows (the command line and logist serve show them).
+    "workflow", "person_can", "held_because", "raise_hint", "check_engine", "engine_names", "read_history",
+    "is_job_id", "as_spec", "WAITING_FOR_PERSON", "NEEDS_PERSON", "STEPPABLE", "BUDGETS", "SETTABLE",
+    "HISTORY_FORMAT", "HISTORY_NAME", "NOT_CONFIGURED", "DEFAULT_ENGINE", "DEFAULT_CONCURRENCY",
+]
 
 OnStep = Optional[Callable[[StepResult], None]]
 
 
 @dataclass
 class Preview:
-    """The exact request the job's next step would send (no call is made)."""
+    """The exact request the job's next step would send (no call is made,
+    and no file of the job is written: a job in an older format is read as
+    it is)."""
 
     #: The Chat Completions body, key for key as the step sends it.
     body: dict
@@ -69,37 +110,270 @@ class Preview:
     role: str
     #: Why a step would stop before any call (no endpoint configured), or None.
     unconfigured: Optional[str]
-    #: What upgrading the job (written by an earlier Logist) did first, or None.
+    #: Always None: a preview never rewrites a job (it did before 0.3.0). See :attr:`older_format`.
     upgraded: Optional[str] = None
+    #: The job is in an older format (read as it is), and ``logist job upgrade`` (or the next command
+    #: that changes it) rewrites it: said in a line; None when it is current.
+    older_format: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a process's calls go, and why (``logist doctor`` shows it)."""
+
+    #: The endpoint's base URL; None when none is named and no key is set (a call then stops before it is made).
+    url: Optional[str]
+    #: What named it: ``--base-url``, the environment variable, ``config.json``; "" for none (OpenAI's default).
+    named_by: str
+    #: The environment variable the API key is read from, or None when no key is set.
+    key_variable: Optional[str]
+
+
+@dataclass(frozen=True)
+class RoleFacts:
+    """What a role's calls would be (``logist doctor``): its model, price, window and answer size."""
+
+    role: RoleManifest
+    #: The model its calls name, and what named it.
+    model: str
+    model_from: str
+    #: config.json's price for the model (None: unknown).
+    price: Optional[object]
+    #: The model's context window in tokens (None: unknown), and where it was found.
+    context_window: Optional[int]
+    context_window_from: Optional[str]
+    #: The max_tokens every call of the role carries.
+    max_tokens: int
+    #: The structured-output setting its calls use ("off (...)" when the role's protocol has none).
+    structured_output: str
+
+
+@dataclass(frozen=True)
+class EntryInFull:
+    """One history entry as ``job history --entry N`` shows it."""
+
+    entry: HistoryEntry
+    #: The entry as recorded (its JSON), with the Idempotency-Key a call was sent with.
+    data: dict
+    #: The exact Chat Completions body a call sent (rebuilt from the entries it continues), or None.
+    request_body: Optional[dict]
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """The workflow table (what ``logist workflow`` prints): every state change a job can make."""
+
+    #: Its rows, in order.
+    rules: tuple[Rule, ...]
+    #: The named next states that depend on the job, and what each means.
+    targets: dict[str, str]
+    #: What each row does to the turn.
+    turn_effects: dict[str, str]
+    #: Who may act, by key, and the name each is shown by.
+    who_names: dict[str, str]
+    #: The ``who`` of a row any role may take.
+    any_role: frozenset
+    #: What a person can do next in a state.
+    hint: Callable[[Status], str]
+
+
+def workflow() -> Workflow:
+    """The workflow table (:data:`logist.engine.workflow.TABLE`) and what it names."""
+    return Workflow(rules=_workflow.TABLE, targets=_workflow.TARGETS, turn_effects=_workflow.TURN_EFFECTS,
+                    who_names=_workflow.WHO_NAMES, any_role=_workflow.ROLES, hint=_workflow.describe_state_hint)
+
+
+def person_can(manifest: JobManifest, event: str) -> bool:
+    """Whether a person can take ``event`` (a row of the workflow table) on
+    a job in ``manifest``'s state now: a row allows it, and an INPUT_REQUIRED
+    job waits for what it is about (a question, a held command)."""
+    rule = _workflow.find_rule(manifest.status, event, _workflow.PERSON)
+    return rule is not None and rule.waits_for in (None, _workflow.waiting_for(manifest))
+
+
+def check_engine(engine: str, concurrency: Optional[int] = None, address: Optional[str] = None) -> None:
+    """Refuse (:class:`~logist.errors.ConfigError`) what ``engine`` cannot
+    take (``--address`` for one without a cluster), before a batch starts."""
+    make_engine(engine, concurrency, address)
+
+
+def read_history(path: Union[str, Path]) -> JobHistory:
+    """A recorded ``jobHistory.json`` (a fixture's, or another job's), read and checked."""
+    return read_history_file(Path(path))
 
 
 def open(path: Union[str, Path, None] = None, *, base_url: Optional[str] = None,  # noqa: A001 (logist.open)
-         request_timeout: Optional[float] = None, lock_timeout: float = 0) -> "Jobs":
+         request_timeout: Optional[float] = None, lock_timeout: float = 0, model: Optional[Model] = None) -> "Jobs":
     """The jobs directory at ``path`` (None: found upward from here like git,
     else ``./jobs``; created by the first job). ``base_url``: the
     OpenAI-compatible endpoint (default ``LOGIST_BASE_URL``, then
     ``OPENAI_BASE_URL``, then config.json's); ``request_timeout``: seconds
     to wait for the model (default config.json's); ``lock_timeout``:
-    seconds to wait for a job another process holds (-1: for ever)."""
-    return Jobs(jobsdir.JobsDir(path), base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout)
+    seconds to wait for a job another process holds (-1: for ever); ``model``: what answers every
+    call instead of the endpoint (a :class:`logist.model.base.Model`, e.g. the in-memory
+    :class:`logist.replay.scripted.ScriptedModel`).
+
+    The :class:`Jobs` keeps a client per endpoint its calls use:
+    ``with logist.open(...) as jobs:`` closes them at the end of the block;
+    without ``with``, :meth:`Jobs.close` does (or the process's end)."""
+    return Jobs(jobsdir.JobsDir(path), base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout,
+                model=model)
 
 
 class Jobs:
-    """A jobs directory: its jobs, and what every call made through it shares."""
+    """A jobs directory: its jobs, and what every call made through it shares.
+
+    Its calls keep a client per endpoint (:class:`logist.model.client.Endpoints`),
+    as an ``httpx.Client`` keeps its connections: :meth:`close` releases
+    them, and ``with`` closes them at the end of the block. A :class:`Jobs`
+    is the one place a process's endpoint settings are decided: the
+    endpoint (``base_url``), the request timeout and the endpoints' clients
+    are given from here to every call its jobs make."""
 
     def __init__(self, directory: jobsdir.JobsDir, *, base_url: Optional[str] = None,
                  request_timeout: Optional[float] = None, lock_timeout: float = 0,
-                 endpoints: Optional[Endpoints] = None):
+                 endpoints: Optional[Endpoints] = None, model: Optional[Model] = None):
         self.directory = directory
         self.base_url = base_url
         self.request_timeout = request_timeout
         self.lock_timeout = lock_timeout
         #: What this process learned of its endpoints (clients, refused forms, windows).
-        self.endpoints = endpoints if endpoints is not None else Endpoints()
+        self.endpoints = endpoints if endpoints is not None else Endpoints(model)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the endpoints' clients (their connections). The jobs can
+        still be read and stepped after: a later call opens a client again."""
+        self.endpoints.close()
+
+    def __enter__(self) -> "Jobs":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def using(self, *, base_url: Optional[str] = None, request_timeout: Optional[float] = None,
+              lock_timeout: float = 0) -> "Jobs":
+        """The same jobs directory with these settings, sharing this one's
+        endpoints (closing either closes their clients)."""
+        return Jobs(self.directory, base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout,
+                    endpoints=self.endpoints)
+
+    # -- the directory ------------------------------------------------------------------------
 
     @property
     def path(self) -> Path:
         return self.directory.path
+
+    @property
+    def index_path(self) -> Path:
+        """The jobs index's file (``jobs_index.json``)."""
+        return self.directory.index_path
+
+    def exists(self) -> bool:
+        """Whether the directory has been set up (it has a jobs index)."""
+        return self.directory.exists()
+
+    def init(self) -> bool:
+        """Set up the directory (index, roles/, skills/); False when it was already."""
+        return self.directory.init()
+
+    def state_files(self, index: Optional[JobsIndex] = None) -> list[Path]:
+        """The files whose change shows in a list of the jobs: the jobs
+        index, and each job's history and manifest (whether they exist or not)."""
+        index = index if index is not None else self.index()
+        files = [self.index_path]
+        for rel in index.jobs.values():
+            files += JobFiles(self.path / rel).state_files
+        return files
+
+    def config(self) -> LogistConfig:
+        """The directory's config.json (defaults where it has none)."""
+        return self.directory.config()
+
+    def index(self) -> JobsIndex:
+        """The jobs index: the jobs, the current one, the queue."""
+        return self.directory.read_index()
+
+    def select(self, job_id: str) -> "Job":
+        """Make ``job_id`` the current job."""
+        return self.of(self.directory.select(job_id))
+
+    # -- roles, skills, prompts ---------------------------------------------------------------
+
+    def roles(self) -> Roles:
+        """The roles jobs here can use (built-ins, then the directory's); ``.errors()``: those that did not load."""
+        return load_roles(self.path)
+
+    def role(self, name: str) -> RoleManifest:
+        """One role (a :class:`~logist.errors.NotFoundError` naming those there are)."""
+        return get_role(name, self.path)
+
+    def prompts(self, *, builtin_only: bool = False) -> Prompts:
+        """The prompt templates in effect here (``builtin_only``: Logist's own)."""
+        return Prompts(None) if builtin_only else Prompts(self.path, self.roles())
+
+    def skills(self, errors: Optional[list[str]] = None) -> list[Skill]:
+        """Every skill that loads; one that does not is appended to ``errors`` (else raised)."""
+        return list_skills(self.path, errors)
+
+    def skill(self, name: str) -> Skill:
+        return load_skill(name, self.path)
+
+    # -- endpoints ----------------------------------------------------------------------------
+
+    def endpoint(self, base_url: Optional[str] = None) -> Endpoint:
+        """Where calls go and what named it (``base_url``: a command's
+        ``--base-url``, else this one's): with none named, OpenAI's when a
+        key is set, else none."""
+        named, source = endpoint_source(base_url or self.base_url, self.config())
+        variable = key_variable()
+        return Endpoint(url=named or (DEFAULT_BASE_URL if variable else None), named_by=source, key_variable=variable)
+
+    def endpoint_url(self, base_url: Optional[str] = None) -> str:
+        """The endpoint calls go to (OpenAI's when none is named), as a
+        failed call's line names it."""
+        return resolve_base_url(base_url or self.base_url, self.config())
+
+    def require_endpoint(self, base_url: Optional[str] = None) -> str:
+        """The endpoint calls go to; :class:`~logist.errors.ConfigError`
+        (:data:`NOT_CONFIGURED`) when none is named and no key is set."""
+        return resolve_endpoint(base_url or self.base_url, self.config())
+
+    def check_settings(self, base_url: Optional[str] = None) -> LLMSettings:
+        """The settings ``logist doctor`` and ``logist models`` ask the
+        endpoint with: a short timeout (10 s at most), no retries, this
+        directory's endpoints' clients."""
+        config = self.config()
+        return LLMSettings(base_url=self.require_endpoint(base_url), api_key=resolve_api_key(),
+                           endpoints=self.endpoints, timeout=min(config.request_timeout, 10.0), max_retries=0)
+
+    def models(self, settings: LLMSettings) -> list[str]:
+        """The models the endpoint lists (its ``GET /models``), sorted."""
+        return list_models(settings)
+
+    def role_facts(self, role: RoleManifest, settings: Optional[LLMSettings] = None) -> RoleFacts:
+        """What ``role``'s calls would be for a job that names no model;
+        ``settings``: the endpoint to ask for the model's context window
+        (None: config.json's only)."""
+        config = self.config()
+        no_job = SimpleNamespace(model=None)
+        model = resolve_model(config, no_job, role, None)
+        window = context_window(config, role, model, settings)
+        setting = "off (the role's own response_format)" if role.response_format is not None else \
+            "off (the tags protocol)" if role.protocol == "tags" else structured_output(role, config, model)
+        return RoleFacts(role=role, model=model, model_from=chosen_model(config, no_job, role, None)[1],
+                         price=config.price(model), context_window=window.tokens,
+                         context_window_from=window.source or None,
+                         max_tokens=answer_budget(role, role.protocol, window.tokens), structured_output=setting)
+
+    def probe(self, settings: LLMSettings, model: str, setting: str) -> str:
+        """The strongest structured-output form the endpoint takes for
+        ``model`` (one tiny call), by name; an :class:`~logist.errors.LLMCallError` when none works."""
+        return form_name(probe_form(settings, model, setting))
+
+    # -- jobs ---------------------------------------------------------------------------------
 
     def create(
         self, job_id: str, objective: Optional[str] = None, *, details: Optional[str] = None,
@@ -129,6 +403,18 @@ class Jobs:
         can then be replayed (:meth:`Job.replay`)."""
         return self.of(create_from_fixture(self.directory, fixture, job_id))
 
+    def run_demo(self, job_id: str = "demo", *, echo: Callable[[str], None] = print,
+                 summary: Optional[Callable[[str], None]] = None) -> StepResult:
+        """``logist demo``: create a job from the bundled recording and run
+        it against a local replay of it (no network, no key) until it waits
+        for approval; ``echo`` gets the progress lines, ``summary`` (default
+        ``echo``) where the job is and what to open. Its last step."""
+        return run_demo(self.directory, job_id, echo=echo, summary=summary)
+
+    def demo_summary(self, job_id: str, status: str) -> dict:
+        """Where a demo job is, what to open and what to try next."""
+        return demo_summary(self.directory, self.get(job_id).stored, status)
+
     def run_all(self, *, engine: str = DEFAULT_ENGINE, concurrency: Optional[int] = None,
                 address: Optional[str] = None, model: Optional[str] = None, on_step: OnStep = None,
                 on_outcome: Optional[Callable[[QueueOutcome, BatchCounts], None]] = None,
@@ -147,8 +433,13 @@ class Jobs:
         """The job named, else ``LOGIST_JOB_ID``'s, else the current one."""
         return self.of(self.directory.resolve(job_id))
 
+    def get(self, job_id: str, index: Optional[JobsIndex] = None) -> "Job":
+        """The job ``job_id`` (a :class:`~logist.errors.NotFoundError` when
+        the index has none); ``index``: the jobs index as read already."""
+        return self.of(self.directory.job(job_id, index))
+
     def __getitem__(self, job_id: str) -> "Job":
-        return self.of(self.directory.job(job_id))
+        return self.get(job_id)
 
     def __iter__(self) -> Iterator["Job"]:
         return (self[job_id] for job_id in self.directory.job_ids())
@@ -189,10 +480,30 @@ class Job:
         """The job's git workspace: the work."""
         return self.stored.workspace
 
-    # -- reading ------------------------------------------------------------------------------
+    @property
+    def state_files(self) -> tuple[Path, Path]:
+        """The history's and the manifest's files: what changes when the job does."""
+        return self.stored.state_files
+
+    @property
+    def history_path(self) -> Path:
+        """The history's file (``jobHistory.json``), the source of truth."""
+        return self.stored.history_path
+
+    @property
+    def transcript_path(self) -> Path:
+        """The transcript's file (``transcript.md``), brought up to date after every command."""
+        return self.stored.transcript_path
+
+    def views_lock(self, timeout: float = 0):
+        """Hold the lock of the job's views (a context manager; ``timeout`` 0 fails at once, -1 waits forever)."""
+        return self.stored.views_lock(timeout)
+
+    # -- reading (a read never writes: no repair, no upgrade, no lock) -------------------------
 
     def manifest(self) -> JobManifest:
-        """The job's state as recorded (read now, not cached)."""
+        """The job's state as recorded (read now, not cached): what the next
+        command that changes it would arrive at, computed without writing."""
         return self.stored.manifest()
 
     @property
@@ -201,18 +512,68 @@ class Job:
 
     def history(self) -> list[HistoryEntry]:
         """Every recorded entry, first to last."""
-        return list(self.stored.entries())
+        return list(self.entries())
+
+    def entries(self) -> Iterator[HistoryEntry]:
+        """Every recorded entry, first to last, one at a time (a long history need not fit in memory)."""
+        return self.stored.entries()
+
+    def entry(self, sequence: int) -> HistoryEntry:
+        """History entry ``sequence``, read from its place in the file."""
+        return self.stored.entry(sequence)
+
+    def entry_in_full(self, sequence: int) -> EntryInFull:
+        """Entry ``sequence`` with, for a call, the exact body it sent and its Idempotency-Key."""
+        entry = self.entry(sequence)
+        data = entry.dump()
+        body = None
+        if entry.request is not None:
+            body = self.stored.recorded_body(data, self.stored.reader().messages(sequence))
+            # The Idempotency-Key header it was sent with (the file leaves out a key it can derive).
+            data["request"]["metadata"]["idempotency_key"] = recorded_key(self.id, self.manifest().created_at, data, body)
+        return EntryInFull(entry=entry, data=data, request_body=body)
+
+    def unrecorded_step(self) -> Optional[StepJournal]:
+        """What the step journal holds that the history does not record yet
+        (a command was stopped; the next one that changes the job repairs it), else None."""
+        return self.stored.unrecorded_step()
+
+    def unrecorded_call(self) -> Optional[StepJournal]:
+        """A call the step journal holds that the history does not record yet, else None."""
+        return self.stored.pending_call()
+
+    def stopped_by_budget(self, manifest: Optional[JobManifest] = None) -> bool:
+        """Whether a spent budget stopped the job (``manifest``: as read, else read now)."""
+        return stopped_by_budget(self.stored, manifest or self.manifest())
+
+    def hint(self, manifest: Optional[JobManifest] = None) -> str:
+        """What a person can do next with the job (``manifest``: as read, else read now)."""
+        manifest = manifest or self.manifest()
+        return _workflow.describe_job_hint(manifest, self.stopped_by_budget(manifest))
+
+    def raise_hint(self, manifest: Optional[JobManifest] = None) -> Optional[str]:
+        """How to raise the budget the job has spent, or None."""
+        return raise_hint(self.id, manifest or self.manifest())
+
+    def format_note(self) -> Optional[str]:
+        """A line saying the job is in an older format (read as it is), or None when it is current."""
+        found = self.stored.history_format()
+        if found >= HISTORY_FORMAT:
+            return None
+        return (f"job '{self.id}' is in format {found}, read as it is; logist job upgrade {self.id} (or the next "
+                f"command that changes it) rewrites it in format {HISTORY_FORMAT}")
 
     def preview(self, *, model: Optional[str] = None, base_url: Optional[str] = None) -> Preview:
         """The exact next request, sized as a step sizes it (the endpoint
-        may be asked for the model's context window; no call is made). A
-        job in an older format is upgraded first."""
-        upgraded = upgrade(self.stored)
+        may be asked for the model's context window; no call is made). No
+        file of the job is written: a job in an older format is read as it
+        is (:attr:`Preview.older_format` says so)."""
         manifest = self.manifest()
         base_url = base_url or self.jobs.base_url
-        config = self.jobs.directory.config()
+        config = self.jobs.config()
         try:
-            settings = call_settings(self.stored, manifest, config, base_url, endpoints=self.jobs.endpoints)
+            settings = call_settings(self.stored, manifest, config, base_url, self.jobs.request_timeout,
+                                     endpoints=self.jobs.endpoints)
         except ConfigError as exc:  # what a step would say before any call
             settings, unconfigured = None, str(exc)
         else:
@@ -221,13 +582,40 @@ class Job:
         return Preview(
             body=prepared.body, endpoint=resolve_base_url(base_url, prepared.config).rstrip("/"),
             compaction_rounds=prepared.compaction_target if prepared.is_compaction else None,
-            role=prepared.role.name, unconfigured=unconfigured, upgraded=upgraded,
+            role=prepared.role.name, unconfigured=unconfigured, older_format=self.format_note(),
         )
+
+    def diff(self, entry: Optional[int] = None, *, stat: bool = False) -> str:
+        """What history entry ``entry`` changed in the workspace, or the whole job since its baseline (a patch;
+        ``stat``: the files changed)."""
+        return job_diff(self.stored, entry, stat=stat)
+
+    # -- taking the work out ------------------------------------------------------------------
+
+    def export_branch(self, branch: str, *, force: bool = False) -> tuple[str, bool]:
+        """Create ``branch`` at the job's commit in its source repository (a
+        ``from_repo`` job's); (the commit, whether an existing branch was replaced: ``force``)."""
+        return export_branch(self.stored, branch, force=force)
+
+    def export_patch(self, path: Union[str, Path]) -> int:
+        """Write the job's commits since its baseline as a patch series; the number of commits."""
+        return export_patch(self.stored, Path(path))
+
+    # -- keeping the files --------------------------------------------------------------------
 
     def upgrade(self) -> Optional[str]:
         """Rewrite the job in the current format (the old files kept beside
         it); what was done, or None when it was current."""
         return upgrade(self.stored, self.jobs.lock_timeout)
+
+    def fsck(self, *, rebuild_manifest: bool = False) -> FsckReport:
+        """Check every file of the job under its lock, repairing what can be
+        repaired (recorded in the history) and naming what a person must fix
+        (``rebuild_manifest``: a manifest with an invalid field too, rebuilt
+        from the history)."""
+        report = check_files(self.stored, finish_interrupted(self.stored), self.jobs.lock_timeout, rebuild_manifest)
+        views.refresh(self.stored)  # a repair recorded an entry
+        return report
 
     # -- stepping -----------------------------------------------------------------------------
 
@@ -241,10 +629,18 @@ class Job:
         summary call when its conversation is due for compaction."""
         return step_once(self.stored, **self._calls(model, base_url, watch))
 
+    def turn(self, *, model: Optional[str] = None, base_url: Optional[str] = None, on_step: OnStep = None,
+             watch: Optional[CallWatch] = None) -> list[StepResult]:
+        """One role turn (``job step``): steps until the role hands over or a
+        person is needed; each step's result, in order."""
+        return step_turn(self.stored, on_step=on_step, **self._calls(model, base_url, watch))
+
     def step(self, *, model: Optional[str] = None, base_url: Optional[str] = None, on_step: OnStep = None,
              watch: Optional[CallWatch] = None) -> list[StepResult]:
-        """One role turn (``job step``): calls until the role hands over or a person is needed."""
-        return step_turn(self.stored, on_step=on_step, **self._calls(model, base_url, watch))
+        """Deprecated: :meth:`turn` (a *step* is one answer applied; this ran a role's turn)."""
+        warnings.warn("Job.step() runs a role's turn and is now Job.turn(); Job.step() goes away in a later "
+                      "release", DeprecationWarning, stacklevel=2)
+        return self.turn(model=model, base_url=base_url, on_step=on_step, watch=watch)
 
     def run(self, *, model: Optional[str] = None, base_url: Optional[str] = None, on_step: OnStep = None,
             watch: Optional[CallWatch] = None) -> list[StepResult]:
@@ -272,56 +668,60 @@ class Job:
                               lock_timeout=self.jobs.lock_timeout)
 
     # -- a person's decisions -----------------------------------------------------------------
+    # ``at``: the history entry the person decided on (a page's form carries the one it showed);
+    # a job that has recorded another since raises MovedOnError and nothing is done.
 
     def _decide(self, action: str, text: Optional[str] = None, *, skip: bool = False,
-                settings: Optional[dict] = None, watch: Optional[CommandWatch] = None) -> JobManifest:
+                settings: Optional[dict] = None, watch: Optional[CommandWatch] = None,
+                at: Optional[int] = None) -> JobManifest:
         return user_action(self.stored, action, text, skip=skip, settings=settings, lock_timeout=self.jobs.lock_timeout,
-                           watch=watch)
+                           watch=watch, at=at)
 
-    def approve(self) -> JobManifest:
+    def approve(self, *, at: Optional[int] = None) -> JobManifest:
         """Approve the work: the job becomes SUCCESS."""
-        return self._decide("approve")
+        return self._decide("approve", at=at)
 
-    def reject(self, feedback: str) -> JobManifest:
+    def reject(self, feedback: str, *, at: Optional[int] = None) -> JobManifest:
         """Reject the work; the Worker redoes it with ``feedback``."""
-        return self._decide("reject", feedback)
+        return self._decide("reject", feedback, at=at)
 
-    def answer(self, text: str) -> JobManifest:
+    def answer(self, text: str, *, at: Optional[int] = None) -> JobManifest:
         """Answer the job's question."""
-        return self._decide("answer", text)
+        return self._decide("answer", text, at=at)
 
-    def skip_question(self) -> JobManifest:
+    def skip_question(self, *, at: Optional[int] = None) -> JobManifest:
         """Skip an optional question instead of answering it."""
-        return self._decide("answer", skip=True)
+        return self._decide("answer", skip=True, at=at)
 
-    def approve_command(self, *, watch: Optional[CommandWatch] = None) -> JobManifest:
+    def approve_command(self, *, watch: Optional[CommandWatch] = None, at: Optional[int] = None) -> JobManifest:
         """Run the held command (or apply the held file changes); the model
         sees the outcome. ``watch`` is told while the command runs."""
-        return self._decide("approve-command", watch=watch)
+        return self._decide("approve-command", watch=watch, at=at)
 
-    def skip_command(self) -> JobManifest:
+    def skip_command(self, *, at: Optional[int] = None) -> JobManifest:
         """Skip the held command (or file changes); the model is told so."""
-        return self._decide("skip-command")
+        return self._decide("skip-command", at=at)
 
-    def suspend(self) -> JobManifest:
+    def suspend(self, *, at: Optional[int] = None) -> JobManifest:
         """Set the job aside until :meth:`resume`."""
-        return self._decide("suspend")
+        return self._decide("suspend", at=at)
 
-    def resume(self) -> JobManifest:
+    def resume(self, *, at: Optional[int] = None) -> JobManifest:
         """Resume a suspended job where it was."""
-        return self._decide("resume")
+        return self._decide("resume", at=at)
 
-    def cancel(self) -> JobManifest:
+    def cancel(self, *, at: Optional[int] = None) -> JobManifest:
         """Cancel the job for good (it cannot be resumed, rerun or restepped)."""
-        return self._decide("cancel")
+        return self._decide("cancel", at=at)
 
     def resubmit(self, feedback: Optional[str] = None, *, max_steps: Optional[int] = None,
                  max_cost_usd: Optional[float] = None, max_tokens: Optional[int] = None,
-                 max_wall_seconds: Optional[float] = None, max_answer_bytes: Optional[int] = None) -> JobManifest:
+                 max_wall_seconds: Optional[float] = None, max_answer_bytes: Optional[int] = None,
+                 at: Optional[int] = None) -> JobManifest:
         """Send a stopped job back to work with ``feedback`` (and new budgets; None keeps one)."""
         return self._decide("resubmit", feedback or None, settings=dict(
             max_steps=max_steps, max_cost_usd=max_cost_usd, max_tokens=max_tokens,
-            max_wall_seconds=max_wall_seconds, max_answer_bytes=max_answer_bytes))
+            max_wall_seconds=max_wall_seconds, max_answer_bytes=max_answer_bytes), at=at)
 
     def set_budgets(self, *, max_steps: Optional[int] = None, max_cost_usd: Optional[float] = None,
                     max_tokens: Optional[int] = None, max_wall_seconds: Optional[float] = None,
@@ -333,9 +733,9 @@ class Job:
 
     # -- going back ---------------------------------------------------------------------------
 
-    def restep(self, to: Optional[int] = None) -> JobManifest:
+    def restep(self, to: Optional[int] = None, *, at: Optional[int] = None) -> JobManifest:
         """Rewind workspace and state to the end of entry ``to`` (default: the step before the last)."""
-        return rewind(self.stored, to=to, lock_timeout=self.jobs.lock_timeout)
+        return rewind(self.stored, to=to, lock_timeout=self.jobs.lock_timeout, at=at)
 
     def rerun(self) -> JobManifest:
         """Rewind the job to its baseline (right after create)."""

@@ -164,11 +164,11 @@ def job_history_schema() -> dict:
         HISTORY_SCHEMA, "Logist job history (jobHistory.json)",
         "A job's append-only record, format 4: one entry per step, oldest first. An entry holds what is new at "
         "its step (a call's request in full, or the entry it continues and the messages it added: the one delta) "
-        "and the job's state after it; a call entry carries seed 003's fields in full. (Older files: "
+        "and the job's state after it; a call entry carries the reference Logist design's fields in full. (Older files: "
         "job-history.v2.schema.json and job-history.v3.schema.json, kept as they were.)",
         JobHistory,
     )
-    # A call entry writes its seed fields even when empty or null (HistoryEntry.dump).
+    # A call entry writes the reference Logist design's fields (SEED_FIELDS) even when empty or null (HistoryEntry.dump).
     defs = schema["$defs"]
     for name, model in (("request", "Request"), ("metadata", "RequestMetadata"), ("response", "Response")):
         defs[model]["required"] = sorted(set(defs[model].get("required", [])) | set(SEED_FIELDS[name]))

@@ -1,5 +1,6 @@
-"""Shared fixtures: one isolated environment per test, a real OpenAI-compatible
-server on 127.0.0.1, the real ``logist`` program run in this process
+"""Shared fixtures: one isolated environment per test, a scripted model in
+memory (and, for tests about the wire, a real OpenAI-compatible server on
+127.0.0.1), the real ``logist`` program run in this process
 (:func:`logist_cli`) or in a child (:func:`logist_process`), and
 normalisation of volatile fields for snapshots."""
 
@@ -22,7 +23,7 @@ import pytest
 from logist.store.jobsdir import JobsDir
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.replay.scripted import Reply, ScriptedLLMServer, answer
+from logist.replay.scripted import Reply, ScriptedLLMServer, ScriptedModel, answer
 
 try:
     from hypothesis import settings as _hypothesis_settings
@@ -108,12 +109,39 @@ def write_config(jobs: JobsDir, **values) -> None:
     (jobs.path / "config.json").write_text(json.dumps(values, indent=2))
 
 
+#: The test folders whose tests run ``logist`` itself (the command line, ``logist serve``,
+#: a process's start-up): their ``llm`` is the real server.
+SERVER_FOLDERS = ("cli", "serve", "secrets")
+
+
 @pytest.fixture
-def llm():
-    """A scripted OpenAI-compatible server; add answers with ``llm.add(...)``."""
+def llm(request):
+    """A scripted model in memory (:class:`~logist.replay.scripted.ScriptedModel`):
+    add answers with ``llm.add(...)``, give it to the engine with
+    ``endpoints=llm.endpoints`` (``logist.open(path, model=llm)``); what it
+    was asked is in ``llm.requests`` and ``llm.headers``. No socket, no thread.
+
+    A test whose point is the wire (streams, retries, timeouts, faults,
+    headers) or that runs ``logist`` itself (``--base-url``, a child
+    process) is marked ``wire`` (or is in :data:`SERVER_FOLDERS`): its
+    ``llm`` is then :func:`llm_server`, the real scripted server."""
+    if request.node.get_closest_marker("wire") or Path(str(request.node.fspath)).parent.name in SERVER_FOLDERS:
+        return request.getfixturevalue("llm_server")
+    return ScriptedModel()
+
+
+@pytest.fixture
+def llm_server():
+    """A scripted OpenAI-compatible server on 127.0.0.1 (``llm_server.base_url``), for tests about the wire."""
     server = ScriptedLLMServer().start()
     yield server
     server.stop()
+
+
+def via(llm) -> dict:
+    """The keywords that make the engine's calls reach ``llm``: an in-memory
+    model (its ``endpoints``), or a server (its ``base_url``)."""
+    return {"endpoints": llm.endpoints} if isinstance(llm, ScriptedModel) else {"base_url": llm.base_url}
 
 
 def logist_cli(*args: str, env: dict | None = None, input: str | None = None,
@@ -235,7 +263,7 @@ def normalise(tmp_path) -> Normaliser:
 
 def long_job(jobs: JobsDir, llm, rounds: int, name: str = "long"):
     """A job of ``rounds`` Worker turns and a Supervisor's RETRY after each,
-    stepped through the real scripted server, then a turn in progress: each
+    stepped through ``llm`` (a model or a server), then a turn in progress: each
     Worker turn runs a command (whose output the call after it repeats),
     changes a file and completes, so its calls continue one another and an
     early one's output is shown again later. 1 + 4 * ``rounds`` + 3 entries."""
@@ -256,5 +284,5 @@ def long_job(jobs: JobsDir, llm, rounds: int, name: str = "long"):
     script += worker(rounds) + [answer("MESSAGE", message="Almost done.")]
     llm.add(*[Reply(content=s, usage=usage) for s in script])
     for _ in script:
-        step_once(job, base_url=llm.base_url)
+        step_once(job, **via(llm))
     return job

@@ -1,4 +1,4 @@
-"""The library's front door (logist/api.py, issue 28 point 6): the example of
+"""The library's front door (logist/api.py): the example of
 docs/python-api.md runs as written, ``logist.__all__`` is small and holds no
 internals, verbs take typed keywords, and what calls learn of an endpoint
 lives as long as the object that made them (no module-level cache)."""
@@ -87,6 +87,7 @@ def test_a_verb_the_state_refuses_raises_and_records_nothing(tmp_path):
     assert job.status == "PENDING"
 
 
+@pytest.mark.wire  # what calls learn of an endpoint
 def test_what_calls_learn_of_an_endpoint_lives_with_the_jobs_that_made_them(tmp_path, llm):
     # A refused response_format is remembered by the Jobs whose call met it,
     # and by no other: a new logist.open starts from nothing.
@@ -114,3 +115,85 @@ def test_the_endpoint_client_module_keeps_no_state_of_its_own():
 def test_the_package_docstring_points_to_the_docs_page():
     assert "docs/python-api.md" in textwrap.dedent(logist.__doc__)
     assert "](docs/python-api.md)" in (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_jobs_closes_its_endpoints_clients_with_or_without_with(tmp_path, llm_server):
+    llm_server.add(answer("MESSAGE", message="one"), answer("MESSAGE", message="two"), answer("MESSAGE", message="three"))
+    with logist.open(tmp_path / "jobs", base_url=llm_server.base_url) as jobs:
+        job = jobs.create("c", objective="Write c")
+        job.call()
+        client = jobs.endpoints.client(llm_server.base_url, None)  # the one the call used (no key is set here)
+        assert not client.is_closed()
+    assert client.is_closed(), "the end of the with block closes the clients"
+
+    jobs = logist.open(tmp_path / "jobs", base_url=llm_server.base_url)  # without with: close() releases them
+    jobs["c"].call()
+    client = jobs.endpoints.client(llm_server.base_url, None)
+    jobs.close()
+    assert client.is_closed()
+    assert jobs["c"].call().action == "MESSAGE", "a closed Jobs opens a client again for a later call"
+    assert not jobs.endpoints.client(llm_server.base_url, None).is_closed()
+    jobs.close()
+
+
+def test_step_is_turn_under_its_old_name_and_says_so(tmp_path, llm):
+    llm.add(answer("MESSAGE", message="one"), answer("ASK", question="Which?"),
+            answer("MESSAGE", message="two"), answer("ASK", question="Which now?"))
+    with logist.open(tmp_path / "jobs", model=llm) as jobs:
+        job = jobs.create("t", objective="Write t")
+        turn = job.turn()
+        assert [r.action for r in turn] == ["MESSAGE", "ASK"] and job.status == "INPUT_REQUIRED"
+        job.answer("This one")
+        with pytest.warns(DeprecationWarning, match=r"Job\.turn\(\)"):
+            old = job.step()
+        assert [r.action for r in old] == ["MESSAGE", "ASK"], "the same role turn"
+
+
+def _files(folder) -> dict:
+    return {str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _older_format_job(jobs_path, job_id: str):
+    """A job in history format 3 (a running one: its Worker's turn goes on),
+    as an earlier Logist left it: the first 3 entries of tests/data/v3-calc."""
+    import json
+
+    from logist.store.history import HISTORY_FORMAT, file_format
+    from logist.store.recovery import manifest_at
+    from logist.store.seek import read_entry
+
+    data = REPO_ROOT / "tests" / "data" / "v3-calc"
+    job = logist.open(jobs_path).create_from_fixture(data, job_id)
+    history = json.loads((data / "jobHistory.json").read_text(encoding="utf-8"))
+    history["interactions"] = history["interactions"][:3]
+    (job.dir / "jobHistory.json").write_text(json.dumps(history), encoding="utf-8")
+    manifest = manifest_at(job.dir, read_entry(job.dir, 3))
+    (job.dir / "job_manifest.json").write_text(json.dumps(manifest.dump()), encoding="utf-8")
+    assert file_format(job.dir) == 3 < HISTORY_FORMAT and manifest.status == "RUNNING"
+    return job
+
+
+def test_a_read_never_writes_an_older_job_is_read_as_it_is(tmp_path):
+    from conftest import logist_cli
+
+    jobs = logist.open(tmp_path / "jobs", base_url="http://127.0.0.1:9/v1")
+    older = _older_format_job(tmp_path / "jobs", "older")
+    current = jobs.create("current", objective="Write current")
+    for job in (older, current):
+        before = _files(job.dir)
+        preview = jobs[job.id].preview()
+        assert preview.role == "Worker" and preview.body["messages"]
+        assert job.status in ("RUNNING", "PENDING") and job.manifest().last_sequence >= 1
+        assert len(job.history()) == len(list(job.entries())) == job.manifest().last_sequence
+        env = {"LOGIST_JOBS_DIR": str(jobs.path), "LOGIST_BASE_URL": "http://127.0.0.1:9/v1"}
+        for command in (("job", "status", job.id), ("job", "preview", job.id), ("job", "show", job.id),
+                        ("job", "history", job.id)):
+            done = logist_cli(*command, env=env)
+            assert done.returncode == 0, done.stderr
+        assert _files(job.dir) == before, f"reading job '{job.id}' changed a file (bytes or mtime)"
+    assert "logist job upgrade older" in older.preview().older_format and older.preview().upgraded is None
+    assert current.preview().older_format is None
+    shown = logist_cli("job", "preview", "older", env={"LOGIST_JOBS_DIR": str(jobs.path)})
+    assert "is in format 3, read as it is; logist job upgrade older" in shown.stderr
+    assert "upgraded the history from format 3" in older.upgrade(), "upgrade() is what rewrites it"

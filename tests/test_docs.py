@@ -81,3 +81,52 @@ def test_package_docstring_example_runs(tmp_path, monkeypatch):
     job = logist.open(tmp_path / "jobs")["hello"]
     assert job.status == logist.Status.SUCCESS
     assert (job.workspace / "hello.py").read_text() == "print('Hello')\n"
+
+
+#: How the project once named its background documents and work items ("seed 002", "issue 28",
+#: "session 3"). The project speaks of itself: a page, schema, docstring, prompt or message names what
+#: a thing is (kosmos-panel's line protocol, the reference Logist design, TaskWeaver's Planner, the
+#: release that changed it). A word may wrap onto the next line, so any whitespace counts as the space.
+#: A third party's issue keeps its number (Ollama's issue 8444: more than two digits).
+_INTERNAL_NAME = re.compile(r"seed\s*00[234]|\bissues?\s+#?[0-9]{1,2}\b|\bsession\s+[0-9]+\b", re.IGNORECASE)
+
+
+def _internal_names(root: Path) -> list[str]:
+    paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    hits = []
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # an image
+        for match in _INTERNAL_NAME.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            hits.append(f"{path.relative_to(REPO_ROOT)}:{line}: {match.group(0)!r}")
+    return hits
+
+
+def test_the_pattern_finds_what_it_forbids():
+    found = [t for t in ("seed 002's line protocol", "Seed004", "seed\n    003's fields", "issue 28's target",
+                         "(issues 13, 17)", "Issue\n  28", "session 3") if _INTERNAL_NAME.search(t)]
+    assert len(found) == 7, found
+    kept = ["Ollama's issue 8444", "openai-python PR 3616", "different seeds", "a session is a job open under its lock"]
+    assert [t for t in kept if _INTERNAL_NAME.search(t)] == []
+
+
+def test_the_project_names_what_things_are_not_its_seeds_or_issues():
+    """logist/ (docstrings, comments, prompts, messages), docs/, schemas/ and README.md; the history of
+    decisions, with their numbers, is CHANGELOG.md's alone."""
+    hits = [hit for root in ("logist", "docs", "schemas", "README.md") for hit in _internal_names(REPO_ROOT / root)]
+    assert hits == [], "name what the thing is instead:\n" + "\n".join(hits)
+
+
+def test_the_glossary_defines_the_project_s_words_and_is_in_the_site():
+    glossary = (REPO_ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
+    terms = ["Job", "Jobs directory", "Session", "Step", "Call", "Turn", "Entry", "Role", "Workflow", "Action",
+             "Budget", "Person's decision", "Workspace", "Fixture", "Replay", "Compaction", "Held command", "Lease",
+             "Batch"]
+    defined = re.findall(r"^\*\*([^*]+)\.\*\*", glossary, re.MULTILINE)
+    assert defined == terms
+    for paragraph in glossary.split("\n\n")[2:]:
+        assert re.search(r"\]\([a-z-]+\.md(#[a-z0-9-]+)?\)", paragraph), f"points at no page: {paragraph[:40]}"
+    assert "Glossary: glossary.md" in (REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8")

@@ -116,6 +116,7 @@ def test_every_declared_cache_exists():
         assert hasattr(importlib.import_module(module), name), f"{module}.{name}"
 
 
+@pytest.mark.wire
 @pytest.mark.skipif(not LINUX, reason="prctl and /proc/self/environ")
 def test_hiding_the_secrets_before_a_command_is_undone_after_the_run(jobs, llm):
     """Before it runs a command Logist makes its process non-dumpable and

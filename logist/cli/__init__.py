@@ -4,6 +4,11 @@ Commands parse options, call one core function and print. Expected failures
 (:class:`logist.errors.LogistError`) become one line on stderr and exit 1
 (2 for :class:`logist.errors.UsageError`, as for click's usage errors);
 anything else is a bug, reported in one line unless ``LOGIST_DEBUG=1``.
+
+The ``logist`` program, its commands, options, output and exit codes, is
+the product; these modules are internal: they may change in any release;
+from Python use :mod:`logist.api` (``logist.open``, and
+what its ``Jobs`` and ``Job`` return) and the names in ``logist.__all__``.
 """
 
 from __future__ import annotations
@@ -84,7 +89,7 @@ def cli(ctx: click.Context, jobs_dir: str | None) -> None:
         _show_core_warnings()
     app = ctx.ensure_object(Application)
     app.jobs_dir_option = app.jobs_dir_option or jobs_dir
-    ctx.call_on_close(app.endpoints.close)  # the command's clients end with it
+    ctx.call_on_close(app.close)  # the command's clients end with it
 
 
 def _register() -> None:

@@ -16,17 +16,9 @@ from typing import Any, Callable, Iterable, Optional
 
 import click
 
-from ..api import Jobs
-from ..engine.budget import raise_hint, stopped_by_budget
-from ..engine.commands import held_because
-from ..engine.workflow import WAITING_FOR_PERSON, describe_job_hint
-from ..model.client import Endpoints
+from .. import api
+from ..api import WAITING_FOR_PERSON, Job, JobManifest, Jobs, Status, StepResult, held_because
 from ..secrets.redact import redact_data, url_shown
-from ..store.config import resolve_base_url
-from ..engine.apply import StepResult
-from ..store.jobsdir import JobsDir
-from ..store.session import JobFiles
-from ..store.manifest import JobManifest, Status
 from ..terminal import inert, inert_json, shown
 from .interrupt import interrupted_lines
 from .progress import wipe
@@ -91,10 +83,9 @@ class Application:
 
     def __init__(self, jobs_dir: Optional[str] = None):
         self.jobs_dir_option = jobs_dir
-        self._jobs: Optional["JobsDir"] = None
-        #: What this command's calls learn of their endpoints, and their clients
-        #: (closed when the command ends: :func:`logist.cli.cli`).
-        self.endpoints = Endpoints()
+        #: The jobs directory as the library opens it (:func:`logist.api.open`):
+        #: its endpoints' clients are closed when the command ends (:meth:`close`).
+        self._jobs: Optional[Jobs] = None
         #: The jobs a command that changes them works on, the command that goes
         #: on, and whether it is a batch: what Ctrl-C reports (:meth:`at_work`).
         self.work: Optional[tuple[list[str], str, bool]] = None
@@ -102,22 +93,27 @@ class Application:
     # -- the jobs directory -------------------------------------------------------------------
 
     @property
-    def jobs(self) -> "JobsDir":
-        """The jobs directory, opened on first use (``--help`` never opens it)."""
+    def jobs(self) -> Jobs:
+        """The jobs directory (:class:`logist.api.Jobs`), opened on first use
+        (``--help`` never opens it)."""
         if self._jobs is None:
-            self._jobs = JobsDir(self.jobs_dir_option)
+            self._jobs = api.open(self.jobs_dir_option)
         return self._jobs
 
-    def job(self, job_id: Optional[str]) -> "JobFiles":
+    def close(self) -> None:
+        """Close what the command opened (its endpoints' clients): :func:`logist.cli.cli` calls it at the end."""
+        if self._jobs is not None:
+            self._jobs.close()
+
+    def job(self, job_id: Optional[str]) -> Job:
         """The job named, else ``LOGIST_JOB_ID``, else the current one."""
-        return self.jobs.resolve(job_id)
+        return self.jobs.job(job_id)
 
     def open(self, *, base_url: Optional[str] = None, request_timeout: Optional[float] = None,
              lock_timeout: float = 0) -> Jobs:
-        """The jobs directory as the library's :class:`logist.api.Jobs`, with
-        this command's options and its endpoints: what commands call."""
-        return Jobs(self.jobs, base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout,
-                    endpoints=self.endpoints)
+        """The jobs directory with this command's options, sharing its
+        endpoints (closed with the command): what commands call."""
+        return self.jobs.using(base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout)
 
     def at_work(self, job_ids: Iterable[str], again: str, *, batch: bool = False) -> None:
         """The command works on ``job_ids`` now; ``again`` goes on after a
@@ -159,7 +155,7 @@ class Application:
         else:
             text()
 
-    def job_changed(self, as_json: bool, job_id: str, manifest: "JobManifest", message: Optional[str] = None,
+    def job_changed(self, as_json: bool, job_id: str, manifest: JobManifest, message: Optional[str] = None,
                     extra: Optional[dict] = None) -> None:
         """What a command that changed a job prints: its new state."""
         self.display(
@@ -169,7 +165,7 @@ class Application:
             lambda: self.info(message or f"Job '{job_id}' is now {manifest.status}."),
         )
 
-    def step_line(self, result: "StepResult", with_job: bool = False) -> None:
+    def step_line(self, result: StepResult, with_job: bool = False) -> None:
         """One line per step on stderr: entry, role, action, new state, files, summary."""
         summary = inert((result.summary or result.error or "").strip().replace("\n", " "), one_line=True)
         if len(summary) > 100:
@@ -187,11 +183,11 @@ class Application:
             click.get_current_context().exit(code)
 
     @staticmethod
-    def needs_person(status: "Status") -> bool:
+    def needs_person(status: Status) -> bool:
         """Whether ``status`` means a job waits for a person (exit 3)."""
         return str(status) in WAITING_FOR_PERSON
 
-    def finish_steps(self, results: Iterable["StepResult"], as_json: bool, base_url: Optional[str] = None,
+    def finish_steps(self, results: Iterable[StepResult], as_json: bool, base_url: Optional[str] = None,
                      *, say_status: bool = False) -> None:
         """Print a run of steps; exit 3 when the job ends needing a person, 4
         when a spent budget stopped it (``say_status``: also say where it is
@@ -209,13 +205,13 @@ class Application:
             if not as_json:
                 endpoint = None
                 if last.action == "ERROR" and last.error:
-                    endpoint = url_shown(resolve_base_url(base_url, self.jobs.config()))
-                self.info(self.waiting_line(self.jobs.job(last.job_id), endpoint))
+                    endpoint = url_shown(self.jobs.endpoint_url(base_url))
+                self.info(self.waiting_line(self.jobs.get(last.job_id), endpoint))
             self.exit(EXIT_BUDGET if last.action == "LIMIT" else EXIT_NEEDS_PERSON)
         elif last.interrupted:
             if not as_json:
                 self.info(f"Job '{last.job_id}': the endpoint failed ({last.error}; endpoint "
-                          f"{url_shown(resolve_base_url(base_url, self.jobs.config()))}). The turn is kept: logist job step "
+                          f"{url_shown(self.jobs.endpoint_url(base_url))}). The turn is kept: logist job step "
                           f"{last.job_id} (or job run) goes on with the same conversation; logist job suspend "
                           f"{last.job_id} sets it aside instead.")
             self.exit(EXIT_ERROR)
@@ -223,7 +219,7 @@ class Application:
             self.info(f"Job '{last.job_id}' is {last.status}.")
 
     @staticmethod
-    def waiting_line(job: "JobFiles", endpoint: Optional[str] = None) -> str:
+    def waiting_line(job: Job, endpoint: Optional[str] = None) -> str:
         """The line that says why a job waits for a person and what to do:
         a spent budget (which, its figures, how to raise it); else its real
         cause (INTERVENTION_REQUIRED's recorded reason: STUCK, invalid
@@ -231,9 +227,9 @@ class Application:
         that held its command, and the hints of its state, which suggest
         raising a budget only when a budget stopped it."""
         manifest = job.manifest()
-        budget = stopped_by_budget(JobFiles(job.dir, job.id), manifest)  # job: the store's or logist.api's
+        budget = job.stopped_by_budget(manifest)
         if budget:
-            return f"Job '{job.id}' stopped at a budget: {raise_hint(job.id, manifest) or manifest.reason}"
+            return f"Job '{job.id}' stopped at a budget: {job.raise_hint(manifest) or manifest.reason}"
         status = str(manifest.status)
         parts = []
         if status == "INTERVENTION_REQUIRED":
@@ -242,11 +238,11 @@ class Application:
         held = held_because(manifest)
         if held:
             parts.append(f"its command is held because {held}")
-        parts.append(describe_job_hint(manifest, budget))
+        parts.append(job.hint(manifest))
         what = "needs intervention" if status == "INTERVENTION_REQUIRED" else f"is {status}"
         return f"Job '{job.id}' {what}: " + "; ".join(parts) + "."
 
-    def exit_for_job(self, job: "JobFiles", as_json: bool, *, refused: Optional[Exception] = None,
+    def exit_for_job(self, job: Job, as_json: bool, *, refused: Optional[Exception] = None,
                      finished_is_done: bool = True) -> None:
         """Exit as the job's state says: after a run of steps that printed
         its own lines, or when the job could not be stepped (``refused``):
@@ -255,7 +251,7 @@ class Application:
         run; else, as for any other refusal, the error it is: 1)."""
         manifest = job.manifest()
         status = str(manifest.status)
-        if stopped_by_budget(JobFiles(job.dir, job.id), manifest):  # job: the store's or logist.api's
+        if job.stopped_by_budget(manifest):
             code, line = EXIT_BUDGET, self.waiting_line(job)
         elif status in WAITING_FOR_PERSON:
             code, line = EXIT_NEEDS_PERSON, self.waiting_line(job)

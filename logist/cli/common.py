@@ -10,7 +10,7 @@ from typing import Callable, Optional
 
 import click
 
-from ..store.jobsdir import JobsDir
+from .. import api
 from ..terminal import inert
 from .app import Application
 
@@ -18,7 +18,8 @@ from .app import Application
 def complete_job_ids(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
     """Shell completion of a JOB: the ids in the jobs directory."""
     try:
-        ids = JobsDir(ctx.find_root().params.get("jobs_dir")).job_ids()
+        with api.open(ctx.find_root().params.get("jobs_dir")) as jobs:
+            ids = jobs.ids()
     except Exception:  # completion must never fail loudly
         return []
     return [job_id for job_id in ids if job_id.startswith(incomplete)]

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import click
 
-from ..replay.demo import demo_summary, run_demo
 from .app import Application, pass_app
 from .common import json_option
 
@@ -21,7 +20,6 @@ def demo(app: Application, job_id: str, as_json: bool) -> None:
     Example:
       logist demo && logist job approve demo
     """
-    last = run_demo(app.jobs, job_id, echo=app.info, summary=(lambda line: None) if as_json else app.echo)
+    last = app.jobs.run_demo(job_id, echo=app.info, summary=(lambda line: None) if as_json else app.echo)
     if as_json:
-        job = app.jobs.job(last.job_id)
-        app.print_json(demo_summary(app.jobs, job, str(last.status)))
+        app.print_json(app.jobs.demo_summary(last.job_id, str(last.status)))

@@ -3,41 +3,22 @@
 ``doctor`` shows the resolved endpoint and where it came from, the model of
 each role and its price, whether a key is set (never the key), the request
 settings, and pings the endpoint's ``GET /models``. ``models`` lists the
-endpoint's models. Both go through :mod:`logist.model.client`, like a step.
+endpoint's models. Both ask through :class:`logist.api.Jobs` (its
+:meth:`~logist.api.Jobs.check_settings`), whose endpoints a step's calls use too.
 """
 
 from __future__ import annotations
 
 import time
-from types import SimpleNamespace
 from typing import Optional
 
 import click
 
-from ..protocol.decoding import form_name
-from ..engine.context import context_window
-from ..engine.prepare import answer_budget, chosen_model, resolve_model, structured_output
+from ..api import NOT_CONFIGURED
 from ..errors import LLMCallError, LogistError
-from ..model.client import LLMSettings, list_models, probe_form
 from ..secrets.redact import url_shown
-from ..store.config import DEFAULT_BASE_URL, NOT_CONFIGURED, endpoint_source, key_variable, resolve_api_key, resolve_endpoint
-from ..store.roles import load_roles
 from .app import EXIT_ERROR, Application, pass_app
 from .common import base_url_option, json_option
-
-
-def _settings(app: Application, base_url: Optional[str]):
-    config = app.jobs.config()
-    return LLMSettings(base_url=resolve_endpoint(base_url, config), api_key=resolve_api_key(), endpoints=app.endpoints,
-                       timeout=min(config.request_timeout, 10.0), max_retries=0)
-
-
-def _role_models(app: Application) -> dict[str, tuple]:
-    """Role name -> (its role manifest, the model it calls, where that model was named)."""
-    config = app.jobs.config()
-    no_job = SimpleNamespace(model=None)
-    return {name: (role, resolve_model(config, no_job, role, None), chosen_model(config, no_job, role, None)[1])
-            for name, role in sorted(load_roles(app.jobs.path).items())}
 
 
 @click.command()
@@ -56,13 +37,15 @@ def doctor(app: Application, base_url: Optional[str], probe: bool, as_json: bool
       logist doctor
       logist doctor --base-url http://localhost:11434/v1 --probe
     """
-    config = app.jobs.config()
-    named, source = endpoint_source(base_url, config)
+    jobs = app.jobs
+    config = jobs.config()
+    found = jobs.endpoint(base_url)
+    source = found.named_by
     if source == "--base-url" and click.get_current_context().get_parameter_source("base_url").name == "ENVIRONMENT":
         source = "LOGIST_BASE_URL"
-    variable = key_variable()
-    endpoint = named or (DEFAULT_BASE_URL if variable else None)
-    roles = _role_models(app)
+    variable = found.key_variable
+    endpoint = found.url
+    roles = sorted(jobs.roles().items())
     report: dict = {
         "endpoint": url_shown(endpoint) if endpoint else endpoint,
         "endpoint_from": source or ("the default, as a key is set" if endpoint else None),
@@ -77,35 +60,33 @@ def doctor(app: Application, base_url: Optional[str], probe: bool, as_json: bool
     listed: Optional[set[str]] = None
     settings = None
     if endpoint is not None:
-        settings = _settings(app, base_url)
+        settings = jobs.check_settings(base_url)
         settings.endpoints.client(settings.base_url, settings.api_key)  # built before the clock starts: the ping times the endpoint
         started = time.monotonic()
         try:
-            names = list_models(settings)
+            names = jobs.models(settings)
             listed = set(names)
             report["ping"] = {"ok": True, "models": len(names), "seconds": round(time.monotonic() - started, 3)}
         except LogistError as exc:
             report["ping"] = {"ok": False, "error": str(exc)}
     probed: dict[str, str] = {}
-    for role, (manifest, model, model_from) in roles.items():
-        price = config.price(model)
+    for role, manifest in roles:
         asked = settings if report["ping"] and report["ping"]["ok"] else None
-        window = context_window(config, manifest, model, asked)
-        setting = "off (the role's own response_format)" if manifest.response_format is not None else \
-            "off (the tags protocol)" if manifest.protocol == "tags" else structured_output(manifest, config, model)
+        facts = jobs.role_facts(manifest, asked)
+        model, setting = facts.model, facts.structured_output
         if probe and asked is not None and model not in probed and not setting.startswith("off"):
             try:
-                probed[model] = form_name(probe_form(asked, model, setting))
+                probed[model] = jobs.probe(asked, model, setting)
             except LLMCallError as exc:
                 probed[model] = f"none worked: {exc}"
         report["roles"][role] = {
             "model": model,
-            "model_from": model_from,
-            "price": price.model_dump() if price else None,
+            "model_from": facts.model_from,
+            "price": facts.price.model_dump() if facts.price else None,
             "listed": (model in listed) if listed else None,
-            "context_window": window.tokens,
-            "context_window_from": window.source or None,
-            "max_tokens": answer_budget(manifest, manifest.protocol, window.tokens),
+            "context_window": facts.context_window,
+            "context_window_from": facts.context_window_from,
+            "max_tokens": facts.max_tokens,
             "structured_output": setting,
             "form_found": probed.get(model),
         }
@@ -157,9 +138,9 @@ def models(app: Application, base_url: Optional[str], as_json: bool) -> None:
     Example:
       logist models --base-url http://localhost:11434/v1
     """
-    settings = _settings(app, base_url)
+    settings = app.jobs.check_settings(base_url)
     try:
-        names = list_models(settings)
+        names = app.jobs.models(settings)
     except LLMCallError as exc:
         raise LogistError(f"{exc} (endpoint {url_shown(settings.base_url)})") from None
     app.display(as_json, names, lambda: [app.echo(name) for name in names])

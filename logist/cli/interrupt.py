@@ -21,15 +21,12 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..engine.budget import stopped_by_budget
-from ..engine.workflow import STEPPABLE, describe_job_hint
+from ..api import STEPPABLE, Job, Jobs
 from ..errors import LogistError
-from ..store.jobsdir import JobsDir
-from ..store.session import JobFiles
 from ..views.summary import action_of, actor_of
 
 
-def unfinished(job: JobFiles) -> Optional[str]:
+def unfinished(job: Job) -> Optional[str]:
     """What the step journal holds that the history does not record, and
     what the next command on the job makes of it; None when nothing."""
     journal = job.unrecorded_step()
@@ -53,7 +50,7 @@ def unfinished(job: JobFiles) -> Optional[str]:
             "and the job is as it was before it")
 
 
-def interrupted_lines(jobs: JobsDir, job_ids: Sequence[str], again: str, *, batch: bool = False) -> list[str]:
+def interrupted_lines(jobs: Jobs, job_ids: Sequence[str], again: str, *, batch: bool = False) -> list[str]:
     """What Ctrl-C kept of the jobs ``job_ids`` a command worked on, and how
     to go on: ``again`` (the command, for a job that can be stepped), else
     what its state waits for. ``batch``: many jobs (``job run --all``): only
@@ -62,7 +59,7 @@ def interrupted_lines(jobs: JobsDir, job_ids: Sequence[str], again: str, *, batc
     whole, steppable = 0, True
     for job_id in job_ids:
         try:
-            job = jobs.job(job_id)
+            job = jobs.get(job_id)
             manifest = job.manifest()
         except (LogistError, OSError):
             continue
@@ -82,7 +79,7 @@ def interrupted_lines(jobs: JobsDir, job_ids: Sequence[str], again: str, *, batc
                      + (left or "nothing was in flight: every step it made is recorded") + ".")
         if not batch and manifest.status not in STEPPABLE:
             steppable = False
-            lines.append(f"Go on: {describe_job_hint(manifest, stopped_by_budget(job, manifest))}.")
+            lines.append(f"Go on: {job.hint(manifest)}.")
     if batch:
         lines.append(f"{whole} other job{'s' if whole != 1 else ''}: nothing was in flight, every step made is "
                      "recorded; a job that was running stopped after the step in hand.")

@@ -27,7 +27,7 @@ import threading
 import time
 from typing import Optional, TextIO
 
-from ..engine.apply import StepResult
+from ..api import StepResult
 from ..terminal import inert
 
 #: Lines of a command's output shown in the terminal (the model sees it all).
@@ -38,7 +38,7 @@ RUNNING_WIDTH = 60
 
 
 class ProgressLine:
-    """Implements :class:`logist.engine.call.CallWatch` on a terminal."""
+    """Implements :class:`logist.api.CallWatch` on a terminal."""
 
     def __init__(self, stream: TextIO, interval: float = 0.2):
         self.stream = stream

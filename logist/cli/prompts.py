@@ -5,8 +5,6 @@ from __future__ import annotations
 import click
 
 from ..errors import ConfigError, UsageError
-from ..store.prompts import Prompts
-from ..store.roles import load_roles
 from .app import Application, echo, pass_app
 from .common import json_option
 
@@ -17,7 +15,7 @@ def prompts() -> None:
 
 
 def _prompts(app: Application):
-    return Prompts(app.jobs.path, load_roles(app.jobs.path))
+    return app.jobs.prompts()
 
 
 @prompts.command("list")
@@ -81,7 +79,7 @@ def prompts_show(app: Application, name: str, builtin_only: bool, as_json: bool)
         raise UsageError(str(exc)) from None
     role = None
     if builtin_only:
-        templates = Prompts(None)
+        templates = app.jobs.prompts(builtin_only=True)
     elif name.startswith("roles/"):
         role = templates.roles.get(name[len("roles/"):])
     resolved = templates.resolve(name, role)

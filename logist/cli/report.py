@@ -24,7 +24,7 @@ def report(app: Application, output: Optional[str], as_json: bool) -> None:
     Example:
       logist report && xdg-open jobs/index.html
     """
-    path, rows = write_index(app.jobs, Path(output) if output else None)
+    path, rows = write_index(app.jobs.directory, Path(output) if output else None)
     unreadable = [row.job_id for row in rows if row.report is None]
     if as_json:
         app.print_json({"path": str(Path(path).resolve()), "jobs": [

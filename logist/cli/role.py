@@ -2,8 +2,6 @@ from __future__ import annotations
 
 import click
 
-from ..store.prompts import Prompts
-from ..store.roles import get_role, load_roles
 from .app import Application, echo, pass_app
 from .common import fit, json_option, table_width
 
@@ -23,7 +21,7 @@ def role_list(app: Application, as_json: bool) -> None:
     Example:
       logist role list
     """
-    roles = load_roles(app.jobs.path)
+    roles = app.jobs.roles()
     for error in roles.errors():  # the other roles are listed; jobs that use this one stop with this line
         app.info(f"Not loaded: {error}")
     if as_json:
@@ -46,8 +44,8 @@ def role_inspect(app: Application, name: str, as_json: bool) -> None:
     Example:
       logist role inspect Supervisor
     """
-    r = get_role(name, app.jobs.path)
-    prompts = Prompts(app.jobs.path, load_roles(app.jobs.path))
+    r = app.jobs.role(name)
+    prompts = app.jobs.prompts()
     instructions = prompts.resolve(f"roles/{r.name}", r)
     data = r.model_dump(mode="json", exclude_none=True)
     data["instructions"] = prompts.instructions(r)

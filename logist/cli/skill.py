@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import click
 
-from ..store.skills import list_skills, load_skill
 from .app import Application, echo, pass_app
 from .common import fit, json_option, table_width
 
@@ -23,7 +22,7 @@ def skill_list(app: Application, as_json: bool) -> None:
       logist skill list
     """
     errors: list[str] = []
-    skills = list_skills(app.jobs.path, errors)
+    skills = app.jobs.skills(errors)
     for error in errors:  # the other skills are listed; a job made from this one stops with this line
         app.info(f"Not loaded: {error}")
     if as_json:
@@ -47,7 +46,7 @@ def skill_show(app: Application, name: str, as_json: bool) -> None:
     Example:
       logist skill show fix-tests
     """
-    s = load_skill(name, app.jobs.path)
+    s = app.jobs.skill(name)
     if as_json:
         data = s.model_dump(mode="json")
         data["source"] = s.source

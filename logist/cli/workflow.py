@@ -1,7 +1,7 @@
 """``logist workflow``: the state machine's table, for people, as data, as Markdown.
 
-The table itself is :data:`logist.engine.workflow.TABLE`; this command only
-renders it. docs/workflow.md holds the ``--markdown`` output between two
+The table itself is the engine's (:func:`logist.api.workflow` gives it);
+this command only renders it. docs/workflow.md holds the ``--markdown`` output between two
 markers, written by ``python -m logist.docs_pages`` and kept equal by a test.
 """
 
@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import click
 
-from ..engine.workflow import ROLES, Status, TABLE, TARGETS, TURN_EFFECTS, WHO_NAMES, describe_state_hint
+from ..api import Status, workflow as workflow_table
 from .app import Application, echo
 from .common import json_option
+
+#: The table, read once (it is data: the same for every command).
+TABLE = workflow_table()
 
 
 def _states(rule) -> str:
@@ -22,9 +25,9 @@ def _states(rule) -> str:
 
 
 def _who(rule) -> str:
-    if rule.who == ROLES:
+    if rule.who == TABLE.any_role:
         return "any role"
-    return ", ".join(name for key, name in WHO_NAMES.items() if key in rule.who)
+    return ", ".join(name for key, name in TABLE.who_names.items() if key in rule.who)
 
 
 def _to_value(target) -> str:
@@ -40,22 +43,22 @@ def workflow_data() -> dict:
     rows = [
         {
             "states": [s.value for s in Status if s in r.states],
-            "event": r.event,
-            "who": [key for key in WHO_NAMES if key in r.who],
+            "event": str(r.event),
+            "who": [key for key in TABLE.who_names if key in r.who],
             "to": _to_value(r.to),
             "turn": r.turn,
             "hint": r.hint,
             "remember": r.remember,
             "waits_for": r.waits_for,
         }
-        for r in TABLE
+        for r in TABLE.rules
     ]
-    hints = {s.value: describe_state_hint(s) for s in Status}
-    return {"rows": rows, "targets": TARGETS, "turn_effects": TURN_EFFECTS, "hints": hints}
+    hints = {s.value: TABLE.hint(s) for s in Status}
+    return {"rows": rows, "targets": TABLE.targets, "turn_effects": TABLE.turn_effects, "hints": hints}
 
 
 def _cells() -> list[tuple[str, str, str, str, str]]:
-    return [(_states(r), r.event, _who(r), _to(r), r.turn) for r in TABLE]
+    return [(_states(r), str(r.event), _who(r), _to(r), r.turn) for r in TABLE.rules]
 
 
 HEADER = ("state", "event", "who", "next state", "turn")
@@ -64,13 +67,13 @@ HEADER = ("state", "event", "who", "next state", "turn")
 def markdown() -> str:
     """docs/workflow.md's table: what a person can do, then every row."""
     lines = ["| state | what a person can do |", "|---|---|"]
-    lines += [f"| {s.value} | {describe_state_hint(s)} |" for s in Status]
+    lines += [f"| {s.value} | {TABLE.hint(s)} |" for s in Status]
     lines += ["", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(cells) + " |" for cells in _cells()]
     lines += ["", "Next states that depend on the job:", ""]
-    lines += [f"- `{name}`: {meaning}" for name, meaning in TARGETS.items()]
+    lines += [f"- `{name}`: {meaning}" for name, meaning in TABLE.targets.items()]
     lines += ["", "What happens to the turn:", ""]
-    lines += [f"- `{name}`: {meaning}" for name, meaning in TURN_EFFECTS.items()]
+    lines += [f"- `{name}`: {meaning}" for name, meaning in TABLE.turn_effects.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -78,9 +81,9 @@ def plain() -> str:
     rows = [tuple(h.upper() for h in HEADER)] + _cells()
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    lines += ["", "Next states:"] + [f"  {name:<8} {meaning}" for name, meaning in TARGETS.items()]
-    width = max(len(name) for name in TURN_EFFECTS)
-    lines += ["", "Turn:"] + [f"  {name:<{width}}  {meaning}" for name, meaning in TURN_EFFECTS.items()]
+    lines += ["", "Next states:"] + [f"  {name:<8} {meaning}" for name, meaning in TABLE.targets.items()]
+    width = max(len(name) for name in TABLE.turn_effects)
+    lines += ["", "Turn:"] + [f"  {name:<{width}}  {meaning}" for name, meaning in TABLE.turn_effects.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -20,10 +20,10 @@ from pydantic import BaseModel
 
 from ..errors import NotSteppableError
 from ..failpoints import failpoint
-from ..protocol.answer import Answer, InvalidAnswer, check_planner_answer, parse_answer
+from ..protocol.answer import Answer, InvalidAnswer, action_of, check_planner_answer, parse_answer
 from ..secrets.redact import known_secrets, redact
 from ..store.config import LogistConfig
-from ..store.entries import FAILED, CommandRecord, Response, Usage
+from ..store.entries import FAILED, CommandRecord, Request, Response, Usage
 from ..store.session import JobFiles
 from ..store.manifest import PLANNER, JobManifest, Status
 from ..store.roles import send_to_names
@@ -34,7 +34,7 @@ from .budget import count_call, stopped_by_budget
 from .commands import CommandWatch, held_because, run_or_hold
 from .prepare import Prepared
 from .transition import Call, apply_answer, apply_event, hold_changes, holds_file_changes, refuse_answer
-from .workflow import CALL_FAILED, CALL_INTERRUPTED, COMPACTION, STEPPABLE, UNREADABLE, describe_job_hint
+from .workflow import CALL_FAILED, CALL_INTERRUPTED, COMPACTION, STEPPABLE, UNREADABLE, Rule, describe_job_hint
 
 log = logging.getLogger("logist")
 
@@ -177,6 +177,24 @@ def apply_outcome(job: JobFiles, before: JobManifest, prepared: Prepared, outcom
 _REASON_CHARS = 300
 
 
+def _failed_request(before: JobManifest, prepared: Optional[Prepared],
+                    outcome: Outcome) -> tuple[Optional[Request], str, str]:
+    """A failed step's request (as sent when there was a call: the journal's;
+    else the prepared one), its role and its model."""
+    request = outcome.saved.request if outcome.saved is not None else None
+    request = request if request is not None or prepared is None else outcome.request(prepared)
+    role = (request.metadata.role if request else None) or (prepared.role.name if prepared else before.turn.role)
+    model = (request.metadata.model if request else None) or (prepared.model if prepared else "")
+    return request, role, model
+
+
+def _failed_config(job: JobFiles, prepared: Optional[Prepared]) -> LogistConfig:
+    try:
+        return prepared.config if prepared is not None else job.jobs_dir.config()
+    except Exception:  # a config.json that cannot be read: the call is counted at the shipped prices
+        return LogistConfig()
+
+
 def record_failure(job: JobFiles, before: JobManifest, prepared: Optional[Prepared], outcome: Outcome, kind: str,
                    exc: Exception) -> StepResult:
     """Record an answer whose applying raised: the backstop.
@@ -209,178 +227,204 @@ def record_failure(job: JobFiles, before: JobManifest, prepared: Optional[Prepar
     after.calls = before.calls + 1
     rule = apply_event(after, CALL_FAILED, reason)
     after.workspace_commit = commit
-    # The request as sent when there was a call (the journal's), else the prepared one.
-    request = outcome.saved.request if outcome.saved is not None else None
-    request = request if request is not None or prepared is None else outcome.request(prepared)
-    role = (request.metadata.role if request else None) or (prepared.role.name if prepared else before.turn.role)
-    model = (request.metadata.model if request else None) or (prepared.model if prepared else "")
-    try:
-        config = prepared.config if prepared is not None else job.jobs_dir.config()
-    except Exception:  # a config.json that cannot be read: the call is counted at the shipped prices
-        config = LogistConfig()
-    cost, priced = count_call(after, config, model, outcome, kind)
-    entry = job.session.new_entry(before, after, kind=kind, role=role, request=request,
-        response=Response(status=FAILED, raw_response=outcome.raw, error=reason),
-        usage=Usage(prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=cost,
-                    estimated=outcome.estimated),
-        duration_ms=round(outcome.duration * 1000), workspace_commit=commit, note=outcome.note,
-    )
-    job.session.record(entry, after)
-    return StepResult(
-        job_id=job.id, sequence=sequence, role=role, action="ERROR", status=after.status, commit=commit,
-        error=reason, prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
-        called=outcome.called, model=model, cost_usd=cost, priced=priced, tokens_estimated=outcome.estimated,
-        duration_ms=round(outcome.duration * 1000), turn=rule.turn,
+    request, role, model = _failed_request(before, prepared, outcome)
+    cost, priced = count_call(after, _failed_config(job, prepared), model, outcome, kind)
+    return record_step(
+        job, before, after, rule, kind=kind, role=role, action="ERROR", workspace_commit=commit, outcome=outcome,
+        cost=cost, priced=priced, model=model, request=request,
+        response=Response(status=FAILED, raw_response=outcome.raw, error=reason), note=outcome.note,
+        commit=commit, error=reason,
     )
 
 
-def _apply_answer(job: JobFiles, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str,
-                  watch: Optional[CommandWatch] = None) -> StepResult:
-    """:func:`apply_outcome` up to an exception."""
-    config = prepared.config
-    after = before.model_copy(deep=True)
-    after.calls = before.calls + 1
-    sequence = before.last_sequence + 1
-    call = Call(sequence, full=prepared.prompt.continues is None)
+@dataclass
+class _Reading:
+    """An outcome read as an answer: the answer (None: the call failed or the
+    answer was refused), whether its file changes are held, their plan, and
+    the row already applied for one that is not applied."""
+
     answer: Optional[Answer] = None
+    held: bool = False
+    planned: list = field(default_factory=list)
+    status: str = "SUCCESS"
+    error: Optional[str] = None
+    rule: Optional[Rule] = None
+
+
+def _read_answer(job: JobFiles, before: JobManifest, after: JobManifest, prepared: Prepared, outcome: Outcome,
+                 call: Call) -> _Reading:
+    """The outcome's answer, checked; a failed call or a refused answer has its row applied here."""
+    if outcome.error is not None:
+        event = CALL_INTERRUPTED if outcome.fault == "transient" else CALL_FAILED
+        return _Reading(status="ERROR", error=outcome.error, rule=apply_event(after, event, outcome.error))
+    planner = before.workflow == "planned" and before.turn.slot == PLANNER
+    try:
+        answer = _redacted(parse_answer(outcome.raw or "", prepared.protocol, planner=planner))
+        if planner:
+            addressed = [n for slot, n in before.roles.items() if slot != PLANNER]
+            check_planner_answer(answer, send_to_names(prepared.prompts.roles, addressed), before.plan)
+        held = holds_file_changes(answer, prepared.role)
+        return _Reading(answer, held, job.repo.plan_changes(answer.file_changes))
+    except InvalidAnswer as exc:
+        error = cut_answer(outcome, prepared) if outcome.finish_reason == "length" else str(exc)
+        return _Reading(status="INVALID", error=error, rule=refuse_answer(after, call, error, prepared.prompts,
+                                                                          prepared.protocol))
+
+
+def _commit_hand_edits(job: JobFiles, sequence: int, head_before: Optional[str]) -> tuple[Optional[str], Optional[UnreadableFiles]]:
+    """A person edited the workspace by hand since the last step: that is
+    committed on its own, so it is neither mixed into the model's commit nor
+    lost if this step has to be undone. The commit to start from, and the
+    files git could not read (everything else is committed; the job stops for a person)."""
+    if not job.repo.is_dirty():
+        return head_before, None
+    try:
+        return job.repo.commit_all(f"logist: {job.id} changes made by hand before entry {sequence}") or head_before, None
+    except UnreadableFiles as exc:
+        return exc.commit or head_before, exc
+
+
+@dataclass
+class _Applied:
+    """What applying an answer did to the workspace."""
+
+    commit: Optional[str]
+    files_changed: list[str] = field(default_factory=list)
     command: Optional[CommandRecord] = None
-    files_changed: list[str] = []
-    status_label = "SUCCESS"
-    error = outcome.error
-    held = False
-    planned: list = []
-    if error is not None:
-        status_label = "ERROR"
-        rule = apply_event(after, CALL_INTERRUPTED if outcome.fault == "transient" else CALL_FAILED, error)
-    else:
-        planner = before.workflow == "planned" and before.turn.slot == PLANNER
-        try:
-            answer = _redacted(parse_answer(outcome.raw or "", prepared.protocol, planner=planner))
-            if planner:
-                addressed = [n for slot, n in before.roles.items() if slot != PLANNER]
-                check_planner_answer(answer, send_to_names(prepared.prompts.roles, addressed), before.plan)
-            held = holds_file_changes(answer, prepared.role)
-            planned = job.repo.plan_changes(answer.file_changes)
-        except InvalidAnswer as exc:
-            status_label = "INVALID"
-            error = cut_answer(outcome, prepared) if outcome.finish_reason == "length" else str(exc)
-            answer = None
-            rule = refuse_answer(after, call, error, prepared.prompts, prepared.protocol)
-    head_before = before.workspace_commit
-    action = answer.action if answer else status_label
-    # Only an answer with file changes or a command can change the workspace;
-    # the others need no git process at all.
-    touches = answer is not None and not held and bool(answer.file_changes or answer.action == "CMD")
-    # Workspace files git cannot read: everything else is committed, the job stops for a person.
     unreadable: Optional[UnreadableFiles] = None
-    if touches and job.repo.is_dirty():
-        # A person edited the workspace by hand since the last step. Commit
-        # that on its own, so it is neither mixed into the model's commit nor
-        # lost if this step has to be undone.
+
+
+def _apply_to_workspace(job: JobFiles, before: JobManifest, after: JobManifest, prepared: Prepared, outcome: Outcome,
+                        reading: _Reading, call: Call, done: _Applied, watch: Optional[CommandWatch]) -> Rule:
+    """The answer's file changes, what its action does (its ``run`` hook:
+    a command), its row, and the step's commit; the row."""
+    answer, sequence = reading.answer, call.sequence
+    action = action_of(answer.action)
+    # Files that are there now are tracked (the workspace is clean or its
+    # hand edits were just committed), so git can commit them by name.
+    by_name = not action.touches_workspace and all(os.path.lexists(target) for target, _data, _rel in reading.planned)
+    done.files_changed = job.repo.apply_changes(answer.file_changes, reading.planned)
+    failpoint("after_apply")
+    started = outcome.saved is not None and outcome.saved.command_pgid is not None
+
+    def run_command(command: str) -> CommandRecord:
+        if started:
+            outcome.note = "; ".join(n for n in (outcome.note, INTERRUPTED_COMMAND) if n)
+        return run_or_hold(job, before, command, interrupted=started, protocol=prepared.protocol, watch=watch)
+
+    done.command = action.run(answer, run_command)
+    rule = apply_answer(after, before, answer, call, done.command, prepared.prompts)
+    if after.status != Status.INTERVENTION_REQUIRED:
+        after.reason = None
+    if after.status != Status.INPUT_REQUIRED:
+        after.question = None
+    if done.files_changed or (done.command is not None and done.command.decision == "run"):
+        message = _commit_message(job.id, sequence, prepared.role.name, answer.action,
+                                  answer.summary_for_supervisor or answer.message)
         try:
-            head_before = job.repo.commit_all(
-                f"logist: {job.id} changes made by hand before entry {sequence}"
-            ) or head_before
+            commit = job.repo.commit_paths(message, done.files_changed) if by_name else job.repo.commit_all(message)
+            done.commit = commit or done.commit
         except UnreadableFiles as exc:
-            head_before, unreadable = exc.commit or head_before, exc
-    commit = head_before
-    # From here on a crash is repaired from the journal, which also keeps the
-    # answer: one that was paid for is never lost from the record.
-    job.session.journal.begin_applying(sequence, head_before, outcome.raw, outcome.saved)
-    failpoint("after_call")
-    if answer is not None and held:
-        rule = hold_changes(after, before, answer, call)
-        after.reason, after.question = None, None
-    elif answer is not None:
-        # Files that are there now are tracked (the workspace is clean or its
-        # hand edits were just committed), so git can commit them by name.
-        by_name = answer.action != "CMD" and all(os.path.lexists(target) for target, _data, _rel in planned)
-        files_changed = job.repo.apply_changes(answer.file_changes, planned)
-        failpoint("after_apply")
-        if answer.action == "CMD":
-            started = outcome.saved is not None and outcome.saved.command_pgid is not None
-            command = run_or_hold(job, before, answer.command or "", interrupted=started, protocol=prepared.protocol,
-                                  watch=watch)
-            if started:
-                outcome.note = "; ".join(n for n in (outcome.note, INTERRUPTED_COMMAND) if n)
-        rule = apply_answer(after, before, answer, call, command, prepared.prompts)
-        if after.status != Status.INTERVENTION_REQUIRED:
-            after.reason = None
-        if after.status != Status.INPUT_REQUIRED:
-            after.question = None
-        if files_changed or (command is not None and command.decision == "run"):
-            message = _commit_message(
-                job.id, sequence, prepared.role.name, action, answer.summary_for_supervisor or answer.message
-            )
-            repo = job.repo
-            try:
-                commit = (repo.commit_paths(message, files_changed) if by_name else repo.commit_all(message)) or head_before
-            except UnreadableFiles as exc:
-                commit, unreadable = exc.commit or head_before, exc
-        failpoint("after_commit")
-    if unreadable is not None and after.status in STEPPABLE:
-        rule = apply_event(after, UNREADABLE, str(unreadable))
-    elif unreadable is not None:  # the job waits for a person already (a question, an approval)
-        log.warning("job %s: %s", job.id, unreadable)
-    after.workspace_commit = commit
-    cost, priced = count_call(after, config, prepared.model, outcome, kind)
-    response = Response(
-        status=FAILED if status_label == "ERROR" else status_label,  # the step's label; the entry's status
-        actions=[answer.action] if answer else [],
-        evidence_files=answer.evidence_files if answer else [],
-        summary_for_supervisor=answer.summary_for_supervisor if answer else None,
+            done.commit, done.unreadable = exc.commit or done.commit, exc
+    failpoint("after_commit")
+    return rule
+
+
+def _response(reading: _Reading, outcome: Outcome, files_changed: list[str]) -> Response:
+    """The entry's response: the answer as read, or why there is none."""
+    answer, error = reading.answer, reading.error
+    read = dict(actions=[answer.action], evidence_files=answer.evidence_files,
+                summary_for_supervisor=answer.summary_for_supervisor, notes=answer.notes,
+                extra_fields=answer.extra) if answer is not None else {}
+    return Response(
+        status=FAILED if reading.status == "ERROR" else reading.status,  # the step's label; the entry's status
         raw_response=outcome.raw,
         error=error,
         finish_reason=outcome.finish_reason if outcome.finish_reason not in (None, "stop") else None,
         fault=outcome.fault if error is not None and outcome.fault == "transient" else None,
         files_changed=files_changed,
-        notes=answer.notes if answer else [],
-        extra_fields=answer.extra if answer else {},
+        **read,
     )
-    usage = Usage(
-        prompt_tokens=outcome.prompt_tokens,
-        completion_tokens=outcome.completion_tokens,
-        cost_usd=cost,
-        estimated=outcome.estimated,
+
+
+def _command_facts(command: Optional[CommandRecord]) -> dict:
+    if command is None:
+        return {}
+    return dict(command=command.command, command_output=command.output, command_exit_code=command.exit_code,
+                command_duration_ms=command.duration_ms)
+
+
+def _apply_answer(job: JobFiles, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str,
+                  watch: Optional[CommandWatch] = None) -> StepResult:
+    """:func:`apply_outcome` up to an exception: one path for every action,
+    which asks the answer's action (:class:`logist.protocol.actions.Action`)
+    what it does."""
+    after = before.model_copy(deep=True)
+    after.calls = before.calls + 1
+    call = Call(before.last_sequence + 1, full=prepared.prompt.continues is None)
+    reading = _read_answer(job, before, after, prepared, outcome, call)
+    answer, rule = reading.answer, reading.rule
+    applies = answer is not None and not reading.held
+    # Only an answer with file changes or a command can change the workspace;
+    # the others need no git process at all.
+    touches = applies and bool(answer.file_changes or action_of(answer.action).touches_workspace)
+    head_before, unreadable = (_commit_hand_edits(job, call.sequence, before.workspace_commit) if touches
+                               else (before.workspace_commit, None))
+    done = _Applied(commit=head_before)
+    # From here on a crash is repaired from the journal, which also keeps the
+    # answer: one that was paid for is never lost from the record.
+    job.session.journal.begin_applying(call.sequence, head_before, outcome.raw, outcome.saved)
+    failpoint("after_call")
+    if applies:
+        rule = _apply_to_workspace(job, before, after, prepared, outcome, reading, call, done, watch)
+        unreadable = unreadable or done.unreadable
+    elif answer is not None:
+        rule = hold_changes(after, before, answer, call)
+        after.reason, after.question = None, None
+    if unreadable is not None and after.status in STEPPABLE:
+        rule = apply_event(after, UNREADABLE, str(unreadable))
+    elif unreadable is not None:  # the job waits for a person already (a question, an approval)
+        log.warning("job %s: %s", job.id, unreadable)
+    after.workspace_commit = done.commit
+    cost, priced = count_call(after, prepared.config, prepared.model, outcome, kind)
+    return record_step(
+        job, before, after, rule, kind=kind, role=prepared.role.name,
+        action=answer.action if answer else reading.status, workspace_commit=done.commit, outcome=outcome,
+        request=outcome.request(prepared), response=_response(reading, outcome, done.files_changed),
+        cost=cost, priced=priced, model=prepared.model, command_record=done.command, note=outcome.note, commit=done.commit,
+        summary=_summary_of(answer, reading.held), files_changed=done.files_changed, error=reading.error,
+        held_because=held_because(after), **_command_facts(done.command),
     )
-    entry = job.session.new_entry(before,
-        after,
-        kind=kind,
-        role=prepared.role.name,
-        request=outcome.request(prepared),
-        response=response,
-        usage=usage,
-        duration_ms=round(outcome.duration * 1000),
-        workspace_commit=commit,
-        command=command,
-        note=outcome.note,
-    )
+
+
+def record_step(job: JobFiles, before: JobManifest, after: JobManifest, rule: Rule, *, kind: str, role: str, action: str,
+                workspace_commit: Optional[str], outcome: Optional[Outcome] = None, cost: Optional[float] = None,
+                priced: bool = True, model: Optional[str] = None, request: Optional[Request] = None,
+                response: Optional[Response] = None, command_record: Optional[CommandRecord] = None,
+                note: Optional[str] = None, **facts) -> StepResult:
+    """The one place a step's history entry is built and recorded (with
+    ``after``, the manifest it leaves), and its :class:`StepResult`.
+
+    Callers pass what differs: what the entry records besides the state
+    (``workspace_commit``; ``request``, ``response``, ``command_record``
+    and ``note`` when there are), and the result's other ``facts``; an
+    ``outcome`` (a call's, or an answer's that did not come from one) gives
+    the entry's usage and duration and the result's call facts (``cost``,
+    ``priced``: :func:`~logist.engine.budget.count_call`'s; ``model``)."""
+    given = dict(request=request, response=response, command=command_record, note=note)
+    fields = {name: value for name, value in given.items() if value is not None}
+    if outcome is not None:
+        duration_ms = round(outcome.duration * 1000)
+        fields["usage"] = Usage(prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
+                                cost_usd=cost, estimated=outcome.estimated)
+        fields["duration_ms"] = duration_ms
+        facts.update(prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
+                     called=outcome.called, model=model, cost_usd=cost, priced=priced,
+                     tokens_estimated=outcome.estimated, duration_ms=duration_ms)
+    entry = job.session.new_entry(before, after, kind=kind, role=role,
+                                  workspace_commit=workspace_commit, **fields)
     job.session.record(entry, after)
-    return StepResult(
-        job_id=job.id,
-        sequence=sequence,
-        role=prepared.role.name,
-        action=action,
-        status=after.status,
-        summary=_summary_of(answer, held),
-        commit=commit,
-        files_changed=files_changed,
-        error=error,
-        prompt_tokens=outcome.prompt_tokens,
-        completion_tokens=outcome.completion_tokens,
-        **_call_facts(prepared, outcome, cost, priced),
-        command=command.command if command else None,
-        command_output=command.output if command else None,
-        command_exit_code=command.exit_code if command else None,
-        command_duration_ms=command.duration_ms if command else None,
-        held_because=held_because(after),
-        turn=rule.turn,
-    )
-
-
-def _call_facts(prepared: Prepared, outcome: Outcome, cost: Optional[float], priced: bool) -> dict:
-    return dict(called=outcome.called, model=prepared.model, cost_usd=cost, priced=priced,
-                tokens_estimated=outcome.estimated, duration_ms=round(outcome.duration * 1000))
+    return StepResult(job.id, entry.sequence, role, action, after.status, turn=rule.turn, **facts)
 
 
 def apply_compaction(job: JobFiles, before: JobManifest, prepared: Prepared, outcome: Outcome, replayed: bool) -> StepResult:
@@ -402,18 +446,12 @@ def apply_compaction(job: JobFiles, before: JobManifest, prepared: Prepared, out
     # The compaction row: the state stays, the turn goes on (summarised, or whole when the summary call failed).
     rule = apply_event(after, COMPACTION)
     cost, priced = count_call(after, config, prepared.model, outcome, "replay" if replayed else "llm_call")
-    entry = job.session.new_entry(before, after, kind="compaction", role=prepared.role.name,
-        request=outcome.request(prepared),
-        response=Response(status=status, raw_response=outcome.raw, error=error),
-        usage=Usage(prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens, cost_usd=cost,
-                    estimated=outcome.estimated),
-        duration_ms=round(outcome.duration * 1000),
-        workspace_commit=before.workspace_commit,
-        note=(f"summarised rounds 1 to {target}" if error is None else
-              f"summary call failed; the prompt keeps the full conversation: {error}")
-        + ("; the summary was applied from a recorded history, no call was made" if replayed else ""),
+    note = (f"summarised rounds 1 to {target}" if error is None else
+            f"summary call failed; the prompt keeps the full conversation: {error}")
+    note += "; the summary was applied from a recorded history, no call was made" if replayed else ""
+    return record_step(
+        job, before, after, rule, kind="compaction", role=prepared.role.name, action=action,
+        workspace_commit=before.workspace_commit, outcome=outcome, cost=cost, priced=priced, model=prepared.model,
+        request=outcome.request(prepared), response=Response(status=status, raw_response=outcome.raw, error=error),
+        note=note, summary=note, error=error,
     )
-    job.session.record(entry, after)
-    return StepResult(job.id, entry.sequence, prepared.role.name, action, after.status, summary=entry.note, error=error,
-                      prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
-                      **_call_facts(prepared, outcome, cost, priced), turn=rule.turn)

@@ -1,6 +1,8 @@
 """Making one call, and recording it exactly once.
 
-:func:`make_call` sends a prepared request to the endpoint. Around it the
+:func:`make_call` sends a prepared request to the call's model (the one
+:meth:`logist.model.client.Endpoints.model_for` names: the endpoint's, or
+one the caller was given, such as an in-memory model). Around it the
 step journal (:mod:`logist.store.journal`) records the call: ``calling``
 with its key and request before anything is sent, ``answered`` with the
 answer, its usage and time as soon as it arrives (fsynced), before
@@ -25,13 +27,14 @@ import time
 from typing import Optional, Protocol
 
 from ..model import client as llm
+from ..model.base import Request
 from ..secrets import redact as secrets
 from ..failpoints import failpoint
 from ..errors import EndpointError, LLMCallError, LogistError
 from ..store.journal import StepJournal
 from ..store.recovery import Finish
 from ..store.calls import SavedAnswer, body_digest, call_key_prefix, key_digest, recorded_key
-from ..store.config import LogistConfig, resolve_api_key, resolve_endpoint
+from ..store.config import LogistConfig, resolve_api_key, resolve_base_url, resolve_endpoint
 from ..store.entries import UNKNOWN, Response
 from ..store.session import JobFiles
 from ..store.manifest import JobManifest
@@ -87,30 +90,33 @@ def retried_key(job: JobFiles, manifest: JobManifest) -> Optional[str]:
 def call_settings(job: JobFiles, manifest: JobManifest, config: LogistConfig, base_url: Optional[str],
                   request_timeout: Optional[float] = None, endpoints: Optional[llm.Endpoints] = None) -> llm.LLMSettings:
     """How the job's calls reach the endpoint; :class:`~logist.errors.ConfigError`
-    when none is configured. ``endpoints``: what the caller's calls learned
-    of their endpoints (None: these calls start afresh)."""
+    when none is configured and the caller was given no model. ``endpoints``:
+    what the caller's calls learned of their endpoints, and the model it was
+    given if any (None: these calls start afresh, to the endpoint)."""
+    given = endpoints is not None and endpoints.model is not None
     return llm.LLMSettings(
-        base_url=resolve_endpoint(base_url, config),
+        base_url=resolve_base_url(base_url, config) if given else resolve_endpoint(base_url, config),
         api_key=resolve_api_key(),
         timeout=request_timeout or config.request_timeout,
         max_retries=config.max_retries,
         max_answer_bytes=manifest.settings.max_answer_bytes, headers={llm.JOB_HEADER: job.id},
-        endpoints=endpoints if endpoints is not None else llm.Endpoints(),
+        **({"endpoints": endpoints} if endpoints is not None else {}),
     )
 
 
 def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings: llm.LLMSettings,
               watch: Optional[CallWatch] = None) -> Outcome:
-    """Send the prepared body to the endpoint of ``settings``: as it is,
-    less the stream fields when the endpoint was found not to stream, and
+    """Send the prepared body to the model of ``settings``: as it is,
+    less the stream fields when the model was found not to stream, and
     with a weaker response_format where it refused a stronger one in this
     process (the recorded metadata says what was sent), journalled before
     and after."""
+    model = settings.endpoints.model_for(settings)
     body = prepared.body
-    if body.get("stream") and not settings.endpoints.streams(settings.base_url):
+    if body.get("stream") and not model.streams():
         body = llm.without_stream(body)
-    formats = settings.endpoints.usable_formats(settings.base_url, prepared.formats)
-    if formats[0] != body.get("response_format"):  # a form this endpoint refused before (settings.endpoints)
+    formats = model.usable_formats(prepared.formats)
+    if formats[0] != body.get("response_format"):  # a form this model refused before (settings.endpoints)
         body = llm.with_format(body, formats[0])
     prepared.metadata.response_format = formats[0]
     prepared.metadata.stream = bool(body.get("stream")) or None
@@ -132,9 +138,9 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
         return f"{call_key_prefix(job.id, manifest.created_at, sequence)}{key_digest(key_for(sent))}"
 
     prepared.metadata.idempotency_key = key_for(body)
-    settings.endpoints.client(settings.base_url, settings.api_key)  # built (once per Endpoints) before the clock starts
+    model.ready()  # the endpoint's client built (once per Endpoints) before the clock starts
     calling = job.session.journal.begin_call(sequence, manifest.workspace_commit, prepared.metadata.idempotency_key,
-                                 request_of(prepared))
+                                             request_of(prepared))
     failpoint("after_calling")
     started = time.monotonic()
     error = None
@@ -142,7 +148,8 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
     try:
         if watch is not None:  # in the try: a Ctrl-C as it starts still ends it (finally)
             watch.started(prepared.role.name, manifest.calls + 1, manifest.settings.max_steps, prepared.model)
-        reply = llm.chat(settings, body, watch.tokens if watch is not None else None, key_for, formats)
+        reply = model.complete(Request(body, formats, watch.tokens if watch is not None else None, key_for,
+                                       headers=settings.headers, max_answer_bytes=settings.max_answer_bytes))
     except LLMCallError as exc:
         if exc.kind == "setup":
             # Nothing was asked of a model: the job stays exactly as it was.
@@ -150,7 +157,7 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
             raise EndpointError(f"{secrets.redact(str(exc))} (endpoint {secrets.url_shown(settings.base_url)}); nothing was recorded "
                                 f"and job '{job.id}' is as it was") from None
         kind = exc.kind
-        settings.endpoints.learn_window(settings.base_url, prepared.model, str(exc))  # "exceeds the context window of N"
+        model.learn_window(prepared.model, str(exc))  # "exceeds the context window of N"
         if exc.reply is None:  # no answer came
             outcome = Outcome(error=secrets.redact(str(exc)), duration=time.monotonic() - started, called=True,
                               fault=kind)

@@ -7,7 +7,7 @@ that cannot see Logist (:mod:`logist.workspace.sandbox` starts and stops it; its
 process group is recorded in the step's journal before it runs, and every
 process it leaves behind is killed when it ends). Its output goes to temporary files, not into
 memory, so a command that prints gigabytes costs only the part the model is
-shown: the output is cleaned as seed 002 lists it and no further
+shown: the output is cleaned as kosmos-panel lists it and no further
 (:func:`clean_output`: what a terminal shows, escapes and redraws applied;
 terminal prompts, echoed commands and Microsoft Windows banners removed;
 empty lines removed; a line repeated on the lines that follow it kept once),
@@ -74,7 +74,7 @@ _PROMPT = re.compile(
 #: A ``$ ``/``# `` prompt with a command after it: removed when the command is the one run (its echo).
 _ECHO = re.compile(r"^\s*[$#] +(.*)$")
 
-#: Banner lines a shell prints before any output (seed 002 drops Windows' two).
+#: Banner lines a shell prints before any output (kosmos-panel drops Windows' two).
 _BANNER = re.compile(
     r"^\s*(?:Microsoft Windows \[Version [^\]]*\]|\(c\) (?:\d{4} )?Microsoft Corporation\.? All rights reserved\.?)\s*$",
     re.I,
@@ -97,7 +97,7 @@ class CommandResult:
 
     def report(self, timeout: float, prompts: Optional[Prompts] = None, protocol: str = "json") -> str:
         """The next user message: what the model is told about the run (the ``command/*`` prompt templates).
-        In the tags protocol, seed 002's: ``Command output:`` and the cleaned output (a timeout said after it)."""
+        In the tags protocol, kosmos-panel's: ``Command output:`` and the cleaned output (a timeout said after it)."""
         prompts = prompts or builtin()
         if protocol == "tags":
             output = "\n".join(text for text in (self.stdout, self.stderr) if text) or prompts.render("command/no_output")
@@ -252,7 +252,7 @@ def shown_lines(text: str, track: bool = False) -> tuple[list[str], Optional[lis
 
 def clean_output(text: str, command: str = "", limit: int = 20_000) -> str:
     """Terminal output as the model is shown it, cut to ``limit`` characters:
-    seed 002's cleaning, rule by rule, and nothing else. What a terminal
+    kosmos-panel's cleaning, rule by rule, and nothing else. What a terminal
     shows (:func:`shown_lines`: escape sequences, redraws and control bytes
     applied or removed); terminal prompts (:data:`_PROMPT`) and a ``$ ``/``# ``
     prompt echoing ``command`` removed; Microsoft Windows' banner lines

@@ -3,7 +3,7 @@
 A model's window (prompt and answer together) is, first found first: the
 role's ``context_window``, config.json's ``model_settings``, Logist's table
 of common hosted models (``store/context_windows.json``), what the endpoint
-tells (llama.cpp's ``/props``, vLLM's ``/v1/models``, Ollama's
+tells (the call's :class:`~logist.model.base.Model`; an endpoint: llama.cpp's ``/props``, vLLM's ``/v1/models``, Ollama's
 ``/api/show``), or what an earlier error of the endpoint named in this
 process. The table comes before asking the endpoint so that a hosted API is
 never asked about itself for a model Logist knows.
@@ -54,7 +54,7 @@ class Window:
 def context_window(config: LogistConfig, role: RoleManifest, model: str,
                    settings: Optional[llm.LLMSettings]) -> Window:
     """``model``'s window for ``role`` (see the module's doc); ``settings``:
-    the endpoint to ask, None to ask none."""
+    the calls whose model (:meth:`~logist.model.client.Endpoints.model_for`) is asked, None to ask none."""
     if role.context_window:
         return Window(role.context_window, f"role {role.name}")
     configured = config.model_setting(model).context_window
@@ -64,9 +64,9 @@ def context_window(config: LogistConfig, role: RoleManifest, model: str,
     if shipped:
         return Window(shipped, "Logist's table of models")
     if settings is not None:
-        facts = llm.endpoint_facts(settings, model)
-        if facts.context_window:
-            return Window(facts.context_window, f"the endpoint ({facts.window_from})")
+        told, where = settings.endpoints.model_for(settings).context_window(model)
+        if told:
+            return Window(told, f"the endpoint ({where})")
     return Window(None, "")
 
 
@@ -122,7 +122,7 @@ def request_size(job: JobFiles, manifest: JobManifest, body: dict, settings: Opt
     factor = calibration(job, manifest)
     guess = round(raw * factor)
     if settings is not None and (room is None or guess >= SURE_BELOW * room):
-        counted = llm.count_tokens(settings, body["model"], message_text(body))
+        counted = settings.endpoints.model_for(settings).count_tokens(body["model"], message_text(body))
         if counted is not None:
             return Size(counted + PER_MESSAGE * len(body.get("messages") or []), "the endpoint's tokenizer")
     how = "estimated" + (f", calibrated x{factor:.2f} by the endpoint's count of an earlier call" if factor != 1.0 else "")
@@ -131,7 +131,7 @@ def request_size(job: JobFiles, manifest: JobManifest, body: dict, settings: Opt
 
 def answer_tokens(settings: Optional[llm.LLMSettings], model: str, text: str) -> Optional[int]:
     """An answer's tokens from the endpoint's tokenizer (None: it has none)."""
-    return llm.count_tokens(settings, model, text) if settings is not None else None
+    return settings.endpoints.model_for(settings).count_tokens(model, text) if settings is not None else None
 
 
 def overflow(window: Window, size: Size, budget: int) -> Optional[str]:

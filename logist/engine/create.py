@@ -208,7 +208,7 @@ def as_spec(spec: Union[JobSpec, str, None], options: dict[str, Any]) -> JobSpec
 
 
 def _workflow(spec: JobSpec) -> str:
-    """The job's workflow: the one asked for, else solo for a skill's job (seed 002: [DONE] ends a skill)
+    """The job's workflow: the one asked for, else solo for a skill's job (as kosmos-panel's [DONE] ends a skill)
     unless ``review`` keeps the Supervisor, else default."""
     if spec.review and spec.workflow == "solo":
         raise UsageError("--review keeps the Supervisor; --workflow solo has none: give one of them")

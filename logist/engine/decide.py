@@ -60,7 +60,7 @@ def _apply(
 ) -> JobManifest:
     prompts = prompts or builtin()
     after = manifest.model_copy(deep=True)
-    event = rule.event
+    event = rule.event.name
     if event == "reject":
         feedback = prompts.render("messages/rejected", feedback=text)
         if after.workflow == "planned":
@@ -98,7 +98,7 @@ def _apply(
     if event in REMEMBERED and (text or "").strip():
         # The entry about to record this command; later turns read it back.
         after.person_inputs = [*manifest.person_inputs, manifest.last_sequence + 1]
-    if event == BUDGET_RAISED:
+    if event == BUDGET_RAISED.name:
         after.reason = None
     move(after, rule, manifest.status)
     return after
@@ -173,7 +173,7 @@ def user_action(
     ``approve-command`` runs."""
     event = "skip" if action == "answer" and skip else action
     rules = person_rules(event)
-    if not rules or event in ("create", BUDGET_RAISED):
+    if not rules or event in ("create", BUDGET_RAISED.name):
         raise LogistError(f"unknown action {action}")
     if action in ("reject",) and not (text or "").strip():
         raise UsageError("reject needs --feedback TEXT: say what is wrong so the Worker can fix it")

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional, Protocol
 
 from ..errors import ConfigError, LogistError, NotSteppableError
-from ..model.client import Endpoints
 from ..store import lease as leases
 from ..store.jobsdir import JobsDir
 from .choices import DEFAULT_CONCURRENCY, engine_names, registered
@@ -212,10 +211,8 @@ def run_batch(jobs_dir, *, engine: str = "serial", concurrency: Optional[int] = 
     """``job run --all``: every queued job, each to its resting state, on
     ``engine``; ``on_outcome`` is told of each job as it finishes. Returns
     the outcomes in queue order. Jobs that have finished leave the queue.
-    The jobs' calls share ``kwargs``'s ``endpoints`` (:class:`logist.model.client.Endpoints`;
-    none given: one for this batch)."""
-    if kwargs.get("endpoints") is None:
-        kwargs = {**kwargs, "endpoints": Endpoints()}
+    The jobs' calls share ``kwargs``'s ``endpoints`` (:class:`logist.model.client.Endpoints`,
+    given by :class:`logist.api.Jobs`, which decides the endpoint settings)."""
     job_ids = list(jobs_dir.read_index().queue)
     chosen = make_engine(engine, concurrency, address)
     counts = BatchCounts(len(job_ids), chosen.concurrency)

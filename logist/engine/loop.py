@@ -20,7 +20,8 @@ from .workflow import GOES_ON, STEPPABLE
 
 def _shared(kwargs: dict) -> dict:
     """``kwargs`` with the :class:`~logist.model.client.Endpoints` the loop's calls
-    share: the caller's, else one for this loop."""
+    share: the caller's (:class:`logist.api.Jobs` decides them for every
+    caller through the API), else, for a loop called bare, one for this loop."""
     return kwargs if kwargs.get("endpoints") is not None else {**kwargs, "endpoints": Endpoints()}
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..protocol.decoding import MOST_LISTED, decoding_schema, response_formats
-from ..protocol.answer import ACTIONS
+from ..protocol.answer import ACTION_RULES
 from ..secrets.redact import redact_data
 from ..resources import data_dir
 from ..store.config import LogistConfig
@@ -30,13 +30,13 @@ from ..store.requests import request_body
 from ..store.roles import RoleManifest, load_roles
 from . import compaction
 from .prompt import Prompt, build_prompt
-from .workflow import TABLE, answer_protocol, who_acts
+from .workflow import answer_protocol, table, who_acts
 from ..errors import NotFoundError
 
 #: The temperature of a summary call: a summary should be faithful, not creative.
 SUMMARY_TEMPERATURE = 0.2
 #: An answer's max_tokens when the role sets none, by protocol: room for a
-#: whole file in a JSON answer; seed 002's 512 for the line protocol.
+#: whole file in a JSON answer; kosmos-panel's 512 for the line protocol.
 DEFAULT_MAX_TOKENS = {"json": 2048, "tags": 512}
 #: A summary call's max_tokens (a summary is short prose, whatever the role's answers may need).
 SUMMARY_MAX_TOKENS = 1024
@@ -84,8 +84,8 @@ def open_actions(manifest: JobManifest) -> tuple[str, ...]:
     run``/``held``/``denied``, a Planner's ``X to a role``/``to User``), less
     CMD under the ``deny`` command policy, which refuses every command."""
     who, state = who_acts(manifest), manifest.status
-    events = {r.event.split(" ", 1)[0] for r in TABLE if who in r.who and state in r.states}
-    actions = tuple(a for a in ACTIONS if a in events)
+    fired = {r.event.name for r in table() if who in r.who and state in r.states}
+    actions = tuple(a for a in ACTION_RULES if a in fired)
     if manifest.settings.command_policy == "deny":
         actions = tuple(a for a in actions if a != "CMD")
     return actions
@@ -93,7 +93,7 @@ def open_actions(manifest: JobManifest) -> tuple[str, ...]:
 
 def resolve_model(config: LogistConfig, manifest: JobManifest, role: RoleManifest, override: Optional[str]) -> str:
     """``--model`` > the job's model > config ``models[role]`` > a jobs-dir
-    role's own model or alias > config ``default_model`` (or seed 002's
+    role's own model or alias > config ``default_model`` (or kosmos-panel's
     ``AI_MODEL``) > the built-in role's model; whichever it is, a name
     config.json's ``model_aliases`` defines is replaced by the model it names."""
     return config.resolve_alias(chosen_model(config, manifest, role, override)[0])

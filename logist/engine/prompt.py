@@ -5,10 +5,10 @@ message is the protocol (how to answer), the optional context file, the
 role's instructions, and the active skill when the job has one. The turn
 opens with a message stating the job; each later user message reports what
 happened since the model's last answer. Every user message ends with
-``[Step N of MAX]`` (seed 002's marker) so the model knows how many calls
+``[Step N of MAX]`` (kosmos-panel's marker) so the model knows how many calls
 the job has left.
 
-A role answering in the tags protocol gets seed 002's texts: its base
+A role answering in the tags protocol gets kosmos-panel's texts: its base
 prompt (the ``protocol/tags`` template), ``--- System Context ---`` and
 ``--- Active Skill: NAME ---``; the role's instructions only where they are
 its own (the shipped ``roles/*`` templates teach the JSON protocol's fields);
@@ -167,7 +167,7 @@ def opening_message(
 ) -> tuple[str, list[str]]:
     """The first user message of a turn: the job, feedback, work to review,
     and (with ``history``) what the person has said so far; in the tags
-    protocol, seed 002's: ``Execute skill: NAME`` (or the person's own
+    protocol, kosmos-panel's: ``Execute skill: NAME`` (or the person's own
     prompt), its parameters, then whatever else the turn has."""
     prompts = prompts or builtin()
     turn = manifest.turn

@@ -19,7 +19,7 @@ from ..errors import LogistError
 from ..model.client import Endpoints
 from ..store.session import JobFiles
 from ..store.manifest import JobManifest
-from .apply import StepResult, apply_compaction, apply_outcome, check_steppable
+from .apply import StepResult, apply_compaction, apply_outcome, check_steppable, record_step
 from .budget import limit_reason
 from .call import CallWatch, call_settings, make_call
 from .outcome import Outcome
@@ -34,11 +34,8 @@ log = logging.getLogger("logist")
 def _stop_for_limit(job: JobFiles, manifest: JobManifest, reason: str) -> StepResult:
     after = manifest.model_copy(deep=True)
     rule = apply_event(after, LIMIT, reason)
-    entry = job.session.new_entry(manifest, after, kind="limit", role=manifest.turn.role,
-        note=f"no call was made: {reason}", workspace_commit=manifest.workspace_commit,
-    )
-    job.session.record(entry, after)
-    return StepResult(job.id, entry.sequence, manifest.turn.role, "LIMIT", after.status, error=reason, turn=rule.turn)
+    return record_step(job, manifest, after, rule, kind="limit", role=manifest.turn.role, action="LIMIT",
+                       workspace_commit=manifest.workspace_commit, note=f"no call was made: {reason}", error=reason)
 
 
 def _locked_step(

@@ -3,7 +3,10 @@
 The next state comes from the row of :data:`logist.engine.workflow.TABLE`
 for the answer's event (set by :func:`~logist.engine.workflow.move`); this
 module does the row's *turn* part: which messages the turn keeps, what it
-sends next, whose turn follows. Pure with respect to the disk: these
+sends next, whose turn follows. Nothing here names an action: the answer's
+action (:class:`logist.protocol.actions.Action`) says which event it fires
+and does its part of the turn through :class:`AnswerStep`; the engine's own
+turn effects (handoff, afresh, delegate, report ...) are a table here. Pure with respect to the disk: these
 functions change a copy of the manifest (``after``) and nothing else;
 :mod:`logist.engine.step` records it. The messages they leave for the next
 call (feedback, the report to the Planner, a re-ask) are worded by the
@@ -13,16 +16,15 @@ call (feedback, the report to the Planner, a re-ask) are worded by the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional, Sequence
 
-from ..protocol.answer import EXIT_ACTIONS, Answer, InvalidAnswer
+from ..protocol.answer import Action, Answer, Event, InvalidAnswer, action_of
 from ..store.entries import CommandRecord
 from ..store.roles import RoleManifest
 from ..store.manifest import PLANNER, SUPERVISOR, WORKER, Handoff, JobManifest, Question, Turn
 from ..store.prompts import Prompts, builtin
 from .workflow import (
-    ADDRESSED, CHANGES_HELD, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, SOLO, USER, Rule, find_rule, move,
-    rule_for, who_acts,
+    CHANGES_HELD, INVALID, INVALID_LAST, OUT_OF_TURN, RETRY_LIMIT, SOLO, Rule, find_rule, move, rule_for, who_acts,
 )
 
 @dataclass(frozen=True)
@@ -57,102 +59,162 @@ def _next_turn(after: JobManifest, slot: str, feedback: Optional[str]) -> None:
     after.turn = Turn(slot=slot, role=after.roles[slot], feedback=feedback)
 
 
-def answer_event(who: str, answer: Answer, command: Optional[CommandRecord]) -> str:
-    """The table's event for an answer: its action, a command's fate, the Planner's addressee."""
-    if answer.action == "CMD":
-        if command is None or command.decision == "ask":
-            return "CMD held"
-        return "CMD denied" if command.decision == "deny" else "CMD run"
-    if who == PLANNER and answer.action in ("MESSAGE", "COMPLETED"):
-        return f"{answer.action} to {USER if answer.send_to == USER else 'a role'}"
-    return answer.action
+@dataclass
+class AnswerStep:
+    """An answer being applied, as its action's hooks see it
+    (:class:`logist.protocol.actions.Action`): the manifests, the answer,
+    what its command did, and the few things a hook may do to the turn."""
+
+    after: JobManifest
+    before: JobManifest
+    answer: Answer
+    call: Call
+    command: Optional[CommandRecord]
+    prompts: Prompts
+    #: The event the answer fired (set once its action has said which).
+    event: Optional[Event] = None
+
+    @property
+    def who(self) -> str:
+        return who_acts(self.before)
+
+    @property
+    def planner(self) -> bool:
+        """The answer is the Planner's."""
+        return self.who == PLANNER
+
+    @property
+    def reviewing(self) -> bool:
+        """The answer is the default workflow's Supervisor's."""
+        return self.who == SUPERVISOR
+
+    @property
+    def counts_retries(self) -> bool:
+        """RETRYs in a row count for whoever acts (not the Planner's, not a role it addressed)."""
+        return self.who in (WORKER, SUPERVISOR, SOLO)
+
+    @property
+    def summary(self) -> str:
+        """What the answer says it did (in the planned workflow, its message when it has no summary)."""
+        planned = self.before.workflow == "planned"
+        return (self.answer.summary_for_supervisor or (self.answer.message if planned else None) or "").strip()
+
+    def render(self, template: str, **values) -> str:
+        return self.prompts.render(template, **values)
+
+    def ask(self, text: str, required: bool) -> None:
+        """The turn waits for the person's answer to ``text``."""
+        self.after.question = Question(text=text, required=required)
+
+    def hand_over(self, summary: str, evidence_files: Sequence[str] = ()) -> None:
+        """The answer is the turn's last word (``last_exit``), with ``summary``."""
+        self.after.last_exit = Handoff(role=self.after.turn.role, action=self.answer.action, summary=summary,
+                                       evidence_files=list(evidence_files))
 
 
-def _continue_with(event: str, answer: Answer, command: Optional[CommandRecord], prompts: Prompts) -> str:
-    if event == "CMD run":
-        return command.output
-    if event == "CMD denied":
-        return prompts.render("messages/command_denied", command=answer.command)
-    return prompts.render("messages/continue")
+def _handoff(step: AnswerStep) -> None:
+    _next_turn(step.after, SUPERVISOR, None)
+
+
+def _send_back(step: AnswerStep) -> None:
+    _next_turn(step.after, WORKER, step.render("messages/sent_back", role=step.after.turn.role, summary=step.summary))
+
+
+def _afresh(step: AnswerStep) -> None:
+    turn = step.after.turn
+    if step.planner:
+        _next_turn(step.after, PLANNER, step.render("messages/planner_retry", summary=step.summary))
+    else:
+        _next_turn(step.after, turn.slot, step.render("messages/retry", summary=step.summary))
+
+
+def _delegate(step: AnswerStep) -> None:
+    after, answer = step.after, step.answer
+    slot = next(s for s, name in after.roles.items() if name == answer.send_to and s != PLANNER)
+    after.planner_turn = after.turn
+    after.turn = Turn(slot=slot, role=answer.send_to, task=answer.message)
+
+
+def _report(step: AnswerStep) -> None:
+    # The addressed role's exit command goes back to the Planner.
+    after, answer = step.after, step.answer
+    report = step.render(
+        "messages/report", role=after.turn.role, action=answer.action, summary=step.summary,
+        evidence_files=", ".join(answer.evidence_files) or None,
+    )
+    planner_turn = after.planner_turn or Turn(slot=PLANNER, role=after.roles[PLANNER])
+    planner_turn.pending = report
+    after.turn, after.planner_turn = planner_turn, None
+
+
+def _goes_on(step: AnswerStep, action: Action) -> None:
+    step.after.turn.pending = action.continue_with(step)
+
+
+#: What each turn effect of a row (:data:`~logist.engine.workflow.TURN_EFFECTS`)
+#: does after an answer: the action's own hook (``continue``, ``wait``,
+#: ``stop``), or the engine's (the turn passed on or started over).
+_TURN: dict[str, Callable[[AnswerStep, Action], None]] = {
+    "continue": _goes_on,
+    "wait": lambda step, action: action.wait(step),
+    "stop": lambda step, action: action.stop(step),
+    "handoff": lambda step, _action: _handoff(step),
+    "send back": lambda step, _action: _send_back(step),
+    "afresh": lambda step, _action: _afresh(step),
+    "delegate": lambda step, _action: _delegate(step),
+    "report": lambda step, _action: _report(step),
+}
+#: The effects after which the call joins the role's conversation (the turn is not restarted or passed on).
+_KEEPS_ROUND = frozenset({"continue", "wait", "stop", "finish", "delegate"})
+
+
+def _keep_plan(after: JobManifest, answer: Answer) -> None:
+    """The Planner's plan: what the answer leaves out stays as it was."""
+    if answer.plan is not None:
+        after.plan, after.current_plan_step = list(answer.plan), answer.current_plan_step
+    if answer.current_plan_step is not None:
+        after.current_plan_step = answer.current_plan_step
+    after.plan_reasoning = answer.plan_reasoning or after.plan_reasoning
+    after.planner_thought = answer.thought or after.planner_thought
+
+
+def _stop_with(step: AnswerStep, event: Event, reason: str) -> Rule:
+    """The answer's own row is not applied: ``event``'s row stops the job with ``reason``."""
+    add_round(step.after.turn, step.call)
+    rule = rule_for(step.before.status, event, step.who)
+    move(step.after, rule, step.before.status, reason)
+    return rule
 
 
 def apply_answer(
     after: JobManifest, before: JobManifest, answer: Answer, call: Call, command: Optional[CommandRecord],
     prompts: Optional[Prompts] = None,
 ) -> Rule:
-    """Move ``after`` to the state the answer's row leads to, and do its turn part; the row."""
-    prompts = prompts or builtin()
-    turn = after.turn
-    action = answer.action
-    who = who_acts(before)
-    planned = before.workflow == "planned"
-    summary = (answer.summary_for_supervisor or (answer.message if planned else None) or "").strip()
-    if who == PLANNER:  # what the answer leaves out stays as it was (seed 004's answers carry no plan)
-        if answer.plan is not None:
-            after.plan, after.current_plan_step = list(answer.plan), answer.current_plan_step
-        if answer.current_plan_step is not None:
-            after.current_plan_step = answer.current_plan_step
-        after.plan_reasoning = answer.plan_reasoning or after.plan_reasoning
-        after.planner_thought = answer.thought or after.planner_thought
-    if action in EXIT_ACTIONS and who in (WORKER, SUPERVISOR, ADDRESSED, SOLO):
-        after.last_exit = Handoff(
-            role=turn.role, action=action, summary=summary if planned else answer.summary_for_supervisor or "",
-            evidence_files=answer.evidence_files,
-        )
-    event = answer_event(who, answer, command)
-    rule = find_rule(before.status, event, who)
+    """Move ``after`` to the state the answer's row leads to, and do its turn part; the row.
+
+    The one generic path: the answer's action (its hooks) says which event it
+    fires and what the turn does; the row of the table says where the job goes."""
+    step = AnswerStep(after, before, answer, call, command, prompts or builtin())
+    action = action_of(answer.action)
+    if step.planner:
+        _keep_plan(after, answer)
+    if action.exit and not step.planner:
+        step.hand_over(step.summary if before.workflow == "planned" else answer.summary_for_supervisor or "",
+                       answer.evidence_files)
+    step.event = action.event(step)
+    rule = find_rule(before.status, step.event, step.who)
     if rule is None:
-        add_round(turn, call)
-        reason = f"the workflow has no transition for {action} from {turn.role} in {before.status}"
-        rule = rule_for(before.status, OUT_OF_TURN, who)
-        move(after, rule, before.status, reason)
-        return rule
-    if action == "RETRY" and who in (WORKER, SUPERVISOR, SOLO):
-        after.retries_in_a_row += 1
-        limit = after.settings.max_retries_in_a_row
-        if after.retries_in_a_row > limit:
-            add_round(turn, call)
-            reason = f"{after.retries_in_a_row} RETRYs in a row (limit {limit}); last: {answer.summary_for_supervisor}"
-            rule = rule_for(before.status, RETRY_LIMIT, who)
-            move(after, rule, before.status, reason)
-            return rule
-    elif action == "COMPLETED" and who == SUPERVISOR:
-        # A RETRY sends work round the Worker-Supervisor loop; only an
-        # accepted review ends the run of RETRYs.
-        after.retries_in_a_row = 0
-    move(after, rule, before.status, f"{turn.role} is STUCK: {summary}" if action == "STUCK" else None)
-    effect = rule.turn
-    if effect in ("continue", "wait", "stop", "finish", "delegate"):
-        add_round(turn, call)
-    if effect == "continue":
-        turn.pending = _continue_with(event, answer, command, prompts)
-    elif effect == "wait" and action == "ASK":
-        after.question = Question(text=answer.question or answer.message or "", required=answer.required)
-    elif effect == "wait":
-        after.pending_command = answer.command
-    elif effect == "stop" and event == "COMPLETED to User":
-        after.last_exit = Handoff(role=turn.role, action=action, summary=summary)
-    elif effect == "handoff":
-        _next_turn(after, SUPERVISOR, None)
-    elif effect == "send back":
-        _next_turn(after, WORKER, prompts.render("messages/sent_back", role=turn.role, summary=summary))
-    elif effect == "afresh" and who == PLANNER:
-        _next_turn(after, PLANNER, prompts.render("messages/planner_retry", summary=summary))
-    elif effect == "afresh":
-        _next_turn(after, turn.slot, prompts.render("messages/retry", summary=summary))
-    elif effect == "delegate":
-        slot = next(s for s, name in after.roles.items() if name == answer.send_to and s != PLANNER)
-        after.planner_turn = turn
-        after.turn = Turn(slot=slot, role=answer.send_to, task=answer.message)
-    elif effect == "report":
-        # The addressed role's exit command goes back to the Planner.
-        report = prompts.render(
-            "messages/report", role=turn.role, action=action, summary=summary,
-            evidence_files=", ".join(answer.evidence_files) or None,
-        )
-        planner_turn = after.planner_turn or Turn(slot=PLANNER, role=after.roles[PLANNER])
-        planner_turn.pending = report
-        after.turn, after.planner_turn = planner_turn, None
+        return _stop_with(step, OUT_OF_TURN,
+                          f"the workflow has no transition for {answer.action} from {after.turn.role} in {before.status}")
+    over = action.count(step)
+    if over is not None:
+        return _stop_with(step, RETRY_LIMIT, over)
+    move(after, rule, before.status, action.reason(step))
+    if rule.turn in _KEEPS_ROUND:
+        add_round(after.turn, call)
+    effect = _TURN.get(rule.turn)
+    if effect is not None:
+        effect(step, action)
     return rule
 
 

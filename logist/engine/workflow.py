@@ -5,10 +5,12 @@ Every change of a job's ``status`` is a row of :data:`TABLE`::
     (states, event, who)  ->  (next state, what happens to the turn, hint)
 
 - *states*: the states the row applies in (a set where the rule is the same).
-- *event*: what happened: a role's answer (``COMPLETED``, ``CMD held``, the
-  Planner's ``MESSAGE to a role`` ...), something the engine noticed (``call
-  failed``, ``limit reached``, ``RETRY over limit``) or a person's command
-  (``approve``, ``resume`` ...).
+- *event*: what happened, an :class:`~logist.protocol.actions.Event` (a
+  name, and for some how it went): a role's answer, as its action says
+  (``COMPLETED``, ``CMD held``, the Planner's ``MESSAGE to a role`` ...:
+  :meth:`logist.protocol.actions.Action.event`), something the engine
+  noticed (``call failed``, ``limit reached``, ``RETRY over limit``) or a
+  person's command (``approve``, ``resume`` ...).
 - *who*: whose turn it is, by slot: ``worker`` and ``supervisor`` in the
   default workflow; ``planner`` and ``addressed`` (a role the Planner sent
   work to) in the planned one; ``solo`` (the Worker with no Supervisor) in
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 from ..errors import ConfigError
-from ..protocol.answer import USER  # noqa: F401 (the Planner's send_to for the person; the table's readers find it here)
+from ..protocol.answer import ACTION_RULES, USER, Event  # noqa: F401 (USER: the Planner's send_to for the person; the table's readers find it here)
 from ..store.manifest import JobManifest
 from ..store.roles import RoleManifest
 from ..store.status import PLANNER, SUPERVISOR, WORKER, Status
@@ -82,21 +84,23 @@ TURN_EFFECTS = {
 #: (``job step`` makes it): the turn is neither over nor waiting for a person.
 GOES_ON = frozenset({"continue", "summarise"})
 
-# Events the engine fires (the answers' own events are their action names).
-RETRY_LIMIT = "RETRY over limit"
-OUT_OF_TURN = "answer out of turn"
-INVALID = "invalid answer"
-INVALID_LAST = "invalid answer, no re-asks"
-CHANGES_HELD = "file changes held"
-CALL_FAILED = "call failed"
+E = Event
+# Events the engine fires (an answer's own event is its action's:
+# logist.protocol.actions.Action.event).
+RETRY_LIMIT = E("RETRY", "over limit")
+OUT_OF_TURN = E("answer out of turn")
+INVALID = E("invalid answer")
+INVALID_LAST = E("invalid answer, no re-asks")
+CHANGES_HELD = E("file changes held")
+CALL_FAILED = E("call failed")
 #: A call the endpoint failed for now (5xx after the retries, a timeout, a disconnect): the turn goes on later.
-CALL_INTERRUPTED = "call interrupted"
-LIMIT = "limit reached"
-COMPACTION = "compaction"
+CALL_INTERRUPTED = E("call interrupted")
+LIMIT = E("limit reached")
+COMPACTION = E("compaction")
 #: The step's commit found workspace files git cannot read (logist.workspace.repository.UnreadableFiles).
-UNREADABLE = "workspace unreadable"
+UNREADABLE = E("workspace unreadable")
 #: ``job set`` fires it instead of ``set`` when the new budgets free a job a budget stopped.
-BUDGET_RAISED = "budget raised"
+BUDGET_RAISED = E("budget raised")
 
 S = Status
 ACTIVE = frozenset({S.PENDING, S.RUNNING})
@@ -114,7 +118,7 @@ RESTING_HINTS = {S.SUCCESS: "it is finished", S.CANCELED: "it was canceled", S.D
 @dataclass(frozen=True)
 class Rule:
     states: frozenset
-    event: str
+    event: Event
     who: frozenset
     to: Union[Status, str]
     turn: str
@@ -129,6 +133,7 @@ class Rule:
 
 
 def _row(states, event, who, to, turn, hint=STEP, remember=None, waits_for=None) -> Rule:
+    event = Event(event) if isinstance(event, str) else event
     states = frozenset({states}) if isinstance(states, Status) else frozenset(states)
     who = frozenset({who}) if isinstance(who, str) else frozenset(who)
     return Rule(states, event, who, to, turn, hint, remember, waits_for)
@@ -136,33 +141,33 @@ def _row(states, event, who, to, turn, hint=STEP, remember=None, waits_for=None)
 
 TABLE: tuple[Rule, ...] = (
     # Default workflow: the Worker works, the Supervisor reviews.
-    _row(ACTIVE, "COMPLETED", WORKER, S.REVIEWING, "handoff"),
-    _row(ACTIVE, "RETRY", WORKER, S.RUNNING, "afresh"),
-    _row(ACTIVE, "STUCK", WORKER, S.INTERVENTION_REQUIRED, "stop"),
-    _row(S.REVIEWING, "COMPLETED", SUPERVISOR, S.APPROVAL_REQUIRED, "stop"),
-    _row(S.REVIEWING, "RETRY", SUPERVISOR, S.RUNNING, "send back"),
-    _row(S.REVIEWING, "STUCK", SUPERVISOR, S.INTERVENTION_REQUIRED, "stop"),
+    _row(ACTIVE, E("COMPLETED"), WORKER, S.REVIEWING, "handoff"),
+    _row(ACTIVE, E("RETRY"), WORKER, S.RUNNING, "afresh"),
+    _row(ACTIVE, E("STUCK"), WORKER, S.INTERVENTION_REQUIRED, "stop"),
+    _row(S.REVIEWING, E("COMPLETED"), SUPERVISOR, S.APPROVAL_REQUIRED, "stop"),
+    _row(S.REVIEWING, E("RETRY"), SUPERVISOR, S.RUNNING, "send back"),
+    _row(S.REVIEWING, E("STUCK"), SUPERVISOR, S.INTERVENTION_REQUIRED, "stop"),
     _row(STEPPABLE, RETRY_LIMIT, {WORKER, SUPERVISOR, SOLO}, S.INTERVENTION_REQUIRED, "stop"),
-    # Solo workflow (a skill's job, seed 002): the Worker's COMPLETED ([DONE]) ends the job.
-    _row(ACTIVE, "COMPLETED", SOLO, S.SUCCESS, "finish"),
-    _row(ACTIVE, "RETRY", SOLO, S.RUNNING, "afresh"),
-    _row(ACTIVE, "STUCK", SOLO, S.INTERVENTION_REQUIRED, "stop"),
+    # Solo workflow (a skill's job, as kosmos-panel runs a skill): the Worker's COMPLETED ([DONE]) ends the job.
+    _row(ACTIVE, E("COMPLETED"), SOLO, S.SUCCESS, "finish"),
+    _row(ACTIVE, E("RETRY"), SOLO, S.RUNNING, "afresh"),
+    _row(ACTIVE, E("STUCK"), SOLO, S.INTERVENTION_REQUIRED, "stop"),
     # Planned workflow: the Planner routes each answer with send_to.
-    _row(ACTIVE, "MESSAGE to a role", PLANNER, S.RUNNING, "delegate"),
-    _row(ACTIVE, "COMPLETED to a role", PLANNER, S.RUNNING, "delegate"),
-    _row(ACTIVE, "MESSAGE to User", PLANNER, S.RUNNING, "continue"),
-    _row(ACTIVE, "COMPLETED to User", PLANNER, S.APPROVAL_REQUIRED, "stop"),
-    _row(ACTIVE, "RETRY", PLANNER, S.RUNNING, "afresh"),
-    _row(ACTIVE, "STUCK", PLANNER, S.INTERVENTION_REQUIRED, "stop"),
-    _row(ACTIVE, "COMPLETED", ADDRESSED, S.RUNNING, "report"),
-    _row(ACTIVE, "RETRY", ADDRESSED, S.RUNNING, "report"),
-    _row(ACTIVE, "STUCK", ADDRESSED, S.RUNNING, "report"),
+    _row(ACTIVE, E("MESSAGE", "to a role"), PLANNER, S.RUNNING, "delegate"),
+    _row(ACTIVE, E("COMPLETED", "to a role"), PLANNER, S.RUNNING, "delegate"),
+    _row(ACTIVE, E("MESSAGE", "to User"), PLANNER, S.RUNNING, "continue"),
+    _row(ACTIVE, E("COMPLETED", "to User"), PLANNER, S.APPROVAL_REQUIRED, "stop"),
+    _row(ACTIVE, E("RETRY"), PLANNER, S.RUNNING, "afresh"),
+    _row(ACTIVE, E("STUCK"), PLANNER, S.INTERVENTION_REQUIRED, "stop"),
+    _row(ACTIVE, E("COMPLETED"), ADDRESSED, S.RUNNING, "report"),
+    _row(ACTIVE, E("RETRY"), ADDRESSED, S.RUNNING, "report"),
+    _row(ACTIVE, E("STUCK"), ADDRESSED, S.RUNNING, "report"),
     # Any role's turn.
-    _row(STEPPABLE, "MESSAGE", {WORKER, SUPERVISOR, ADDRESSED, SOLO}, WORKING, "continue"),
-    _row(STEPPABLE, "CMD run", ROLES, WORKING, "continue"),
-    _row(STEPPABLE, "CMD denied", ROLES, WORKING, "continue"),
-    _row(STEPPABLE, "CMD held", ROLES, S.INPUT_REQUIRED, "wait", remember=WORKING),
-    _row(STEPPABLE, "ASK", ROLES, S.INPUT_REQUIRED, "wait", remember=WORKING),
+    _row(STEPPABLE, E("MESSAGE"), {WORKER, SUPERVISOR, ADDRESSED, SOLO}, WORKING, "continue"),
+    _row(STEPPABLE, E("CMD", "run"), ROLES, WORKING, "continue"),
+    _row(STEPPABLE, E("CMD", "denied"), ROLES, WORKING, "continue"),
+    _row(STEPPABLE, E("CMD", "held"), ROLES, S.INPUT_REQUIRED, "wait", remember=WORKING),
+    _row(STEPPABLE, E("ASK"), ROLES, S.INPUT_REQUIRED, "wait", remember=WORKING),
     _row(STEPPABLE, CHANGES_HELD, ROLES, S.INPUT_REQUIRED, "wait", remember=WORKING),
     _row(STEPPABLE, INVALID, ROLES, WORKING, "continue"),
     _row(STEPPABLE, INVALID_LAST, ROLES, S.INTERVENTION_REQUIRED, "stop"),
@@ -194,6 +199,31 @@ TABLE: tuple[Rule, ...] = (
 )
 
 EVENTS = frozenset(r.event for r in TABLE)
+#: The names a row an action brings (logist.protocol.actions.Row) uses for a set of states or of slots.
+_NAMED = {"ACTIVE": ACTIVE, "STEPPABLE": STEPPABLE, "LIVE": LIVE, "ROLES": ROLES}
+
+
+def _action_rows() -> tuple[Rule, ...]:
+    """The rows the registered actions bring (none of the built-in ones does: theirs are in the table)."""
+    rows = []
+    for action in ACTION_RULES.values():
+        for row in action.rows:
+            states = _NAMED.get(row.states) or Status(row.states)
+            to = row.to if row.to in TARGETS else Status(row.to)
+            rows.append(_row(states, Event(action.name, row.variant), _NAMED.get(row.who, row.who), to, row.turn,
+                             remember=row.remember))
+    return tuple(rows)
+
+
+def table() -> tuple[Rule, ...]:
+    """Every row in effect: :data:`TABLE`, and those the registered actions bring."""
+    extra = _action_rows()
+    return TABLE + extra if extra else TABLE
+
+
+def _event(event: Union[Event, str]) -> Event:
+    """An event; a person's command may be named by its name."""
+    return Event(event) if isinstance(event, str) else event
 #: The states in which a job's turn waits for a person: those the rows that
 #: make a turn wait for a person or stop it lead to, in :class:`Status`'s order.
 NEEDS_PERSON = tuple(s.value for s in Status if any(r.to == s and r.turn in ("wait", "stop") for r in TABLE))
@@ -227,14 +257,15 @@ def answer_protocol(role: RoleManifest, manifest: JobManifest) -> str:
     return skill or role.protocol
 
 
-def find_rule(state: Status, event: str, who: str) -> Optional[Rule]:
+def find_rule(state: Status, event: Union[Event, str], who: str) -> Optional[Rule]:
     """The first row for (state, event, who), or None."""
-    if event not in EVENTS:
-        raise ValueError(f"the workflow table has no event {event!r}")
-    return next((r for r in TABLE if r.event == event and state in r.states and who in r.who), None)
+    event, rows = _event(event), table()
+    if event not in EVENTS and all(r.event != event for r in rows):
+        raise ValueError(f"the workflow table has no event {str(event)!r}")
+    return next((r for r in rows if r.event == event and state in r.states and who in r.who), None)
 
 
-def rule_for(state: Status, event: str, who: str) -> Rule:
+def rule_for(state: Status, event: Union[Event, str], who: str) -> Rule:
     """The row the engine needs; a missing one is a bug in the table."""
     rule = find_rule(state, event, who)
     if rule is None:
@@ -242,7 +273,8 @@ def rule_for(state: Status, event: str, who: str) -> Rule:
     return rule
 
 
-def person_rules(event: str) -> list[Rule]:
+def person_rules(event: Union[Event, str]) -> list[Rule]:
+    event = _event(event)
     return [r for r in TABLE if r.event == event and PERSON in r.who]
 
 

@@ -53,10 +53,11 @@ from __future__ import annotations
 import json
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
-from .completions import AnswerFault, LLMReply, answer_json, chunks, error_text, excerpt, text_of, tokens, whole
+from .base import Model, Request, failed_after, status_kind, status_retried, status_text
+from .completions import AnswerFault, LLMReply, answer_json, check_size, chunks, excerpt, joined, whole
 from ..protocol.decoding import form_name, response_formats
 from ..errors import LLMCallError
 #: The header that names a call, the same on each of its retries (one definition: :mod:`logist.store.calls`).
@@ -76,13 +77,20 @@ class Endpoints:
     and each ``logist`` command one for its run (closed with it); every
     :class:`LLMSettings` carries the one its calls use (a new one when none
     is given: nothing learned outlives those settings). Steps on threads
-    (``job run --all --engine threads``) share one."""
+    (``job run --all --engine threads``) share one.
+
+    It is also where a call's model is found (:meth:`model_for`): the
+    :class:`~logist.model.base.Model` its owner was given (``model``: an
+    in-memory one, another source of answers), else the endpoint the call's
+    settings name (:class:`OpenAICompatible`)."""
 
     #: The clients kept: the last this many endpoints used (a long-lived
     #: owner that talks to many does not keep a connection to each).
     KEEP_CLIENTS = 8
 
-    def __init__(self) -> None:
+    def __init__(self, model: Optional[Model] = None) -> None:
+        #: The model every call of this owner is made to (None: each call's endpoint).
+        self.model = model
         self._clients: dict[tuple[str, Optional[str]], object] = {}
         self._clients_lock = threading.Lock()
         #: Endpoints found not to stream.
@@ -94,6 +102,10 @@ class Endpoints:
         #: (endpoint, model) -> its facts, found once.
         self.facts: dict[tuple[str, str], "EndpointFacts"] = {}
         self.facts_lock = threading.Lock()
+
+    def model_for(self, settings: "LLMSettings") -> Model:
+        """The model a call made with ``settings`` is made to: the one given, else the endpoint's."""
+        return self.model if self.model is not None else OpenAICompatible(settings)
 
     def client(self, base_url: str, api_key: Optional[str]):
         """The client for ``base_url`` (built on first use)."""
@@ -252,7 +264,7 @@ def _retried(exc: Exception) -> bool:
     openai = sdk()
 
     if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+        return status_retried(exc.status_code)
     if isinstance(exc, openai.APITimeoutError):
         return type(exc.__cause__).__name__ != "ReadTimeout"  # a connect timeout is retried
     return isinstance(exc, openai.APIConnectionError)
@@ -275,8 +287,8 @@ def _kind(exc: Exception) -> str:
         name = type(exc.__cause__ or exc).__name__
         if name in ("ConnectError", "UnsupportedProtocol", "LocalProtocolError", "InvalidURL"):
             return "setup"
-    if isinstance(exc, openai.APIStatusError) and exc.status_code in (401, 403, 404, 405):
-        return "setup"
+    if isinstance(exc, openai.APIStatusError):
+        return status_kind(exc.status_code)
     return "transient" if _retried(exc) or isinstance(exc, openai.APITimeoutError) else "failed"
 
 
@@ -306,107 +318,43 @@ def _describe(exc: Exception, settings: LLMSettings) -> str:
                 detail = str(inner.get("message") or "")
             elif isinstance(inner, str):
                 detail = inner
-        hint = ""
-        if exc.status_code == 401:
-            hint = " (set LOGIST_API_KEY or OPENAI_API_KEY)"
-        elif exc.status_code == 403:
-            hint = " (the key is not allowed this model or endpoint)"
-        elif exc.status_code in (404, 405) and not detail:
-            hint = " (no chat completions API there: does the base URL end in /v1?)"
-        elif exc.status_code == 404:
-            hint = " (is the model name right, and does the base URL end in /v1?)"
-        return f"HTTP {exc.status_code}{': ' + detail[:300] if detail else ''}{hint}"
+        return status_text(exc.status_code, detail)
     return f"{type(exc).__name__}: {exc}"
 
 
 def _failure(exc: Exception, settings: LLMSettings) -> LLMCallError:
-    attempts = _attempts(exc, settings)
-    message = f"LLM call failed after {attempts} attempt{'s' if attempts > 1 else ''}: {_describe(exc, settings)}"
+    message = failed_after(_attempts(exc, settings), _describe(exc, settings))
     return LLMCallError(scrub(message, settings.api_key), kind=_kind(exc))
 
 
 def _check_size(reply: LLMReply, settings: LLMSettings, complete: bool = True) -> LLMReply:
-    """``reply``; over ``max_answer_bytes``, an :class:`~logist.errors.LLMCallError`
-    whose ``reply`` holds the answer's first bytes (``complete``: the whole
-    answer was read, so its size is known)."""
-    limit = settings.max_answer_bytes
-    data = reply.content.encode("utf-8")
-    if limit is None or len(data) <= limit:
-        return reply
-    reply.content = scrub(data[:limit].decode("utf-8", errors="ignore"), settings.api_key)
-    told = f"it is {len(data):,} bytes" if complete else "it went past it (the rest was not read)"
-    raise LLMCallError(
-        f"the answer was refused: the limit is {limit:,} bytes and {told} (max_answer_bytes; "
-        f"logist job set --max-answer-bytes N raises it); its first {len(reply.content.encode()):,} bytes are kept",
-        reply)
+    """``reply``; over ``max_answer_bytes``, the refusal of :func:`~logist.model.completions.check_size`
+    (the part kept scrubbed of the key)."""
+    try:
+        return check_size(reply, settings.max_answer_bytes, complete)
+    except LLMCallError as exc:
+        exc.reply.content = scrub(exc.reply.content, settings.api_key)
+        raise
 
 
 def _read_stream(stream, settings: LLMSettings, on_tokens: Optional[Callable[[int], None]]) -> LLMReply:
-    """Join a streamed answer's pieces; a whole answer sent instead is read as one."""
+    """Join a streamed answer's pieces (:func:`~logist.model.completions.joined`);
+    a whole answer sent instead is read as one."""
     if "text/event-stream" not in stream.response.headers.get("content-type", ""):
         settings.endpoints.plain.add(settings.base_url)
         try:
             return whole(answer_json(stream.response), streamed=True)
         finally:
             stream.close()
-    text: list[str] = []
-    arguments: list[str] = []
-    tool: Optional[str] = None
-    usage = model = finish = None
-    pieces = size = 0
-    seen_choice = False
-    limit = settings.max_answer_bytes
-    for chunk in chunks(stream):
-        if chunk.get("error") and not chunk.get("choices"):
-            # The server failed while it was answering (llama.cpp: the request did not fit its context).
-            raise LLMCallError(scrub(f"the endpoint failed while answering: {error_text(chunk['error'])}",
-                                     settings.api_key), kind="failed")
-        model = chunk.get("model") or model
-        usage = chunk.get("usage") or usage
-        choices = chunk.get("choices") or []
-        for choice in choices if isinstance(choices, list) else []:
-            delta = choice.get("delta") if isinstance(choice, dict) else None
-            if choice.get("index", 0) != 0 or not isinstance(delta, dict):
-                continue
-            seen_choice = True
-            if isinstance(choice.get("finish_reason"), str):
-                finish = choice["finish_reason"]
-            piece = text_of(delta.get("content"), "a streamed piece")
-            if piece:
-                text.append(piece)
-                pieces += 1
-                size += len(piece.encode("utf-8"))
-            for call in delta.get("tool_calls") or []:
-                function = call.get("function") if isinstance(call, dict) else None
-                if call.get("index", 0) != 0 or not isinstance(function, dict):
-                    continue
-                tool = function.get("name") or tool
-                if function.get("arguments"):
-                    arguments.append(text_of(function["arguments"], "tool call arguments"))
-                    pieces += 1
-                    size += len(arguments[-1].encode("utf-8"))
-        if on_tokens is not None:
-            on_tokens(pieces)
-        if limit is not None and size > limit:
-            stream.close()  # not read further: the answer is refused either way
-            return _check_size(LLMReply("".join(text) or "".join(arguments), *tokens(usage), model, True),
-                               settings, complete=False)
-    if not seen_choice or finish is None:
-        # No finish_reason: the stream ended before the answer did (the
-        # endpoint's fault, not the model's answer), or it never began.
-        got = f"{size:,} bytes of answer" if seen_choice else "no answer"
-        reply = LLMReply("".join(text) or "".join(arguments), *tokens(usage), None, True)
-        raise LLMCallError(scrub(f"the endpoint's stream ended without finishing the answer ({got}, no finish_reason)",
-                                 settings.api_key), reply if reply.content else None, kind="transient")
-    content = "".join(text)
-    if not content.strip() and tool is not None:
-        content = "".join(arguments)
-    else:
-        tool = None
-    prompt_tokens, completion_tokens = tokens(usage)
-    return LLMReply(content=scrub(content, settings.api_key), prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens, model=model if isinstance(model, str) else None,
-                    streamed=True, tool=tool, finish_reason=finish)
+    try:
+        reply = joined(chunks(stream), on_tokens, settings.max_answer_bytes)
+    except LLMCallError as exc:
+        stream.close()  # not read further: the answer is refused either way
+        if exc.reply is not None:
+            exc.reply.content = scrub(exc.reply.content, settings.api_key)
+        raise LLMCallError(scrub(str(exc), settings.api_key), exc.reply, kind=exc.kind) from None
+    reply.content = scrub(reply.content, settings.api_key)
+    return reply
 
 
 def _refuses_format(exc: Exception) -> bool:
@@ -489,6 +437,38 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
     reply.content = scrub(reply.content, settings.api_key)
     reply.key = key_for(sent) if key_for is not None else None
     return _check_size(reply, settings)
+
+
+class OpenAICompatible(Model):
+    """An OpenAI-compatible endpoint (``settings.base_url``) as a
+    :class:`~logist.model.base.Model`: :func:`chat` and what the endpoint
+    tells of its models, what it learns kept by ``settings.endpoints``."""
+
+    def __init__(self, settings: LLMSettings):
+        self.settings = settings
+
+    def complete(self, request: Request) -> LLMReply:
+        settings = replace(self.settings, headers=request.headers, max_answer_bytes=request.max_answer_bytes)
+        return chat(settings, request.body, request.on_tokens, request.key_for, request.formats)
+
+    def ready(self) -> None:
+        self.settings.endpoints.client(self.settings.base_url, self.settings.api_key)
+
+    def streams(self) -> bool:
+        return self.settings.endpoints.streams(self.settings.base_url)
+
+    def usable_formats(self, formats: list) -> list:
+        return self.settings.endpoints.usable_formats(self.settings.base_url, formats)
+
+    def context_window(self, model: str) -> tuple[Optional[int], str]:
+        facts = endpoint_facts(self.settings, model)
+        return (facts.context_window, facts.window_from) if facts.context_window else (None, "")
+
+    def count_tokens(self, model: str, text: str) -> Optional[int]:
+        return count_tokens(self.settings, model, text)
+
+    def learn_window(self, model: str, error: str) -> Optional[int]:
+        return self.settings.endpoints.learn_window(self.settings.base_url, model, error)
 
 
 def with_format(body: dict, response_format: Optional[dict]) -> dict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from ..protocol.forms import surrogates_shown
 from ..errors import LLMCallError
@@ -158,3 +158,81 @@ def chunks(stream) -> Iterator[dict]:
         if not isinstance(chunk, dict):
             raise bad(f"a streamed piece that is not a chat completion chunk ({excerpt(json.dumps(chunk))})")
         yield chunk
+
+
+def check_size(reply: LLMReply, limit: Optional[int], complete: bool = True) -> LLMReply:
+    """``reply``; over ``limit`` bytes (``max_answer_bytes``), an
+    :class:`~logist.errors.LLMCallError` whose ``reply`` holds the answer's
+    first ``limit`` bytes (``complete``: the whole answer was read, so its
+    size is known)."""
+    data = reply.content.encode("utf-8")
+    if limit is None or len(data) <= limit:
+        return reply
+    reply.content = data[:limit].decode("utf-8", errors="ignore")
+    told = f"it is {len(data):,} bytes" if complete else "it went past it (the rest was not read)"
+    raise LLMCallError(
+        f"the answer was refused: the limit is {limit:,} bytes and {told} (max_answer_bytes; "
+        f"logist job set --max-answer-bytes N raises it); its first {len(reply.content.encode()):,} bytes are kept",
+        reply)
+
+
+def joined(pieces: Iterable[dict], on_tokens: Optional[Callable[[int], None]] = None,
+           limit: Optional[int] = None) -> LLMReply:
+    """A streamed answer: its ``chat.completion.chunk`` pieces joined, each
+    piece's count told to ``on_tokens``. Past ``limit`` bytes it reads no
+    further (:func:`check_size` refuses it); a stream that ends before its
+    ``finish_reason``, or an error sent in it, is an :class:`~logist.errors.LLMCallError`."""
+    text: list[str] = []
+    arguments: list[str] = []
+    tool: Optional[str] = None
+    usage = model = finish = None
+    count = size = 0
+    seen_choice = False
+    for chunk in pieces:
+        if chunk.get("error") and not chunk.get("choices"):
+            # The server failed while it was answering (llama.cpp: the request did not fit its context).
+            raise LLMCallError(f"the endpoint failed while answering: {error_text(chunk['error'])}", kind="failed")
+        model = chunk.get("model") or model
+        usage = chunk.get("usage") or usage
+        choices = chunk.get("choices") or []
+        for choice in choices if isinstance(choices, list) else []:
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if choice.get("index", 0) != 0 or not isinstance(delta, dict):
+                continue
+            seen_choice = True
+            if isinstance(choice.get("finish_reason"), str):
+                finish = choice["finish_reason"]
+            piece = text_of(delta.get("content"), "a streamed piece")
+            if piece:
+                text.append(piece)
+                count += 1
+                size += len(piece.encode("utf-8"))
+            for call in delta.get("tool_calls") or []:
+                function = call.get("function") if isinstance(call, dict) else None
+                if call.get("index", 0) != 0 or not isinstance(function, dict):
+                    continue
+                tool = function.get("name") or tool
+                if function.get("arguments"):
+                    arguments.append(text_of(function["arguments"], "tool call arguments"))
+                    count += 1
+                    size += len(arguments[-1].encode("utf-8"))
+        if on_tokens is not None:
+            on_tokens(count)
+        if limit is not None and size > limit:  # not read further: the answer is refused either way
+            return check_size(LLMReply("".join(text) or "".join(arguments), *tokens(usage), model, True),
+                              limit, complete=False)
+    if not seen_choice or finish is None:
+        # No finish_reason: the stream ended before the answer did (the
+        # endpoint's fault, not the model's answer), or it never began.
+        got = f"{size:,} bytes of answer" if seen_choice else "no answer"
+        reply = LLMReply("".join(text) or "".join(arguments), *tokens(usage), None, True)
+        raise LLMCallError(f"the endpoint's stream ended without finishing the answer ({got}, no finish_reason)",
+                           reply if reply.content else None, kind="transient")
+    content = "".join(text)
+    if not content.strip() and tool is not None:
+        content = "".join(arguments)
+    else:
+        tool = None
+    prompt_tokens, completion_tokens = tokens(usage)
+    return LLMReply(content=content, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                    model=model if isinstance(model, str) else None, streamed=True, tool=tool, finish_reason=finish)

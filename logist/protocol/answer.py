@@ -8,7 +8,8 @@ workspace checks symlinks again when it applies the change.
 
 Everything else about the protocol is generated from this module, so it
 cannot drift: the pydantic models (with a description on every field) and
-:data:`ACTION_RULES`, one table of what each action means and requires, give
+the actions (:mod:`logist.protocol.actions`, one class each, by name in
+:data:`ACTION_RULES`: what each means and requires), give
 
 * :func:`response_schema`, the JSON Schema answers are validated against
   (and which :mod:`logist.schemas` writes into ``schemas/llm-chat-schema.json``);
@@ -21,13 +22,13 @@ Validation runs the generated JSON Schema first, because its messages
 (``'command' is a required property``) read well to a person and to a model,
 then pydantic, which builds the objects. The schema is the answer's one
 shape; what models really send (a ``<think>`` block, prose around the
-object, ``"completed"``, extra keys, seed 004's wrapper) is brought to that
+object, ``"completed"``, extra keys, TaskWeaver's wrapper) is brought to that
 shape first by :mod:`logist.protocol.forms`, which notes each liberty taken.
 
 Two protocols speak the same actions (:data:`PROTOCOLS`): ``json``, one
-JSON object per answer, and ``tags``, seed 002's line protocol (``[CMD] ls``,
+JSON object per answer, and ``tags``, kosmos-panel's line protocol (``[CMD] ls``,
 ``[ASK] ...``, ``[DONE] ...``), which small local models follow more
-reliably. The table gives each action its tag, so both prompt texts, both
+reliably. Each action's class gives its tag, so both prompt texts, both
 parsers and the schema come from one place.
 """
 
@@ -35,71 +36,52 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from contextlib import contextmanager
 from functools import lru_cache
-from typing import Annotated, Literal, Optional, Union, get_args
+from typing import Annotated, Iterator, Literal, Optional, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic.json_schema import GenerateJsonSchema
 
 from . import forms
+from .actions import BUILTIN, PLANNER_OPTIONAL, PLANNER_REQUIRED, USER, Action, Event  # noqa: F401 (the protocol's names)
 from ..errors import InvalidAnswer  # noqa: F401 (the parser's error, named here too)
 from .paths import PATH_MAX, check_relative_path, is_git_name  # noqa: F401 (the path rules of answers)
 
 
-@dataclass(frozen=True)
-class ActionRule:
-    """What one action means (said to the model) and which fields it needs."""
-
-    meaning: str
-    required: tuple[str, ...]
-    #: An exit command ends the role's turn.
-    exit: bool = False
-    #: Optional fields worth naming with this action in the prompt.
-    optional: tuple[str, ...] = ()
-    #: The line protocol: the tag that starts such an answer, and the field its text fills.
-    tag: str = ""
-    tag_field: str = ""
-
-
-_EXIT_FIELDS = ("evidence_files", "summary_for_supervisor")
 #: The most characters a summary keeps (a longer one is cut, with a note).
 SUMMARY_LIMIT = 1000
-
-#: The protocol's actions, in the order the prompt and the schema list them.
 _SUMMARY = "summary_for_supervisor"
-ACTION_RULES: dict[str, ActionRule] = {
-    "COMPLETED": ActionRule("your turn is done.", _EXIT_FIELDS, exit=True, tag="DONE", tag_field=_SUMMARY),
-    "STUCK": ActionRule(
-        "a person must step in; the summary says exactly what is needed.", _EXIT_FIELDS, exit=True,
-        tag="STUCK", tag_field=_SUMMARY,
-    ),
-    "RETRY": ActionRule(
-        "your approach failed; your turn starts over with fresh context; the summary says what to do differently.",
-        _EXIT_FIELDS,
-        exit=True,
-        tag="RETRY",
-        tag_field=_SUMMARY,
-    ),
-    "CMD": ActionRule(
-        "run a command in the workspace; its output comes back in the next message.", ("command",),
-        tag="CMD", tag_field="command",
-    ),
-    "ASK": ActionRule(
-        "ask the person a question.", ("question",), optional=("required",),
-        tag="ASK", tag_field="question",
-    ),
-    "MESSAGE": ActionRule("a short progress note; you continue right away.", ("message",), tag="MESSAGE", tag_field="message"),
-}
 
-ACTIONS = tuple(ACTION_RULES)
-EXIT_ACTIONS = tuple(name for name, rule in ACTION_RULES.items() if rule.exit)
+#: The protocol's actions (:mod:`logist.protocol.actions`), by name, in the
+#: order the prompt and the schema list them: the built-in ones, and any
+#: :func:`register_action` adds.
+ACTION_RULES: dict[str, Action] = {action.name: action for action in BUILTIN}
 #: The protocols a role (``protocol`` in its manifest) or a skill can speak.
 PROTOCOLS = ("json", "tags")
-#: Every spelling of an action the parsers accept: its name, and its tag.
-ACTION_SPELLINGS = {**{rule.tag: name for name, rule in ACTION_RULES.items()}, **{name: name for name in ACTIONS}}
-#: The line protocol's tags -> (action, the field the text fills); action names work as tags too.
-TAGS = {spelling: (name, ACTION_RULES[name].tag_field) for spelling, name in ACTION_SPELLINGS.items()}
+
+
+def _derived() -> None:
+    """The names derived from :data:`ACTION_RULES`, brought up to date."""
+    global ACTIONS, EXIT_ACTIONS, ACTION_SPELLINGS, TAGS, TAG_OPTIONS
+    ACTIONS = tuple(ACTION_RULES)
+    EXIT_ACTIONS = tuple(name for name, rule in ACTION_RULES.items() if rule.exit)
+    #: Every spelling of an action the parsers accept: its name, and its tag.
+    ACTION_SPELLINGS = {**{rule.tag: name for name, rule in ACTION_RULES.items() if rule.tag},
+                        **{name: name for name in ACTIONS}}
+    #: The line protocol's tags -> (action, the field the text fills); action names work as tags too.
+    TAGS = {spelling: (name, ACTION_RULES[name].tag_field) for spelling, name in ACTION_SPELLINGS.items()}
+    #: The line protocol's options, by action: option -> the fields it sets.
+    TAG_OPTIONS = {name: rule.tag_options for name, rule in ACTION_RULES.items() if rule.tag_options}
+
+
+_derived()
+
+
+def action_of(name: str) -> Action:
+    """The action an answer's ``action`` names."""
+    return ACTION_RULES[name]
+
 
 _FENCE = re.compile(r"^```(?:json|JSON)?[ \t]*\r?\n(?P<body>.*?)\r?\n?```$", re.DOTALL)
 
@@ -229,6 +211,59 @@ class Answer(BaseModel):
 
 
 # --------------------------------------------------------------------------
+# The registry: an action added (or taken away again) from outside this
+# package, as a test does; the built-in ones are in BUILTIN.
+
+#: Functions whose cached result depends on the actions: called when they change
+#: (:mod:`logist.protocol.prompt_text` and :mod:`logist.protocol.decoding` add theirs).
+ON_CHANGE: list = []
+
+
+def register_action(action: Action) -> Action:
+    """Add ``action`` to the protocol: the answer model, the schemas, the
+    prompt text and the parsers take it from now on. Its fields must be
+    fields of :class:`Answer`."""
+    if action.name in ACTION_RULES:
+        raise ValueError(f"the protocol has an action {action.name} already")
+    unknown = [f for f in (*action.required, *action.optional) if f not in Answer.model_fields]
+    if unknown:
+        raise ValueError(f"action {action.name}: {', '.join(unknown)} is not a field of an answer")
+    ACTION_RULES[action.name] = action
+    _changed()
+    return action
+
+
+def unregister_action(name: str) -> None:
+    """Take an action :func:`register_action` added away again."""
+    if any(action.name == name for action in BUILTIN):
+        raise ValueError(f"{name} is a built-in action")
+    del ACTION_RULES[name]
+    _changed()
+
+
+@contextmanager
+def registered(action: Action) -> Iterator[Action]:
+    """``action`` in the protocol while the block runs, and no longer after it."""
+    register_action(action)
+    try:
+        yield action
+    finally:
+        unregister_action(action.name)
+
+
+def _changed() -> None:
+    _derived()
+    field = Answer.model_fields["action"]
+    field.annotation = Literal[ACTIONS]  # type: ignore[valid-type]
+    field.description = f"what the answer does; {', '.join(EXIT_ACTIONS)} end the role's turn"
+    Answer.model_rebuild(force=True)
+    response_schema.cache_clear()
+    _response_validator.cache_clear()
+    for clear in ON_CHANGE:
+        clear()
+
+
+# --------------------------------------------------------------------------
 # The JSON Schema
 
 
@@ -338,7 +373,7 @@ def parse_answer(raw: Optional[str], protocol: str = "json", *, planner: bool = 
     notes: list[str] = []
     try:
         if protocol == "tags":
-            data = forms.read_tag_text(raw, TAGS, notes)
+            data = forms.read_tag_text(raw, TAGS, notes, TAG_OPTIONS)
         else:
             data = forms.read_json_text(raw, notes)
         forms.check_value(data)
@@ -358,25 +393,16 @@ def parse_answer(raw: Optional[str], protocol: str = "json", *, planner: bool = 
     return answer
 
 
-#: The person, as the Planner's ``send_to`` names them (in any case).
-USER = "User"
-#: The Planner's own fields (SPEC section 7): those each of its answers but a command must carry (an
-#: ASK's question is its message), and those it may carry; the decoding schema and the prompt come from these.
-PLANNER_REQUIRED = ("send_to", "message")
-PLANNER_OPTIONAL = ("plan", "current_plan_step", "plan_reasoning", "thought")
-
-
 def check_planner_answer(answer: Answer, roles: "dict[str, str] | list[str]", plan: "list[str] | None" = None) -> None:
     """The Planner's extra fields (SPEC section 7). ``roles``: the roles it
     may address, or every spelling it may use for them (a name or an alias,
     in lower case) -> the role's name; ``send_to`` is matched in any case
     and set to the role's name (with a note when it was spelt otherwise).
     ``plan``: the plan so far, which an answer without one keeps."""
-    if answer.action == "CMD":
+    action = action_of(answer.action)
+    if not action.planner_fields:
         return
-    missing = [f for f in PLANNER_REQUIRED if getattr(answer, f) in (None, "")]
-    if answer.action == "ASK" and "message" in missing and answer.question:
-        missing.remove("message")
+    missing = [f for f in action.planner_required(answer) if getattr(answer, f) in (None, "")]
     if missing:
         raise InvalidAnswer(f"the Planner's answer must carry {', '.join(missing)}")
     if answer.plan is not None and not answer.plan:
@@ -399,8 +425,9 @@ def check_planner_answer(answer: Answer, roles: "dict[str, str] | list[str]", pl
     if named != answer.send_to:
         answer._notes.append(f"send_to '{answer.send_to}' read as {named}")
         answer.send_to = named
-    if answer.action == "ASK" and answer.send_to != USER:
-        raise InvalidAnswer("send_to: a question (ASK) goes to User")
+    refused = action.check_addressee(answer)
+    if refused:
+        raise InvalidAnswer(refused)
 
 
 # --------------------------------------------------------------------------

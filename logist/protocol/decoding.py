@@ -39,7 +39,7 @@ each such rule.
 
 OpenAI's strict mode wants an object at the root, not ``anyOf``: the
 ``json_schema`` form (:func:`strict_root`) puts the choice of objects under
-one ``response`` property, the ``{"response": {...}}`` wrapper seed 004's
+one ``response`` property, the ``{"response": {...}}`` wrapper TaskWeaver's
 answers already use, which the answer reader unwraps (with a note). The
 ``json_object`` form, llama-cpp-python's, sends the choice as it is.
 
@@ -58,7 +58,7 @@ from functools import lru_cache
 from typing import Optional, Sequence
 
 from . import answer as protocol
-from .answer import ACTION_RULES, ACTIONS, PLANNER_OPTIONAL, PLANNER_REQUIRED, USER
+from .answer import ACTIONS, USER
 
 #: A role's (or a model's, in config.json) ``structured_output`` setting.
 STRUCTURED_OUTPUT = ("auto", "json_schema", "json_object", "off")
@@ -121,6 +121,9 @@ def _fields() -> dict[str, dict]:
     return {name: _subset(sub, whole.get("$defs", {})) for name, sub in whole["properties"].items()}
 
 
+protocol.ON_CHANGE.append(_fields.cache_clear)
+
+
 def _nullable(schema: dict) -> dict:
     return {"anyOf": [schema, {"type": "null"}]}
 
@@ -135,7 +138,7 @@ def _action_object(action: str, fields: Sequence[str], required: Sequence[str], 
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
-def decoding_schema(actions: Sequence[str] = ACTIONS, *, file_changes: bool = True,
+def decoding_schema(actions: Optional[Sequence[str]] = None, *, file_changes: bool = True,
                     planner_roles: Optional[Sequence[str]] = None, existing: Optional[Sequence[str]] = None) -> dict:
     """The schema an answer is decoded under: one object per action of
     ``actions`` (in the protocol's order).
@@ -151,6 +154,7 @@ def decoding_schema(actions: Sequence[str] = ACTIONS, *, file_changes: bool = Tr
     empty workspace); None: any path. A listing that would take the
     schema's enum values past :data:`ENUM_VALUES` is left out.
     """
+    actions = protocol.ACTIONS if actions is None else actions
     schema = _schema(actions, file_changes, planner_roles, existing)
     if existing and enum_values(schema) > ENUM_VALUES:
         return _schema(actions, file_changes, planner_roles, None)
@@ -169,7 +173,7 @@ def enum_values(schema) -> int:
 
 def _schema(actions: Sequence[str], file_changes: bool, planner_roles: Optional[Sequence[str]],
             existing: Optional[Sequence[str]]) -> dict:
-    unknown = [a for a in actions if a not in ACTION_RULES]
+    unknown = [a for a in actions if a not in protocol.ACTION_RULES]
     if unknown or not actions:
         raise ValueError(f"no decoding schema for actions {list(actions)!r}")
     overrides: dict = {}
@@ -182,19 +186,11 @@ def _schema(actions: Sequence[str], file_changes: bool, planner_roles: Optional[
         overrides["plan"] = {**_fields()["plan"], "minItems": 1}
         overrides["message"] = {**_fields()["message"], "minLength": 1}
     variants = []
-    for action in (a for a in ACTIONS if a in actions):
-        rule = ACTION_RULES[action]
-        fields = [*(_ANY_ACTION if file_changes else ()), *rule.required, *rule.optional]
-        required = list(rule.required)
-        if planner_roles is not None and action != "CMD":
-            fields += [f for f in (*PLANNER_REQUIRED, *PLANNER_OPTIONAL) if f not in fields]
-            required += [f for f in PLANNER_REQUIRED if f not in required]
-            if action == "ASK":
-                overrides_ask = {**overrides, "send_to": {**_fields()["send_to"], "enum": [USER]}}
-                required.remove("message")  # the question is the message
-                variants.append(_action_object(action, _ordered(fields), required, overrides_ask))
-                continue
-        variants.append(_action_object(action, _ordered(fields), required, overrides))
+    for action in (protocol.ACTION_RULES[a] for a in protocol.ACTION_RULES if a in actions):
+        fields, required, changes = action.decoding_variant(planner_roles is not None)
+        fields = [*(_ANY_ACTION if file_changes else ()), *fields]
+        own = {**overrides, **{name: {**overrides.get(name, _fields()[name]), **change} for name, change in changes.items()}}
+        variants.append(_action_object(action.name, _ordered(fields), required, own))
     if len(variants) == 1:
         return variants[0]
     return {"anyOf": variants}

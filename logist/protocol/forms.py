@@ -4,9 +4,9 @@
 ``action`` and the fields its action requires. Real models send more than
 that: a ``<think>`` block first, a sentence before the object and one after,
 a fenced block, ``"action": "completed"``, keys nobody asked for, ``null``
-for every field they do not use, seed 004's ``{"response": {...}}``
+for every field they do not use, TaskWeaver's ``{"response": {...}}``
 wrapper, a Planner answer whose ``send_to`` says what it does, or, from a
-role that speaks the line protocol of seed 002, ``[CMD] ls``. The readers
+role that speaks kosmos-panel's line protocol, ``[CMD] ls``. The readers
 here turn each of those into the plain data of one answer, plus a note for
 every liberty taken (recorded in the history, so a person sees how an
 answer was read) and the fields the protocol does not know (kept in the
@@ -201,17 +201,19 @@ def read_json_text(raw: Optional[str], notes: list[str]) -> object:
 
 
 # --------------------------------------------------------------------------
-# The line protocol (seed 002)
+# The line protocol (kosmos-panel's)
 
 _TAG_LINE = re.compile(r"^[ \t]*\[(?P<tag>[A-Za-z]+)(?::(?P<option>[A-Za-z]+))?\][ \t]*", re.MULTILINE)
 
 
-def read_tag_text(raw: Optional[str], tags: dict[str, tuple[str, str]], notes: list[str]) -> dict:
+def read_tag_text(raw: Optional[str], tags: dict[str, tuple[str, str]], notes: list[str],
+                  options: Optional[dict[str, dict[str, dict]]] = None) -> dict:
     """An answer of the line protocol as the data of a JSON answer.
 
-    ``tags``: tag (upper case) -> (action, the field its text fills). The
+    ``tags``: tag (upper case) -> (action, the field its text fills);
+    ``options``: action -> the options its tag takes (``[ASK:optional]``) -> the fields each sets. The
     first line that starts with a known tag gives the answer; with none, the
-    first line is a command, as seed 002 reads an answer in no known format.
+    first line is a command, as kosmos-panel reads an answer in no known format.
     """
     if raw is None or not raw.strip():
         raise Unreadable("the answer is empty; expected a line starting with a tag such as [CMD]")
@@ -228,8 +230,9 @@ def read_tag_text(raw: Optional[str], tags: dict[str, tuple[str, str]], notes: l
         action, field = tags[tag]
         body = text[match.end():].strip()
         data: dict = {"action": action, field: body}
-        if action == "ASK" and option == "optional":
-            data["required"] = False
+        known = (options or {}).get(action, {})
+        if option in known:
+            data.update(known[option])
         elif option:
             notes.append(f"[{tag}:{option}]: the option '{option}' means nothing here and was ignored")
         if field == "summary_for_supervisor":
@@ -270,7 +273,7 @@ def _step_index(value: str, plan: list, numbers: list[Optional[int]]) -> Optiona
 
 def _planner_action(data: dict, stop: object, notes: list[str]) -> None:
     """A Planner answer with no ``action``: its ``send_to`` says what it does
-    (and seed 004's ``stop``, "Completed" or true, that the plan is done)."""
+    (and TaskWeaver's ``stop``, "Completed" or true, that the plan is done)."""
     send_to = data.get("send_to")
     if not isinstance(send_to, str) or not send_to.strip():
         return

@@ -4,7 +4,7 @@ Generated, never hand-copied: the actions, their meanings and the fields
 they need come from :data:`logist.protocol.answer.ACTION_RULES` and the field
 descriptions of :class:`logist.protocol.answer.Answer`. ``job preview`` shows the
 text a role gets, and :func:`protocol_text` is the way in. The tags protocol
-is taught in seed 002's own words, the ``protocol/tags`` prompt template (its
+is taught in kosmos-panel's own words, the ``protocol/tags`` prompt template (its
 base prompt, word for word), not generated.
 """
 
@@ -15,7 +15,7 @@ from functools import lru_cache
 # The words around these rules (who the model is, what Logist does) are the
 # ``protocol`` prompt template's (logist/prompts/protocol.md).
 from .answer import (
-    ACTION_RULES, EXAMPLE_ANSWER, PATH_RULE, PLANNER_OPTIONAL, PLANNER_REQUIRED, PROTOCOLS, Answer,
+    ACTION_RULES, EXAMPLE_ANSWER, ON_CHANGE, PATH_RULE, PLANNER_OPTIONAL, PLANNER_REQUIRED, PROTOCOLS, Answer,
     _file_change_forms, answer_json,
 )
 
@@ -75,10 +75,13 @@ def _planner_text() -> str:
 def protocol_text(protocol: str = "json", planner: bool = False) -> str:
     """The JSON protocol's part of the system prompt, generated from
     :data:`~logist.protocol.answer.ACTION_RULES` and the models (``planner``: with
-    the Planner's own fields). The tags protocol has no generated text: seed
-    002's base prompt (the ``protocol/tags`` prompt template) teaches it."""
+    the Planner's own fields). The tags protocol has no generated text:
+    kosmos-panel's base prompt (the ``protocol/tags`` prompt template) teaches it."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
     if protocol != "json":
         raise ValueError("the tags protocol is taught by the protocol/tags prompt template, not generated")
     return f"{_json_text()}\n\n{_planner_text()}" if planner else _json_text()
+
+
+ON_CHANGE.append(protocol_text.cache_clear)

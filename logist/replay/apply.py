@@ -34,7 +34,7 @@ from ..store.upgrade import upgrade_history_data
 #: A person's recorded actions that replay re-applies: every event of the
 #: workflow table a person makes, but the job's creation (the replay's job
 #: is created on its own).
-REPLAYED_USER_ACTIONS = frozenset(r.event for r in TABLE if PERSON in r.who) - {"create"}
+REPLAYED_USER_ACTIONS = frozenset(r.event.name for r in TABLE if PERSON in r.who) - {"create"}
 
 
 def read_history_file(path: Path) -> JobHistory:

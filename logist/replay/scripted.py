@@ -1,4 +1,4 @@
-"""Real OpenAI-compatible HTTP servers on 127.0.0.1, for tests and the demo.
+"""Real OpenAI-compatible HTTP servers on 127.0.0.1, and a scripted model in memory, for tests and the demo.
 
 Tests, the offline demo and people who write their own roles use them to run
 jobs through the real ``openai`` client with no network and no key::
@@ -31,6 +31,10 @@ the whole answer as if no stream had been asked for. ``GET /models`` lists
 * :class:`logist.replay.server.ReplayLLMServer` answers from a recorded
   ``jobHistory.json``.
 
+:class:`ScriptedModel` answers the same scripts in memory, behind the model
+seam (:class:`logist.model.base.Model`): what tests use unless the wire is
+what they test.
+
 Every request body is kept in :attr:`LLMServer.requests`. pytest fixtures
 built on these servers are in :mod:`logist.replay.pytest_plugin`.
 """
@@ -48,7 +52,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterable, Optional, Union
 
 from .shapes import Reply, completion_body, stream_chunks
+from ..errors import LLMCallError
+from ..model.base import Model, Request, failed_after, status_kind, status_text
+from ..model.client import Endpoints
+from ..model.completions import LLMReply, check_size, joined, whole
 from ..protocol.answer import EXIT_ACTIONS, Answer
+from ..store.calls import HEADER as IDEMPOTENCY_HEADER
 
 
 Script = Iterable[Union[str, Reply]]
@@ -293,6 +302,14 @@ class LLMServer:
         self.stop()
 
 
+def _scripted(item: Union[str, Reply]) -> Reply:
+    return item if isinstance(item, Reply) else Reply(content=item)
+
+
+def _exhausted(number: int) -> str:
+    return f"the script has no answer left for request {number}"
+
+
 class ScriptedLLMServer(LLMServer):
     """An OpenAI-compatible server answering from ``script`` in order."""
 
@@ -303,11 +320,11 @@ class ScriptedLLMServer(LLMServer):
         super().__init__(host, port, streaming)
         if models is not None:
             self.models = list(models)
-        self._script = [s if isinstance(s, Reply) else Reply(content=s) for s in script]
+        self._script = [_scripted(s) for s in script]
 
     def add(self, *items: Union[str, Reply]) -> None:
         with self._lock:
-            self._script.extend(s if isinstance(s, Reply) else Reply(content=s) for s in items)
+            self._script.extend(_scripted(s) for s in items)
 
     @property
     def remaining(self) -> int:
@@ -316,10 +333,97 @@ class ScriptedLLMServer(LLMServer):
     def reply_for(self, body: dict, headers: dict) -> Reply:
         if self._script:
             return self._script.pop(0)
-        return Reply(
-            status=500, error_message=f"the script has no answer left for request {len(self.requests)}",
-            error_type="script_exhausted", headers=NO_RETRY,
-        )
+        return Reply(status=500, error_message=_exhausted(len(self.requests)), error_type="script_exhausted",
+                     headers=NO_RETRY)
+
+
+#: The Reply fields that are faults of the wire, which only :class:`ScriptedLLMServer` can send.
+WIRE_FAULTS = ("delay", "piece_delay", "disconnect", "body", "break_after", "reset")
+
+
+class ScriptedModel(Model):
+    """A model in memory answering from ``script`` in order, as
+    :class:`ScriptedLLMServer` does without the wire: no socket, no thread.
+    Give it to the engine with ``logist.open(path, model=scripted)`` or
+    ``step_once(job, endpoints=scripted.endpoints)``.
+
+    An answer goes through the same shapes the server sends and the same
+    reading a client does (:func:`~logist.replay.shapes.completion_body`,
+    :func:`~logist.model.completions.whole`; a streamed request's
+    :func:`~logist.replay.shapes.stream_chunks` joined by
+    :func:`~logist.model.completions.joined`, each piece told to the
+    call's ``on_tokens``), so a call is recorded as one through the wire:
+    the same content, usage (the script's, else estimated as the server
+    estimates it), tool and finish reason. A :class:`Reply` with an HTTP
+    error ``status`` fails the call as the endpoint's error would after one
+    attempt (this model makes no retries and sends no response headers:
+    those are the wire's, as are timeouts, broken connections and raw
+    bodies, which it refuses when scripted: :data:`WIRE_FAULTS`).
+    ``max_answer_bytes`` is held to.
+
+    Every request body is kept in :attr:`requests`, and the headers an
+    endpoint would have been sent (the job's, the ``Idempotency-Key``) in
+    :attr:`headers`."""
+
+    #: What the model calls itself (as ``GET /models`` lists the server's).
+    models: list[str] = ["logist"]
+
+    def __init__(self, script: Script = (), *, streaming: bool = True):
+        self._lock = threading.Lock()
+        #: True: a request that asks for a stream is answered in pieces; False: whole.
+        self.streaming = streaming
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        self._script: list[Reply] = []
+        self._endpoints: Optional[Endpoints] = None
+        self.add(*script)
+
+    def add(self, *items: Union[str, Reply]) -> None:
+        replies = [_scripted(s) for s in items]
+        for reply in replies:
+            wire = [name for name in WIRE_FAULTS if getattr(reply, name) != getattr(_PLAIN, name)]
+            if wire:
+                raise ValueError(f"{', '.join(wire)}: a fault of the wire, which ScriptedLLMServer sends; "
+                                 "ScriptedModel answers in memory")
+        with self._lock:
+            self._script.extend(replies)
+
+    @property
+    def remaining(self) -> int:
+        return len(self._script)
+
+    @property
+    def endpoints(self) -> Endpoints:
+        """The :class:`~logist.model.client.Endpoints` that makes every call to this model (the engine's functions take one)."""
+        if self._endpoints is None:
+            self._endpoints = Endpoints(model=self)
+        return self._endpoints
+
+    def complete(self, request: Request) -> LLMReply:
+        body = request.body
+        headers = dict(request.headers)
+        if request.key_for is not None:
+            headers[IDEMPOTENCY_HEADER] = request.key_for(body)
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+            number = len(self.requests)
+            reply = self._script.pop(0) if self._script else None
+        if reply is None:
+            raise LLMCallError(failed_after(1, status_text(500, _exhausted(number))), kind=status_kind(500))
+        if reply.status != 200:
+            raise LLMCallError(failed_after(1, status_text(reply.status, reply.error_message)),
+                               kind=status_kind(reply.status))
+        if body.get("stream") and self.streaming:
+            answered = joined(iter(stream_chunks(body, reply, number)), request.on_tokens, request.max_answer_bytes)
+        else:  # the whole answer, to a streamed request too (as an endpoint that ignores the stream)
+            answered = whole(completion_body(body, reply.content or "", reply.usage, number, reply.tool_call),
+                             streamed=bool(body.get("stream")))
+        answered.key = headers.get(IDEMPOTENCY_HEADER)
+        return check_size(answered, request.max_answer_bytes)
+
+
+_PLAIN = Reply()
 
 
 def serve_forever(script: Script, host: str = "127.0.0.1", port: int = 0) -> None:  # pragma: no cover - CLI helper

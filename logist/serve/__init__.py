@@ -4,13 +4,16 @@
   same pieces as ``index.html`` and ``report.html``
   (:mod:`logist.views.report`), plus the decisions a job waits for as forms.
 * :mod:`.app` the Starlette application: its guard (Host, token, cross-site
-  requests, headers), the pages, the decisions (each through the CLI's own
-  engine call: :func:`logist.engine.decide.user_action`,
-  :func:`logist.engine.rewind.rewind`) and the live updates (Server-Sent
-  Events driven by the files' size and mtime).
+  requests, headers), the pages, the decisions (each through the method of
+  :class:`logist.api.Job` the CLI's command calls) and the live updates
+  (Server-Sent Events driven by the files' size and mtime).
 * :mod:`.server` binds the socket, makes the run's token, and runs uvicorn.
 
 The server keeps no state of its own: every page and every event is read
 from the job files when asked for, and every decision is written by the
 engine under the job's lock, as the CLI writes it.
+
+``logist serve`` and its pages are the product; these modules are internal:
+they may change in any release; from Python use :mod:`logist.api` (``logist.open``, and
+what its ``Jobs`` and ``Job`` return) and the names in ``logist.__all__``.
 """

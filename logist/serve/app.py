@@ -25,9 +25,9 @@ request passes before any route):
 * A job is found by its id in the jobs index (:meth:`JobsIndex.jobs`),
   never by a path taken from the URL: anything else is 404.
 
-A decision goes through the engine call the CLI command makes, with the
-same arguments (:func:`decide`), under the job's lock, plus ``at``: the
-entry the form was rendered for. A job that has moved on answers 409 with
+A decision goes through the method of :class:`logist.api.Job` the CLI
+command calls, with the same arguments (:func:`decide`), under the job's
+lock, plus ``at``: the entry the form was rendered for. A job that has moved on answers 409 with
 its page as it is now; otherwise 303 back to the job's page
 (POST-redirect-GET: the forms work with JavaScript off).
 
@@ -59,11 +59,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..engine.decide import user_action
-from ..engine.rewind import rewind
+from ..api import Job, Jobs
 from ..errors import JobBusyError, LogistError, MovedOnError, NotFoundError, TransitionError
-from ..store.jobsdir import JobsDir
-from ..store.session import JobFiles
 from ..views.window import Follower
 from ..views.html import asset
 from . import pages
@@ -170,36 +167,47 @@ class Guard:
 # -- Decisions -------------------------------------------------------------------------------------
 
 
-def decide(job: JobFiles, action: str, form: dict[str, str], at: int) -> None:
-    """``action`` on the job as its CLI command does it, decided at entry ``at``."""
-    if action == "answer":
-        user_action(job, "answer", form.get("text", ""), lock_timeout=LOCK_WAIT, at=at)
-    elif action == "skip":
-        user_action(job, "answer", None, skip=True, lock_timeout=LOCK_WAIT, at=at)
-    elif action == "reject":
-        user_action(job, "reject", form.get("feedback", ""), lock_timeout=LOCK_WAIT, at=at)
-    elif action == "resubmit":
-        user_action(job, "resubmit", form.get("feedback") or None, lock_timeout=LOCK_WAIT, at=at)
-    elif action == "restep":
-        to = form.get("to", "").strip()
-        if to and not to.isdigit():
-            raise LogistError(f"restep needs the number of a history entry, not {to!r}")
-        rewind(job, to=int(to) if to else None, lock_timeout=LOCK_WAIT, at=at)
-    else:
-        user_action(job, action, lock_timeout=LOCK_WAIT, at=at)
+#: Each decision a page can post (:data:`logist.serve.pages.ACTIONS`): the
+#: :class:`logist.api.Job` method its CLI command calls, given the form.
+DECISIONS: dict[str, Callable[[Job, dict[str, str], int], object]] = {
+    "answer": lambda job, form, at: job.answer(form.get("text", ""), at=at),
+    "skip": lambda job, form, at: job.skip_question(at=at),
+    "approve": lambda job, form, at: job.approve(at=at),
+    "reject": lambda job, form, at: job.reject(form.get("feedback", ""), at=at),
+    "approve-command": lambda job, form, at: job.approve_command(at=at),
+    "skip-command": lambda job, form, at: job.skip_command(at=at),
+    "resubmit": lambda job, form, at: job.resubmit(form.get("feedback") or None, at=at),
+    "suspend": lambda job, form, at: job.suspend(at=at),
+    "resume": lambda job, form, at: job.resume(at=at),
+    "restep": lambda job, form, at: job.restep(_entry_number(form.get("to", "")), at=at),
+}
 
 
-def create_app(jobs: JobsDir, token: str, port: int, hosts: list[str],
+def _entry_number(text: str) -> Optional[int]:
+    to = text.strip()
+    if to and not to.isdigit():
+        raise LogistError(f"restep needs the number of a history entry, not {to!r}")
+    return int(to) if to else None
+
+
+def decide(job: Job, action: str, form: dict[str, str], at: int) -> None:
+    """``action`` on the job as its CLI command does it, decided at entry
+    ``at`` (the job's :class:`~logist.api.Jobs` waits :data:`LOCK_WAIT` for its lock)."""
+    DECISIONS[action](job, form, at)
+
+
+def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
                stopping: Callable[[], bool] = lambda: False, page: int = pages.PAGE) -> Guard:
     """The application for ``jobs``, behind its :class:`Guard`. ``stopping``
     says when the server is stopping (the streams then end); ``page``: the
     history entries a job's page shows at most."""
+    decisions = jobs.using(lock_timeout=LOCK_WAIT)  # a decision waits for a running step this long, then 409
 
-    def find(job_id: str) -> JobFiles:
-        index = jobs.read_index()
+    def find(job_id: str) -> Job:
+        index = decisions.index()
         if job_id not in index.jobs:
             raise NotFoundError(f"no job {job_id!r} in the jobs index")
-        return jobs.job(job_id, index)
+        return decisions.get(job_id, index)
 
     def not_found() -> Response:
         return PlainTextResponse("No such job.\n", 404)
@@ -258,14 +266,14 @@ def create_app(jobs: JobsDir, token: str, port: int, hosts: list[str],
         first, until = _number(request, "from"), _number(request, "until")
         if first is None:  # a page before the pages' first entry was said: the latest page
             first = await run_in_threadpool(lambda: pages.first_shown(job.manifest(), None, page))
-        files = (job.history_path, job.manifest_path)
+        files = job.state_files
 
         async def stream():
             # An earlier page of the timeline (until): its state only. The
             # latest: the entries after the last one the page has, each
             # update reading what was appended since (the Follower, this
             # stream's own, holds where it stopped).
-            follower = None if until is not None else await run_in_threadpool(Follower, job, first, last)
+            follower = None if until is not None else await run_in_threadpool(Follower, job.stored, first, last)
             try:
                 yield "retry: 1000\n\n"
                 seen = None
@@ -359,13 +367,8 @@ def _signature(paths) -> tuple:
     return tuple(out)
 
 
-def _jobs_signature(jobs: JobsDir) -> tuple:
-    index = jobs.read_index()
-    paths = [jobs.index_path]
-    for rel in index.jobs.values():
-        folder = JobFiles(jobs.path / rel)
-        paths += [folder.manifest_path, folder.history_path]
-    return _signature(paths)
+def _jobs_signature(jobs: Jobs) -> tuple:
+    return _signature(jobs.state_files())
 
 
 def _event_stream(body) -> StreamingResponse:

@@ -9,9 +9,9 @@ nothing else, no inline script or style) and the decisions a job waits for,
 as forms.
 
 Which decisions a job shows is the workflow table's to say
-(:func:`logist.engine.workflow.find_rule`: a form for each row a person can
-take in the job's state, and for what an INPUT_REQUIRED job waits for, a
-question or a held command). Each form carries ``at``, the history entry it
+(:func:`logist.api.person_can`: a form for each row a person can take in
+the job's state, and for what an INPUT_REQUIRED job waits for, a question
+or a held command). Each form carries ``at``, the history entry it
 was rendered for: the server refuses it (409) once the job has moved on.
 Everything from a model, a person or a file is escaped by
 :func:`logist.views.html.esc`; a held command is first made :func:`inert`
@@ -23,12 +23,7 @@ from __future__ import annotations
 from typing import Iterator, Optional
 from urllib.parse import quote
 
-from ..engine.budget import stopped_by_budget
-from ..engine.workflow import NEEDS_PERSON, PERSON, describe_job_hint, find_rule, waiting_for
-from ..store.jobsdir import JobsDir
-from ..store.session import JobFiles
-from ..store.manifest import JobManifest
-from ..store.status import Status
+from ..api import NEEDS_PERSON, Job, JobManifest, Jobs, Status, person_can
 from ..terminal import inert
 from ..views.html import esc
 from ..views.report import TIMELINE_CLOSE, IndexRow, index_body, index_rows, job_head, timeline_open
@@ -71,9 +66,9 @@ def notice_html(text: str) -> str:
 # -- The list of jobs ------------------------------------------------------------------------------
 
 
-def jobs_table(jobs: JobsDir) -> str:
+def jobs_table(jobs: Jobs) -> str:
     """The jobs index's header and table, each job linked to its page."""
-    rows = index_rows(jobs, lambda job: job.dir)
+    rows = index_rows(jobs.directory, lambda job: job.dir)
 
     def link(row: IndexRow) -> Optional[str]:
         return job_url(row.job_id) if row.manifest is not None else None
@@ -82,12 +77,12 @@ def jobs_table(jobs: JobsDir) -> str:
         m = row.manifest
         if m is None or str(m.status) not in NEEDS_PERSON:
             return ""
-        return describe_job_hint(m, stopped_by_budget(jobs.job(row.job_id), m))
+        return jobs.get(row.job_id).hint(m)
 
-    return index_body(jobs, rows, link, jobs.read_index().current_job_id, ("waits for", waits_for))
+    return index_body(jobs.directory, rows, link, jobs.index().current_job_id, ("waits for", waits_for))
 
 
-def jobs_page(jobs: JobsDir) -> str:
+def jobs_page(jobs: Jobs) -> str:
     head, tail = frame(f"Logist jobs in {jobs.path}", "/events")
     return head + f'<div id="jobs">{jobs_table(jobs)}</div>' + tail
 
@@ -95,7 +90,7 @@ def jobs_page(jobs: JobsDir) -> str:
 # -- A job's page ----------------------------------------------------------------------------------
 
 
-def _form(job: JobFiles, action: str, at: int, label: str, fields: str = "") -> str:
+def _form(job: Job, action: str, at: int, label: str, fields: str = "") -> str:
     return (
         f'<form method="post" action="{esc(job_url(job.id))}/{action}" class="decide d-{action}">'
         f'<input type="hidden" name="at" value="{at}">{fields}'
@@ -103,14 +98,12 @@ def _form(job: JobFiles, action: str, at: int, label: str, fields: str = "") -> 
     )
 
 
-def decisions_html(job: JobFiles, m: JobManifest) -> str:
+def decisions_html(job: Job, m: JobManifest) -> str:
     """The forms for what a person can do with the job now."""
     at = m.last_sequence
-    waits = waiting_for(m)
 
     def can(event: str) -> bool:
-        rule = find_rule(m.status, event, PERSON)
-        return rule is not None and rule.waits_for in (None, waits)
+        return person_can(m, event)
 
     parts: list[str] = []
     if can("answer") and m.question is not None:
@@ -164,13 +157,13 @@ def decisions_html(job: JobFiles, m: JobManifest) -> str:
     return f'<section class="decisions" data-at="{at}"><h2>Decisions</h2>{"".join(parts)}</section>'
 
 
-def job_state(job: JobFiles, m: JobManifest, trail: StateTrail, first: int = 1) -> str:
+def job_state(job: Job, m: JobManifest, trail: StateTrail, first: int = 1) -> str:
     """The part of a job's page above its timeline, replaced whole when the
     job changes; ``trail``: the states of the entries from ``first`` on."""
-    return job_head(job, m, trail, crumb="Logist job", inserted=decisions_html(job, m), before=first - 1)
+    return job_head(job.stored, m, trail, crumb="Logist job", inserted=decisions_html(job, m), before=first - 1)
 
 
-def _pages_html(job: JobFiles, first: int, shown: int, count: int, page: int) -> str:
+def _pages_html(job: Job, first: int, shown: int, count: int, page: int) -> str:
     """Where the shown entries sit in the history, with links to the pages around them."""
     links = []
     if first > 1:
@@ -187,7 +180,7 @@ def first_shown(m: JobManifest, start: Optional[int], page: int) -> int:
     return max(1, m.last_sequence - page + 1) if start is None else max(1, start)
 
 
-def job_page(job: JobFiles, notice: Optional[str] = None, start: Optional[int] = None, page: int = PAGE) -> Iterator[str]:
+def job_page(job: Job, notice: Optional[str] = None, start: Optional[int] = None, page: int = PAGE) -> Iterator[str]:
     """A job's page, piece by piece: the entries from ``start``, ``page`` of
     them, by default the last ones, read from their place in the history
     (:func:`logist.views.window.read_window`: what comes before them is not
@@ -196,7 +189,7 @@ def job_page(job: JobFiles, notice: Optional[str] = None, start: Optional[int] =
     m = job.manifest()
     first = first_shown(m, start, page)
     latest = first + page > m.last_sequence
-    window = read_window(job, first, None if latest else first + page - 1)
+    window = read_window(job.stored, first, None if latest else first + page - 1)
     try:
         stream = job_url(job.id) + "/events" + (f"?from={first}" if latest else f"?from={first}&until={window.shown}")
         head, tail = frame(f"{job.id}: {m.status} · Logist", stream, window.shown if latest else None)
@@ -214,13 +207,13 @@ def job_page(job: JobFiles, notice: Optional[str] = None, start: Optional[int] =
         window.close()
 
 
-def job_update(job: JobFiles, follower: Optional[Follower], first: int, until: Optional[int]) -> tuple[list[tuple[int, str]], str]:
+def job_update(job: Job, follower: Optional[Follower], first: int, until: Optional[int]) -> tuple[list[tuple[int, str]], str]:
     """The rows of the entries ``follower`` has not sent yet (None: no rows:
     an earlier page, entries ``first`` to ``until``), and the job's state part."""
     m = job.manifest()
     if follower is not None:
         rows = follower.update()
         return rows, job_state(job, m, follower.trail, first)
-    window = read_window(job, first, until)
+    window = read_window(job.stored, first, until)
     window.close()
     return [], job_state(job, m, window.trail, first)

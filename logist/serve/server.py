@@ -29,7 +29,7 @@ from typing import Callable
 import uvicorn
 
 from ..errors import LogistError
-from ..store.jobsdir import JobsDir
+from ..api import Jobs
 from .app import create_app
 from .pages import PAGE
 
@@ -48,7 +48,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def token_path(jobs: JobsDir) -> Path:
+def token_path(jobs: Jobs) -> Path:
     """The file holding the run's token: beside the jobs directory."""
     return jobs.path.parent / f".{jobs.path.name}.serve-token"
 
@@ -79,7 +79,7 @@ def write_token(path: Path, token: str) -> None:
         os.close(fd)
 
 
-def serve(jobs: JobsDir, host: str, port: int, allow_hosts: tuple[str, ...] = (),
+def serve(jobs: Jobs, host: str, port: int, allow_hosts: tuple[str, ...] = (),
           announce: Callable[[str, int, Path], None] = lambda url, port, path: print(url), page: int = PAGE) -> None:
     """Serve ``jobs`` until Ctrl-C (or SIGTERM). The caller has checked
     that a host other than loopback was asked for explicitly;

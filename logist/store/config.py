@@ -1,9 +1,9 @@
 """``<jobs-dir>/config.json``: endpoint, models, prices and job defaults.
 
 Precedence for the endpoint: ``--base-url`` > ``LOGIST_BASE_URL`` >
-``OPENAI_BASE_URL`` > seed 002's ``AI_KOSMOS_MODEL_BASE_URL`` >
+``OPENAI_BASE_URL`` > kosmos-panel's ``AI_KOSMOS_MODEL_BASE_URL`` >
 ``config.json``; for the built-in roles' model, config.json's
-``default_model`` > seed 002's ``AI_MODEL`` (:meth:`LogistConfig.default`). The API key is read from the
+``default_model`` > kosmos-panel's ``AI_MODEL`` (:meth:`LogistConfig.default`). The API key is read from the
 environment only (``LOGIST_API_KEY`` then ``OPENAI_API_KEY``) and is never
 stored: the config model has no field for it and refuses one.
 
@@ -30,7 +30,7 @@ from ..secrets import environment
 from ..secrets.redact import KEY_VARIABLES
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-#: The environment variables that name the endpoint, in order: Logist's, OpenAI's, seed 002's.
+#: The environment variables that name the endpoint, in order: Logist's, OpenAI's, kosmos-panel's.
 BASE_URL_VARIABLES = ("LOGIST_BASE_URL", "OPENAI_BASE_URL", "AI_KOSMOS_MODEL_BASE_URL")
 
 
@@ -110,7 +110,7 @@ class LogistConfig(BaseModel):
     default_model: Optional[str] = None
     """The model for the built-in roles, instead of the one their manifests name."""
     AI_MODEL: Optional[str] = None
-    """Seed 002's name for default_model, read when default_model is not set."""
+    """The name kosmos-panel's skills protocol gives default_model, read when default_model is not set."""
     models: dict[str, str] = {}
     """Role name -> the model for that role (a job's or a command's --model still wins)."""
     model_aliases: dict[str, str] = {}

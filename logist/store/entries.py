@@ -8,11 +8,11 @@ it added (``continues`` + ``added``); its exact request is that entry's
 request, that entry's answer, then ``added``
 (:mod:`logist.store.requests` rebuilds it). That is the one delta: every
 other part of an entry is written out in the entry itself. A call entry
-carries seed 003's fields in full (:data:`SEED_FIELDS`): ``workspace_path``,
+carries the reference Logist design's fields in full (:data:`SEED_FIELDS`): ``workspace_path``,
 ``request.files_context`` (``[]`` when none), the whole
 ``request.metadata`` (role, phase, model, temperature, max_tokens,
 response_format, stream) and the response's status, actions, evidence
-files, summary and raw answer, so a script written from the seed reads
+files, summary and raw answer, so a script written from the reference Logist design reads
 every entry. Each entry carries the job's small state after it (``state``,
 :class:`~logist.store.manifest.JobState`), and the first entry what the
 job is (``definition``), so the history alone restores the manifest at any
@@ -135,7 +135,7 @@ class Response(BaseModel):
     notes: list[str] = []
     """How the answer was read when it was not in the protocol's exact shape (a reasoning block set aside, a lower-case action, no tag: its first line read as a command...)."""
     extra_fields: dict[str, Any] = {}
-    """Fields the answer carried that the protocol does not know (seed 003's job_manifest_url, seed 004's stop...): kept here, never acted on."""
+    """Fields the answer carried that the protocol does not know (the reference Logist design's job_manifest_url, TaskWeaver's stop...): kept here, never acted on."""
 
 
 class Usage(BaseModel):
@@ -192,7 +192,7 @@ UNKNOWN = "UNKNOWN"
 FAILED = "FAILED"
 #: Where the workspace is, relative to the job's folder: every call entry's ``workspace_path``.
 WORKSPACE_PATH = "workspace"
-#: Seed 003's fields of a call entry, each written out even when empty or null: the entry's own,
+#: The reference Logist design's fields of a call entry (jjurach/logist), each written out even when empty or null: the entry's own,
 #: its request's, its request metadata's and its response's.
 SEED_FIELDS = {
     "entry": ("sequence", "timestamp", "state_before", "workspace_path", "request", "response"),
@@ -228,7 +228,7 @@ class HistoryEntry(BaseModel):
     workspace_commit: Optional[str] = None
     """The workspace commit after the step."""
     workspace_path: Optional[str] = None
-    """Of a call entry: where the workspace is, relative to the job's folder, always ``"workspace"`` (seed 003's field). (Files before format 4 named the absolute path a step ran in here, when it was not the header's; the upgrade moves it into ``command.cwd``, where a command records where it ran.)"""
+    """Of a call entry: where the workspace is, relative to the job's folder, always ``"workspace"`` (a field of the reference Logist design, jjurach/logist). (Files before format 4 named the absolute path a step ran in here, when it was not the header's; the upgrade moves it into ``command.cwd``, where a command records where it ran.)"""
     request: Optional[Request] = None
     """What was sent (calls only)."""
     response: Optional[Response] = None

@@ -4,18 +4,18 @@ The built-in templates are the files in ``logist/prompts/`` (``NAME.md``,
 NAME being the path without ``.md``: ``system``, ``compaction/system``,
 ``roles/Worker``, ...). A jobs directory overrides any of them with a file
 of the same name in ``<jobs-dir>/prompts/``: ``NAME.md``, else ``NAME.yaml``
-or ``NAME.yml``, else seed 004's names (:data:`SEED_FILES`:
+or ``NAME.yml``, else TaskWeaver's names (:data:`SEED_FILES`:
 ``planner_prompt.yaml`` gives the Planner's instructions,
 ``compaction_prompt.yaml`` the summary call's system message); then with a
-key of ``<jobs-dir>/prompts.json`` (seed 002's file: a template's name, or
+key of ``<jobs-dir>/prompts.json`` (kosmos-panel's file: a template's name, or
 a seed key of :data:`SEED_KEYS` such as ``SKILL_SYSTEM_PROMPT_WITH_ASK``).
 A role's instructions (``roles/<Role>``) come first from the role manifest
 itself, its ``prompt_file`` (a text file beside the manifest, else the
-prompt template it names, as the built-in roles name theirs; seed 004's
+prompt template it names, as the built-in roles name theirs; TaskWeaver's
 ``prompt_file_path`` is accepted) or its inline ``instructions``. A
-``.yaml`` or ``.yml`` file is read as seed 004's ``planner_prompt.yaml`` is
+``.yaml`` or ``.yml`` file is read as TaskWeaver's ``planner_prompt.yaml`` is
 written: a mapping whose prompt is under one of :data:`YAML_PROMPT_KEYS`
-(``instruction_template`` in the seed's planner file, ``content`` in its
+(``instruction_template`` in TaskWeaver's planner file, ``content`` in its
 compaction file), or a YAML string.
 
 A template is plain text with ``{name}`` placeholders; :data:`TEMPLATES`
@@ -67,12 +67,12 @@ YAML_PROMPT_KEYS = ("instruction_template", "instructions", "prompt", "content",
 YAML_SUFFIXES = (".yaml", ".yml")
 #: The suffixes of a template's file in ``<jobs-dir>/prompts/``, in the order they are looked for.
 FILE_SUFFIXES = (SUFFIX, *YAML_SUFFIXES)
-#: Seed 004's prompt files in ``<jobs-dir>/prompts/`` (NAME.yaml or NAME.yml) -> the template each gives.
+#: TaskWeaver's prompt files in ``<jobs-dir>/prompts/`` (NAME.yaml or NAME.yml) -> the template each gives.
 SEED_FILES = {"planner_prompt": "roles/Planner", "compaction_prompt": "compaction/system"}
-#: Seed 002's file of prompts beside ``<jobs-dir>/prompts/``: one JSON object, a template name or a key of
+#: kosmos-panel's file of prompts beside ``<jobs-dir>/prompts/``: one JSON object, a template name or a key of
 #: :data:`SEED_KEYS` -> the template's text.
 PROMPTS_JSON = "prompts.json"
-#: Seed 002's keys in ``prompts.json`` -> the template each gives.
+#: kosmos-panel's keys in ``prompts.json`` -> the template each gives.
 SEED_KEYS = {"SKILL_SYSTEM_PROMPT_WITH_ASK": "protocol/tags"}
 
 _TOKEN = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -97,7 +97,7 @@ TEMPLATES: dict[str, Template] = {
         ("protocol_rules",),
     ),
     "protocol/tags": Template(
-        "How a tags-protocol role answers: seed 002's base prompt (SKILL_SYSTEM_PROMPT_WITH_ASK), word for word."),
+        "How a tags-protocol role answers: kosmos-panel's base prompt (SKILL_SYSTEM_PROMPT_WITH_ASK), word for word."),
     "answer_form/json": Template("How a JSON-protocol answer is given, in a re-ask (messages/refused's {answer_form})."),
     "answer_form/tags": Template("How a tags-protocol answer is given, in a re-ask (messages/refused's {answer_form})."),
     "answer_reminder/json": Template("The last line of a JSON-protocol role's turn-opening message ({answer_reminder})."),
@@ -109,7 +109,7 @@ TEMPLATES: dict[str, Template] = {
          "plan", "task", "memory", "feedback", "answer_reminder"),
     ),
     "job/tags": Template(
-        "The first message of a tags-protocol role's turn (seed 002's): Execute skill: {skill}, or the person's own "
+        "The first message of a tags-protocol role's turn (kosmos-panel's): Execute skill: {skill}, or the person's own "
         "{objective}, then the parameters and whatever else the turn has.",
         ("skill", "objective", "parameters", "details", "acceptance_criteria", "review", "last_turn_files",
          "job_files", "plan", "task", "memory", "feedback"),
@@ -138,7 +138,7 @@ TEMPLATES: dict[str, Template] = {
     ),
     "command/output": Template("The next message after a command ran: the command, its output, how it ended.",
                                ("command", "output", "ending")),
-    "command/tags": Template("The next message after a command ran, in the tags protocol (seed 002's): its cleaned "
+    "command/tags": Template("The next message after a command ran, in the tags protocol (kosmos-panel's): its cleaned "
                              "output; {ending} only when it timed out.", ("output", "ending")),
     "command/stdout": Template("A command's standard output.", ("text",)),
     "command/stderr": Template("A command's standard error.", ("text",)),
@@ -213,7 +213,7 @@ def read_template(path: Path) -> str:
 
 
 def _yaml_prompt(path: Path, text: str) -> str:
-    """The prompt a YAML prompt file holds (seed 004's ``planner_prompt.yaml`` shape)."""
+    """The prompt a YAML prompt file holds (TaskWeaver's ``planner_prompt.yaml`` shape)."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -323,7 +323,7 @@ class Prompts:
         return TEMPLATES[name]
 
     def _file(self, name: str) -> Optional[Path]:
-        """The jobs directory's file of template ``name``: NAME.md, NAME.yaml, NAME.yml, then a seed file's name."""
+        """The jobs directory's file of template ``name``: NAME.md, NAME.yaml, NAME.yml, then TaskWeaver's file name for it."""
         if self.dir is None:
             return None
         stems = [name, *(stem for stem, template in SEED_FILES.items() if template == name)]

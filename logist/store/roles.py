@@ -1,10 +1,10 @@
 """Role manifests: the built-in Worker, Supervisor and Planner, plus the jobs
 directory's own roles that add to them and override them by name.
 
-A manifest is JSON (YAML accepted) with four mandatory fields, as seed 003
-writes them: name, description, instructions (inline, or ``prompt_file``
-naming a text file) and llm_model (or llm_alias); a few others are
-optional; unknown fields are refused so that a typo in a manifest is an
+A manifest is JSON (YAML accepted) with four mandatory fields, as the
+reference Logist design (jjurach/logist) writes them: name, description,
+instructions (inline, or ``prompt_file`` naming a text file) and llm_model
+(or llm_alias); a few others are optional; unknown fields are refused so that a typo in a manifest is an
 error naming the file and the field, not a silently ignored setting. A
 role's instructions are a prompt template (:mod:`logist.store.prompts`):
 the manifest's own ``instructions`` or ``prompt_file``, else
@@ -15,7 +15,7 @@ built-in manifest under another name works as it is. A role with none of
 these is refused when loaded, not at its first step.
 
 A jobs directory's roles are the files of ``<jobs-dir>/roles/`` and
-``<jobs-dir>/roles.json``. A file holds one role, or several as seed 003's
+``<jobs-dir>/roles.json``. A file holds one role, or several as the reference Logist design's
 "Core Role Types" writes them: one object keyed by role name
 (``{"Worker": {...}, "Supervisor": {...}}``).
 
@@ -62,9 +62,9 @@ class RoleManifest(BaseModel):
     prompt_file: str = Field(
         default=None, min_length=1, validation_alias=AliasChoices("prompt_file", "prompt_file_path")
     )
-    """A text file with the role's instructions, relative to this manifest's folder (prompt_file_path is accepted as well); instead of instructions. A name no such file has but a prompt template has (roles/Worker.md, as the built-in roles name theirs) is that template in effect: a jobs directory's prompts/ first, then Logist's own. A .yaml or .yml file gives the text under its instruction_template, instructions, prompt, content or template key (seed 004's planner_prompt.yaml), or is one YAML string."""
+    """A text file with the role's instructions, relative to this manifest's folder (prompt_file_path is accepted as well); instead of instructions. A name no such file has but a prompt template has (roles/Worker.md, as the built-in roles name theirs) is that template in effect: a jobs directory's prompts/ first, then Logist's own. A .yaml or .yml file gives the text under its instruction_template, instructions, prompt, content or template key (TaskWeaver's planner_prompt.yaml), or is one YAML string."""
     aliases: list[Annotated[str, Field(min_length=1)]] = []
-    """Other names the Planner may address this role by in send_to (matched, like the name, in any case): the built-in Worker answers to seed 004's CodeInterpreter."""
+    """Other names the Planner may address this role by in send_to (matched, like the name, in any case): the built-in Worker answers to TaskWeaver's CodeInterpreter."""
     llm_model: str = Field(default=None, min_length=1)
     """The model the role calls, unless the job, config.json or --model chooses another."""
     llm_alias: str = Field(default=None, min_length=1)
@@ -80,7 +80,7 @@ class RoleManifest(BaseModel):
     context_window: Optional[int] = Field(default=None, gt=0)
     """The model's context window in tokens (prompt and answer together); unset: config.json's model_settings, what the endpoint tells, or the table Logist ships."""
     protocol: Literal["json", "tags"] = "json"
-    """How the role answers: json, one JSON object; tags, a line starting with [CMD], [ASK], [MESSAGE], [DONE]... (seed 002's line protocol, which small local models follow more reliably). A job's skill that names a protocol wins."""
+    """How the role answers: json, one JSON object; tags, a line starting with [CMD], [ASK], [MESSAGE], [DONE]... (kosmos-panel's line protocol, which small local models follow more reliably). A job's skill that names a protocol wins."""
     file_changes: Literal["allowed", "refused", "approval"] = "allowed"
     """What becomes of an answer's file_changes: allowed, applied; refused, the answer is refused with the reason (and re-asked while format_retries last); approval, held until a person approves (job approve-command) or skips them (job skip-command)."""
     # Planner and compaction settings (SPEC section 7).
@@ -141,7 +141,7 @@ def _read_file(path: Path) -> object:
 
 
 def _keyed_by_name(data: dict) -> bool:
-    """Seed 003's form: one object keyed by role name, each value a role (and perhaps a ``$schema``)."""
+    """The reference Logist design's form (jjurach/logist): one object keyed by role name, each value a role (and perhaps a ``$schema``)."""
     roles = {k: v for k, v in data.items() if k != "$schema"}
     return bool(roles) and "name" not in data and all(isinstance(v, dict) for v in roles.values())
 
@@ -162,7 +162,7 @@ def load_role_file(path: Path) -> RoleManifest:
 
 
 def load_roles_file(path: Path) -> list[RoleManifest]:
-    """The roles a file defines: one, or several keyed by name (seed 003's "Core Role Types")."""
+    """The roles a file defines: one, or several keyed by name (the reference Logist design's "Core Role Types")."""
     data = _read_file(path)
     if not isinstance(data, dict):
         raise ConfigError(f"role manifest {path}: expected an object with name, description, instructions, llm_model")
@@ -218,7 +218,7 @@ _KEY_IN_TEXT = re.compile(r"""^\s*["']?([A-Za-z][A-Za-z0-9_-]*)["']?\s*:\s*\{"""
 
 def _names_in(path: Path) -> set[str]:
     """The role names a file that does not load may define: its stem, any
-    ``name`` its text sets, and any key that opens an object (seed 003's form)."""
+    ``name`` its text sets, and any key that opens an object (the reference Logist design's form)."""
     names = {path.stem.lower()}
     try:
         text = path.read_text(encoding="utf-8", errors="replace")

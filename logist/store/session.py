@@ -300,6 +300,12 @@ class JobFiles:
     def views_lock_path(self) -> Path:
         return self.dir / VIEWS_LOCK_NAME
 
+    @property
+    def state_files(self) -> tuple[Path, Path]:
+        """The history's and the manifest's files: what changes when the job
+        does (a page that follows the job watches these)."""
+        return self.history_path, self.manifest_path
+
     def is_job(self) -> bool:
         """Whether the folder holds a job (its manifest is there)."""
         return self.manifest_path.exists()

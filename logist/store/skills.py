@@ -58,7 +58,7 @@ class Skill(BaseModel):
     max_steps: Optional[int] = Field(default=None, ge=1)
     """The max_steps of a job made from the skill, unless the job sets its own."""
     protocol: Optional[Literal["json", "tags"]] = None
-    """How the job's roles answer (json or tags, seed 002's line protocol); unset: each role's own protocol."""
+    """How the job's roles answer (json or tags, kosmos-panel's line protocol); unset: each role's own protocol."""
     body: str = ""
     """The instructions (the Markdown after the frontmatter)."""
     source: SkipJsonSchema[Optional[str]] = Field(default=None, exclude=True)
@@ -109,7 +109,7 @@ class ActiveSkill(BaseModel):
     protocol: Optional[Literal["json", "tags"]] = None
     """The protocol the skill asks the job's roles to answer in, if it names one (absent: each role's own)."""
     prompted: bool = False
-    """Whether the person gave the job's objective (seed 002's custom prompt), sent in the tags protocol in place of "Execute skill: NAME"."""
+    """Whether the person gave the job's objective (kosmos-panel's custom prompt), sent in the tags protocol in place of "Execute skill: NAME"."""
 
     @model_serializer(mode="wrap")
     def _without_an_unset_protocol(self, handler):

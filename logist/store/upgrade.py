@@ -20,7 +20,7 @@ format holds it and giving it as a file of the next holds it:
     when the entry itself did not say them (and could name another entry's
     request metadata by number; the upgrade writes it out).
 3 -> 4
-    Format 4 writes every call entry self-contained, seed-shaped: the
+    Format 4 writes every call entry self-contained, shaped as the reference Logist design's: the
     request metadata in full (role and phase too), ``files_context``, the
     response's status (``FAILED`` where the older formats said ``ERROR``),
     actions, evidence, summary and raw answer, ``workspace_path``

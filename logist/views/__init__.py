@@ -24,6 +24,9 @@ on until the views end with the last entry, so it takes in what this one
 recorded. (Only an entry recorded in the instant between the holder's last
 check and its release waits for the next command, or ``job transcript``,
 which catches up whatever is behind.)
+
+Internal: may change in any release; use :mod:`logist.api` (``logist.open``, and
+what its ``Jobs`` and ``Job`` return) and the names in ``logist.__all__``.
 """
 
 from __future__ import annotations

@@ -69,6 +69,7 @@ import subprocess
 from pathlib import Path
 from typing import NamedTuple, Optional, Sequence
 
+from .. import programs
 from ..errors import LogistError
 
 log = logging.getLogger(__name__)
@@ -144,7 +145,17 @@ def git_argv(args: Sequence[str]) -> list[str]:
     """``git`` with the safe settings, a fallback identity, then ``args``.
     GIT_AUTHOR_* / GIT_COMMITTER_* in the environment still win, as git documents."""
     settings = [*SAFE_CONFIG, f"user.name={COMMITTER[0]}", f"user.email={COMMITTER[1]}"]
-    return ["git", *(arg for s in settings for arg in ("-c", s)), *args]
+    return [git_program(), *(arg for s in settings for arg in ("-c", s)), *args]
+
+
+def git_program() -> str:
+    """The absolute path of git in the system's own folders (:mod:`logist.programs`:
+    never a ``git`` found through ``PATH``, which a command can write)."""
+    found = programs.program("git")
+    if found is None:
+        raise LogistError(f"cannot run git: no git program in {programs.where_looked()} owned by root "
+                          "(Logist does not take git from PATH, which a command can write; install git)")
+    return found
 
 
 def run_git(cwd: Path, args: Sequence[str], git_dir: Optional[Path] = None,
@@ -166,7 +177,7 @@ def _spawn(cwd: Path, args: Sequence[str], git_dir: Optional[Path]) -> Done:
         proc = subprocess.run(git_argv(args), cwd=str(cwd), env=git_env(git_dir), stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except FileNotFoundError:
-        raise LogistError("cannot run git: no 'git' program on PATH (install git)") from None
+        raise LogistError(f"cannot run git: {git_program()} is gone") from None
     except OSError as exc:
         raise LogistError(f"cannot run git in {cwd}: {exc.strerror or exc}") from None
     return Done(proc.returncode, proc.stdout, proc.stderr)

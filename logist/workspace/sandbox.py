@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
+import shlex
 import signal
 import subprocess
 import sys
@@ -61,6 +61,7 @@ import time
 from pathlib import Path
 from typing import IO, Callable, Optional, Sequence
 
+from .. import programs
 from ..secrets import environment
 from ..errors import LogistError
 from ..secrets.process import _libc
@@ -83,13 +84,16 @@ _UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
 #: working directory inherited from Logist is below the mounts), and starts
 #: the gate as the caller's uid in a new user and mount namespace, where the
 #: mounts are locked. Any failure stops here: the command does not run.
+#: ``{mount}`` and ``{unshare}`` are filled in with the programs' absolute
+#: paths (:mod:`logist.programs`): the command's ``PATH`` is the user's, where
+#: a planted ``mount`` would leave Logist's files writable.
 _MOUNTS = (
     'set -e; ws=$0; uid=$1; gid=$2; shift 2; '
     'if [ -L "$ws/.git" ]; then echo "the workspace .git is a link, not a folder" >&2; exit 125; fi; '
-    'mount --bind "$ws" "$ws"; '
-    'if [ -e "$ws/.git" ]; then mount --bind -o ro "$ws/.git" "$ws/.git"; fi; '
-    'while [ "$1" != -- ]; do mount --rbind -o ro "$1" "$1"; shift; done; shift; '
-    'cd "$ws"; exec unshare --user --mount --map-user="$uid" --map-group="$gid" "$@"'
+    '{mount} --bind "$ws" "$ws"; '
+    'if [ -e "$ws/.git" ]; then {mount} --bind -o ro "$ws/.git" "$ws/.git"; fi; '
+    'while [ "$1" != -- ]; do {mount} --rbind -o ro "$1" "$1"; shift; done; shift; '
+    'cd "$ws"; exec {unshare} --user --mount --map-user="$uid" --map-group="$gid" "$@"'
 )
 _PR_SET_PDEATHSIG = 1
 
@@ -193,7 +197,7 @@ def command_env(named: Sequence[str] = (), base: Optional[dict] = None) -> dict:
 def namespace_prefix() -> Optional[tuple[str, ...]]:
     """The ``unshare`` command line that runs a program in a new user and PID
     namespace with its own ``/proc``; None where that does not work."""
-    unshare = shutil.which("unshare") if sys.platform.startswith("linux") else None
+    unshare = programs.program("unshare") if sys.platform.startswith("linux") else None
     if unshare is None:
         return None
     for mapping in ("--map-current-user", "--map-root-user"):
@@ -210,8 +214,9 @@ def namespace_prefix() -> Optional[tuple[str, ...]]:
 
 def _mounting(workspace: Path, read_only: Sequence[Path]) -> tuple[str, ...]:
     """The argv head that runs a program with :data:`_MOUNTS` (see :func:`mount_prefix`)."""
-    unshare = shutil.which("unshare")
-    return (unshare, *_UNSHARE, "--map-root-user", "/bin/sh", "-c", _MOUNTS, os.path.realpath(workspace),
+    unshare, mount = programs.program("unshare"), programs.program("mount")
+    script = _MOUNTS.format(mount=shlex.quote(mount or "mount"), unshare=shlex.quote(unshare or "unshare"))
+    return (unshare, *_UNSHARE, "--map-root-user", "/bin/sh", "-c", script, os.path.realpath(workspace),
             str(os.getuid()), str(os.getgid()), *(os.path.realpath(d) for d in read_only), "--")
 
 
@@ -220,14 +225,15 @@ def mounts_work() -> bool:
     """Whether :func:`mount_prefix` works here: probed once per process on a
     scratch job (a write into the workspace succeeds, one into its ``.git``
     or the read-only directory fails and cannot be undone)."""
-    if namespace_prefix() is None or shutil.which("mount") is None:
+    if namespace_prefix() is None or programs.program("mount") is None:
         return False
     with tempfile.TemporaryDirectory() as scratch:
         jobs = Path(os.path.realpath(scratch)) / "jobs"
         workspace = jobs / "job" / "workspace"
         (workspace / ".git").mkdir(parents=True)
+        mount, umount = (shlex.quote(programs.program(name) or name) for name in ("mount", "umount"))
         probe = ("touch made && ! touch .git/x 2>/dev/null && ! touch ../x 2>/dev/null "
-                 "&& ! mount -o remount,bind,rw .git 2>/dev/null && ! umount .git 2>/dev/null "
+                 f"&& ! {mount} -o remount,bind,rw .git 2>/dev/null && ! {umount} .git 2>/dev/null "
                  "&& test ! -e /proc/2 && test \"$(id -u)\" = " + str(os.getuid()))
         try:
             result = subprocess.run([*_mounting(workspace, [jobs]), "/bin/sh", "-c", probe], cwd=workspace,

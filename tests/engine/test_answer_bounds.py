@@ -73,6 +73,7 @@ def person_can_act(job) -> None:
     assert not JobFiles(job.dir).journal_path.exists()
 
 
+@pytest.mark.wire
 @pytest.mark.parametrize("name", sorted(TRIGGERS))
 def test_an_answer_that_wedged_a_job_is_an_invalid_answer(jobs, llm, name):
     raw, reason = TRIGGERS[name]
@@ -138,6 +139,7 @@ SURROGATE_WRITE = '{"action": "MESSAGE", "message": "writing", "file_changes": [
     '{"path": "ok.txt", "content": "fine\\n"}, {"path": "bad.txt", "content": "\\ud800"}]}'
 
 
+@pytest.mark.wire
 def test_an_exception_applying_an_answer_is_a_recorded_failed_step(jobs, llm, unchecked):
     job = make_job(jobs, "backstop")
     llm.add(SURROGATE_WRITE)
@@ -194,6 +196,7 @@ def test_a_saved_answer_the_job_no_longer_fits_is_recorded_not_raised(jobs):
 # Usage the endpoint reports
 
 
+@pytest.mark.wire
 @pytest.mark.parametrize("usage, counted, note", [
     ({"prompt_tokens": 10**30, "completion_tokens": 5}, (1_000_000_000, 5),
      "the endpoint reported 1,000,000,000,000,000,000,000,000,000,000 prompt_tokens; counted as 1,000,000,000"),
@@ -217,6 +220,7 @@ def test_usage_out_of_bounds_is_capped_or_estimated_and_noted(jobs, llm, usage, 
     assert entry.usage.cost_usd is None or 0 <= entry.usage.cost_usd < 10_000
 
 
+@pytest.mark.wire
 def test_a_nul_byte_in_a_summary_reaches_no_git_argument(jobs, llm):
     """The commit message is made of the summary, and no process argument
     can carry a NUL byte (git commit -m raised ValueError, after the files
@@ -245,6 +249,7 @@ def test_a_posted_answer_with_a_lone_surrogate_is_recorded_as_an_invalid_answer(
     person_can_act(job)
 
 
+@pytest.mark.wire
 def test_a_file_change_through_a_pipe_a_command_made_is_an_invalid_answer(jobs, llm):
     """``mkfifo p``, then a file written as ``p/x.txt``: the plan took ``p``
     for a directory (it is not a file) and creating it raised

@@ -4,6 +4,8 @@ seeds' answer shapes and the roles' file change policy."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import subprocess
 
@@ -20,7 +22,7 @@ from logist.replay.scripted import answer
 from logist.resources import data_dir
 from logist.store.prompts import builtin
 
-from conftest import logist_cli, write_config
+from conftest import via, logist_cli, write_config
 
 HELLO = [{"path": "hello.py", "content": "print('Hello')\n"}]
 
@@ -54,10 +56,10 @@ def test_a_bad_answer_is_reasked_once_by_default_quoting_the_error(jobs, llm):
     assert job.manifest().settings.format_retries == 1
     llm.add("Sure! I will write hello.py now.", answer("COMPLETED", "Wrote hello.py.", ["hello.py"], file_changes=HELLO))
 
-    first = step_once(job, base_url=llm.base_url)
+    first = step_once(job, endpoints=llm.endpoints)
     assert (first.action, first.status) == ("INVALID", Status.RUNNING)
     assert not (job.workspace / "hello.py").exists()
-    second = step_once(job, base_url=llm.base_url)
+    second = step_once(job, endpoints=llm.endpoints)
     assert (second.action, second.status) == ("COMPLETED", Status.REVIEWING)
     assert (job.workspace / "hello.py").read_text() == "print('Hello')\n"
 
@@ -75,7 +77,7 @@ def test_format_retries_0_in_config_stops_at_the_first_bad_answer(jobs, llm):
     write_config(jobs, defaults={"format_retries": 0})
     job = make_job(jobs)
     llm.add("not json")
-    result = step_once(job, base_url=llm.base_url)
+    result = step_once(job, endpoints=llm.endpoints)
     assert result.status == Status.INTERVENTION_REQUIRED
     assert "invalid answer from Worker: the answer is not valid JSON" in job.manifest().reason
     assert len(llm.requests) == 1
@@ -84,7 +86,7 @@ def test_format_retries_0_in_config_stops_at_the_first_bad_answer(jobs, llm):
 def test_a_second_bad_answer_in_the_turn_needs_a_person(jobs, llm):
     job = make_job(jobs)
     llm.add("not json", '{"action": "LAUNCH"}')
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     manifest = job.manifest()
     assert manifest.status == Status.INTERVENTION_REQUIRED
     assert "'LAUNCH' is not one of" in manifest.reason
@@ -105,7 +107,7 @@ def test_what_a_real_model_sends_is_applied_and_recorded_as_sent(jobs, llm):
         + "\n```\nLet me know if you need more."
     )
     llm.add(raw)
-    result = step_once(job, base_url=llm.base_url)
+    result = step_once(job, endpoints=llm.endpoints)
     assert (result.action, result.status) == ("COMPLETED", Status.REVIEWING)
     assert (job.workspace / "hello.py").read_text() == "print('Hello')\n"
     entry = last_entry(job)
@@ -119,14 +121,14 @@ def test_what_a_real_model_sends_is_applied_and_recorded_as_sent(jobs, llm):
     assert entry.response.extra_fields == {"confidence": 0.9}
     # The next round repeats the answer exactly as the model sent it.
     llm.add(answer("COMPLETED", "Fine."))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert job.manifest().status == Status.APPROVAL_REQUIRED
 
 
 def test_an_answer_in_the_exact_shape_records_no_notes(jobs, llm):
     job = make_job(jobs)
     llm.add(answer("MESSAGE", message="Starting."))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     raw = json.loads(job.history_path.read_text())["interactions"][-1]["response"]
     assert "notes" not in raw and "extra_fields" not in raw
 
@@ -147,7 +149,7 @@ def test_the_seed_003_exit_command_is_accepted_and_its_fields_kept(jobs, llm):
     job = make_job(jobs)
     raw = json.dumps({**SEED_003_EXIT, "file_changes": HELLO}, indent=2)
     llm.add(raw, answer("COMPLETED", "It prints a greeting."))
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     assert job.manifest().status == Status.APPROVAL_REQUIRED
     worker = JobFiles(job.dir).load_history().interactions[1]
     assert worker.response.evidence_files == ["hello.py"]
@@ -171,13 +173,13 @@ def test_the_built_in_supervisor_may_not_change_files(jobs, llm):
                file_changes=[{"path": "hello.py", "content": "print('Hi')\n"}]),
         answer("RETRY", "hello.py should print 'Hi'."),
     )
-    step_once(job, base_url=llm.base_url)
-    refused = step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
+    refused = step_once(job, endpoints=llm.endpoints)
     assert (refused.action, refused.status) == ("INVALID", Status.REVIEWING)
     assert "file_changes: the Supervisor role may not change files" in refused.error
     assert "file_changes: refused" in refused.error
     assert (job.workspace / "hello.py").read_text() == "print('Hello')\n"
-    sent_back = step_once(job, base_url=llm.base_url)
+    sent_back = step_once(job, endpoints=llm.endpoints)
     assert llm.requests[2]["messages"][-1]["content"].startswith(
         "Your last answer was refused: file_changes: the Supervisor role may not change files")
     assert sent_back.status == Status.RUNNING
@@ -189,7 +191,7 @@ def test_a_worker_whose_manifest_refuses_file_changes(jobs, llm):
     write_config(jobs, defaults={"format_retries": 0})
     job = make_job(jobs)
     llm.add(answer("MESSAGE", message="x", file_changes=HELLO))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     manifest = job.manifest()
     assert manifest.status == Status.INTERVENTION_REQUIRED
     assert "the Worker role may not change files" in manifest.reason
@@ -203,8 +205,8 @@ def _held_by_the_supervisor(jobs, llm):
         answer("COMPLETED", "Wrote hello.py.", ["hello.py"], file_changes=HELLO),
         answer("MESSAGE", message="A small fix.", file_changes=[{"path": "hello.py", "old": "Hello", "new": "Hi"}]),
     )
-    step_once(job, base_url=llm.base_url)
-    held = step_once(job, base_url=llm.base_url)
+    step_once(job, **via(llm))
+    held = step_once(job, **via(llm))
     assert held.status == Status.INPUT_REQUIRED
     assert "file changes held" in held.summary and "hello.py" in held.summary
     manifest = job.manifest()
@@ -225,7 +227,7 @@ def test_file_changes_held_for_approval_are_applied_when_a_person_approves(jobs,
     assert manifest.workspace_commit == subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=job.workspace, capture_output=True, text=True).stdout.strip()
     llm.add(answer("COMPLETED", "Fixed and checked."))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     told = llm.requests[-1]["messages"][-1]["content"]
     assert told.startswith("A person approved your file changes and they are applied: hello.py.")
     assert job.manifest().status == Status.APPROVAL_REQUIRED
@@ -237,7 +239,7 @@ def test_file_changes_held_for_approval_are_dropped_when_a_person_skips_them(job
     assert (job.workspace / "hello.py").read_text() == "print('Hello')\n"
     assert job.manifest().pending_changes is None
     llm.add(answer("COMPLETED", "Fine as it is."))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert llm.requests[-1]["messages"][-1]["content"].startswith("A person declined your file changes")
 
 
@@ -277,7 +279,7 @@ def test_the_seed_004_planner_drives_a_planned_job(jobs, llm):
         "stop": "Completed",
     }}
     llm.add(json.dumps(delegate), answer("COMPLETED", "Wrote hello.py.", ["hello.py"], file_changes=HELLO), json.dumps(done))
-    results = run_job(job, base_url=llm.base_url)
+    results = run_job(job, endpoints=llm.endpoints)
     assert [(r.role, r.action) for r in results] == [("Planner", "MESSAGE"), ("Worker", "COMPLETED"), ("Planner", "COMPLETED")]
     manifest = job.manifest()
     assert manifest.status == Status.APPROVAL_REQUIRED
@@ -294,7 +296,7 @@ def test_a_planner_answer_without_action_to_the_user_asks_the_person(jobs, llm):
     job = create_job(jobs, "plan", "Write a greeting", workflow="planned")
     llm.add(json.dumps({"plan": ["Ask", "Write"], "current_plan_step": 0, "send_to": "User",
                         "message": "Which greeting do you want?"}))
-    result = step_once(job, base_url=llm.base_url)
+    result = step_once(job, endpoints=llm.endpoints)
     assert (result.action, result.status) == ("ASK", Status.INPUT_REQUIRED)
     assert job.manifest().question.text == "Which greeting do you want?"
 
@@ -302,7 +304,7 @@ def test_a_planner_answer_without_action_to_the_user_asks_the_person(jobs, llm):
 def test_an_answer_without_action_is_still_refused_from_a_worker(jobs, llm):
     job = make_job(jobs, format_retries=0)
     llm.add(json.dumps({"send_to": "User", "message": "hi"}))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert "'action' is a required property" in job.manifest().reason
 
 
@@ -328,12 +330,12 @@ def test_a_tags_role_completes_a_job_and_replays(jobs, llm, tmp_path, replay_llm
     assert system == builtin().render("protocol/tags")
 
     llm.add("[CMD] ls", "[MESSAGE] Looking around first.", "[ASK] Which greeting should it print?")
-    assert run_job(job, base_url=llm.base_url)[-1].status == Status.INPUT_REQUIRED
+    assert run_job(job, endpoints=llm.endpoints)[-1].status == Status.INPUT_REQUIRED
     assert job.manifest().question.text == "Which greeting should it print?"
     answered = logist_cli("job", "answer", "tags", "Hello")
     assert answered.returncode == 0, answered.stderr
     llm.add("echo Hello > hello.txt\nThat writes the file.", "[DONE] Wrote hello.txt with Hello.", "[DONE] hello.txt says Hello.")
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     manifest = job.manifest()
     assert manifest.status == Status.APPROVAL_REQUIRED
     assert (job.workspace / "hello.txt").read_text() == "Hello\n"
@@ -371,7 +373,7 @@ def test_an_untagged_answer_is_a_command_under_the_command_policy(jobs, llm):
     _tags_roles(jobs)
     job = make_job(jobs, "tags")  # command_policy ask: every command waits for a person
     llm.add("rm -rf build")
-    result = step_once(job, base_url=llm.base_url)
+    result = step_once(job, endpoints=llm.endpoints)
     assert (result.action, result.status) == ("CMD", Status.INPUT_REQUIRED)
     assert job.manifest().pending_command == "rm -rf build"
 
@@ -380,11 +382,11 @@ def test_tags_optional_question_and_retry(jobs, llm):
     _tags_roles(jobs)
     job = make_job(jobs, "tags")
     llm.add("[ASK:optional] Add a docstring?")
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert job.manifest().question.required is False
     user_action(job, "answer", skip=True)
     llm.add("[RETRY] The approach was wrong; start with tests.")
-    assert step_once(job, base_url=llm.base_url).status == Status.RUNNING
+    assert step_once(job, endpoints=llm.endpoints).status == Status.RUNNING
     assert "start with tests" in job.manifest().turn.feedback
 
 
@@ -392,8 +394,8 @@ def test_an_empty_tags_answer_is_reasked_in_the_tags_protocol(jobs, llm):
     _tags_roles(jobs)
     job = make_job(jobs, "tags")
     llm.add("   ", "[MESSAGE] ok")
-    step_once(job, base_url=llm.base_url)
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
+    step_once(job, endpoints=llm.endpoints)
     reask = llm.requests[1]["messages"][-1]["content"]
     assert reask.startswith("Your last answer was refused: the answer is empty")
     assert "Answer again starting with one of the tags as the protocol describes." in reask
@@ -408,7 +410,7 @@ def test_a_skill_can_choose_the_tags_protocol(jobs, llm):
     job = create_job(jobs, "commit", skill="quick-commit")
     assert job.manifest().skill.protocol == "tags"
     llm.add("[CMD] git status --porcelain")
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert llm.requests[0]["messages"][0]["content"].startswith(builtin().render("protocol/tags"))
     assert llm.requests[0]["messages"][1]["content"] == "Execute skill: quick-commit\n\n[Step 1 of 100]"
     assert job.manifest().pending_command == "git status --porcelain"
@@ -419,7 +421,7 @@ def test_a_skill_can_choose_the_tags_protocol(jobs, llm):
     plain = create_job(jobs, "plain", skill="plain")
     assert "protocol" not in json.loads((plain.dir / "job_manifest.json").read_text())["skill"]
     llm.add(answer("MESSAGE", message="hi"))
-    assert step_once(plain, base_url=llm.base_url).action == "MESSAGE"
+    assert step_once(plain, endpoints=llm.endpoints).action == "MESSAGE"
     assert protocol_text("json") in llm.requests[-1]["messages"][0]["content"]
 
 

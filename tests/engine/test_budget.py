@@ -72,6 +72,7 @@ def assert_totals_match_history(job_dir, job_id):
 # Cost ---------------------------------------------------------------------------------
 
 
+@pytest.mark.wire
 def test_cost_budget_stops_before_the_next_call(jobs, llm):
     write_config(jobs, prices=PRICES, max_retries=0)
     ok(logist_cli("job", "create", "pricey", "-o", "Take notes", "--model", PRICED, "--max-cost", "0.5"))
@@ -117,7 +118,7 @@ def test_cost_budget_boundaries(jobs, llm, limit, calls):
     write_config(jobs, prices=PRICES)
     job = create_job(jobs, "edge", "Take notes", model=PRICED, max_cost_usd=limit)
     llm.add(*[msg(n) for n in range(5)])
-    results = run_job(job, base_url=llm.base_url)
+    results = run_job(job, endpoints=llm.endpoints)
     assert len(llm.requests) == calls
     assert results[-1].status == Status.INTERVENTION_REQUIRED and "cost budget" in job.manifest().reason
     assert job.manifest().totals.llm_calls == calls
@@ -134,7 +135,7 @@ def test_totals_mix_priced_and_unpriced_models(jobs, llm):
               usage={"prompt_tokens": 1000, "completion_tokens": 300}),
         Reply(content=answer("COMPLETED", summary="fine"), usage={"prompt_tokens": 7000, "completion_tokens": 11}),
     )
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     assert [r["model"] for r in llm.requests] == [PRICED, PRICED, FREE]
     assert job.manifest().status == Status.APPROVAL_REQUIRED
     entries = [e for e in JobFiles(job.dir).load_history().interactions if e.kind == "llm_call"]
@@ -152,6 +153,7 @@ def test_totals_mix_priced_and_unpriced_models(jobs, llm):
 # Tokens -------------------------------------------------------------------------------------
 
 
+@pytest.mark.wire
 def test_token_budget_stops_a_job_whose_model_has_no_price(jobs, llm):
     write_config(jobs, prices=PRICES)
     ok(logist_cli("job", "create", "free", "-o", "Take notes", "--model", FREE, "--max-tokens", "400"))
@@ -180,7 +182,7 @@ def test_cost_budget_does_not_stop_a_job_whose_model_has_no_price(jobs, llm):
     write_config(jobs, prices=PRICES)
     job = create_job(jobs, "nocost", "Take notes", model=FREE, max_cost_usd=0.01)
     llm.add(*[msg(n) for n in range(3)], answer("COMPLETED"), answer("COMPLETED"))
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     assert len(llm.requests) == 5
     assert job.manifest().status == Status.APPROVAL_REQUIRED
 
@@ -188,6 +190,7 @@ def test_cost_budget_does_not_stop_a_job_whose_model_has_no_price(jobs, llm):
 # Wall time --------------------------------------------------------------------------------------
 
 
+@pytest.mark.wire  # a slow answer (delay)
 def test_wall_time_budget(jobs, llm):
     job = create_job(jobs, "slow", "Take notes", max_wall_seconds=0.0001)
     llm.add(*[msg(n, delay=0.05) for n in range(3)])
@@ -227,7 +230,7 @@ def test_wall_time_counts_the_whole_step_not_only_the_call(jobs):
 def test_worker_retries_in_a_row(jobs, llm):
     job = create_job(jobs, "retry", "Take notes", max_retries_in_a_row=2)
     llm.add(*[answer("RETRY", summary=f"attempt {n} failed") for n in range(6)])
-    results = run_job(job, base_url=llm.base_url)
+    results = run_job(job, endpoints=llm.endpoints)
     assert len(llm.requests) == 3, "two RETRYs allowed, the third stops the job"
     assert [r.action for r in results] == ["RETRY", "RETRY", "RETRY"]
     manifest = job.manifest()
@@ -236,7 +239,7 @@ def test_worker_retries_in_a_row(jobs, llm):
     # A person resubmits: the count starts again.
     user_action(job, "resubmit", "try something else")
     llm.add(answer("RETRY", summary="again"))
-    assert step_once(job, base_url=llm.base_url).status == Status.RUNNING
+    assert step_once(job, endpoints=llm.endpoints).status == Status.RUNNING
 
 
 def test_supervisor_retries_in_a_row(jobs, llm):
@@ -247,7 +250,7 @@ def test_supervisor_retries_in_a_row(jobs, llm):
             answer("COMPLETED", summary=f"attempt {n}", file_changes=[{"path": "a.txt", "content": f"{n}\n"}]),
             answer("RETRY", summary=f"review {n}: not good enough"),
         )
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     manifest = job.manifest()
     assert manifest.status == Status.INTERVENTION_REQUIRED
     assert "RETRYs in a row" in (manifest.reason or ""), manifest.reason
@@ -258,7 +261,7 @@ def test_a_failed_call_on_a_priced_model_is_not_reported_as_unpriced(jobs, llm):
     write_config(jobs, prices=PRICES, max_retries=0)
     job = create_job(jobs, "failed", "Take notes", model=PRICED)
     llm.add(msg(1), Reply(status=400))
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     assert len(llm.requests) == 2
     manifest = job.manifest()
     assert manifest.status == Status.INTERVENTION_REQUIRED and "HTTP 400" in manifest.reason

@@ -4,6 +4,8 @@ metadata, and made of the job, the step and the digest of the body sent."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from logist.store.session import JobFiles
@@ -28,6 +30,7 @@ def entry_json(job_id: str, number: int) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.wire
 def test_every_retry_of_a_call_carries_its_key_and_the_entry_records_it(jobs, llm):
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting")
     llm.add(Reply(status=500), Reply(status=503), DONE)  # retried by the SDK: three requests, one call
@@ -71,6 +74,7 @@ def test_a_request_asked_again_without_a_stream_gets_its_own_key(jobs):
     assert entry_key(job, job.manifest(), call.sequence) == second
 
 
+@pytest.mark.wire
 def test_a_run_asked_again_of_a_finished_job_returns_its_status(jobs, llm):
     """A batch task retried after its job got to rest (an earlier attempt
     finished it) gets the job's status back, and no call is made."""
@@ -114,7 +118,7 @@ def test_a_call_of_unknown_outcome_is_counted_and_shown(jobs, llm):
     assert "Pending: step 2's call was in flight and is not recorded" in shown.stdout
 
     llm.add(DONE)
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     unknown, call = JobFiles(job.dir).load_history().interactions[1:]
     assert unknown.unknown_outcome and call.sequence == 3 and not call.unknown_outcome
     shown = logist_cli("job", "status", "lost")

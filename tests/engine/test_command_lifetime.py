@@ -78,16 +78,19 @@ def step_and_check(jobs, llm, command: str, tag: str, timeout: float = 60, run=l
     return job.workspace
 
 
+@pytest.mark.wire  # logist run through the CLI
 def test_a_setsid_writer_and_a_double_forked_sleeper_end_with_the_step(jobs, llm):
     tag = uuid.uuid4().hex
     step_and_check(jobs, llm, escaping_command(tag), tag)
 
 
+@pytest.mark.wire  # logist run through the CLI
 def test_they_end_with_a_command_that_times_out(jobs, llm):
     tag = uuid.uuid4().hex
     step_and_check(jobs, llm, escaping_command(tag, then="sleep 1000"), tag, timeout=2)
 
 
+@pytest.mark.wire
 @pytest.mark.slow
 def test_auto_without_a_namespace_ends_them_too(jobs, llm, tmp_path):
     """``auto`` where ``unshare`` is not there (a PATH without it: probed per

@@ -76,6 +76,7 @@ def assert_nowhere(secrets, jobs_dir: Path, llm, outputs) -> None:
             assert secret.encode() not in git(workspace, "log", "-p", "--all")
 
 
+@pytest.mark.wire
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_a_command_cannot_read_logists_environment(jobs, llm, sandbox):
     key = f"sk-test-{uuid.uuid4().hex}"
@@ -107,6 +108,7 @@ def test_a_command_cannot_read_logists_environment(jobs, llm, sandbox):
     assert_nowhere(secrets, jobs.path, llm, outputs)
 
 
+@pytest.mark.wire
 def test_commands_get_an_allowlisted_environment_and_secrets_are_redacted(jobs, llm):
     key = f"sk-test-{uuid.uuid4().hex}"
     env = secret_env(key)
@@ -163,6 +165,7 @@ def wait_for(predicate, seconds: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.wire
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_recovery_kills_the_command_of_a_killed_step(jobs, llm, sandbox):
@@ -202,6 +205,7 @@ def test_recovery_kills_the_command_of_a_killed_step(jobs, llm, sandbox):
         assert any(f"process group {journal['command_pgid']}" in note and "killed" in note for note in notes)
 
 
+@pytest.mark.wire
 def test_a_command_never_runs_unrecorded(jobs, llm):
     """Killed after the group is recorded, before the launcher is told to go:
     the command does not run at all."""
@@ -221,6 +225,7 @@ def test_a_command_never_runs_unrecorded(jobs, llm):
     assert not (jobs.path / "gate" / "workspace" / "ran").exists()
 
 
+@pytest.mark.wire
 def test_a_namespace_the_system_cannot_make_refuses_the_command(jobs, llm, tmp_path):
     """``command_sandbox: namespace`` never falls back to running unconfined:
     here ``unshare`` is not on the PATH, so the command is refused with the reason."""
@@ -262,6 +267,7 @@ TAMPER_SCRIPT = "".join(f"if ( {cmd} ) >/dev/null 2>&1; then echo '{name}: chang
                         for name, cmd in TAMPER.items()) + "echo made > made.txt; git status --short > status.txt; git log --oneline > log.txt"
 
 
+@pytest.mark.wire
 @pytest.mark.skipif(not mounts_work(), reason="this system cannot mount in a user namespace")
 def test_a_command_cannot_change_git_or_logists_files(jobs, llm, tmp_path):
     """In the namespace the workspace's ``.git`` and the jobs directory are

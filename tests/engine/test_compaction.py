@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import signal
@@ -37,10 +39,10 @@ def test_summary_replaces_old_rounds_and_recent_ones_stay_whole(jobs, llm, norma
     job = create_job(jobs, "long", "A long task")
     llm.add(*[note(i) for i in range(1, 6)])
     for _ in range(5):
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     assert job.manifest().turn.rounds == 5
     llm.add("Rounds 1-3: the Worker sent progress notes 1 to 3.")
-    summary_step = step_once(job, base_url=llm.base_url)
+    summary_step = step_once(job, endpoints=llm.endpoints)
     assert summary_step.action == "COMPACTED" and summary_step.status == Status.RUNNING
     assert summary_step.turn == "summarise", "the compaction row: job step goes on with the turn"
     request = llm.requests[5]
@@ -48,7 +50,7 @@ def test_summary_replaces_old_rounds_and_recent_ones_stay_whole(jobs, llm, norma
     assert "### Round 3" in request["messages"][1]["content"] and "### Round 4" not in request["messages"][1]["content"]
 
     llm.add(note(6))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     prompt = llm.requests[6]["messages"]
     # system (with the opening message and the summary) + round 4 + answer 4 + round 5 + answer 5 + the new message
     assert [m["role"] for m in prompt] == ["system", "user", "assistant", "user", "assistant", "user"]
@@ -73,7 +75,7 @@ def test_summary_is_updated_not_restarted(jobs, llm):
     script = [note(i) for i in range(1, 6)] + ["S1"] + [note(i) for i in range(6, 9)] + ["S2"] + [note(9)]
     llm.add(*script)
     for _ in range(len(script)):
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     summaries = [r for r in llm.requests if is_summary_call(r)]
     assert len(summaries) == 2
     second = summaries[1]["messages"][1]["content"]
@@ -83,6 +85,7 @@ def test_summary_is_updated_not_restarted(jobs, llm):
     assert len(llm.requests[-1]["messages"]) == 1 + 2 * 2 + 1
 
 
+@pytest.mark.wire
 def test_a_restart_does_not_redo_the_summary(jobs, llm):
     compacting_worker(jobs)
     create_job(jobs, "long", "A long task")
@@ -115,11 +118,11 @@ def test_failed_summary_falls_back_to_the_full_history(jobs, llm):
     job = create_job(jobs, "long", "A long task")
     llm.add(*[note(i) for i in range(1, 6)], Reply(status=500), note(6))
     for _ in range(5):
-        step_once(job, base_url=llm.base_url)
-    failed = step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
+    failed = step_once(job, endpoints=llm.endpoints)
     assert failed.action == "COMPACTION_FAILED" and failed.status == Status.RUNNING
     assert failed.turn == "summarise", "the compaction row: the turn goes on whole"
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     full = llm.requests[-1]["messages"]
     assert len(full) == 1 + 2 * 5 + 1 and "progress note 1" in full[2]["content"]
     assert job.manifest().status == Status.RUNNING
@@ -132,10 +135,10 @@ def test_preview_shows_the_compacted_prompt(jobs, llm):
     job = create_job(jobs, "long", "A long task")
     llm.add(*[note(i) for i in range(1, 6)], "the summary")
     for _ in range(6):
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     preview = logist_cli("job", "preview", "long", "--json")
     assert preview.returncode == 0, preview.stderr
     messages = json.loads(preview.stdout)["messages"]
     llm.add(note(6))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert messages == llm.requests[-1]["messages"]

@@ -80,6 +80,7 @@ def test_two_runners_on_one_jobs_dir_run_every_job_once(jobs, tmp_path):
     assert corrupt_files(jobs) == []
 
 
+@pytest.mark.wire  # logist job run --all, through the CLI
 def test_a_leased_job_is_skipped_and_said_so(jobs, llm):
     from datetime import datetime, timedelta, timezone
 
@@ -93,6 +94,7 @@ def test_a_leased_job_is_skipped_and_said_so(jobs, llm):
     assert llm.requests == []
 
 
+@pytest.mark.wire  # logist job run --all, through the CLI
 def test_engine_options_are_checked(jobs, llm):
     make_jobs(jobs, 1)
     single = run_all(jobs, llm, "--engine", "threads")

@@ -15,7 +15,7 @@ from logist.engine.create import create_job
 from logist.engine.loop import run_job
 from logist.replay.scripted import answer
 
-from conftest import logist_cli
+from conftest import via, logist_cli
 
 
 
@@ -113,7 +113,7 @@ def make_exported_job(jobs, llm, source, via_cli: bool):
         ok(logist_cli("job", "run", "exp", "--base-url", llm.base_url), code=3)  # waits for approval
     else:
         job = create_job(jobs, "exp", "Extend app.py", from_repo=str(source))
-        run_job(job, base_url=llm.base_url)
+        run_job(job, **via(llm))
     job_dir = jobs.path / "exp"
     manifest = json.loads((job_dir / "job_manifest.json").read_text())
     assert manifest["status"] == "APPROVAL_REQUIRED"
@@ -139,6 +139,7 @@ def job_subjects(job_dir: Path) -> list[str]:
 # 4. export --branch -------------------------------------------------------------------
 
 
+@pytest.mark.wire
 def test_export_branch_leaves_the_checkout_untouched(jobs, llm, source):
     source, before, job_dir = make_exported_job(jobs, llm, source, via_cli=True)
     refs_before = refs(source)
@@ -202,6 +203,7 @@ def test_export_never_moves_the_checked_out_branch_whatever_the_source_config(ex
     one_error_line(result)
 
 
+@pytest.mark.wire
 def test_export_branch_needs_a_from_repo_job(jobs, llm):
     ok(logist_cli("job", "create", "plain", "-o", "Write a.txt"))
     llm.add(answer("MESSAGE", message="x", file_changes=[{"path": "a.txt", "content": "a\n"}]))

@@ -72,6 +72,7 @@ def three_jobs(jobs):
     assert index(jobs)["queue"] == ["fail-job", "approve-job", "ask-job"]
 
 
+@pytest.mark.wire
 def test_run_all_leaves_each_job_in_its_state(jobs, llm):
     three_jobs(jobs)
     llm.add(Reply(status=400), WRITE, APPROVE, ASK)
@@ -101,6 +102,7 @@ def test_run_all_leaves_each_job_in_its_state(jobs, llm):
     assert index(jobs)["queue"] == ["fail-job", "approve-job", "ask-job"]
 
 
+@pytest.mark.wire
 def test_run_all_json(jobs, llm):
     three_jobs(jobs)
     llm.add(Reply(status=400), WRITE, APPROVE, ASK)
@@ -113,6 +115,7 @@ def test_run_all_json(jobs, llm):
     ]
 
 
+@pytest.mark.wire
 def test_run_all_only_approval_needed_exits_3(jobs, llm):
     create("approve-job")
     llm.add(WRITE, APPROVE)
@@ -121,6 +124,7 @@ def test_run_all_only_approval_needed_exits_3(jobs, llm):
     assert status_of("approve-job")["status"] == "APPROVAL_REQUIRED"
 
 
+@pytest.mark.wire
 def test_rank_orders_the_queue(jobs, llm):
     create("approve-job")
     create("ask-job")
@@ -131,6 +135,7 @@ def test_rank_orders_the_queue(jobs, llm):
     assert requested_jobs(llm) == ["approve-job", "approve-job", "fail-job", "fail-job", "ask-job", "ask-job"]
 
 
+@pytest.mark.wire
 def test_finished_jobs_leave_the_queue(jobs, llm):
     three_jobs(jobs)
     llm.add(Reply(status=400), WRITE, APPROVE, ASK)
@@ -154,6 +159,7 @@ def test_finished_jobs_leave_the_queue(jobs, llm):
     assert index(jobs)["queue"] == []
 
 
+@pytest.mark.wire
 def test_a_broken_job_does_not_stop_the_others(jobs, llm):
     write_config(jobs, max_retries=0)
     create("broken", objective="Objective BROKEN")
@@ -180,6 +186,7 @@ def test_a_broken_job_does_not_stop_the_others(jobs, llm):
     assert {j["job_id"]: j["status"] for j in listing["jobs"]}["broken"] == "UNREADABLE"
 
 
+@pytest.mark.wire
 def test_a_busy_job_does_not_stop_the_others(jobs, llm):
     create("ask-job")
     create("approve-job")
@@ -194,6 +201,7 @@ def test_a_busy_job_does_not_stop_the_others(jobs, llm):
     assert status_of("approve-job")["status"] == "APPROVAL_REQUIRED"
 
 
+@pytest.mark.wire
 def test_a_repairable_job_is_repaired_and_run(jobs, llm):
     """A manifest that cannot be parsed, but a history to rebuild it from:
     run --all repairs it like any other command that changes a job."""

@@ -8,6 +8,8 @@ the feedback they gave, read back from the history entries the manifest's
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from logist.store.session import JobFiles
@@ -41,6 +43,7 @@ def ask_and_answer(llm, job_id: str = "greet") -> None:
     ok(logist_cli("job", "answer", job_id, ANSWER))
 
 
+@pytest.mark.wire
 def test_a_worker_sent_back_by_the_supervisor_still_has_the_answer(jobs, llm):
     ask_and_answer(llm)
     llm.add(
@@ -62,6 +65,7 @@ def test_a_worker_sent_back_by_the_supervisor_still_has_the_answer(jobs, llm):
     assert json.loads(ok(logist_cli("job", "status", "greet", "--json")).stdout)["status"] == "APPROVAL_REQUIRED"
 
 
+@pytest.mark.wire
 def test_a_reject_and_a_resubmit_keep_earlier_answers_and_feedback(jobs, llm):
     ask_and_answer(llm)
     llm.add(answer("COMPLETED", "done"), answer("COMPLETED", "fine"))
@@ -85,6 +89,7 @@ def test_a_reject_and_a_resubmit_keep_earlier_answers_and_feedback(jobs, llm):
     assert after_resubmit.count("End with an exclamation mark.") == 1
 
 
+@pytest.mark.wire  # logist job run, through the CLI
 def test_after_a_compaction_the_answer_is_still_word_for_word_in_the_prompt(jobs, llm):
     role = json.loads((data_dir("roles") / "worker.json").read_text())
     role.update(prompt_compression=True, compaction_threshold=2, compaction_retain_recent=0)
@@ -105,6 +110,7 @@ def test_after_a_compaction_the_answer_is_still_word_for_word_in_the_prompt(jobs
     assert [e.kind for e in JobFiles(job.dir).load_history().interactions].count("compaction") == 1
 
 
+@pytest.mark.wire
 def test_the_manifest_points_at_the_entries_and_holds_no_copy(jobs, llm):
     ask_and_answer(llm)
     job = jobs.job("greet")

@@ -41,7 +41,7 @@ def test_planned_job_end_to_end(jobs, llm, normalise, snapshot):
         planner(1, "User", "Done.", action="COMPLETED", summary_for_supervisor="hello.py written and reviewed.",
                 evidence_files=["hello.py"]),
     )
-    results = run_job(job, base_url=llm.base_url)
+    results = run_job(job, endpoints=llm.endpoints)
     assert [(r.role, r.action) for r in results] == [
         ("Planner", "MESSAGE"), ("Worker", "COMPLETED"), ("Planner", "MESSAGE"), ("Supervisor", "COMPLETED"),
         ("Planner", "COMPLETED"),
@@ -90,9 +90,9 @@ def test_planned_job_end_to_end(jobs, llm, normalise, snapshot):
 def test_invalid_planner_answers_are_reasked(jobs, llm, answer, error):
     job = create_job(jobs, "plan", "Anything", workflow="planned", format_retries=1)
     llm.add(answer, planner(0, "Worker", "Now properly."))
-    first = step_once(job, base_url=llm.base_url)
+    first = step_once(job, endpoints=llm.endpoints)
     assert first.action == "INVALID" and first.status == Status.RUNNING
-    second = step_once(job, base_url=llm.base_url)
+    second = step_once(job, endpoints=llm.endpoints)
     assert second.action == "MESSAGE" and job.manifest().turn.role == "Worker"
     reask = llm.requests[1]["messages"][-1]["content"]
     assert reask.startswith("Your last answer was refused: " + error)
@@ -101,7 +101,7 @@ def test_invalid_planner_answers_are_reasked(jobs, llm, answer, error):
 def test_invalid_planner_answer_without_retries_needs_a_person(jobs, llm):
     job = create_job(jobs, "plan", "Anything", workflow="planned", format_retries=0)
     llm.add(planner(0, "Intern", "Do it."))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     m = job.manifest()
     assert m.status == Status.INTERVENTION_REQUIRED and "'Intern' is not a role of this job" in m.reason
 
@@ -109,20 +109,20 @@ def test_invalid_planner_answer_without_retries_needs_a_person(jobs, llm):
 def test_planner_asks_the_user_and_gets_the_answer(jobs, llm):
     job = create_job(jobs, "plan", "Anything", workflow="planned")
     llm.add(j(action="ASK", plan=PLAN, current_plan_step=0, send_to="User", question="Which greeting?"))
-    assert step_once(job, base_url=llm.base_url).status == Status.INPUT_REQUIRED
+    assert step_once(job, endpoints=llm.endpoints).status == Status.INPUT_REQUIRED
     user_action(job, "answer", "Hello")
     llm.add(planner(0, "Worker", "Print Hello."))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert llm.requests[1]["messages"][-1]["content"].startswith("User response: Hello")
 
 
 def test_reject_returns_to_the_planner_with_feedback(jobs, llm):
     job = create_job(jobs, "plan", "Anything", workflow="planned")
     llm.add(planner(0, "User", "Done.", action="COMPLETED", summary_for_supervisor="done", evidence_files=[]))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     user_action(job, "reject", "Also write a test.")
     llm.add(planner(0, "Worker", "Write a test."))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     last = llm.requests[-1]["messages"]
     assert len(last) == 4, "the Planner keeps its conversation"
     assert last[-1]["content"].startswith("A person reviewed the result and rejected it:\nAlso write a test.")

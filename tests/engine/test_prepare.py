@@ -7,6 +7,8 @@ the body the server received.
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from logist.store.session import JobFiles
@@ -35,6 +37,7 @@ def create(*args: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.wire  # the body as it reaches the endpoint
 def test_a_worker_step_sends_exactly_the_previewed_body(jobs, llm):
     create("hello", "--objective", "Write hello.py that prints a greeting")
     body = preview_json("hello")
@@ -46,6 +49,7 @@ def test_a_worker_step_sends_exactly_the_previewed_body(jobs, llm):
     assert body["messages"][1]["content"].startswith("# Job\n\n## Objective\n"), "the prompt does not name the job"
 
 
+@pytest.mark.wire  # the body as it reaches the endpoint
 def test_a_step_due_for_compaction_sends_the_previewed_summary_call(jobs, llm):
     role = json.loads((data_dir("roles") / "worker.json").read_text())
     role.update(prompt_compression=True, compaction_threshold=2, compaction_retain_recent=1,
@@ -77,6 +81,7 @@ def test_a_step_due_for_compaction_sends_the_previewed_summary_call(jobs, llm):
     assert "Rounds 1-2: notes 1 and 2." in role_call["messages"][0]["content"]
 
 
+@pytest.mark.wire
 def test_a_planner_step_sends_exactly_the_previewed_body(jobs, llm):
     create("plan", "--objective", "Write notes.md", "--workflow", "planned")
     body = preview_json("plan", "--model", "planner-model")
@@ -123,6 +128,7 @@ def test_the_text_preview_names_the_resolved_endpoint_and_never_the_key(jobs):
     assert done.stdout.endswith(body["messages"][-1]["content"] + "\n")
 
 
+@pytest.mark.wire
 def test_a_failed_call_names_the_endpoint_to_the_person_not_to_the_model(jobs, llm):
     write_config(jobs, max_retries=0)
     create("hello", "--objective", "Write hello.py")

@@ -100,6 +100,7 @@ def test_a_runner_killed_mid_batch_the_batch_completes(jobs, ray_cluster):
     assert {j["status"] for j in json.loads(listing.stdout)["jobs"]} == {"APPROVAL_REQUIRED"}
 
 
+@pytest.mark.wire
 def test_without_ray_the_error_is_one_line(jobs, llm, tmp_path):
     make_jobs(jobs, 1)
     hide = tmp_path / "noray"
@@ -123,6 +124,7 @@ def _dead_address() -> str:
         return f"127.0.0.1:{sock.getsockname()[1]}"  # closed again: nothing listens there
 
 
+@pytest.mark.wire
 @pytest.mark.parametrize("how", ["--address", "RAY_ADDRESS"])
 def test_a_cluster_named_but_gone_is_one_line(jobs, llm, how):
     from conftest import logist_process

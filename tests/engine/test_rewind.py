@@ -17,7 +17,7 @@ from logist.errors import LogistError
 from logist.engine.rewind import rewind
 from logist.replay.scripted import answer
 
-from conftest import logist_cli, logist_process
+from conftest import via, logist_cli, logist_process
 
 #: Fields of a manifest that a rewind is expected to change (SPEC/Totals).
 REWIND_VOLATILE = {"last_sequence", "updated_at", "totals"}
@@ -61,7 +61,7 @@ def three_steps(jobs, llm, job_id="rw"):
     job = make_job(jobs, job_id)
     llm.add(STEP1, STEP2, STEP3)
     for _ in range(3):
-        result = step_once(job, base_url=llm.base_url)
+        result = step_once(job, **via(llm))
         assert result.status == Status.RUNNING, result
     assert (job.workspace / "made-by-step3-cmd.txt").exists()
     assert (job.workspace / "new" / "dir" / "c.txt").exists()
@@ -146,7 +146,7 @@ def test_restep_returns_to_the_step_before(jobs, llm):
 
     # The next live step sees the state after step 2, not step 3's exchange.
     llm.add(answer("MESSAGE", message="step three again"))
-    result = step_once(job, base_url=llm.base_url)
+    result = step_once(job, endpoints=llm.endpoints)
     assert result.sequence == 6 and result.status == Status.RUNNING
     assert len(llm.requests) == 4
     resent = llm.requests[3]["messages"]
@@ -188,7 +188,7 @@ def test_restep_to_an_earlier_entry(jobs, llm):
     subprocess.run(["git", "merge-base", "--is-ancestor", entries[2].workspace_commit, kept], cwd=job.workspace, check=True)
 
     llm.add(answer("MESSAGE", message="second step again"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     resent = llm.requests[-1]["messages"]
     assert resent == llm.requests[1]["messages"], "the same request as the original second step"
     assert_no_step3(resent)
@@ -229,7 +229,7 @@ def test_restep_twice_in_a_row(jobs, llm):
     assert job.manifest().totals.llm_calls == 3
 
     llm.add(answer("MESSAGE", message="second step again"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert llm.requests[-1]["messages"] == llm.requests[1]["messages"]
 
 
@@ -239,7 +239,7 @@ def test_restep_after_a_new_step_goes_back_along_the_new_line(jobs, llm):
     job, entries = three_steps(jobs, llm)
     rewind(job)
     llm.add(answer("MESSAGE", message="a different third step", file_changes=[{"path": "other.txt", "content": "x\n"}]))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert job.manifest().calls == 3
 
     rewind(job)
@@ -249,7 +249,7 @@ def test_restep_after_a_new_step_goes_back_along_the_new_line(jobs, llm):
     assert not (job.workspace / "other.txt").exists()
     assert job.manifest().calls == 2
     llm.add(answer("MESSAGE", message="third step, third time"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert_no_step3(llm.requests[-1]["messages"])
     assert llm.requests[-1]["messages"] == llm.requests[2]["messages"]
 
@@ -262,7 +262,7 @@ def test_restep_from_a_waiting_state(jobs, llm):
         answer("COMPLETED", summary="wrote a.txt", file_changes=[{"path": "a.txt", "content": "a\n"}]),
         answer("COMPLETED", summary="looks right"),
     )
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     assert job.manifest().status == Status.APPROVAL_REQUIRED
     entries = JobFiles(job.dir).load_history().interactions
     rewind(job)
@@ -270,7 +270,7 @@ def test_restep_from_a_waiting_state(jobs, llm):
     manifest = job.manifest()
     assert manifest.status == Status.REVIEWING and manifest.turn.role == "Supervisor"
     llm.add(answer("COMPLETED", summary="still right"))
-    assert step_once(job, base_url=llm.base_url).status == Status.APPROVAL_REQUIRED
+    assert step_once(job, endpoints=llm.endpoints).status == Status.APPROVAL_REQUIRED
     assert llm.requests[-1]["messages"] == llm.requests[1]["messages"]
 
 
@@ -301,7 +301,7 @@ def test_rerun_returns_to_the_baseline(jobs, llm):
     assert git(job.workspace, "rev-parse", "refs/logist/rewound/5").strip() == entries[3].workspace_commit
 
     llm.add(answer("MESSAGE", message="first step again"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert llm.requests[-1]["messages"] == llm.requests[0]["messages"]
     assert llm.requests[-1]["messages"][-1]["content"].endswith("[Step 1 of 100]")
 
@@ -320,7 +320,7 @@ def test_restep_with_no_earlier_step_is_a_clear_error(jobs, llm, calls):
     job = make_job(jobs)
     llm.add(STEP1)
     for _ in range(calls):
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     history_before = job.history_path.read_bytes()
     manifest_before = job.manifest_path.read_bytes()
     head_before = git(job.workspace, "rev-parse", "HEAD")
@@ -365,6 +365,7 @@ def test_hand_edits_before_restep_are_kept(jobs, llm):
 # A restep killed while it records ---------------------------------------------------------
 
 
+@pytest.mark.wire
 @pytest.mark.parametrize("point", ["before_history_append", "after_history", "after_manifest"])
 def test_restep_killed_while_recording_is_finished_by_the_next_command(jobs, llm, point):
     job, entries = three_steps(jobs, llm)

@@ -18,7 +18,7 @@ from logist.errors import EndpointError, TransitionError
 from logist.replay.scripted import Reply
 from logist.replay.scripted import answer
 
-from conftest import same_conversation, write_config
+from conftest import via, same_conversation, write_config
 
 
 
@@ -46,6 +46,7 @@ WRITE_HELLO = answer(
 )
 
 
+@pytest.mark.wire  # its snapshot holds each call's duration, which a call in memory (0 ms) leaves out
 def test_default_workflow_end_to_end(jobs, llm, normalise, snapshot):
     job = make_job(jobs)
     llm.add(WRITE_HELLO, answer("COMPLETED", "hello.py prints Hello; criterion met.", ["hello.py"]))
@@ -101,7 +102,7 @@ def test_supervisor_retry_sends_feedback_to_worker(jobs, llm, normalise, snapsho
         answer("COMPLETED", "Fixed the greeting.", ["hello.py"], file_changes=[{"path": "hello.py", "old": "Hi", "new": "Hello"}]),
         answer("COMPLETED", "Looks right now.", ["hello.py"]),
     )
-    results = run_job(job, base_url=llm.base_url)
+    results = run_job(job, endpoints=llm.endpoints)
     assert [(r.role, r.action) for r in results] == [
         ("Worker", "COMPLETED"), ("Supervisor", "RETRY"), ("Worker", "COMPLETED"), ("Supervisor", "COMPLETED"),
     ]
@@ -117,7 +118,7 @@ def test_supervisor_retry_sends_feedback_to_worker(jobs, llm, normalise, snapsho
 
 def _intervention(job, llm, *replies, **kw):
     llm.add(*replies)
-    result = step_once(job, base_url=llm.base_url, **kw)
+    result = step_once(job, **via(llm), **kw)
     manifest = job.manifest()
     assert manifest.status == Status.INTERVENTION_REQUIRED
     return result, manifest
@@ -139,7 +140,7 @@ def _intervention(job, llm, *replies, **kw):
 def test_failures_end_in_intervention_with_reason(jobs, llm, tmp_path, reply, reason_part):
     job = make_job(jobs, format_retries=0)
     llm.add(WRITE_HELLO)
-    step_once(job, base_url=llm.base_url)  # an earlier entry that must stay intact
+    step_once(job, endpoints=llm.endpoints)  # an earlier entry that must stay intact
     before = job.history_path.read_bytes()
     head_before = git_tree(job.workspace)
 
@@ -176,6 +177,7 @@ def _job_files(job) -> dict:
             if p.is_file() and p.name not in (".lock", "transcript.md") and "/.git/" not in str(p)}
 
 
+@pytest.mark.wire  # the client's retries
 @pytest.mark.parametrize("status", [500, 429])
 def test_server_errors_past_retries_keep_the_turn_to_go_on_with(jobs, llm, status):
     """A transient failure in the middle of a turn is recorded, the job stays
@@ -204,6 +206,7 @@ def test_server_errors_past_retries_keep_the_turn_to_go_on_with(jobs, llm, statu
     assert [r.action for r in results] == ["ERROR"] and llm.remaining == 0
 
 
+@pytest.mark.wire  # the client's retries
 def test_transient_error_is_retried_then_succeeds(jobs, llm):
     write_config(jobs, max_retries=2)
     job = make_job(jobs)
@@ -213,6 +216,7 @@ def test_transient_error_is_retried_then_succeeds(jobs, llm):
     assert len(llm.requests) == 3
 
 
+@pytest.mark.wire  # a read timeout
 def test_server_timeout_keeps_the_turn(jobs, llm):
     write_config(jobs, request_timeout=0.3, max_retries=1)
     job = make_job(jobs)
@@ -241,7 +245,7 @@ def test_setup_errors_leave_the_job_exactly_as_it_was(jobs, llm, status, hint):
     before = _job_files(job)
     llm.add(Reply(status=status, error_message="Not Found" if status == 404 else "no"))
     with pytest.raises(EndpointError) as raised:
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     assert f"HTTP {status}" in str(raised.value) and hint in str(raised.value)
     assert "nothing was recorded" in str(raised.value)
     assert _job_files(job) == before, "no entry, no call counted, the same status"
@@ -259,9 +263,9 @@ def test_unreachable_endpoint_leaves_the_job_exactly_as_it_was(jobs):
 def test_format_retries_reask_with_the_error(jobs, llm):
     job = make_job(jobs, format_retries=1)
     llm.add("not json at all", WRITE_HELLO)
-    first = step_once(job, base_url=llm.base_url)
+    first = step_once(job, endpoints=llm.endpoints)
     assert first.action == "INVALID" and first.status == Status.RUNNING
-    second = step_once(job, base_url=llm.base_url)
+    second = step_once(job, endpoints=llm.endpoints)
     assert second.status == Status.REVIEWING
     reask = llm.requests[1]["messages"]
     assert reask[2] == {"role": "assistant", "content": "not json at all"}
@@ -275,7 +279,7 @@ def test_transitions_refused_with_current_state(jobs, llm):
         user_action(job, "approve")
     user_action(job, "cancel")
     with pytest.raises(TransitionError, match=r"job 'hello' is CANCELED; it cannot be stepped"):
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     with pytest.raises(TransitionError, match="it is CANCELED"):
         user_action(job, "resume")
 
@@ -283,18 +287,18 @@ def test_transitions_refused_with_current_state(jobs, llm):
 def test_reject_resubmit_suspend_resume(jobs, llm):
     job = make_job(jobs)
     llm.add(WRITE_HELLO, answer("COMPLETED", "ok", ["hello.py"]))
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     user_action(job, "reject", "Print it twice.")
     m = job.manifest()
     assert m.status == Status.PENDING and m.turn.role == "Worker" and "Print it twice." in m.turn.feedback
     user_action(job, "suspend")
     assert job.manifest().status == Status.SUSPENDED
     with pytest.raises(TransitionError, match="SUSPENDED"):
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     user_action(job, "resume")
     assert job.manifest().status == Status.PENDING
     llm.add(answer("STUCK", "Which greeting?"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     user_action(job, "resubmit", "Use Hello.")
     m = job.manifest()
     assert m.status == Status.PENDING and "Use Hello." in m.turn.feedback and m.reason is None
@@ -304,21 +308,21 @@ def test_reject_resubmit_suspend_resume(jobs, llm):
 def test_ask_and_answer(jobs, llm):
     job = make_job(jobs)
     llm.add(answer("ASK", question="Which greeting?", required=False))
-    result = step_once(job, base_url=llm.base_url)
+    result = step_once(job, endpoints=llm.endpoints)
     assert result.status == Status.INPUT_REQUIRED
     user_action(job, "answer", "Hello there")
     assert job.manifest().status == Status.RUNNING
     llm.add(WRITE_HELLO)
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert llm.requests[-1]["messages"][-1]["content"].startswith("User response: Hello there")
 
 
 def test_max_steps_stops_before_calling(jobs, llm):
     job = make_job(jobs, max_steps=2)
     llm.add(answer("MESSAGE", message="thinking"), answer("MESSAGE", message="still thinking"))
-    step_once(job, base_url=llm.base_url)
-    step_once(job, base_url=llm.base_url)
-    result = step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
+    step_once(job, endpoints=llm.endpoints)
+    result = step_once(job, endpoints=llm.endpoints)
     assert result.status == Status.INTERVENTION_REQUIRED
     assert "max steps reached (2 of 2 steps)" in job.manifest().reason
     assert len(llm.requests) == 2
@@ -339,7 +343,7 @@ def test_poststep_and_live_step_leave_identical_job(tmp_path, llm, monkeypatch):
         for raw in script:
             if live:
                 llm.add(Reply(content=raw, usage=False))
-                step_once(job, base_url=llm.base_url)
+                step_once(job, endpoints=llm.endpoints)
             else:
                 post_answer(job, raw)
         manifest = json.loads(job.manifest_path.read_text())
@@ -380,7 +384,7 @@ def test_hand_edits_are_committed_on_their_own(jobs, llm):
     job = make_job(jobs)
     (job.workspace / "mine.txt").write_text("written by a person\n")
     llm.add(WRITE_HELLO)
-    result = step_once(job, base_url=llm.base_url)
+    result = step_once(job, endpoints=llm.endpoints)
     assert git_log(job.workspace)[:2] == [
         "logist: hello entry 2 Worker COMPLETED: Wrote hello.py.",
         "logist: hello changes made by hand before entry 2",

@@ -56,7 +56,7 @@ def test_worker_runs_tests_sees_failure_fixes_and_reruns(jobs, llm, tmp_path, no
         a("CMD", command=RUN_TESTS),
         a("COMPLETED", evidence_files=["calc.py"], summary_for_supervisor="add() now adds; the tests pass."),
     )
-    results = step_turn(job, base_url=llm.base_url)
+    results = step_turn(job, endpoints=llm.endpoints)
     assert [r.action for r in results] == ["CMD", "MESSAGE", "CMD", "COMPLETED"]
     assert results[-1].status == Status.REVIEWING
 
@@ -81,12 +81,12 @@ def test_worker_runs_tests_sees_failure_fixes_and_reruns(jobs, llm, tmp_path, no
 def test_policy_ask_holds_until_approved_or_skipped(jobs, llm, tmp_path):
     job = calc_job(jobs, tmp_path)  # default policy: ask
     llm.add(a("CMD", command=RUN_TESTS))
-    result = step_once(job, base_url=llm.base_url)
+    result = step_once(job, endpoints=llm.endpoints)
     m = job.manifest()
     assert result.status == Status.INPUT_REQUIRED and m.pending_command == RUN_TESTS
     # The refusal names what it waits for: the held command, not a question.
     with pytest.raises(TransitionError, match=r"INPUT_REQUIRED; it cannot be stepped: decide on its held command \(logist job approve-command / skip-command\)$"):
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     with pytest.raises(TransitionError, match="waiting for a decision on a command"):
         user_action(job, "answer", "yes")
     after = user_action(job, "approve-command")
@@ -94,11 +94,11 @@ def test_policy_ask_holds_until_approved_or_skipped(jobs, llm, tmp_path):
     assert "returned -1" in after.turn.pending
 
     llm.add(a("CMD", command="rm -rf /tmp/nothing-here"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert "returned -1" in llm.requests[-1]["messages"][-1]["content"]
     user_action(job, "skip-command")
     llm.add(a("STUCK", summary_for_supervisor="cannot go on"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert llm.requests[-1]["messages"][-1]["content"].startswith("User skipped the command.")
     kinds = [(e.kind, e.user_input.action if e.user_input else None) for e in JobFiles(job.dir).load_history().interactions]
     assert ("user_action", "approve-command") in kinds and ("user_action", "skip-command") in kinds
@@ -107,9 +107,9 @@ def test_policy_ask_holds_until_approved_or_skipped(jobs, llm, tmp_path):
 def test_policy_deny_tells_the_model(jobs, llm, tmp_path):
     job = calc_job(jobs, tmp_path, command_policy="deny")
     llm.add(a("CMD", command=RUN_TESTS), a("STUCK", summary_for_supervisor="no commands"))
-    first = step_once(job, base_url=llm.base_url)
+    first = step_once(job, endpoints=llm.endpoints)
     assert first.status == Status.RUNNING
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     told = llm.requests[1]["messages"][-1]["content"]
     assert told.startswith("The command was refused: this job's command policy does not allow running commands.")
     assert JobFiles(job.dir).load_history().interactions[-2].command.decision == "deny"
@@ -118,8 +118,8 @@ def test_policy_deny_tells_the_model(jobs, llm, tmp_path):
 def test_policy_allow_runs_matches_and_holds_the_rest(jobs, llm, tmp_path):
     job = calc_job(jobs, tmp_path, allowed_commands=[f"{PY} test_calc.py*"])
     llm.add(a("CMD", command=RUN_TESTS), a("CMD", command="curl http://example.invalid"))
-    assert step_once(job, base_url=llm.base_url).status == Status.RUNNING
-    held = step_once(job, base_url=llm.base_url)
+    assert step_once(job, endpoints=llm.endpoints).status == Status.RUNNING
+    held = step_once(job, endpoints=llm.endpoints)
     assert held.status == Status.INPUT_REQUIRED
     assert job.manifest().pending_command == "curl http://example.invalid"
 
@@ -140,7 +140,7 @@ def test_command_sees_no_secret_and_is_cut_and_timed_out(jobs, llm, tmp_path, mo
         a("CMD", command=f"{PY} -c \"print('x' * 50000)\""),
         a("STUCK", summary_for_supervisor="done looking"),
     )
-    results = step_turn(job, base_url=llm.base_url)
+    results = step_turn(job, endpoints=llm.endpoints)
     assert [r.action for r in results] == ["CMD", "CMD", "CMD", "STUCK"]
     env_output = llm.requests[1]["messages"][-1]["content"]
     assert "PATH=" in env_output, "the command really ran"
@@ -154,25 +154,25 @@ def test_command_sees_no_secret_and_is_cut_and_timed_out(jobs, llm, tmp_path, mo
 def test_ask_answer_skip_and_required(jobs, llm):
     job = create_job(jobs, "ask", "Write a README")
     llm.add(a("ASK", question="Which license?"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     with pytest.raises(LogistError, match="required; it cannot be skipped"):
         user_action(job, "answer", skip=True)
     with pytest.raises(TransitionError, match="holds no command"):
         user_action(job, "approve-command")
     user_action(job, "answer", "MIT")
     llm.add(a("ASK", question="Add a badge?", required=False))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert llm.requests[-1]["messages"][-1]["content"].startswith("User response: MIT")
     user_action(job, "answer", skip=True)
     llm.add(a("STUCK", summary_for_supervisor="x"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert llm.requests[-1]["messages"][-1]["content"].startswith("User skipped the question.")
 
 
 def test_skill_in_system_prompt(jobs, llm, normalise, snapshot):
     job = create_job(jobs, "docs", skill="write-docs", params={"module": "calc"})
     llm.add(a("STUCK", summary_for_supervisor="no module"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     system, opening = llm.requests[0]["messages"][0]["content"], llm.requests[0]["messages"][1]["content"]
     assert "--- Active Skill: write-docs ---\nWrite documentation for `calc` into `docs/calc.md`" in system
     assert "## Parameters\n- module: calc\n- output: docs/calc.md" in opening
@@ -185,13 +185,13 @@ def test_context_file_in_system_prompt(jobs, llm):
     (jobs.path / "context.md").write_text("All code is Python 3.11.")
     job = create_job(jobs, "ctx", "Anything")
     llm.add(a("STUCK", summary_for_supervisor="x"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     system = llm.requests[0]["messages"][0]["content"]
     assert "--- System Context ---\nAll code is Python 3.11.\n\n--- Role: Worker ---" in system
     (job.dir / "context.md").write_text("The job's own context wins.")
     user_action(job, "resubmit", "go on")
     llm.add(a("STUCK", summary_for_supervisor="x"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert "--- System Context ---\nThe job's own context wins." in llm.requests[1]["messages"][0]["content"]
 
 
@@ -203,7 +203,7 @@ def test_a_turn_goes_on_while_its_rows_say_so_and_an_interrupted_call_ends_the_l
 
     job = create_job(jobs, "t", "Say hello")
     llm.add(a("MESSAGE", message="working on it"), Reply(status=503, headers=NO_RETRY), a("MESSAGE", message="unsent"))
-    results = step_turn(job, base_url=llm.base_url)
+    results = step_turn(job, endpoints=llm.endpoints)
     assert [(r.action, r.turn) for r in results] == [("MESSAGE", "continue"), ("ERROR", "keep")]
     assert results[-1].interrupted and results[-1].status == Status.RUNNING
     assert len(llm.requests) == 2, "no call after the interrupted one"

@@ -57,17 +57,17 @@ def test_a_step_that_changes_tracked_files_commits_them_by_name(jobs, llm, git_c
             answer("MESSAGE", message="edit", file_changes=[{"path": "notes/a.txt", "content": "2\n"}]),
             answer("MESSAGE", message="gone", file_changes=[{"path": "notes/a.txt", "delete": True}]))
     git_calls()
-    step_once(job, base_url=llm.base_url)  # a new file: git add -A finds it
+    step_once(job, endpoints=llm.endpoints)  # a new file: git add -A finds it
     assert git_calls() == ["status", "add", "commit"]
     assert committed(job.workspace) == ["notes/a.txt"]
     git_calls()
-    second = step_once(job, base_url=llm.base_url)
+    second = step_once(job, endpoints=llm.endpoints)
     assert git_calls() == ["status", "commit"]
     assert second.commit == git(job.workspace, "rev-parse", "HEAD")
     assert (job.workspace / "notes" / "a.txt").read_text() == "2\n"
     assert git(job.workspace, "show", "HEAD:notes/a.txt") == "2"
     git_calls()
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert git_calls() == ["status", "commit"]
     assert committed(job.workspace) == ["notes/a.txt"] and not (job.workspace / "notes" / "a.txt").exists()
     assert git(job.workspace, "status", "--porcelain") == ""
@@ -77,10 +77,10 @@ def test_hand_edits_are_still_committed_on_their_own_before_a_step_by_name(jobs,
     job = create_job(jobs, "hands", "Keep notes")
     llm.add(answer("MESSAGE", message="a", file_changes=[{"path": "a.txt", "content": "1\n"}]),
             answer("MESSAGE", message="a again", file_changes=[{"path": "a.txt", "content": "2\n"}]))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     (job.workspace / "b.txt").write_text("by hand\n")
     git_calls()
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert git_calls() == ["status", "add", "commit", "commit"]
     assert committed(job.workspace) == ["a.txt"]
     assert committed(job.workspace, "HEAD~1") == ["b.txt"]

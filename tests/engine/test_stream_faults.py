@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import json
 
-from logist.store.session import JobFiles
+import pytest
+
 from logist.engine.create import create_job
 from logist.engine.step import step_once
 from logist.replay.scripted import Reply
 from logist.store.manifest import Status
+from logist.store.session import JobFiles
 
 from conftest import write_config
+
+#: What an endpoint's stream does when it fails: the wire (the real scripted server).
+pytestmark = pytest.mark.wire
 
 
 def sse(*events: dict, done: bool = True) -> bytes:

@@ -55,11 +55,11 @@ def test_a_tags_role_runs_a_skill_with_seed_002s_texts_and_done_ends_the_job(job
     assert job.manifest().workflow == "solo" and job.manifest().roles == {"worker": "tagger"}
 
     llm.add(f"[CMD] {NOISY}", "[MESSAGE] Проверяю ветку dev...", "[ASK] Введи сообщение коммита:")
-    assert run_job(job, base_url=llm.base_url)[-1].status == Status.INPUT_REQUIRED
+    assert run_job(job, endpoints=llm.endpoints)[-1].status == Status.INPUT_REQUIRED
     assert job.manifest().question.text == "Введи сообщение коммита:"
     user_action(job, "answer", "fix: update skills API")
     llm.add("[DONE] Коммит успешно создан: abc1234")
-    assert run_job(job, base_url=llm.base_url)[-1].status == Status.SUCCESS
+    assert run_job(job, endpoints=llm.endpoints)[-1].status == Status.SUCCESS
 
     requests = llm.requests
     assert len(requests) == 4, "no Supervisor call, no approval"
@@ -98,7 +98,7 @@ def test_a_tags_roles_own_instructions_and_settings_are_sent(jobs, llm):
     skill(jobs)
     job = create_job(jobs, "own", "Закоммить всё", skill="git-quick-commit", worker="tagger")
     llm.add("[DONE] ok")
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     request = llm.requests[0]
     assert (request["temperature"], request["max_tokens"]) == (0.7, 100)
     system = request["messages"][0]["content"]
@@ -117,7 +117,7 @@ def test_review_keeps_the_supervisor_and_the_persons_approval(jobs, llm):
     job = jobs.job("reviewed")
     assert job.manifest().workflow == "default"
     llm.add("[DONE] Committed.")
-    assert step_once(job, base_url=llm.base_url).status == Status.REVIEWING
+    assert step_once(job, endpoints=llm.endpoints).status == Status.REVIEWING
     with pytest.raises(LogistError, match="--review keeps the Supervisor; --workflow solo has none"):
         create_job(jobs, "both", skill="git-quick-commit", review=True, workflow="solo")
     with pytest.raises(LogistError, match="--supervisor: a solo job has only a Worker"):

@@ -35,6 +35,8 @@ from logist.resources import data_dir
 
 from conftest import REPO_ROOT, logist_cli
 
+E = wf.Event
+
 S = Status
 PLAN = ["Write hello.py", "Review it"]
 
@@ -194,21 +196,21 @@ def _compact(job, pos):
     post_answer(job, "The turn so far, in short.", summary=True)
 
 
-FIRES: dict[str, Fire] = {
-    "COMPLETED": Fire(_answer_for("COMPLETED")),
-    "RETRY": Fire(_answer_for("RETRY")),
-    "STUCK": Fire(_answer_for("STUCK")),
-    "MESSAGE to a role": Fire(lambda job, pos: post_answer(job, plan("Worker"))),
-    "COMPLETED to a role": Fire(lambda job, pos: post_answer(job, plan("Supervisor", "COMPLETED"))),
-    "MESSAGE to User": Fire(lambda job, pos: post_answer(job, plan("User"))),
-    "COMPLETED to User": Fire(lambda job, pos: post_answer(job, plan("User", "COMPLETED"))),
-    "MESSAGE": Fire(lambda job, pos: post_answer(job, msg())),
-    "CMD run": Fire(lambda job, pos: post_answer(job, json.dumps({"action": "CMD", "command": "echo hi"})),
+FIRES: dict[wf.Event, Fire] = {
+    E("COMPLETED"): Fire(_answer_for("COMPLETED")),
+    E("RETRY"): Fire(_answer_for("RETRY")),
+    E("STUCK"): Fire(_answer_for("STUCK")),
+    E("MESSAGE", "to a role"): Fire(lambda job, pos: post_answer(job, plan("Worker"))),
+    E("COMPLETED", "to a role"): Fire(lambda job, pos: post_answer(job, plan("Supervisor", "COMPLETED"))),
+    E("MESSAGE", "to User"): Fire(lambda job, pos: post_answer(job, plan("User"))),
+    E("COMPLETED", "to User"): Fire(lambda job, pos: post_answer(job, plan("User", "COMPLETED"))),
+    E("MESSAGE"): Fire(lambda job, pos: post_answer(job, msg())),
+    E("CMD", "run"): Fire(lambda job, pos: post_answer(job, json.dumps({"action": "CMD", "command": "echo hi"})),
                     {"command_policy": "allow", "allowed_commands": ["echo *"]}),
-    "CMD denied": Fire(lambda job, pos: post_answer(job, json.dumps({"action": "CMD", "command": "echo hi"})),
+    E("CMD", "denied"): Fire(lambda job, pos: post_answer(job, json.dumps({"action": "CMD", "command": "echo hi"})),
                        {"command_policy": "deny"}),
-    "CMD held": Fire(lambda job, pos: post_answer(job, json.dumps({"action": "CMD", "command": "echo hi"}))),
-    "ASK": Fire(lambda job, pos: post_answer(job, ask(pos.who))),
+    E("CMD", "held"): Fire(lambda job, pos: post_answer(job, json.dumps({"action": "CMD", "command": "echo hi"}))),
+    E("ASK"): Fire(lambda job, pos: post_answer(job, ask(pos.who))),
     wf.INVALID: Fire(lambda job, pos: post_answer(job, "not json"), {"format_retries": 1}),
     wf.INVALID_LAST: Fire(lambda job, pos: post_answer(job, "not json"), {"format_retries": 0}),
     wf.CHANGES_HELD: Fire(_hold_changes),
@@ -218,19 +220,19 @@ FIRES: dict[str, Fire] = {
     wf.RETRY_LIMIT: Fire(lambda job, pos: post_answer(job, exit_("RETRY")), {"max_retries_in_a_row": 1}),
     wf.COMPACTION: Fire(_compact),
     wf.OUT_OF_TURN: Fire(lambda job, pos: post_answer(job, exit_("COMPLETED"))),
-    "create": Fire(None),
-    "approve": Fire(lambda job, pos: user_action(job, "approve")),
-    "reject": Fire(lambda job, pos: user_action(job, "reject", "say hello louder")),
-    "resubmit": Fire(lambda job, pos: user_action(job, "resubmit", "try again")),
-    "answer": Fire(lambda job, pos: user_action(job, "answer", "Hello")),
-    "skip": Fire(lambda job, pos: user_action(job, "answer", skip=True)),
-    "approve-command": Fire(lambda job, pos: user_action(job, "approve-command")),
-    "skip-command": Fire(lambda job, pos: user_action(job, "skip-command")),
-    "suspend": Fire(lambda job, pos: user_action(job, "suspend")),
-    "resume": Fire(lambda job, pos: user_action(job, "resume")),
-    "cancel": Fire(lambda job, pos: user_action(job, "cancel")),
+    E("create"): Fire(None),
+    E("approve"): Fire(lambda job, pos: user_action(job, "approve")),
+    E("reject"): Fire(lambda job, pos: user_action(job, "reject", "say hello louder")),
+    E("resubmit"): Fire(lambda job, pos: user_action(job, "resubmit", "try again")),
+    E("answer"): Fire(lambda job, pos: user_action(job, "answer", "Hello")),
+    E("skip"): Fire(lambda job, pos: user_action(job, "answer", skip=True)),
+    E("approve-command"): Fire(lambda job, pos: user_action(job, "approve-command")),
+    E("skip-command"): Fire(lambda job, pos: user_action(job, "skip-command")),
+    E("suspend"): Fire(lambda job, pos: user_action(job, "suspend")),
+    E("resume"): Fire(lambda job, pos: user_action(job, "resume")),
+    E("cancel"): Fire(lambda job, pos: user_action(job, "cancel")),
     # Not enough to free a job a spent max_steps stopped: the state stays.
-    "set": Fire(lambda job, pos: user_action(job, "set", settings={"max_tokens": 10**9})),
+    E("set"): Fire(lambda job, pos: user_action(job, "set", settings={"max_tokens": 10**9})),
     wf.BUDGET_RAISED: Fire(lambda job, pos: user_action(job, "set", settings={"max_steps": 100})),
 }
 
@@ -241,9 +243,9 @@ NOT_WALKED = {
     (wf.RETRY_LIMIT, "worker pending"): "RETRYs in a row restart at 0 when a turn is PENDING",
     (wf.COMPACTION, "solo pending"): "a turn that has not started has no rounds to summarise",
     (wf.RETRY_LIMIT, "solo pending"): "RETRYs in a row restart at 0 when a turn is PENDING",
-    ("suspend", "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
-    ("cancel", "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
-    ("set", "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
+    (E("suspend"), "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
+    (E("cancel"), "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
+    (E("set"), "draft"): "no job rests in DRAFT: create moves it to PENDING in the same entry",
     **{(wf.UNREADABLE, name): "root reads any file; tests/engine/test_unreadable_workspace.py fires it as an "
                               "unprivileged user" for name, pos in POSITIONS.items() if pos.state in wf.STEPPABLE},
 }
@@ -307,7 +309,7 @@ def job_at(name: str, settings: dict, tmp_path: Path, tmp_path_factory):
 def test_row(index, name, tmp_path, tmp_path_factory):
     rule, pos = TABLE[index], POSITIONS[name]
     fire = FIRES[rule.event]
-    if rule.event == "create":
+    if rule.event == E("create"):
         jobs = JobsDir(tmp_path / "created")
         job = create_job(jobs, "walk", "Write hello.py")
         assert JobFiles(job.dir).load_history().interactions[0].state_before == pos.state
@@ -376,7 +378,7 @@ def test_json_lists_every_row():
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert [(r["event"], r["states"], r["who"]) for r in data["rows"]] == [
-        (r.event, [s.value for s in Status if s in r.states], sorted(r.who, key=list(wf.WHO_NAMES).index))
+        (str(r.event), [s.value for s in Status if s in r.states], sorted(r.who, key=list(wf.WHO_NAMES).index))
         for r in TABLE
     ]
     assert set(data["targets"]) == {wf.SAME, wf.WORKING, wf.START, wf.RESUME}

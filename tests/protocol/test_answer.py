@@ -540,8 +540,8 @@ def test_the_protocol_module_is_pure():
     env = dict(os.environ, PYTHONPATH=root)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     assert json.loads(out.replace("'", '"')) == [
-        "logist", "logist.errors", "logist.protocol", "logist.protocol.answer", "logist.protocol.forms",
-        "logist.protocol.paths"]
+        "logist", "logist.errors", "logist.protocol", "logist.protocol.actions", "logist.protocol.answer",
+        "logist.protocol.forms", "logist.protocol.paths"]
 
 
 # --------------------------------------------------------------------------

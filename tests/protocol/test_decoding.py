@@ -266,6 +266,7 @@ def test_what_each_setting_and_role_sends(jobs):
         RoleManifest(name="X", description="x", llm_model="m", response_format=own, structured_output="auto")
 
 
+@pytest.mark.wire  # a response_format refused by the endpoint: the wire
 def test_a_refused_form_is_asked_again_in_the_next_and_remembered_for_the_command(jobs, llm):
     from logist.model.client import Endpoints
     from logist.engine.step import step_once
@@ -284,6 +285,7 @@ def test_a_refused_form_is_asked_again_in_the_next_and_remembered_for_the_comman
     assert all(e.response.status == "SUCCESS" for e in calls) and job.manifest().calls == 2, "a refusal is no call"
 
 
+@pytest.mark.wire  # a response_format refused by the endpoint: the wire
 def test_a_form_set_explicitly_and_refused_is_a_setup_error_and_the_job_stays_as_it_was(jobs, llm):
     from logist.engine.step import step_once
     from logist.errors import EndpointError

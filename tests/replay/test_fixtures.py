@@ -163,9 +163,9 @@ def test_a_live_run_recorded_as_a_fixture_replays_elsewhere(tmp_path, llm, repla
         json.dumps({"action": "COMPLETED", "evidence_files": ["notes.txt"], "summary_for_supervisor": "Added the line."}),
         json.dumps({"action": "COMPLETED", "evidence_files": ["notes.txt"], "summary_for_supervisor": "Fine."}),
     )
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     user_action(job, "answer", skip=True)
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
     assert job.manifest().status == Status.APPROVAL_REQUIRED
 
     recorder = subprocess.run(

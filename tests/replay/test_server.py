@@ -98,10 +98,10 @@ def test_identical_requests_get_their_recorded_answers_in_recorded_order(jobs, l
 
     job = create_job(jobs, "again", "Say hello")
     llm.add(answer("MESSAGE", message="first try"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     rewind(job, baseline=True)
     llm.add(answer("MESSAGE", message="second try"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert llm.requests[0] == llm.requests[1]
 
     server = replay_llm(JobFiles(job.dir).load_history())
@@ -153,7 +153,7 @@ def test_the_workspace_path_stands_for_the_new_jobs_path(tmp_path, llm, replay_l
     spec = dict(allowed_commands=["pwd"])
     here = create_job(JobsDir(tmp_path / "here"), "where", "Say where you are", **spec)
     llm.add(answer("CMD", command="pwd"), answer("COMPLETED", "I am in the workspace."), answer("COMPLETED", "ok"))
-    run_job(here, base_url=llm.base_url)
+    run_job(here, endpoints=llm.endpoints)
     recorded = JobFiles(here.dir).load_history()
     # The output is recorded once, by the entry that ran the command; the next request names it.
     cmd, then = recorded_calls(recorded)[:2]
@@ -180,11 +180,11 @@ def test_a_moved_job_keeps_working_and_its_recording_still_replays(tmp_path, llm
     job = create_job(JobsDir(tmp_path / "first"), "where", "Say where you are", **spec)
     created_in = str(job.workspace)
     llm.add(answer("CMD", command="pwd"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     shutil.move(str(tmp_path / "first"), str(tmp_path / "second"))
     job = JobsDir(tmp_path / "second").job("where")
     llm.add(answer("CMD", command="pwd"), answer("COMPLETED", "I was moved."), answer("COMPLETED", "ok"))
-    run_job(job, base_url=llm.base_url)
+    run_job(job, endpoints=llm.endpoints)
 
     recorded = JobFiles(job.dir).load_history()
     before, after = recorded_calls(recorded)[:2]
@@ -283,6 +283,7 @@ def test_a_request_after_the_recording_is_used_up_is_refused(replay_llm):
     ],
     ids=["503", "400", "timeout"],
 )
+@pytest.mark.wire  # failures replayed by the replay server
 def test_a_recorded_failure_replays_as_the_same_failure(jobs, llm, replay_llm, failure, config, stops):
     write_config(jobs, **config)
     recorded_job = create_job(jobs, "rec", "Write hello.py")
@@ -322,7 +323,7 @@ def test_a_retry_of_a_failed_request_gets_the_same_failure(jobs, llm):
     write_config(jobs, max_retries=0)
     job = create_job(jobs, "rec", "Write hello.py")
     llm.add(Reply(status=503, error_message="the model is overloaded"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     with ReplayLLMServer(JobFiles(job.dir).load_history()) as server:
         for _ in range(3):
             with pytest.raises(openai.InternalServerError, match="the model is overloaded"):
@@ -452,6 +453,14 @@ def test_scripted_llm_fixture_is_a_running_server(scripted_llm, jobs):
     results = run_job(job, base_url=scripted_llm.base_url)
     assert [r.status for r in results] == [Status.REVIEWING, Status.APPROVAL_REQUIRED]
     assert len(scripted_llm.requests) == 2
+
+
+def test_scripted_model_fixture_answers_in_memory(scripted_model, jobs):
+    job = create_job(jobs, "hello", "Write hello.py")
+    scripted_model.add(answer("COMPLETED", "done"), answer("COMPLETED", "fine"))
+    results = run_job(job, endpoints=scripted_model.endpoints)
+    assert [r.status for r in results] == [Status.REVIEWING, Status.APPROVAL_REQUIRED]
+    assert len(scripted_model.requests) == 2 and scripted_model.remaining == 0
 
 
 def test_replay_llm_fixture_takes_a_bundled_fixture_name(replay_llm, jobs):

@@ -134,6 +134,7 @@ def is_busy(rc: int, out: str, err: str) -> bool:
     return rc == 1 and len(lines) == 1 and "is busy" in lines[0] and "hello" in lines[0] and "Traceback" not in err
 
 
+@pytest.mark.wire
 @pytest.mark.parametrize("n", [2, 4], ids=["two", "four"])
 def test_steps_at_once_never_interleave(jobs, llm, tmp_path, n):
     job = make_job(jobs)
@@ -152,6 +153,7 @@ def test_steps_at_once_never_interleave(jobs, llm, tmp_path, n):
     assert sorted(step_of(out) for _, out, _ in succeeded) == [e["sequence"] for e in entries[1:]]
 
 
+@pytest.mark.wire
 def test_wait_lets_both_step_one_after_the_other(jobs, llm, tmp_path):
     job = make_job(jobs)
     llm.add(*[Reply(content=message(i), delay=LLM_DELAY) for i in (1, 2)])

@@ -32,7 +32,7 @@ from logist.failpoints import POINTS
 from logist.replay.scripted import Reply
 from logist.replay.scripted import answer
 
-from conftest import logist_process
+from conftest import via, logist_process
 
 pytestmark = pytest.mark.slow
 
@@ -164,6 +164,7 @@ def key_of(headers: dict) -> str | None:
     return next((v for k, v in headers.items() if k.lower() == "idempotency-key"), None)
 
 
+@pytest.mark.wire
 @pytest.mark.parametrize("point", [*POINTS, KILL_WHILE_WAITING])
 def test_killed_step_is_recoverable(jobs, llm, point):
     expect = EXPECTED[point]
@@ -313,12 +314,13 @@ def _entry_spans(data: bytes) -> list[tuple[int, int]]:
 def _three_step_job(jobs, llm):
     job = make_job(jobs)
     llm.add(FIRST, REDONE)
-    step_once(job, base_url=llm.base_url)
-    step_once(job, base_url=llm.base_url)
+    step_once(job, **via(llm))
+    step_once(job, **via(llm))
     assert read_json(job.manifest_path)["status"] == "REVIEWING"
     return job
 
 
+@pytest.mark.wire
 @pytest.mark.parametrize("where", ["inside_last_entry", "middle_of_file"])
 def test_torn_history_is_moved_aside_and_readable_entries_kept(jobs, llm, where):
     job = _three_step_job(jobs, llm)
@@ -370,6 +372,7 @@ def test_torn_history_is_moved_aside_and_readable_entries_kept(jobs, llm, where)
     assert read_json(job.manifest_path)["status"] == "REVIEWING"
 
 
+@pytest.mark.wire
 def test_a_salvaged_history_leaves_the_job_steppable_from_its_last_whole_entry(jobs, llm):
     """The Worker's turn had three rounds (entries 2 to 4); entry 3 is torn.
     The turn's calls the manifest names are gone: the next step used to fail
@@ -395,6 +398,7 @@ def test_a_salvaged_history_leaves_the_job_steppable_from_its_last_whole_entry(j
     assert len(llm.requests) == 4
 
 
+@pytest.mark.wire
 def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
     job = make_job(jobs)
     llm.add(FIRST)
@@ -432,6 +436,7 @@ def test_garbage_manifest_is_moved_aside_and_rebuilt_from_history(jobs, llm):
     assert read_json(job.manifest_path)["status"] == "APPROVAL_REQUIRED"
 
 
+@pytest.mark.wire
 def test_a_git_lock_left_by_a_killed_step_is_cleared_by_recovery(jobs, llm):
     # The step is killed after applying its answer (files changed, not
     # committed) while a git process of its holds the index: the lock file

@@ -24,6 +24,7 @@ DAMAGE = {
 }
 
 
+@pytest.mark.wire
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 @pytest.mark.parametrize("name", ["job_manifest.json", "jobHistory.json"])
 def test_a_job_file_nested_too_deep_or_a_folder_is_moved_aside_and_repaired(jobs, llm, name, damage):

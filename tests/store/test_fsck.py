@@ -17,14 +17,14 @@ from logist.engine.step import step_once
 from logist.replay.scripted import answer
 from logist.store.calls import SavedAnswer
 
-from conftest import logist_cli
+from conftest import via, logist_cli
 
 
 def three_steps(jobs, llm):
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting")
     llm.add(*[answer("MESSAGE", message=f"note {i}") for i in range(3)])
     for _ in range(3):
-        step_once(job, base_url=llm.base_url)
+        step_once(job, **via(llm))
     return job
 
 

@@ -81,7 +81,7 @@ def test_a_new_jobs_llm_calls_are_seed_shaped(jobs, llm):
     job = create_job(jobs, "fresh", "Look around", command_policy="allow", allowed_commands=["ls *"])
     llm.add(answer("CMD", command="ls -la ."), answer("MESSAGE", message="seen"), "not json at all")
     for _ in range(3):
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     calls = [e for e in JobFiles(job.dir).written() if e["kind"] == "llm_call"]
     assert len(calls) == 3 and "continues" in calls[1]["request"]
     for entry in calls:

@@ -9,6 +9,8 @@ the folder is listed and every name in it must be one the README names.
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import re
@@ -54,9 +56,9 @@ def test_the_readme_names_every_file_a_job_leaves(jobs, llm):
     seen = set(os.listdir(job.dir))
 
     llm.add(Reply(content=answer("CMD", command="date -u")), Reply(content=answer("ASK", question="Is UTC right?")))
-    step_once(job, base_url=llm.base_url)  # the command is held for a person
+    step_once(job, endpoints=llm.endpoints)  # the command is held for a person
     user_action(job, "approve-command")
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     user_action(job, "answer", "Yes.")
     seen |= set(os.listdir(job.dir))
     assert unexplained(job.dir) == []
@@ -108,7 +110,7 @@ def test_the_readme_is_outside_the_workspace_and_the_prompt(jobs, llm):
     readme = (job.dir / README_NAME).read_text(encoding="utf-8")
     assert readme.startswith("# Logist job `apart`\n\n> Say hi\n")
     llm.add(Reply(content=answer("MESSAGE", message="hi")))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert not (job.workspace / README_NAME).exists()
     tracked = subprocess.run(["git", "ls-files"], cwd=job.workspace, capture_output=True, text=True, check=True)
     assert README_NAME not in tracked.stdout.split()
@@ -144,7 +146,7 @@ def test_temp_files_of_a_killed_write_are_removed_by_the_next_command(jobs, llm)
     looked = logist_process("job", "status", "temps")  # a command that only looks takes no lock: nothing removed
     assert looked.returncode == 0 and all((job.dir / name).exists() for name in left)
     llm.add(answer("MESSAGE", message="hi"))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert not [name for name in left if (job.dir / name).exists()]
     assert all((job.dir / name).exists() for name in kept)
     assert [e.kind for e in JobFiles(job.dir).load_history().interactions] == ["user_action", "llm_call"], "nothing to record"

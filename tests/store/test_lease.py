@@ -159,7 +159,7 @@ def test_a_runner_whose_lease_was_taken_over_takes_no_further_step(jobs, llm):
         write_lease(job.dir, host="another-host", pid=1, seconds=30)  # the takeover
         before = (job.dir / "jobHistory.json").read_bytes()
         with pytest.raises(leases.LeaseLost, match="taken over by host another-host, pid 1"):
-            step_once(job, base_url=llm.base_url)
+            step_once(job, endpoints=llm.endpoints)
     assert llm.requests == [], "no call made"
     assert (job.dir / "jobHistory.json").read_bytes() == before and len(JobFiles(job.dir).load_history().interactions) == 1
     assert JobFiles(job.dir).read_lease()["token"] == "theirs", "the new holder's lease is left as it is"

@@ -5,6 +5,8 @@ the absolute workspace path are upgraded without losing where commands ran."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import shutil
 
@@ -28,7 +30,7 @@ def test_a_copied_jobs_dir_steps_replays_and_rewinds_where_it_now_is(tmp_path, l
     first = create_job(JobsDir(tmp_path / "host-a" / "jobs"), "where", "Say where you are", **SPEC)
     made_in = str(first.workspace)
     llm.add(answer("CMD", command="pwd"))
-    step_once(first, base_url=llm.base_url)
+    step_once(first, endpoints=llm.endpoints)
     shutil.copytree(tmp_path / "host-a", tmp_path / "host-b" / "mnt", symlinks=True)
     shutil.move(str(tmp_path / "host-a"), str(tmp_path / "gone"))  # nothing may still point there
 
@@ -38,7 +40,7 @@ def test_a_copied_jobs_dir_steps_replays_and_rewinds_where_it_now_is(tmp_path, l
         # The only place the old path is named: the recorded command, where it ran and what it printed.
         assert str(tmp_path / "host-a") not in text.replace(json.dumps(made_in)[1:-1], ""), path.name
     llm.add(answer("CMD", command="pwd"), answer("COMPLETED", "I was copied."), answer("COMPLETED", "ok"))
-    assert run_job(job, base_url=llm.base_url)[-1].status == Status.APPROVAL_REQUIRED
+    assert run_job(job, endpoints=llm.endpoints)[-1].status == Status.APPROVAL_REQUIRED
     recorded = JobFiles(job.dir).load_history()
     ran = [e.command for e in recorded.interactions if e.command is not None]
     assert [c.cwd for c in ran] == [made_in, str(job.workspace)]
@@ -60,8 +62,8 @@ def test_a_copied_jobs_dir_steps_replays_and_rewinds_where_it_now_is(tmp_path, l
 def test_job_upgrade_moves_an_old_headers_path_into_the_commands(jobs, llm):
     job = create_job(jobs, "old", "Say where you are", **SPEC)
     llm.add(answer("CMD", command="pwd"), answer("CMD", command="pwd"))
-    step_once(job, base_url=llm.base_url)
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
+    step_once(job, endpoints=llm.endpoints)
     # As an earlier Logist wrote it: the header names the workspace, commands do not say where they ran.
     old = "/srv/elsewhere/jobs/old/workspace"
     entries = [e.dump() for e in JobFiles(job.dir).load_history().interactions]

@@ -53,11 +53,11 @@ def test_every_recorded_request_is_rebuilt_exactly_in_a_planned_job_with_compact
         Reply(status=400),                                           # a failed call
     )
     for _ in range(7):
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     assert job.manifest().status.value == "INTERVENTION_REQUIRED"
     user_action(job, "resubmit", "The endpoint is back; go on.")
     llm.add(answer("ASK", question="Plain text or a list?", required=True))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     assert job.manifest().status.value == "INPUT_REQUIRED"
     user_action(job, "answer", "A list.")
     llm.add(
@@ -70,7 +70,7 @@ def test_every_recorded_request_is_rebuilt_exactly_in_a_planned_job_with_compact
                     "evidence_files": ["notes.md"]}),                # Planner
     )
     for _ in range(4):
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     assert job.manifest().status.value == "APPROVAL_REQUIRED"
 
     calls = _calls(job)
@@ -94,7 +94,7 @@ def test_a_later_round_records_only_what_it_added(jobs, llm):
     for i in range(1, 6):
         llm.add(answer("MESSAGE", message=f"note {i} " + "x" * 500))
     for _ in range(5):
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     calls = _calls(job)
     assert calls[0].request.prompt is not None and calls[0].request.continues is None
     for previous, entry in zip(calls, calls[1:]):
@@ -110,7 +110,7 @@ def test_entries_are_found_by_number_without_reading_the_whole_file(jobs, llm):
     job = create_job(jobs, "find", "Take notes")
     for i in range(1, 9):
         llm.add(answer("MESSAGE", message=f"note {i}"))
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     everything = [e.dump() for e in JobFiles(job.dir).entries()]
     assert [e["sequence"] for e in everything] == list(range(1, 10))
     assert list(JobFiles(job.dir).entries_since(6)) == [6, 7, 8, 9]
@@ -123,7 +123,7 @@ def test_single_entries_are_parsed_alone_by_number(jobs, llm):
     job = create_job(jobs, "single", "Take notes")
     for i in range(1, 6):
         llm.add(answer("MESSAGE", message=f"note {i}"))
-        step_once(job, base_url=llm.base_url)
+        step_once(job, endpoints=llm.endpoints)
     everything = {e["sequence"]: e for e in (x.dump() for x in JobFiles(job.dir).entries())}
     assert JobFiles(job.dir).read_entries({2, 4, 6, 99}) == {n: everything[n] for n in (2, 4, 6)}, "the last one too; no 99"
     # A history not in the canonical layout (edited by hand) is read whole instead.

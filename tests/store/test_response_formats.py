@@ -19,7 +19,7 @@ from logist.replay.scripted import answer
 from logist.replay.server import ReplayLLMServer
 from logist.store.requests import HistoryReader
 
-from conftest import logist_cli
+from conftest import via, logist_cli
 
 
 def _three_calls(jobs, llm):
@@ -29,7 +29,7 @@ def _three_calls(jobs, llm):
     llm.add(answer("COMPLETED", "Wrote notes.txt.", ["notes.txt"],
                    file_changes=[{"path": "notes.txt", "content": "notes\n"}]))
     for _ in range(3):
-        assert step_once(job, base_url=llm.base_url).error is None
+        assert step_once(job, **via(llm)).error is None
     return job
 
 

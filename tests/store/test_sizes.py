@@ -1,6 +1,6 @@
 """The size figures of issue 13, with smaller sizes, through the real engine.
 
-Bytes only: every step is ``step_once`` against a real HTTP server, every
+Bytes only: every step is ``step_once`` with the scripted model in memory, every
 command a real command in the job's workspace; the times, and the full
 sizes, are printed by ``bench/history_size.py``. *Messages exchanged* is
 the conversation with each message counted once (the system message, each
@@ -20,7 +20,7 @@ from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.step import step_once
-from logist.replay.scripted import ScriptedLLMServer
+from logist.replay.scripted import ScriptedModel
 from logist.store.entries import HistoryEntry
 from logist.store.recovery import manifest_at
 from logist.store.requests import HistoryReader
@@ -68,12 +68,12 @@ def run_turn(jobs, tmp_path, rounds: int, commands_only: bool):
     job = create_job(jobs, "sizes", "Find the missing sensor readings", from_repo=make_source(tmp_path),
                      max_steps=rounds + 5, allowed_commands=ALLOWED)
     script = answers(rounds, commands_only)
-    with ScriptedLLMServer(script) as server:
-        for _ in range(rounds):
-            result = step_once(job, base_url=server.base_url)
-            if result.error is not None:  # not an AssertionError: the xfail below expects only its own
-                raise RuntimeError(f"step {result.sequence} failed: {result.error}")
-    return job, server.requests, script
+    model = ScriptedModel(script)
+    for _ in range(rounds):
+        result = step_once(job, endpoints=model.endpoints)
+        if result.error is not None:  # not an AssertionError: the xfail below expects only its own
+            raise RuntimeError(f"step {result.sequence} failed: {result.error}")
+    return job, model.requests, script
 
 
 def exchanged_bytes(requests: list[dict], script: list[str]) -> int:
@@ -118,11 +118,11 @@ def test_a_long_turn_writes_at_most_two_and_a_half_times_what_was_exchanged(jobs
 def test_entries_survive_dump_parse_dump_and_store_a_command_output_once(jobs, tmp_path, llm):
     job = create_job(jobs, "once", "Look at the logs", from_repo=make_source(tmp_path), command_policy="ask")
     llm.add(json.dumps({"action": "CMD", "command": "head -n 12 data/log_0.txt"}))
-    step_once(job, base_url=llm.base_url)  # held for a person
+    step_once(job, endpoints=llm.endpoints)  # held for a person
     user_action(job, "approve-command")  # run: its output is the next message
     approved = JobFiles(job.dir).read_manifest()
     llm.add(json.dumps({"action": "MESSAGE", "message": "twelve lines read"}))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
 
     stored = list(JobFiles(job.dir).entry_data())
     approval = stored[-2]

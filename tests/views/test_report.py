@@ -237,7 +237,7 @@ def test_job_show_prints_budget_use(jobs, llm):
     job = create_job(jobs, "budget", "Spend a little", max_steps=10, max_tokens=10_000, max_cost_usd=2.0)
     # A real call (a posted answer costs nothing: its tokens are counted apart).
     llm.add(Reply(content=a("MESSAGE", message="one"), usage={"prompt_tokens": 200, "completion_tokens": 100}))
-    step_once(job, base_url=llm.base_url)
+    step_once(job, endpoints=llm.endpoints)
     out = CliRunner().invoke(cli, ["job", "show", "budget"]).stdout
     assert "Budgets: steps 1 of 10 (10%), cost_usd $0.4000 of $2.0000 (20%), tokens 300 of 10000 (3%)" in out
     page = render_job_report(job)

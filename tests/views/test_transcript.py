@@ -19,7 +19,7 @@ from logist.replay.scripted import Reply
 from logist.views.markdown import fenced
 from logist.views.transcript import render
 
-from conftest import logist_cli, logist_process, write_config
+from conftest import via, logist_cli, logist_process, write_config
 
 PY = sys.executable
 CALC = "def add(a, b):\n    return a - b\n"
@@ -60,10 +60,10 @@ def calc_scenario(jobs, llm, tmp_path):
         a("COMPLETED", summary_for_supervisor="Correct and documented.", evidence_files=["calc.py"]),
     ]
     llm.add(*[Reply(content=s, usage=USAGE) for s in script])
-    step_once(job, base_url=llm.base_url)
-    step_once(job, base_url=llm.base_url)
+    step_once(job, **via(llm))
+    step_once(job, **via(llm))
     user_action(job, "answer", "Integers only.")
-    run_job(job, base_url=llm.base_url)
+    run_job(job, **via(llm))
     user_action(job, "approve")
     return job
 
@@ -76,6 +76,7 @@ def normalised(text: str, normalise) -> str:
 HEADING = re.compile(r"^## #(\d+) · (\S+) · (\S+)$", re.M)
 
 
+@pytest.mark.wire  # its snapshot holds each call's duration, which a call in memory (0 ms) leaves out
 def test_transcript_reads_in_order_and_matches_the_history(jobs, llm, tmp_path, normalise, snapshot):
     job = calc_scenario(jobs, llm, tmp_path)
     text = JobFiles(job.dir).transcript_path.read_text(encoding="utf-8")

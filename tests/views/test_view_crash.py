@@ -53,6 +53,7 @@ def fresh_render(job) -> str:
     return render(JobFiles(job.dir).load_history().interactions, "hello")
 
 
+@pytest.mark.wire
 def test_killed_while_the_transcript_is_written_the_step_is_recorded(jobs, llm):
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting")
     llm.add(FIRST)
@@ -89,6 +90,7 @@ def test_killed_while_the_transcript_is_written_the_step_is_recorded(jobs, llm):
     assert read_json(job.manifest_path)["status"] == "APPROVAL_REQUIRED"
 
 
+@pytest.mark.wire  # logist job step, through the CLI
 def test_a_transcript_that_cannot_be_written_costs_a_warning_not_the_step(jobs, llm):
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting")
     JobFiles(job.dir).transcript_path.unlink()
@@ -121,6 +123,7 @@ sys.stdin.readline()
 """
 
 
+@pytest.mark.wire
 def test_a_busy_views_lock_is_skipped_and_caught_up_later(jobs, llm):
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting")
     holder = subprocess.Popen(

@@ -187,6 +187,7 @@ def test_an_index_without_a_gitlink_costs_no_git_process(tmp_path, monkeypatch):
     assert guard_repository(ws.path / ".git") == [] and started == []
 
 
+@pytest.mark.wire
 @pytest.mark.parametrize("sandbox", ["none", "auto"])
 def test_the_nested_filter_attack_through_a_step_runs_nothing(jobs, llm, tmp_path, sandbox):
     """The attack as issue 27 found it, through real processes: a command

@@ -4,7 +4,7 @@ Each field of the model is one option: its name (``max_steps`` becomes
 ``--max-steps``), type, limits, default and help come from the field, so the
 library, the CLI and a fixture's job.json cannot drift apart. :data:`STYLE`
 holds what only the command line has: short flags and friendlier names (a
-budget's option is named in :data:`logist.engine.budget.SETTABLE`). ``job
+budget's option is named in :data:`logist.api.SETTABLE`). ``job
 set`` and ``job resubmit`` take the budget options made the same way
 (:class:`SpecCommand` with ``spec_fields="budgets"``).
 """
@@ -16,9 +16,7 @@ from typing import Any, Optional
 
 import click
 
-from ...engine.budget import SETTABLE
-from ...engine.create import JobSpec, as_spec
-from ...store.roles import load_roles
+from ...api import SETTABLE, JobSpec, as_spec
 from ..app import Application, pass_app
 from ..common import json_option
 
@@ -115,7 +113,7 @@ def create(app: Application, job_id: str, as_json: bool, **options: Any) -> None
       logist job create fix --skill fix-tests --allow "python -m pytest*" --from-repo ../app
     """
     job = app.open().create(job_id, spec=as_spec(None, options))
-    for error in load_roles(app.jobs.path).errors():  # the job was made without them: said, not hidden
+    for error in app.jobs.roles().errors():  # the job was made without them: said, not hidden
         app.info(f"Not loaded: {error}")
     if as_json:
         app.print_json({"job_id": job.id, "path": str(job.dir), "status": "PENDING"})

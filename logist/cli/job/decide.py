@@ -7,11 +7,8 @@ from typing import Callable, Optional
 
 import click
 
-from ...engine.budget import BUDGETS, SETTABLE, raise_hint
-from ...api import Job
+from ...api import BUDGETS, SETTABLE, Job, JobManifest, is_job_id
 from ...errors import NotFoundError, TransitionError
-from ...store.jobsdir import is_job_id
-from ...store.manifest import JobManifest
 from ...terminal import escaped, inert
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
@@ -78,7 +75,7 @@ def approve_command(app: Application, job_id: Optional[str], raw: bool, lock_tim
     if command is not None and not as_json:
         app.info(f"Running: {inert(command, one_line=True)}")
     manifest = job.approve_command(watch=progress_for(as_json))
-    ran = job.stored.entry(manifest.last_sequence).command if command is not None else None
+    ran = job.entry(manifest.last_sequence).command if command is not None else None
     if ran is not None and not as_json:
         for line in command_lines(ran.command, ran.output, ran.exit_code, ran.duration_ms):
             app.info(line)
@@ -131,7 +128,7 @@ def resubmit(app: Application, job_id: Optional[str], feedback: str, lock_timeou
     job = app.open(lock_timeout=lock_timeout).job(job_id)
     manifest = job.resubmit(feedback or None, **budgets)
     app.job_changed(as_json, job.id, manifest, extra=_budgets_data(manifest))
-    spent = raise_hint(job.id, manifest)
+    spent = job.raise_hint(manifest)
     if spent and not as_json:
         app.info(f"Its next step will stop again: {spent}")
 
@@ -157,7 +154,7 @@ def set_budgets(app: Application, job_id: Optional[str], lock_timeout: float, as
     job = app.open(lock_timeout=lock_timeout).job(job_id)
     before = str(job.manifest().status)
     manifest = job.set_budgets(**budgets)
-    spent = raise_hint(job.id, manifest)
+    spent = job.raise_hint(manifest)
     if spent and str(manifest.status) == "INTERVENTION_REQUIRED":
         message = f"Job '{job.id}' is still stopped: {spent}"
     elif before != str(manifest.status):
@@ -222,9 +219,9 @@ def _single_argument(app: Application, word: str) -> tuple[Optional[str], Option
     if not is_job_id(word):
         return None, word
     try:
-        app.jobs.job(word)
+        app.jobs.get(word)
     except NotFoundError:
-        current = os.environ.get("LOGIST_JOB_ID") or app.jobs.read_index().current_job_id or "JOB"
+        current = os.environ.get("LOGIST_JOB_ID") or app.jobs.index().current_job_id or "JOB"
         raise click.UsageError(
             f"'{word}' is not a job; to answer job '{current}' with it, say: "
             f"logist job answer {current} \"{word}\"  (or: logist job answer --text \"{word}\")"

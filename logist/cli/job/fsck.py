@@ -1,12 +1,9 @@
-"""``logist job fsck``: check every file of a job (logist.store.fsck)."""
+"""``logist job fsck``: check every file of a job (:meth:`logist.api.Job.fsck`)."""
 
 from typing import Optional
 
 import click
 
-from ... import views
-from ...engine.call import finish_interrupted
-from ...store.fsck import fsck as check
 from ..app import EXIT_ERROR, Application, pass_app
 from ..common import job_argument, json_option, wait_option
 
@@ -39,9 +36,8 @@ def fsck(app: Application, job_id: Optional[str], rebuild_manifest: bool, lock_t
       logist job fsck hello
       logist job fsck hello --rebuild-manifest
     """
-    job = app.job(job_id)
-    report = check(job, finish_interrupted(job), lock_timeout, rebuild_manifest)
-    views.refresh(job)  # a repair recorded an entry
+    job = app.open(lock_timeout=lock_timeout).job(job_id)
+    report = job.fsck(rebuild_manifest=rebuild_manifest)
 
     def text() -> None:
         if not report.findings:

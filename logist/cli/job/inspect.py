@@ -7,10 +7,9 @@ from typing import Optional
 
 import click
 
-from ...engine.commands import held_because
+from ...api import held_because
 from ...errors import CorruptFileError, UsageError
 from ...secrets.redact import url_shown
-from ...store.calls import recorded_key
 from ...terminal import inert
 from ...views.summary import actor_of, budgets, cost_known, one_line, step_row, summarise
 from ..app import Application, echo, pass_app
@@ -29,11 +28,11 @@ def list_jobs(app: Application, as_json: bool) -> None:
     Example:
       logist job list
     """
-    index = app.jobs.read_index()
+    index = app.jobs.index()
     rows = []
     for job_id in index.jobs:
         try:
-            manifest = app.jobs.job(job_id, index).manifest()
+            manifest = app.jobs.get(job_id, index).manifest()
             rows.append({"job_id": job_id, "status": str(manifest.status), "role": manifest.turn.role,
                          "steps": manifest.calls, "calls": manifest.calls, "objective": manifest.objective})
         except Exception as exc:  # a damaged job must not hide the others
@@ -71,7 +70,7 @@ def select(app: Application, job_id: str, as_json: bool) -> None:
 
 def _unrecorded_call(job) -> Optional[dict]:
     """A call the step journal holds and the history does not record yet."""
-    found = job.pending_call()
+    found = job.unrecorded_call()
     if found is None:
         return None
     return {"step": found.sequence, "answered": found.answer is not None, "idempotency_key": found.key}
@@ -241,7 +240,7 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
             echo(f"Evidence: {', '.join(inert(path, one_line=True) for path in m.last_exit.evidence_files)}")
     echo(_calls_line(m))
     try:
-        summary = summarise(job, manifest=m)
+        summary = summarise(job.stored, manifest=m)
     except CorruptFileError as exc:
         echo(f"History: {exc} (the next command that changes the job repairs it)")
     else:
@@ -346,13 +345,8 @@ def _show_entry(app: Application, job, number: int, as_json: bool) -> None:
     last = job.manifest().last_sequence
     if not 1 <= number <= last:
         raise UsageError(f"job '{job.id}' has no history entry {number} (it has 1 to {last})")
-    entry = job.entry(number)
-    data = entry.dump()
-    body = None
-    if entry.request is not None:
-        body = job.recorded_body(data, job.reader().messages(number))
-        # The Idempotency-Key header it was sent with (the file leaves out a key it can derive).
-        data["request"]["metadata"]["idempotency_key"] = recorded_key(job.id, job.manifest().created_at, data, body)
+    full = job.entry_in_full(number)
+    entry, data, body = full.entry, full.data, full.request_body
     if as_json:
         app.print_json(data | ({"request_body": body} if body is not None else {}))
         return
@@ -392,8 +386,8 @@ def preview(app: Application, job_id: Optional[str], model: Optional[str], base_
     """
     # Sized as a step sizes it: the endpoint is asked for the model's window (never called).
     preview = app.open(base_url=base_url).job(job_id).preview(model=model)
-    if preview.upgraded:
-        app.info(preview.upgraded)
+    if preview.older_format:
+        app.info(f"note: {preview.older_format}")
     if as_json:
         app.print_json(preview.body)
         return

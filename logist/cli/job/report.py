@@ -42,7 +42,7 @@ def report(app: Application, job_id: Optional[str], output: Optional[str], as_js
       logist job report hello -o /tmp/hello.html
     """
     job = app.job(job_id)
-    path = write_job_report(job, Path(output) if output else None)
+    path = write_job_report(job.stored, Path(output) if output else None)
     size = path.stat().st_size
     app.display(as_json, {"job_id": job.id, "path": str(path.resolve()), "bytes": size},
                 lambda: app.info(f"Wrote {shown_path(path)} ({size // 1024 + 1} KB); open it in a browser."))
@@ -69,10 +69,10 @@ def transcript(app: Application, job_id: Optional[str], rebuild: bool, lock_time
     path = job.transcript_path
     with job.views_lock(lock_timeout):
         if rebuild:
-            tr.rebuild(job)
+            tr.rebuild(job.stored)
             done = "rebuilt"
         else:
-            done = tr.update(job)
+            done = tr.update(job.stored)
         if done != "current":
             app.info(f"{'Rebuilt' if done == 'rebuilt' else 'Brought'} {shown_path(path)} "
                      f"{'from' if done == 'rebuilt' else 'up to date with'} {job.history_path.name}.")

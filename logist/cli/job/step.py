@@ -8,15 +8,9 @@ from typing import Optional
 
 import click
 
-from ...api import Jobs
-from ...engine.budget import raise_hint, stopped_by_budget
-from ...engine.choices import DEFAULT_CONCURRENCY, DEFAULT_ENGINE, engine_names
-from ...engine.engines import make_engine
-from ...engine.call import CallWatch
-from ...engine.apply import StepResult
+from ...api import (DEFAULT_CONCURRENCY, DEFAULT_ENGINE, CallWatch, Jobs, StepResult, check_engine, engine_names,
+                   read_history)
 from ...errors import ConfigError, LogistError, TransitionError, install_hint
-from ...replay.apply import read_history_file
-from ...store.config import resolve_endpoint
 from ..app import EXIT_BUDGET, EXIT_ERROR, EXIT_NEEDS_PERSON, Application, exit_codes_help, pass_app
 from ..common import base_url_option, job_argument, json_option, wait_option
 from ..progress import call_line, progress_for, step_command_lines
@@ -47,7 +41,7 @@ def _reporter(app: Application, quiet: bool, with_job: bool = False):
 
 
 class EngineChoice(click.Choice):
-    """``--engine``: the engines registered (logist.engine.choices), looked
+    """``--engine``: the engines registered (:func:`logist.api.engine_names`), looked
     up when the option is checked or shown, not at every command's start."""
 
     def __init__(self) -> None:
@@ -91,7 +85,7 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
             results = [job.call(model=model, watch=progress_for(quiet))]
             report(results[0])
         else:
-            results = job.step(model=model, on_step=report, watch=progress_for(quiet))
+            results = job.turn(model=model, on_step=report, watch=progress_for(quiet))
     except TransitionError as exc:
         app.exit_for_job(job, as_json, refused=exc)
         return
@@ -131,14 +125,14 @@ def run(app: Application, job_id: Optional[str], run_all: bool, engine: Optional
     if run_all:
         if job_id:
             raise click.UsageError("--all runs every queued job; do not name one")
-        resolve_endpoint(base_url, app.jobs.config())  # said once, not once per job
+        app.jobs.require_endpoint(base_url)  # said once, not once per job
         engine = engine or DEFAULT_ENGINE
         try:
-            make_engine(engine, concurrency, address)  # an engine refuses what it cannot take (--address)
+            check_engine(engine, concurrency, address)  # an engine refuses what it cannot take (--address)
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from None
         jobs = app.open(base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout)
-        app.at_work(app.jobs.read_index().queue, "logist job run --all", batch=True)
+        app.at_work(app.jobs.index().queue, "logist job run --all", batch=True)
         _run_queue(app, jobs, as_json, None if engine == "ray" else _reporter(app, quiet, with_job=True), engine=engine,
                    concurrency=concurrency, address=address, model=model,
                    watch=progress_for(quiet or engine != "serial"))
@@ -209,7 +203,7 @@ def replay(app: Application, job_id: Optional[str], history_file: str, lock_time
       logist job replay hello --history fixtures/wordcount/jobHistory.json
     """
     job = app.open(lock_timeout=lock_timeout).job(job_id)
-    recorded = read_history_file(Path(history_file))
+    recorded = read_history(history_file)
     results = []
 
     def on_entry(entry, result):
@@ -273,8 +267,8 @@ def _budget_hint(app: Application, outcome) -> Optional[str]:
     """How to raise the budget that stopped the outcome's job, or None."""
     if outcome.status is None or str(outcome.status) != "INTERVENTION_REQUIRED":
         return None
-    job = app.jobs.job(outcome.job_id)
+    job = app.jobs.get(outcome.job_id)
     manifest = job.manifest()
-    if not stopped_by_budget(job, manifest):
+    if not job.stopped_by_budget(manifest):
         return None
-    return raise_hint(job.id, manifest) or manifest.reason or "see logist job status"
+    return job.raise_hint(manifest) or manifest.reason or "see logist job status"

@@ -7,7 +7,6 @@ from typing import Optional
 
 import click
 
-from ...engine.export import export_branch, export_patch, job_diff
 from ..app import Application, pass_app
 from ..common import entry_option, job_argument, json_option, wait_option
 
@@ -64,7 +63,7 @@ def diff(app: Application, job_id: Optional[str], entry: Optional[int], stat: bo
       logist job diff hello --entry 2
     """
     job = app.job(job_id)
-    patch = job_diff(job, entry, stat=stat)
+    patch = job.diff(entry, stat=stat)
     app.display(as_json, {"job_id": job.id, "entry": entry, "step": entry, "diff": patch},
                 lambda: app.echo(patch, nl=False))
 
@@ -92,12 +91,12 @@ def export(app: Application, job_id: Optional[str], branch: Optional[str], patch
         raise click.UsageError("give exactly one of --branch NAME or --patch FILE")
     job = app.job(job_id)
     if branch:
-        sha, replaced = export_branch(job, branch, force=force)
+        sha, replaced = job.export_branch(branch, force=force)
         source = job.manifest().source.repo
         app.display(as_json, {"job_id": job.id, "branch": branch, "commit": sha, "replaced": replaced, "repository": source},
                     lambda: app.info(f"{'Moved' if replaced else 'Created'} branch '{branch}' "
                                      f"{'to' if replaced else 'at'} {sha[:12]} in {source}."))
     else:
-        count = export_patch(job, Path(patch))
+        count = job.export_patch(Path(patch))
         app.display(as_json, {"job_id": job.id, "patch": patch, "commits": count},
                     lambda: app.info(f"Wrote {count} commit{'s' if count != 1 else ''} to {patch}."))

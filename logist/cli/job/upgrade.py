@@ -4,7 +4,7 @@ from typing import Optional
 
 import click
 
-from ...store.history import HISTORY_FORMAT
+from ...api import HISTORY_FORMAT
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
 
