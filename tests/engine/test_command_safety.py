@@ -225,20 +225,32 @@ def test_a_command_never_runs_unrecorded(jobs, llm):
     assert not (jobs.path / "gate" / "workspace" / "ran").exists()
 
 
-@pytest.mark.wire
-def test_a_namespace_the_system_cannot_make_refuses_the_command(jobs, llm, tmp_path):
+def test_a_namespace_the_system_cannot_make_refuses_the_command(jobs, llm, monkeypatch):
     """``command_sandbox: namespace`` never falls back to running unconfined:
-    here ``unshare`` is not on the PATH, so the command is refused with the reason."""
-    tools = tmp_path / "bin"
-    tools.mkdir()
-    for tool in ("git", "touch"):
-        (tools / tool).symlink_to(shutil.which(tool))
-    ok(logist_process("job", "create", "strict", "-o", "Touch", "--allow", "touch ran", "--command-sandbox", "namespace"))
-    llm.add(answer("CMD", command="touch ran"), answer("COMPLETED", "done"))
-    ok(logist_process("job", "step", "strict", "--base-url", llm.base_url, env={"PATH": str(tools)}))
-    command = json.loads((jobs.path / "strict" / "jobHistory.json").read_text())["interactions"][1]["command"]
-    assert command["decision"] == "deny" and "cannot start a PID namespace" in command["output"]
-    assert not (jobs.path / "strict" / "workspace" / "ran").exists()
+    here the system has no ``unshare`` (Logist takes it from the system's own
+    folders, never from PATH: logist.programs), so the command is refused with
+    the reason."""
+    import logist
+    from logist import programs
+    from logist.workspace import sandbox
+
+    found = programs.program
+    monkeypatch.setattr(programs, "program", lambda name: None if name == "unshare" else found(name))
+    sandbox.namespace_prefix.cache_clear()  # probed again without unshare, and again after the test
+    sandbox.mounts_work.cache_clear()
+    try:
+        with logist.open(jobs.path, model=llm) as opened:
+            job = opened.create("strict", objective="Touch",
+                                spec=logist.JobSpec(allowed_commands=["touch ran"], command_sandbox="namespace"))
+            llm.add(answer("CMD", command="touch ran"), answer("COMPLETED", "done"))
+            job.turn()
+        command = json.loads((job.dir / "jobHistory.json").read_text())["interactions"][1]["command"]
+        assert command["decision"] == "deny" and "cannot start a PID namespace" in command["output"]
+        assert not (job.workspace / "ran").exists()
+    finally:
+        monkeypatch.undo()
+        sandbox.namespace_prefix.cache_clear()
+        sandbox.mounts_work.cache_clear()
 
 
 #: What a hostile command tries against git's machinery and Logist's files;
