@@ -27,14 +27,17 @@ def committed(repo, rev="HEAD") -> list[str]:
 
 @pytest.fixture
 def git_calls(tmp_path, monkeypatch):
-    """The subcommands of every git process started from now on (a wrapper
-    that logs its arguments and runs the real git)."""
+    """The subcommands of every git process Logist starts from now on (a
+    wrapper that logs its arguments and runs the real git)."""
     log = tmp_path / "git-calls.log"
     wrapper = tmp_path / "wrapped"
     wrapper.mkdir()
     (wrapper / "git").write_text(f"#!/bin/sh\necho \"$@\" >> '{log}'\nexec '{shutil.which('git')}' \"$@\"\n")
     (wrapper / "git").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{wrapper}{os.pathsep}{os.environ['PATH']}")
+    # Logist takes git from the system's folders, never from PATH (logist.programs): the wrapper is put there.
+    from logist import programs
+    found = programs.program
+    monkeypatch.setattr(programs, "program", lambda name: str(wrapper / "git") if name == "git" else found(name))
 
     def calls() -> list[str]:
         lines = log.read_text().splitlines() if log.exists() else []
