@@ -149,7 +149,6 @@ def history_size(quick: bool) -> None:
 
 def concurrency(tmp: Path, env: dict) -> None:
     from logist.engine.create import create_job
-    from logist.store.history import load_history
     from logist.store.jobsdir import JobsDir
     from logist.replay.scripted import ScriptedLLMServer
 
@@ -167,7 +166,7 @@ def concurrency(tmp: Path, env: dict) -> None:
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for job_id in ids]
             codes = [p.wait() for p in procs]
             elapsed = time.perf_counter() - started
-            histories = {job_id: load_history(jobs.job(job_id).dir).interactions for job_id in set(ids)}
+            histories = {job_id: jobs.job(job_id).load_history().interactions for job_id in set(ids)}
             gaps = sum(int([e.sequence for e in h] != list(range(1, len(h) + 1))) for h in histories.values())
             calls = sum(1 for h in histories.values() for e in h if e.kind == "llm_call")
             ok = codes.count(0) == 8 and calls == 8 and gaps == 0

@@ -25,8 +25,7 @@ from logist.engine.create import create_job
 from logist.engine.step import post_answer
 from logist.store.jobsdir import JobsDir
 from logist.store.entries import HistoryEntry
-from logist.store.history import TAIL, layout, header, iter_entry_data
-from logist.store.manifest import read_manifest, write_manifest
+from logist.store.history import TAIL, layout, header
 
 PROMPT_BYTES = 20_000
 
@@ -34,7 +33,7 @@ PROMPT_BYTES = 20_000
 def build_job(root: Path, size: int):
     jobs = JobsDir(root / f"jobs-{size}")
     job = create_job(jobs, "bench", "Benchmark the history")
-    base = next(iter_entry_data(job.dir))  # the create entry, as the file holds it
+    base = next(job.entry_data())  # the create entry, as the file holds it
     filler = ("x" * 99 + "\n") * (PROMPT_BYTES // 100)
     entries = [layout(base)]
     for seq in range(2, size + 1):
@@ -52,9 +51,9 @@ def build_job(root: Path, size: int):
             HistoryEntry.model_validate(entry)  # the template is a valid entry
         entries.append(layout(entry))
     job.history_path.write_bytes(header("bench") + b",".join(entries) + TAIL)
-    manifest = read_manifest(job.dir)
+    manifest = job.read_manifest()
     manifest.last_sequence = size
-    write_manifest(job.dir, manifest)
+    job.session.write_manifest(manifest)
     return job
 
 

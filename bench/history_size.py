@@ -56,8 +56,7 @@ from logist.engine.create import create_job
 from logist.engine.step import step_once
 from logist.store.jobsdir import JobsDir
 from logist.replay.scripted import ScriptedLLMServer
-from logist.store.history import iter_written, layout
-from logist.store.seek import last_entry
+from logist.store.history import layout
 
 KB = 1000
 #: Issue 13's targets (issue 28: 2.5x for format 4's self-contained entries).
@@ -214,7 +213,7 @@ def timed_step(job, server: TimedServer, answer: str) -> tuple[float, float]:
     wall = time.perf_counter() - started
     if result.error:
         raise SystemExit(f"step {result.sequence} failed: {result.error}")
-    entry = last_entry(job.dir)
+    entry = job.last_entry()
     command = entry.command.duration_ms / 1000 if entry.command else 0.0
     return wall - server.seconds_of(number) - command, wall - entry.duration_ms / 1000 - command
 
@@ -265,7 +264,7 @@ def turn_figures(root: Path, rounds: int = 1000, window: int = 30) -> dict:
 def formats_bytes(job) -> int:
     """The response_format values the entries name, each kept once in
     response_formats/ (:mod:`logist.store.response_formats`)."""
-    return sum(path.stat().st_size for path in (job.dir / "response_formats").glob("*.json"))
+    return sum(path.stat().st_size for path in job.response_formats_dir.glob("*.json"))
 
 
 def written_bytes(job) -> int:
@@ -280,7 +279,7 @@ def breakdown(job) -> dict[str, float]:
     parts = {"entry": 0, "messages added": 0, "answer": 0, "command output": 0, "state": 0,
              "state.turn.pending": 0, "request.metadata": 0, "command.cwd": 0, "indentation": 0}
     count = 0
-    for data in iter_written(job.dir):
+    for data in job.written():
         if "request" not in data:
             continue
         count += 1
@@ -341,7 +340,7 @@ def main() -> None:
         print(f"  history / exchanged = {size / exchanged:.2f}x, target <= {HISTORY_TO_EXCHANGED_TARGET:g}x "
               f"({size / text:.2f}x of the text alone; jobHistory.json {alone / 1e6:,.2f} MB, {alone / exchanged:.2f}x, "
               f"{alone / text:.2f}x of the text; response_formats/ {formats / 1e6:,.3f} MB in "
-              f"{len(list((run['job'].dir / 'response_formats').glob('*.json')))} files)")
+              f"{len(list(run['job'].response_formats_dir.glob('*.json')))} files)")
         params = run["parameters"]
         print(f"  each request's parameters besides the messages (response_format...), sent every round: "
               f"{params / 1e6:,.2f} MB (kept once per distinct value)")

@@ -39,10 +39,8 @@ sys.path.insert(0, str(HERE.parent / "tests" / "live"))
 from liveserver import MODEL, LiveEngine, missing  # noqa: E402
 
 from logist.engine.create import create_job  # noqa: E402
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.engine.step import step_once  # noqa: E402
-from logist.store.requests import HistoryReader, recorded_body  # noqa: E402
 from logist.engine.workflow import STEPPABLE  # noqa: E402
 
 OBJECTIVE = "Write hello.py that prints hello"
@@ -75,11 +73,11 @@ def one_run(seed: int, workdir: Path) -> dict:
             owns.append(max(0.0, wall - result.duration_ms / 1000))
             if result.status not in STEPPABLE or result.interrupted:
                 break
-        entries = [e for e in load_history(job.dir).interactions if e.kind == "llm_call"]
-        reader = HistoryReader(job.dir)
+        entries = [e for e in job.load_history().interactions if e.kind == "llm_call"]
+        reader = job.reader()
         counts = []
         for entry in entries:
-            body = recorded_body(entry.dump(), reader.messages(entry.sequence))
+            body = job.recorded_body(entry.dump(), reader.messages(entry.sequence))
             counts.append((entry.usage.prompt_tokens, engine_count(engine, body)))
         hello = job.workspace / "hello.py"
         printed, greets = "", False

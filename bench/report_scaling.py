@@ -100,7 +100,7 @@ def main() -> None:
         built = time.perf_counter() - started
         print(f"built a job of {args.steps} calls in {built:.1f} s "
               f"(jobHistory.json {job.history_path.stat().st_size / 1e6:.1f} MB, "
-              f"transcript.md {transcript.transcript_path(job.dir).stat().st_size / 1e6:.1f} MB)")
+              f"transcript.md {job.transcript_path.stat().st_size / 1e6:.1f} MB)")
         first, last = appends[1:51], appends[-50:]
         print(f"transcript update per step: median {statistics.median(first) * 1000:.2f} ms over calls 2-51, "
               f"{statistics.median(last) * 1000:.2f} ms over the last 50")

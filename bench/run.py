@@ -59,6 +59,7 @@ from logist.docs_pages import write_pages  # noqa: E402
 from logist.engine.create import create_job  # noqa: E402
 from logist.engine.step import post_answer
 from logist.store.jobsdir import JobsDir
+from logist.store.session import JobFiles
 from logist.replay.scripted import ScriptedLLMServer  # noqa: E402
 
 
@@ -160,7 +161,7 @@ def make_jobs(root: Path, count: int) -> None:
     for i in range(1, count):
         job_id = f"job-{i}"
         shutil.copytree(first.dir, root / job_id, ignore=shutil.ignore_patterns("workspace"))
-        manifest = root / job_id / "job_manifest.json"
+        manifest = JobFiles(root / job_id).manifest_path
         manifest.write_text(manifest.read_text().replace('"job_id": "job-0"', f'"job_id": "{job_id}"'))
         index.jobs[job_id] = job_id
         index.queue.append(job_id)

@@ -46,8 +46,7 @@ from views_memory import build  # noqa: E402
 from logist.engine.create import create_job  # noqa: E402
 from logist.serve.app import POLL_SECONDS  # noqa: E402
 from logist.store.entries import HistoryEntry  # noqa: E402
-from logist.store.history import TAIL, append_entry, history_path  # noqa: E402
-from logist.store.seek import last_entry, read_entry  # noqa: E402
+from logist.store.history import TAIL, append_entry  # noqa: E402
 from logist.store.jobsdir import JobsDir  # noqa: E402
 
 
@@ -164,7 +163,7 @@ def memory_figures(root: Path, size_mb: int, history: Optional[Path]) -> None:
     if history is not None:
         jobs = JobsDir(history)
         job = jobs.job("bench")
-        entries = last_entry(job.dir).sequence
+        entries = job.last_entry().sequence
     else:
         jobs, job, entries = build(root / "huge", size_mb, 50)
     size = job.history_path.stat().st_size / 1e6
@@ -182,9 +181,9 @@ def memory_figures(root: Path, size_mb: int, history: Optional[Path]) -> None:
         # come (the stream looks at the file every POLL_SECONDS) is measured from the append.
         until, connection = stream_events(port, token, f"/jobs/bench/events?from={entries - 499}&after={entries}")
         until("state")
-        entry = read_entry(job.dir, entries).dump()
-        appended = history_path(job.dir).stat().st_size
-        append_entry(job.dir, HistoryEntry.model_validate({**entry, "sequence": entries + 1}))
+        entry = job.entry(entries).dump()
+        appended = job.history_path.stat().st_size
+        append_entry(job, HistoryEntry.model_validate({**entry, "sequence": entries + 1}))
         event_id, live = until("step")
         assert event_id == str(entries + 1), event_id
         connection.close()
@@ -192,7 +191,7 @@ def memory_figures(root: Path, size_mb: int, history: Optional[Path]) -> None:
     finally:
         stop(process)
         if appended is not None:  # the history as it was (it may be reused)
-            with open(history_path(job.dir), "r+b") as handle:
+            with open(job.history_path, "r+b") as handle:
                 handle.seek(appended - len(TAIL))
                 handle.write(TAIL)
                 handle.truncate()

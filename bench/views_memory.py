@@ -31,8 +31,7 @@ from pathlib import Path
 
 from logist.engine.create import create_job
 from logist.store.jobsdir import JobsDir
-from logist.store.history import TAIL, header, history_path, iter_entry_data, layout
-from logist.store.manifest import read_manifest, write_manifest
+from logist.store.history import TAIL, header, layout
 
 COMMITS = 400
 COMMIT_EVERY = 5
@@ -119,8 +118,8 @@ def build(root: Path, size_mb: int, rounds: int, entries: int = 0):
     jobs = JobsDir(root / "jobs")
     job = create_job(jobs, "bench", "Write the modules, again and again", max_steps=1_000_000)
     commits = make_commits(job.workspace, COMMITS)
-    first = next(iter_entry_data(job.dir))
-    path = history_path(job.dir)
+    first = next(job.entry_data())
+    path = job.history_path
     target = size_mb * 1_000_000
     with open(path, "wb") as out:
         out.write(header("bench") + layout(first))
@@ -135,7 +134,7 @@ def build(root: Path, size_mb: int, rounds: int, entries: int = 0):
             written += len(chunk)
         out.write(TAIL)
     last = call_entry(seq, turn_start, seq - 1, commit, str(job.workspace))
-    write_manifest(job.dir, read_manifest(job.dir).with_state(last["state"]))
+    job.session.write_manifest(job.read_manifest().with_state(last["state"]))
     return jobs, job, seq
 
 
@@ -185,8 +184,8 @@ def main() -> None:
         floor, _ = run_measured(base + ["job", "list"])
         print(f"floor: logist job list peaks at {floor:.0f} MB", flush=True)
         for name, argv, output in (
-            ("job report", ["job", "report", "bench"], job.dir / "report.html"),
-            ("job transcript --rebuild", ["job", "transcript", "bench", "--rebuild"], job.dir / "transcript.md"),
+            ("job report", ["job", "report", "bench"], job.report_path),
+            ("job transcript --rebuild", ["job", "transcript", "bench", "--rebuild"], job.transcript_path),
         ):
             peak, seconds = run_measured(base + argv)
             print(f"{name}: peak {peak:.0f} MB ({peak / size:.3f}x the history, {peak / floor:.1f}x the floor; "

@@ -70,15 +70,14 @@ from .store.config import (DEFAULT_BASE_URL, NOT_CONFIGURED, LogistConfig, endpo
                            resolve_api_key, resolve_base_url, resolve_endpoint)
 from .store.entries import CheckRun, HistoryEntry, JobHistory
 from .store.fsck import FsckReport, fsck as check_files
-from .store.history import HISTORY_FORMAT, HISTORY_NAME, file_format, iter_entries
+from .store.history import HISTORY_FORMAT
 from .store import jobsdir
 from .store.jobsdir import JobsIndex, is_job_id
-from .store.journal import StepJournal, pending_call, unrecorded_step
-from .store.manifest import MANIFEST_NAME, JobManifest, Status
+from .store.journal import StepJournal
+from .store.manifest import JobManifest, Status
 from .store.prompts import Prompts
-from .store.requests import HistoryReader, recorded_body
 from .store.roles import RoleManifest, Roles, get_role, load_roles
-from .store.seek import read_entry
+from .store.session import HISTORY_NAME, JobFiles
 from .store.skills import Skill, list_skills, load_skill
 from .views.summary import CheckStatus, check_status
 
@@ -289,7 +288,7 @@ class Jobs:
         index = index if index is not None else self.index()
         files = [self.index_path]
         for rel in index.jobs.values():
-            files += [self.path / rel / HISTORY_NAME, self.path / rel / MANIFEST_NAME]
+            files += JobFiles(self.path / rel).state_files
         return files
 
     def config(self) -> LogistConfig:
@@ -417,7 +416,7 @@ class Jobs:
 
     def demo_summary(self, job_id: str, status: str) -> dict:
         """Where a demo job is, what to open and what to try next."""
-        return demo_summary(self.directory, job_id, self.get(job_id).dir, status)
+        return demo_summary(self.directory, self.get(job_id).stored, status)
 
     def run_all(self, *, engine: str = DEFAULT_ENGINE, concurrency: Optional[int] = None,
                 address: Optional[str] = None, model: Optional[str] = None, on_step: OnStep = None,
@@ -451,8 +450,8 @@ class Jobs:
     def ids(self) -> list[str]:
         return self.directory.job_ids()
 
-    def of(self, stored: jobsdir.Job) -> "Job":
-        """The :class:`Job` of a stored job (:class:`logist.store.jobsdir.Job`)."""
+    def of(self, stored: JobFiles) -> "Job":
+        """The :class:`Job` of a stored job (:class:`logist.store.session.JobFiles`)."""
         return Job(self, stored)
 
     def __repr__(self) -> str:
@@ -466,7 +465,7 @@ class Job:
     before it returns, so a person (or another process) can act between
     any two of them."""
 
-    def __init__(self, jobs: Jobs, stored: jobsdir.Job):
+    def __init__(self, jobs: Jobs, stored: JobFiles):
         self.jobs = jobs
         #: The job's folder as the store knows it (paths, lock, manifest).
         self.stored = stored
@@ -487,7 +486,21 @@ class Job:
     @property
     def state_files(self) -> tuple[Path, Path]:
         """The history's and the manifest's files: what changes when the job does."""
-        return self.dir / HISTORY_NAME, self.dir / MANIFEST_NAME
+        return self.stored.state_files
+
+    @property
+    def history_path(self) -> Path:
+        """The history's file (``jobHistory.json``), the source of truth."""
+        return self.stored.history_path
+
+    @property
+    def transcript_path(self) -> Path:
+        """The transcript's file (``transcript.md``), brought up to date after every command."""
+        return self.stored.transcript_path
+
+    def views_lock(self, timeout: float = 0):
+        """Hold the lock of the job's views (a context manager; ``timeout`` 0 fails at once, -1 waits forever)."""
+        return self.stored.views_lock(timeout)
 
     # -- reading (a read never writes: no repair, no upgrade, no lock) -------------------------
 
@@ -506,11 +519,11 @@ class Job:
 
     def entries(self) -> Iterator[HistoryEntry]:
         """Every recorded entry, first to last, one at a time (a long history need not fit in memory)."""
-        return iter_entries(self.dir)
+        return self.stored.entries()
 
     def entry(self, sequence: int) -> HistoryEntry:
         """History entry ``sequence``, read from its place in the file."""
-        return read_entry(self.dir, sequence)
+        return self.stored.entry(sequence)
 
     def entry_in_full(self, sequence: int) -> EntryInFull:
         """Entry ``sequence`` with, for a call, the exact body it sent and its Idempotency-Key."""
@@ -518,7 +531,7 @@ class Job:
         data = entry.dump()
         body = None
         if entry.request is not None:
-            body = recorded_body(self.dir, data, HistoryReader(self.dir).messages(sequence))
+            body = self.stored.recorded_body(data, self.stored.reader().messages(sequence))
             # The Idempotency-Key header it was sent with (the file leaves out a key it can derive).
             data["request"]["metadata"]["idempotency_key"] = recorded_key(self.id, self.manifest().created_at, data, body)
         return EntryInFull(entry=entry, data=data, request_body=body)
@@ -526,15 +539,15 @@ class Job:
     def unrecorded_step(self) -> Optional[StepJournal]:
         """What the step journal holds that the history does not record yet
         (a command was stopped; the next one that changes the job repairs it), else None."""
-        return unrecorded_step(self.dir)
+        return self.stored.unrecorded_step()
 
     def unrecorded_call(self) -> Optional[StepJournal]:
         """A call the step journal holds that the history does not record yet, else None."""
-        return pending_call(self.dir)
+        return self.stored.pending_call()
 
     def stopped_by_budget(self, manifest: Optional[JobManifest] = None) -> bool:
         """Whether a spent budget stopped the job (``manifest``: as read, else read now)."""
-        return stopped_by_budget(self.dir, manifest or self.manifest())
+        return stopped_by_budget(self.stored, manifest or self.manifest())
 
     def hint(self, manifest: Optional[JobManifest] = None) -> str:
         """What a person can do next with the job (``manifest``: as read, else read now)."""
@@ -547,7 +560,7 @@ class Job:
 
     def format_note(self) -> Optional[str]:
         """A line saying the job is in an older format (read as it is), or None when it is current."""
-        found = file_format(self.dir)
+        found = self.stored.history_format()
         if found >= HISTORY_FORMAT:
             return None
         return (f"job '{self.id}' is in format {found}, read as it is; logist job upgrade {self.id} (or the next "
@@ -681,7 +694,7 @@ class Job:
     def last_check(self) -> Optional[CheckRun]:
         """The job's last run of its checks, as recorded (None: they never ran)."""
         last = self.manifest().last_check
-        return read_entry(self.dir, last.sequence).checks if last is not None else None
+        return self.stored.entry(last.sequence).checks if last is not None else None
 
     def check_status(self, manifest: Optional[JobManifest] = None) -> Optional[CheckStatus]:
         """The last run of the job's checks as approval sees it: passed, and
@@ -691,7 +704,7 @@ class Job:
             head: Optional[str] = self.stored.repo.head()
         except LogistError:  # a workspace git cannot read: the run cannot be current
             head = None
-        return check_status(self.dir, manifest or self.manifest(), head)
+        return check_status(self.stored, manifest or self.manifest(), head)
 
     def approval_refusal(self) -> Optional[str]:
         """Why :meth:`approve` would refuse now because of the checks (None: it would not)."""

@@ -12,7 +12,7 @@ module writes::
 configuration keys (from :class:`logist.store.config.LogistConfig`, through
 the schema file :mod:`logist.schemas` writes of it, descriptions included),
 the job's files (the schema files in ``schemas/`` and the list of
-:mod:`logist.store.layout`; regenerate ``schemas/`` first), the workflow table (``logist workflow
+:mod:`logist.store.session`; regenerate ``schemas/`` first), the workflow table (``logist workflow
 --markdown``), the command line (the click commands), the exit codes
 (:data:`logist.cli.app.EXIT_CODES`) and the benchmark table
 (``bench/results.json``, which ``bench/run.py`` writes before it calls
@@ -48,7 +48,7 @@ from .cli.app import RUNS_STEPS, exit_codes_markdown
 from .cli.workflow import markdown as workflow_markdown
 from .schemas import schemas_dir
 from .store.atomic import atomic_write
-from .store.layout import JOB_FILES, README_NAME
+from .store.session import JOB_FILES, README_NAME
 
 #: The checkout this module belongs to (the pages are not in the wheel).
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -181,7 +181,7 @@ FILE_SCHEMAS = (
 
 
 def job_files() -> str:
-    """The job directory's files (store/layout.py) and each JSON file's fields (schemas/)."""
+    """The job directory's files (store/session.py) and each JSON file's fields (schemas/)."""
     lines = ["## The files of a job's folder", ""]
     # The job's README speaks of itself as "this file"; here it is one file among the others.
     rows = [(code(f.name), "always" if f.always else "at times",

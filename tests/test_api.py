@@ -159,18 +159,17 @@ def _older_format_job(jobs_path, job_id: str):
     as an earlier Logist left it: the first 3 entries of tests/data/v3-calc."""
     import json
 
-    from logist.store.history import HISTORY_FORMAT, file_format
+    from logist.store.history import HISTORY_FORMAT
     from logist.store.recovery import manifest_at
-    from logist.store.seek import read_entry
 
     data = REPO_ROOT / "tests" / "data" / "v3-calc"
     job = logist.open(jobs_path).create_from_fixture(data, job_id)
     history = json.loads((data / "jobHistory.json").read_text(encoding="utf-8"))
     history["interactions"] = history["interactions"][:3]
     (job.dir / "jobHistory.json").write_text(json.dumps(history), encoding="utf-8")
-    manifest = manifest_at(job.dir, read_entry(job.dir, 3))
+    manifest = manifest_at(job.stored, job.stored.entry(3))
     (job.dir / "job_manifest.json").write_text(json.dumps(manifest.dump()), encoding="utf-8")
-    assert file_format(job.dir) == 3 < HISTORY_FORMAT and manifest.status == "RUNNING"
+    assert job.stored.history_format() == 3 < HISTORY_FORMAT and manifest.status == "RUNNING"
     return job
 
 

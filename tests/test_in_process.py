@@ -15,11 +15,11 @@ import pytest
 
 import in_process
 from conftest import logist_cli, logist_process
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import post_answer
 from logist.replay.scripted import answer
 from logist.store import seek
-from logist.views.transcript import transcript_path
 
 LINUX = sys.platform.startswith("linux")
 
@@ -28,8 +28,8 @@ def test_a_run_here_prints_and_exits_as_a_child_process(jobs, tmp_path):
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting " * 4, acceptance=["prints Hello"])
     post_answer(job, answer("MESSAGE", message="Planning the greeting, at some length. " * 4))
     broken = create_job(jobs, "broken", "Say hi")
-    transcript_path(broken.dir).unlink()
-    transcript_path(broken.dir).mkdir()  # each poststep warns (the core's logging, on stderr)
+    JobFiles(broken.dir).transcript_path.unlink()
+    JobFiles(broken.dir).transcript_path.mkdir()  # each poststep warns (the core's logging, on stderr)
     cases = [
         ((), {}), (("--help",), {}), (("job", "create", "--help"), {}),  # click's help, at the program's width
         (("job", "status", "hello"), {}), (("job", "show", "hello"), {}), (("job", "transcript", "hello"), {}),

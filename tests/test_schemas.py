@@ -371,7 +371,6 @@ def test_every_file_of_a_job_validates_against_the_schema_it_names(jobs, llm, tm
     from logist.engine.step import post_answer, step_once
     from logist.replay.fixtures import record_fixture
     from logist.replay.scripted import answer
-    from logist.store.journal import begin_applying
 
     # The files people write, naming their schema in the ways an editor accepts.
     (jobs.path / "config.json").write_text(json.dumps({
@@ -399,7 +398,7 @@ def test_every_file_of_a_job_validates_against_the_schema_it_names(jobs, llm, tm
     user_action(job, "approve")
     record_fixture(job, tmp_path / "fixture")
     manifest = job.manifest()
-    begin_applying(job.dir, manifest.last_sequence + 1, manifest.workspace_commit, answer("MESSAGE", message="x"))
+    job.session.journal.begin_applying(manifest.last_sequence + 1, manifest.workspace_commit, answer("MESSAGE", message="x"))
 
     history = json.loads(job.history_path.read_text(encoding="utf-8"))["interactions"]
     assert {"user_action", "llm_call", "poststep"} <= {e["kind"] for e in history}

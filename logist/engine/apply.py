@@ -22,10 +22,9 @@ from ..errors import NotSteppableError
 from ..failpoints import failpoint
 from ..protocol.answer import Answer, InvalidAnswer, action_of, check_planner_answer, parse_answer
 from ..secrets.redact import known_secrets, redact
-from ..store import journal, seek
 from ..store.config import LogistConfig
 from ..store.entries import FAILED, CommandRecord, Request, Response, Usage
-from ..store.jobsdir import Job
+from ..store.session import JobFiles
 from ..store.manifest import PLANNER, SUPERVISOR, JobManifest, Status
 from ..store.roles import send_to_names
 from ..terminal import shown
@@ -93,9 +92,9 @@ class StepResult:
         return data
 
 
-def check_steppable(job: Job, manifest: JobManifest) -> None:
+def check_steppable(job: JobFiles, manifest: JobManifest) -> None:
     if manifest.status not in STEPPABLE:
-        hint = describe_job_hint(manifest, stopped_by_budget(job.dir, manifest))
+        hint = describe_job_hint(manifest, stopped_by_budget(job, manifest))
         raise NotSteppableError(
             f"job '{job.id}' is {manifest.status}; it cannot be stepped: {hint}",
             manifest.status,
@@ -172,7 +171,7 @@ def _redacted(answer: Answer) -> Answer:
     return texts(answer)
 
 
-def apply_outcome(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str,
+def apply_outcome(job: JobFiles, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str,
                   watch: Optional[CommandWatch] = None) -> StepResult:
     """Everything after the call; shared by live steps and posted answers.
 
@@ -201,20 +200,20 @@ def _failed_request(before: JobManifest, prepared: Optional[Prepared],
     return request, role, model
 
 
-def _failed_config(job: Job, prepared: Optional[Prepared]) -> LogistConfig:
+def _failed_config(job: JobFiles, prepared: Optional[Prepared]) -> LogistConfig:
     try:
         return prepared.config if prepared is not None else job.jobs_dir.config()
     except Exception:  # a config.json that cannot be read: the call is counted at the shipped prices
         return LogistConfig()
 
 
-def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], outcome: Outcome, kind: str,
+def record_failure(job: JobFiles, before: JobManifest, prepared: Optional[Prepared], outcome: Outcome, kind: str,
                    exc: Exception) -> StepResult:
     """Record an answer whose applying raised: the backstop.
 
     The call and its answer are kept in an entry of status ERROR, counted
     like any call; the workspace is put back where the step's journal says
-    it was, the journal is closed (by :func:`journal.record`) and the job
+    it was, the journal is closed (by :meth:`JobSession.record`) and the job
     waits for a person at INTERVENTION_REQUIRED with the reason. Without
     this, the journal would keep the answer and recovery would apply it
     again, and fail again, on every command (cancel included). ``prepared``
@@ -224,7 +223,7 @@ def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], 
     later: the manifest, the journal's removal; recovery finishes those).
     """
     sequence = before.last_sequence + 1
-    last = seek.last_entry(job.dir)
+    last = job.last_entry()
     if last is not None and last.sequence >= sequence:
         raise exc
     log.debug("job %s: the answer of step %d could not be applied", job.id, sequence, exc_info=exc)
@@ -232,7 +231,7 @@ def record_failure(job: Job, before: JobManifest, prepared: Optional[Prepared], 
     text = text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 3] + "..."
     reason = redact(f"the answer could not be applied ({type(exc).__name__}: {text}); "
                     "it is kept in this step's history entry")
-    opened = journal.pending_applying(job.dir, sequence)
+    opened = job.session.journal.pending_applying(sequence)
     if opened is not None and opened.head_before:
         job.repo.reset_to(opened.head_before)  # undo what was applied of it
     commit = opened.head_before if opened is not None and opened.head_before else job.repo.head()
@@ -264,7 +263,7 @@ class _Reading:
     rule: Optional[Rule] = None
 
 
-def _read_answer(job: Job, before: JobManifest, after: JobManifest, prepared: Prepared, outcome: Outcome,
+def _read_answer(job: JobFiles, before: JobManifest, after: JobManifest, prepared: Prepared, outcome: Outcome,
                  call: Call) -> _Reading:
     """The outcome's answer, checked; a failed call or a refused answer has its row applied here."""
     if outcome.error is not None:
@@ -287,7 +286,7 @@ def _read_answer(job: Job, before: JobManifest, after: JobManifest, prepared: Pr
                                                                           prepared.protocol))
 
 
-def _commit_hand_edits(job: Job, sequence: int, head_before: Optional[str]) -> tuple[Optional[str], Optional[UnreadableFiles]]:
+def _commit_hand_edits(job: JobFiles, sequence: int, head_before: Optional[str]) -> tuple[Optional[str], Optional[UnreadableFiles]]:
     """A person edited the workspace by hand since the last step: that is
     committed on its own, so it is neither mixed into the model's commit nor
     lost if this step has to be undone. The commit to start from, and the
@@ -310,7 +309,7 @@ class _Applied:
     unreadable: Optional[UnreadableFiles] = None
 
 
-def _apply_to_workspace(job: Job, before: JobManifest, after: JobManifest, prepared: Prepared, outcome: Outcome,
+def _apply_to_workspace(job: JobFiles, before: JobManifest, after: JobManifest, prepared: Prepared, outcome: Outcome,
                         reading: _Reading, call: Call, done: _Applied, watch: Optional[CommandWatch]) -> Rule:
     """The answer's file changes, what its action does (its ``run`` hook:
     a command), its row, and the step's commit; the row."""
@@ -370,7 +369,7 @@ def _command_facts(command: Optional[CommandRecord]) -> dict:
                 command_duration_ms=command.duration_ms)
 
 
-def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str,
+def _apply_answer(job: JobFiles, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str,
                   watch: Optional[CommandWatch] = None) -> StepResult:
     """:func:`apply_outcome` up to an exception: one path for every action,
     which asks the answer's action (:class:`logist.protocol.actions.Action`)
@@ -389,7 +388,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
     done = _Applied(commit=head_before)
     # From here on a crash is repaired from the journal, which also keeps the
     # answer: one that was paid for is never lost from the record.
-    journal.begin_applying(job.dir, call.sequence, head_before, outcome.raw, outcome.saved)
+    job.session.journal.begin_applying(call.sequence, head_before, outcome.raw, outcome.saved)
     failpoint("after_call")
     if applies:
         rule = _apply_to_workspace(job, before, after, prepared, outcome, reading, call, done, watch)
@@ -413,7 +412,7 @@ def _apply_answer(job: Job, before: JobManifest, prepared: Prepared, outcome: Ou
     )
 
 
-def record_step(job: Job, before: JobManifest, after: JobManifest, rule: Rule, *, kind: str, role: str, action: str,
+def record_step(job: JobFiles, before: JobManifest, after: JobManifest, rule: Rule, *, kind: str, role: str, action: str,
                 workspace_commit: Optional[str], outcome: Optional[Outcome] = None, cost: Optional[float] = None,
                 priced: bool = True, model: Optional[str] = None, request: Optional[Request] = None,
                 response: Optional[Response] = None, command_record: Optional[CommandRecord] = None,
@@ -437,13 +436,13 @@ def record_step(job: Job, before: JobManifest, after: JobManifest, rule: Rule, *
         facts.update(prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
                      called=outcome.called, model=model, cost_usd=cost, priced=priced,
                      tokens_estimated=outcome.estimated, duration_ms=duration_ms)
-    entry = journal.new_entry(job.dir, job.workspace, before, after, kind=kind, role=role,
-                              workspace_commit=workspace_commit, **fields)
-    journal.record(job.dir, entry, after)
+    entry = job.session.new_entry(before, after, kind=kind, role=role,
+                                  workspace_commit=workspace_commit, **fields)
+    job.session.record(entry, after)
     return StepResult(job.id, entry.sequence, role, action, after.status, turn=rule.turn, **facts)
 
 
-def apply_compaction(job: Job, before: JobManifest, prepared: Prepared, outcome: Outcome, replayed: bool) -> StepResult:
+def apply_compaction(job: JobFiles, before: JobManifest, prepared: Prepared, outcome: Outcome, replayed: bool) -> StepResult:
     """Record a summary call; on success the turn's summary covers the
     prepared call's target rounds, and the next call sends its prompt in
     full (the summary in place of those rounds)."""

@@ -11,12 +11,11 @@ they survive restarts and rewinds (the calls were paid for).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 from ..store.config import LogistConfig
 from ..store.manifest import JobManifest, Status
-from ..store.seek import read_entry
+from ..store.session import JobFiles
 from .outcome import Outcome
 
 
@@ -111,7 +110,7 @@ def raise_hint(job_id: str, manifest: JobManifest) -> Optional[str]:
 _PASSING_ACTIONS = ("set", "suspend", "resume")
 
 
-def stopped_by_budget(job_dir: Path, manifest: JobManifest) -> bool:
+def stopped_by_budget(job: JobFiles, manifest: JobManifest) -> bool:
     """Whether the job waits for a person because a budget stopped it.
 
     It does when it is INTERVENTION_REQUIRED and the entry that stopped it is
@@ -123,7 +122,7 @@ def stopped_by_budget(job_dir: Path, manifest: JobManifest) -> bool:
         return False
     sequence = manifest.last_sequence
     while sequence >= 1:
-        entry = read_entry(job_dir, sequence)
+        entry = job.entry(sequence)
         if entry.kind == "limit":
             return True
         if entry.kind == "rewind" and entry.rewound_to is not None and entry.rewound_to < sequence:

@@ -31,15 +31,13 @@ from ..model.base import Request
 from ..secrets import redact as secrets
 from ..failpoints import failpoint
 from ..errors import EndpointError, LLMCallError, LogistError
-from ..store import journal
+from ..store.journal import StepJournal
 from ..store.recovery import Finish
 from ..store.calls import SavedAnswer, body_digest, call_key_prefix, key_digest, recorded_key
 from ..store.config import LogistConfig, resolve_api_key, resolve_base_url, resolve_endpoint
 from ..store.entries import UNKNOWN, Response
-from ..store.jobsdir import Job
-from ..store.manifest import JobManifest, read_manifest
-from ..store.requests import HistoryReader, recorded_body
-from ..store.seek import read_entry
+from ..store.session import JobFiles
+from ..store.manifest import JobManifest
 from .context import answer_tokens, estimate_tokens, request_size
 
 from .apply import apply_compaction, apply_outcome, record_failure
@@ -68,19 +66,19 @@ class CallWatch(CommandWatch, Protocol):
     def finished(self) -> None: ...
 
 
-def entry_key(job: Job, manifest: JobManifest, sequence: int) -> str:
+def entry_key(job: JobFiles, manifest: JobManifest, sequence: int) -> str:
     """The key call entry ``sequence`` of the job was sent with."""
-    data = read_entry(job.dir, sequence).dump()
-    body = recorded_body(job.dir, data, HistoryReader(job.dir, job.store).messages(sequence))
+    data = job.entry(sequence).dump()
+    body = job.recorded_body(data, job.session.reader().messages(sequence))
     return recorded_key(job.id, manifest.created_at, data, body)
 
 
-def retried_key(job: Job, manifest: JobManifest) -> Optional[str]:
+def retried_key(job: JobFiles, manifest: JobManifest) -> Optional[str]:
     """The key of the call of unknown outcome the job's last entry records
     (past repairs), if it is one: the call made again is sent with it."""
     sequence = manifest.last_sequence
     while sequence >= 1:
-        entry = read_entry(job.dir, sequence)
+        entry = job.entry(sequence)
         if entry.kind != "repair":
             if entry.unknown_outcome and entry.request is not None:
                 return entry_key(job, manifest, sequence)
@@ -89,7 +87,7 @@ def retried_key(job: Job, manifest: JobManifest) -> Optional[str]:
     return None
 
 
-def call_settings(job: Job, manifest: JobManifest, config: LogistConfig, base_url: Optional[str],
+def call_settings(job: JobFiles, manifest: JobManifest, config: LogistConfig, base_url: Optional[str],
                   request_timeout: Optional[float] = None, endpoints: Optional[llm.Endpoints] = None) -> llm.LLMSettings:
     """How the job's calls reach the endpoint; :class:`~logist.errors.ConfigError`
     when none is configured and the caller was given no model. ``endpoints``:
@@ -106,7 +104,7 @@ def call_settings(job: Job, manifest: JobManifest, config: LogistConfig, base_ur
     )
 
 
-def make_call(job: Job, manifest: JobManifest, prepared: Prepared, settings: llm.LLMSettings,
+def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings: llm.LLMSettings,
               watch: Optional[CallWatch] = None) -> Outcome:
     """Send the prepared body to the model of ``settings``: as it is,
     less the stream fields when the model was found not to stream, and
@@ -141,8 +139,8 @@ def make_call(job: Job, manifest: JobManifest, prepared: Prepared, settings: llm
 
     prepared.metadata.idempotency_key = key_for(body)
     model.ready()  # the endpoint's client built (once per Endpoints) before the clock starts
-    calling = journal.begin_call(job.dir, sequence, manifest.workspace_commit, prepared.metadata.idempotency_key,
-                                 request_of(prepared))
+    calling = job.session.journal.begin_call(sequence, manifest.workspace_commit, prepared.metadata.idempotency_key,
+                                             request_of(prepared))
     failpoint("after_calling")
     started = time.monotonic()
     error = None
@@ -155,7 +153,7 @@ def make_call(job: Job, manifest: JobManifest, prepared: Prepared, settings: llm
     except LLMCallError as exc:
         if exc.kind == "setup":
             # Nothing was asked of a model: the job stays exactly as it was.
-            journal.call_not_made(job.dir)
+            job.session.journal.call_not_made()
             raise EndpointError(f"{secrets.redact(str(exc))} (endpoint {secrets.url_shown(settings.base_url)}); nothing was recorded "
                                 f"and job '{job.id}' is as it was") from None
         kind = exc.kind
@@ -197,29 +195,29 @@ def make_call(job: Job, manifest: JobManifest, prepared: Prepared, settings: llm
     return _saved(job, prepared, calling, outcome)
 
 
-def _saved(job: Job, prepared: Prepared, calling: journal.StepJournal, outcome: Outcome) -> Outcome:
+def _saved(job: JobFiles, prepared: Prepared, calling: StepJournal, outcome: Outcome) -> Outcome:
     """Write the call's outcome into its journal (fsynced) before anything is made of it."""
     answer = SavedAnswer(raw=outcome.raw, error=outcome.error, prompt_tokens=outcome.prompt_tokens,
                          completion_tokens=outcome.completion_tokens, estimated=outcome.estimated,
                          duration_ms=round(outcome.duration * 1000), note=outcome.note)
-    outcome.saved = journal.call_answered(job.dir, calling, request_of(prepared), answer)
+    outcome.saved = job.session.journal.call_answered(calling, request_of(prepared), answer)
     return outcome
 
 
-def finish_interrupted(job: Job) -> Finish:
+def finish_interrupted(job: JobFiles) -> Finish:
     """Recovery's ``finish`` for ``job`` (see :func:`logist.store.recovery.open_job`)."""
 
-    def finish(manifest: JobManifest, saved: journal.StepJournal) -> JobManifest:
+    def finish(manifest: JobManifest, saved: StepJournal) -> JobManifest:
         if saved.answer is None:
             _record_unknown(job, manifest, saved)
         else:
             _apply_saved(job, manifest, saved)
-        return read_manifest(job.dir)
+        return job.read_manifest()
 
     return finish
 
 
-def _apply_saved(job: Job, manifest: JobManifest, saved: journal.StepJournal) -> None:
+def _apply_saved(job: JobFiles, manifest: JobManifest, saved: StepJournal) -> None:
     """Apply the saved answer; anything that raises is recorded with it
     (:func:`~logist.engine.apply.record_failure`), so the journal is closed
     and no later command applies it again."""
@@ -249,16 +247,15 @@ def _apply_saved(job: Job, manifest: JobManifest, saved: journal.StepJournal) ->
         record_failure(job, manifest, prepared, outcome, kind, exc)
 
 
-def _record_unknown(job: Job, manifest: JobManifest, saved: journal.StepJournal) -> None:
+def _record_unknown(job: JobFiles, manifest: JobManifest, saved: StepJournal) -> None:
     after = manifest.model_copy(deep=True)
     after.totals.llm_calls += 1
     after.totals.unknown_calls += 1
     metadata = saved.request.metadata
-    entry = journal.new_entry(
-        job.dir, job.workspace, manifest, after,
+    entry = job.session.new_entry(manifest, after,
         kind="compaction" if metadata.phase == "compaction" else "llm_call",
         role=metadata.role or manifest.turn.role, request=saved.request,
         response=Response(status=UNKNOWN, error="the call's outcome is unknown: the process ended while it was in flight"),
         workspace_commit=manifest.workspace_commit, note=UNKNOWN_NOTE,
     )
-    journal.record(job.dir, entry, after)
+    job.session.record(entry, after)

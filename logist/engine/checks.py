@@ -36,9 +36,8 @@ import logging
 from typing import Optional
 
 from ..errors import LogistError
-from ..store import journal
 from ..store.entries import CheckResult, CheckRun
-from ..store.jobsdir import Job
+from ..store.session import JobFiles as Job
 from ..store.manifest import CheckSummary, JobManifest, Status, Turn
 from ..store.prompts import Prompts
 from ..workspace import sandbox as processes
@@ -76,7 +75,7 @@ def run_checks(job: Job, manifest: JobManifest, watch: Optional[CommandWatch] = 
             ran = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit,
                               sandbox=settings.command_sandbox, env_names=settings.command_env,
                               read_only=_logists_folders(job),
-                              recorded=lambda pgid, start: journal.command_started(job.dir, pgid, start))
+                              recorded=lambda pgid, start: job.session.journal.command_started(pgid, start))
         except processes.SandboxUnavailable as exc:  # not run unconfined: a check that cannot run fails
             results.append(CheckResult(command=command, output=str(exc)))
             continue
@@ -142,9 +141,9 @@ def record_run(job: Job, before: JobManifest, run: CheckRun, duration_ms: int, r
     note = checks_line(run.results) + ("" if event == CHECK else f": {event}")
     if replayed:
         note += "; the outcome was applied from a recorded history, no check was run"
-    entry = journal.new_entry(job.dir, job.workspace, before, after, kind="check", role=before.turn.role,
-                              checks=run, workspace_commit=after.workspace_commit, duration_ms=duration_ms, note=note)
-    journal.record(job.dir, entry, after)
+    entry = job.session.new_entry(before, after, kind="check", role=before.turn.role, checks=run,
+                                  workspace_commit=after.workspace_commit, duration_ms=duration_ms, note=note)
+    job.session.record(entry, after)
     return StepResult(job_id=job.id, sequence=sequence, role="Logist",
                       action="CHECKS_PASSED" if run.passed else "CHECKS_FAILED", status=after.status, summary=note,
                       commit=after.workspace_commit, duration_ms=duration_ms, turn=effect,
@@ -166,7 +165,7 @@ def check_now(job: Job, manifest: JobManifest, *, requested: bool = False,
     head = repo.head()
     if repo.is_dirty():
         head = repo.commit_all(f"logist: {job.id} changes made by hand before entry {sequence}") or head
-    journal.begin_applying(job.dir, sequence, head, None)
+    job.session.journal.begin_applying(sequence, head, None)
     results = run_checks(job, manifest, watch)
     try:
         repo.reset_to(head)  # a check verifies; what it wrote is not the work
@@ -206,11 +205,12 @@ def check_job(job: Job, lock_timeout: float = 0, watch: Optional[CommandWatch] =
     """``job check``: run the job's checks now, under its lock. Due ones
     (after a COMPLETED) decide as :func:`check_now` says; otherwise the run
     is recorded and the job's state stays."""
-    with open_locked(job, lock_timeout) as manifest:
+    with open_locked(job, lock_timeout) as session:
+        manifest = session.manifest
         return check_now(job, manifest, requested=not manifest.checks_due, watch=watch)
 
 
 def replay_check(job: Job, recorded: CheckRun, lock_timeout: float = 0) -> StepResult:
     """A recorded run's outcome applied to ``job`` under its lock (:func:`apply_recorded`)."""
-    with open_locked(job, lock_timeout) as manifest:
-        return apply_recorded(job, manifest, recorded)
+    with open_locked(job, lock_timeout) as session:
+        return apply_recorded(job, session.manifest, recorded)

@@ -44,9 +44,8 @@ from typing import Callable, Optional, Protocol, Sequence
 from ..workspace import sandbox as processes
 from ..secrets import process as secrecy
 from ..secrets.redact import redact, redact_shown
-from ..store import journal
 from ..store.entries import CommandRecord
-from ..store.jobsdir import Job
+from ..store.session import JobFiles
 from ..store.manifest import JobManifest
 from ..store.prompts import Prompts, builtin
 
@@ -341,7 +340,7 @@ def _changed(raw: str, cleaned: str) -> Optional[str]:
     return None if raw.replace("\r\n", "\n").strip("\n") == cleaned else raw
 
 
-def execute(job: Job, manifest: JobManifest, command: str, protocol: str = "json",
+def execute(job: JobFiles, manifest: JobManifest, command: str, protocol: str = "json",
             watch: Optional[CommandWatch] = None) -> CommandRecord:
     """Run a command in the job's workspace with the job's limits; its
     report is worded for ``protocol``, the one the role answers in;
@@ -353,7 +352,7 @@ def execute(job: Job, manifest: JobManifest, command: str, protocol: str = "json
         result = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit,
                              sandbox=settings.command_sandbox, env_names=settings.command_env,
                              read_only=_logists_folders(job),
-                             recorded=lambda pgid, start: journal.command_started(job.dir, pgid, start))
+                             recorded=lambda pgid, start: job.session.journal.command_started(pgid, start))
     finally:
         if watch is not None:
             watch.finished()
@@ -375,7 +374,7 @@ def execute(job: Job, manifest: JobManifest, command: str, protocol: str = "json
     )
 
 
-def _logists_folders(job: Job) -> list[Path]:
+def _logists_folders(job: JobFiles) -> list[Path]:
     """What a command may read but never write: the jobs directory (every
     job's files, the index, roles and prompts) and the job's own folder."""
     folders = [job.jobs_dir.path]
@@ -384,7 +383,7 @@ def _logists_folders(job: Job) -> list[Path]:
     return folders
 
 
-def run_or_hold(job: Job, manifest: JobManifest, command: str, interrupted: bool = False,
+def run_or_hold(job: JobFiles, manifest: JobManifest, command: str, interrupted: bool = False,
                 protocol: str = "json", watch: Optional[CommandWatch] = None) -> CommandRecord:
     """Apply the job's command policy: run now, hold for a person, or refuse.
 

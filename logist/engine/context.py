@@ -23,11 +23,9 @@ from typing import Optional
 from ..model import client as llm
 from ..errors import LogistError
 from ..store.config import LogistConfig, shipped_context_window
-from ..store.jobsdir import Job
+from ..store.session import JobFiles
 from ..store.manifest import JobManifest
 from ..store.roles import RoleManifest
-from ..store.requests import HistoryReader, recorded_body
-from ..store.seek import read_entry
 from .prepare import Prepared, prepare
 
 
@@ -87,18 +85,18 @@ def estimate(body: dict) -> int:
     return estimate_tokens(message_text(body)) + PER_MESSAGE * len(body.get("messages") or [])
 
 
-def calibration(job: Job, manifest: JobManifest) -> float:
+def calibration(job: JobFiles, manifest: JobManifest) -> float:
     """Reported prompt tokens over the estimate, for the job's last call
     whose usage the endpoint reported (1.0 when there is none)."""
     sequence = manifest.last_sequence
     reader = None
     for number in range(sequence, max(0, sequence - CALIBRATION_LOOKBACK), -1):
-        entry = read_entry(job.dir, number)
+        entry = job.entry(number)
         usage, request = entry.usage, entry.request
         if entry.kind != "llm_call" or usage is None or usage.estimated or not usage.prompt_tokens or request is None:
             continue
-        reader = reader or HistoryReader(job.dir, job.store)
-        body = recorded_body(job.dir, entry.dump(), reader.messages(number))
+        reader = reader or job.session.reader()
+        body = job.recorded_body(entry.dump(), reader.messages(number))
         guess = estimate(body)
         return usage.prompt_tokens / guess if guess else 1.0
     return 1.0
@@ -112,7 +110,7 @@ class Size:
     how: str
 
 
-def request_size(job: Job, manifest: JobManifest, body: dict, settings: Optional[llm.LLMSettings],
+def request_size(job: JobFiles, manifest: JobManifest, body: dict, settings: Optional[llm.LLMSettings],
                  room: Optional[int] = None) -> Size:
     """The tokens of request ``body``: the calibrated estimate, or the
     endpoint's tokenizer where the estimate comes near ``room`` (or always
@@ -146,7 +144,7 @@ def overflow(window: Window, size: Size, budget: int) -> Optional[str]:
             f"{window.tokens:,} ({window.source})")
 
 
-def sized_call(job: Job, manifest: JobManifest, model: Optional[str], settings: Optional[llm.LLMSettings],
+def sized_call(job: JobFiles, manifest: JobManifest, model: Optional[str], settings: Optional[llm.LLMSettings],
                compact: bool = True) -> Prepared:
     """The next call (:func:`logist.engine.prepare.prepare`) sized for the
     model's window: its default ``max_tokens`` bounded by it, and when the

@@ -19,15 +19,12 @@ from typing import Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from .. import views
-from ..store import history as hist
-from ..store import journal
 from ..errors import ConfigError, UsageError, format_validation_error
 from ..store.entries import UserInput
-from ..store.jobsdir import Job, JobsDir, check_job_id
-from ..store.atomic import atomic_write
-from ..store.layout import write_readme
-from ..store.upgrade import CONTEXT_NAME, WORKSPACE_CONTEXT
-from ..store.manifest import JobManifest, JobSettings, Source, Turn, write_manifest
+from ..store.jobsdir import JobsDir, check_job_id
+from ..store.session import JobFiles
+from ..store.upgrade import WORKSPACE_CONTEXT
+from ..store.manifest import JobManifest, JobSettings, Source, Turn
 from ..store.config import JobDefaults
 from ..store.roles import load_roles
 from ..store.skills import ActiveSkill, load_skill
@@ -115,7 +112,7 @@ JobSpec = create_model(
 SETTINGS = tuple(name for name in JobSpec.model_fields if name in JobDefaults.model_fields)
 
 
-def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] = None, **options: Any) -> Job:
+def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] = None, **options: Any) -> JobFiles:
     """Create a job and return it.
 
     ``spec`` is a :class:`JobSpec`, or the objective with the other fields as
@@ -159,10 +156,11 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
     settings = _settings(spec.model_copy(update={"max_steps": max_steps, "checks": checks}), jobs_dir.config().defaults)
 
     first_slot = PLANNER if spec.workflow == "planned" else WORKER
-    job_dir = jobs_dir.new_job_dir(job_id)
-    job_dir.mkdir(parents=True)
+    job = jobs_dir.new_job(job_id)
+    session = job.session
+    job.dir.mkdir(parents=True)
     try:
-        baseline, source, rel_files = _make_workspace(spec, job_dir / "workspace", job_id)
+        baseline, source, rel_files = _make_workspace(spec, job.workspace, job_id)
         drafted, started = creation()  # the workflow table's create row
         manifest = JobManifest(
             job_id=job_id,
@@ -182,25 +180,23 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
             no_review=spec.review is False,
             turn=Turn(slot=first_slot, role=slots[first_slot]),
         )
-        hist.create_history(job_dir, job_id)
+        session.create_history()
         before = manifest.model_copy(deep=True)
         before.status = drafted
-        entry = journal.new_entry(
-            job_dir, job_dir / "workspace", before, manifest, kind="user_action",
+        entry = session.new_entry(
+            before, manifest, kind="user_action",
             user_input=UserInput(action="create", text=objective.strip()), workspace_commit=baseline,
             role=slots[first_slot], definition=manifest.definition(),
         )
-        hist.append_entry(job_dir, entry)
-        write_manifest(job_dir, manifest)
-        write_readme(job_dir, job_id, manifest.objective)
-        project_context = job_dir / "workspace" / WORKSPACE_CONTEXT
+        session.record(entry, manifest)
+        session.write_readme(manifest.objective)
+        project_context = job.workspace / WORKSPACE_CONTEXT
         if project_context.is_file():  # read from here on: the model cannot change it (engine/prompt.py)
-            atomic_write(job_dir / CONTEXT_NAME, project_context.read_bytes())
+            session.write_context(project_context.read_bytes())
     except BaseException:
-        shutil.rmtree(job_dir, ignore_errors=True)
+        shutil.rmtree(job.dir, ignore_errors=True)
         raise
     jobs_dir.register(job_id, make_current=spec.make_current, rank=spec.rank)
-    job = Job(jobs_dir, job_id, job_dir)
     views.refresh(job)  # the transcript starts with the create entry
     return job
 

@@ -19,10 +19,9 @@ from typing import Any, Optional
 
 from pydantic import ValidationError
 
-from ..store import journal
 from ..errors import ConfigError, LogistError, TransitionError, UsageError, format_validation_error
 from ..store.entries import CommandRecord, UserInput
-from ..store.jobsdir import Job
+from ..store.session import JobFiles
 from ..store.manifest import JobManifest, JobSettings, Turn
 from ..store.manifest import PLANNER, WORKER
 from ..store.prompts import Prompts, builtin
@@ -106,7 +105,7 @@ def _apply(
     return after
 
 
-def _with_settings(job: Job, manifest: JobManifest, settings: dict[str, Any]) -> JobManifest:
+def _with_settings(job: JobFiles, manifest: JobManifest, settings: dict[str, Any]) -> JobManifest:
     """``manifest`` with ``settings`` changed (None leaves one as it is); a
     bad value is a :class:`ConfigError` naming it."""
     changed = {name: value for name, value in settings.items() if value is not None}
@@ -123,7 +122,7 @@ def _with_settings(job: Job, manifest: JobManifest, settings: dict[str, Any]) ->
     return updated
 
 
-def _check_waiting_for(job: Job, manifest: JobManifest, rule: Rule) -> None:
+def _check_waiting_for(job: JobFiles, manifest: JobManifest, rule: Rule) -> None:
     """INPUT_REQUIRED waits either for an answer or for a command decision."""
     if rule.waits_for == "question" and manifest.question is None:
         raise TransitionError(
@@ -134,7 +133,7 @@ def _check_waiting_for(job: Job, manifest: JobManifest, rule: Rule) -> None:
         raise TransitionError(f"job '{job.id}' holds no command; it is waiting for an answer (logist job answer TEXT)")
 
 
-def _apply_held_changes(job: Job, manifest: JobManifest) -> tuple[list[str], Optional[str]]:
+def _apply_held_changes(job: JobFiles, manifest: JobManifest) -> tuple[list[str], Optional[str]]:
     """Apply the file changes a role's policy held, and commit them."""
     sequence = manifest.last_sequence + 1
     try:
@@ -144,7 +143,7 @@ def _apply_held_changes(job: Job, manifest: JobManifest) -> tuple[list[str], Opt
         raise LogistError(
             f"job '{job.id}': the held file changes no longer apply ({exc}); skip them (logist job skip-command)"
         ) from None
-    journal.begin_applying(job.dir, sequence, manifest.workspace_commit, None)
+    job.session.journal.begin_applying(sequence, manifest.workspace_commit, None)
     changed = job.repo.apply_changes(changes)
     commit = job.repo.commit_all(
         shown(f"logist: {job.id} entry {sequence} file changes approved by a person: {', '.join(changed)}"[:200], one_line=True)
@@ -162,7 +161,7 @@ def _settings_change(before: JobManifest, after: JobManifest) -> str:
 
 
 def user_action(
-    job: Job, action: str, text: Optional[str] = None, *, skip: bool = False,
+    job: JobFiles, action: str, text: Optional[str] = None, *, skip: bool = False,
     settings: Optional[dict[str, Any]] = None, lock_timeout: float = 0, at: Optional[int] = None,
     watch: Optional[CommandWatch] = None, despite_checks: bool = False,
 ) -> JobManifest:
@@ -188,18 +187,19 @@ def user_action(
         raise UsageError("reject needs --feedback TEXT: say what is wrong so the Worker can fix it")
     if settings and action not in ("set", "resubmit"):
         raise LogistError(f"{action} does not change settings (job set and job resubmit do)")
-    with open_locked(job, lock_timeout, at) as manifest:
+    with open_locked(job, lock_timeout, at) as session:
+        manifest = session.manifest
         settled = _with_settings(job, manifest, settings or {})
         if action == "set":
             text = _settings_change(manifest, settled)
-        if action == "set" and stopped_by_budget(job.dir, manifest) and raise_hint(job.id, settled) is None:
+        if action == "set" and stopped_by_budget(job, manifest) and raise_hint(job.id, settled) is None:
             event = BUDGET_RAISED
         rule = find_rule(manifest.status, event, PERSON)
         if rule is None:
             allowed = ", ".join(sorted({str(s) for r in rules for s in r.states}))
             raise TransitionError(
                 f"cannot {action} job '{job.id}': it is {manifest.status} "
-                f"({action} needs {allowed}); {describe_job_hint(manifest, stopped_by_budget(job.dir, manifest))}"
+                f"({action} needs {allowed}); {describe_job_hint(manifest, stopped_by_budget(job, manifest))}"
             )
         _check_waiting_for(job, manifest, rule)
         overridden = approval_refusal(job, manifest) if event == "approve" else None
@@ -213,7 +213,7 @@ def user_action(
             changed, commit = _apply_held_changes(job, manifest)
         elif action == "approve-command":
             sequence = manifest.last_sequence + 1
-            journal.begin_applying(job.dir, sequence, manifest.workspace_commit, None)
+            job.session.journal.begin_applying(sequence, manifest.workspace_commit, None)
             role = load_roles(job.jobs_dir.path)[manifest.turn.role]
             command = execute(job, manifest, manifest.pending_command or "", answer_protocol(role, manifest), watch)
             commit = job.repo.commit_all(
@@ -224,10 +224,7 @@ def user_action(
         after.workspace_commit = commit
         if command is not None:
             after.totals.wall_ms += command.duration_ms
-        entry = journal.new_entry(
-            job.dir,
-            job.workspace,
-            manifest,
+        entry = job.session.new_entry(manifest,
             after,
             kind="user_action",
             role=manifest.turn.role,
@@ -237,5 +234,5 @@ def user_action(
             command=command,
             definition=after.definition() if after.settings != manifest.settings else None,
         )
-        journal.record(job.dir, entry, after)
+        job.session.record(entry, after)
         return after

@@ -56,13 +56,14 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
     ``lease_wait``: how long to wait for a lease another runner holds (a
     job handed out again after its runner died) before skipping the job;
     ``supersedes``: that dead runner's task, whose lease is taken over at once
-    (:func:`logist.store.lease.acquire`)."""
+    (:func:`logist.store.lease.acquire`, through :meth:`logist.store.session.JobSession.hold_lease`)."""
     job = None
     try:
         job = JobsDir(jobs_path).job(job_id)
-        with leases.holding(job.dir, engine=engine, task=task, wait=lease_wait, supersedes=supersedes) as lease:
-            job.store.lease = lease  # checked each time the job is opened: a stalled runner stops there
-            with open_locked(job, kwargs.get("lock_timeout", 0)) as manifest:
+        with job.session.hold_lease(engine=engine, task=task, wait=lease_wait, supersedes=supersedes) as lease:
+            job.session.lease = lease  # checked each time the job is opened: a stalled runner stops there
+            with open_locked(job, kwargs.get("lock_timeout", 0)) as session:
+                manifest = session.manifest
                 status = manifest.status  # open_locked repaired what it could
             if status not in STEPPABLE:
                 return QueueOutcome(job_id, status, note=lease.took_over or None)
@@ -79,7 +80,7 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
                 if result.status not in STEPPABLE or (stop is not None and stop.is_set()):
                     return QueueOutcome(job_id, result.status, steps, note=lease.took_over or None)
                 if lease.lost.is_set():
-                    holder = leases.read_lease(job.dir) or {}
+                    holder = job.read_lease() or {}
                     return QueueOutcome(job_id, result.status, steps, error=(
                         f"stopped after {steps} steps: its lease expired while this runner was stalled and "
                         f"{leases.describe(holder)} took it over"))

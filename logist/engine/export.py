@@ -11,18 +11,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from ..store import history as hist
 from ..errors import LogistError, UsageError
-from ..store.jobsdir import Job
+from ..store.session import JobFiles
 from ..store.atomic import atomic_write
 
 
-def job_diff(job: Job, sequence: Optional[int] = None, stat: bool = False) -> str:
+def job_diff(job: JobFiles, sequence: Optional[int] = None, stat: bool = False) -> str:
     """The change of history entry ``sequence``, or of the whole job since its baseline."""
     manifest = job.manifest()
     if sequence is None:
         return job.repo.diff(manifest.baseline_commit, manifest.workspace_commit, stat=stat)
-    entries = hist.load_history(job.dir).interactions
+    entries = job.load_history().interactions
     previous = None
     for entry in entries:
         if entry.sequence == sequence:
@@ -33,7 +32,7 @@ def job_diff(job: Job, sequence: Optional[int] = None, stat: bool = False) -> st
     raise UsageError(f"job '{job.id}' has no history entry {sequence} (it has 1 to {entries[-1].sequence})")
 
 
-def export_branch(job: Job, branch: str, force: bool = False) -> tuple[str, bool]:
+def export_branch(job: JobFiles, branch: str, force: bool = False) -> tuple[str, bool]:
     """Create ``branch`` in the job's source repository at the job's commit.
 
     Returns the commit and whether an existing branch was replaced (--force).
@@ -50,7 +49,7 @@ def export_branch(job: Job, branch: str, force: bool = False) -> tuple[str, bool
     return manifest.workspace_commit, replaced
 
 
-def export_patch(job: Job, path: Path) -> int:
+def export_patch(job: JobFiles, path: Path) -> int:
     """Write the job's commits since its baseline as a patch series; returns
     the number of commits."""
     manifest = job.manifest()

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 from ..errors import NotSteppableError
 from ..model.client import Endpoints
 from ..store.manifest import Status
-from ..store.jobsdir import Job
+from ..store.session import JobFiles
 from .apply import StepResult
 from .step import step_once
 from .workflow import GOES_ON, STEPPABLE
@@ -25,7 +25,7 @@ def _shared(kwargs: dict) -> dict:
     return kwargs if kwargs.get("endpoints") is not None else {**kwargs, "endpoints": Endpoints()}
 
 
-def _step_while(job: Job, go_on: Callable[[StepResult], bool], on_step, kwargs) -> list[StepResult]:
+def _step_while(job: JobFiles, go_on: Callable[[StepResult], bool], on_step, kwargs) -> list[StepResult]:
     kwargs = _shared(kwargs)
     results = []
     while True:
@@ -37,12 +37,12 @@ def _step_while(job: Job, go_on: Callable[[StepResult], bool], on_step, kwargs) 
             return results
 
 
-def step_turn(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[StepResult]:
+def step_turn(job: JobFiles, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[StepResult]:
     """One role turn: calls until an exit command or until a person is needed."""
     return _step_while(job, lambda r: r.status in STEPPABLE and r.turn in GOES_ON, on_step, kwargs)
 
 
-def run_job(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[StepResult]:
+def run_job(job: JobFiles, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> list[StepResult]:
     """Turns until the job needs a person or is done."""
     return _step_while(job, lambda r: r.status in STEPPABLE and not r.interrupted, on_step, kwargs)
 
@@ -56,7 +56,7 @@ class JobRun:
     results: list[StepResult]
 
 
-def run_to_rest(job: Job, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> JobRun:
+def run_to_rest(job: JobFiles, *, on_step: Optional[Callable[[StepResult], None]] = None, **kwargs) -> JobRun:
     """Like :func:`run_job`, for a task that may be run again (a batch
     task retried after its worker died): a job that has already finished or
     waits for a person, because an earlier attempt (or another runner) got

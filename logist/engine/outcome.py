@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-from ..store import journal
+from ..store.journal import StepJournal
 from ..store.entries import Message, Request
 from .prepare import Prepared
 
@@ -30,7 +30,7 @@ class Outcome:
     #: budget counts the whole step, what the user waits for, not the call alone.
     started: Optional[float] = None
     #: A call's journal once its answer arrived (None: no call here).
-    saved: Optional[journal.StepJournal] = None
+    saved: Optional[StepJournal] = None
     #: A failed call's kind (:data:`logist.errors.FAULTS`): ``transient`` keeps the turn to go on with.
     fault: Optional[str] = None
     #: Why the model stopped, as the endpoint said (``length``: the answer was cut at max_tokens).

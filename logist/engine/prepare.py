@@ -23,10 +23,10 @@ from ..secrets.redact import redact_data
 from ..resources import data_dir
 from ..store.config import LogistConfig
 from ..store.entries import RequestMetadata
-from ..store.jobsdir import Job
+from ..store.session import JobFiles
 from ..store.manifest import PLANNER, JobManifest
 from ..store.prompts import Prompts
-from ..store.requests import HistoryReader, request_body
+from ..store.requests import request_body
 from ..store.roles import RoleManifest, load_roles
 from . import compaction
 from .prompt import Prompt, build_prompt
@@ -158,7 +158,7 @@ def answer_formats(role: RoleManifest, config: LogistConfig, manifest: JobManife
     return response_formats(setting, schema)
 
 
-def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = None, *, compact: bool = True,
+def prepare(job: JobFiles, manifest: JobManifest, model_override: Optional[str] = None, *, compact: bool = True,
             window_of: Optional[Callable[[RoleManifest, str, LogistConfig], Optional[int]]] = None,
             force_compaction: bool = False) -> Prepared:
     """The next call of ``job``: a summary call when the role's conversation
@@ -181,7 +181,7 @@ def prepare(job: Job, manifest: JobManifest, model_override: Optional[str] = Non
     window = window_of(role, model, config) if window_of is not None else None
     target = (compaction.forced(manifest.turn, role) if force_compaction else compaction.due(manifest.turn, role)) \
         if compact else None
-    history = HistoryReader(job.dir, job.store)
+    history = job.session.reader()
     prompts = Prompts(jobs_dir, roles)
     if target is not None:
         messages = redact_data(compaction.request(manifest.turn, role, target, history.conversation(manifest.turn), prompts))

@@ -47,7 +47,6 @@ from ..store.roles import RoleManifest
 from . import compaction
 from .workflow import answer_protocol
 from ..store.manifest import PLANNER, SUPERVISOR
-from ..store.upgrade import CONTEXT_NAME, context_at_start
 
 FILE_LIMIT = 20_000
 TOTAL_FILES_LIMIT = 100_000
@@ -73,25 +72,6 @@ class Prompt:
         if self.continues is None:
             return {"prompt": self.messages}
         return {"continues": self.continues, "added": self.added}
-
-
-def context_text(job_dir: Path, jobs_dir: Path, baseline: Optional[str] = None) -> Optional[str]:
-    """``<job>/context.md``, else ``<jobs-dir>/context.md``: files outside the
-    workspace, so neither a file change nor a command's write to the
-    workspace changes a later system prompt. A project's
-    ``.logist/context.md`` is copied to ``<job>/context.md`` when the job is
-    created; a job made before that reads it from its baseline commit
-    (:func:`logist.store.upgrade.context_at_start`) until its files are upgraded."""
-    job_copy = job_dir / CONTEXT_NAME
-    if job_copy.is_file():
-        return job_copy.read_text(encoding="utf-8", errors="replace").strip()
-    at_start = context_at_start(job_dir, baseline)
-    if at_start is not None:
-        return at_start.strip()
-    shared = jobs_dir / CONTEXT_NAME
-    if shared.is_file():
-        return shared.read_text(encoding="utf-8", errors="replace").strip()
-    return None
 
 
 def system_prompt(
@@ -333,5 +313,5 @@ def build_prompt(
         said = memory(history, prompts, [s for s in manifest.person_inputs if s > (turn.first_call or 0)])
         this_turn = compaction.summary_section(history.opening(turn) or "", turn, prompts, said)
         kept = compaction.kept_rounds(conversation, turn)
-    system = system_prompt(role, context_text(workspace.parent, jobs_dir, manifest.baseline_commit), skill, addressable, prompts, this_turn, protocol)
+    system = system_prompt(role, history.files.context_text(jobs_dir, manifest.baseline_commit), skill, addressable, prompts, this_turn, protocol)
     return Prompt([{"role": "system", "content": system}, *kept, pending], files_context)

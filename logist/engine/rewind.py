@@ -14,30 +14,27 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..store import history as hist
-from ..store import seek
-from ..store import journal
 from ..errors import LogistError, TransitionError, UsageError
 from ..store.entries import ANSWER_KINDS, HistoryEntry
-from ..store.jobsdir import Job
+from ..store.session import JobFiles
 from ..store.manifest import JobManifest, Status
 from .session import open_locked
 
 
-def _target_entry(job: Job, to: Optional[int], baseline: bool, last: int) -> HistoryEntry:
+def _target_entry(job: JobFiles, to: Optional[int], baseline: bool, last: int) -> HistoryEntry:
     if baseline:
-        return next(hist.iter_entries(job.dir))
+        return next(job.entries())
     if to is not None:
         if not 1 <= to <= last:
             raise UsageError(f"job '{job.id}' has no history entry {to} (it has 1 to {last})")
-        entry = seek.read_entry(job.dir, to)
+        entry = job.entry(to)
         if entry.kind == "rewind":
             raise UsageError(f"entry {to} is itself a rewind; name the step you want to return to")
         return entry
     # The live steps: the answers whose effect the current state still
     # includes. A rewind cuts back to the entry it restored.
     chain: list[HistoryEntry] = []
-    for entry in hist.iter_entries(job.dir):
+    for entry in job.entries():
         if entry.kind == "rewind" and entry.rewound_to is not None:
             chain = [e for e in chain if e.sequence <= entry.rewound_to]
         elif entry.kind in ANSWER_KINDS and not entry.unknown_outcome:
@@ -51,12 +48,13 @@ def _target_entry(job: Job, to: Optional[int], baseline: bool, last: int) -> His
     return live[-2]
 
 
-def rewind(job: Job, *, to: Optional[int] = None, baseline: bool = False, lock_timeout: float = 0,
+def rewind(job: JobFiles, *, to: Optional[int] = None, baseline: bool = False, lock_timeout: float = 0,
            at: Optional[int] = None) -> JobManifest:
     """Return the job to the end of history entry ``to`` (default: the step
     before the last one; ``baseline``: right after create). ``at``: as for
     :func:`logist.engine.session.open_locked`."""
-    with open_locked(job, lock_timeout, at) as manifest:
+    with open_locked(job, lock_timeout, at) as session:
+        manifest = session.manifest
         if manifest.status == Status.CANCELED:
             raise TransitionError(
                 f"job '{job.id}' was canceled, and canceling is final: it cannot be "
@@ -70,13 +68,12 @@ def rewind(job: Job, *, to: Optional[int] = None, baseline: bool = False, lock_t
             head = job.repo.commit_all(f"logist: {job.id} changes made by hand before rewind {sequence}") or head
         job.repo.keep_ref(f"refs/logist/rewound/{sequence}", head)
         job.repo.check_resettable(target.workspace_commit or restored.workspace_commit)  # before the journal
-        journal.begin_applying(job.dir, sequence, head, None)
+        job.session.journal.begin_applying(sequence, head, None)
         job.repo.reset_to(target.workspace_commit or restored.workspace_commit)
         restored.totals = manifest.totals
         restored.workspace_commit = target.workspace_commit or restored.workspace_commit
         what = "the baseline" if baseline else f"the end of entry {target.sequence}"
-        entry = journal.new_entry(
-            job.dir, job.workspace, manifest, restored, kind="rewind", role=restored.turn.role,
+        entry = job.session.new_entry(manifest, restored, kind="rewind", role=restored.turn.role,
             note=(
                 f"rewound to {what} ({target.state_after}); the workspace was at {head}, "
                 f"kept as refs/logist/rewound/{sequence}"
@@ -84,5 +81,5 @@ def rewind(job: Job, *, to: Optional[int] = None, baseline: bool = False, lock_t
             workspace_commit=restored.workspace_commit,
             rewound_to=target.sequence,
         )
-        journal.record(job.dir, entry, restored)
+        job.session.record(entry, restored)
         return restored

@@ -2,11 +2,12 @@
 
 Every entry point that changes a job (a step, a person's action, a rewind,
 the queue's check of each job) does the same things around its own work:
-take the job's lock, let :func:`logist.store.recovery.open_job` repair
+take the job's lock, open its session (:meth:`logist.store.session.JobSession.open`:
+:mod:`logist.store.recovery` repairs
 whatever an interrupted command left (recording what it did; a call an
 interrupted step made is recorded as the call it was, by
 :func:`logist.engine.call.finish_interrupted`), hand the
-manifest to the caller, release the lock, and only then bring the views
+session (its manifest set) to the caller, release the lock, and only then bring the views
 (``transcript.md``) up to date. :func:`open_locked` is that sequence, so it
 is written once and the order cannot differ between commands.
 
@@ -24,17 +25,14 @@ from typing import Iterator, Optional
 from .. import views
 from ..store import lease as leases
 from ..errors import MovedOnError
-from ..store import recovery
-from ..store.history import HISTORY_FORMAT, file_format, recorded_workspace
-from ..store.upgrading import upgrade_job
-from ..store.jobsdir import Job
-from ..store.manifest import JobManifest
+from ..store.session import JobFiles, JobSession
 from .call import finish_interrupted
 
 
 @contextmanager
-def open_locked(job: Job, timeout: float = 0, at: Optional[int] = None) -> Iterator[JobManifest]:
-    """Hold ``job``'s lock with the job repaired; yields its manifest.
+def open_locked(job: JobFiles, timeout: float = 0, at: Optional[int] = None) -> Iterator[JobSession]:
+    """Hold ``job``'s lock with the job repaired; yields the
+    :class:`~logist.store.session.JobSession`, its :attr:`manifest` set.
 
     ``at``: the history entry the caller decided on (a page's form carries
     the one it was shown for); if the job has recorded another since,
@@ -46,38 +44,39 @@ def open_locked(job: Job, timeout: float = 0, at: Optional[int] = None) -> Itera
     (recovery alone may have recorded an entry). A job that is busy or
     cannot be opened is left alone: nothing was recorded.
     """
+    session = job.session
     opened = False
     try:
         with job.lock(timeout):
-            if job.store.lease is not None and not job.store.lease.held():
+            if session.lease is not None and not session.lease.held():
                 # Taken over while this runner stalled past its expiry: the new holder
                 # runs the job now, and this runner takes no step of it, not even a repair.
-                holder = leases.read_lease(job.dir) or {}
+                holder = job.read_lease() or {}
                 raise leases.LeaseLost(f"job '{job.id}': its lease was taken over by {leases.describe(holder)} "
                                        "while this runner was stalled; this runner stops")
-            manifest, _notes = recovery.open_job(job.dir, job.workspace, finish_interrupted(job))
-            opened = True
-            if at is not None and manifest.last_sequence != at:
-                raise MovedOnError(
-                    f"job '{job.id}' has moved on: it is at entry {manifest.last_sequence}, "
-                    f"not {at}, and {manifest.status} now"
-                )
-            job.store.manifest = manifest
             try:
-                yield manifest
+                session.open(finish_interrupted(job))
+                opened = True
+                manifest = session.manifest
+                if at is not None and manifest.last_sequence != at:
+                    raise MovedOnError(
+                        f"job '{job.id}' has moved on: it is at entry {manifest.last_sequence}, "
+                        f"not {at}, and {manifest.status} now"
+                    )
+                yield session
             finally:
-                job.store.manifest = None
+                session.close()
     finally:
         if opened:
             views.refresh(job)
 
 
-def upgrade(job: Job, timeout: float = 0) -> Optional[str]:
+def upgrade(job: JobFiles, timeout: float = 0) -> Optional[str]:
     """Rewrite a job written in an older format in the current one (the
     old files are kept beside it); what was done, or None when the job is
     current. ``job upgrade`` runs this; any command that changes a job does
     it too, through :func:`open_locked`."""
-    if file_format(job.dir) >= HISTORY_FORMAT and recorded_workspace(job.dir) is None:
+    if not job.needs_upgrade():
         return None
     with job.lock(timeout):
-        return upgrade_job(job.dir)
+        return job.session.upgrade()

@@ -17,7 +17,7 @@ from typing import Callable, Optional
 from ..protocol.forms import surrogates_shown
 from ..errors import LogistError
 from ..model.client import Endpoints
-from ..store.jobsdir import Job
+from ..store.session import JobFiles
 from ..store.manifest import JobManifest
 from .apply import StepResult, apply_compaction, apply_outcome, check_steppable, record_step
 from .budget import limit_reason
@@ -32,7 +32,7 @@ from .workflow import LIMIT
 
 log = logging.getLogger("logist")
 
-def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
+def _stop_for_limit(job: JobFiles, manifest: JobManifest, reason: str) -> StepResult:
     after = manifest.model_copy(deep=True)
     rule = apply_event(after, LIMIT, reason)
     return record_step(job, manifest, after, rule, kind="limit", role=manifest.turn.role, action="LIMIT",
@@ -40,7 +40,7 @@ def _stop_for_limit(job: Job, manifest: JobManifest, reason: str) -> StepResult:
 
 
 def _locked_step(
-    job: Job, lock_timeout: float, produce: Callable[..., Outcome], model: Optional[str], mode: str,
+    job: JobFiles, lock_timeout: float, produce: Callable[..., Outcome], model: Optional[str], mode: str,
     kind: str = "llm_call", base_url: Optional[str] = None, request_timeout: Optional[float] = None,
     endpoints: Optional[Endpoints] = None, watch: Optional[CallWatch] = None,
 ) -> StepResult:
@@ -48,7 +48,8 @@ def _locked_step(
     call when compaction is due, else the role's call); "answer" always
     applies the role's answer (poststep, replay); "summary" applies a
     recorded summary (replay). ``kind`` is the entry kind of an answer."""
-    with open_locked(job, lock_timeout) as manifest:
+    with open_locked(job, lock_timeout) as session:
+        manifest = session.manifest
         started = time.monotonic()
         check_steppable(job, manifest)
         if manifest.checks_due:  # a COMPLETED waits for the job's checks: they run first, and are no step
@@ -75,7 +76,7 @@ def _locked_step(
 
 
 def step_once(
-    job: Job, *, base_url: Optional[str] = None, model: Optional[str] = None, lock_timeout: float = 0,
+    job: JobFiles, *, base_url: Optional[str] = None, model: Optional[str] = None, lock_timeout: float = 0,
     request_timeout: Optional[float] = None, watch: Optional[CallWatch] = None,
     endpoints: Optional[Endpoints] = None,
 ) -> StepResult:
@@ -95,7 +96,7 @@ def step_once(
 
 
 def post_answer(
-    job: Job,
+    job: JobFiles,
     raw: Optional[str],
     *,
     error: Optional[str] = None,

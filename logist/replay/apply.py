@@ -25,7 +25,7 @@ from ..engine.decide import user_action
 from ..errors import ConfigError, CorruptFileError, LogistError
 from ..store.entries import CALL_KINDS, FAILED
 from ..store.history import HistoryEntry, JobHistory
-from ..store.jobsdir import Job
+from ..store.session import JobFiles
 from ..engine.apply import StepResult
 from ..engine.step import post_answer, step_once
 
@@ -56,7 +56,7 @@ def entry_by_sequence(history: JobHistory, sequence: int) -> HistoryEntry:
     raise ConfigError(f"the history has no entry with sequence {sequence}")
 
 
-def post_recorded(job: Job, entry: HistoryEntry, lock_timeout: float = 0) -> StepResult:
+def post_recorded(job: JobFiles, entry: HistoryEntry, lock_timeout: float = 0) -> StepResult:
     """Apply one recorded LLM answer (or recorded call failure); it is
     recorded as a ``replay`` entry, counted apart from real calls."""
     if entry.kind == "check" and entry.checks is not None:
@@ -83,7 +83,7 @@ class ReplayDivergedError(LogistError):
     """A live replay's step ended in another state than the recorded one."""
 
 
-def step_recorded(job: Job, entry: HistoryEntry, base_url: str, lock_timeout: float = 0) -> StepResult:
+def step_recorded(job: JobFiles, entry: HistoryEntry, base_url: str, lock_timeout: float = 0) -> StepResult:
     """Make a recorded call again, live, against ``base_url`` with the model
     it was made with; raise :class:`ReplayDivergedError` if the step ends in
     another state than the recorded one."""
@@ -100,7 +100,7 @@ def step_recorded(job: Job, entry: HistoryEntry, base_url: str, lock_timeout: fl
 
 
 def replay_history(
-    job: Job,
+    job: JobFiles,
     history: JobHistory,
     *,
     base_url: Optional[str] = None,

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 from ..errors import LogistError
 from ..store.jobsdir import JobsDir
+from ..store.session import JobFiles
 from .fixtures import create_from_fixture, load_fixture
 from .server import CALL_KINDS, ReplayLLMServer
 from ..engine.loop import run_job
@@ -67,27 +68,28 @@ def run_demo(
             f"the demo job '{job_id}' ended {last.status} instead of waiting for approval: "
             f"{last.error or 'see logist job status ' + job_id}"
         )
-    for line in summary_lines(demo_summary(jobs, job.id, job.dir, str(last.status))):
+    for line in summary_lines(demo_summary(jobs, job, str(last.status))):
         (summary or echo)(line)
     return last
 
 
-def demo_summary(jobs: JobsDir, job_id: str, job_dir: Path, status: str) -> dict:
+def demo_summary(jobs: JobsDir, job: JobFiles, status: str) -> dict:
     """Where the demo job is, what to open and what to try next (paths
     relative to the current directory when they are below it)."""
     here = Path.cwd()
-    shown = Path(os.path.relpath(job_dir, here)) if job_dir.is_relative_to(here) else job_dir
+    job_id = job.id
+    shown = JobFiles(os.path.relpath(job.dir, here)) if job.dir.is_relative_to(here) else job
     jd = "" if jobs.path == JobsDir().path else f" --jobs-dir {jobs.path}"
     return {
         "job_id": job_id,
         "status": status,
-        "directory": str(shown),
+        "directory": str(shown.dir),
         "open": {
-            str(shown / "job_manifest.json"): "its state",
-            str(shown / "jobHistory.json"): "every prompt and answer",
-            str(shown / "workspace") + "/": "the files, one git commit per step",
+            str(shown.manifest_path): "its state",
+            str(shown.history_path): "every prompt and answer",
+            str(shown.workspace) + "/": "the files, one git commit per step",
         },
-        "next": [f"logist{jd} job history {job_id}", f"git -C {shown / 'workspace'} log --stat",
+        "next": [f"logist{jd} job history {job_id}", f"git -C {shown.workspace} log --stat",
                  f"logist{jd} job approve {job_id}"],
     }
 

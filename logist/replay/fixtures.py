@@ -38,11 +38,11 @@ from ..store.atomic import atomic_write, atomic_write_json
 from ..store.config import JobDefaults
 from ..engine.create import SETTINGS, JobSpec, create_job
 from ..errors import ConfigError, LogistError, format_validation_error
-from ..store.history import HISTORY_NAME, JobHistory, iter_entries, load_history
+from ..store.history import JobHistory
 from ..store.recovery import manifest_at
-from ..store.response_formats import FOLDER as FORMATS
-from ..store.jobsdir import JOB_ID_RE, Job, JobsDir
-from ..store.manifest import MANIFEST_NAME, JobManifest, parse_manifest
+from ..store.jobsdir import JOB_ID_RE, JobsDir
+from ..store.session import JobFiles
+from ..store.manifest import JobManifest, parse_manifest
 from ..resources import data_dir
 from ..store.manifest import WORKFLOW_SLOTS
 from .apply import read_history_file
@@ -54,7 +54,6 @@ from .server import ReplayLLMServer
 
 JOB_SPEC = "job.json"
 FIXTURE_SCHEMA = "fixture-job.schema.json"
-WORKSPACE = "workspace"
 
 #: A step of a hand-written script: an answer, or a person's action
 #: ``(action, text)`` such as ``("answer", "yes")`` or ``("approve-command", None)``.
@@ -96,15 +95,21 @@ class Fixture:
         return self.path.name
 
     @property
+    def files(self) -> JobFiles:
+        """The fixture folder read as a job's folder (its manifest, history, workspace files, response formats)."""
+        return JobFiles(self.path)
+
+    @property
     def history_path(self) -> Path:
-        return self.path / HISTORY_NAME
+        return self.files.history_path
 
     def history(self) -> JobHistory:
         return read_history_file(self.history_path)
 
     def manifest(self) -> JobManifest:
         """The manifest the recorded job ended with."""
-        return parse_manifest(json.loads((self.path / MANIFEST_NAME).read_text(encoding="utf-8")), str(self.path / MANIFEST_NAME))
+        path = self.files.manifest_path
+        return parse_manifest(json.loads(path.read_text(encoding="utf-8")), str(path))
 
 
 def load_fixture(name_or_path: Union[str, Path]) -> Fixture:
@@ -130,7 +135,7 @@ def load_fixture(name_or_path: Union[str, Path]) -> Fixture:
 
 def create_from_fixture(
     jobs: JobsDir, fixture: Union[Fixture, str, Path], job_id: Optional[str] = None, *, make_current: bool = True
-) -> Job:
+) -> JobFiles:
     """Create the fixture's job (under ``job_id``, else its recorded id)."""
     if not isinstance(fixture, Fixture):
         fixture = load_fixture(fixture)
@@ -142,20 +147,20 @@ def create_from_fixture(
         unset["command_policy"] = "allow"
     if spec.skill and "max_steps" in unset:
         del unset["max_steps"]  # the skill's own
-    files = [str(fixture.path / WORKSPACE / name) for name in spec.files]
+    files = [str(fixture.files.workspace / name) for name in spec.files]
     return create_job(
         jobs, job_id or fixture.spec.get("job_id") or fixture.name, spec, **unset, files=files,
         make_current=make_current,
     )
 
 
-def job_spec(job: Job) -> JobSpec:
+def job_spec(job: JobFiles) -> JobSpec:
     """How ``job`` was created, from its history's first entry: the fields
     that differ from a plain job (settings: from the built-in defaults)."""
-    created = next(iter_entries(job.dir), None)
+    created = next(job.entries(), None)
     if created is None or created.user_input is None or created.user_input.action != "create":
         raise LogistError(f"job '{job.id}' has no creation entry at the start of its history")
-    start = manifest_at(job.dir, created, job.manifest())
+    start = manifest_at(job, created, job.manifest())
     if start.source.repo:
         raise LogistError(
             f"job '{job.id}' was created from a repository; only jobs created from files can be recorded as fixtures"
@@ -185,36 +190,37 @@ def job_spec(job: Job) -> JobSpec:
     return JobSpec.model_validate(fields)
 
 
-def fixture_json(job: Job) -> dict:
+def fixture_json(job: JobFiles) -> dict:
     """job.json for ``job``: its schema, its id, then the fields of its JobSpec
     that are not the defaults (so a fixture says only what is particular to it)."""
     return {"$schema": FIXTURE_SCHEMA, "job_id": job.id, **job_spec(job).model_dump(mode="json", exclude_defaults=True)}
 
 
-def record_fixture(job: Job, into: Union[str, Path]) -> Path:
+def record_fixture(job: JobFiles, into: Union[str, Path]) -> Path:
     """Write ``job`` as a fixture folder ``into`` (replacing what it held)."""
     into = Path(into)
     if into.is_dir() and any(into.iterdir()) and not (into / JOB_SPEC).is_file():
         raise LogistError(f"{into} is neither empty nor a fixture folder (it has no {JOB_SPEC}); choose another")
     spec = fixture_json(job)
-    start = manifest_at(job.dir, next(iter_entries(job.dir)), job.manifest())
+    start = manifest_at(job, next(job.entries()), job.manifest())
     with job.lock():
         history = job.history_path.read_bytes()
         manifest = job.manifest_path.read_bytes()
         # The files as the job started with them (its first commit), not as
         # they are now.
         files = {name: job.repo.file_at(start.workspace_commit, name) for name in spec.get("files", [])}
-        formats = {path.name: path.read_bytes() for path in sorted((job.dir / FORMATS).glob("*.json"))}
+        formats = {path.name: path.read_bytes() for path in sorted(job.response_formats_dir.glob("*.json"))}
+    target = JobFiles(into)
     into.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(into / WORKSPACE, ignore_errors=True)
-    shutil.rmtree(into / FORMATS, ignore_errors=True)
+    shutil.rmtree(target.workspace, ignore_errors=True)
+    shutil.rmtree(target.response_formats_dir, ignore_errors=True)
     for name, data in files.items():
-        atomic_write(into / WORKSPACE / name, data)
+        atomic_write(target.workspace / name, data)
     for name, data in formats.items():
-        atomic_write(into / FORMATS / name, data)
+        atomic_write(target.response_formats_dir / name, data)
     atomic_write_json(into / JOB_SPEC, spec)
-    atomic_write(into / MANIFEST_NAME, manifest)
-    atomic_write(into / HISTORY_NAME, history)
+    atomic_write(target.manifest_path, manifest)
+    atomic_write(target.history_path, history)
     return into
 
 

@@ -60,7 +60,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
-from ..store.history import HISTORY_NAME, HistoryEntry, JobHistory
+from ..store.history import HistoryEntry, JobHistory
+from ..store.session import JobFiles
 from ..model.client import JOB_HEADER, TOOL_NOTE
 from ..store.calls import HEADER as KEY_HEADER
 from .matching import agreement, canonical_request, digest, first_difference, recorded_body
@@ -135,7 +136,7 @@ def load_recording(source: Union[str, Path, JobHistory]) -> JobHistory:
         return source
 
     path = Path(source)
-    return read_history_file(path / HISTORY_NAME if path.is_dir() else path)
+    return read_history_file(JobFiles(path).history_path if path.is_dir() else path)
 
 
 @dataclass

@@ -12,7 +12,7 @@ in the history), then checks what recovery does not look for:
   no step journal or append journal is left;
 * the workspace is a git repository whose HEAD is the job's commit;
 * every other name in the job's folder is one Logist puts there
-  (:data:`logist.store.layout.JOB_FILES`).
+  (:data:`logist.store.session.JOB_FILES`).
 
 Each finding is ``repaired`` (done, nothing to do), a ``problem`` (a person
 must act: the finding says how) or a ``note`` (worth knowing, nothing
@@ -29,14 +29,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 from ..errors import CorruptFileError, InvalidManifestError, LogistError
-from . import history as hist
-from . import response_formats
 from .atomic import leftover_temps
-from .jobsdir import Job
-from .journal import journal_path
-from .layout import WRITTEN_UNDER_THE_LOCK, describe
-from .manifest import MANIFEST_NAME, JobManifest
-from .recovery import Finish, open_job
+from .manifest import JobManifest
+from .recovery import Finish
+from .session import HISTORY_NAME, MANIFEST_NAME, RESPONSE_FORMATS_NAME, WORKSPACE_NAME, WRITTEN_UNDER_THE_LOCK, JobFiles, describe
 
 REPAIRED, PROBLEM, NOTE = "repaired", "problem", "note"
 
@@ -72,7 +68,7 @@ class FsckReport:
         return {"job_id": self.job_id, "clean": self.clean, "findings": [asdict(f) for f in self.findings]}
 
 
-def fsck(job: Job, finish: Optional[Finish] = None, lock_timeout: float = 0,
+def fsck(job: JobFiles, finish: Optional[Finish] = None, lock_timeout: float = 0,
          rebuild_manifest: bool = False) -> FsckReport:
     """Check (and repair what can be repaired of) every file of ``job``;
     ``rebuild_manifest``: a manifest with an invalid field too, rebuilt from
@@ -82,15 +78,18 @@ def fsck(job: Job, finish: Optional[Finish] = None, lock_timeout: float = 0,
         for tmp in leftover_temps(job.dir, WRITTEN_UNDER_THE_LOCK):
             report.add(REPAIRED, tmp.name, "left by a write that was interrupted; removed")
         try:
-            manifest, notes = open_job(job.dir, job.workspace, finish, rebuild_manifest)
+            session = job.session
+            notes = session.open(finish, rebuild_manifest)
+            manifest = session.manifest
+            session.close()
         except InvalidManifestError as exc:
             report.add(PROBLEM, MANIFEST_NAME, str(exc))
             return report
         except LogistError as exc:
-            report.add(PROBLEM, hist.HISTORY_NAME, f"the job cannot be opened: {exc}")
+            report.add(PROBLEM, HISTORY_NAME, f"the job cannot be opened: {exc}")
             return report
         for note in notes:
-            report.add(REPAIRED, hist.HISTORY_NAME, f"{note} (recorded in history entry {manifest.last_sequence})")
+            report.add(REPAIRED, HISTORY_NAME, f"{note} (recorded in history entry {manifest.last_sequence})")
         if _check_numbers(job, report):
             _check_entries(job, manifest, report)
         _check_workspace(job, manifest, report)
@@ -98,69 +97,69 @@ def fsck(job: Job, finish: Optional[Finish] = None, lock_timeout: float = 0,
     return report
 
 
-def _check_numbers(job: Job, report: FsckReport) -> bool:
+def _check_numbers(job: JobFiles, report: FsckReport) -> bool:
     """Entries numbered 1, 2, 3... in the file's order; True when they are."""
     seen: dict[int, str] = {}  # each number's first entry, as a digest: a long history is not held in memory
     highest, position, good = 0, 0, True
-    for data in hist.iter_written(job.dir):
+    for data in job.written():
         position += 1
         number = data.get("sequence")
         if not isinstance(number, int) or isinstance(number, bool):
-            report.add(PROBLEM, hist.HISTORY_NAME, f"the entry at position {position} has no sequence number: "
+            report.add(PROBLEM, HISTORY_NAME, f"the entry at position {position} has no sequence number: "
                                                    "remove it or give it its number")
             good = False
             continue
         digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
         if number in seen:
             same = "the same as the first" if seen[number] == digest else "different from the first"
-            report.add(PROBLEM, hist.HISTORY_NAME,
+            report.add(PROBLEM, HISTORY_NAME,
                        f"entry {number} appears again at position {position} ({same}): an entry pasted in by hand; "
-                       f"remove the copy that does not belong from {hist.HISTORY_NAME}")
+                       f"remove the copy that does not belong from {HISTORY_NAME}")
             good = False
         elif number < highest:
-            report.add(PROBLEM, hist.HISTORY_NAME,
+            report.add(PROBLEM, HISTORY_NAME,
                        f"entry {number} comes after entry {highest} (at position {position}): put the entries back "
-                       f"in the order of their numbers in {hist.HISTORY_NAME}")
+                       f"in the order of their numbers in {HISTORY_NAME}")
             good = False
         seen.setdefault(number, digest)
         highest = max(highest, number)
     missing = sorted(set(range(1, highest + 1)) - set(seen))
     if missing:
         shown = ", ".join(str(n) for n in missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
-        report.add(PROBLEM, hist.HISTORY_NAME, f"no entry numbered {shown}: put the missing entries back from a copy "
-                                               f"of {hist.HISTORY_NAME}")
+        report.add(PROBLEM, HISTORY_NAME, f"no entry numbered {shown}: put the missing entries back from a copy "
+                                               f"of {HISTORY_NAME}")
         good = False
     return good
 
 
-def _check_entries(job: Job, manifest: JobManifest, report: FsckReport) -> None:
+def _check_entries(job: JobFiles, manifest: JobManifest, report: FsckReport) -> None:
     """Every entry reads; the manifest is at the last one; no journal is left."""
     last = 0
     try:
-        for entry in hist.iter_entries(job.dir):
+        for entry in job.entries():
             last = entry.sequence
             if entry.request is not None:
                 try:
-                    response_formats.sent(job.dir, entry.request.metadata.response_format)
+                    job.sent_response_format(entry.request.metadata.response_format)
                 except CorruptFileError as exc:
-                    report.add(PROBLEM, response_formats.FOLDER + "/", f"entry {last}: {exc}; restore the file "
+                    report.add(PROBLEM, RESPONSE_FORMATS_NAME + "/", f"entry {last}: {exc}; restore the file "
                                                                        "from a copy of the job")
     except LogistError as exc:
-        report.add(PROBLEM, hist.HISTORY_NAME, f"the entry after entry {last} cannot be read: {exc}; "
-                                               f"restore {hist.HISTORY_NAME} from a copy")
+        report.add(PROBLEM, HISTORY_NAME, f"the entry after entry {last} cannot be read: {exc}; "
+                                               f"restore {HISTORY_NAME} from a copy")
         return
     if manifest.last_sequence != last:
-        report.add(PROBLEM, "job_manifest.json", f"at entry {manifest.last_sequence}, the history at {last}: "
-                                                 "delete job_manifest.json and the next command rebuilds it")
-    for leftover in (journal_path(job.dir), hist.history_path(job.dir).with_name(hist.HISTORY_NAME + ".append")):
+        report.add(PROBLEM, MANIFEST_NAME, f"at entry {manifest.last_sequence}, the history at {last}: "
+                                            f"delete {MANIFEST_NAME} and the next command rebuilds it")
+    for leftover in (job.journal_path, job.history_append_path):
         if leftover.exists():
             report.add(PROBLEM, leftover.name, "left after recovery, which should have closed it: "
                                                "run any command on the job again, and report it if it stays")
 
 
-def _check_workspace(job: Job, manifest: JobManifest, report: FsckReport) -> None:
+def _check_workspace(job: JobFiles, manifest: JobManifest, report: FsckReport) -> None:
     if not (job.workspace / ".git").is_dir():
-        report.add(PROBLEM, "workspace/", "is not a git repository: restore it from a copy "
+        report.add(PROBLEM, WORKSPACE_NAME + "/", "is not a git repository: restore it from a copy "
                                           "(or create the job again); Logist cannot step it")
         return
     repo = job.repo
@@ -168,17 +167,17 @@ def _check_workspace(job: Job, manifest: JobManifest, report: FsckReport) -> Non
         head = repo.head()
         dirty = repo.is_dirty()
     except LogistError as exc:
-        report.add(PROBLEM, "workspace/", f"git cannot read it: {exc}")
+        report.add(PROBLEM, WORKSPACE_NAME + "/", f"git cannot read it: {exc}")
         return
     if manifest.workspace_commit and head != manifest.workspace_commit:
-        report.add(NOTE, "workspace/", f"HEAD is {head[:12]}, not the job's commit {manifest.workspace_commit[:12]}: "
+        report.add(NOTE, WORKSPACE_NAME + "/", f"HEAD is {head[:12]}, not the job's commit {manifest.workspace_commit[:12]}: "
                                        "commits made by hand; the next step builds on them")
     if dirty:
-        report.add(NOTE, "workspace/", "has changes made by hand; the next step that changes files commits them "
+        report.add(NOTE, WORKSPACE_NAME + "/", "has changes made by hand; the next step that changes files commits them "
                                        "on their own first")
 
 
-def _check_names(job: Job, report: FsckReport) -> None:
+def _check_names(job: JobFiles, report: FsckReport) -> None:
     for name in sorted(os.listdir(job.dir)):
         item = describe(name)
         if item is None:

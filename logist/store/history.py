@@ -59,20 +59,10 @@ from .manifest import utc_now
 from .response_formats import kept_in
 from .upgrade import HISTORY_FORMAT, HISTORY_SCHEMA, keep_beside, upgrade_history_data
 
-HISTORY_NAME = "jobHistory.json"
-JOURNAL_SUFFIX = ".append"
 TAIL = b"\n  ]\n}\n"
 ENTRY_INDENT = "    "
 #: The bytes that start every entry; the entry's sequence number follows.
 ENTRY_START = b"\n" + ENTRY_INDENT.encode() + b'{\n' + ENTRY_INDENT.encode() + b'  "sequence": '
-
-
-def history_path(job_dir: Path) -> Path:
-    return Path(job_dir) / HISTORY_NAME
-
-
-def _journal_path(path: Path) -> Path:
-    return path.with_name(path.name + JOURNAL_SUFFIX)
 
 
 def header(job_id: str) -> bytes:
@@ -115,14 +105,14 @@ def layout(entry: dict) -> bytes:
     return ("\n" + ENTRY_INDENT + text).encode("utf-8")
 
 
-def create_history(job_dir: Path, job_id: str) -> None:
-    atomic_write(history_path(job_dir), header(job_id) + TAIL)
+def create_history(files: "JobFiles", job_id: str) -> None:
+    atomic_write(files.history_path, header(job_id) + TAIL)
 
 
-def write_canonical(path: Path, job_id: str, entries: list[dict]) -> None:
+def write_canonical(files: "JobFiles", job_id: str, entries: list[dict]) -> None:
     """Write entries in memory (:meth:`HistoryEntry.dump`) as the whole file, in the current format."""
-    body = b",".join(layout(kept_in(path.parent, e)) for e in entries)
-    atomic_write(path, header(job_id) + body + TAIL)
+    body = b",".join(layout(kept_in(files, e)) for e in entries)
+    atomic_write(files.history_path, header(job_id) + body + TAIL)
 
 
 def _head(path: Path) -> bytes:
@@ -135,20 +125,20 @@ def _head(path: Path) -> bytes:
     return head if end < 0 else head[:end]
 
 
-def recorded_workspace(job_dir: Path) -> Optional[str]:
+def recorded_workspace(files: "JobFiles") -> Optional[str]:
     """The absolute workspace path the header of a history written before
     paths were relative names (None: none, as in every file written now)."""
     try:
-        head = _head(history_path(job_dir))
+        head = _head(files.history_path)
     except FileNotFoundError:
         return None
     found = re.search(rb'"workspace_path":\s*("(?:[^"\\]|\\.)*")', head)
     return json.loads(found.group(1)) if found else None
 
 
-def file_format(job_dir: Path) -> int:
+def file_format(files: "JobFiles") -> int:
     """The format version the file's header names (1: none named)."""
-    head = _head(history_path(job_dir))
+    head = _head(files.history_path)
     marker = head.find(b'"format":')
     if marker < 0:
         return 1
@@ -157,13 +147,12 @@ def file_format(job_dir: Path) -> int:
     return int(number or b"1")
 
 
-def repair(job_dir: Path) -> Optional[str]:
+def repair(files: "JobFiles") -> Optional[str]:
     """Finish or undo an interrupted append. Returns what was done, or None.
 
     Call with the job's lock held.
     """
-    path = history_path(job_dir)
-    journal = _journal_path(path)
+    path, journal = files.history_path, files.history_append_path
     if not journal.exists():
         return None
     try:
@@ -196,15 +185,15 @@ def repair(job_dir: Path) -> Optional[str]:
     return None if complete else "removed a half-written history entry left by an interrupted append"
 
 
-def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
+def append_entry(files: "JobFiles", entry: HistoryEntry) -> None:
     """Append one entry at a cost independent of the history's length.
 
     Call with the job's lock held. A file in an older format is rewritten
     in the current one first (one format per file; :func:`upgrade_file`).
     """
-    path = history_path(job_dir)
-    if file_format(job_dir) < HISTORY_FORMAT:
-        upgrade_file(job_dir)
+    path = files.history_path
+    if file_format(files) < HISTORY_FORMAT:
+        upgrade_file(files)
     with open(path, "r+b") as handle:
         size = handle.seek(0, os.SEEK_END)
         offset = size - len(TAIL)
@@ -215,25 +204,25 @@ def append_entry(job_dir: Path, entry: HistoryEntry) -> None:
             tail_ok = before_and_tail[1:] == TAIL
         if not tail_ok:
             handle.close()
-            _normalise(job_dir)
-            return append_entry(job_dir, entry)
+            _normalise(files)
+            return append_entry(files, entry)
         empty = before_and_tail[:1] == b"["
-        chunk = (b"" if empty else b",") + layout(kept_in(job_dir, entry.dump())) + TAIL
-        atomic_write_json(_journal_path(path), {"offset": offset, "sequence": entry.sequence})
+        chunk = (b"" if empty else b",") + layout(kept_in(files, entry.dump())) + TAIL
+        atomic_write_json(files.history_append_path, {"offset": offset, "sequence": entry.sequence})
         failpoint("before_history_append")
         handle.seek(offset)
         handle.write(chunk)  # one call: see the module's docstring
         handle.flush()
         os.fsync(handle.fileno())
-    _journal_path(path).unlink()
+    files.history_append_path.unlink()
     fsync_dir(path.parent)
 
 
-def _committed_end(path: Path, size: int) -> tuple[int, bool]:
+def _committed_end(files: "JobFiles", size: int) -> tuple[int, bool]:
     """Where the last complete document's entries end, and whether an append
     is in progress (see module docstring). The document is the bytes up to
     that point followed by :data:`TAIL`."""
-    journal = _journal_path(path)
+    journal = files.history_append_path
     if journal.exists():
         try:
             return int(json.loads(journal.read_text(encoding="utf-8"))["offset"]), True
@@ -242,10 +231,10 @@ def _committed_end(path: Path, size: int) -> tuple[int, bool]:
     return size - len(TAIL), False
 
 
-def _read_committed_bytes(path: Path) -> bytes:
+def _read_committed_bytes(files: "JobFiles") -> bytes:
     """The file as of its last complete append (see module docstring)."""
-    data = path.read_bytes()
-    end, in_progress = _committed_end(path, len(data))
+    data = files.history_path.read_bytes()
+    end, in_progress = _committed_end(files, len(data))
     return data[:end] + TAIL if in_progress else data
 
 
@@ -258,12 +247,12 @@ def _corrupt(path: Path, exc: Exception) -> CorruptFileError:
     return CorruptFileError(f"{path} is corrupt: {first}")
 
 
-def load_history(job_dir: Path) -> JobHistory:
+def load_history(files: "JobFiles") -> JobHistory:
     """The whole history in memory (an older format upgraded on the way). For long
     histories prefer :func:`iter_entries`, which holds one entry at a time."""
-    path = history_path(job_dir)
+    path = files.history_path
     try:
-        data = json.loads(_read_committed_bytes(path))
+        data = json.loads(_read_committed_bytes(files))
         return JobHistory.model_validate(upgrade_history_data(data))
     except FileNotFoundError:
         raise
@@ -271,12 +260,12 @@ def load_history(job_dir: Path) -> JobHistory:
         raise _corrupt(path, exc) from None
 
 
-def _canonical_end(path: Path, handle) -> Optional[int]:
-    """Where the entries end in a canonical file, else None."""
+def _canonical_end(files: "JobFiles", handle) -> Optional[int]:
+    """Where the entries end in a canonical history (open as ``handle``), else None."""
     size = handle.seek(0, os.SEEK_END)
-    end, in_progress = _committed_end(path, size)
+    end, in_progress = _committed_end(files, size)
     if end > size or end < 0:
-        raise CorruptFileError(f"{path} is shorter than its append journal says")
+        raise CorruptFileError(f"{files.history_path} is shorter than its append journal says")
     if not in_progress:
         handle.seek(end)
         if handle.read(len(TAIL)) != TAIL:
@@ -284,30 +273,30 @@ def _canonical_end(path: Path, handle) -> Optional[int]:
     return end
 
 
-def iter_entries(job_dir: Path, block: int = 1 << 20) -> Iterator[HistoryEntry]:
+def iter_entries(files: "JobFiles", block: int = 1 << 20) -> Iterator[HistoryEntry]:
     """Every entry, oldest first, holding one entry (and one block) in memory."""
-    for data in iter_entry_data(job_dir, block):
+    for data in iter_entry_data(files, block):
         try:
             yield HistoryEntry.model_validate(data)
         except ValidationError as exc:
-            raise _corrupt(history_path(job_dir), exc) from None
+            raise _corrupt(files.history_path, exc) from None
 
 
-def iter_entry_data(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
+def iter_entry_data(files: "JobFiles", block: int = 1 << 20) -> Iterator[dict]:
     """Like :func:`iter_entries`, as parsed JSON (:meth:`HistoryEntry.dump`, whatever the file's format)."""
-    return iter_written(job_dir, block)
+    return iter_written(files, block)
 
 
-def iter_written(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
+def iter_written(files: "JobFiles", block: int = 1 << 20) -> Iterator[dict]:
     """Every entry as the file holds it (an older or non-canonical file: upgraded in memory)."""
-    path = history_path(job_dir)
-    if file_format(job_dir) < HISTORY_FORMAT:
-        yield from (e.dump() for e in load_history(job_dir).interactions)
+    path = files.history_path
+    if file_format(files) < HISTORY_FORMAT:
+        yield from (e.dump() for e in load_history(files).interactions)
         return
     with open(path, "rb") as handle:
-        end = _canonical_end(path, handle)
+        end = _canonical_end(files, handle)
         if end is None:
-            yield from (e.dump() for e in load_history(job_dir).interactions)
+            yield from (e.dump() for e in load_history(files).interactions)
             return
         handle.seek(0)
         buffer, pos, start = bytearray(), 0, -1
@@ -339,49 +328,48 @@ def iter_written(job_dir: Path, block: int = 1 << 20) -> Iterator[dict]:
             del buffer[:following]
 
 
-def _normalise(job_dir: Path) -> None:
+def _normalise(files: "JobFiles") -> None:
     """Rewrite a parseable history that lost its canonical layout in the canonical form."""
-    path = history_path(job_dir)
-    history = load_history(job_dir)
-    write_canonical(path, history.job_id, [e.dump() for e in history.interactions])
+    history = load_history(files)
+    write_canonical(files, history.job_id, [e.dump() for e in history.interactions])
 
 
-def upgrade_file(job_dir: Path) -> Optional[str]:
+def upgrade_file(files: "JobFiles") -> Optional[str]:
     """Rewrite a history in an older format (or one whose header names the
     absolute workspace path) in the current one, keeping the old file
     beside it as ``jobHistory.json.v<format>``. Every request and state
     reads the same before and after. Returns what was done, or None when
     there was nothing to do (or the file is damaged: recovery salvages it).
     Call with the job's lock held."""
-    path = history_path(job_dir)
+    path = files.history_path
     if not path.exists():
         return None
-    found = file_format(job_dir)
-    if found > HISTORY_FORMAT or (found == HISTORY_FORMAT and recorded_workspace(job_dir) is None):
+    found = file_format(files)
+    if found > HISTORY_FORMAT or (found == HISTORY_FORMAT and recorded_workspace(files) is None):
         return None
     try:
-        history = load_history(job_dir)
+        history = load_history(files)
     except CorruptFileError:
         return None
     kept = path.with_name(f"{path.name}.v{found}")
     keep_beside(path, kept)
     fsync_dir(path.parent)
-    write_canonical(path, history.job_id, [e.dump() for e in history.interactions])
+    write_canonical(files, history.job_id, [e.dump() for e in history.interactions])
     return f"upgraded the history from format {found} to format {HISTORY_FORMAT} (the old file is kept as {kept.name})"
 
 
-def salvage(job_dir: Path, job_id: str) -> tuple[Path, int]:
+def salvage(files: "JobFiles", job_id: str) -> tuple[Path, int]:
     """Move a corrupt history aside and keep the entries that still parse.
 
     Returns the path the damaged file was moved to and how many entries were
     kept. Nothing is deleted: the damaged file stays beside the new one.
     """
-    path = history_path(job_dir)
+    path = files.history_path
     raw = path.read_bytes()
     kept: list[dict] = []
     decoder = json.JSONDecoder()
     text = raw.decode("utf-8", errors="replace")
-    version, header = file_format(job_dir), {}
+    version, header = file_format(files), {}
     found = re.search(rb'"workspace_path":\s*("(?:[^"\\]|\\.)*")', raw[:8192])
     if found:
         header["workspace_path"] = json.loads(found.group(1))
@@ -406,5 +394,5 @@ def salvage(job_dir: Path, job_id: str) -> tuple[Path, int]:
         except (ValueError, ValidationError, CorruptFileError, RecursionError, KeyError, TypeError):
             kept = kept[:-1]
     aside = move_aside(path, utc_now().replace(":", ""))
-    write_canonical(path, job_id, kept)
+    write_canonical(files, job_id, kept)
     return aside, len(kept)

@@ -1,4 +1,4 @@
-"""A jobs directory and the jobs in it.
+"""A jobs directory and the jobs in it (each a :class:`~logist.store.session.JobFiles`).
 
 ``jobs_index.json`` lists the jobs, the current one and the queue; each job is
 a folder with its manifest, history, workspace and lock. The index has its
@@ -20,18 +20,16 @@ import re
 import threading
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import Iterator, Optional
+from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import ConfigError, CorruptFileError, JobBusyError, LogistError, NoSuchNameError, UsageError
-from ..workspace.repository import Workspace
+from ..errors import ConfigError, CorruptFileError, LogistError, NoSuchNameError, UsageError
 from .atomic import atomic_write_json, move_aside
 from .config import LogistConfig, load_config
-from .history import history_path
-from .jobstore import JobStore
-from .manifest import MANIFEST_NAME, JobManifest, read_manifest, utc_now
-from .recovery import recovered_manifest
+from .locks import hold_lock
+from .manifest import utc_now
+from .session import JobFiles
 
 #: A job id: it names the job's folder and its git branch (``logist/<id>``),
 #: so it is also a name git takes for a branch: no ``..``, no final ``.`` or
@@ -39,7 +37,6 @@ from .recovery import recovered_manifest
 #: this pattern; :func:`is_job_id` matches it against the whole text.
 JOB_ID_RE = re.compile(r"^(?!.*\.\.)(?!.*\.$)(?!.*\.lock$)[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 INDEX_NAME = "jobs_index.json"
-LOCK_NAME = ".lock"
 DEFAULT_JOBS_DIR = "jobs"
 log = logging.getLogger("logist")
 INDEX_FORMAT = 2
@@ -118,73 +115,6 @@ def check_job_id(job_id: str) -> str:
     return job_id
 
 
-@contextmanager
-def hold_lock(lock_path: Path, what: str, timeout: float) -> Iterator[None]:
-    """Hold a filelock; ``timeout`` 0 fails at once, -1 waits forever."""
-    from filelock import FileLock, Timeout
-
-    lock = FileLock(str(lock_path), timeout=timeout, thread_local=False)
-    try:
-        lock.acquire()
-    except Timeout:
-        waited = "" if timeout == 0 else f" after waiting {timeout:g}s"
-        raise JobBusyError(
-            f"{what} is busy: another logist command holds {lock_path}{waited} "
-            "(try again, or pass --wait SECONDS)"
-        ) from None
-    try:
-        yield
-    finally:
-        lock.release()
-
-
-class Job:
-    """Paths of one job; the state lives in its files (and what this
-    process keeps of them between steps, in :attr:`store`)."""
-
-    def __init__(self, jobs_dir: "JobsDir", job_id: str, path: Path):
-        self.jobs_dir = jobs_dir
-        self.id = job_id
-        self.dir = path
-        #: What this process holds of the job while it works on it (see logist.store.jobstore).
-        self.store = JobStore(path)
-
-    @property
-    def manifest_path(self) -> Path:
-        return self.dir / MANIFEST_NAME
-
-    @property
-    def history_path(self) -> Path:
-        return history_path(self.dir)
-
-    @property
-    def workspace(self) -> Path:
-        """The workspace's path (commands run there, records name it)."""
-        return self.dir / "workspace"
-
-    @property
-    def repo(self) -> Workspace:
-        """The workspace's git repository (:class:`logist.workspace.repository.Workspace`)."""
-        return Workspace(self.workspace)
-
-    @property
-    def lock_path(self) -> Path:
-        return self.dir / LOCK_NAME
-
-    def lock(self, timeout: float = 0):
-        return hold_lock(self.lock_path, f"job '{self.id}'", timeout)
-
-    def manifest(self) -> JobManifest:
-        """The job's state for a command that only looks: the manifest, or
-        what recovery would make of it when an interrupted command left the
-        history ahead of it (computed in memory, without the lock; see
-        :func:`logist.store.recovery.recovered_manifest`)."""
-        return recovered_manifest(self.dir)
-
-    def __repr__(self) -> str:
-        return f"Job({self.id!r}, {str(self.dir)!r})"
-
-
 class JobsDir:
     def __init__(self, path: Optional[str | Path] = None):
         self.path = resolve_jobs_dir(path)
@@ -255,10 +185,11 @@ class JobsDir:
     def _rebuild_index(self, why: str) -> JobsIndex:
         found: list[tuple[str, str]] = []
         for folder in sorted(self.path.iterdir()):
-            if not (folder / MANIFEST_NAME).is_file() or not is_job_id(folder.name):
+            files = JobFiles(folder)
+            if not files.manifest_path.is_file() or not is_job_id(folder.name):
                 continue
             try:
-                created = read_manifest(folder).created_at
+                created = files.read_manifest().created_at
             except (CorruptFileError, ConfigError, OSError):
                 created = ""  # still a job: recovery rebuilds its manifest from the history
             found.append((created, folder.name))
@@ -273,18 +204,19 @@ class JobsDir:
     def write_index(self, index: JobsIndex) -> None:
         atomic_write_json(self.index_path, index.dump())
 
-    def job(self, job_id: str, index: Optional[JobsIndex] = None) -> Job:
+    def job(self, job_id: str, index: Optional[JobsIndex] = None) -> JobFiles:
         """The job ``job_id``; ``index``: the index already read, so that a
         command going through every job reads it once, not once per job."""
         check_job_id(job_id)
         index = index if index is not None else self.read_index()
         rel = index.jobs.get(job_id, job_id)
         path = (self.path / rel).resolve()
-        if not (path / MANIFEST_NAME).exists():
+        job = JobFiles(path, job_id, self)
+        if not job.is_job():
             raise NoSuchNameError(f"no job '{job_id}' in {self.path}")
-        return Job(self, job_id, path)
+        return job
 
-    def resolve(self, job_id: Optional[str] = None) -> Job:
+    def resolve(self, job_id: Optional[str] = None) -> JobFiles:
         """The job from the argument, else ``LOGIST_JOB_ID``, else the job
         whose folder the current directory is in, else the index's current job."""
         chosen = job_id or os.environ.get("LOGIST_JOB_ID") or self.job_here() or self.read_index().current_job_id
@@ -322,7 +254,7 @@ class JobsDir:
                 index.current_job_id = job_id
             self.write_index(index)
 
-    def select(self, job_id: str) -> Job:
+    def select(self, job_id: str) -> JobFiles:
         job = self.job(job_id)
         with self.index_lock():
             index = self.read_index()
@@ -330,9 +262,10 @@ class JobsDir:
             self.write_index(index)
         return job
 
-    def new_job_dir(self, job_id: str) -> Path:
+    def new_job(self, job_id: str) -> JobFiles:
+        """The files of a job to be made (its folder does not exist yet)."""
         check_job_id(job_id)
         path = self.path / job_id
         if path.exists() or job_id in self.read_index().jobs:
             raise LogistError(f"job '{job_id}' already exists in {self.path}")
-        return path
+        return JobFiles(path, job_id, self)

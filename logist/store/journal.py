@@ -1,5 +1,6 @@
 """The step's journal: ``<job>/step_journal.json``, present only while a step
-is being applied, and the one way a step is recorded (:func:`record`).
+is being applied; a step is recorded by :meth:`logist.store.session.JobSession.record`,
+which closes it.
 
 A step changes three things: the workspace, the history and the manifest,
 and no filesystem makes that one atomic write. So a step first writes this
@@ -19,15 +20,12 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from . import history as hist
 from . import seek
 from .atomic import atomic_write_json
 from ..failpoints import failpoint
 from .calls import SavedAnswer
 from .entries import HistoryEntry, Request
-from .manifest import JobManifest, utc_now, write_manifest
-
-JOURNAL_NAME = "step_journal.json"
+from .manifest import JobManifest, utc_now
 
 
 
@@ -59,102 +57,92 @@ class StepJournal(BaseModel):
     """When that group's first process started (the kernel's count, Linux), so a later group with the same id is left alone."""
 
 
-def journal_path(job_dir: Path) -> Path:
-    return Path(job_dir) / JOURNAL_NAME
+class StepJournalFile:
+    """``step_journal.json`` of one job (a :class:`~logist.store.session.JobFiles`):
+    written while a step is applied, read by recovery and by commands that look."""
 
+    def __init__(self, files: "JobFiles"):
+        self.files = files
 
-def _write(job_dir: Path, journal: StepJournal) -> StepJournal:
-    atomic_write_json(journal_path(job_dir), journal.model_dump(mode="json", by_alias=True, exclude_none=True))
-    return journal
+    @property
+    def path(self) -> Path:
+        return self.files.journal_path
 
+    def _write(self, journal: StepJournal) -> StepJournal:
+        atomic_write_json(self.path, journal.model_dump(mode="json", by_alias=True, exclude_none=True))
+        return journal
 
-def begin_call(job_dir: Path, sequence: int, head_before: Optional[str], key: str, request: Request) -> StepJournal:
-    """Record that the call of step ``sequence`` is about to be sent."""
-    return _write(job_dir, StepJournal(phase="calling", sequence=sequence, head_before=head_before, key=key,
+    def read(self) -> Optional[StepJournal]:
+        """The journal as it is (None: none, or one that cannot be read)."""
+        try:
+            return StepJournal.model_validate(json.loads(self.path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, ValidationError, RecursionError):
+            return None
+
+    def begin_call(self, sequence: int, head_before: Optional[str], key: str, request: Request) -> StepJournal:
+        """Record that the call of step ``sequence`` is about to be sent."""
+        return self._write(StepJournal(phase="calling", sequence=sequence, head_before=head_before, key=key,
                                        request=request))
 
+    def call_answered(self, calling: StepJournal, request: Request, answer: SavedAnswer) -> StepJournal:
+        """Record a call's answer as it arrived, before anything is made of it
+        (``request``: the request as finally sent, its metadata complete)."""
+        return self._write(calling.model_copy(update={"phase": "answered", "request": request, "answer": answer}))
 
-def call_answered(job_dir: Path, calling: StepJournal, request: Request, answer: SavedAnswer) -> StepJournal:
-    """Record a call's answer as it arrived, before anything is made of it
-    (``request``: the request as finally sent, its metadata complete)."""
-    return _write(job_dir, calling.model_copy(update={"phase": "answered", "request": request, "answer": answer}))
+    def begin_applying(self, sequence: int, head_before: Optional[str], raw: Optional[str],
+                       call: Optional[StepJournal] = None) -> None:
+        """Record that the step's changes are about to be applied; ``call``: the
+        journal of the call whose answer it applies (it keeps the answer)."""
+        if call is not None:
+            self._write(call.model_copy(update={"phase": "applying", "sequence": sequence,
+                                                "head_before": head_before}))
+        else:
+            self._write(StepJournal(phase="applying", sequence=sequence, head_before=head_before, raw_response=raw))
 
+    def call_not_made(self) -> None:
+        """Close the journal of a call the endpoint could not take (it could not
+        be reached, or refused it as configured): nothing was answered or paid,
+        so nothing is recorded, and the job stays as it was."""
+        self.close()
 
-def begin_applying(job_dir: Path, sequence: int, head_before: Optional[str], raw: Optional[str],
-                   call: Optional[StepJournal] = None) -> None:
-    """Record that the step's changes are about to be applied; ``call``: the
-    journal of the call whose answer it applies (it keeps the answer)."""
-    if call is not None:
-        _write(job_dir, call.model_copy(update={"phase": "applying", "sequence": sequence, "head_before": head_before}))
-    else:
-        _write(job_dir, StepJournal(phase="applying", sequence=sequence, head_before=head_before, raw_response=raw))
+    def close(self) -> None:
+        """Remove the journal: its step is recorded (or was never made)."""
+        self.path.unlink(missing_ok=True)
 
+    def unrecorded_step(self) -> Optional[StepJournal]:
+        """The step journal when the history does not record its step yet (a
+        step stopped at any phase: the next command that changes the job repairs
+        or records it), else None. For commands that only look."""
+        journal = self.read()
+        if journal is None:
+            return None
+        last = seek.last_entry(self.files)
+        return None if last is not None and last.sequence >= journal.sequence else journal
 
-def call_not_made(job_dir: Path) -> None:
-    """Close the journal of a call the endpoint could not take (it could not
-    be reached, or refused it as configured): nothing was answered or paid,
-    so nothing is recorded, and the job stays as it was."""
-    journal_path(job_dir).unlink(missing_ok=True)
+    def pending_call(self) -> Optional[StepJournal]:
+        """A call the journal holds that the history does not record yet (the
+        next command that changes the job records it), else None. For commands
+        that only look."""
+        journal = self.unrecorded_step()
+        return journal if journal is not None and journal.request is not None else None
 
+    def pending_applying(self, sequence: int) -> Optional[StepJournal]:
+        """The journal of step ``sequence`` if it is being applied (phase
+        ``applying``: the workspace may have changed since its ``head_before``), else None."""
+        journal = self.read()
+        return journal if journal is not None and journal.phase == "applying" and journal.sequence == sequence \
+            else None
 
-def unrecorded_step(job_dir: Path) -> Optional[StepJournal]:
-    """The step journal when the history does not record its step yet (a
-    step stopped at any phase: the next command that changes the job repairs
-    or records it), else None. For commands that only look."""
-    try:
-        journal = StepJournal.model_validate(json.loads(journal_path(job_dir).read_text(encoding="utf-8")))
-    except (OSError, ValueError, ValidationError, RecursionError):
-        return None
-    last = seek.last_entry(job_dir)
-    return None if last is not None and last.sequence >= journal.sequence else journal
-
-
-def pending_call(job_dir: Path) -> Optional[StepJournal]:
-    """A call the journal holds that the history does not record yet (the
-    next command that changes the job records it), else None. For commands
-    that only look."""
-    journal = unrecorded_step(job_dir)
-    return journal if journal is not None and journal.request is not None else None
-
-
-def pending_applying(job_dir: Path, sequence: int) -> Optional[StepJournal]:
-    """The journal of step ``sequence`` if it is being applied (phase
-    ``applying``: the workspace may have changed since its ``head_before``), else None."""
-    try:
-        journal = StepJournal.model_validate(json.loads(journal_path(job_dir).read_text(encoding="utf-8")))
-    except (OSError, ValueError, ValidationError, RecursionError):
-        return None
-    return journal if journal.phase == "applying" and journal.sequence == sequence else None
-
-
-def command_started(job_dir: Path, pgid: int, started: Optional[str]) -> None:
-    """Note in the step's journal the process group of the command it is
-    about to run (called before the command begins)."""
-    path = journal_path(job_dir)
-    data = json.loads(path.read_text(encoding="utf-8"))
-    data.update(command_pgid=pgid, command_started=started)
-    atomic_write_json(path, data)
-    failpoint("command_started")
-
-
-def record(job_dir: Path, entry: HistoryEntry, manifest: JobManifest) -> None:
-    """Append ``entry``, write ``manifest`` and close the step's journal.
-
-    ``entry.state`` must already be ``manifest``'s state: once the entry is
-    appended, it alone can restore the manifest. The views (the
-    transcript) are not written here: they are derived data, brought up to
-    date after the job's lock is released (:mod:`logist.engine.session`).
-    """
-    hist.append_entry(job_dir, entry)
-    failpoint("after_history")
-    write_manifest(job_dir, manifest)
-    failpoint("after_manifest")
-    journal_path(job_dir).unlink(missing_ok=True)
+    def command_started(self, pgid: int, started: Optional[str]) -> None:
+        """Note in the step's journal the process group of the command it is
+        about to run (called before the command begins)."""
+        data = json.loads(self.path.read_text(encoding="utf-8"))
+        data.update(command_pgid=pgid, command_started=started)
+        atomic_write_json(self.path, data)
+        failpoint("command_started")
 
 
 def new_entry(
-    job_dir: Path,
-    workspace: Path,
     manifest_before: JobManifest,
     manifest_after: JobManifest,
     *,

@@ -52,10 +52,8 @@ from typing import Iterator, Optional
 from ..errors import LogistError
 from ..workspace.sandbox import running, start_time
 from .atomic import atomic_write_json
-from .jobsdir import hold_lock
+from .locks import hold_lock
 
-LEASE_NAME = "lease.json"
-LEASE_LOCK_NAME = ".lease.lock"
 #: How long a lease lasts unless renewed; renewed every third of it.
 LEASE_SECONDS = 60.0
 #: How long a runner waits for ``.lease.lock`` (held only while a lease is read and replaced).
@@ -83,11 +81,11 @@ def this_host() -> str:
     return socket.gethostname()
 
 
-def read_lease(job_dir: Path) -> Optional[dict]:
+def read_lease(files: "JobFiles") -> Optional[dict]:
     """The job's lease as written, or None when there is none (or it cannot
     be read: a lease that cannot be read protects nothing)."""
     try:
-        data = json.loads((Path(job_dir) / LEASE_NAME).read_text(encoding="utf-8"))
+        data = json.loads(files.lease_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -121,7 +119,7 @@ def describe(data: dict) -> str:
 class Lease:
     """A lease this process holds on one job."""
 
-    job_dir: Path
+    files: "JobFiles"
     token: str
     engine: str
     task: str
@@ -134,7 +132,7 @@ class Lease:
 
     @property
     def path(self) -> Path:
-        return self.job_dir / LEASE_NAME
+        return self.files.lease_path
 
     def _data(self, acquired_at: str) -> dict:
         now = _now()
@@ -145,13 +143,13 @@ class Lease:
 
     def held(self) -> bool:
         """Whether the lease is still this runner's (not taken over)."""
-        current = read_lease(self.job_dir)
+        current = read_lease(self.files)
         return current is not None and current.get("token") == self.token
 
     def renew(self) -> bool:
         """Push the expiry out; False (and :attr:`lost` set) when another runner holds it now."""
-        with hold_lock(self.job_dir / LEASE_LOCK_NAME, "the job's lease", LOCK_WAIT):
-            current = read_lease(self.job_dir)
+        with hold_lock(self.files.lease_lock_path, "the job's lease", LOCK_WAIT):
+            current = read_lease(self.files)
             if current is None or current.get("token") != self.token:
                 self.lost.set()
                 return False
@@ -160,13 +158,13 @@ class Lease:
 
     def release(self) -> None:
         """Remove the lease if it is still this runner's."""
-        with hold_lock(self.job_dir / LEASE_LOCK_NAME, "the job's lease", LOCK_WAIT):
-            current = read_lease(self.job_dir)
+        with hold_lock(self.files.lease_lock_path, "the job's lease", LOCK_WAIT):
+            current = read_lease(self.files)
             if current is not None and current.get("token") == self.token:
                 self.path.unlink()
 
 
-def acquire(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS, wait: float = 0.0,
+def acquire(files: "JobFiles", *, engine: str, task: str, ttl: float = LEASE_SECONDS, wait: float = 0.0,
             supersedes: Optional[str] = None) -> Lease:
     """Take the job's lease, or raise :class:`LeaseHeld` naming its holder
     (after waiting up to ``wait`` seconds for its lease to be over).
@@ -175,12 +173,11 @@ def acquire(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS
     by its task name, without waiting for it to expire. Should that runner
     in fact live on, it stops the next time it opens the job (its lease is
     checked then), and the job's lock keeps the two from stepping at once."""
-    job_dir = Path(job_dir)
-    lease = Lease(job_dir, uuid.uuid4().hex, engine, task, ttl)
+    lease = Lease(files, uuid.uuid4().hex, engine, task, ttl)
     deadline = time.monotonic() + wait
     while True:
-        with hold_lock(job_dir / LEASE_LOCK_NAME, "the job's lease", LOCK_WAIT):
-            current = read_lease(job_dir)
+        with hold_lock(files.lease_lock_path, "the job's lease", LOCK_WAIT):
+            current = read_lease(files)
             reason = over(current) if current is not None else ""
             if reason is None and supersedes and current.get("task") == supersedes:
                 reason = "its runner died (its batch's driver saw it end) and this runner took its jobs"
@@ -196,13 +193,13 @@ def acquire(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS
 
 
 @contextmanager
-def holding(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS,
+def holding(files: "JobFiles", *, engine: str, task: str, ttl: float = LEASE_SECONDS,
             wait: float = 0.0, supersedes: Optional[str] = None) -> Iterator[Lease]:
     """Hold the job's lease for the block: taken (waiting up to ``wait``
     seconds for another's to be over), renewed by a thread every ``ttl / 3``
     seconds, released at the end (a crash leaves it to expire, or to be
     taken over at once on the same host)."""
-    lease = acquire(job_dir, engine=engine, task=task, ttl=ttl, wait=wait, supersedes=supersedes)
+    lease = acquire(files, engine=engine, task=task, ttl=ttl, wait=wait, supersedes=supersedes)
     stop = threading.Event()
 
     def renew() -> None:
@@ -213,7 +210,7 @@ def holding(job_dir: Path, *, engine: str, task: str, ttl: float = LEASE_SECONDS
             except (LogistError, OSError):
                 pass  # try again at the next tick; the lease lasts ttl
 
-    renewer = threading.Thread(target=renew, name=f"logist-lease-{job_dir.name}", daemon=True)
+    renewer = threading.Thread(target=renew, name=f"logist-lease-{files.id}", daemon=True)
     renewer.start()
     try:
         yield lease

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -24,7 +23,6 @@ from .status import PLANNER, SUPERVISOR, WORKER, Status  # noqa: F401 (the manif
 from ..errors import CorruptFileError, InvalidManifestError
 from .skills import ActiveSkill
 
-MANIFEST_NAME = "job_manifest.json"
 #: The format this version of Logist writes; older ones are upgraded (store/upgrade.py).
 MANIFEST_FORMAT = 2
 MANIFEST_SCHEMA = "job-manifest.v2.schema.json"
@@ -343,10 +341,6 @@ def upgrade_manifest_data(data: Any, pointers: Optional[dict] = None) -> Any:
     return out
 
 
-def manifest_path(job_dir: Path) -> Path:
-    return Path(job_dir) / MANIFEST_NAME
-
-
 def parse_manifest(data: Any, where: str) -> JobManifest:
     """A manifest from parsed JSON of any format (older ones upgraded in memory).
 
@@ -380,15 +374,15 @@ def _field_problem(field: str, err: dict) -> str:
     return f"field {field} is {value}: {message}"
 
 
-def invalid_manifest_fix(job_id: str, fields: tuple[str, ...]) -> str:
+def invalid_manifest_fix(files: "JobFiles", fields: tuple[str, ...]) -> str:
     """How to go on from a manifest with an invalid field (:class:`InvalidManifestError`)."""
     named = ", ".join(fields)
-    return (f"fix {named} in {MANIFEST_NAME} (your other edits there are kept), or run 'logist job fsck "
-            f"{job_id} --rebuild-manifest' to rebuild the manifest from the history, dropping every edit made to it")
+    return (f"fix {named} in {files.manifest_path.name} (your other edits there are kept), or run 'logist job fsck "
+            f"{files.id} --rebuild-manifest' to rebuild the manifest from the history, dropping every edit made to it")
 
 
-def read_manifest(job_dir: Path) -> JobManifest:
-    path = manifest_path(job_dir)
+def read_manifest(files: "JobFiles") -> JobManifest:
+    path = files.manifest_path
     if path.exists() and not path.is_file():  # a folder (or a pipe, which would block)
         raise CorruptFileError(f"{path} is corrupt: it is not a file")
     try:
@@ -402,9 +396,9 @@ def read_manifest(job_dir: Path) -> JobManifest:
     try:
         return parse_manifest(data, str(path))
     except InvalidManifestError as exc:
-        raise InvalidManifestError(f"{exc}; {invalid_manifest_fix(Path(job_dir).name, exc.fields)}",
+        raise InvalidManifestError(f"{exc}; {invalid_manifest_fix(files, exc.fields)}",
                                    exc.fields) from None
 
 
-def write_manifest(job_dir: Path, manifest: JobManifest) -> None:
-    atomic_write_json(manifest_path(job_dir), manifest.dump())
+def write_manifest(files: "JobFiles", manifest: JobManifest) -> None:
+    atomic_write_json(files.manifest_path, manifest.dump())

@@ -44,14 +44,13 @@ with the job's lock held, and records in the history what it repaired (a
 :func:`recovered_manifest` is the read-only counterpart: the state recovery
 would arrive at, computed in memory without the lock, for commands that
 only look (a call waiting in the journal to be recorded is not part of it:
-:func:`logist.store.journal.pending_call` says what is waiting).
+:meth:`logist.store.session.JobFiles.pending_call` says what is waiting).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from typing import Callable, Optional
 
 from pydantic import ValidationError
@@ -59,14 +58,12 @@ from pydantic import ValidationError
 from . import history as hist
 from . import seek
 from .atomic import leftover_temps, move_aside
-from .layout import WRITTEN_UNDER_THE_LOCK
 from ..errors import CorruptFileError, InvalidManifestError, LogistError
 from .entries import HistoryEntry, JobDefinition
-from .journal import StepJournal, journal_path, new_entry, record
-from .manifest import MANIFEST_FORMAT, MANIFEST_NAME, PLANNER, WORKER, JobManifest, Status, read_manifest, utc_now, write_manifest
+from .journal import StepJournal, new_entry
+from .manifest import MANIFEST_FORMAT, PLANNER, WORKER, JobManifest, Status, read_manifest, utc_now, write_manifest
 from .upgrade import move_context
 from .upgrading import upgrade_job
-from ..workspace.repository import Workspace
 from ..workspace.sandbox import stop_group
 
 log = logging.getLogger("logist")
@@ -80,62 +77,62 @@ def _stop_command(journal: StepJournal) -> Optional[str]:
     return f"the command of step {journal.sequence} was still running (process group {journal.command_pgid}); it was killed"
 
 
-def _record_recovery(job_dir: Path, workspace: Path, manifest: JobManifest, note: str) -> JobManifest:
+def _record_recovery(session: "JobSession", manifest: JobManifest, note: str) -> JobManifest:
     after = manifest.model_copy(deep=True)
     # A history salvaged down to nothing gets what the job is back, so that
     # the history alone can still restore the manifest.
-    empty = seek.last_entry(job_dir) is None
+    empty = seek.last_entry(session) is None
     entry = new_entry(
-        job_dir, workspace, manifest, after, kind="repair", role=manifest.turn.role, note=note,
+        manifest, after, kind="repair", role=manifest.turn.role, note=note,
         workspace_commit=manifest.workspace_commit, definition=manifest.definition() if empty else None,
     )
-    record(job_dir, entry, after)
+    session.record(entry, after)
     return after
 
 
-def definition_from_history(job_dir: Path) -> JobManifest:
+def definition_from_history(files: "JobFiles") -> JobManifest:
     """A manifest holding the definition the history's first entry records
     (the latest entry that records one wins), with a default state."""
     found: Optional[dict] = None
-    for data in hist.iter_entry_data(job_dir):
+    for data in hist.iter_entry_data(files):
         if data.get("definition") is not None:
             found = data["definition"]
     if found is None:
-        raise CorruptFileError(f"{hist.history_path(job_dir)} records no job definition to rebuild the manifest from")
+        raise CorruptFileError(f"{files.history_path} records no job definition to rebuild the manifest from")
     return JobManifest.model_validate(JobDefinition.model_validate(found).model_dump(mode="json"))
 
 
-def manifest_at(job_dir: Path, entry: HistoryEntry, current: Optional[JobManifest] = None) -> JobManifest:
+def manifest_at(files: "JobFiles", entry: HistoryEntry, current: Optional[JobManifest] = None) -> JobManifest:
     """The manifest as it was right after ``entry``: the job's definition
     (``current``'s, else the history's) with the entry's state."""
-    base = current if current is not None else definition_from_history(job_dir)
+    base = current if current is not None else definition_from_history(files)
     return base.with_state(entry.state)
 
 
-def _load_manifest_or_rebuild(job_dir: Path, notes: list[str], rebuild: bool = False) -> JobManifest:
+def _load_manifest_or_rebuild(files: "JobFiles", notes: list[str], rebuild: bool = False) -> JobManifest:
     """The manifest; one that is not JSON (or not an object) is moved aside
     and rebuilt from the history's last entry, as is one with an invalid
     field when the person asked for it (``rebuild``): otherwise that one is
     refused (:class:`InvalidManifestError`)."""
     try:
-        return read_manifest(job_dir)
+        return read_manifest(files)
     except InvalidManifestError as exc:
         if not rebuild:
             raise
-        why = f"{MANIFEST_NAME} had an invalid field ({', '.join(exc.fields)}); rebuilt on request"
+        why = f"{files.manifest_path.name} had an invalid field ({', '.join(exc.fields)}); rebuilt on request"
     except CorruptFileError as exc:
-        why = f"{MANIFEST_NAME} could not be read as a manifest ({exc}); rebuilt"
-    last = seek.last_entry(job_dir)
+        why = f"{files.manifest_path.name} could not be read as a manifest ({exc}); rebuilt"
+    last = seek.last_entry(files)
     if last is None:
         raise CorruptFileError(f"{why.removesuffix('; rebuilt')}; there is no history entry to rebuild it from")
-    manifest = manifest_at(job_dir, last)
-    aside = move_aside(job_dir / MANIFEST_NAME, utc_now().replace(":", ""))
-    write_manifest(job_dir, manifest)
+    manifest = manifest_at(files, last)
+    aside = move_aside(files.manifest_path, utc_now().replace(":", ""))
+    write_manifest(files, manifest)
     notes.append(f"{why} from history entry {last.sequence}; the old file is kept as {aside.name}")
     return manifest
 
 
-def _continue_from(job_dir: Path, workspace: Path, manifest: JobManifest, last: Optional[HistoryEntry],
+def _continue_from(files: "JobFiles", manifest: JobManifest, last: Optional[HistoryEntry],
                    notes: list[str]) -> JobManifest:
     """The job as it was at the end of its last whole entry, when entries
     after it are lost (a salvaged history): the manifest's state refers to
@@ -145,7 +142,7 @@ def _continue_from(job_dir: Path, workspace: Path, manifest: JobManifest, last: 
     paid for) and the workspace as it was is kept under a ref."""
     reached = manifest.last_sequence
     if last is not None:
-        restored = manifest_at(job_dir, last, manifest)
+        restored = manifest_at(files, last, manifest)
         target = last.workspace_commit or restored.workspace_commit or manifest.baseline_commit
         where = f"the end of entry {last.sequence} ({last.state_after})"
     else:  # nothing readable is left: the job as it was created
@@ -155,7 +152,7 @@ def _continue_from(job_dir: Path, workspace: Path, manifest: JobManifest, last: 
         target = manifest.baseline_commit
         where = "the baseline"
     restored.totals = manifest.totals
-    repo = Workspace(workspace)
+    repo = files.repo
     head = repo.head()
     kept = ""
     if target and (head != target or repo.is_dirty()):
@@ -165,7 +162,7 @@ def _continue_from(job_dir: Path, workspace: Path, manifest: JobManifest, last: 
         repo.reset_to(target)
         kept = f"; the workspace was at {head}, kept as refs/logist/lost/{stamp}"
     restored.workspace_commit = target or restored.workspace_commit
-    write_manifest(job_dir, restored)
+    write_manifest(files, restored)
     notes.append(
         f"the history ends at entry {last.sequence if last else 0} but the manifest had reached {reached}: "
         f"later entries are lost from the history, so the job goes on from {where}, its state and its "
@@ -174,52 +171,46 @@ def _continue_from(job_dir: Path, workspace: Path, manifest: JobManifest, last: 
     return restored
 
 
-def _refuse_a_newer_format(job_dir: Path) -> None:
+def _refuse_a_newer_format(files: "JobFiles") -> None:
     """A job a newer Logist wrote can be read (unknown fields are kept), but
     changing it could break what that version expects of its own format."""
-    found = hist.file_format(job_dir)
+    found = hist.file_format(files)
     if found <= hist.HISTORY_FORMAT:
         try:
-            found = int(json.loads((job_dir / "job_manifest.json").read_text(encoding="utf-8")).get("format", 1))
+            found = int(json.loads(files.manifest_path.read_text(encoding="utf-8")).get("format", 1))
         except (OSError, ValueError, TypeError, AttributeError, RecursionError):
             return  # an unreadable manifest is repaired below
         if found <= MANIFEST_FORMAT:
             return
     raise LogistError(
-        f"job '{job_dir.name}' was written by a newer Logist (format {found}); this one writes format "
+        f"job '{files.id}' was written by a newer Logist (format {found}); this one writes format "
         f"{hist.HISTORY_FORMAT}: it can show the job but not change it (upgrade Logist)"
     )
 
 
-#: The job's files Logist reads as JSON, besides the manifest (which
-#: :func:`read_manifest` calls corrupt when it is not a file): one that is a
-#: folder (or a pipe) instead is moved aside.
-_JSON_FILES = ("jobHistory.json", "jobHistory.json.append", "step_journal.json")
-
-
-def _move_aside_what_is_not_a_file(job_dir: Path, notes: list[str]) -> None:
+def _move_aside_what_is_not_a_file(files: "JobFiles", notes: list[str]) -> None:
     """Move aside a job file that is not a file, as a corrupt one is; a
     history is replaced by an empty one (recovery then goes on as for a
     history salvaged to nothing)."""
-    for name in _JSON_FILES:
-        path = job_dir / name
+    for name in files.JSON_FILES:
+        path = files.path_of(name)
         if not path.exists() or path.is_file():
             continue
         aside = move_aside(path, utc_now().replace(":", ""))
         notes.append(f"{name} was not a file; moved it to {aside.name}")
-        if name == hist.HISTORY_NAME:
+        if path == files.history_path:
             try:
-                job_id = read_manifest(job_dir).job_id
+                job_id = read_manifest(files).job_id
             except (CorruptFileError, InvalidManifestError, FileNotFoundError):
-                job_id = job_dir.name
-            hist.write_canonical(path, job_id, [])
+                job_id = files.id
+            hist.write_canonical(files, job_id, [])
 
 
 #: Records an interrupted call from its journal (the engine's, see :func:`open_job`); returns the manifest after it.
 Finish = Callable[[JobManifest, StepJournal], JobManifest]
 
 
-def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None,
+def open_job(session: "JobSession", finish: Optional[Finish] = None,
              rebuild_manifest: bool = False) -> tuple[JobManifest, list[str]]:
     """Repair whatever an interrupted command left; return the manifest and
     what was done. Call with the job's lock held.
@@ -233,34 +224,34 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None,
     outcome) and removes the journal; it is the engine's, as applying an
     answer is. Without it such a call is dropped like any interrupted step,
     its answer kept in the recovery note."""
-    job_dir = Path(job_dir)
+    files = session
     notes: list[str] = []
-    if not hist.history_path(job_dir).exists():
-        raise CorruptFileError(f"{hist.history_path(job_dir)} is missing; the job cannot be checked or repaired without it")
-    for tmp in leftover_temps(job_dir, WRITTEN_UNDER_THE_LOCK):
+    if not files.history_path.exists():
+        raise CorruptFileError(f"{files.history_path} is missing; the job cannot be checked or repaired without it")
+    for tmp in leftover_temps(files.dir, files.WRITTEN_UNDER_THE_LOCK):
         tmp.unlink(missing_ok=True)  # harmless, and nothing of the job: removed, not recorded
-        log.info("job %s: removed %s, left by a write that was interrupted", job_dir.name, tmp.name)
-    _move_aside_what_is_not_a_file(job_dir, notes)
-    repaired = hist.repair(job_dir)
+        log.info("job %s: removed %s, left by a write that was interrupted", files.id, tmp.name)
+    _move_aside_what_is_not_a_file(files, notes)
+    repaired = hist.repair(files)
     if repaired:
         notes.append(repaired)
-    upgraded = upgrade_job(job_dir)
+    upgraded = upgrade_job(files)
     if upgraded:
-        log.info("job %s: %s", job_dir.name, upgraded)
-    _refuse_a_newer_format(job_dir)
+        log.info("job %s: %s", files.id, upgraded)
+    _refuse_a_newer_format(files)
     try:
-        seek.last_entry(job_dir)
+        seek.last_entry(files)
     except CorruptFileError as exc:
         manifest_probe = None
         try:
-            manifest_probe = read_manifest(job_dir)
+            manifest_probe = read_manifest(files)
         except (CorruptFileError, InvalidManifestError, FileNotFoundError):
             pass
-        job_id = manifest_probe.job_id if manifest_probe else job_dir.name
-        aside, kept = hist.salvage(job_dir, job_id)
+        job_id = manifest_probe.job_id if manifest_probe else files.id
+        aside, kept = hist.salvage(files, job_id)
         notes.append(f"{exc}; moved it to {aside.name} and kept the {kept} entries that could be read")
 
-    jpath = journal_path(job_dir)
+    jpath = files.journal_path
     reset_head: Optional[str] = None
     interrupted: Optional[StepJournal] = None
     if jpath.exists():
@@ -276,10 +267,10 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None,
             notes.append(stopped)
         # A git process killed with the step (its runner's node lost, say) leaves its lock files:
         # with the job's lock held and the step's command stopped, no git process can hold them.
-        cleared = Workspace(workspace).clear_stale_locks()
+        cleared = files.repo.clear_stale_locks()
         if cleared:
             notes.append(f"removed the git lock files a killed git process left: {', '.join(cleared)}")
-        last = seek.last_entry(job_dir)
+        last = seek.last_entry(files)
         dropped_step = f"step {journal.sequence} was interrupted after its LLM call, before it was recorded"
         if last is not None and last.kind == "repair" and dropped_step in (last.note or ""):
             jpath.unlink()  # the repair that dropped it was recorded; only this unlink was left
@@ -289,12 +280,12 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None,
         elif journal.request is not None and finish is not None:
             # A call: recorded as the call it was (below), never made again.
             if journal.phase == "applying" and journal.head_before:
-                Workspace(workspace).reset_to(journal.head_before)
+                files.repo.reset_to(journal.head_before)
                 reset_head = journal.head_before
             interrupted = journal
         else:
             if journal.head_before:
-                Workspace(workspace).reset_to(journal.head_before)
+                files.repo.reset_to(journal.head_before)
                 reset_head = journal.head_before
             # The journal stays until the repair entry holding the dropped
             # answer is recorded (record() removes it): a kill before then
@@ -308,32 +299,32 @@ def open_job(job_dir: Path, workspace: Path, finish: Optional[Finish] = None,
                 note += ". The dropped answer was: " + dropped
             notes.append(note)
 
-    manifest = _load_manifest_or_rebuild(job_dir, notes, rebuild_manifest)
-    last = seek.last_entry(job_dir)
+    manifest = _load_manifest_or_rebuild(files, notes, rebuild_manifest)
+    last = seek.last_entry(files)
     last_seq = last.sequence if last else 0
     if last is not None and last_seq > manifest.last_sequence:
-        manifest = manifest_at(job_dir, last, manifest)
-        write_manifest(job_dir, manifest)
+        manifest = manifest_at(files, last, manifest)
+        write_manifest(files, manifest)
         notes.append(f"the manifest was behind the history; restored it from entry {last_seq}")
     elif last_seq < manifest.last_sequence:
-        manifest = _continue_from(job_dir, workspace, manifest, last, notes)
+        manifest = _continue_from(files, manifest, last, notes)
     if reset_head is not None:
         # Usually the manifest's own commit; a commit of hand edits made just
         # before the interrupted step otherwise.
         manifest.workspace_commit = reset_head
     if interrupted is not None:
         manifest = finish(manifest, interrupted)
-    moved = move_context(job_dir, manifest.baseline_commit)
+    moved = move_context(files, manifest.baseline_commit)
     if moved:
-        log.info("job %s: %s", job_dir.name, moved)
+        log.info("job %s: %s", files.id, moved)
     if notes:
-        manifest = _record_recovery(job_dir, workspace, manifest, "; ".join(notes))
+        manifest = _record_recovery(session, manifest, "; ".join(notes))
         for note in notes:
             log.warning("repaired job %s: %s", manifest.job_id, note)
     return manifest, notes
 
 
-def recovered_manifest(job_dir: Path) -> JobManifest:
+def recovered_manifest(files: "JobFiles") -> JobManifest:
     """The manifest a command that looks (and does not take the lock) should
     show: what :func:`open_job` would arrive at, computed in memory.
 
@@ -345,17 +336,16 @@ def recovered_manifest(job_dir: Path) -> JobManifest:
     left it, with one warning naming the field (the next command that
     changes the job refuses it).
     """
-    job_dir = Path(job_dir)
     invalid: Optional[InvalidManifestError] = None
     unreadable: Optional[CorruptFileError] = None
     try:
-        manifest: Optional[JobManifest] = read_manifest(job_dir)
+        manifest: Optional[JobManifest] = read_manifest(files)
     except CorruptFileError as exc:
         manifest, unreadable = None, exc
     except InvalidManifestError as exc:
         manifest, invalid = None, exc
     try:
-        last = seek.last_entry(job_dir)
+        last = seek.last_entry(files)
     except (CorruptFileError, FileNotFoundError):
         if invalid is not None:
             raise invalid from None  # the manifest's own fault is the one to tell
@@ -370,7 +360,7 @@ def recovered_manifest(job_dir: Path) -> JobManifest:
         log.warning("%s: shown as history entry %d left the job; the next command that changes the job rebuilds "
                     "the manifest from it, keeping the damaged file beside it", unreadable, last.sequence)
     if last is not None and (manifest is None or last.sequence > manifest.last_sequence):
-        return manifest_at(job_dir, last, manifest)
+        return manifest_at(files, last, manifest)
     if manifest is None:
-        raise CorruptFileError(f"{job_dir / MANIFEST_NAME} is corrupt and the history has no entry to rebuild it from")
+        raise CorruptFileError(f"{files.manifest_path} is corrupt and the history has no entry to rebuild it from")
     return manifest

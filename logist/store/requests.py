@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import CorruptFileError
-from .jobstore import JobStore
 from .manifest import Turn
 from .response_formats import sent
 from .seek import entries_since, file_mark, read_entries, still_holds
@@ -114,55 +112,56 @@ def request_body(
     return body
 
 
-def recorded_body(job_dir: Path, entry: dict, messages: list[dict]) -> dict:
-    """The body call entry ``entry`` of the job in ``job_dir`` sent, from its
+def recorded_body(files: "JobFiles", entry: dict, messages: list[dict]) -> dict:
+    """The body call entry ``entry`` of the job in ``files`` sent, from its
     rebuilt ``messages`` and its metadata (its response_format read from the
     file it is kept in: :mod:`logist.store.response_formats`)."""
     meta = entry["request"]["metadata"]
     return request_body(meta["model"], messages, meta.get("temperature"), meta.get("max_tokens"),
-                        sent(job_dir, meta.get("response_format")), meta.get("stream"))
+                        sent(files, meta.get("response_format")), meta.get("stream"))
 
 
 class HistoryReader:
     """Entries of one job's history, read from the end of the file as far
-    back as a question needs, and kept for the next question. With the
-    ``store`` of the process's job (:class:`~logist.store.jobstore.JobStore`),
-    the entries read and the last conversation rebuilt are kept there for
-    the next step, so a round of a long turn costs its new messages, not
+    back as a question needs, and kept for the next question. Read through
+    a session (:class:`~logist.store.session.JobSession`), the entries read
+    and the last conversation rebuilt are kept there for the next step, so a round of a long turn costs its new messages, not
     the turn; they are dropped when the file no longer holds what they were
     read from (:func:`logist.store.seek.still_holds`)."""
 
-    def __init__(self, job_dir: Path, store: Optional[JobStore] = None):
-        self.job_dir = Path(job_dir)
-        self.store = store
-        if store is None:
+    def __init__(self, files: "JobFiles"):
+        self.files = files
+        #: The session that keeps what was read between steps (None: a lock-free reader's).
+        self.session = files.reads_kept()
+        session = self.session
+        if session is None:
             self.entries: Entries = {}
             return
-        now = file_mark(self.job_dir)
-        if not still_holds(self.job_dir, store.mark, now):
-            store.forget()
-        store.mark = now
-        self.entries = store.entries
+        now = file_mark(self.files)
+        if not still_holds(self.files, session.mark, now):
+            session.forget()
+        session.mark = now
+        self.entries = session.entries_read
 
     def fetch(self, sequence: int) -> Entries:
         if self.entries and sequence > max(self.entries):
-            return entries_since(self.job_dir, max(self.entries) + 1)  # what was appended since
+            return entries_since(self.files, max(self.entries) + 1)  # what was appended since
         # Read back at least twice as far as last time, so a long chain of
         # small steps back costs a few reads, not one per entry.
         known = min(self.entries) if self.entries else None
         start = sequence if known is None else max(1, min(sequence, known - 2 * (max(self.entries) - known + 1)))
-        return entries_since(self.job_dir, start)
+        return entries_since(self.files, start)
 
     def _continues_kept(self, sequence: int) -> bool:
         """Whether the conversation kept is call ``sequence``'s or the one it continues."""
-        kept = self.store.conversation if self.store is not None else None
+        kept = self.session.conversation if self.session is not None else None
         if kept is None:
             return False
         return kept[0] == sequence or (self.entry(sequence).get("request") or {}).get("continues") == kept[0]
 
     def messages(self, sequence: int) -> list[dict]:
         """The exact messages call entry ``sequence`` sent (a new list; the messages are shared)."""
-        kept = self.store.conversation if self.store is not None else None
+        kept = self.session.conversation if self.session is not None else None
         entry = self.entry(sequence)
         request = entry.get("request") or {}
         if kept and kept[0] == sequence:
@@ -171,8 +170,8 @@ class HistoryReader:
             messages = kept[1] + [_answer(self.entry(kept[0]))] + added_messages(request, _output_in(self.entries, self.fetch))
         else:
             messages = messages_of(self.entries, sequence, self.fetch)
-        if self.store is not None and (kept is None or sequence >= kept[0]):
-            self.store.conversation = (sequence, messages)
+        if self.session is not None and (kept is None or sequence >= kept[0]):
+            self.session.conversation = (sequence, messages)
             for number in [n for n in self.entries if n < sequence]:  # the tail a later round needs
                 del self.entries[number]
         return list(messages)
@@ -192,7 +191,7 @@ class HistoryReader:
 
     def person_inputs(self, sequences: list[int]) -> list[PersonInput]:
         """What the person said in entries ``sequences`` (see :func:`person_inputs`)."""
-        return person_inputs(self.job_dir, sequences, self.entries)
+        return person_inputs(self.files, sequences, self.entries)
 
     def opening(self, turn: Turn) -> Optional[str]:
         """The first user message of the turn (its first call's)."""
@@ -218,7 +217,7 @@ class PersonInput:
     question: Optional[str] = None
 
 
-def person_inputs(job_dir: Path, sequences: list[int], known: Optional[Entries] = None) -> list[PersonInput]:
+def person_inputs(files: "JobFiles", sequences: list[int], known: Optional[Entries] = None) -> list[PersonInput]:
     """The person's inputs recorded in entries ``sequences`` (a manifest's
     ``person_inputs``), reading those entries and, for an answer, the one
     before it (whose state holds the question), and nothing else."""
@@ -226,7 +225,7 @@ def person_inputs(job_dir: Path, sequences: list[int], known: Optional[Entries] 
     wanted = set(sequences) | {s - 1 for s in sequences}
     entries = {s: known[s] for s in wanted if s in known}
     if wanted - set(entries):
-        entries.update(read_entries(job_dir, wanted - set(entries)))
+        entries.update(read_entries(files, wanted - set(entries)))
     found = []
     for sequence in sequences:
         entry = entries.get(sequence) or {}

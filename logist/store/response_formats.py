@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import CorruptFileError
@@ -68,7 +67,7 @@ def digest_of(value: Optional[dict]) -> Optional[str]:
     return _FILE.fullmatch(value["file"]).group(1) if is_reference(value) else digest(value)
 
 
-def keep(job_dir: Path, value: Optional[dict]) -> Optional[dict]:
+def keep(files: "JobFiles", value: Optional[dict]) -> Optional[dict]:
     """Write ``value`` to its file in the job's folder (once; a file already
     there with the digest is the same value) and return the reference an
     entry records. No known secret value is written
@@ -78,14 +77,14 @@ def keep(job_dir: Path, value: Optional[dict]) -> Optional[dict]:
         return value
     value = redact_data(value)
     name = f"{FOLDER}/{digest(value)}.json"
-    path = Path(job_dir) / name
+    path = files.path_of(name)
     if not path.is_file():
         path.parent.mkdir(exist_ok=True)
         atomic_write(path, _compact(value) + b"\n")
     return {"type": value.get("type"), "file": name}
 
 
-def kept_in(job_dir: Path, entry: dict) -> dict:
+def kept_in(files: "JobFiles", entry: dict) -> dict:
     """``entry`` (:meth:`~logist.store.entries.HistoryEntry.dump`) with its
     request's ``response_format`` kept in its file (:func:`keep`); the
     entry is copied where it changes, never changed."""
@@ -93,16 +92,16 @@ def kept_in(job_dir: Path, entry: dict) -> dict:
     metadata = (request or {}).get("metadata")
     if not metadata or metadata.get("response_format") is None or is_reference(metadata["response_format"]):
         return entry
-    metadata = {**metadata, "response_format": keep(job_dir, metadata["response_format"])}
+    metadata = {**metadata, "response_format": keep(files, metadata["response_format"])}
     return {**entry, "request": {**request, "metadata": metadata}}
 
 
-def sent(job_dir: Path, value: Optional[dict]) -> Optional[dict]:
+def sent(files: "JobFiles", value: Optional[dict]) -> Optional[dict]:
     """The ``response_format`` a call sent: a reference read from its file
     (checked against its digest), anything else as it is."""
     if not is_reference(value):
         return value
-    path = Path(job_dir) / value["file"]
+    path = files.path_of(value["file"])
     try:
         data = json.loads(path.read_bytes())
     except FileNotFoundError:

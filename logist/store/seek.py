@@ -6,7 +6,7 @@ it), not the whole file: the entry with a given number is found by an mmap
 :mod:`logist.store.history`) and parsed from there to the end. Nothing is
 kept between calls: a reader without the job's lock reads the file as it
 is, and what a process running a job keeps of it between steps is held by
-that job's :class:`~logist.store.jobstore.JobStore`. A file in an older
+that job's session (:class:`~logist.store.session.JobSession`). A file in an older
 format (or not in the canonical layout) is read whole, upgraded in memory.
 
 A reader that shows a part of a long history (``logist serve``'s pages)
@@ -21,14 +21,13 @@ from __future__ import annotations
 import json
 import mmap
 import os
-from pathlib import Path
 from typing import Iterator, Optional
 
 from pydantic import ValidationError
 
 from ..errors import CorruptFileError
 from .entries import HistoryEntry
-from .history import ENTRY_START, HISTORY_FORMAT, _canonical_end, _corrupt, file_format, history_path, load_history
+from .history import ENTRY_START, HISTORY_FORMAT, _canonical_end, _corrupt, file_format, load_history
 
 
 def _map(handle) -> Optional[mmap.mmap]:
@@ -42,19 +41,19 @@ def _map(handle) -> Optional[mmap.mmap]:
 _MARK = 64
 
 
-def file_mark(job_dir: Path) -> Optional[tuple]:
+def file_mark(files: "JobFiles") -> Optional[tuple]:
     """What the history is now, for a reader that keeps entries between
-    reads (:class:`~logist.store.jobstore.JobStore`): the file (device,
+    reads (a :class:`~logist.store.session.JobSession`): the file (device,
     inode), where its entries end and their last bytes. Entries kept from
     an earlier mark are still the file's when the file is the same and
     still holds the earlier mark's bytes where they were (an append only
     adds after them; a rewrite, a repair that cut an entry back or an edit
     in place does not). None: not a canonical current-format file."""
-    path = history_path(job_dir)
-    if file_format(job_dir) < HISTORY_FORMAT:
+    path = files.history_path
+    if file_format(files) < HISTORY_FORMAT:
         return None
     with open(path, "rb") as handle:
-        end = _canonical_end(path, handle)
+        end = _canonical_end(files, handle)
         if end is None:
             return None
         info = os.fstat(handle.fileno())
@@ -62,28 +61,28 @@ def file_mark(job_dir: Path) -> Optional[tuple]:
         return info.st_dev, info.st_ino, end, handle.read(end - max(0, end - _MARK))
 
 
-def still_holds(job_dir: Path, mark: Optional[tuple], now: Optional[tuple]) -> bool:
+def still_holds(files: "JobFiles", mark: Optional[tuple], now: Optional[tuple]) -> bool:
     """Whether the file as marked ``now`` still holds what it held at ``mark``."""
     if mark is None or now is None or mark[:2] != now[:2] or now[2] < mark[2]:
         return False
     if now[2] == mark[2]:
         return now[3] == mark[3]
-    with open(history_path(job_dir), "rb") as handle:
+    with open(files.history_path, "rb") as handle:
         handle.seek(mark[2] - len(mark[3]))
         return handle.read(len(mark[3])) == mark[3]
 
 
-def entries_since(job_dir: Path, sequence: int) -> dict[int, dict]:
+def entries_since(files: "JobFiles", sequence: int) -> dict[int, dict]:
     """The parsed entries numbered ``sequence`` or more, by number, reading
     only the end of the file from that entry on."""
-    path = history_path(job_dir)
-    if file_format(job_dir) < HISTORY_FORMAT:
-        return {e.sequence: e.dump() for e in load_history(job_dir).interactions if e.sequence >= sequence}
+    path = files.history_path
+    if file_format(files) < HISTORY_FORMAT:
+        return {e.sequence: e.dump() for e in load_history(files).interactions if e.sequence >= sequence}
     with open(path, "rb") as handle:
-        end = _canonical_end(path, handle)
+        end = _canonical_end(files, handle)
         view = _map(handle) if end is not None else None
         if view is None:
-            return {e.sequence: e.dump() for e in load_history(job_dir).interactions if e.sequence >= sequence}
+            return {e.sequence: e.dump() for e in load_history(files).interactions if e.sequence >= sequence}
         with view:
             start = view.rfind(ENTRY_START + str(sequence).encode() + b",", 0, end)
             if start < 0:
@@ -98,25 +97,25 @@ def entries_since(job_dir: Path, sequence: int) -> dict[int, dict]:
     return {item["sequence"]: item for item in items if item["sequence"] >= sequence}
 
 
-def read_entry(job_dir: Path, sequence: int) -> HistoryEntry:
+def read_entry(files: "JobFiles", sequence: int) -> HistoryEntry:
     """Entry number ``sequence``, found without parsing the others."""
-    found = read_entries(job_dir, {sequence}).get(sequence)
+    found = read_entries(files, {sequence}).get(sequence)
     if found is None:
-        raise CorruptFileError(f"{history_path(job_dir)} has no entry {sequence}")
+        raise CorruptFileError(f"{files.history_path} has no entry {sequence}")
     return HistoryEntry.model_validate(found)
 
 
-def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
+def last_entry(files: "JobFiles") -> Optional[HistoryEntry]:
     """The last entry, reading only the end of the file."""
-    path = history_path(job_dir)
-    if file_format(job_dir) < HISTORY_FORMAT:
-        entries = load_history(job_dir).interactions
+    path = files.history_path
+    if file_format(files) < HISTORY_FORMAT:
+        entries = load_history(files).interactions
         return entries[-1] if entries else None
     with open(path, "rb") as handle:
-        end = _canonical_end(path, handle)
+        end = _canonical_end(files, handle)
         view = _map(handle) if end is not None else None
         if view is None:
-            entries = load_history(job_dir).interactions
+            entries = load_history(files).interactions
             return entries[-1] if entries else None
         with view:
             start = view.rfind(ENTRY_START, 0, end)
@@ -129,19 +128,19 @@ def last_entry(job_dir: Path) -> Optional[HistoryEntry]:
         raise CorruptFileError(f"{path} is corrupt: its last entry cannot be parsed") from None
 
 
-def read_entries(job_dir: Path, sequences: set[int]) -> dict[int, dict]:
+def read_entries(files: "JobFiles", sequences: set[int]) -> dict[int, dict]:
     """The parsed entries numbered ``sequences`` (not empty), each found by
     its number and parsed alone: an early entry of a long history costs its
     own bytes, not those of every entry after it (which
     :func:`entries_since` parses)."""
-    path, found = history_path(job_dir), {}
-    if file_format(job_dir) < HISTORY_FORMAT:
-        return {n: e for n, e in entries_since(job_dir, min(sequences)).items() if n in sequences}
+    path, found = files.history_path, {}
+    if file_format(files) < HISTORY_FORMAT:
+        return {n: e for n, e in entries_since(files, min(sequences)).items() if n in sequences}
     with open(path, "rb") as handle:
-        end = _canonical_end(path, handle)
+        end = _canonical_end(files, handle)
         view = _map(handle) if end is not None else None
         if view is None:
-            return {n: e for n, e in entries_since(job_dir, min(sequences)).items() if n in sequences}
+            return {n: e for n, e in entries_since(files, min(sequences)).items() if n in sequences}
         with view:
             for sequence in sequences:
                 start = view.rfind(ENTRY_START + b"%d," % sequence, 0, end)
@@ -176,8 +175,9 @@ class OffsetReader:
     append in progress excluded); :meth:`refresh` moves it to where they
     end now. Use :func:`open_offset_reader`."""
 
-    def __init__(self, path: Path, handle, end: int, first: int):
-        self.path = path
+    def __init__(self, files: "JobFiles", handle, end: int, first: int):
+        self.files = files
+        self.path = files.history_path
         self.handle = handle
         self.end = end
         #: The offset of the first entry (the end: no entry).
@@ -204,7 +204,7 @@ class OffsetReader:
             same = os.fstat(self.handle.fileno())[1:3] == os.stat(path)[1:3]
         except OSError:
             return False
-        end = _canonical_end(path, self.handle) if same else None
+        end = _canonical_end(self.files, self.handle) if same else None
         if end is None or end < self.end:
             return False
         self.end = end
@@ -310,19 +310,19 @@ class OffsetReader:
             raise _corrupt(self.path, exc) from None
 
 
-def open_offset_reader(job_dir: Path) -> Optional[OffsetReader]:
+def open_offset_reader(files: "JobFiles") -> Optional[OffsetReader]:
     """An :class:`OffsetReader` of the job's history, or None when it is not
     a canonical file in the current format (read it whole: :func:`logist.store.history.iter_entry_data`)."""
-    path = history_path(job_dir)
-    if file_format(job_dir) < HISTORY_FORMAT:
+    path = files.history_path
+    if file_format(files) < HISTORY_FORMAT:
         return None
     handle = open(path, "rb")
     try:
-        end = _canonical_end(path, handle)
+        end = _canonical_end(files, handle)
         if end is None:
             handle.close()
             return None
-        reader = OffsetReader(path, handle, end, end)
+        reader = OffsetReader(files, handle, end, end)
         first = reader.next_start(0)
         reader.first = end if first is None else first
         return reader

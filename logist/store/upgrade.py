@@ -296,16 +296,15 @@ def keep_beside(path: Path, keep: Path) -> None:
             shutil.copy2(path, keep)
 
 
-CONTEXT_NAME = "context.md"
 #: Where a project keeps its context, in the workspace (read once, at the start).
 WORKSPACE_CONTEXT = ".logist/context.md"
 
 
-def context_at_start(job_dir: Path, baseline: Optional[str]) -> Optional[str]:
+def context_at_start(files: "JobFiles", baseline: Optional[str]) -> Optional[str]:
     """A job without ``<job>/context.md``: its workspace's context file as it
     was in the job's baseline commit, or None. Costs a git process only when
     the workspace has that file now."""
-    workspace = Path(job_dir) / "workspace"
+    workspace = files.workspace
     if not baseline or not (workspace / WORKSPACE_CONTEXT).is_file():
         return None
     try:
@@ -314,14 +313,14 @@ def context_at_start(job_dir: Path, baseline: Optional[str]) -> Optional[str]:
         return None
 
 
-def move_context(job_dir: Path, baseline: Optional[str]) -> Optional[str]:
+def move_context(files: "JobFiles", baseline: Optional[str]) -> Optional[str]:
     """Write ``<job>/context.md`` for a job made before the context moved.
     Returns what was done, or None. Call with the job's lock held."""
-    target = Path(job_dir) / CONTEXT_NAME
+    target = files.context_path
     if target.exists():
         return None
-    text = context_at_start(job_dir, baseline)
+    text = context_at_start(files, baseline)
     if text is None:
         return None
     atomic_write(target, text)
-    return f"copied the workspace's {WORKSPACE_CONTEXT} as it was at the job's start to {CONTEXT_NAME}"
+    return f"copied the workspace's {WORKSPACE_CONTEXT} as it was at the job's start to {target.name}"

@@ -13,33 +13,30 @@ its lock, before it changes anything.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Optional
 
 from .atomic import atomic_write_json, fsync_dir
-from .history import HISTORY_FORMAT, file_format, history_path, upgrade_file, write_canonical
-from .layout import README_NAME, write_readme
-from .manifest import JobManifest, manifest_path
+from .history import HISTORY_FORMAT, file_format, upgrade_file, write_canonical
+from .manifest import JobManifest
 from .upgrade import keep_beside, upgrade_files
 
 
-def upgrade_job(job_dir: Path) -> Optional[str]:
+def upgrade_job(files: "JobFiles") -> Optional[str]:
     """Rewrite a job's files in the current format: a format 1 job's
     manifest and history (:func:`upgrade_v1`), a history of format 2 or 3,
     or one whose header names the workspace's absolute path
     (:func:`logist.store.history.upgrade_file`). Returns what was done, or
     None when there was nothing to do. Call with the job's lock held."""
-    return upgrade_v1(job_dir) or upgrade_file(job_dir)
+    return upgrade_v1(files) or upgrade_file(files)
 
 
-def upgrade_v1(job_dir: Path) -> Optional[str]:
+def upgrade_v1(files: "JobFiles") -> Optional[str]:
     """Rewrite a format 1 job's manifest and history in the current
     formats, keeping the old files as ``job_manifest.json.v1`` and
     ``jobHistory.json.v1``. Returns what was done, or None when there was
     nothing to do. Call with the job's lock held."""
-    job_dir = Path(job_dir)
-    hpath, mpath = history_path(job_dir), manifest_path(job_dir)
-    if not hpath.exists() or file_format(job_dir) >= 2:
+    hpath, mpath = files.history_path, files.manifest_path
+    if not hpath.exists() or file_format(files) >= 2:
         return None
     try:
         history_data = json.loads(hpath.read_bytes())
@@ -54,12 +51,12 @@ def upgrade_v1(job_dir: Path) -> Optional[str]:
     manifest, history = upgrade_files(manifest_data, history_data)
     for path in (hpath, mpath):
         keep_beside(path, path.with_name(path.name + ".v1"))
-    fsync_dir(job_dir)
-    write_canonical(hpath, history["job_id"], history["interactions"])
+    fsync_dir(files.dir)
+    write_canonical(files, history["job_id"], history["interactions"])
     if manifest is not None:
         upgraded = JobManifest.model_validate(manifest)
         atomic_write_json(mpath, upgraded.dump())
-        if not (job_dir / README_NAME).exists():  # format 2 jobs explain their folder
-            write_readme(job_dir, upgraded.job_id, upgraded.objective)
+        if not files.readme_path.exists():  # format 2 jobs explain their folder
+            files.write_readme(upgraded.objective)
     return (f"upgraded the job's files from format 1 (now: manifest format 2, history format {HISTORY_FORMAT}; "
             f"the old ones are kept as {hpath.name}.v1 and {mpath.name}.v1)")

@@ -32,27 +32,15 @@ what its ``Jobs`` and ``Job`` return) and the names in ``logist.__all__``.
 from __future__ import annotations
 
 import logging
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Iterator
 
 from ..errors import JobBusyError
 from ..store.atomic import leftover_temps
-from ..store.jobsdir import hold_lock
 from . import transcript
 
-VIEWS_LOCK_NAME = ".views.lock"
 #: Updates in a row while other processes keep recording (bounds the loop).
 _MAX_ROUNDS = 10
 
 log = logging.getLogger("logist")
-
-
-@contextmanager
-def views_lock(job_dir: Path, timeout: float = 0) -> Iterator[None]:
-    """Hold the lock of the job's view files; raises JobBusyError when busy."""
-    with hold_lock(Path(job_dir) / VIEWS_LOCK_NAME, f"job '{Path(job_dir).name}' (its views)", timeout):
-        yield
 
 
 def refresh(job) -> None:
@@ -62,16 +50,16 @@ def refresh(job) -> None:
     "logist" logger; the command that recorded the entries has succeeded.
     """
     try:
-        with views_lock(job.dir):
-            for tmp in leftover_temps(job.dir, (transcript.TRANSCRIPT_NAME,)):
+        with job.views_lock():
+            for tmp in leftover_temps(job.dir, (job.transcript_path.name,)):
                 tmp.unlink(missing_ok=True)  # a write of it that was killed: only written under this lock
             for _ in range(_MAX_ROUNDS):
-                if transcript.update(job.dir) == "current":
+                if transcript.update(job) == "current":
                     break
     except JobBusyError:
         return  # the holder is updating them and will find our entries
     except Exception as exc:  # noqa: BLE001 - anything at all: what they show is already recorded
         log.warning(
             "could not update %s (%s: %s); the job is fine, and 'logist job transcript --rebuild' rewrites it",
-            transcript.transcript_path(job.dir), type(exc).__name__, exc,
+            job.transcript_path, type(exc).__name__, exc,
         )

@@ -25,7 +25,7 @@ from typing import Optional
 from ..secrets.redact import redact
 from ..store.entries import FAILED
 from ..store.history import HistoryEntry
-from ..store.jobsdir import Job
+from ..store.session import JobFiles
 from .prompt_tracker import PromptTracker
 from .summary import Budget, JobSummary, StateVisit, StepRow, answer_fields, one_line
 
@@ -253,7 +253,7 @@ def _budget_html(budget: Budget, cost_known: bool) -> str:
     )
 
 
-def facts_html(summary: JobSummary, job: Job) -> str:
+def facts_html(summary: JobSummary, job: JobFiles) -> str:
     m = summary.manifest
     t = m.totals
     cost_known = summary.cost_known

@@ -46,17 +46,15 @@ from typing import Callable, Iterable, Iterator, Optional
 from ..secrets.redact import known_secrets, redact
 from ..store.atomic import atomic_writer
 from ..store.entries import ANSWER_KINDS, HistoryEntry
-from ..store.history import iter_entries, iter_entry_data
-from ..store.jobsdir import Job, JobsDir
+from ..store.jobsdir import JobsDir
+from ..store.session import JobFiles
 from ..store.manifest import JobManifest
 from .html import DIFF_LIMIT, esc, facts_html, page, page_parts, short_time, states_html, status_badge, step_html
 from .prompt_tracker import PromptTracker
 from .summary import JobSummary, StateTrail, budgets, cost_known, one_line, step_row
-from ..store.recovery import recovered_manifest
 from ..errors import LogistError
 from ..workspace.diffs import Patch
 
-REPORT_NAME = "report.html"
 INDEX_NAME = "index.html"
 #: States the page lists at most (the first and the last half of them).
 STATES_SHOWN = 400
@@ -73,15 +71,15 @@ class _Scan:
     """The first pass over the history: what the page says before its
     timeline (the states, how many entries) and the pairs of commits to diff."""
 
-    def __init__(self, job_dir: Path):
-        self.job_dir = job_dir
+    def __init__(self, job: JobFiles):
+        self.job = job
         self.count = 0
         self.last = 0
         self.trail = StateTrail(STATES_SHOWN)
 
     def pairs(self) -> Iterator[tuple[str, str]]:
         previous: Optional[str] = None
-        for data in iter_entry_data(self.job_dir):
+        for data in self.job.entry_data():
             self.count += 1
             self.last = data["sequence"]
             self.trail.add(data["sequence"], data["timestamp"], data["state_before"], data["state_after"])
@@ -90,12 +88,12 @@ class _Scan:
                 yield pair
 
 
-def timeline(job: Job) -> tuple[_Scan, Iterator[tuple[int, str]]]:
+def timeline(job: JobFiles) -> tuple[_Scan, Iterator[tuple[int, str]]]:
     """The first pass (done when this returns) and the timeline's rows, each
     ``(sequence, html)``, read one entry (and one diff) at a time, up to the
     last entry the pass saw. ``logist serve``'s job page shows a part of
     the timeline, made by :func:`timeline_rows` too (:mod:`logist.views.window`)."""
-    scan = _Scan(job.dir)
+    scan = _Scan(job)
     pairs = scan.pairs()
     # Diffs come from one git process, read as the timeline is written.
     diffs = job.repo.iter_diffs(pairs, DIFF_LIMIT) if job.repo.exists() else None
@@ -103,7 +101,7 @@ def timeline(job: Job) -> tuple[_Scan, Iterator[tuple[int, str]]]:
         pass
 
     def entries() -> Iterator[HistoryEntry]:
-        for entry in iter_entries(job.dir):
+        for entry in job.entries():
             if entry.sequence > scan.last:
                 return  # recorded since the scan (the next report shows it)
             yield entry
@@ -111,7 +109,7 @@ def timeline(job: Job) -> tuple[_Scan, Iterator[tuple[int, str]]]:
     return scan, timeline_rows(job, entries(), PromptTracker(), None, diffs)
 
 
-def timeline_rows(job: Job, entries: Iterable[HistoryEntry], tracker: PromptTracker, previous: Optional[str],
+def timeline_rows(job: JobFiles, entries: Iterable[HistoryEntry], tracker: PromptTracker, previous: Optional[str],
                   diffs: Optional[Iterator[Patch]]) -> Iterator[tuple[int, str]]:
     """The timeline's row of each of ``entries`` (in order), each ``(sequence,
     html)``: ``tracker`` has seen the entries before them (whose command
@@ -131,7 +129,7 @@ def timeline_rows(job: Job, entries: Iterable[HistoryEntry], tracker: PromptTrac
         yield entry.sequence, step_html(job.id, entry, step_row(entry), tracker, diff, cut)
 
 
-def job_head(job: Job, m: JobManifest, trail: StateTrail, crumb: str = "Logist job report", inserted: str = "",
+def job_head(job: JobFiles, m: JobManifest, trail: StateTrail, crumb: str = "Logist job report", inserted: str = "",
              before: int = 0) -> str:
     """What a job's page says before its timeline: the objective, the facts
     and budgets, the states ``trail`` passed through (of the entries after
@@ -164,11 +162,11 @@ def timeline_open(count: int) -> str:
 TIMELINE_CLOSE = "</div></section>"
 
 
-def write_report(job: Job, write: Callable[[str], object]) -> None:
+def write_report(job: JobFiles, write: Callable[[str], object]) -> None:
     """Write the job's report piece by piece, holding one history entry (and
     one diff) at a time: the history is read twice, once for what the page
     says before its timeline, then for the timeline."""
-    m = recovered_manifest(job.dir)
+    m = job.manifest()
     scan, rows = timeline(job)
     head, tail = page_parts(f"{job.id}: {m.status} · Logist")
     write(head)
@@ -179,7 +177,7 @@ def write_report(job: Job, write: Callable[[str], object]) -> None:
     write(TIMELINE_CLOSE + tail)
 
 
-def render_job_report(job: Job) -> str:
+def render_job_report(job: JobFiles) -> str:
     """The job's report as one HTML document, in memory (for tests and small jobs)."""
     parts: list[str] = []
     write_report(job, parts.append)
@@ -195,10 +193,10 @@ def html_secrets() -> list[str]:
     return sorted(set(secrets) | set(escaped), key=len, reverse=True)
 
 
-def write_job_report(job: Job, path: Optional[Path] = None) -> Path:
+def write_job_report(job: JobFiles, path: Optional[Path] = None) -> Path:
     """Write the job's report (default ``<job>/report.html``), streamed into
     a new file that replaces the old one whole; returns its path."""
-    target = Path(path) if path is not None else job.dir / REPORT_NAME
+    target = Path(path) if path is not None else job.report_path
     with atomic_writer(target) as handle:
         secrets = html_secrets()  # none is written (logist.secrets.redact)
         write_report(job, lambda text: handle.write(redact(text, secrets).encode("utf-8", errors="replace")))
@@ -222,14 +220,14 @@ def write_index(jobs: JobsDir, path: Optional[Path] = None, *, reports: bool = T
     ``reports`` is False, every job's report first, so each link resolves.
     A job that cannot be read is listed with the reason and no link."""
     target = Path(path) if path is not None else jobs.path / INDEX_NAME
-    rows = index_rows(jobs, write_job_report if reports else (lambda job: job.dir / REPORT_NAME))
+    rows = index_rows(jobs, write_job_report if reports else (lambda job: job.report_path))
     with atomic_writer(target) as handle:
         page_text = render_index(jobs, rows, target.parent, jobs.read_index().current_job_id)
         handle.write(redact(page_text, html_secrets()).encode("utf-8", errors="replace"))
     return target, rows
 
 
-def index_rows(jobs: JobsDir, report: Callable[[Job], Path]) -> list[IndexRow]:
+def index_rows(jobs: JobsDir, report: Callable[[JobFiles], Path]) -> list[IndexRow]:
     """A row for each job of the index, in its order, with the path
     ``report(job)`` gives (None when there is no file there). A job that
     cannot be read is a row saying why."""

@@ -17,13 +17,11 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterable, Optional
 
 from ..store.entries import ANSWER_KINDS, CALL_KINDS, CheckResult
-from ..store.seek import read_entry
-from ..store.history import HistoryEntry, iter_entries
-from ..store.jobsdir import Job
+from ..store.history import HistoryEntry
+from ..store.session import JobFiles
 from ..store.manifest import JobManifest, Totals
 from ..protocol.forms import loads
 from ..protocol.answer import extract_json_text
@@ -182,14 +180,14 @@ class CheckStatus:
                 "results": [{**r.model_dump(mode="json", exclude={"output"}), "passed": r.passed} for r in self.results]}
 
 
-def check_status(job_dir: Path, manifest: JobManifest, head: Optional[str]) -> Optional[CheckStatus]:
+def check_status(job: JobFiles, manifest: JobManifest, head: Optional[str]) -> Optional[CheckStatus]:
     """The job's last run of its checks (None: they never ran), read from
     its entry; ``head``: the workspace's commit now (None: unknown, so the
     run is not current)."""
     last = manifest.last_check
     if last is None:
         return None
-    run = read_entry(job_dir, last.sequence).checks
+    run = job.entry(last.sequence).checks
     results = run.results if run is not None else []
     return CheckStatus(last.sequence, last.commit, last.passed, head is None or last.commit != head, results)
 
@@ -290,13 +288,13 @@ def cost_known(totals: Totals) -> bool:
     return not totals.llm_calls or totals.unpriced_calls < totals.llm_calls
 
 
-def summarise(job: Job, entries: Optional[Iterable[HistoryEntry]] = None, manifest: Optional[JobManifest] = None) -> JobSummary:
+def summarise(job: JobFiles, entries: Optional[Iterable[HistoryEntry]] = None, manifest: Optional[JobManifest] = None) -> JobSummary:
     """The job's summary: its rows, the states it passed through, budget use.
     The history is read one entry at a time when ``entries`` is not given."""
     manifest = manifest if manifest is not None else job.manifest()
     rows: list[StepRow] = []
     trail = StateTrail()
-    for entry in iter_entries(job.dir) if entries is None else entries:
+    for entry in job.entries() if entries is None else entries:
         rows.append(step_row(entry))
         trail.add(entry.sequence, entry.timestamp, entry.state_before, entry.state_after)
     return JobSummary(job_id=job.id, manifest=manifest, rows=rows, states=trail.visits, budgets=budgets(manifest))

@@ -35,15 +35,13 @@ from pathlib import Path
 from typing import Callable, Iterable, NamedTuple, Optional
 
 from ..failpoints import armed, failpoint
-from ..store import history as hist
-from ..store import seek
+from ..store.session import JobFiles
 from ..secrets.redact import redact
 from ..store.atomic import atomic_writer
 from ..store.history import HistoryEntry
 from .markdown import header, render_entry
 from .prompt_tracker import PromptTracker, context_start
 
-TRANSCRIPT_NAME = "transcript.md"
 #: Entries an update reads back at once; a transcript further behind is rebuilt.
 CATCH_UP_LIMIT = 256
 _MARKER = "\n<!-- logist: transcript up to step {} -->\n"
@@ -55,10 +53,6 @@ class Marker(NamedTuple):
     seq: int
     #: Where the marker starts: an append writes from here.
     offset: int
-
-
-def transcript_path(job_dir: Path) -> Path:
-    return Path(job_dir) / TRANSCRIPT_NAME
 
 
 def write_transcript(write: Callable[[str], object], entries: Iterable[HistoryEntry], job_id: Optional[str] = None) -> None:
@@ -104,13 +98,13 @@ def _encode(text: str) -> bytes:
     return redact(text).encode("utf-8", errors="replace")
 
 
-def rebuild(job_dir: Path) -> Path:
+def rebuild(job: JobFiles) -> Path:
     """Write the transcript afresh from ``jobHistory.json``; returns its path.
     Reads the history one entry at a time. Call with the views' lock held
-    (:func:`logist.views.views_lock`)."""
-    path = transcript_path(job_dir)
+    (:meth:`logist.store.session.JobFiles.views_lock`)."""
+    path = job.transcript_path
     with atomic_writer(path) as handle:
-        write_transcript(lambda text: handle.write(_encode(text)), hist.iter_entries(job_dir), Path(job_dir).name)
+        write_transcript(lambda text: handle.write(_encode(text)), job.entries(), job.id)
     return path
 
 
@@ -126,41 +120,41 @@ def _append(path: Path, marker: Marker, entries: list[HistoryEntry], tracker: Pr
         handle.truncate()
 
 
-def _entries_since(job_dir: Path, sequence: int) -> list[HistoryEntry]:
-    found = seek.entries_since(job_dir, sequence)
+def _entries_since(job: JobFiles, sequence: int) -> list[HistoryEntry]:
+    found = job.entries_since(sequence)
     return [HistoryEntry.model_validate(found[n]) for n in sorted(found)]
 
 
-def update(job_dir: Path) -> str:
+def update(job: JobFiles) -> str:
     """Bring the transcript up to the history's last entry; says what it did
     ("current", "appended" or "rebuilt"). Call with the views' lock held.
 
     Costs the new entries only, unless the file must be rebuilt (see the
     module docstring).
     """
-    path = transcript_path(job_dir)
+    path = job.transcript_path
     if path.exists() and not path.is_file():
         raise OSError(f"{path} is not a file")  # before paying for a rebuild that cannot be written
-    last = seek.last_entry(job_dir)
+    last = job.last_entry()
     last_sequence = last.sequence if last is not None else 0
     marker = read_marker(path)
     if marker is not None and marker.seq == last_sequence:
         return "current"
     if marker is None or last is None or not 0 < last_sequence - marker.seq <= CATCH_UP_LIMIT:
-        rebuild(job_dir)
+        rebuild(job)
         return "rebuilt"
     first_missing = marker.seq + 1
     if first_missing == last_sequence:
         start = context_start(last)
-        entries = [last] if start == last_sequence else _entries_since(job_dir, start)
+        entries = [last] if start == last_sequence else _entries_since(job, start)
     else:  # several commands' entries, or a recovery and a step
-        entries = _entries_since(job_dir, first_missing)
+        entries = _entries_since(job, first_missing)
         start = min((context_start(e) for e in entries), default=first_missing)
         if start < first_missing:
-            entries = _entries_since(job_dir, start)
+            entries = _entries_since(job, start)
     missing = [e for e in entries if e.sequence >= first_missing]
     if [e.sequence for e in missing] != list(range(first_missing, last_sequence + 1)):
-        rebuild(job_dir)
+        rebuild(job)
         return "rebuilt"
     tracker = PromptTracker()
     for entry in entries:
@@ -170,7 +164,7 @@ def update(job_dir: Path) -> str:
     return "appended"
 
 
-def is_current(job_dir: Path, last_sequence: int) -> bool:
+def is_current(job: JobFiles, last_sequence: int) -> bool:
     """Whether the transcript ends with entry ``last_sequence``."""
-    marker = read_marker(transcript_path(job_dir))
+    marker = read_marker(job.transcript_path)
     return marker is not None and marker.seq == last_sequence

@@ -31,13 +31,11 @@ edited by hand) is read whole, as the report reads it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterator, Optional
 
 from ..store.entries import HistoryEntry
-from ..store.history import iter_entry_data
-from ..store.jobsdir import Job
-from ..store.seek import OffsetReader, open_offset_reader
+from ..store.session import JobFiles
+from ..store.seek import OffsetReader
 from .html import DIFF_LIMIT
 from .prompt_tracker import OUTPUT_WINDOW, PromptTracker
 from .report import STATES_SHOWN, diff_pair, timeline_rows
@@ -54,10 +52,10 @@ class _Entries:
     """The history's entries by position: an :class:`OffsetReader`'s offsets,
     or, for a file it cannot read in parts, the whole history in memory."""
 
-    def __init__(self, job_dir: Path):
-        self.job_dir = job_dir
-        self.reader: Optional[OffsetReader] = open_offset_reader(job_dir)
-        self.whole: list[dict] = [] if self.reader is not None else list(iter_entry_data(job_dir))
+    def __init__(self, job: JobFiles):
+        self.job = job
+        self.reader: Optional[OffsetReader] = job.offset_reader()
+        self.whole: list[dict] = [] if self.reader is not None else list(job.entry_data())
 
     def close(self) -> None:
         if self.reader is not None:
@@ -139,7 +137,7 @@ def _before(entries: _Entries, position: int, first: int, continued: set[int]) -
                    [HistoryEntry.model_validate(near[s]) for s in sorted(near)])
 
 
-def _continued_rows(job: Job, before: _Before) -> Iterator[str]:
+def _continued_rows(job: JobFiles, before: _Before) -> Iterator[str]:
     """The hidden rows of the earlier entries the shown prompts continue (no diff: only their prompts and answers are read)."""
     if not before.continued:
         return
@@ -160,7 +158,7 @@ class Window:
     (the number of entries too: they are numbered from 1), the states they
     passed through, and their rows (read when iterated: :meth:`rows`)."""
 
-    job: Job
+    job: JobFiles
     first: int
     shown: int
     last: int
@@ -195,10 +193,10 @@ class Window:
             yield HistoryEntry.model_validate(data)
 
 
-def read_window(job: Job, first: int, until: Optional[int] = None) -> Window:
+def read_window(job: JobFiles, first: int, until: Optional[int] = None) -> Window:
     """The entries from ``first`` to ``until`` (default: the last), read
     once here for what the page says before them; :meth:`Window.rows` reads them again."""
-    entries = _Entries(job.dir)
+    entries = _Entries(job)
     try:
         last = entries.last()
         shown = last if until is None else min(until, last)
@@ -235,7 +233,7 @@ class Follower:
     and the states passed through since the page's first entry. Held by
     the request (the event stream) that made it; :meth:`close` it."""
 
-    def __init__(self, job: Job, first: int, after: int):
+    def __init__(self, job: JobFiles, first: int, after: int):
         self.job = job
         self.first = first
         self.after = after
@@ -243,7 +241,7 @@ class Follower:
 
     def _start(self) -> None:
         """Read up to entry ``after``: the states from ``first``, and what the rows after it need."""
-        self.entries = _Entries(self.job.dir)
+        self.entries = _Entries(self.job)
         self.trail = StateTrail(STATES_SHOWN)
         self.last = self.after
         start = min(self.first, self.after + 1)

@@ -15,9 +15,9 @@ import shutil
 import pytest
 
 from conftest import logist_cli, write_config
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.replay.scripted import Reply, ScriptedLLMServer, answer
-from logist.store.history import iter_entries
 
 CHUNK = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
          "choices": [{"index": 0, "delta": {"content": '{"action": '}, "finish_reason": None}]}
@@ -69,7 +69,7 @@ def test_an_endpoint_fault_is_a_recorded_named_failure(jobs, case, reply, reason
     manifest = jobs.job("j").manifest()
     assert str(manifest.status) == "INTERVENTION_REQUIRED"
     assert reason in manifest.reason and "\n" not in manifest.reason
-    last = list(iter_entries(jobs.path / "j"))[-1]
+    last = list(JobFiles(jobs.path / "j").entries())[-1]
     assert (last.kind, last.response.status, last.state_after) == ("llm_call", "FAILED", "INTERVENTION_REQUIRED")
     assert reason in last.response.error and "after 1 attempt" in last.response.error
     assert "cannot connect" not in last.response.error
@@ -101,7 +101,7 @@ def test_an_answer_over_the_size_limit_is_refused_and_stored_once_cut(jobs):
         assert "the answer was refused: the limit is 100,000 bytes" in line and "max_answer_bytes" in line
         assert ("it is 10,000,0" in line) is not stream  # a stream is not read to its end
         sizes[stream] = (jobs.path / "j" / "jobHistory.json").stat().st_size
-        last = list(iter_entries(jobs.path / "j"))[-1]
+        last = list(JobFiles(jobs.path / "j").entries())[-1]
         assert last.response.status == "FAILED" and len(last.response.raw_response.encode()) == 100_000
         assert last.response.raw_response == big[:100_000]
         assert last.usage.completion_tokens > 0  # the call was paid: counted
@@ -141,7 +141,7 @@ def test_a_damaged_history_is_reported_then_repaired_by_the_next_step(jobs, dama
     # Nothing is lost: the damaged bytes are kept beside the new history.
     aside = [p for p in job_dir.iterdir() if p.name.startswith("jobHistory.json.corrupt-")]
     assert len(aside) == 1 and aside[0].read_bytes() == HISTORY_DAMAGE[damage]
-    entries = list(iter_entries(job_dir))
+    entries = list(JobFiles(job_dir).entries())
     assert [e.kind for e in entries] == ["repair", "llm_call"]
     assert entries[0].definition is not None  # the history alone can restore the manifest again
     assert [e.sequence for e in entries] == [1, 2]

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import post_answer
-from logist.store.history import load_history
 from logist.cli import cli
 from logist.replay.scripted import Reply, ScriptedLLMServer, answer
 
@@ -428,7 +428,7 @@ def test_poststep_string_and_file(jobs, tmp_path):
     data = json.loads(second.stdout)
     assert [(r["role"], r["status"]) for r in data] == [("Supervisor", "APPROVAL_REQUIRED")]
 
-    entries = load_history(jobs.path / "hello").interactions
+    entries = JobFiles(jobs.path / "hello").load_history().interactions
     assert [e.response.raw_response for e in entries if e.kind == "poststep"] == [WRITE_HELLO, APPROVE_HELLO]
     assert all(e.kind != "llm_call" for e in entries), "a posted answer is not recorded as a call"
     assert int(git(workspace, "rev-list", "--count", "HEAD")) == 2
@@ -447,7 +447,7 @@ def test_poststep_from_a_live_history(jobs, llm):
     result = ok(logist_cli("job", "poststep", "posted", "--from-history", str(recorded), "--index", str(worker_call["sequence"])))
     assert "Worker COMPLETED -> REVIEWING" in result.stderr
     assert (jobs.path / "posted" / "workspace" / "hello.py").read_text() == "print('Hello')\n"
-    posted = load_history(jobs.path / "posted").interactions[-1]
+    posted = JobFiles(jobs.path / "posted").load_history().interactions[-1]
     assert posted.response.raw_response == worker_call["response"]["raw_response"]
     assert len(llm.requests) == 2, "poststep calls no LLM"
 

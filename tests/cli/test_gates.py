@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 
+from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.step import post_answer
-from logist.store.history import load_history
 from logist.replay.scripted import answer
 from logist.store.recovery import definition_from_history
 
@@ -47,10 +47,10 @@ def test_job_set_raises_a_spent_budget_and_the_job_goes_on_where_it_stopped(jobs
     assert raised.stderr.strip() == "Job 'j' is RUNNING again: logist job run j goes on where it stopped."
     manifest = job.manifest()
     assert manifest.status == Status.RUNNING and manifest.settings.max_steps == 4 and manifest.reason is None
-    last = load_history(job.dir).interactions[-1]
+    last = JobFiles(job.dir).load_history().interactions[-1]
     assert (last.kind, last.user_input.action, last.user_input.text) == ("user_action", "set", "max_steps 1 -> 4")
     # The history alone still says what the job is now.
-    assert definition_from_history(job.dir).settings.max_steps == 4
+    assert definition_from_history(JobFiles(job.dir)).settings.max_steps == 4
 
     llm.add(WRITE, REVIEW)
     code(logist_cli("job", "run", "j", "--base-url", llm.base_url), 3)
@@ -122,7 +122,7 @@ def test_answer_refuses_a_word_that_could_be_a_job_but_is_not(jobs):
     assert job.manifest().status == Status.INPUT_REQUIRED
 
     code(logist_cli("job", "answer", "--text", "yes"), 0)
-    assert load_history(job.dir).interactions[-1].user_input.text == "yes"
+    assert JobFiles(job.dir).load_history().interactions[-1].user_input.text == "yes"
 
 
 def test_answer_forms_that_are_clear(jobs):
@@ -138,7 +138,7 @@ def test_answer_forms_that_are_clear(jobs):
         result = code(logist_cli("job", "answer", *argv, "--json"), 0)
         assert json.loads(result.stdout) | {"workspace_commit": None} == {
             "job_id": job_id, "status": "RUNNING", "role": "Worker", "workspace_commit": None}
-        assert load_history(job.dir).interactions[-1].user_input.text == text
+        assert JobFiles(job.dir).load_history().interactions[-1].user_input.text == text
 
 
 def test_cancel_is_final(jobs):
@@ -151,4 +151,4 @@ def test_cancel_is_final(jobs):
             f"Error: job 'j' was canceled, and canceling is final: it cannot be {word} (create a new job to start again)")
     assert "cannot resume job 'j': it is CANCELED" in code(logist_cli("job", "resume", "j"), 1).stderr
     assert job.manifest().status == Status.CANCELED
-    assert [e.kind for e in load_history(job.dir).interactions] == ["user_action", "poststep", "user_action"]
+    assert [e.kind for e in JobFiles(job.dir).load_history().interactions] == ["user_action", "poststep", "user_action"]

@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 import logist.cli
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.cli import main
 from logist.replay.scripted import answer
 from logist.replay.server import ReplayLLMServer
-from logist.views.transcript import transcript_path
 
 
 def run_main(*args: str) -> tuple[int, str]:
@@ -32,8 +32,8 @@ def logging_of_logist():
 
 def test_each_run_shows_its_warnings_on_its_own_stderr_and_leaves_logging_as_it_was(jobs):
     job = create_job(jobs, "j", "Say hi")
-    transcript_path(job.dir).unlink()
-    transcript_path(job.dir).mkdir()  # the transcript cannot be written: one warning per step
+    JobFiles(job.dir).transcript_path.unlink()
+    JobFiles(job.dir).transcript_path.mkdir()  # the transcript cannot be written: one warning per step
     before = logging_of_logist()
     for n in (1, 2):
         code, err = run_main("job", "poststep", "j", "--response-string", answer("MESSAGE", message=f"note {n}"))
@@ -46,8 +46,8 @@ def test_each_run_shows_its_warnings_on_its_own_stderr_and_leaves_logging_as_it_
 
 def test_a_logger_configured_by_the_caller_is_left_to_the_caller(jobs, caplog):
     job = create_job(jobs, "j", "Say hi")
-    transcript_path(job.dir).unlink()
-    transcript_path(job.dir).mkdir()
+    JobFiles(job.dir).transcript_path.unlink()
+    JobFiles(job.dir).transcript_path.mkdir()
     own = logging.NullHandler()
     logger = logging.getLogger("logist")
     logger.addHandler(own)

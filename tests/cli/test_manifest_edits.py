@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 
 from conftest import logist_process
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.replay.scripted import answer
-from logist.store.history import iter_entries
 
 
 def _edit(job_dir, **fields) -> bytes:
@@ -83,7 +83,7 @@ def test_a_wrong_type_is_named_and_rebuilt_only_when_asked(jobs):
     aside = list(job_dir.glob("job_manifest.json.corrupt-*"))
     assert len(aside) == 1 and aside[0].read_bytes() == edited
     assert json.loads((job_dir / "job_manifest.json").read_text())["settings"]["max_steps"] == 100
-    assert [e.kind for e in iter_entries(job_dir)] == ["user_action", "repair"]
+    assert [e.kind for e in JobFiles(job_dir).entries()] == ["user_action", "repair"]
 
 
 def test_a_manifest_that_is_not_json_is_rebuilt_and_the_output_says_so(jobs, llm):

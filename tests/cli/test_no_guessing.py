@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import re
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import post_answer
 from logist.replay.scripted import Reply, answer
-from logist.store.seek import read_entry
 
 from conftest import logist_process, run_on_a_terminal
 from test_terminal import screen, shows
@@ -158,7 +158,7 @@ def test_approve_command_shows_the_commands_output_as_job_step_does(jobs, llm):
     assert _command_lines(approved.stderr) == _command_lines(ran.stderr), "the same rendering as job step's"
     assert lines[-1] == "Job 'held' is now RUNNING."
 
-    recorded = read_entry(job.dir, job.manifest().last_sequence).command
+    recorded = JobFiles(job.dir).entry(job.manifest().last_sequence).command
     llm.add(answer("CMD", command=APPROVED))
     assert logist_process("job", "step", "held", "--oneshot", "--base-url", llm.base_url).returncode == 3
     data = json.loads(logist_process("job", "approve-command", "held", "--json").stdout)

@@ -14,13 +14,13 @@ import sys
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist.engine.context import estimate
 from click.testing import CliRunner
 
 from logist.engine.create import create_job
 from logist.engine.step import step_once
 from logist.replay.apply import replay_history
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.cli import cli
 from logist.errors import ConfigError
@@ -123,7 +123,7 @@ def test_a_timed_out_call_is_not_sent_again_and_says_what_raises_the_limit(jobs,
     llm.add(Reply(content=DONE, delay=3.0), Reply(content=DONE, delay=3.0))
     result = ok(logist_cli("job", "step", "hello", "--oneshot", "--base-url", llm.base_url), 1)
     assert len(llm.requests) == 1, "a timed-out request is not sent again"
-    reason = load_history(job.dir).interactions[-1].response.error
+    reason = JobFiles(job.dir).load_history().interactions[-1].response.error
     assert reason.startswith("LLM call failed after 1 attempt: the request timed out: no answer within 0.5 s")
     assert "request_timeout in config.json or --request-timeout raises the limit" in reason
     assert "Worker ERROR -> PENDING" in result.stderr
@@ -188,7 +188,7 @@ def test_a_streamed_answer_is_recorded_whole_with_the_body_that_was_sent(jobs, l
     llm.add(Reply(content=DONE, pieces=7, usage={"prompt_tokens": 100, "completion_tokens": 20}))
     result = step_once(job, base_url=llm.base_url)
     assert llm.requests == [body], "what preview shows is what was sent"
-    entry = load_history(job.dir).interactions[-1]
+    entry = JobFiles(job.dir).load_history().interactions[-1]
     assert entry.response.raw_response == DONE and result.action == "COMPLETED"
     assert entry.request.metadata.stream is True
     assert (entry.usage.prompt_tokens, entry.usage.completion_tokens, entry.usage.estimated) == (100, 20, False)
@@ -201,7 +201,7 @@ def test_streaming_off_in_config_sends_a_plain_body(jobs, llm):
     job = make_job(jobs)
     llm.add(DONE)
     step_once(job, base_url=llm.base_url)
-    assert "stream" not in llm.requests[0] and load_history(job.dir).interactions[-1].request.metadata.stream is None
+    assert "stream" not in llm.requests[0] and JobFiles(job.dir).load_history().interactions[-1].request.metadata.stream is None
 
 
 @pytest.mark.parametrize("mode, first_requests", [("refuse", 2), ("ignore", 1)])
@@ -222,7 +222,7 @@ def test_an_endpoint_that_does_not_stream_is_asked_plainly_and_remembered(jobs, 
         second = step_once(job, base_url=server.base_url, endpoints=endpoints)
         assert second.action == "MESSAGE" and len(server.requests) == first_requests + 1
         assert "stream" not in server.requests[-1] and "stream_options" not in server.requests[-1]
-    entries = load_history(job.dir).interactions
+    entries = JobFiles(job.dir).load_history().interactions
     # What is recorded is the body the answer came from.
     assert entries[-2].request.metadata.stream is (True if mode == "ignore" else None)
     assert entries[-1].request.metadata.stream is None
@@ -267,7 +267,7 @@ def test_one_line_per_call_with_tokens_cost_and_duration(jobs, llm):
     assert lines[0].startswith("#2 Worker MESSAGE -> RUNNING")
     # gpt-4o-mini, shipped price: 1000 x $0.15 + 200 x $0.60 per million.
     assert lines[1].startswith("   Worker MESSAGE: 1,000 tokens in, 200 out, $0.0003, ") and lines[1].endswith(" s")
-    assert load_history(jobs.job("hello").dir).interactions[-1].usage.cost_usd == pytest.approx(0.00027)
+    assert JobFiles(jobs.job("hello").dir).load_history().interactions[-1].usage.cost_usd == pytest.approx(0.00027)
 
     llm.add(answer("MESSAGE", message="again"))
     result = ok(logist_cli("job", "step", "hello", "--oneshot", "--model", "mystery-model", "--base-url", llm.base_url))
@@ -292,7 +292,7 @@ def test_a_commands_output_is_shown_cut_to_a_few_lines(jobs, llm):
     assert re.search(re.escape(f'   $ python -c "{script}"  (exit 0, ') + r"\d+\.\d s\)\n", err), err
     assert "   | line 0\n" in err and "   | line 39\n" in err and "   | line 20\n" not in err
     assert "more lines (logist job show, or the transcript)" in err
-    recorded = load_history(jobs.job("hello").dir).interactions[-1].command.output
+    recorded = JobFiles(jobs.job("hello").dir).load_history().interactions[-1].command.output
     assert "line 20" in recorded, "the model is shown all of it"
 
 
@@ -304,7 +304,7 @@ def test_no_usage_is_estimated_marked_and_counted_against_the_token_budget(jobs,
     content = answer("MESSAGE", message="x" * 100)
     llm.add(Reply(content=content, usage=False))
     result = step_once(job, base_url=llm.base_url)
-    entry = load_history(job.dir).interactions[-1]
+    entry = JobFiles(job.dir).load_history().interactions[-1]
     assert entry.usage.estimated is True
     # The scripted server has no tokenizer: 4 characters a token, and the template's markers per message.
     assert entry.usage.prompt_tokens == estimate(llm.requests[0]) and entry.usage.completion_tokens == -(-len(content) // 4)
@@ -322,13 +322,13 @@ def test_a_tool_call_answer_is_read_as_the_answer(jobs, streamed, replay_llm, tm
     with ScriptedLLMServer([Reply(content=DONE, tool_call="submit_answer")], streaming=streamed or "ignore") as server:
         result = step_once(job, base_url=server.base_url)
     assert (result.action, str(result.status)) == ("COMPLETED", "REVIEWING")
-    entry = load_history(job.dir).interactions[-1]
+    entry = JobFiles(job.dir).load_history().interactions[-1]
     assert entry.response.raw_response == DONE and entry.response.status == "SUCCESS"
     assert entry.note == "the answer came as a call of tool 'submit_answer'; its arguments were read as the answer"
     # Replayed, it comes as the same tool call.
     again = make_job(JobsDir(tmp_path / "again"))
-    replay_history(again, load_history(job.dir), base_url=replay_llm(load_history(job.dir)).base_url)
-    assert load_history(again.dir).interactions[-1].note == entry.note
+    replay_history(again, JobFiles(job.dir).load_history(), base_url=replay_llm(JobFiles(job.dir).load_history()).base_url)
+    assert JobFiles(again.dir).load_history().interactions[-1].note == entry.note
 
 
 # Prices ----------------------------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ import json
 import pyte
 import pytest
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
-from logist.store.history import load_history
 from logist.replay.scripted import answer
 from logist.terminal import escaped, inert, inert_json
 
@@ -43,7 +43,7 @@ def test_a_held_command_is_shown_whole_by_the_step_status_and_show_on_a_terminal
     llm.add(answer("CMD", command=SPOOF))
     code, output = run_on_a_terminal("job", "step", "hello", "--oneshot", "--base-url", llm.base_url)
     assert code == 3, output
-    assert load_history(jobs.job("hello").dir).interactions[-1].command.command == SPOOF, "recorded exactly"
+    assert JobFiles(jobs.job("hello").dir).load_history().interactions[-1].command.command == SPOOF, "recorded exactly"
     rows = screen(output)
     assert shows(rows, f"#2 Worker CMD -> INPUT_REQUIRED  {SPOOF_SHOWN}"), rows
 

@@ -8,7 +8,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from logist.store.history import load_history
+from logist.store.session import JobFiles
 from logist.store.jobsdir import JobsDir
 from logist.replay.fixtures import create_from_fixture
 from logist.store.entries import CALL_KINDS
@@ -39,7 +39,7 @@ def fingerprint(job_dir: Path) -> dict:
     workspace (commit messages name the job, so its id is replaced and trees
     are compared, not commits)."""
     manifest = json.loads((job_dir / "job_manifest.json").read_text())
-    entries = load_history(job_dir).interactions
+    entries = JobFiles(job_dir).load_history().interactions
     git = lambda *a: subprocess.run(["git", *a], cwd=job_dir / "workspace", capture_output=True, text=True,
                                     check=True).stdout
     return {
@@ -55,13 +55,13 @@ def fingerprint(job_dir: Path) -> dict:
 def recorded_calls(job_dir: Path, unknown: bool = False) -> int:
     """Calls the history records with an answer (``unknown``: those of
     unknown outcome instead, made while a process was killed)."""
-    return sum(1 for e in load_history(job_dir).interactions
+    return sum(1 for e in JobFiles(job_dir).load_history().interactions
                if e.kind in CALL_KINDS and e.request is not None and e.unknown_outcome == unknown)
 
 
 def unknown_call_keys(job_dir: Path) -> list[str]:
     """The Idempotency-Keys of the calls the history records as of unknown outcome."""
-    return [e.request.metadata.idempotency_key for e in load_history(job_dir).interactions
+    return [e.request.metadata.idempotency_key for e in JobFiles(job_dir).load_history().interactions
             if e.kind in CALL_KINDS and e.request is not None and e.unknown_outcome]
 
 

@@ -18,7 +18,6 @@ from logist.protocol.answer import InvalidAnswer, parse_answer, registered
 from logist.protocol.decoding import decoding_schema
 from logist.protocol.prompt_text import protocol_text
 from logist.replay.scripted import ScriptedModel, answer
-from logist.store.history import load_history
 
 
 class Note(Action):
@@ -67,7 +66,7 @@ def test_a_registered_action_runs_end_to_end(jobs, note):
     last = second["messages"][-1]
     assert last["role"] == "user" and last["content"].startswith("Noted: hello.py will print Hello\n")
 
-    entries = load_history(job.dir).interactions
+    entries = job.load_history().interactions
     recorded = entries[1]
     assert recorded.response.actions == ["NOTE"]
     assert json.loads(recorded.response.raw_response) == json.loads(NOTE)

@@ -13,13 +13,12 @@ import subprocess
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.create import create_job
-from logist.store.history import load_history
 from logist.engine.call import request_of
 from logist.engine.prepare import prepare
 from logist.replay.scripted import Reply, answer
-from logist.store import journal
 from logist.store.calls import SavedAnswer
 
 from conftest import logist_cli
@@ -57,7 +56,7 @@ def cli_ok(*args: str, code: int = 0):
 
 
 def last_entry(job):
-    return load_history(job.dir).interactions[-1]
+    return JobFiles(job.dir).load_history().interactions[-1]
 
 
 def git_status(job) -> str:
@@ -71,7 +70,7 @@ def person_can_act(job) -> None:
     cli_ok("job", "rerun", job.id)
     cli_ok("job", "cancel", job.id)
     assert job.manifest().status == Status.CANCELED
-    assert not journal.journal_path(job.dir).exists()
+    assert not JobFiles(job.dir).journal_path.exists()
 
 
 @pytest.mark.wire
@@ -87,7 +86,7 @@ def test_an_answer_that_wedged_a_job_is_an_invalid_answer(jobs, llm, name):
     assert reason in entry.response.error
     assert entry.response.raw_response == raw  # the paid call is recorded with its answer, byte for byte
     assert entry.usage.completion_tokens > 0 and job.manifest().totals.llm_calls == 1
-    assert not journal.journal_path(job.dir).exists() and git_status(job) == ""
+    assert not JobFiles(job.dir).journal_path.exists() and git_status(job) == ""
     assert job.manifest().status == Status.RUNNING  # re-asked, quoting the reason
     cli_ok("job", "status", name)
     cli_ok("job", "history", name)
@@ -103,11 +102,11 @@ def test_a_saved_answer_that_wedged_a_job_is_recorded_by_the_next_command(jobs, 
     job = make_job(jobs, name)
     saved_answer(job, raw)
     cli_ok("job", "cancel", name)
-    recorded, cancel = load_history(job.dir).interactions[1:]
+    recorded, cancel = JobFiles(job.dir).load_history().interactions[1:]
     assert (recorded.response.status, recorded.response.raw_response) == ("INVALID", raw)
     assert reason in recorded.response.error
     assert cancel.user_input.action == "cancel" and job.manifest().status == Status.CANCELED
-    assert not journal.journal_path(job.dir).exists()
+    assert not JobFiles(job.dir).journal_path.exists()
 
 
 def saved_answer(job, raw: str, phase=None) -> None:
@@ -117,8 +116,8 @@ def saved_answer(job, raw: str, phase=None) -> None:
     request = request_of(prepare(job, manifest))
     if phase is not None:
         request.metadata.phase = phase
-    calling = journal.begin_call(job.dir, 2, manifest.workspace_commit, f"{job.id}@t:2:abc", request)
-    journal.call_answered(job.dir, calling, request, SavedAnswer(raw=raw, prompt_tokens=900, completion_tokens=70,
+    calling = JobFiles(job.dir).session.journal.begin_call(2, manifest.workspace_commit, f"{job.id}@t:2:abc", request)
+    JobFiles(job.dir).session.journal.call_answered(calling, request, SavedAnswer(raw=raw, prompt_tokens=900, completion_tokens=70,
                                                                  duration_ms=1200))
 
 
@@ -155,7 +154,7 @@ def test_an_exception_applying_an_answer_is_a_recorded_failed_step(jobs, llm, un
     assert manifest.status == Status.INTERVENTION_REQUIRED and "could not be applied" in manifest.reason
     # Nothing of it stays in the workspace (ok.txt was written before bad.txt failed), and the journal is closed.
     assert not (job.workspace / "ok.txt").exists() and git_status(job) == ""
-    assert not journal.journal_path(job.dir).exists()
+    assert not JobFiles(job.dir).journal_path.exists()
     shown = cli_ok("job", "status", "backstop").stdout
     assert "INTERVENTION_REQUIRED" in shown and "could not be applied" in shown
     person_can_act(job)
@@ -165,11 +164,11 @@ def test_an_exception_applying_a_saved_answer_is_recorded_once_not_on_every_comm
     job = make_job(jobs, "saved")
     saved_answer(job, SURROGATE_WRITE)
     cli_ok("job", "suspend", "saved")  # before: every command raised UnicodeEncodeError, and went on raising it
-    failed, suspended = load_history(job.dir).interactions[1:]
+    failed, suspended = JobFiles(job.dir).load_history().interactions[1:]
     assert (failed.response.status, failed.response.raw_response) == ("FAILED", SURROGATE_WRITE)
     assert "UnicodeEncodeError" in failed.response.error and RECOVERED in failed.note
     assert (failed.usage.prompt_tokens, failed.usage.completion_tokens) == (900, 70)
-    assert suspended.user_input.action == "suspend" and not journal.journal_path(job.dir).exists()
+    assert suspended.user_input.action == "suspend" and not JobFiles(job.dir).journal_path.exists()
     assert git_status(job) == "" and not (job.workspace / "ok.txt").exists()
     cli_ok("job", "resume", "saved")
     assert job.manifest().status == Status.INTERVENTION_REQUIRED
@@ -186,7 +185,7 @@ def test_a_saved_answer_the_job_no_longer_fits_is_recorded_not_raised(jobs):
     job = make_job(jobs, "changed")
     saved_answer(job, "A summary of the work so far.", phase="compaction")
     cli_ok("job", "cancel", "changed")
-    failed, cancel = load_history(job.dir).interactions[1:]
+    failed, cancel = JobFiles(job.dir).load_history().interactions[1:]
     assert (failed.kind, failed.response.status) == ("compaction", "FAILED")
     assert failed.response.raw_response == "A summary of the work so far."
     assert "no longer fits the job's next call" in failed.response.error

@@ -9,12 +9,12 @@ import pytest
 import json
 import subprocess
 
+from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import run_job
 from logist.engine.step import post_answer, step_once
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.protocol.prompt_text import protocol_text
 from logist.replay.apply import replay_history
@@ -39,7 +39,7 @@ def role_file(jobs: JobsDir, name: str, **changes) -> None:
 
 
 def last_entry(job):
-    return load_history(job.dir).interactions[-1]
+    return JobFiles(job.dir).load_history().interactions[-1]
 
 
 def committed_files(workspace) -> list[str]:
@@ -68,7 +68,7 @@ def test_a_bad_answer_is_reasked_once_by_default_quoting_the_error(jobs, llm):
     assert reask[-1]["content"].startswith(
         "Your last answer was refused: the answer is not valid JSON (Expecting value at line 1 column 1)"
     )
-    refused, applied = load_history(job.dir).interactions[1:]
+    refused, applied = JobFiles(job.dir).load_history().interactions[1:]
     assert (refused.response.status, refused.response.raw_response) == ("INVALID", "Sure! I will write hello.py now.")
     assert applied.response.status == "SUCCESS" and applied.response.files_changed == ["hello.py"]
 
@@ -151,7 +151,7 @@ def test_the_seed_003_exit_command_is_accepted_and_its_fields_kept(jobs, llm):
     llm.add(raw, answer("COMPLETED", "It prints a greeting."))
     run_job(job, endpoints=llm.endpoints)
     assert job.manifest().status == Status.APPROVAL_REQUIRED
-    worker = load_history(job.dir).interactions[1]
+    worker = JobFiles(job.dir).load_history().interactions[1]
     assert worker.response.evidence_files == ["hello.py"]
     assert worker.response.summary_for_supervisor == SEED_003_EXIT["summary_for_supervisor"]
     assert worker.response.extra_fields == {"job_manifest_url": SEED_003_EXIT["job_manifest_url"]}
@@ -250,7 +250,7 @@ def test_held_file_changes_replay_to_the_same_workspace(jobs, llm, tmp_path):
     copy_jobs.init()
     role_file(copy_jobs, "Supervisor", file_changes="approval")
     again = make_job(copy_jobs, "again")
-    replay_history(again, load_history(job.dir))
+    replay_history(again, JobFiles(job.dir).load_history())
     assert again.manifest().status == Status.REVIEWING
     assert (again.workspace / "hello.py").read_text() == "print('Hi')\n"
 
@@ -285,7 +285,7 @@ def test_the_seed_004_planner_drives_a_planned_job(jobs, llm):
     assert manifest.status == Status.APPROVAL_REQUIRED
     assert manifest.plan == ["Write hello.py", "Review hello.py"] and manifest.current_plan_step == 1
     assert manifest.last_exit.summary == "hello.py prints Hello."
-    first = load_history(job.dir).interactions[1]
+    first = JobFiles(job.dir).load_history().interactions[1]
     assert first.response.extra_fields == {"stop": "InProcess"}
     assert first.state.plan_reasoning == "A small task." and manifest.plan_reasoning == "A small task."
     assert 'the {"response": ...} wrapper was unwrapped' in first.response.notes
@@ -341,7 +341,7 @@ def test_a_tags_role_completes_a_job_and_replays(jobs, llm, tmp_path, replay_llm
     assert (job.workspace / "hello.txt").read_text() == "Hello\n"
     assert "hello.txt" in committed_files(job.workspace)
 
-    entries = [e for e in load_history(job.dir).interactions if e.kind == "llm_call"]
+    entries = [e for e in JobFiles(job.dir).load_history().interactions if e.kind == "llm_call"]
     assert [e.response.actions[0] for e in entries] == ["CMD", "MESSAGE", "ASK", "CMD", "COMPLETED", "COMPLETED"]
     untagged = entries[3]
     assert untagged.response.raw_response == "echo Hello > hello.txt\nThat writes the file."
@@ -353,7 +353,7 @@ def test_a_tags_role_completes_a_job_and_replays(jobs, llm, tmp_path, replay_llm
     assert llm.requests[1]["messages"][2] == {"role": "assistant", "content": "[CMD] ls"}
     assert llm.requests[3]["messages"][-1]["content"].startswith("User response: Hello")
 
-    recorded = load_history(job.dir)
+    recorded = JobFiles(job.dir).load_history()
     for where, base_url in (("live", True), ("posted", False)):
         other_jobs = JobsDir(tmp_path / where)
         other_jobs.init()

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import run_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import Reply
 from logist.replay.scripted import answer
 
@@ -39,7 +39,7 @@ def ok(result, code: int = 0):
 
 
 def history_sums(job_dir) -> dict:
-    calls = [e for e in load_history(job_dir).interactions if e.kind == "llm_call"]
+    calls = [e for e in JobFiles(job_dir).load_history().interactions if e.kind == "llm_call"]
     return {
         "llm_calls": len(calls),
         "prompt_tokens": sum(e.usage.prompt_tokens or 0 for e in calls),
@@ -95,7 +95,7 @@ def test_cost_budget_stops_before_the_next_call(jobs, llm):
     sums = assert_totals_match_history(job_dir, "pricey")
     assert sums == {"llm_calls": 3, "prompt_tokens": 300, "completion_tokens": 150, "cost_usd": pytest.approx(0.6),
                     "unpriced_calls": 0}
-    for entry in load_history(job_dir).interactions:
+    for entry in JobFiles(job_dir).load_history().interactions:
         if entry.kind == "llm_call":
             assert entry.usage.cost_usd == pytest.approx(CALL_COST)
             assert (entry.usage.prompt_tokens, entry.usage.completion_tokens) == (100, 50)
@@ -138,7 +138,7 @@ def test_totals_mix_priced_and_unpriced_models(jobs, llm):
     run_job(job, endpoints=llm.endpoints)
     assert [r["model"] for r in llm.requests] == [PRICED, PRICED, FREE]
     assert job.manifest().status == Status.APPROVAL_REQUIRED
-    entries = [e for e in load_history(job.dir).interactions if e.kind == "llm_call"]
+    entries = [e for e in JobFiles(job.dir).load_history().interactions if e.kind == "llm_call"]
     assert [e.usage.cost_usd for e in entries] == [
         pytest.approx((10 * 1000 + 20 * 2000) / 1e6), pytest.approx((1000 * 1000 + 300 * 2000) / 1e6), None,
     ]
@@ -167,7 +167,7 @@ def test_token_budget_stops_a_job_whose_model_has_no_price(jobs, llm):
     job_dir = jobs.path / "free"
     status = status_json("free")
     assert status["status"] == "INTERVENTION_REQUIRED" and "token budget" in status["reason"]
-    entries = [e for e in load_history(job_dir).interactions if e.kind == "llm_call"]
+    entries = [e for e in JobFiles(job_dir).load_history().interactions if e.kind == "llm_call"]
     assert [e.usage.cost_usd for e in entries] == [None, None, None]
     assert [(e.usage.prompt_tokens, e.usage.completion_tokens) for e in entries] == [(100, 50)] * 3
     sums = assert_totals_match_history(job_dir, "free")
@@ -204,7 +204,7 @@ def test_wall_time_budget(jobs, llm):
     assert status["status"] == "INTERVENTION_REQUIRED" and "time budget" in status["reason"]
     assert status["budgets"]["wall_seconds"]["limit"] == 0.0001
     # The stop is on record, and no call was recorded for it.
-    entries = load_history(job.dir).interactions
+    entries = JobFiles(job.dir).load_history().interactions
     assert [e.kind for e in entries].count("llm_call") == 1
     assert "time budget" in (entries[-1].note or "")
     assert entries[-1].state_after == "INTERVENTION_REQUIRED"

@@ -8,9 +8,9 @@ import pytest
 
 import json
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import Reply, ScriptedLLMServer, answer
 from logist.engine.call import entry_key
 from logist.store.calls import body_digest, call_key, key_digest
@@ -53,7 +53,7 @@ def test_every_retry_of_a_call_carries_its_key_and_the_entry_records_it(jobs, ll
     step_once(job, base_url=llm.base_url)
     assert key_of(llm.headers[3]).startswith(f"hello@{manifest.created_at}:3:")
     # The file leaves out a key the entry's own step and body give; it is derived when read.
-    assert load_history(job.dir).interactions[-1].request.metadata.idempotency_key is None
+    assert JobFiles(job.dir).load_history().interactions[-1].request.metadata.idempotency_key is None
     assert entry_key(job, job.manifest(), 3) == key_of(llm.headers[3])
     assert len(set(key_of(h) for h in llm.headers)) == 2
 
@@ -69,7 +69,7 @@ def test_a_request_asked_again_without_a_stream_gets_its_own_key(jobs):
         first, second = (key_of(h) for h in server.headers)
     assert first != second
     assert key_digest(first) == body_digest(streamed) and key_digest(second) == body_digest(plain)
-    call = load_history(job.dir).interactions[-1]
+    call = JobFiles(job.dir).load_history().interactions[-1]
     assert call.request.metadata.idempotency_key is None and call.request.metadata.stream is None
     assert entry_key(job, job.manifest(), call.sequence) == second
 
@@ -109,18 +109,17 @@ def test_a_call_of_unknown_outcome_is_counted_and_shown(jobs, llm):
     during the call: tests/store/test_crash.py does it with a real process)."""
     from logist.engine.call import request_of
     from logist.engine.prepare import prepare
-    from logist.store import journal
 
     job = create_job(jobs, "lost", "Write hello.py that prints a greeting")
     manifest = job.manifest()
     prepared = prepare(job, manifest)
-    journal.begin_call(job.dir, 2, manifest.workspace_commit, "lost@t:2:abc", request_of(prepared))
+    JobFiles(job.dir).session.journal.begin_call(2, manifest.workspace_commit, "lost@t:2:abc", request_of(prepared))
     shown = logist_cli("job", "status", "lost")
     assert "Pending: step 2's call was in flight and is not recorded" in shown.stdout
 
     llm.add(DONE)
     step_once(job, endpoints=llm.endpoints)
-    unknown, call = load_history(job.dir).interactions[1:]
+    unknown, call = JobFiles(job.dir).load_history().interactions[1:]
     assert unknown.unknown_outcome and call.sequence == 3 and not call.unknown_outcome
     shown = logist_cli("job", "status", "lost")
     assert "Calls:   2 made to a model (1 of unknown outcome)" in shown.stdout and "Pending" not in shown.stdout

@@ -9,10 +9,10 @@ import os
 import signal
 import time
 
+from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.store.prompts import builtin
 from logist.resources import data_dir
 from logist.replay.scripted import Reply
@@ -61,7 +61,7 @@ def test_summary_replaces_old_rounds_and_recent_ones_stay_whole(jobs, llm, norma
     assert "progress note 3" not in json.dumps(prompt) and "progress note 4" in prompt[2]["content"]
     assert normalise(prompt) == snapshot
 
-    entries = load_history(job.dir).interactions
+    entries = JobFiles(job.dir).load_history().interactions
     compactions = [e for e in entries if e.kind == "compaction"]
     assert len(compactions) == 1 and compactions[0].response.raw_response.startswith("Rounds 1-3")
     assert compactions[0].request.prompt[0].content == builtin().render("compaction/system")
@@ -126,7 +126,7 @@ def test_failed_summary_falls_back_to_the_full_history(jobs, llm):
     full = llm.requests[-1]["messages"]
     assert len(full) == 1 + 2 * 5 + 1 and "progress note 1" in full[2]["content"]
     assert job.manifest().status == Status.RUNNING
-    entry = [e for e in load_history(job.dir).interactions if e.kind == "compaction"][0]
+    entry = [e for e in JobFiles(job.dir).load_history().interactions if e.kind == "compaction"][0]
     assert entry.response.status == "FAILED" and "HTTP 500" in entry.response.error
 
 

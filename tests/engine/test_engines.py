@@ -12,9 +12,9 @@ import os
 
 import pytest
 
+from logist.store.session import LEASE_NAME
 from logist.store.jobsdir import JobsDir
 from logist.replay.server import ReplayLLMServer
-from logist.store.lease import LEASE_NAME
 
 from conftest import REPO_ROOT
 from engine.batch_helpers import WORDCOUNT, corrupt_files, fingerprint, make_jobs, recorded_calls, run_all

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.loop import run_job
-from logist.store.history import load_history
 from logist.replay.scripted import answer
 
 from conftest import via, logist_cli
@@ -277,7 +277,7 @@ def _files_in_diff(text: str) -> set[str]:
 
 def test_diff_of_the_whole_job_and_of_one_step(exported_job):
     _source, _before, job_dir = exported_job
-    entries = load_history(job_dir).interactions
+    entries = JobFiles(job_dir).load_history().interactions
     assert [e.kind for e in entries] == ["user_action", "llm_call", "llm_call", "llm_call", "llm_call"]
 
     whole = ok(logist_cli("job", "diff", "exp")).stdout

@@ -12,8 +12,8 @@ import pytest
 
 import json
 
+from logist.store.session import JobFiles
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import answer
 from logist.resources import data_dir
 
@@ -107,7 +107,7 @@ def test_after_a_compaction_the_answer_is_still_word_for_word_in_the_prompt(jobs
     after = llm.requests[-1]
     assert len(after["messages"]) == 2, "every round is summarised"
     assert f"The Worker asked: {QUESTION}\nThe person answered: {ANSWER}" in after["messages"][0]["content"]
-    assert [e.kind for e in load_history(job.dir).interactions].count("compaction") == 1
+    assert [e.kind for e in JobFiles(job.dir).load_history().interactions].count("compaction") == 1
 
 
 @pytest.mark.wire
@@ -115,7 +115,7 @@ def test_the_manifest_points_at_the_entries_and_holds_no_copy(jobs, llm):
     ask_and_answer(llm)
     job = jobs.job("greet")
     manifest = job.manifest()
-    (entry,) = [e for e in load_history(job.dir).interactions if e.user_input and e.user_input.action == "answer"]
+    (entry,) = [e for e in JobFiles(job.dir).load_history().interactions if e.user_input and e.user_input.action == "answer"]
     assert manifest.person_inputs == [entry.sequence]
     llm.add(answer("MESSAGE", message="noted"))
     step_once(job, base_url=llm.base_url)

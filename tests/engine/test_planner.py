@@ -6,12 +6,12 @@ import json
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import run_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.errors import LogistError
 
 from conftest import logist_cli
@@ -68,7 +68,7 @@ def test_planned_job_end_to_end(jobs, llm, normalise, snapshot):
     assert back[1] == llm.requests[0]["messages"][1] and len(back) == 4
     assert llm.requests[4]["messages"][-1]["content"].startswith("The Supervisor finished its turn with COMPLETED:")
     # The reasoning is in the record.
-    assert "private reasoning" in load_history(job.dir).interactions[1].response.raw_response
+    assert "private reasoning" in JobFiles(job.dir).load_history().interactions[1].response.raw_response
 
     assert normalise(llm.requests[0]["messages"]) == snapshot(name="planner-first")
     assert normalise(llm.requests[2]["messages"][1:]) == snapshot(name="planner-after-worker")

@@ -11,8 +11,8 @@ import pytest
 
 import json
 
+from logist.store.session import JobFiles
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.engine.prepare import SUMMARY_MAX_TOKENS
 from logist.store.prompts import builtin
 from logist.resources import data_dir
@@ -70,7 +70,7 @@ def test_a_step_due_for_compaction_sends_the_previewed_summary_call(jobs, llm):
     assert summary_call["messages"][1]["content"].startswith("Conversation of the Worker.\n")
     # A summary is prose: no response_format; its max_tokens is the summary's own, not the role's.
     assert "response_format" not in summary_call and summary_call["max_tokens"] == SUMMARY_MAX_TOKENS
-    assert load_history(job.dir).interactions[-1].kind == "compaction"
+    assert JobFiles(job.dir).load_history().interactions[-1].kind == "compaction"
 
     # Then the role's call, with the role's parameters and the summary in place of rounds 1 and 2.
     role_call = preview_json("long")

@@ -19,8 +19,8 @@ from typing import Optional
 
 import pytest
 
+from logist.store.session import JobFiles, LEASE_NAME
 from logist.replay.server import ReplayLLMServer
-from logist.store.lease import LEASE_NAME, read_lease
 
 from engine.batch_helpers import MODEL, WORDCOUNT, corrupt_files, make_jobs, recorded_calls, unknown_call_keys
 
@@ -96,7 +96,7 @@ def test_a_node_lost_mid_batch_costs_no_job_and_no_call_paid_twice(jobs, two_nod
         held_there, removed = set(), False
         deadline = time.monotonic() + 180
         while not removed and time.monotonic() < deadline and batch.poll() is None:
-            leases = {job_id: read_lease(jobs.path / job_id) for job_id in ids}
+            leases = {job_id: JobFiles(jobs.path / job_id).read_lease() for job_id in ids}
             held_there = {j for j, lease in leases.items() if lease and _runs_under(lease["pid"], raylet)}
             if held_there and len(server.ledger) >= 6:
                 cluster.remove_node(second, allow_graceful=False)  # the node is lost, calls in flight on it
@@ -121,7 +121,7 @@ def test_each_node_gets_one_runner_with_its_share(jobs, two_nodes):
         batch = _batch(jobs, server, cluster.address)
         runners, most = set(), 0
         while batch.poll() is None:
-            held = [lease for lease in (read_lease(jobs.path / job_id) for job_id in ids) if lease]
+            held = [lease for lease in (JobFiles(jobs.path / job_id).read_lease() for job_id in ids) if lease]
             runners.update(lease["pid"] for lease in held)
             most = max(most, len(held))
             time.sleep(0.05)

@@ -13,9 +13,9 @@ import time
 
 import pytest
 
+from logist.store.session import JobFiles, LEASE_NAME
 from logist.store.jobsdir import JobsDir
 from logist.replay.server import ReplayLLMServer
-from logist.store.lease import LEASE_NAME, read_lease
 
 from engine.batch_helpers import (
     MODEL, WORDCOUNT, corrupt_files, fingerprint, make_jobs, recorded_calls, run_all, unknown_call_keys,
@@ -69,7 +69,7 @@ def test_a_runner_killed_mid_batch_the_batch_completes(jobs, ray_cluster):
         deadline = time.monotonic() + 120
         while killed is None and time.monotonic() < deadline and batch.poll() is None:
             for job_id in ids:
-                lease = read_lease(jobs.path / job_id)
+                lease = JobFiles(jobs.path / job_id).read_lease()
                 if lease and lease.get("engine") == "ray" and len(server.ledger) >= 6:
                     os.kill(lease["pid"], signal.SIGKILL)  # a Ray worker, mid-job
                     killed = (job_id, lease["pid"])

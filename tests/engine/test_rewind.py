@@ -8,11 +8,11 @@ import subprocess
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.create import create_job
 from logist.engine.loop import run_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.errors import LogistError
 from logist.engine.rewind import rewind
 from logist.replay.scripted import answer
@@ -65,7 +65,7 @@ def three_steps(jobs, llm, job_id="rw"):
         assert result.status == Status.RUNNING, result
     assert (job.workspace / "made-by-step3-cmd.txt").exists()
     assert (job.workspace / "new" / "dir" / "c.txt").exists()
-    entries = load_history(job.dir).interactions
+    entries = JobFiles(job.dir).load_history().interactions
     assert [e.kind for e in entries] == ["user_action", "llm_call", "llm_call", "llm_call"]
     return job, entries
 
@@ -80,7 +80,7 @@ def without(manifest: dict, keys=REWIND_VOLATILE) -> dict:
 
 
 def history_sums(job) -> dict:
-    calls = [e for e in load_history(job.dir).interactions if e.kind == "llm_call"]
+    calls = [e for e in JobFiles(job.dir).load_history().interactions if e.kind == "llm_call"]
     return {
         "llm_calls": len(calls),
         "prompt_tokens": sum(e.usage.prompt_tokens or 0 for e in calls),
@@ -133,7 +133,7 @@ def test_restep_returns_to_the_step_before(jobs, llm):
     assert {k: manifest.totals.model_dump()[k] for k in history_sums(job)} == history_sums(job)
 
     # The history keeps everything and records the rewind.
-    after = load_history(job.dir).interactions
+    after = JobFiles(job.dir).load_history().interactions
     assert [e.dump() for e in after[:4]] == [e.dump() for e in entries]
     assert len(after) == 5 and after[4].kind == "rewind" and after[4].sequence == 5
     assert manifest.last_sequence == 5
@@ -222,7 +222,7 @@ def test_restep_twice_in_a_row(jobs, llm):
     assert second.returncode == 0, second.stderr
     assert_at_entry(job, entries[1])
     assert job.manifest().calls == 1
-    after = load_history(job.dir).interactions
+    after = JobFiles(job.dir).load_history().interactions
     assert [e.kind for e in after] == ["user_action", "llm_call", "llm_call", "llm_call", "rewind", "rewind"]
     assert git(job.workspace, "rev-parse", "refs/logist/rewound/5").strip() == entries[3].workspace_commit
     assert git(job.workspace, "rev-parse", "refs/logist/rewound/6").strip() == entries[2].workspace_commit
@@ -264,7 +264,7 @@ def test_restep_from_a_waiting_state(jobs, llm):
     )
     run_job(job, endpoints=llm.endpoints)
     assert job.manifest().status == Status.APPROVAL_REQUIRED
-    entries = load_history(job.dir).interactions
+    entries = JobFiles(job.dir).load_history().interactions
     rewind(job)
     assert_at_entry(job, entries[1])
     manifest = job.manifest()
@@ -296,7 +296,7 @@ def test_rerun_returns_to_the_baseline(jobs, llm):
     assert manifest.calls == 0
     assert manifest.totals.llm_calls == 3
     assert without(manifest.dump()) == without(after_entry(job, entries[0]))
-    after = load_history(job.dir).interactions
+    after = JobFiles(job.dir).load_history().interactions
     assert len(after) == 5 and after[-1].kind == "rewind"
     assert git(job.workspace, "rev-parse", "refs/logist/rewound/5").strip() == entries[3].workspace_commit
 
@@ -376,7 +376,7 @@ def test_restep_killed_while_recording_is_finished_by_the_next_command(jobs, llm
     result = logist_process("job", "step", "rw", "--oneshot", "--base-url", llm.base_url)
     assert result.returncode == 0, result.stderr
 
-    kinds = [e.kind for e in load_history(job.dir).interactions]
+    kinds = [e.kind for e in JobFiles(job.dir).load_history().interactions]
     if point == "before_history_append":
         # Killed before the rewind was recorded: it is undone as a whole and
         # the job goes on from where it was (after step 3), with a repair note.

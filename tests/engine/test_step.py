@@ -7,12 +7,12 @@ import subprocess
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import run_job
 from logist.engine.step import post_answer, step_once
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.errors import EndpointError, TransitionError
 from logist.replay.scripted import Reply
@@ -67,7 +67,7 @@ def test_default_workflow_end_to_end(jobs, llm, normalise, snapshot):
     assert len(log) == 2
     assert log[0].startswith("logist: hello entry 2 Worker COMPLETED: Wrote hello.py.")
 
-    entries = load_history(job.dir).interactions
+    entries = JobFiles(job.dir).load_history().interactions
     assert [e.sequence for e in entries] == [1, 2, 3, 4]
     assert [(e.kind, e.state_before, e.state_after) for e in entries] == [
         ("user_action", "DRAFT", "PENDING"),
@@ -85,7 +85,7 @@ def test_default_workflow_end_to_end(jobs, llm, normalise, snapshot):
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=job.workspace, capture_output=True, text=True).stdout.strip()
     assert call.workspace_commit == entries[2].workspace_commit == head
     # No absolute path in the job's files: the workspace is always the job's workspace/.
-    assert load_history(job.dir).workspace_path is None and call.workspace_path == "workspace"
+    assert JobFiles(job.dir).load_history().workspace_path is None and call.workspace_path == "workspace"
     assert str(job.dir) not in job.history_path.read_text() + job.manifest_path.read_text()
 
     assert normalise(llm.requests) == snapshot(name="prompts")
@@ -146,7 +146,7 @@ def test_failures_end_in_intervention_with_reason(jobs, llm, tmp_path, reply, re
 
     result, manifest = _intervention(job, llm, reply)
     assert reason_part in manifest.reason
-    entries = load_history(job.dir).interactions
+    entries = JobFiles(job.dir).load_history().interactions
     assert job.history_path.read_bytes().startswith(before[: -len(b"\n  ]\n}\n")])
     assert len(entries) == 3
     last = entries[-1]
@@ -192,7 +192,7 @@ def test_server_errors_past_retries_keep_the_turn_to_go_on_with(jobs, llm, statu
     assert f"after 3 attempts: HTTP {status}" in failed.error
     manifest = job.manifest()
     assert manifest.status == Status.RUNNING and manifest.reason is None and manifest.turn.rounds == 1
-    entries = load_history(job.dir).interactions
+    entries = JobFiles(job.dir).load_history().interactions
     assert entries[-1].response.status == "FAILED" and entries[-1].response.fault == "transient"
     assert len(llm.requests) == 1 + 3
     llm.add(WRITE_HELLO)

@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import step_turn
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.errors import LogistError, TransitionError
 
 PY = sys.executable
@@ -74,7 +74,7 @@ def test_worker_runs_tests_sees_failure_fixes_and_reruns(jobs, llm, tmp_path, no
         "logist: files given to job calc",
         "logist: baseline of job calc (empty workspace)",
     ]
-    commands = [e.command for e in load_history(job.dir).interactions if e.command]
+    commands = [e.command for e in JobFiles(job.dir).load_history().interactions if e.command]
     assert [(c.decision, c.exit_code) for c in commands] == [("run", 1), ("run", 0)]
 
 
@@ -100,7 +100,7 @@ def test_policy_ask_holds_until_approved_or_skipped(jobs, llm, tmp_path):
     llm.add(a("STUCK", summary_for_supervisor="cannot go on"))
     step_once(job, endpoints=llm.endpoints)
     assert llm.requests[-1]["messages"][-1]["content"].startswith("User skipped the command.")
-    kinds = [(e.kind, e.user_input.action if e.user_input else None) for e in load_history(job.dir).interactions]
+    kinds = [(e.kind, e.user_input.action if e.user_input else None) for e in JobFiles(job.dir).load_history().interactions]
     assert ("user_action", "approve-command") in kinds and ("user_action", "skip-command") in kinds
 
 
@@ -112,7 +112,7 @@ def test_policy_deny_tells_the_model(jobs, llm, tmp_path):
     step_once(job, endpoints=llm.endpoints)
     told = llm.requests[1]["messages"][-1]["content"]
     assert told.startswith("The command was refused: this job's command policy does not allow running commands.")
-    assert load_history(job.dir).interactions[-2].command.decision == "deny"
+    assert JobFiles(job.dir).load_history().interactions[-2].command.decision == "deny"
 
 
 def test_policy_allow_runs_matches_and_holds_the_rest(jobs, llm, tmp_path):
@@ -132,9 +132,8 @@ def test_command_sees_no_secret_and_is_cut_and_timed_out(jobs, llm, tmp_path, mo
     job = create_job(jobs, "env", "Inspect the environment", allowed_commands=["*"], command_timeout=1)
     m = job.manifest()
     m.settings.command_output_limit = 1000
-    from logist.store.manifest import write_manifest
 
-    write_manifest(job.dir, m)
+    JobFiles(job.dir).session.write_manifest(m)
     llm.add(
         a("CMD", command="env"),
         a("CMD", command="sleep 20"),

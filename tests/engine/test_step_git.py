@@ -27,8 +27,8 @@ def committed(repo, rev="HEAD") -> list[str]:
 
 @pytest.fixture
 def git_calls(tmp_path, monkeypatch):
-    """The subcommands of every git process started from now on (a wrapper
-    that logs its arguments and runs the real git)."""
+    """The subcommands of every git process Logist starts from now on (a
+    wrapper that logs its arguments and runs the real git)."""
     log = tmp_path / "git-calls.log"
     wrapper = tmp_path / "wrapped"
     wrapper.mkdir()

@@ -11,9 +11,9 @@ import pytest
 
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import Reply
 from logist.store.manifest import Status
+from logist.store.session import JobFiles
 
 from conftest import write_config
 
@@ -39,7 +39,7 @@ def test_an_error_inside_a_stream_is_said_in_the_servers_own_words(jobs, llm):
     result = step_once(job, base_url=llm.base_url)
     assert "Requested tokens (2121) exceed context window of 2048" in result.error
     assert "no choices" not in result.error
-    entry = load_history(job.dir).interactions[-1]
+    entry = JobFiles(job.dir).load_history().interactions[-1]
     assert entry.response.status == "FAILED" and "exceed context window of 2048" in entry.response.error
     assert result.status == Status.INTERVENTION_REQUIRED
 
@@ -51,7 +51,7 @@ def test_a_stream_that_ends_before_the_answer_is_the_endpoints_fault_not_an_inva
     result = step_once(job, base_url=llm.base_url)
     assert result.action == "ERROR" and result.interrupted and result.status == Status.PENDING
     assert "stream ended without finishing the answer" in result.error and "no finish_reason" in result.error
-    entry = load_history(job.dir).interactions[-1]
+    entry = JobFiles(job.dir).load_history().interactions[-1]
     assert entry.response.status == "FAILED" and entry.response.fault == "transient"
     assert entry.response.raw_response == '{"action": "MESSAGE", ', "what came is kept"
     assert "JSON" not in entry.response.error, "not re-asked as an invalid answer"
@@ -67,7 +67,7 @@ def test_an_answer_cut_at_max_tokens_is_recorded_as_cut_and_re_asked_shorter(job
                   content_type="text/event-stream"))
     result = step_once(job, base_url=llm.base_url)
     assert result.action == "INVALID" and result.status == Status.RUNNING
-    entry = load_history(job.dir).interactions[-1]
+    entry = JobFiles(job.dir).load_history().interactions[-1]
     assert entry.response.finish_reason == "length"
     assert entry.response.error.startswith("the answer was cut at ") and "(max_tokens 2,048)" in entry.response.error
     assert "JSON" not in entry.response.error

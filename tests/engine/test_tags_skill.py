@@ -9,12 +9,12 @@ import re
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import run_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.errors import LogistError
 from logist.resources import data_dir
 from logist.store.prompts import builtin
@@ -86,7 +86,7 @@ def test_a_tags_role_runs_a_skill_with_seed_002s_texts_and_done_ends_the_job(job
 
     manifest = job.manifest()
     assert manifest.last_exit.summary == "Коммит успешно создан: abc1234"
-    command = next(e for e in load_history(job.dir).interactions if e.command is not None).command
+    command = next(e for e in JobFiles(job.dir).load_history().interactions if e.command is not None).command
     assert command.raw_stdout == "100%\nC:\\Users\\me>dir\nuser@host:~$ ls\n\n\nsame\nsame\nsame\nsame\nsame\n"
     shown = logist_cli("job", "status", "commit")
     assert shown.returncode == 0, shown.stderr

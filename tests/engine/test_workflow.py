@@ -22,18 +22,17 @@ from typing import Callable, Optional
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.checks import check_job
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.step import post_answer
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.engine import workflow as wf
 from logist.engine.workflow import ADDRESSED, PERSON, PLANNER, SUPERVISOR, TABLE, WORKER
 from logist.errors import TransitionError
 from logist.resources import data_dir
-from logist.store.manifest import write_manifest
 
 from conftest import REPO_ROOT, logist_cli
 
@@ -137,7 +136,7 @@ def _out_of_turn(job):
     post(job, msg())
     m = job.manifest()
     m.status = S.REVIEWING  # the Worker's turn in REVIEWING: no exit row takes it
-    write_manifest(job.dir, m)
+    JobFiles(job.dir).session.write_manifest(m)
 
 
 POSITIONS = {
@@ -367,7 +366,7 @@ def test_row(index, name, tmp_path, tmp_path_factory):
     if rule.event == E("create"):
         jobs = JobsDir(tmp_path / "created")
         job = create_job(jobs, "walk", "Write hello.py")
-        assert load_history(job.dir).interactions[0].state_before == pos.state
+        assert JobFiles(job.dir).load_history().interactions[0].state_before == pos.state
         assert job.manifest().status == rule.to
         return
     job = job_at(name, fire.settings, tmp_path, tmp_path_factory)

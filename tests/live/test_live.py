@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import post_answer
-from logist.store.history import load_history
 from logist.protocol.decoding import decoding_schema
 from logist.store.manifest import Status
 from logist.store.response_formats import sent
@@ -32,7 +32,7 @@ def _setup(jobs, live_engine, **config) -> None:
 
 
 def _calls(job):
-    return [e for e in load_history(job.dir).interactions if e.kind in ("llm_call", "compaction")]
+    return [e for e in JobFiles(job.dir).load_history().interactions if e.kind in ("llm_call", "compaction")]
 
 
 def _role(jobs, name: str, **fields) -> None:
@@ -51,7 +51,7 @@ def test_the_builtin_roles_unchanged_reach_approval_with_a_hello_py_that_runs(jo
     assert calls and all(e.response.status == "SUCCESS" for e in calls), "every answer valid at the first try"
     # Structured output: the engine refused json_schema (a 500 naming response_format) and took its own form.
     assert calls[0].request.metadata.response_format["type"] == "json_object"
-    assert "schema" in sent(job.dir, calls[0].request.metadata.response_format)  # kept in response_formats/
+    assert "schema" in sent(JobFiles(job.dir), calls[0].request.metadata.response_format)  # kept in response_formats/
     assert all(e.request.metadata.max_tokens for e in calls), "every request carries max_tokens"
     committed = subprocess.run(["git", "show", "HEAD:hello.py"], cwd=job.workspace, capture_output=True, text=True)
     assert committed.returncode == 0, "hello.py is in a commit"
@@ -86,7 +86,7 @@ def test_a_command_round_trip(jobs, live_engine):
                      allowed_commands=["ls -a", "pwd"])
     first = logist_cli("job", "step", "cmd", "--oneshot", timeout=300)
     assert first.returncode == 0, first.stderr
-    entry = load_history(job.dir).interactions[-1]
+    entry = JobFiles(job.dir).load_history().interactions[-1]
     assert entry.response.actions == ["CMD"] and entry.command.decision == "run"
     assert entry.command.exit_code == 0 and entry.command.output
     second = logist_cli("job", "step", "cmd", "--oneshot", timeout=300)
@@ -120,7 +120,7 @@ def test_a_request_over_the_window_compacts_a_compacting_role_and_stops_another_
     _grow_a_turn(compacting)
     done = logist_cli("job", "step", "compacting", "--oneshot", timeout=300)
     assert done.returncode == 0, done.stderr
-    entry = load_history(compacting.dir).interactions[-1]
+    entry = JobFiles(compacting.dir).load_history().interactions[-1]
     assert entry.kind == "compaction" and entry.response.status == "SUCCESS", entry.response.error
     assert compacting.manifest().turn.summarised_rounds == 3
     assert live_engine.recorder.bodies[-1]["max_tokens"] <= live_engine.n_ctx // 4
@@ -132,7 +132,7 @@ def test_an_answer_cut_at_max_tokens_is_named_for_what_it_is(jobs, live_engine):
     job = create_job(jobs, "cut", HELLO, worker="Terse")
     done = logist_cli("job", "step", "cut", "--oneshot", timeout=300)
     assert done.returncode == 0, done.stderr
-    entry = load_history(job.dir).interactions[-1]
+    entry = JobFiles(job.dir).load_history().interactions[-1]
     assert entry.response.status == "INVALID" and entry.response.finish_reason == "length"
     assert entry.response.error.startswith("the answer was cut at "), entry.response.error
     assert "(max_tokens 8)" in entry.response.error and "JSON" not in entry.response.error

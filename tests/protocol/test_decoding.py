@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
-from logist.store.history import load_history
 from logist.protocol.decoding import (CONTENT_RULES, ENUM_VALUES, MOST_LISTED, decoding_schema, enum_values,
                                      response_formats, strict_root)
 from logist.engine.prepare import answer_formats, structured_output
@@ -279,7 +279,7 @@ def test_a_refused_form_is_asked_again_in_the_next_and_remembered_for_the_comman
     step_once(job, base_url=llm.base_url, endpoints=endpoints)
     assert [r["response_format"]["type"] for r in llm.requests] == ["json_schema", "json_object", "json_object"]
     assert "schema" in llm.requests[1]["response_format"]
-    calls = [e for e in load_history(job.dir).interactions if e.kind == "llm_call"]
+    calls = [e for e in JobFiles(job.dir).load_history().interactions if e.kind == "llm_call"]
     assert [e.request.metadata.response_format["type"] for e in calls] == ["json_object", "json_object"]
     assert all(e.response.status == "SUCCESS" for e in calls) and job.manifest().calls == 2, "a refusal is no call"
 

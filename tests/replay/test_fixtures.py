@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist import JobManifest, LogistError, Status
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import run_job
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.cli.app import EXIT_NEEDS_PERSON, WAITING_FOR_PERSON
 from logist.replay.demo import run_demo
@@ -51,7 +51,7 @@ def comparable(job_dir_or_history, workspace: str | None = None, replayed: bool 
     ``replayed``: the entries of a ``job replay``, whose answers are recorded
     as ``replay`` entries and counted apart from calls; they are compared as
     the calls they stand for, without the totals."""
-    history = load_history(job_dir_or_history) if isinstance(job_dir_or_history, Path) else job_dir_or_history
+    history = JobFiles(job_dir_or_history).load_history() if isinstance(job_dir_or_history, Path) else job_dir_or_history
     entries = []
     for entry in history.interactions:
         data = entry.dump()
@@ -124,7 +124,7 @@ def test_fixture_replays_live_and_through_poststep_to_the_recording(name, tmp_pa
     assert Normaliser(tmp_path)(live.manifest().dump()) == final
     assert comparable(posted.dir, replayed=True) == expected, f"{posted.dir} differs from the recording"
     assert {**Normaliser(tmp_path)(posted.manifest().dump()), "totals": None} == {**final, "totals": None}
-    assert "llm_call" not in {e.kind for e in load_history(posted.dir).interactions}
+    assert "llm_call" not in {e.kind for e in JobFiles(posted.dir).load_history().interactions}
     assert posted.manifest().totals.replayed == fixture.manifest().totals.llm_calls
     assert workspace_tree(live.workspace) == workspace_tree(posted.workspace)
     git_log = ["git", "log", "--format=%s"]

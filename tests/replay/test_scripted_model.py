@@ -10,7 +10,6 @@ from logist.engine.step import step_once
 from logist.errors import LLMCallError
 from logist.model.base import Request
 from logist.replay.scripted import Reply, ScriptedLLMServer, ScriptedModel, answer
-from logist.store.history import iter_entries
 from logist.store.jobsdir import JobsDir
 
 from conftest import Normaliser, write_config
@@ -35,7 +34,7 @@ def run(tmp_path, name: str, **calls):
     job = create_job(jobs, "same", "Write the notes")
     results = [step_once(job, **calls) for _ in script()]
     normalise = Normaliser(tmp_path / name)
-    entries = [normalise({k: v for k, v in e.dump().items() if k != "duration_ms"}) for e in iter_entries(job.dir)]
+    entries = [normalise({k: v for k, v in e.dump().items() if k != "duration_ms"}) for e in job.entries()]
     return [(r.action, r.status, r.error) for r in results], entries, job.manifest()
 
 

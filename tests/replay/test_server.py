@@ -18,12 +18,12 @@ from pathlib import Path
 import openai
 import pytest
 
+from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import run_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.replay.fixtures import create_from_fixture, load_fixture
 from logist.replay.apply import ReplayDivergedError, replay_history
@@ -104,7 +104,7 @@ def test_identical_requests_get_their_recorded_answers_in_recorded_order(jobs, l
     step_once(job, endpoints=llm.endpoints)
     assert llm.requests[0] == llm.requests[1]
 
-    server = replay_llm(load_history(job.dir))
+    server = replay_llm(JobFiles(job.dir).load_history())
     # Asked plainly (the step streamed): a recording answers either way.
     plain = {key: value for key, value in llm.requests[0].items() if key not in ("stream", "stream_options")}
     contents = [client(server).chat.completions.create(**plain).choices[0].message.content for _ in range(2)]
@@ -154,7 +154,7 @@ def test_the_workspace_path_stands_for_the_new_jobs_path(tmp_path, llm, replay_l
     here = create_job(JobsDir(tmp_path / "here"), "where", "Say where you are", **spec)
     llm.add(answer("CMD", command="pwd"), answer("COMPLETED", "I am in the workspace."), answer("COMPLETED", "ok"))
     run_job(here, endpoints=llm.endpoints)
-    recorded = load_history(here.dir)
+    recorded = JobFiles(here.dir).load_history()
     # The output is recorded once, by the entry that ran the command; the next request names it.
     cmd, then = recorded_calls(recorded)[:2]
     assert str(here.workspace) in cmd.command.output and then.request.added[-1].output_of == cmd.sequence
@@ -165,7 +165,7 @@ def test_the_workspace_path_stands_for_the_new_jobs_path(tmp_path, llm, replay_l
     replay_history(there, recorded, base_url=server.base_url)
     assert server.mismatches == [] and server.remaining == 0
     assert there.manifest().status == Status.APPROVAL_REQUIRED
-    assert str(there.workspace) in recorded_calls(load_history(there.dir))[0].command.output
+    assert str(there.workspace) in recorded_calls(JobFiles(there.dir).load_history())[0].command.output
 
     # Not told, the path is just a difference, shown where it is.
     unknown = create_job(JobsDir(tmp_path / "unknown"), "lost", "Say where you are", **spec)
@@ -186,7 +186,7 @@ def test_a_moved_job_keeps_working_and_its_recording_still_replays(tmp_path, llm
     llm.add(answer("CMD", command="pwd"), answer("COMPLETED", "I was moved."), answer("COMPLETED", "ok"))
     run_job(job, endpoints=llm.endpoints)
 
-    recorded = load_history(job.dir)
+    recorded = JobFiles(job.dir).load_history()
     before, after = recorded_calls(recorded)[:2]
     assert recorded.workspace_path is None and created_in != str(job.workspace)
     assert before.workspace_path == "workspace" and before.command.cwd == created_in and created_in in before.command.output
@@ -226,7 +226,7 @@ def test_a_diverging_step_gets_the_strict_error_and_the_job_stays_consistent(job
 
     # Consistent: the failed call is on record, the person's edit is kept and
     # nothing was committed for the refused step; the recording is untouched.
-    entries = load_history(job.dir).interactions
+    entries = JobFiles(job.dir).load_history().interactions
     assert (entries[-1].kind, entries[-1].response.status, entries[-1].response.error) == ("llm_call", "FAILED", reason)
     assert entries[-1].state.status == "INTERVENTION_REQUIRED"
     assert job.manifest().workspace_commit == entries[-2].workspace_commit
@@ -297,7 +297,7 @@ def test_a_recorded_failure_replays_as_the_same_failure(jobs, llm, replay_llm, f
         assert failed.status == Status.PENDING and failed.interrupted
     llm.add(answer("COMPLETED", "wrote it", file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}]))
     step_once(recorded_job, base_url=llm.base_url)
-    recorded = load_history(recorded_job.dir)
+    recorded = JobFiles(recorded_job.dir).load_history()
     if stops:
         # The resubmitted request shows the model why the job stopped, but not where it was served from.
         assert "LLM call failed after" in llm.requests[-1]["messages"][-1]["content"]
@@ -311,7 +311,7 @@ def test_a_recorded_failure_replays_as_the_same_failure(jobs, llm, replay_llm, f
     assert server.mismatches == [] and server.remaining == 0
 
     def errors(job):
-        return [e.response.error for e in recorded_calls(load_history(job.dir)) if e.response.error]
+        return [e.response.error for e in recorded_calls(JobFiles(job.dir).load_history()) if e.response.error]
 
     assert errors(replayed_job) == errors(recorded_job)
     assert len(errors(recorded_job)) == 1
@@ -324,7 +324,7 @@ def test_a_retry_of_a_failed_request_gets_the_same_failure(jobs, llm):
     job = create_job(jobs, "rec", "Write hello.py")
     llm.add(Reply(status=503, error_message="the model is overloaded"))
     step_once(job, endpoints=llm.endpoints)
-    with ReplayLLMServer(load_history(job.dir)) as server:
+    with ReplayLLMServer(JobFiles(job.dir).load_history()) as server:
         for _ in range(3):
             with pytest.raises(openai.InternalServerError, match="the model is overloaded"):
                 client(server, retries=0).chat.completions.create(**llm.requests[0])

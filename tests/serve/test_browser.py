@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.store.requests import HistoryReader
 from logist.replay.scripted import answer
 
@@ -154,7 +154,7 @@ def test_decisions_show_only_while_waited_for_and_a_late_post_gets_409(jobs, llm
     with page.expect_navigation():
         page.click('button[data-action="answer"]')
     assert page.url == server.base + "jobs/q", page.content()[:3000]
-    entries = load_history(jobs.job("q").dir).interactions
+    entries = JobFiles(jobs.job("q").dir).load_history().interactions
     assert [(e.kind, e.user_input and e.user_input.text) for e in entries[2:]] == [("user_action", "Say Hello")]
     assert page.locator('form.d-answer').count() == 0 and "RUNNING" in page.locator("#state h1").inner_text()
     llm.add(WRITE)
@@ -281,7 +281,7 @@ def test_ctrl_c_with_three_pages_streaming_exits_within_5_s(jobs, browser, serve
 
 def test_a_page_of_a_long_history_assembles_each_full_prompt_exactly_and_follows_the_job(jobs, llm, browser, served):
     job = long_job(jobs, llm, rounds=2)
-    last = load_history(job.dir).interactions[-1].sequence
+    last = JobFiles(job.dir).load_history().interactions[-1].sequence
     server = served("--page-size", "2")
     context, page, _requests = logged_in(browser, server)
     page.goto(f"{server.base}jobs/long")
@@ -294,7 +294,7 @@ def test_a_page_of_a_long_history_assembles_each_full_prompt_exactly_and_follows
         page.evaluate(f'document.querySelector("#step-{sequence} button.full-prompt").click()')
         shown = page.eval_on_selector_all(f"#step-{sequence} .full .msg", "els => els.map(m => ("
                                           "{role: m.querySelector('.who').textContent, content: m.querySelector('pre').textContent}))")
-        assert shown == HistoryReader(job.dir).messages(sequence)
+        assert shown == HistoryReader(JobFiles(job.dir)).messages(sequence)
     # The page follows the job: its stream (?from=N&after=M) sends the next entry.
     llm.add(message(9))
     step_once(job, base_url=llm.base_url)

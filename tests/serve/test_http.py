@@ -15,9 +15,8 @@ import stat
 import subprocess
 import sys
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
-from logist.store.history import history_path, load_history
-from logist.store.seek import open_offset_reader
 from logist.views.report import timeline
 from logist.replay.scripted import answer
 
@@ -164,7 +163,7 @@ def test_an_answer_is_written_as_the_cli_writes_it_once_even_when_sent_twice(job
     assert first.status == 303 and first.getheader("Location") == "/jobs/a"
     again = server.request("POST", "/jobs/a/answer", headers, body)
     assert again.status == 409 and b"has moved on" in again.data
-    assert [e.kind for e in load_history(by_page.dir).interactions] == ["user_action", "llm_call", "user_action"]
+    assert [e.kind for e in JobFiles(by_page.dir).load_history().interactions] == ["user_action", "llm_call", "user_action"]
 
     ok(logist_cli("job", "answer", "b", text))
     page_entry, cli_entry = last_entry(by_page), last_entry(by_cli)
@@ -218,9 +217,9 @@ def test_a_late_page_and_its_stream_read_nothing_before_what_they_show(jobs, llm
     report = dict(rows)
     last = max(report)
     # The history's early part, far before the last page's turn and its tracker's window, made unreadable.
-    with open_offset_reader(job.dir) as reader:
+    with JobFiles(job.dir).offset_reader() as reader:
         begin, end = reader.locate(2), reader.locate(last - 45)
-    with open(history_path(job.dir), "r+b") as handle:
+    with open(JobFiles(job.dir).history_path, "r+b") as handle:
         handle.seek(begin)
         handle.write((b"\x00garbage{[" * (end - begin))[: end - begin])
     server = served("--page-size", "2")
@@ -282,15 +281,15 @@ def test_suspend_resume_and_restep_from_the_page_are_the_cli_commands(jobs, llm,
         headers, body = form(at=str(at))
         assert server.request("POST", f"/jobs/j/{action}", headers, body).status == 303
         assert str(job.manifest().status) == status
-        assert load_history(job.dir).interactions[-1].user_input.action == action
+        assert JobFiles(job.dir).load_history().interactions[-1].user_input.action == action
     headers, body = form(at="4", to="1")
     assert server.request("POST", "/jobs/j/restep", headers, body).status == 303
-    rewound = load_history(job.dir).interactions[-1]
+    rewound = JobFiles(job.dir).load_history().interactions[-1]
     assert (rewound.kind, rewound.rewound_to) == ("rewind", 1) and str(job.manifest().status) == "PENDING"
     headers, body = form(at="5", to="x")
     refused = server.request("POST", "/jobs/j/restep", headers, body)
     assert refused.status == 400 and b"restep needs the number of a history entry" in refused.data
-    assert len(load_history(job.dir).interactions) == 5
+    assert len(JobFiles(job.dir).load_history().interactions) == 5
 
 
 def test_reject_and_resubmit_from_the_page(jobs, llm, served):
@@ -310,14 +309,14 @@ def test_reject_and_resubmit_from_the_page(jobs, llm, served):
     assert refused.status == 400 and b"reject needs --feedback TEXT" in refused.data
     headers, body = form(at="3", feedback="Print it in French too")
     assert server.request("POST", "/jobs/r/reject", headers, body).status == 303
-    last = load_history(jobs.job("r").dir).interactions[-1]
+    last = JobFiles(jobs.job("r").dir).load_history().interactions[-1]
     assert (last.user_input.action, last.user_input.text) == ("reject", "Print it in French too")
     assert str(jobs.job("r").manifest().status) == "PENDING"
 
     at = str(jobs.job("s").manifest().last_sequence)
     headers, body = form(at=at, feedback="Go on")
     assert server.request("POST", "/jobs/s/resubmit", headers, body).status == 303
-    last = load_history(jobs.job("s").dir).interactions[-1]
+    last = JobFiles(jobs.job("s").dir).load_history().interactions[-1]
     assert (last.user_input.action, last.user_input.text) == ("resubmit", "Go on")
 
 

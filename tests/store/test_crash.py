@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist.engine.call import entry_key
 from logist import HistoryEntry, JobManifest
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.failpoints import POINTS
 from logist.replay.scripted import Reply
@@ -394,7 +394,7 @@ def test_a_salvaged_history_leaves_the_job_steppable_from_its_last_whole_entry(j
     assert [(e["sequence"], e["kind"]) for e in entries] == [(1, "user_action"), (2, "llm_call"), (3, "repair"),
                                                               (4, "llm_call")]
     # The call was made from entry 2's conversation: its round and the new one.
-    assert load_history(job.dir).interactions[-1].state.turn.rounds == 2
+    assert JobFiles(job.dir).load_history().interactions[-1].state.turn.rounds == 2
     assert sorted(p.name for p in job.workspace.glob("n*.txt")) == ["n0.txt"]
     assert len(llm.requests) == 4
 

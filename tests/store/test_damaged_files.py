@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import answer
 
 from conftest import logist_cli
@@ -45,7 +45,7 @@ def test_a_job_file_nested_too_deep_or_a_folder_is_moved_aside_and_repaired(jobs
     (aside,) = job.dir.glob(f"{name}.corrupt-*")
     assert aside.is_dir() if damage == "folder" else aside.read_text().startswith(("[[[[", '{"a": {"a"'))
     assert path.is_file()
-    entries = load_history(job.dir).interactions
+    entries = JobFiles(job.dir).load_history().interactions
     repair, call = entries[-2:]
     assert repair.kind == "repair" and aside.name in repair.note
     assert call.response.actions == ["MESSAGE"] and job.manifest().last_sequence == call.sequence

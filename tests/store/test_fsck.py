@@ -11,11 +11,10 @@ import shutil
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import answer
-from logist.store import journal
 from logist.store.calls import SavedAnswer
 
 from conftest import via, logist_cli
@@ -49,7 +48,7 @@ def test_a_sound_job_is_clean(jobs, llm):
     done = logist_cli("job", "fsck", "hello")
     assert (done.returncode, done.stdout) == (0, "Job 'hello': every file checked, nothing to repair.\n")
     assert fsck("hello", 0) == {"job_id": "hello", "clean": True, "findings": []}
-    assert len(load_history(job.dir).interactions) == 4, "nothing recorded"
+    assert len(JobFiles(job.dir).load_history().interactions) == 4, "nothing recorded"
 
 
 def edited(job, how) -> None:
@@ -96,7 +95,7 @@ def test_what_recovery_repairs_is_reported_as_repaired(jobs, llm):
     assert "kept the 3 entries that could be read" in found["findings"][1]["what"]
     assert "recorded in history entry 4" in found["findings"][1]["what"]
     assert ("note", "notes.txt") in kinds and any(k == "note" and ".corrupt-" in f for k, f in kinds)
-    assert load_history(job.dir).interactions[-1].kind == "repair"
+    assert JobFiles(job.dir).load_history().interactions[-1].kind == "repair"
     assert fsck("hello", 0)["findings"] == [f for f in found["findings"] if f["kind"] == "note"]
 
 
@@ -107,12 +106,12 @@ def test_a_call_waiting_in_the_journal_is_recorded_not_dropped(jobs):
 
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting")
     request = request_of(prepare(job, job.manifest()))
-    calling = journal.begin_call(job.dir, 2, job.manifest().workspace_commit, "hello@t:2:abc", request)
-    journal.call_answered(job.dir, calling, request, SavedAnswer(raw=answer("MESSAGE", message="saved"),
+    calling = JobFiles(job.dir).session.journal.begin_call(2, job.manifest().workspace_commit, "hello@t:2:abc", request)
+    JobFiles(job.dir).session.journal.call_answered(calling, request, SavedAnswer(raw=answer("MESSAGE", message="saved"),
                                                                  prompt_tokens=10, completion_tokens=5))
     found = fsck("hello", 0)
     assert found["findings"] == []  # finishing a call is no repair
-    call = load_history(job.dir).interactions[-1]
+    call = JobFiles(job.dir).load_history().interactions[-1]
     assert (call.kind, call.response.actions) == ("llm_call", ["MESSAGE"])
 
 

@@ -8,25 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from logist.store.session import HISTORY_APPEND_NAME, HISTORY_NAME, JobFiles
 from logist.errors import CorruptFileError
 from logist.store.entries import HistoryEntry, Request, RequestMetadata, Response, Usage, UserInput
-from logist.store.history import (
-    HISTORY_FORMAT,
-    HISTORY_NAME,
-    HISTORY_SCHEMA,
-    JOURNAL_SUFFIX,
-    TAIL,
-    append_entry,
-    layout,
-    header,
-    create_history,
-    history_path,
-    load_history,
-    repair,
-    salvage,
-)
+from logist.store.history import HISTORY_FORMAT, HISTORY_SCHEMA, TAIL, append_entry, layout, header, repair, salvage
 from logist.store.manifest import Message
-from logist.store.seek import last_entry
 
 JOB = "hist-job"
 JOURNAL = HISTORY_NAME + ".append"
@@ -82,12 +68,12 @@ def make_entry(sequence: int, big: bool = True) -> HistoryEntry:
 def job_dir(tmp_path) -> Path:
     path = tmp_path / "job"
     path.mkdir()
-    create_history(path, JOB)
+    JobFiles(path).session.create_history(JOB)
     return path
 
 
 def doc(job_dir: Path) -> dict:
-    return json.loads(history_path(job_dir).read_bytes())
+    return json.loads(JobFiles(job_dir).history_path.read_bytes())
 
 
 def dumps(entries) -> list[dict]:
@@ -97,30 +83,30 @@ def dumps(entries) -> list[dict]:
 def build(job_dir: Path, count: int, big: bool = True) -> list[HistoryEntry]:
     entries = [make_entry(i, big) for i in range(1, count + 1)]
     for entry in entries:
-        append_entry(job_dir, entry)
+        append_entry(JobFiles(job_dir), entry)
     return entries
 
 
 def test_journal_name_is_as_documented():
-    assert JOURNAL == HISTORY_NAME + JOURNAL_SUFFIX == "jobHistory.json.append"
+    assert JOURNAL == HISTORY_APPEND_NAME == JobFiles("job").history_append_path.name == "jobHistory.json.append"
 
 
 def test_new_history_is_valid_and_empty(job_dir):
-    data = history_path(job_dir).read_bytes()
+    data = JobFiles(job_dir).history_path.read_bytes()
     assert data.endswith(TAIL)
     assert json.loads(data) == document([])
-    assert load_history(job_dir).interactions == []
-    assert last_entry(job_dir) is None
-    assert repair(job_dir) is None
+    assert JobFiles(job_dir).load_history().interactions == []
+    assert JobFiles(job_dir).last_entry() is None
+    assert repair(JobFiles(job_dir)) is None
 
 
 def test_every_append_keeps_a_valid_canonical_document(job_dir):
-    path = history_path(job_dir)
+    path = JobFiles(job_dir).history_path
     appended = []
     for n in range(1, 8):
         before = path.read_bytes()
         entry = make_entry(n, big=n % 2 == 1)
-        append_entry(job_dir, entry)
+        append_entry(JobFiles(job_dir), entry)
         appended.append(entry)
         after = path.read_bytes()
         assert after.endswith(TAIL)
@@ -130,17 +116,17 @@ def test_every_append_keeps_a_valid_canonical_document(job_dir):
         assert after.decode("utf-8") == canonical(data), "a field per line, UTF-8, stable keys: Logist's layout"
         assert all(len(line) < 200 or line.startswith('      "') for line in after.decode("utf-8").splitlines())
         assert not (job_dir / JOURNAL).exists()
-        assert last_entry(job_dir) == entry
+        assert JobFiles(job_dir).last_entry() == entry
 
 
 def test_entries_come_back_in_order(job_dir):
     entries = build(job_dir, 12)
-    history = load_history(job_dir)
+    history = JobFiles(job_dir).load_history()
     assert history.job_id == JOB
     assert [e.sequence for e in history.interactions] == list(range(1, 13))
     assert history.interactions == entries
-    assert last_entry(job_dir) == entries[-1]
-    assert last_entry(job_dir).request.prompt[1].content.startswith("Objective: grüße «12»")
+    assert JobFiles(job_dir).last_entry() == entries[-1]
+    assert JobFiles(job_dir).last_entry().request.prompt[1].content.startswith("Objective: grüße «12»")
 
 
 # --------------------------------------------------------------------------
@@ -151,9 +137,9 @@ def _chunk_of_next_append(job_dir: Path, tmp_path: Path, entry: HistoryEntry) ->
     """(offset, chunk, complete bytes) of appending ``entry``, measured on a copy."""
     copy = tmp_path / "copy-for-chunk"
     shutil.copytree(job_dir, copy)
-    old = history_path(copy).read_bytes()
-    append_entry(copy, entry)
-    new = history_path(copy).read_bytes()
+    old = JobFiles(copy).history_path.read_bytes()
+    append_entry(JobFiles(copy), entry)
+    new = JobFiles(copy).history_path.read_bytes()
     offset = len(old) - len(TAIL)
     assert new[:offset] == old[:offset]
     shutil.rmtree(copy)
@@ -163,37 +149,37 @@ def _chunk_of_next_append(job_dir: Path, tmp_path: Path, entry: HistoryEntry) ->
 def _interrupt(job_dir: Path, offset: int, written: bytes, sequence: int) -> None:
     """Leave the files exactly as append_entry leaves them when killed after writing ``written``."""
     (job_dir / JOURNAL).write_text(json.dumps({"offset": offset, "sequence": sequence}, indent=2) + "\n")
-    with open(history_path(job_dir), "r+b") as handle:  # no truncate, as in append_entry
+    with open(JobFiles(job_dir).history_path, "r+b") as handle:  # no truncate, as in append_entry
         handle.seek(offset)
         handle.write(written)
 
 
 def test_interrupted_append_is_rolled_back(job_dir, tmp_path):
     entries = build(job_dir, 3)
-    old = history_path(job_dir).read_bytes()
+    old = JobFiles(job_dir).history_path.read_bytes()
     new_entry = make_entry(4)
     offset, chunk, _ = _chunk_of_next_append(job_dir, tmp_path, new_entry)
     _interrupt(job_dir, offset, chunk[: len(chunk) // 2], 4)
     with pytest.raises(ValueError):
-        json.loads(history_path(job_dir).read_bytes())  # the file itself is broken right now
+        json.loads(JobFiles(job_dir).history_path.read_bytes())  # the file itself is broken right now
 
     # A reader without the lock sees the committed prefix only.
-    assert load_history(job_dir).interactions == entries
-    assert last_entry(job_dir) == entries[-1]
+    assert JobFiles(job_dir).load_history().interactions == entries
+    assert JobFiles(job_dir).last_entry() == entries[-1]
 
-    message = repair(job_dir)
+    message = repair(JobFiles(job_dir))
     assert message and "half-written" in message
-    assert history_path(job_dir).read_bytes() == old
+    assert JobFiles(job_dir).history_path.read_bytes() == old
     assert not (job_dir / JOURNAL).exists()
-    assert repair(job_dir) is None
+    assert repair(JobFiles(job_dir)) is None
 
-    append_entry(job_dir, new_entry)
-    assert load_history(job_dir).interactions == entries + [new_entry]
+    append_entry(JobFiles(job_dir), new_entry)
+    assert JobFiles(job_dir).load_history().interactions == entries + [new_entry]
 
 
 def test_interruption_at_many_bytes(job_dir, tmp_path):
     entries = build(job_dir, 2)
-    old = history_path(job_dir).read_bytes()
+    old = JobFiles(job_dir).history_path.read_bytes()
     new_entry = make_entry(3)
     offset, chunk, new = _chunk_of_next_append(job_dir, tmp_path, new_entry)
     entry_complete_at = len(chunk) - len(TAIL)
@@ -203,10 +189,10 @@ def test_interruption_at_many_bytes(job_dir, tmp_path):
     for written in sorted(points):
         _interrupt(job_dir, offset, chunk[:written], 3)
         if written == 0 or written > len(TAIL):  # 1..len(TAIL): see test_reader_during_a_tiny_partial_write
-            assert load_history(job_dir).interactions == entries, written
-            assert last_entry(job_dir) == entries[-1], written
-        repair(job_dir)
-        after = history_path(job_dir).read_bytes()
+            assert JobFiles(job_dir).load_history().interactions == entries, written
+            assert JobFiles(job_dir).last_entry() == entries[-1], written
+        repair(JobFiles(job_dir))
+        after = JobFiles(job_dir).history_path.read_bytes()
         assert not (job_dir / JOURNAL).exists()
         if written < entry_complete_at:
             assert after == old, f"a partial entry must be cut ({written} of {len(chunk)} bytes)"
@@ -215,7 +201,7 @@ def test_interruption_at_many_bytes(job_dir, tmp_path):
         else:
             assert after in (old, new), written
         if after == new:  # back to the starting point for the next round
-            history_path(job_dir).write_bytes(old)
+            JobFiles(job_dir).history_path.write_bytes(old)
 
 
 @pytest.mark.parametrize("written", [1, 3, len(TAIL)])
@@ -225,20 +211,20 @@ def test_reader_during_a_tiny_partial_write(job_dir, tmp_path, written, reader):
     offset, chunk, _new = _chunk_of_next_append(job_dir, tmp_path, make_entry(3))
     _interrupt(job_dir, offset, chunk[:written], 3)
     if reader == "load_history":
-        assert load_history(job_dir).interactions == entries
+        assert JobFiles(job_dir).load_history().interactions == entries
     else:
-        assert last_entry(job_dir) == entries[-1]
+        assert JobFiles(job_dir).last_entry() == entries[-1]
 
 
 def test_repair_after_a_tiny_partial_write(job_dir, tmp_path):
     build(job_dir, 2)
-    old = history_path(job_dir).read_bytes()
+    old = JobFiles(job_dir).history_path.read_bytes()
     offset, chunk, _new = _chunk_of_next_append(job_dir, tmp_path, make_entry(3))
     for written in range(1, len(TAIL) + 1):
         _interrupt(job_dir, offset, chunk[:written], 3)
-        assert history_path(job_dir).read_bytes() != old
-        assert repair(job_dir)
-        assert history_path(job_dir).read_bytes() == old
+        assert JobFiles(job_dir).history_path.read_bytes() != old
+        assert repair(JobFiles(job_dir))
+        assert JobFiles(job_dir).history_path.read_bytes() == old
 
 
 def test_complete_append_with_journal_left_behind_is_kept(job_dir, tmp_path):
@@ -246,39 +232,39 @@ def test_complete_append_with_journal_left_behind_is_kept(job_dir, tmp_path):
     new_entry = make_entry(4)
     offset, chunk, new = _chunk_of_next_append(job_dir, tmp_path, new_entry)
     _interrupt(job_dir, offset, chunk, 4)
-    assert history_path(job_dir).read_bytes() == new
+    assert JobFiles(job_dir).history_path.read_bytes() == new
     # Until repaired, a reader sees only what the journal says was committed.
-    assert load_history(job_dir).interactions == entries
-    assert last_entry(job_dir) == entries[-1]
+    assert JobFiles(job_dir).load_history().interactions == entries
+    assert JobFiles(job_dir).last_entry() == entries[-1]
 
-    assert repair(job_dir) is None
-    assert history_path(job_dir).read_bytes() == new
+    assert repair(JobFiles(job_dir)) is None
+    assert JobFiles(job_dir).history_path.read_bytes() == new
     assert not (job_dir / JOURNAL).exists()
-    assert load_history(job_dir).interactions == entries + [new_entry]
-    assert last_entry(job_dir) == new_entry
+    assert JobFiles(job_dir).load_history().interactions == entries + [new_entry]
+    assert JobFiles(job_dir).last_entry() == new_entry
 
 
 def test_interrupted_first_append_into_empty_history(job_dir, tmp_path):
-    old = history_path(job_dir).read_bytes()
+    old = JobFiles(job_dir).history_path.read_bytes()
     offset, chunk, new = _chunk_of_next_append(job_dir, tmp_path, make_entry(1))
     _interrupt(job_dir, offset, chunk[: len(chunk) // 2], 1)
-    assert load_history(job_dir).interactions == []
-    assert last_entry(job_dir) is None
-    repair(job_dir)
-    assert history_path(job_dir).read_bytes() == old
+    assert JobFiles(job_dir).load_history().interactions == []
+    assert JobFiles(job_dir).last_entry() is None
+    repair(JobFiles(job_dir))
+    assert JobFiles(job_dir).history_path.read_bytes() == old
     _interrupt(job_dir, offset, chunk, 1)
-    assert repair(job_dir) is None
-    assert history_path(job_dir).read_bytes() == new
+    assert repair(JobFiles(job_dir)) is None
+    assert JobFiles(job_dir).history_path.read_bytes() == new
 
 
 def test_unreadable_journal_is_discarded_and_file_left_alone(job_dir):
     build(job_dir, 2)
-    before = history_path(job_dir).read_bytes()
+    before = JobFiles(job_dir).history_path.read_bytes()
     (job_dir / JOURNAL).write_text("{not json")
-    assert load_history(job_dir).interactions[-1].sequence == 2
-    assert repair(job_dir) == "discarded an unreadable append journal"
+    assert JobFiles(job_dir).load_history().interactions[-1].sequence == 2
+    assert repair(JobFiles(job_dir)) == "discarded an unreadable append journal"
     assert not (job_dir / JOURNAL).exists()
-    assert history_path(job_dir).read_bytes() == before
+    assert JobFiles(job_dir).history_path.read_bytes() == before
 
 
 # --------------------------------------------------------------------------
@@ -288,37 +274,37 @@ def test_unreadable_journal_is_discarded_and_file_left_alone(job_dir):
 @pytest.mark.parametrize("indent", [4, None, "\t", 2], ids=["indent4", "compact", "tabs", "indent2-no-newline"])
 def test_hand_reformatted_history_is_normalised_and_appended_to(job_dir, indent):
     entries = build(job_dir, 3)
-    path = history_path(job_dir)
+    path = JobFiles(job_dir).history_path
     data = json.loads(path.read_bytes())
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(data, handle, indent=indent)
     assert not path.read_bytes().endswith(TAIL)
-    assert load_history(job_dir).interactions == entries
-    assert last_entry(job_dir) == entries[-1]
+    assert JobFiles(job_dir).load_history().interactions == entries
+    assert JobFiles(job_dir).last_entry() == entries[-1]
 
-    append_entry(job_dir, make_entry(4))
+    append_entry(JobFiles(job_dir), make_entry(4))
     data = json.loads(path.read_bytes())
     assert data == document(entries + [make_entry(4)])
     assert path.read_text(encoding="utf-8") == canonical(data)
-    assert last_entry(job_dir) == make_entry(4)
+    assert JobFiles(job_dir).last_entry() == make_entry(4)
 
     # From now on appends are in place again.
     before = path.read_bytes()
-    append_entry(job_dir, make_entry(5))
+    append_entry(JobFiles(job_dir), make_entry(5))
     assert path.read_bytes().startswith(before[: -len(TAIL)])
 
 
 def test_hand_reformatted_empty_history_is_appended_to(job_dir):
-    path = history_path(job_dir)
+    path = JobFiles(job_dir).history_path
     path.write_text(json.dumps(document([]), indent=4))
-    append_entry(job_dir, make_entry(1))
-    assert load_history(job_dir).interactions == [make_entry(1)]
+    append_entry(JobFiles(job_dir), make_entry(1))
+    assert JobFiles(job_dir).load_history().interactions == [make_entry(1)]
     assert path.read_bytes().endswith(TAIL)
 
 
 def _damage(job_dir: Path, entry_index: int) -> bytes:
     """Overwrite bytes in the middle of entry ``entry_index`` (0-based); return the damaged file."""
-    path = history_path(job_dir)
+    path = JobFiles(job_dir).history_path
     data = bytearray(path.read_bytes())
     starts = [i for i in range(len(data)) if data.startswith(b"\n    {", i)]
     start = starts[entry_index]
@@ -333,29 +319,29 @@ def test_salvage_keeps_entries_before_the_damage(job_dir):
     entries = build(job_dir, 5)
     damaged = _damage(job_dir, 2)
     with pytest.raises(CorruptFileError, match="is corrupt"):
-        load_history(job_dir)
+        JobFiles(job_dir).load_history()
 
-    aside, kept = salvage(job_dir, JOB)
+    aside, kept = salvage(JobFiles(job_dir), JOB)
     assert kept == 2
     assert aside.parent == job_dir and aside.name.startswith(HISTORY_NAME + ".corrupt-")
     assert aside.read_bytes() == damaged, "the damaged file is kept byte for byte"
-    assert load_history(job_dir).interactions == entries[:2]
-    assert history_path(job_dir).read_text(encoding="utf-8") == canonical(doc(job_dir))
+    assert JobFiles(job_dir).load_history().interactions == entries[:2]
+    assert JobFiles(job_dir).history_path.read_text(encoding="utf-8") == canonical(doc(job_dir))
 
-    append_entry(job_dir, make_entry(6))
-    assert [e.sequence for e in load_history(job_dir).interactions] == [1, 2, 6]
+    append_entry(JobFiles(job_dir), make_entry(6))
+    assert [e.sequence for e in JobFiles(job_dir).load_history().interactions] == [1, 2, 6]
 
 
 def test_salvage_of_a_truncated_file_and_twice(job_dir):
     entries = build(job_dir, 4)
-    path = history_path(job_dir)
+    path = JobFiles(job_dir).history_path
     data = path.read_bytes()
     path.write_bytes(data[: len(data) - 200])  # cut inside the last entry, no journal
-    aside1, kept = salvage(job_dir, JOB)
-    assert kept == 3 and load_history(job_dir).interactions == entries[:3]
+    aside1, kept = salvage(JobFiles(job_dir), JOB)
+    assert kept == 3 and JobFiles(job_dir).load_history().interactions == entries[:3]
     _damage(job_dir, 0)
-    aside2, kept = salvage(job_dir, JOB)
-    assert kept == 0 and load_history(job_dir).interactions == []
+    aside2, kept = salvage(JobFiles(job_dir), JOB)
+    assert kept == 0 and JobFiles(job_dir).load_history().interactions == []
     assert aside1 != aside2 and aside1.exists() and aside2.exists()
     assert aside1.read_bytes() == data[: len(data) - 200]
 
@@ -367,13 +353,13 @@ def test_salvage_of_a_truncated_file_and_twice(job_dir):
 def _growth(tmp_path: Path, name: str, existing: int) -> int:
     job = tmp_path / name
     job.mkdir()
-    create_history(job, JOB)
+    JobFiles(job).session.create_history(JOB)
     build(job, existing, big=False)
-    assert len(load_history(job).interactions) == existing
-    size = history_path(job).stat().st_size
-    append_entry(job, make_entry(424242))
-    assert load_history(job).interactions[-1] == make_entry(424242)
-    return history_path(job).stat().st_size - size
+    assert len(JobFiles(job).load_history().interactions) == existing
+    size = JobFiles(job).history_path.stat().st_size
+    append_entry(JobFiles(job), make_entry(424242))
+    assert JobFiles(job).load_history().interactions[-1] == make_entry(424242)
+    return JobFiles(job).history_path.stat().st_size - size
 
 
 def test_bytes_written_per_append_do_not_depend_on_history_length(tmp_path):

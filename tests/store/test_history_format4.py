@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist.replay.apply import replay_history
 from logist.replay.fixtures import create_from_fixture, load_fixture
 from logist.store.entries import SEED_FIELDS
-from logist.store.history import HISTORY_FORMAT, file_format, iter_written, load_history
-from logist.store.requests import HistoryReader, recorded_body
+from logist.store.history import HISTORY_FORMAT
+from logist.store.requests import HistoryReader
 from logist.store.upgrade import UPGRADES
 
 from conftest import logist_cli
@@ -63,14 +64,14 @@ def test_every_call_entry_of_every_fixture_replayed_today_is_seed_shaped(jobs, r
     job = create_from_fixture(jobs, fixture, "walk")
     replay_history(job, fixture.history())
     kinds = {}
-    for entry in iter_written(job.dir):
+    for entry in JobFiles(job.dir).written():
         kinds[entry["kind"]] = kinds.get(entry["kind"], 0) + 1
         if "request" in entry:
             assert_seed_shaped(entry)
         else:
             assert "workspace_path" not in entry, "only a call entry says where its workspace is"
     assert kinds.get("replay") and kinds.get("user_action"), kinds
-    assert file_format(job.dir) == HISTORY_FORMAT
+    assert JobFiles(job.dir).history_format() == HISTORY_FORMAT
 
 
 def test_a_new_jobs_llm_calls_are_seed_shaped(jobs, llm):
@@ -82,7 +83,7 @@ def test_a_new_jobs_llm_calls_are_seed_shaped(jobs, llm):
     llm.add(answer("CMD", command="ls -la ."), answer("MESSAGE", message="seen"), "not json at all")
     for _ in range(3):
         step_once(job, endpoints=llm.endpoints)
-    calls = [e for e in iter_written(job.dir) if e["kind"] == "llm_call"]
+    calls = [e for e in JobFiles(job.dir).written() if e["kind"] == "llm_call"]
     assert len(calls) == 3 and "continues" in calls[1]["request"]
     for entry in calls:
         assert_seed_shaped(entry)
@@ -113,7 +114,7 @@ def test_an_older_history_upgrades_keeps_the_old_file_and_rebuilds_every_request
     for name in ("job_manifest.json", "jobHistory.json"):
         shutil.copy(source / name, job.dir / name)
     old = (job.dir / "jobHistory.json").read_bytes()
-    assert file_format(job.dir) == version
+    assert JobFiles(job.dir).history_format() == version
     env = {"LOGIST_JOBS_DIR": str(jobs.path)}
     looked = logist_cli("job", "status", "old", "--json", env=env)
     assert looked.returncode == 0, looked.stderr
@@ -123,14 +124,14 @@ def test_an_older_history_upgrades_keeps_the_old_file_and_rebuilds_every_request
     assert done.returncode == 0, done.stderr
     assert f"from format {version} to format {HISTORY_FORMAT}" in done.stderr
     assert (job.dir / f"jobHistory.json.v{version}").read_bytes() == old, "the old file is kept beside it"
-    assert file_format(job.dir) == HISTORY_FORMAT
+    assert JobFiles(job.dir).history_format() == HISTORY_FORMAT
     json.loads((job.dir / "jobHistory.json").read_bytes())  # one JSON document
-    entries = {e["sequence"]: e for e in iter_written(job.dir)}
-    bodies = {str(n): _digest(recorded_body(job.dir, e, HistoryReader(job.dir).messages(n)))
+    entries = {e["sequence"]: e for e in JobFiles(job.dir).written()}
+    bodies = {str(n): _digest(JobFiles(job.dir).recorded_body(e, HistoryReader(JobFiles(job.dir)).messages(n)))
               for n, e in entries.items() if "request" in e}
     assert bodies == expected["request_bodies_sha256"]
     states = {str(e.sequence): hashlib.sha256(json.dumps(_as_recorded(e.state), sort_keys=True).encode())
-              .hexdigest() for e in load_history(job.dir).interactions}
+              .hexdigest() for e in JobFiles(job.dir).load_history().interactions}
     assert states == expected["states_sha256"], "every entry's state after it reads as the old code read it"
     for entry in entries.values():
         if "request" in entry:
@@ -148,4 +149,4 @@ def test_an_older_history_replays_to_the_same_statuses_and_workspace(jobs, versi
     assert statuses == expected["statuses"]
     assert str(job.manifest().status) == expected["final_status"]
     assert _tree(job.workspace) == expected["tree"]
-    assert load_history(job.dir).format == HISTORY_FORMAT
+    assert JobFiles(job.dir).load_history().format == HISTORY_FORMAT

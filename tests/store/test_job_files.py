@@ -20,14 +20,12 @@ import sys
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from logist.store.session import JOB_FILES, JobFiles, README_NAME, describe
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import Reply
 from logist.store.atomic import move_aside
-from logist.store.layout import JOB_FILES, README_NAME, describe
-from logist.store.upgrading import upgrade_job
 
 from conftest import REPO_ROOT, logist_process
 
@@ -95,7 +93,7 @@ def test_names_only_rare_events_leave_are_described(tmp_path):
     old.mkdir()
     for name in ("jobHistory.json", "job_manifest.json"):
         shutil.copy(REPO_ROOT / "tests" / "data" / "v1-calc" / name, old / name)
-    assert upgrade_job(old)
+    assert JobFiles(old).session.upgrade()
     assert sorted(os.listdir(old)) == [
         "README.md", "jobHistory.json", "jobHistory.json.v1", "job_manifest.json", "job_manifest.json.v1"]
     aside = move_aside(old / "jobHistory.json", "2026-11-23T100405Z")
@@ -116,7 +114,7 @@ def test_the_readme_is_outside_the_workspace_and_the_prompt(jobs, llm):
     assert not (job.workspace / README_NAME).exists()
     tracked = subprocess.run(["git", "ls-files"], cwd=job.workspace, capture_output=True, text=True, check=True)
     assert README_NAME not in tracked.stdout.split()
-    (call,) = [e for e in load_history(job.dir).interactions if e.request is not None]
+    (call,) = [e for e in JobFiles(job.dir).load_history().interactions if e.request is not None]
     assert not any("Logist job `apart`" in m.content or README_NAME in m.content for m in call.request.prompt)
 
 
@@ -151,4 +149,4 @@ def test_temp_files_of_a_killed_write_are_removed_by_the_next_command(jobs, llm)
     step_once(job, endpoints=llm.endpoints)
     assert not [name for name in left if (job.dir / name).exists()]
     assert all((job.dir / name).exists() for name in kept)
-    assert [e.kind for e in load_history(job.dir).interactions] == ["user_action", "llm_call"], "nothing to record"
+    assert [e.kind for e in JobFiles(job.dir).load_history().interactions] == ["user_action", "llm_call"], "nothing to record"

@@ -28,10 +28,10 @@ import time
 import pytest
 
 from conftest import logist_process
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.failpoints import COMMAND_POINTS, POINTS
 from logist.replay.scripted import LLMServer, Reply, answer
-from logist.store.recovery import recovered_manifest
 
 pytestmark = pytest.mark.slow
 
@@ -138,7 +138,7 @@ def test_a_storm_of_kills_loses_and_breaks_nothing(jobs):
             assert entries[: len(before)] == before, f"kill {i} ({point}): an earlier entry was lost or changed"
             assert [e["sequence"] for e in entries] == list(range(1, len(entries) + 1)), f"kill {i}: reordered"
             assert _lock_is_free(job), f"kill {i} ({point}): the job's lock is still held"
-            assert recovered_manifest(job.dir).last_sequence == entries[-1]["sequence"]
+            assert JobFiles(job.dir).manifest().last_sequence == entries[-1]["sequence"]
             assert manifest["last_sequence"] in (entries[-1]["sequence"], entries[-1]["sequence"] - 1)
             if i % 8 == 7:  # the real command, now and then (each is a process)
                 status = logist_process("job", "status", "storm", "--json")

@@ -14,9 +14,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from logist.store.session import JobFiles, LEASE_NAME, describe
 from logist.store import lease as leases
-from logist.store.layout import describe
-from logist.store.lease import LEASE_NAME, LeaseHeld, acquire, holding, read_lease
+from logist.store.lease import LeaseHeld, acquire, holding
 
 
 def write_lease(job_dir, *, host: str, pid: int, seconds: float, started=None) -> None:
@@ -28,12 +28,12 @@ def write_lease(job_dir, *, host: str, pid: int, seconds: float, started=None) -
 
 
 def test_a_lease_is_written_renewed_and_released(tmp_path):
-    with holding(tmp_path, engine="threads", task="threads-1", ttl=0.3) as lease:
-        first = read_lease(tmp_path)
+    with holding(JobFiles(tmp_path), engine="threads", task="threads-1", ttl=0.3) as lease:
+        first = JobFiles(tmp_path).read_lease()
         assert first["pid"] == os.getpid() and first["host"] == leases.this_host()
         assert first["engine"] == "threads" and first["task"] == "threads-1" and first["token"] == lease.token
         time.sleep(0.5)
-        renewed = read_lease(tmp_path)
+        renewed = JobFiles(tmp_path).read_lease()
         assert renewed["expires_at"] > first["expires_at"], "the thread renews it"
         assert renewed["acquired_at"] == first["acquired_at"]
     assert not (tmp_path / LEASE_NAME).exists()
@@ -41,26 +41,26 @@ def test_a_lease_is_written_renewed_and_released(tmp_path):
 
 
 def test_a_live_lease_is_not_taken(tmp_path):
-    with holding(tmp_path, engine="threads", task="a"):
+    with holding(JobFiles(tmp_path), engine="threads", task="a"):
         with pytest.raises(LeaseHeld, match=f"pid {os.getpid()}"):
-            acquire(tmp_path, engine="threads", task="b")
+            acquire(JobFiles(tmp_path), engine="threads", task="b")
     write_lease(tmp_path, host="another-host", pid=1, seconds=30)
     with pytest.raises(LeaseHeld, match="host another-host, pid 1 \\(ray task t-1\\)"):
-        acquire(tmp_path, engine="serial", task="c")
-    assert read_lease(tmp_path)["token"] == "theirs", "left as it was"
+        acquire(JobFiles(tmp_path), engine="serial", task="c")
+    assert JobFiles(tmp_path).read_lease()["token"] == "theirs", "left as it was"
 
 
 def test_an_expired_lease_is_taken_over(tmp_path):
     write_lease(tmp_path, host="another-host", pid=1, seconds=-1)
-    lease = acquire(tmp_path, engine="serial", task="c")
+    lease = acquire(JobFiles(tmp_path), engine="serial", task="c")
     assert "expired" in lease.took_over and "another-host" in lease.took_over
-    assert read_lease(tmp_path)["token"] == lease.token
+    assert JobFiles(tmp_path).read_lease()["token"] == lease.token
 
 
 def test_a_dead_process_on_this_host_loses_its_lease_at_once(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     write_lease(tmp_path, host=leases.this_host(), pid=int(dead.stdout), seconds=600)
-    lease = acquire(tmp_path, engine="ray", task="retry")
+    lease = acquire(JobFiles(tmp_path), engine="ray", task="retry")
     assert "is gone" in lease.took_over
 
 
@@ -74,14 +74,14 @@ def test_a_zombie_holds_no_lease(tmp_path):
         started = leases.start_time(child.pid)
         write_lease(tmp_path, host=leases.this_host(), pid=child.pid, seconds=600, started=started)
         with pytest.raises(LeaseHeld):
-            acquire(tmp_path, engine="ray", task="early")  # alive: its lease holds
+            acquire(JobFiles(tmp_path), engine="ray", task="early")  # alive: its lease holds
         child.kill()
         deadline = time.monotonic() + 10
         while open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
             assert time.monotonic() < deadline, "the child never became a zombie"
             time.sleep(0.01)
         os.kill(child.pid, 0)  # what the old check asked: it "exists"
-        lease = acquire(tmp_path, engine="ray", task="retry")
+        lease = acquire(JobFiles(tmp_path), engine="ray", task="retry")
         assert f"its process {child.pid} on this host is gone" in lease.took_over
     finally:
         child.kill()
@@ -96,22 +96,22 @@ def test_a_live_process_that_started_at_another_time_holds_no_lease(tmp_path):
     try:
         started = leases.start_time(child.pid)
         write_lease(tmp_path, host=leases.this_host(), pid=child.pid, seconds=600, started=str(int(started) - 1))
-        lease = acquire(tmp_path, engine="ray", task="retry")
+        lease = acquire(JobFiles(tmp_path), engine="ray", task="retry")
         assert "started later" in lease.took_over
-        assert read_lease(tmp_path)["started"] == leases.start_time(os.getpid()), "the new lease records its own"
+        assert JobFiles(tmp_path).read_lease()["started"] == leases.start_time(os.getpid()), "the new lease records its own"
         write_lease(tmp_path, host=leases.this_host(), pid=child.pid, seconds=600, started=started)
         with pytest.raises(LeaseHeld, match=f"pid {child.pid}"):
-            acquire(tmp_path, engine="ray", task="other")
+            acquire(JobFiles(tmp_path), engine="ray", task="other")
     finally:
         child.kill()
         child.wait()
 
 
 def test_a_runner_that_lost_its_lease_is_told(tmp_path):
-    with holding(tmp_path, engine="threads", task="a", ttl=0.3) as lease:
+    with holding(JobFiles(tmp_path), engine="threads", task="a", ttl=0.3) as lease:
         write_lease(tmp_path, host="another-host", pid=1, seconds=30)  # taken over while this one stalled
         assert lease.lost.wait(2)
-    assert read_lease(tmp_path)["token"] == "theirs", "releasing does not remove another's lease"
+    assert JobFiles(tmp_path).read_lease()["token"] == "theirs", "releasing does not remove another's lease"
 
 
 def test_only_one_of_many_takes_a_free_job(tmp_path):
@@ -121,7 +121,7 @@ def test_only_one_of_many_takes_a_free_job(tmp_path):
     def take(n: int) -> None:
         start.wait()
         try:
-            won.append(acquire(tmp_path, engine="threads", task=str(n)))
+            won.append(acquire(JobFiles(tmp_path), engine="threads", task=str(n)))
         except LeaseHeld:
             lost.append(n)
 
@@ -131,7 +131,7 @@ def test_only_one_of_many_takes_a_free_job(tmp_path):
     for t in threads:
         t.join()
     assert len(won) == 1 and len(lost) == 7
-    assert read_lease(tmp_path)["token"] == won[0].token
+    assert JobFiles(tmp_path).read_lease()["token"] == won[0].token
 
 
 def test_a_runner_told_to_wait_takes_the_lease_when_it_is_over(tmp_path):
@@ -139,11 +139,11 @@ def test_a_runner_told_to_wait_takes_the_lease_when_it_is_over(tmp_path):
     # lease to be over instead of skipping the job; not forever.
     write_lease(tmp_path, host="another-host", pid=1, seconds=1.0)
     with pytest.raises(LeaseHeld, match=r"waited 0 s"):
-        acquire(tmp_path, engine="ray", task="impatient", wait=0.2)
+        acquire(JobFiles(tmp_path), engine="ray", task="impatient", wait=0.2)
     started = time.monotonic()
-    lease = acquire(tmp_path, engine="ray", task="retry", wait=10)
+    lease = acquire(JobFiles(tmp_path), engine="ray", task="retry", wait=10)
     assert "expired" in lease.took_over and time.monotonic() - started < 5
-    assert read_lease(tmp_path)["token"] == lease.token
+    assert JobFiles(tmp_path).read_lease()["token"] == lease.token
 
 
 def test_a_runner_whose_lease_was_taken_over_takes_no_further_step(jobs, llm):
@@ -152,18 +152,17 @@ def test_a_runner_whose_lease_was_taken_over_takes_no_further_step(jobs, llm):
     # any call or repair, and says who holds the job now.
     from logist.engine.create import create_job
     from logist.engine.step import step_once
-    from logist.store.history import load_history
 
     job = create_job(jobs, "taken", "Write hello.py")
-    with holding(job.dir, engine="threads", task="stalled") as lease:
-        job.store.lease = lease
+    with holding(JobFiles(job.dir), engine="threads", task="stalled") as lease:
+        job.session.lease = lease
         write_lease(job.dir, host="another-host", pid=1, seconds=30)  # the takeover
         before = (job.dir / "jobHistory.json").read_bytes()
         with pytest.raises(leases.LeaseLost, match="taken over by host another-host, pid 1"):
             step_once(job, endpoints=llm.endpoints)
     assert llm.requests == [], "no call made"
-    assert (job.dir / "jobHistory.json").read_bytes() == before and len(load_history(job.dir).interactions) == 1
-    assert read_lease(job.dir)["token"] == "theirs", "the new holder's lease is left as it is"
+    assert (job.dir / "jobHistory.json").read_bytes() == before and len(JobFiles(job.dir).load_history().interactions) == 1
+    assert JobFiles(job.dir).read_lease()["token"] == "theirs", "the new holder's lease is left as it is"
 
 
 def test_a_lease_is_superseded_by_the_task_of_a_runner_its_batch_saw_die(tmp_path):
@@ -172,6 +171,6 @@ def test_a_lease_is_superseded_by_the_task_of_a_runner_its_batch_saw_die(tmp_pat
     # lease is not.
     write_lease(tmp_path, host="another-host", pid=1, seconds=30)  # task "t-1"
     with pytest.raises(LeaseHeld):
-        acquire(tmp_path, engine="ray", task="retry", supersedes="t-2")
-    lease = acquire(tmp_path, engine="ray", task="retry", supersedes="t-1")
-    assert "its runner died" in lease.took_over and read_lease(tmp_path)["token"] == lease.token
+        acquire(JobFiles(tmp_path), engine="ray", task="retry", supersedes="t-2")
+    lease = acquire(JobFiles(tmp_path), engine="ray", task="retry", supersedes="t-1")
+    assert "its runner died" in lease.took_over and JobFiles(tmp_path).read_lease()["token"] == lease.token

@@ -10,16 +10,16 @@ import pytest
 import json
 import shutil
 
+from logist.store.session import JobFiles
 from logist import Status
 from logist.engine.create import create_job
 from logist.engine.loop import run_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.store.jobsdir import JobsDir
 from logist.engine.rewind import rewind
 from logist.replay.apply import replay_history
 from logist.replay.scripted import answer
-from logist.store.history import TAIL, history_path, layout, recorded_workspace
+from logist.store.history import TAIL, layout
 
 from conftest import logist_cli
 
@@ -41,7 +41,7 @@ def test_a_copied_jobs_dir_steps_replays_and_rewinds_where_it_now_is(tmp_path, l
         assert str(tmp_path / "host-a") not in text.replace(json.dumps(made_in)[1:-1], ""), path.name
     llm.add(answer("CMD", command="pwd"), answer("COMPLETED", "I was copied."), answer("COMPLETED", "ok"))
     assert run_job(job, endpoints=llm.endpoints)[-1].status == Status.APPROVAL_REQUIRED
-    recorded = load_history(job.dir)
+    recorded = JobFiles(job.dir).load_history()
     ran = [e.command for e in recorded.interactions if e.command is not None]
     assert [c.cwd for c in ran] == [made_in, str(job.workspace)]
     assert str(job.workspace) in ran[1].output
@@ -66,23 +66,23 @@ def test_job_upgrade_moves_an_old_headers_path_into_the_commands(jobs, llm):
     step_once(job, endpoints=llm.endpoints)
     # As an earlier Logist wrote it: the header names the workspace, commands do not say where they ran.
     old = "/srv/elsewhere/jobs/old/workspace"
-    entries = [e.dump() for e in load_history(job.dir).interactions]
+    entries = [e.dump() for e in JobFiles(job.dir).load_history().interactions]
     for entry in entries:
         (entry.get("command") or {}).pop("cwd", None)
         entry.pop("workspace_path", None)
     entries[2]["workspace_path"] = "/srv/moved/jobs/old/workspace"  # an entry made after a move named its own
     head = ('{\n  "$schema": "job-history.v3.schema.json",\n  "format": 3,\n  "job_id": "old",\n'
             f'  "workspace_path": {json.dumps(old)},\n  "interactions": [').encode()
-    history_path(job.dir).write_bytes(head + b",".join(layout(e) for e in entries) + TAIL)
-    assert recorded_workspace(job.dir) == old
+    JobFiles(job.dir).history_path.write_bytes(head + b",".join(layout(e) for e in entries) + TAIL)
+    assert JobFiles(job.dir).recorded_workspace() == old
 
     status = logist_cli("job", "status", "old", "--json")  # looking does not rewrite
-    assert status.returncode == 0 and recorded_workspace(job.dir) == old
+    assert status.returncode == 0 and JobFiles(job.dir).recorded_workspace() == old
     done = logist_cli("job", "upgrade", "old")
     assert done.returncode == 0, done.stderr
     assert "from format 3 to format 4" in done.stderr
-    assert recorded_workspace(job.dir) is None
-    upgraded = load_history(job.dir)
+    assert JobFiles(job.dir).recorded_workspace() is None
+    upgraded = JobFiles(job.dir).load_history()
     assert upgraded.workspace_path is None
     assert {e.workspace_path for e in upgraded.interactions if e.request is not None} == {"workspace"}
     assert [e.command.cwd for e in upgraded.interactions if e.command] == [old, "/srv/moved/jobs/old/workspace"]

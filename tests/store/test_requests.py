@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import json
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import NO_RETRY, Reply, answer
 from logist.resources import data_dir
 from logist.store.entries import CALL_KINDS
-from logist.store.history import iter_entries
-from logist.store.seek import entries_since, read_entry
 
 from conftest import logist_cli, write_config
 
@@ -32,7 +30,7 @@ def _entry_json(job_id: str, number: int, jobs) -> dict:
 
 
 def _calls(job) -> list:
-    return [e for e in load_history(job.dir).interactions if e.kind in CALL_KINDS]
+    return [e for e in JobFiles(job.dir).load_history().interactions if e.kind in CALL_KINDS]
 
 
 def test_every_recorded_request_is_rebuilt_exactly_in_a_planned_job_with_compaction(jobs, llm):
@@ -113,23 +111,22 @@ def test_entries_are_found_by_number_without_reading_the_whole_file(jobs, llm):
     for i in range(1, 9):
         llm.add(answer("MESSAGE", message=f"note {i}"))
         step_once(job, endpoints=llm.endpoints)
-    everything = [e.dump() for e in iter_entries(job.dir)]
+    everything = [e.dump() for e in JobFiles(job.dir).entries()]
     assert [e["sequence"] for e in everything] == list(range(1, 10))
-    assert list(entries_since(job.dir, 6)) == [6, 7, 8, 9]
-    assert read_entry(job.dir, 4).dump() == everything[3]
-    assert [e.dump() for e in iter_entries(job.dir, block=64)] == everything, "small read blocks change nothing"
+    assert list(JobFiles(job.dir).entries_since(6)) == [6, 7, 8, 9]
+    assert JobFiles(job.dir).entry(4).dump() == everything[3]
+    assert [e.dump() for e in JobFiles(job.dir).entries(block=64)] == everything, "small read blocks change nothing"
 
 
 def test_single_entries_are_parsed_alone_by_number(jobs, llm):
-    from logist.store.seek import read_entries
 
     job = create_job(jobs, "single", "Take notes")
     for i in range(1, 6):
         llm.add(answer("MESSAGE", message=f"note {i}"))
         step_once(job, endpoints=llm.endpoints)
-    everything = {e["sequence"]: e for e in (x.dump() for x in iter_entries(job.dir))}
-    assert read_entries(job.dir, {2, 4, 6, 99}) == {n: everything[n] for n in (2, 4, 6)}, "the last one too; no 99"
+    everything = {e["sequence"]: e for e in (x.dump() for x in JobFiles(job.dir).entries())}
+    assert JobFiles(job.dir).read_entries({2, 4, 6, 99}) == {n: everything[n] for n in (2, 4, 6)}, "the last one too; no 99"
     # A history not in the canonical layout (edited by hand) is read whole instead.
     data = json.loads(job.history_path.read_text())
     job.history_path.write_text(json.dumps(data))
-    assert read_entries(job.dir, {1, 3}) == {n: everything[n] for n in (1, 3)}
+    assert JobFiles(job.dir).read_entries({1, 3}) == {n: everything[n] for n in (1, 3)}

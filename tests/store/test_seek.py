@@ -6,10 +6,9 @@ import json
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.store import seek
-from logist.store.history import history_path, iter_entry_data
-from logist.store.seek import open_offset_reader
 
 from conftest import long_job
 
@@ -19,10 +18,10 @@ def test_every_entry_is_found_by_bisection_and_read_both_ways(jobs, llm, monkeyp
     job = long_job(jobs, llm, rounds=3)
     # Small blocks: the file is many blocks long, so the search bisects and entry starts straddle blocks.
     monkeypatch.setattr(seek, "BLOCK", block)
-    whole = list(iter_entry_data(job.dir))
-    data = history_path(job.dir).read_bytes()
+    whole = list(JobFiles(job.dir).entry_data())
+    data = JobFiles(job.dir).history_path.read_bytes()
     assert len(data) > 8 * block
-    with open_offset_reader(job.dir) as reader:
+    with JobFiles(job.dir).offset_reader() as reader:
         offsets = [reader.locate(e["sequence"]) for e in whole]
         assert offsets == sorted(set(offsets)) and all(data[o:].startswith(seek.ENTRY_START) for o in offsets)
         assert reader.locate(len(whole) + 1) == reader.end and reader.locate(0) == offsets[0]
@@ -35,8 +34,8 @@ def test_every_entry_is_found_by_bisection_and_read_both_ways(jobs, llm, monkeyp
 
 def test_an_append_in_progress_is_not_read_until_it_is_whole(jobs):
     job = create_job(jobs, "j", "Write hello.py")
-    path = history_path(job.dir)
-    with open_offset_reader(job.dir) as reader:
+    path = JobFiles(job.dir).history_path
+    with JobFiles(job.dir).offset_reader() as reader:
         end = reader.end
         assert [json.loads(t)["sequence"] for _, t in reader.forward(0)] == [1]
         # The journal of an append says where the entries ended: what follows is not read.

@@ -16,15 +16,14 @@ import json
 import random
 import subprocess
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.step import step_once
 from logist.replay.scripted import ScriptedModel
 from logist.store.entries import HistoryEntry
-from logist.store.history import iter_entry_data, load_history
-from logist.store.manifest import read_manifest
 from logist.store.recovery import manifest_at
-from logist.store.requests import HistoryReader, recorded_body
+from logist.store.requests import HistoryReader
 
 WORDS = "the test file output line value check parse read count error warning sensor reading batch window".split()
 ALLOWED = ["head *", "tail *", "grep *", "cat *"]
@@ -89,8 +88,8 @@ def exchanged_bytes(requests: list[dict], script: list[str]) -> int:
 
 def test_forty_command_round_trips_write_under_500_kb_and_every_request_is_rebuilt_exactly(jobs, tmp_path):
     job, requests, script = run_turn(jobs, tmp_path, 40, commands_only=True)
-    entries = {data["sequence"]: data for data in iter_entry_data(job.dir)}
-    calls = [e for e in load_history(job.dir).interactions if e.kind == "llm_call"]
+    entries = {data["sequence"]: data for data in JobFiles(job.dir).entry_data()}
+    calls = [e for e in JobFiles(job.dir).load_history().interactions if e.kind == "llm_call"]
     assert len(calls) == len(requests) == 40
     for call, following in zip(calls, requests[1:]):
         # The command ran, and its output (200 bytes to 2 KB) came back as the next message.
@@ -98,7 +97,7 @@ def test_forty_command_round_trips_write_under_500_kb_and_every_request_is_rebui
         assert 200 <= len(call.command.output) <= 2100
         assert following["messages"][-1]["content"].startswith(call.command.output)
     for call, received in zip(calls, requests):
-        rebuilt = recorded_body(job.dir, entries[call.sequence], HistoryReader(job.dir).messages(call.sequence))
+        rebuilt = JobFiles(job.dir).recorded_body(entries[call.sequence], HistoryReader(JobFiles(job.dir)).messages(call.sequence))
         assert rebuilt == received, f"entry {call.sequence}"
     assert job.history_path.stat().st_size < 500_000
 
@@ -121,11 +120,11 @@ def test_entries_survive_dump_parse_dump_and_store_a_command_output_once(jobs, t
     llm.add(json.dumps({"action": "CMD", "command": "head -n 12 data/log_0.txt"}))
     step_once(job, endpoints=llm.endpoints)  # held for a person
     user_action(job, "approve-command")  # run: its output is the next message
-    approved = read_manifest(job.dir)
+    approved = JobFiles(job.dir).read_manifest()
     llm.add(json.dumps({"action": "MESSAGE", "message": "twelve lines read"}))
     step_once(job, endpoints=llm.endpoints)
 
-    stored = list(iter_entry_data(job.dir))
+    stored = list(JobFiles(job.dir).entry_data())
     approval = stored[-2]
     output = approval["command"]["output"]
     assert output.startswith("Command output:\n$ head -n 12 data/log_0.txt") and approved.turn.pending == output
@@ -134,15 +133,15 @@ def test_entries_survive_dump_parse_dump_and_store_a_command_output_once(jobs, t
     assert stored[-1]["request"]["added"] == [
         {"role": "user", "output_of": approval["sequence"], "suffix": "\n\n[Step 2 of 100]"}]
     assert job.history_path.read_text().count("sensor-") == output.count("sensor-")
-    assert recorded_body(job.dir, stored[-1], HistoryReader(job.dir).messages(stored[-1]["sequence"])) == llm.requests[-1]
+    assert JobFiles(job.dir).recorded_body(stored[-1], HistoryReader(JobFiles(job.dir)).messages(stored[-1]["sequence"])) == llm.requests[-1]
     assert llm.requests[-1]["messages"][-1]["content"] == output + "\n\n[Step 2 of 100]"
     # Read back: the state is whole again, and is the manifest the step wrote.
     entry = HistoryEntry.model_validate(approval)
     assert entry.state.turn.pending == output
-    assert manifest_at(job.dir, entry, approved).dump() == approved.dump()
+    assert manifest_at(JobFiles(job.dir), entry, approved).dump() == approved.dump()
     for data in stored:
         entry = HistoryEntry.model_validate(json.loads(json.dumps(data)))
         assert entry.dump() == data, f"entry {data['sequence']} changed on the way through"
     # The manifest keeps its own full form; the last entry restores it exactly.
-    manifest = read_manifest(job.dir)
-    assert manifest_at(job.dir, HistoryEntry.model_validate(stored[-1])).dump() == manifest.dump()
+    manifest = JobFiles(job.dir).read_manifest()
+    assert manifest_at(JobFiles(job.dir), HistoryEntry.model_validate(stored[-1])).dump() == manifest.dump()

@@ -13,10 +13,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from logist.store.session import JobFiles
 from logist.replay.apply import replay_history
 from logist.replay.fixtures import create_from_fixture, load_fixture
 from logist.store.entries import HistoryEntry
-from logist.store.history import HISTORY_FORMAT, file_format, load_history
+from logist.store.history import HISTORY_FORMAT
 from logist.store.requests import messages_of
 from logist.store.upgrade import upgrade_history_data
 
@@ -66,7 +67,7 @@ def test_a_v1_job_directory_is_upgraded_by_job_upgrade_and_keeps_the_old_files(j
         shutil.copy(V1 / name, job.dir / name)
     (job.dir / "README.md").unlink()  # format 1 jobs had none
     v1_bytes = (job.dir / "jobHistory.json").read_bytes()
-    assert file_format(job.dir) == 1
+    assert JobFiles(job.dir).history_format() == 1
 
     # Read-only commands work on the old format as it is.
     status = logist_cli("job", "status", "calc1", "--json", env={"LOGIST_JOBS_DIR": str(jobs.path)})
@@ -77,7 +78,7 @@ def test_a_v1_job_directory_is_upgraded_by_job_upgrade_and_keeps_the_old_files(j
     done = logist_cli("job", "upgrade", "calc1", env={"LOGIST_JOBS_DIR": str(jobs.path)})
     assert done.returncode == 0, done.stderr
     assert "from format 1" in done.stderr and done.stdout == "", "what was done is chatter: stderr"
-    assert file_format(job.dir) == HISTORY_FORMAT
+    assert JobFiles(job.dir).history_format() == HISTORY_FORMAT
     assert (job.dir / "jobHistory.json.v1").read_bytes() == v1_bytes
     assert "job_manifest.json.v1" in (job.dir / "README.md").read_text() or "*.v1" in (job.dir / "README.md").read_text()
     manifest = json.loads((job.dir / "job_manifest.json").read_text())
@@ -104,7 +105,7 @@ def test_the_upgraded_v1_history_replays_to_the_same_statuses_and_workspace(jobs
     assert statuses == expected["statuses"]
     assert str(job.manifest().status) == expected["final_status"]
     assert _tree(job.workspace) == expected["tree"]
-    kinds = {e.kind for e in load_history(job.dir).interactions}
+    kinds = {e.kind for e in JobFiles(job.dir).load_history().interactions}
     assert "replay" in kinds and "llm_call" not in kinds, "replayed answers are recorded as such"
     assert job.manifest().totals.llm_calls == 0 and job.manifest().totals.replayed == 6
 

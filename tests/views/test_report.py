@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.step import post_answer, step_once
-from logist.store.history import load_history
 from logist.cli import cli
 from logist.views.report import render_job_report, write_index, write_job_report
 from logist.engine.rewind import rewind
@@ -93,7 +93,7 @@ def test_report_has_every_step_and_escapes_everything(jobs, llm, tmp_path):
 
     assert [(seq, row["actor"], row["action"]) for seq, row in sorted(parsed.rows.items())] == EXPECTED_ROWS
     assert parsed.rows[7]["states"] == "RUNNING" and parsed.rows[10]["states"] == "SUCCESS"
-    commits = {e.sequence: e.workspace_commit for e in load_history(job.dir).interactions}
+    commits = {e.sequence: e.workspace_commit for e in JobFiles(job.dir).load_history().interactions}
     assert all(row["commit"] == commits[seq][:8] for seq, row in parsed.rows.items())
 
     # Markup from the model and from files is text: one script (the page's own), no image.
@@ -145,7 +145,7 @@ def test_a_commit_git_cannot_read_costs_its_diff_only(jobs):
         post_answer(job, a("MESSAGE", message=name, file_changes=[{"path": f"{name}.txt", "content": f"{name}\n"}]))
     # Entry 3's commit was made by hand elsewhere and never reached this repository.
     history = job.history_path.read_text(encoding="utf-8")
-    lost = load_history(job.dir).interactions[2].workspace_commit
+    lost = JobFiles(job.dir).load_history().interactions[2].workspace_commit
     job.history_path.write_text(history.replace(lost, "0123456789abcdef" * 2 + "01234567"), encoding="utf-8")
     page = render_job_report(job)
     steps = {n: page[page.index(f'id="step-{n}"'):] for n in (2, 3, 4)}
@@ -302,7 +302,7 @@ document.getElementById("report").addEventListener("load", function () {
 def test_report_in_headless_chromium(jobs, llm, tmp_path, chromium):
     job = calc_scenario(jobs, llm, tmp_path)
     report = write_job_report(job)
-    entries = load_history(job.dir).interactions
+    entries = JobFiles(job.dir).load_history().interactions
 
     # The DOM after the page's own script ran, opened at step 5 by its URL.
     dom = run_chromium(chromium, tmp_path / "profile", "--dump-dom", report.as_uri() + "#step-5")
@@ -330,7 +330,7 @@ def test_report_in_headless_chromium(jobs, llm, tmp_path, chromium):
     assert HOSTILE in result["row6"]
     # Step 6 recorded only what it added; the page rebuilds its request exactly.
     assert entries[5].request.prompt is None and entries[5].request.continues == 5
-    assert result["fullPrompt6"] == HistoryReader(job.dir).messages(6)
+    assert result["fullPrompt6"] == HistoryReader(JobFiles(job.dir)).messages(6)
 
     # A picture, for people: the job with step 5 open (a tall window: headless
     # Chromium paints nothing when a screenshot follows a scroll).
@@ -356,7 +356,6 @@ def test_report_in_headless_chromium(jobs, llm, tmp_path, chromium):
 
 def test_every_view_takes_its_words_from_the_one_summary(jobs, llm, tmp_path):
     from logist.views.summary import one_line, summarise
-    from logist.views.transcript import transcript_path
     from test_transcript import HEADING
 
     job = calc_scenario(jobs, llm, tmp_path)
@@ -367,7 +366,7 @@ def test_every_view_takes_its_words_from_the_one_summary(jobs, llm, tmp_path):
     assert [(seq, row["actor"], row["action"], row.get("text", "")) for seq, row in sorted(parsed.rows.items())] == [
         (r.sequence, r.actor, r.action, one_line(r.summary, 160)) for r in rows
     ]
-    transcript = transcript_path(job.dir).read_text(encoding="utf-8")
+    transcript = JobFiles(job.dir).transcript_path.read_text(encoding="utf-8")
     assert [(int(s), who, what) for s, who, what in HEADING.findall(transcript)] == EXPECTED_ROWS
 
     wide = CliRunner(env={"COLUMNS": "1000"})  # every column, and the summaries whole

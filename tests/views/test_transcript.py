@@ -9,15 +9,15 @@ import sys
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
 from logist.engine.loop import run_job
 from logist.engine.step import post_answer, step_once
-from logist.store.history import load_history
 from logist.views import transcript as tr
 from logist.replay.scripted import Reply
 from logist.views.markdown import fenced
-from logist.views.transcript import render, transcript_path
+from logist.views.transcript import render
 
 from conftest import via, logist_cli, logist_process, write_config
 
@@ -79,8 +79,8 @@ HEADING = re.compile(r"^## #(\d+) · (\S+) · (\S+)$", re.M)
 @pytest.mark.wire  # its snapshot holds each call's duration, which a call in memory (0 ms) leaves out
 def test_transcript_reads_in_order_and_matches_the_history(jobs, llm, tmp_path, normalise, snapshot):
     job = calc_scenario(jobs, llm, tmp_path)
-    text = transcript_path(job.dir).read_text(encoding="utf-8")
-    entries = load_history(job.dir).interactions
+    text = JobFiles(job.dir).transcript_path.read_text(encoding="utf-8")
+    entries = JobFiles(job.dir).load_history().interactions
 
     # One section per history entry, in order, naming who acted and what they did.
     assert [(int(s), who, what) for s, who, what in HEADING.findall(text)] == [
@@ -122,8 +122,8 @@ def test_a_replayed_job_has_the_same_transcript_as_a_rebuild(jobs):
 
     job = create_job(jobs, "wc", "Write wordcount.py")
     replay_history(job, read_history_file(REPO_ROOT / "fixtures" / "wordcount" / "jobHistory.json"))
-    entries = load_history(job.dir).interactions
-    text = transcript_path(job.dir).read_text(encoding="utf-8")
+    entries = JobFiles(job.dir).load_history().interactions
+    text = JobFiles(job.dir).transcript_path.read_text(encoding="utf-8")
     assert [(int(s), who, what) for s, who, what in HEADING.findall(text)] == [
         (e.sequence, actor_of(e), action_of(e)) for e in entries
     ]
@@ -136,7 +136,7 @@ def test_append_does_not_read_the_history(jobs, llm, tmp_path, monkeypatch):
 
     job = create_job(jobs, "quick", "Say hi", command_policy="ask")
     post_answer(job, a("MESSAGE", message="first"))
-    assert tr.is_current(job.dir, 2)
+    assert tr.is_current(JobFiles(job.dir), 2)
 
     def no_reading(*args, **kwargs):
         raise AssertionError("the transcript append read the whole history")
@@ -149,8 +149,8 @@ def test_append_does_not_read_the_history(jobs, llm, tmp_path, monkeypatch):
     user_action(job, "approve-command")  # the output is shown here, and repeated by the next prompt
     post_answer(job, a("MESSAGE", message="third"))
     monkeypatch.undo()
-    text = transcript_path(job.dir).read_text(encoding="utf-8")
-    assert text == render(load_history(job.dir).interactions, "quick")
+    text = JobFiles(job.dir).transcript_path.read_text(encoding="utf-8")
+    assert text == render(JobFiles(job.dir).load_history().interactions, "quick")
     assert "> second <b>" in text
     assert "(the command output shown in #5, then `[Step 4 of 100]`)" in text
 
@@ -162,17 +162,17 @@ def test_an_output_is_shown_again_after_the_window(jobs, monkeypatch):
 
     job = create_job(jobs, "window", "Say hi", allowed_commands=["echo far"])
     post_answer(job, a("CMD", command="echo far"))
-    behind = transcript_path(job.dir).read_bytes()
+    behind = JobFiles(job.dir).transcript_path.read_bytes()
     for _ in range(OUTPUT_WINDOW // 2 + 1):
         user_action(job, "suspend")
         user_action(job, "resume")
-    transcript_path(job.dir).write_bytes(behind)  # as if the views lock had been busy all along
+    JobFiles(job.dir).transcript_path.write_bytes(behind)  # as if the views lock had been busy all along
     with monkeypatch.context() as patched:
         patched.setattr(tr, "rebuild", lambda job_dir: pytest.fail("caught up by a rebuild, not an append"))
         post_answer(job, a("MESSAGE", message="after a long wait"))
-    entries = load_history(job.dir).interactions
+    entries = JobFiles(job.dir).load_history().interactions
     assert entries[-1].request.continues == 2 and entries[-1].sequence - 2 > OUTPUT_WINDOW
-    text = transcript_path(job.dir).read_text(encoding="utf-8")
+    text = JobFiles(job.dir).transcript_path.read_text(encoding="utf-8")
     assert text == render(entries, "window")
     assert "the command output shown in" not in text
     assert text.count("--- stdout ---\nfar\nExit code: 0") == 2, "in #2, and in full in the prompt that repeats it"
@@ -181,17 +181,17 @@ def test_an_output_is_shown_again_after_the_window(jobs, monkeypatch):
 def test_missing_or_cut_transcript_is_rebuilt_by_the_next_entry(jobs):
     job = create_job(jobs, "cut", "Say hi")
     post_answer(job, a("MESSAGE", message="one"))
-    path = transcript_path(job.dir)
+    path = JobFiles(job.dir).transcript_path
     path.unlink()
     post_answer(job, a("MESSAGE", message="two"))
-    assert path.read_text(encoding="utf-8") == render(load_history(job.dir).interactions, "cut")
+    assert path.read_text(encoding="utf-8") == render(JobFiles(job.dir).load_history().interactions, "cut")
 
     # A crash in the middle of an append leaves a file that does not end in a marker.
     data = path.read_bytes()
     path.write_bytes(data[: len(data) - 40])
     post_answer(job, a("MESSAGE", message="three"))
     text = path.read_text(encoding="utf-8")
-    assert text == render(load_history(job.dir).interactions, "cut")
+    assert text == render(JobFiles(job.dir).load_history().interactions, "cut")
     assert [int(s) for s, _, _ in HEADING.findall(text)] == [1, 2, 3, 4]
 
 
@@ -205,23 +205,23 @@ def test_entries_recorded_by_crash_recovery_reach_the_transcript(jobs):
         env={"LOGIST_FAILPOINT": "after_manifest"},
     )
     assert killed.returncode == -9, killed.stderr
-    assert not tr.is_current(job.dir, 3)
+    assert not tr.is_current(JobFiles(job.dir), 3)
     post_answer(job, a("MESSAGE", message="after the crash"))
-    entries = load_history(job.dir).interactions
+    entries = JobFiles(job.dir).load_history().interactions
     assert [e.kind for e in entries] == ["user_action", "poststep", "poststep", "repair", "poststep"]
-    text = transcript_path(job.dir).read_text(encoding="utf-8")
+    text = JobFiles(job.dir).transcript_path.read_text(encoding="utf-8")
     assert text == render(entries, "crash")
     assert "killed after recording" in text and "## #4 · Logist · repair" in text
 
 
 def test_a_transcript_that_cannot_be_written_never_fails_a_step(jobs, caplog):
     job = create_job(jobs, "nowrite", "Say hi")
-    transcript_path(job.dir).unlink()
-    transcript_path(job.dir).mkdir()  # the transcript's path is taken by a directory
+    JobFiles(job.dir).transcript_path.unlink()
+    JobFiles(job.dir).transcript_path.mkdir()  # the transcript's path is taken by a directory
     with caplog.at_level(logging.WARNING, logger="logist"):
         result = post_answer(job, a("MESSAGE", message="still recorded", file_changes=[{"path": "a.txt", "content": "a\n"}]))
     assert result.action == "MESSAGE" and result.commit
-    assert [e.sequence for e in load_history(job.dir).interactions] == [1, 2]
+    assert [e.sequence for e in JobFiles(job.dir).load_history().interactions] == [1, 2]
     assert job.manifest().last_sequence == 2 and (job.workspace / "a.txt").read_text() == "a\n"
     assert any("could not update" in r.getMessage() and "transcript.md" in r.getMessage() for r in caplog.records)
 
@@ -231,10 +231,10 @@ def test_cli_prints_and_rebuilds_the_transcript(jobs):
     post_answer(job, a("MESSAGE", message="hello from the model"))
     shown = logist_cli("job", "transcript", "cli")
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout == transcript_path(job.dir).read_text(encoding="utf-8")
+    assert shown.stdout == JobFiles(job.dir).transcript_path.read_text(encoding="utf-8")
     assert "hello from the model" in shown.stdout and shown.stderr == ""
 
-    transcript_path(job.dir).write_text("edited by hand\n")
+    JobFiles(job.dir).transcript_path.write_text("edited by hand\n")
     rebuilt = logist_cli("job", "transcript", "cli")  # outdated: rebuilt first
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert "Rebuilt" in rebuilt.stderr and "hello from the model" in rebuilt.stdout
@@ -246,7 +246,7 @@ def test_invalid_answers_and_failed_calls_are_shown(jobs):
     job = create_job(jobs, "bad", "Say hi", format_retries=1)
     post_answer(job, "this is not JSON")
     post_answer(job, None, error="cannot connect to http://127.0.0.1:9/v1")
-    text = transcript_path(job.dir).read_text(encoding="utf-8")
+    text = JobFiles(job.dir).transcript_path.read_text(encoding="utf-8")
     assert "## #2 · Worker · INVALID" in text and "```text\nthis is not JSON\n```" in text
     assert "The answer was refused, nothing from it was applied" in text
     assert "## #3 · Worker · FAILED" in text and "No answer: cannot connect" in text

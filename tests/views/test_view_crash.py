@@ -19,12 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from logist.store.session import JobFiles, VIEWS_LOCK_NAME
 from logist.engine.create import create_job
 from logist.engine.step import step_once
-from logist.store.history import load_history
 from logist.replay.scripted import answer
-from logist.views import VIEWS_LOCK_NAME
-from logist.views.transcript import read_marker, render, transcript_path
+from logist.views.transcript import read_marker, render
 
 from conftest import logist_process
 
@@ -51,7 +50,7 @@ def step_cli(llm, **env: str) -> subprocess.CompletedProcess:
 
 
 def fresh_render(job) -> str:
-    return render(load_history(job.dir).interactions, "hello")
+    return render(JobFiles(job.dir).load_history().interactions, "hello")
 
 
 @pytest.mark.wire
@@ -59,8 +58,8 @@ def test_killed_while_the_transcript_is_written_the_step_is_recorded(jobs, llm):
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting")
     llm.add(FIRST)
     step_once(job, base_url=llm.base_url)
-    before = transcript_path(job.dir).read_bytes()
-    marker = read_marker(transcript_path(job.dir))
+    before = JobFiles(job.dir).transcript_path.read_bytes()
+    marker = read_marker(JobFiles(job.dir).transcript_path)
     assert marker.seq == 2 and before[marker.offset:] == b"\n<!-- logist: transcript up to step 2 -->\n"
 
     llm.add(SECOND)
@@ -78,24 +77,24 @@ def test_killed_while_the_transcript_is_written_the_step_is_recorded(jobs, llm):
     assert status["status"] == "REVIEWING" and status["last_sequence"] == 3
     # The transcript was cut in the middle of the new entry's block, which
     # was written over the old marker.
-    torn = transcript_path(job.dir).read_bytes()
+    torn = JobFiles(job.dir).transcript_path.read_bytes()
     assert torn.startswith(before[: marker.offset]) and len(torn) > len(before)
-    assert read_marker(transcript_path(job.dir)) is None
+    assert read_marker(JobFiles(job.dir).transcript_path) is None
 
     # The next command needs no repair and rebuilds the transcript.
     llm.add(REVIEW)
     ok(step_cli(llm), code=3)  # the review ends waiting for approval
-    entries = load_history(job.dir).interactions
+    entries = JobFiles(job.dir).load_history().interactions
     assert [e.kind for e in entries] == ["user_action", "llm_call", "llm_call", "llm_call"], "no recovery was needed"
-    assert transcript_path(job.dir).read_text(encoding="utf-8") == fresh_render(job)
+    assert JobFiles(job.dir).transcript_path.read_text(encoding="utf-8") == fresh_render(job)
     assert read_json(job.manifest_path)["status"] == "APPROVAL_REQUIRED"
 
 
 @pytest.mark.wire  # logist job step, through the CLI
 def test_a_transcript_that_cannot_be_written_costs_a_warning_not_the_step(jobs, llm):
     job = create_job(jobs, "hello", "Write hello.py that prints a greeting")
-    transcript_path(job.dir).unlink()
-    transcript_path(job.dir).mkdir()  # the transcript's path is taken by a directory
+    JobFiles(job.dir).transcript_path.unlink()
+    JobFiles(job.dir).transcript_path.mkdir()  # the transcript's path is taken by a directory
 
     llm.add(SECOND)
     result = ok(step_cli(llm))
@@ -108,10 +107,10 @@ def test_a_transcript_that_cannot_be_written_costs_a_warning_not_the_step(jobs, 
     assert (job.workspace / "hello.py").read_text() == "print('Hello')\n"
 
     # Once the path is free again, the next command writes the whole transcript.
-    transcript_path(job.dir).rmdir()
+    JobFiles(job.dir).transcript_path.rmdir()
     llm.add(REVIEW)
     ok(step_cli(llm), code=3)  # the review ends waiting for approval
-    assert transcript_path(job.dir).read_text(encoding="utf-8") == fresh_render(job)
+    assert JobFiles(job.dir).transcript_path.read_text(encoding="utf-8") == fresh_render(job)
 
 
 HOLD_LOCK = """
@@ -137,12 +136,12 @@ def test_a_busy_views_lock_is_skipped_and_caught_up_later(jobs, llm):
         result = ok(step_cli(llm))
         assert "could not update" not in result.stderr, "a busy views lock is not a failure"
         assert [e["sequence"] for e in read_json(job.history_path)["interactions"]] == [1, 2]
-        assert read_marker(transcript_path(job.dir)).seq == 1, "the step did not wait for, or write, the views"
+        assert read_marker(JobFiles(job.dir).transcript_path).seq == 1, "the step did not wait for, or write, the views"
     finally:
         holder.communicate("\n", timeout=30)
     shown = ok(logist_process("job", "transcript", "hello"))
     assert "Brought" in shown.stderr
-    assert shown.stdout == transcript_path(job.dir).read_text(encoding="utf-8") == fresh_render(job)
+    assert shown.stdout == JobFiles(job.dir).transcript_path.read_text(encoding="utf-8") == fresh_render(job)
 
 
 def test_the_store_does_not_import_the_views_or_the_engine():

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 
+from logist.store.session import JobFiles
 from logist.store.entries import HistoryEntry
-from logist.store.history import append_entry, history_path, load_history, write_canonical
-from logist.store.seek import open_offset_reader
+from logist.store.history import append_entry, write_canonical
 from logist.views.prompt_tracker import OUTPUT_WINDOW
 from logist.views.report import timeline
 from logist.views.window import CONTEXT_OPEN, Follower, read_window
@@ -56,17 +56,17 @@ def chain_before(entries: dict[int, HistoryEntry], shown: list[int], first: int)
 
 def garble(job, first: int, stop: int) -> None:
     """Overwrite the bytes of entries ``first`` to ``stop - 1`` (every byte: their starts too) with garbage, in place."""
-    with open_offset_reader(job.dir) as reader:
+    with JobFiles(job.dir).offset_reader() as reader:
         begin, end = reader.locate(first), reader.locate(stop)
     junk = (b'{"garbage": [1, 2 \x00 \xff' * ((end - begin) // 10 + 1))[: end - begin]
-    with open(history_path(job.dir), "r+b") as handle:
+    with open(JobFiles(job.dir).history_path, "r+b") as handle:
         handle.seek(begin)
         handle.write(junk)
 
 
 def test_every_page_shows_the_reports_rows_and_the_turns_it_continues(jobs, llm):
     job = long_job(jobs, llm, rounds=9)
-    entries = {e.sequence: e for e in load_history(job.dir).interactions}
+    entries = {e.sequence: e for e in JobFiles(job.dir).load_history().interactions}
     last = max(entries)
     assert last == 1 + 4 * 9 + 3
     report = report_rows(job)
@@ -89,7 +89,7 @@ def test_every_page_shows_the_reports_rows_and_the_turns_it_continues(jobs, llm)
 
 def test_a_late_page_reads_nothing_before_what_its_rows_need(jobs, llm):
     job = long_job(jobs, llm, rounds=12)
-    entries = {e.sequence: e for e in load_history(job.dir).interactions}
+    entries = {e.sequence: e for e in JobFiles(job.dir).load_history().interactions}
     last = max(entries)
     report = report_rows(job)
     first = last - 2
@@ -104,22 +104,22 @@ def test_a_late_page_reads_nothing_before_what_its_rows_need(jobs, llm):
 
 def test_a_live_update_reads_only_what_was_appended(jobs, llm):
     job = long_job(jobs, llm, rounds=12)
-    whole = load_history(job.dir).interactions
+    whole = JobFiles(job.dir).load_history().interactions
     report = report_rows(job)
     last = whole[-1].sequence
     seen = last - 5
     # The history as it was when the page was read: its entries up to #seen.
-    write_canonical(history_path(job.dir), job.id, [e.dump() for e in whole if e.sequence <= seen])
+    write_canonical(JobFiles(job.dir), job.id, [e.dump() for e in whole if e.sequence <= seen])
     follower = Follower(job, seen - 10, seen)
     try:
         assert follower.update() == []
         # Every entry the follower read is now garbage, and two steps are recorded.
         garble(job, 2, seen + 1)
         for entry in whole[seen:seen + 2]:
-            append_entry(job.dir, HistoryEntry.model_validate(entry.dump()))
+            append_entry(JobFiles(job.dir), HistoryEntry.model_validate(entry.dump()))
         assert follower.update() == [(s, report[s]) for s in (seen + 1, seen + 2)]
         for entry in whole[seen + 2:]:
-            append_entry(job.dir, HistoryEntry.model_validate(entry.dump()))
+            append_entry(JobFiles(job.dir), HistoryEntry.model_validate(entry.dump()))
         assert follower.update() == [(s, report[s]) for s in range(seen + 3, last + 1)]
         assert follower.update() == []
         assert [v.sequence for v in follower.trail.visits][0] == seen - 10

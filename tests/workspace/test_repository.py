@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
-from logist.store.history import load_history
 from logist.workspace.repository import Workspace
 from logist.errors import LogistError
 from logist.protocol.answer import DeleteFile, InvalidAnswer, ReplaceInFile, WriteFile
@@ -502,7 +502,7 @@ def test_job_from_repo_at_ref(jobs, source, ref, expected_attr):
     manifest = job.manifest()
     assert manifest.baseline_commit == manifest.workspace_commit == manifest.source.commit == expected
     assert manifest.source.repo == str(source.path.resolve()) and manifest.source.ref == ref
-    (entry,) = load_history(job.dir).interactions
+    (entry,) = JobFiles(job.dir).load_history().interactions
     assert entry.workspace_commit == expected
 
 

@@ -12,7 +12,6 @@ from ...errors import CorruptFileError, UsageError
 from ...secrets.redact import url_shown
 from ...terminal import inert
 from ...views.summary import actor_of, budgets, cost_known, one_line, step_row, summarise
-from ...views.transcript import transcript_path
 from ..app import Application, echo, pass_app
 from ..interrupt import unfinished
 from ..common import complete_job_ids, entry_option, fit, job_argument, json_option, labelled, table_width
@@ -275,7 +274,7 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
     echo(f"Workspace: {job.workspace} @ {(m.workspace_commit or '')[:12]}")
     if m.source.repo:
         echo(f"From: {m.source.repo} {m.source.ref or 'HEAD'} ({(m.source.commit or '')[:12]})")
-    echo(f"Transcript: {transcript_path(job.dir)}")
+    echo(f"Transcript: {job.transcript_path}")
     echo(f"Report: logist job report {m.job_id}  (an HTML timeline of every step)")
 
 

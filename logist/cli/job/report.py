@@ -11,9 +11,8 @@ from typing import Optional
 import click
 
 from ...secrets.redact import redact
-from ...api import HISTORY_NAME
 from ...terminal import inert_json, shown
-from ...views import transcript as tr, views_lock
+from ...views import transcript as tr
 from ...views.report import write_job_report
 from ..app import Application, pass_app
 from ..common import job_argument, json_option, wait_option
@@ -67,16 +66,16 @@ def transcript(app: Application, job_id: Optional[str], rebuild: bool, lock_time
       logist job transcript hello --rebuild
     """
     job = app.job(job_id)
-    path = tr.transcript_path(job.dir)
-    with views_lock(job.dir, lock_timeout):
+    path = job.transcript_path
+    with job.views_lock(lock_timeout):
         if rebuild:
-            tr.rebuild(job.dir)
+            tr.rebuild(job.stored)
             done = "rebuilt"
         else:
-            done = tr.update(job.dir)
+            done = tr.update(job.stored)
         if done != "current":
             app.info(f"{'Rebuilt' if done == 'rebuilt' else 'Brought'} {shown_path(path)} "
-                     f"{'from' if done == 'rebuilt' else 'up to date with'} {HISTORY_NAME}.")
+                     f"{'from' if done == 'rebuilt' else 'up to date with'} {job.history_path.name}.")
         # Copied as it is read (a long job's transcript need not fit in
         # memory), with the lock held so no append lands halfway; made inert
         # for a terminal and redacted, as all text printed for people is (logist.terminal.shown).

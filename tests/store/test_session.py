@@ -1,13 +1,13 @@
-"""A job's JobStore keeps the turn's conversation between the steps of one
+"""A job's session keeps the turn's conversation between the steps of one
 process, and drops it when the file no longer holds what it was read from;
-a reader without the store reads the file as it is."""
+a lock-free reader (JobFiles) reads the file as it is."""
 
 from __future__ import annotations
 
+from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import post_answer
 from logist.replay.scripted import answer
-from logist.store.history import history_path
 from logist.store.requests import HistoryReader
 
 
@@ -15,28 +15,28 @@ def test_the_conversation_is_kept_between_steps_and_dropped_when_the_file_is_edi
     job = create_job(jobs, "kept", "Keep notes")
     for words in ("first words", "second words", "third words"):
         post_answer(job, answer("MESSAGE", message=words))
-    kept = job.store.conversation
+    kept = job.session.conversation
     assert kept is not None and kept[0] == 3, "the last call's conversation (entry 4 answered it) is held"
-    assert min(job.store.entries) >= kept[0], "only the tail a later round needs"
-    reader = HistoryReader(job.dir, job.store)
+    assert min(job.session.entries_read) >= kept[0], "only the tail a later round needs"
+    reader = job.session.reader()
     assert reader.conversation(job.manifest().turn)[-1]["content"] == answer("MESSAGE", message="third words")
 
-    path = history_path(job.dir)
+    path = JobFiles(job.dir).history_path
     inode, data = path.stat().st_ino, path.read_bytes()
     edited = data.replace(b"third words", b"THIRD WORDS, longer now")
     with open(path, "r+b") as handle:  # the same inode, longer
         handle.write(edited)
     assert path.stat().st_ino == inode and len(edited) > len(data)
-    reader = HistoryReader(job.dir, job.store)
-    assert job.store.conversation is None and job.store.entries == {}, "what was read no longer holds"
+    reader = job.session.reader()
+    assert job.session.conversation is None and job.session.entries_read == {}, "what was read no longer holds"
     assert "THIRD WORDS, longer now" in reader.conversation(job.manifest().turn)[-1]["content"]
 
 
-def test_a_reader_without_the_store_keeps_nothing(jobs):
+def test_a_reader_without_the_session_keeps_nothing(jobs):
     job = create_job(jobs, "free", "Keep notes")
     post_answer(job, answer("MESSAGE", message="one"))
     post_answer(job, answer("MESSAGE", message="two"))
-    before = (job.store.conversation, dict(job.store.entries))
-    other = HistoryReader(job.dir)
+    before = (job.session.conversation, dict(job.session.entries_read))
+    other = HistoryReader(JobFiles(job.dir))
     assert other.messages(3)[-1]["role"] == "user"
-    assert (job.store.conversation, job.store.entries) == before
+    assert (job.session.conversation, job.session.entries_read) == before
