@@ -26,7 +26,6 @@ from logist.engine.step import step_once
 from logist.errors import TransitionError
 from logist.replay.apply import read_history_file, replay_history
 from logist.replay.scripted import answer
-from logist.store.history import load_history
 
 #: Passes once fizz.py prints 15 lines.
 FIFTEEN = 'test "$(python3 fizz.py | wc -l)" -eq 15'
@@ -42,7 +41,7 @@ def make_job(jobs, job_id="fizz", **kwargs):
 
 
 def kinds(job) -> list[str]:
-    return [e.kind for e in load_history(job.dir).interactions]
+    return [e.kind for e in job.load_history().interactions]
 
 
 def supervisor_calls(llm) -> list[dict]:
@@ -63,7 +62,7 @@ def test_passing_checks_reach_the_supervisor_with_their_output(jobs, llm):
     prompt = supervisor_calls(llm)[0]["messages"][-1]["content"]
     assert f"`{FIFTEEN}`: passed" in prompt and "all-good-marker" in prompt
     assert "fizz.py" in prompt and "+    print(i)" in prompt, "the diff since the job began"
-    entry = load_history(job.dir).interactions[2]
+    entry = job.load_history().interactions[2]
     assert entry.kind == "check" and [r.exit_code for r in entry.checks.results] == [0, 0]
     assert entry.checks.commit == job.repo.head()
     user_action(job, "approve")
@@ -92,7 +91,7 @@ def test_a_solo_skill_job_with_failing_checks_does_not_end_success(jobs, llm):
     run_job(job, endpoints=llm.endpoints)
     manifest = job.manifest()
     assert manifest.status == Status.INTERVENTION_REQUIRED and FIFTEEN in manifest.reason
-    assert Status.SUCCESS.value not in [e.state_after for e in load_history(job.dir).interactions]
+    assert Status.SUCCESS.value not in [e.state_after for e in job.load_history().interactions]
 
 
 def test_a_solo_job_ends_success_when_its_checks_pass(jobs, llm):
@@ -100,7 +99,7 @@ def test_a_solo_job_ends_success_when_its_checks_pass(jobs, llm):
     llm.add(write(3), write(15))
     run_job(job, endpoints=llm.endpoints)
     assert job.manifest().status == Status.SUCCESS
-    assert [e.kind for e in load_history(job.dir).interactions][-1] == "check"
+    assert [e.kind for e in job.load_history().interactions][-1] == "check"
 
 
 @pytest.mark.parametrize("no_review, ends", [(False, Status.APPROVAL_REQUIRED), (True, Status.SUCCESS)])
@@ -128,7 +127,7 @@ def test_approve_refuses_on_a_failing_or_stale_check(jobs, llm):
         user_action(job, "approve")
     assert job.manifest().status == Status.APPROVAL_REQUIRED
     user_action(job, "approve", despite_checks=True)
-    last = load_history(job.dir).interactions[-1]
+    last = job.load_history().interactions[-1]
     assert last.user_input.action == "approve" and last.user_input.despite_checks
     assert "failed" in last.user_input.text
     assert job.manifest().status == Status.SUCCESS
@@ -147,7 +146,7 @@ def test_replay_applies_recorded_checks_without_running_them(jobs, llm, tmp_path
     again = make_job(jobs, "again", checks=[f"touch {marker}; false"], command_sandbox="none")
     replay_history(again, recorded)
     assert not marker.exists(), "the replay ran no check"
-    replayed = load_history(again.dir).interactions
+    replayed = again.load_history().interactions
     assert [e.state_after for e in replayed] == [e.state_after for e in recorded.interactions]
     assert all("no check was run" in e.note for e in replayed if e.kind == "check")
     assert again.manifest().last_check.commit == again.repo.head()
@@ -173,7 +172,7 @@ def test_set_replaces_the_checks_and_records_it(jobs):
     job = make_job(jobs, checks=["true"])
     manifest = user_action(job, "set", settings={"checks": ["false", "true"]})
     assert manifest.settings.checks == ["false", "true"]
-    last = load_history(job.dir).interactions[-1]
+    last = job.load_history().interactions[-1]
     assert last.definition.settings.checks == ["false", "true"] and "checks false ; true" in last.user_input.text
     assert user_action(job, "set", settings={"checks": []}).settings.checks == []
     data = json.loads(job.manifest_path.read_text())

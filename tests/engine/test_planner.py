@@ -112,7 +112,7 @@ def test_a_plan_step_the_schema_allows_is_read_with_a_note(jobs, llm, answer, st
     first = step_once(job, endpoints=llm.endpoints)
     assert first.action == "MESSAGE" and job.manifest().turn.role == "Worker"
     assert job.manifest().current_plan_step == step
-    assert note in load_history(job.dir).interactions[-1].response.notes
+    assert note in job.load_history().interactions[-1].response.notes
 
 
 def test_invalid_planner_answer_without_retries_needs_a_person(jobs, llm):
