@@ -194,7 +194,9 @@ def test_ctrl_c_during_a_call_says_what_was_kept_and_how_to_go_on(jobs, llm):
     assert "Pending: step 3's call was in flight and is not recorded" in status, status
 
     llm.add(answer("STUCK", summary="enough"))
-    going_on = logist_process("job", "run", "slow", "--base-url", llm.base_url)
+    # The scripted server may still be holding the interrupted call's late answer (30 s): on a loaded
+    # machine the next call can wait behind it, so it is given more than the default 30 s to be answered.
+    going_on = logist_process("job", "run", "slow", "--base-url", llm.base_url, "--request-timeout", "120")
     assert going_on.returncode == 3, going_on.stderr
     assert job.manifest().totals.unknown_calls == 1, "recorded as the call it was"
 
