@@ -91,8 +91,9 @@ def jobs_page(jobs: Jobs) -> str:
 
 
 def _form(job: Job, action: str, at: int, label: str, fields: str = "") -> str:
+    text = " with-text" if "<textarea" in fields else ""  # a form with a text box takes the width, and wraps
     return (
-        f'<form method="post" action="{esc(job_url(job.id))}/{action}" class="decide d-{action}">'
+        f'<form method="post" action="{esc(job_url(job.id))}/{action}" class="decide d-{action}{text}">'
         f'<input type="hidden" name="at" value="{at}">{fields}'
         f'<button type="submit" data-action="{action}">{esc(label)}</button></form>'
     )
