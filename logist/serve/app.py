@@ -253,7 +253,10 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
             # The job as it is now, saying why nothing was done: 409 when its
             # state (or another command holding it) stood in the way.
             moved = isinstance(exc, (MovedOnError, TransitionError, JobBusyError))
-            shown = await run_in_threadpool(lambda message: "".join(pages.job_page(job, message, page=page)), str(exc))
+            field = pages.TEXT_FIELDS.get(action, ("",))[0]
+            kept = (action, form.get(field, "")) if field else None  # what was typed is shown again, never lost
+            shown = await run_in_threadpool(
+                lambda message: "".join(pages.job_page(job, message, page=page, kept=kept)), str(exc))
             return html(shown, 409 if moved else 400)
         return RedirectResponse(pages.job_url(job.id), 303)
 

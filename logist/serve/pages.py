@@ -37,15 +37,19 @@ PAGE = 500
 #: The decisions a page can post, each ``/jobs/JOB/ACTION``.
 ACTIONS = ("answer", "skip", "approve", "reject", "approve-command", "skip-command", "resubmit", "suspend",
            "resume", "restep")
+#: The decisions that carry a person's text: the form field, and the button's label.
+TEXT_FIELDS = {"answer": ("text", "Answer"), "reject": ("feedback", "Reject"), "resubmit": ("feedback", "Resubmit")}
 
 
 def job_url(job_id: str) -> str:
     return "/jobs/" + quote(job_id, safe="")
 
 
-def frame(title: str, stream: str, last: Optional[int] = None) -> tuple[str, str]:
+def frame(title: str, stream: str, last: Optional[int] = None, address: str = "/") -> tuple[str, str]:
     """What comes before and after a page's body. ``stream``: the page's
-    event stream; ``last``: the last history entry the page shows."""
+    event stream; ``last``: the last history entry the page shows;
+    ``address``: the page's own URL (a page sent in answer to a POST puts it
+    in the address bar, so that a reload asks for the page, not the POST again)."""
     head = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -53,7 +57,7 @@ def frame(title: str, stream: str, last: Optional[int] = None) -> tuple[str, str
         f"<title>{esc(title)}</title>"
         '<link rel="stylesheet" href="/assets/report.css"><link rel="stylesheet" href="/assets/serve.css">'
         '<script src="/assets/report.js" defer></script><script src="/assets/serve.js" defer></script>'
-        f'</head>\n<body data-stream="{esc(stream)}"' + ("" if last is None else f' data-last="{last}"') + ">\n"
+        f'</head>\n<body data-stream="{esc(stream)}" data-address="{esc(address)}"' + ("" if last is None else f' data-last="{last}"') + ">\n"
         '<nav class="serve"><a href="/">All jobs</a> <span id="live" class="live" hidden>live</span></nav>\n'
     )
     return head, "\n</body></html>\n"
@@ -61,6 +65,20 @@ def frame(title: str, stream: str, last: Optional[int] = None) -> tuple[str, str
 
 def notice_html(text: str) -> str:
     return f'<p class="notice error" role="alert">{esc(text)}</p>'
+
+
+def kept_html(action: str, text: str, status: str, again: bool) -> str:
+    """What a person typed for a decision that was not made, kept beside
+    the job's new state: in a box to copy from, and, where the decision
+    still applies (``again``), back in its form too. serve.js builds the
+    same markup when a live update takes the form away."""
+    label = TEXT_FIELDS[action][1]
+    said = (f"What you typed for {label} was not sent; it is back in the {label} form: check that it still applies before you send it."
+            if again else f"What you typed for {label} was not sent; the job is now {status}. It is kept here to copy.")
+    return (
+        f'<div class="kept" data-action="{esc(action)}"><p>{esc(said)}</p>'
+        f'<textarea readonly rows="3" aria-label="what you typed for {esc(label)}">\n{esc(text)}</textarea></div>'
+    )
 
 
 # -- The list of jobs ------------------------------------------------------------------------------
@@ -99,9 +117,16 @@ def _form(job: Job, action: str, at: int, label: str, fields: str = "") -> str:
     )
 
 
-def decisions_html(job: Job, m: JobManifest) -> str:
-    """The forms for what a person can do with the job now."""
+def decisions_html(job: Job, m: JobManifest, typed: Optional[dict[str, str]] = None) -> str:
+    """The forms for what a person can do with the job now; ``typed``: the
+    text already in a form's box, by decision (one refused, sent again)."""
     at = m.last_sequence
+    typed = typed or {}
+
+    def box(action: str, attributes: str) -> str:
+        name = TEXT_FIELDS[action][0]
+        # The parser drops one newline right after <textarea>: write one, so a text that begins with one keeps it.
+        return f'<textarea name="{name}" {attributes}>\n{esc(typed.get(action, ""))}</textarea>'
 
     def can(event: str) -> bool:
         return person_can(m, event)
@@ -111,7 +136,7 @@ def decisions_html(job: Job, m: JobManifest) -> str:
         parts.append(
             f'<div class="ask"><h3>{"Question" if m.question.required else "Question (optional)"}</h3>'
             f'<p class="prose question">{esc(m.question.text)}</p>'
-            + _form(job, "answer", at, "Answer", '<textarea name="text" rows="3" required aria-label="your answer"></textarea>')
+            + _form(job, "answer", at, "Answer", box("answer", 'rows="3" required aria-label="your answer"'))
             + ("" if m.question.required else _form(job, "skip", at, "Skip the question"))
             + "</div>"
         )
@@ -136,14 +161,14 @@ def decisions_html(job: Job, m: JobManifest) -> str:
             '<div class="review"><h3>The work is done: approve or reject it</h3>' + checks
             + _form(job, "approve", at, "Approve")
             + _form(job, "reject", at, "Reject",
-                    '<textarea name="feedback" rows="2" required aria-label="what is wrong" placeholder="What is wrong (sent to the Worker)"></textarea>')
+                    box("reject", 'rows="2" required aria-label="what is wrong" placeholder="What is wrong (sent to the Worker)"'))
             + "</div>"
         )
     if can("resubmit"):
         parts.append(
             '<div class="resubmit"><h3>Send it back to work</h3>'
             + _form(job, "resubmit", at, "Resubmit",
-                    '<textarea name="feedback" rows="2" aria-label="feedback" placeholder="What to do differently (optional)"></textarea>')
+                    box("resubmit", 'rows="2" aria-label="feedback" placeholder="What to do differently (optional)"'))
             + "</div>"
         )
     controls = []
@@ -161,10 +186,11 @@ def decisions_html(job: Job, m: JobManifest) -> str:
     return f'<section class="decisions" data-at="{at}"><h2>Decisions</h2>{"".join(parts)}</section>'
 
 
-def job_state(job: Job, m: JobManifest, trail: StateTrail, first: int = 1) -> str:
+def job_state(job: Job, m: JobManifest, trail: StateTrail, first: int = 1, typed: Optional[dict[str, str]] = None) -> str:
     """The part of a job's page above its timeline, replaced whole when the
-    job changes; ``trail``: the states of the entries from ``first`` on."""
-    return job_head(job.stored, m, trail, crumb="Logist job", inserted=decisions_html(job, m), before=first - 1)
+    job changes; ``trail``: the states of the entries from ``first`` on;
+    ``typed``: text to put back in the forms (:func:`decisions_html`)."""
+    return job_head(job.stored, m, trail, crumb="Logist job", inserted=decisions_html(job, m, typed), before=first - 1)
 
 
 def _pages_html(job: Job, first: int, shown: int, count: int, page: int) -> str:
@@ -184,23 +210,33 @@ def first_shown(m: JobManifest, start: Optional[int], page: int) -> int:
     return max(1, m.last_sequence - page + 1) if start is None else max(1, start)
 
 
-def job_page(job: Job, notice: Optional[str] = None, start: Optional[int] = None, page: int = PAGE) -> Iterator[str]:
+def job_page(job: Job, notice: Optional[str] = None, start: Optional[int] = None, page: int = PAGE,
+             kept: Optional[tuple[str, str]] = None) -> Iterator[str]:
     """A job's page, piece by piece: the entries from ``start``, ``page`` of
     them, by default the last ones, read from their place in the history
     (:func:`logist.views.window.read_window`: what comes before them is not
     read). A page that ends with the last entry follows the job live, new
-    entries included; an earlier one follows its state only."""
+    entries included; an earlier one follows its state only. ``kept``: a
+    refused decision and the text typed for it, shown beside the state
+    (:func:`kept_html`) and put back in its form if the job still offers it."""
     m = job.manifest()
     first = first_shown(m, start, page)
     latest = first + page > m.last_sequence
     window = read_window(job.stored, first, None if latest else first + page - 1)
     try:
         stream = job_url(job.id) + "/events" + (f"?from={first}" if latest else f"?from={first}&until={window.shown}")
-        head, tail = frame(f"{job.id}: {m.status} · Logist", stream, window.shown if latest else None)
+        head, tail = frame(f"{job.id}: {m.status} · Logist", stream, window.shown if latest else None, job_url(job.id))
         yield head
         if notice:
             yield notice_html(notice)
-        yield f'<div id="state">{job_state(job, m, window.trail, first)}</div>'
+        typed = {}
+        if kept is not None and kept[1] and kept[0] in TEXT_FIELDS:
+            again = person_can(m, kept[0])
+            typed = {kept[0]: kept[1]} if again else {}
+            yield f'<div id="kept">{kept_html(kept[0], kept[1], str(m.status), again)}</div>'
+        else:
+            yield '<div id="kept"></div>'
+        yield f'<div id="state">{job_state(job, m, window.trail, first, typed)}</div>'
         yield _pages_html(job, first, window.shown, window.last, page)
         yield timeline_open(window.last)
         yield from window.rows()
