@@ -35,8 +35,9 @@ Live updates are Server-Sent Events, polled from the files' size and mtime
 (:data:`POLL_SECONDS`; inotify does not see changes made on network and
 container filesystems). A job's stream sends each new history entry as a
 ``step`` event whose id is its sequence number, then the job's state part
-(``state``, no id): a reconnecting browser sends ``Last-Event-ID`` and gets
-the entries after it, none twice and none left out. The stream is told
+(``state``, no id) and the page's counters and title (``counts``, JSON): a
+reconnecting browser sends ``Last-Event-ID`` and gets the entries after it,
+none twice and none left out. The stream is told
 the page's first entry (``from``; an earlier page: ``until`` too, and it
 sends its state only), and holds a :class:`~logist.views.window.Follower`
 of its own: each update reads only what was recorded since the one
@@ -284,10 +285,11 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
                     now = _signature(files)
                     if now != seen:
                         seen = now
-                        rows, state = await run_in_threadpool(pages.job_update, job, follower, first, until)
+                        rows, state, counts = await run_in_threadpool(pages.job_update, job, follower, first, until, page)
                         for sequence, row in rows:
                             yield event("step", row, sequence)
                         yield event("state", state)
+                        yield event("counts", counts)
                     await asyncio.sleep(POLL_SECONDS)
             finally:
                 if follower is not None:

@@ -20,6 +20,7 @@ Everything from a model, a person or a file is escaped by
 
 from __future__ import annotations
 
+import json
 from typing import Iterator, Optional
 from urllib.parse import quote
 
@@ -59,8 +60,10 @@ def frame(title: str, stream: str, last: Optional[int] = None, address: str = "/
         '<script src="/assets/report.js" defer></script><script src="/assets/serve.js" defer></script>'
         f'</head>\n<body data-stream="{esc(stream)}" data-address="{esc(address)}"' + ("" if last is None else f' data-last="{last}"') + ">\n"
         '<nav class="serve"><a href="/">All jobs</a> <span id="live" class="live" hidden>live</span></nav>\n'
+        # What a live update changed (a job's new state), said to a screen reader.
+        '<div id="announce" class="announce" role="status" aria-live="polite"></div>\n<main>'
     )
-    return head, "\n</body></html>\n"
+    return head, "\n</main></body></html>\n"
 
 
 def notice_html(text: str) -> str:
@@ -202,7 +205,7 @@ def _pages_html(job: Job, first: int, shown: int, count: int, page: int) -> str:
         links.append(f'<a href="{esc(job_url(job.id))}?from={shown + 1}">later</a>')
         links.append(f'<a href="{esc(job_url(job.id))}">the latest</a>')
     where = f"entries {first}–{shown} of {count}" if count else "no entries"
-    return f'<p class="pages">{where}{": " if links else ""}{" · ".join(links)}</p>'
+    return f'<p class="pages" id="pages">{where}{": " if links else ""}{" · ".join(links)}</p>'
 
 
 def first_shown(m: JobManifest, start: Optional[int], page: int) -> int:
@@ -225,7 +228,7 @@ def job_page(job: Job, notice: Optional[str] = None, start: Optional[int] = None
     window = read_window(job.stored, first, None if latest else first + page - 1)
     try:
         stream = job_url(job.id) + "/events" + (f"?from={first}" if latest else f"?from={first}&until={window.shown}")
-        head, tail = frame(f"{job.id}: {m.status} · Logist", stream, window.shown if latest else None, job_url(job.id))
+        head, tail = frame(page_title(job, m), stream, window.shown if latest else None, job_url(job.id))
         yield head
         if notice:
             yield notice_html(notice)
@@ -247,13 +250,24 @@ def job_page(job: Job, notice: Optional[str] = None, start: Optional[int] = None
         window.close()
 
 
-def job_update(job: Job, follower: Optional[Follower], first: int, until: Optional[int]) -> tuple[list[tuple[int, str]], str]:
+def page_title(job: Job, m: JobManifest) -> str:
+    return f"{job.id}: {m.status} · Logist"
+
+
+def job_update(job: Job, follower: Optional[Follower], first: int, until: Optional[int],
+               page: int = PAGE) -> tuple[list[tuple[int, str]], str, str]:
     """The rows of the entries ``follower`` has not sent yet (None: no rows:
-    an earlier page, entries ``first`` to ``until``), and the job's state part."""
+    an earlier page, entries ``first`` to ``until``), the job's state part,
+    and what else on the page counts the entries or names the state (JSON:
+    the tab's ``title``, the ``pages`` line, the timeline's ``count``)."""
     m = job.manifest()
     if follower is not None:
         rows = follower.update()
-        return rows, job_state(job, m, follower.trail, first)
-    window = read_window(job.stored, first, until)
-    window.close()
-    return [], job_state(job, m, window.trail, first)
+        count = max([m.last_sequence, *(sequence for sequence, _ in rows)])
+        shown, trail = count, follower.trail
+    else:
+        window = read_window(job.stored, first, until)
+        window.close()
+        rows, shown, count, trail = [], window.shown, window.last, window.trail
+    counts = {"title": page_title(job, m), "pages": _pages_html(job, first, shown, count, page), "count": count}
+    return rows, job_state(job, m, trail, first), json.dumps(counts)

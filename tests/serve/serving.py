@@ -120,17 +120,32 @@ def _chromium() -> str:
     return found
 
 
+#: The one Chromium of this test process, and how many test modules' fixtures hold it.
+_chromium_shared: dict = {}
+
+
 @pytest.fixture(scope="session")
 def browser():
-    """One headless Chromium per test process (each test gets its own context)."""
-    playwright_api = needed("playwright.sync_api", "pip install playwright; no browser download: Debian's chromium is used")
-    executable = _chromium()
-    with playwright_api.sync_playwright() as playwright:
+    """One headless Chromium per test process (each test gets its own context).
+    Every test module that imports this fixture gets a session fixture of its
+    own; they share one Playwright and one browser (Playwright's sync API runs
+    one per thread), closed when the last of them is done."""
+    if not _chromium_shared:
+        playwright_api = needed("playwright.sync_api", "pip install playwright; no browser download: Debian's chromium is used")
+        executable = _chromium()
+        manager = playwright_api.sync_playwright()
+        playwright = manager.__enter__()
         # launch() gives the browser a fresh --user-data-dir of its own (it
         # refuses one in args: that is launch_persistent_context's).
         instance = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
-        yield instance
-        instance.close()
+        _chromium_shared.update(manager=manager, browser=instance, users=0)
+    _chromium_shared["users"] += 1
+    yield _chromium_shared["browser"]
+    _chromium_shared["users"] -= 1
+    if not _chromium_shared["users"]:
+        _chromium_shared["browser"].close()
+        _chromium_shared["manager"].__exit__(None, None, None)
+        _chromium_shared.clear()
 
 
 def wait_for(condition, timeout: float = 2.0, every: float = 0.05):

@@ -113,6 +113,8 @@ def test_the_form_palette_follows_a_dark_scheme(jobs, browser, served):
         page = context.new_page()
         page.goto(server.login)
         page.goto(server.base + "jobs/review")
+        # Read once the stream's state part has replaced the page's (an element taken out has no style).
+        page.wait_for_selector("#state[data-streamed]", state="attached", timeout=5000)
         colours[scheme] = page.eval_on_selector(
             "form.d-reject textarea", "e => [getComputedStyle(e).backgroundColor, getComputedStyle(e).color]")
         context.close()

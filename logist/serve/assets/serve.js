@@ -12,7 +12,13 @@
    form that is still there (the same decision at the same entry) stays in
    it; text whose form went away (the job moved on) is kept beside the new
    state (#kept, the markup pages.kept_html writes for a refused decision),
-   and put back in its decision's form whenever the job offers it again. */
+   and put back in its decision's form whenever the job offers it again.
+
+   A live update keeps the keyboard's focus where it was (the same control,
+   found again in the new part), says a change of state in #announce (an
+   aria-live region), and brings the tab's title and the counters of
+   entries up to date (event "counts"). Text blocks that scroll (<pre>) are
+   made reachable from the keyboard, each named for what it holds. */
 (function () {
   "use strict";
   var body = document.body, url = body.dataset.stream, live = document.getElementById("live");
@@ -21,8 +27,23 @@
   if (body.dataset.address && location.pathname !== body.dataset.address && window.history.replaceState) {
     history.replaceState(null, "", body.dataset.address);
   }
+  // Each scrolling text block is focusable (its content can be scrolled from the keyboard) and named.
+  function scrollable(root) {
+    root.querySelectorAll("pre:not([tabindex])").forEach(function (pre) {
+      var who = pre.parentElement && pre.parentElement.querySelector(":scope > .who"), section = pre.closest("section");
+      var heading = section && section.querySelector("h3"), step = pre.closest("details.step");
+      var what = who ? who.textContent + " message" : pre.closest(".held-decision") ? "held command" : heading ? heading.textContent : "text";
+      pre.tabIndex = 0;
+      pre.setAttribute("role", "group");
+      pre.setAttribute("aria-label", (step ? "entry " + step.dataset.seq + ": " : "") + what);
+    });
+  }
+  scrollable(document);
+  // A step's full prompt is put together on a click (report.js): name its blocks once they are there.
+  document.addEventListener("click", function () { setTimeout(function () { scrollable(document); }, 0); });
   if (!url || !window.EventSource) { return; }
-  var source = null, retry = null;
+  var source = null, retry = null, announcer = document.getElementById("announce");
+  function announce(text) { if (announcer && text) { announcer.textContent = text; } }
 
   function actionOf(form) {
     var button = form.querySelector("button[data-action]");
@@ -71,20 +92,57 @@
       });
     });
   }
-  function replaceKeepingTyped(box, html) {
-    var typed = typedIn(box), focused = null, active = document.activeElement;
-    if (active && active.tagName === "TEXTAREA" && box.contains(active) && active.form) {
-      focused = keyOf(active.form);
+  // What a control is, to find it again in a part sent anew: its form's
+  // decision (and entry, or not: "loose") and its name, else its id or its link.
+  function focusKey(el, loose) {
+    if (el.form) {
+      return "form|" + (loose ? el.form.action : keyOf(el.form)) + "|" + (el.name || el.dataset.action || el.tagName);
     }
+    if (el.id) { return "id|" + el.id; }
+    if (el.tagName === "A") { return "a|" + el.getAttribute("href") + "|" + el.textContent; }
+    return null;
+  }
+  // box.innerHTML = html, then done(); the focus, if it was in box, goes back
+  // to the same control (else the same control of the same decision, else
+  // the part's heading: never lost to the page's top).
+  function replacing(box, html, done) {
+    var active = document.activeElement, had = active && active !== box && box.contains(active);
+    var exact = had ? focusKey(active, false) : null, loose = had ? focusKey(active, true) : null;
+    var range = had && active.tagName === "TEXTAREA" ? [active.selectionStart, active.selectionEnd] : null;
     box.innerHTML = html;
-    var placed = {};
-    box.querySelectorAll("form").forEach(function (form) {
-      var text = form.querySelector("textarea"), key = keyOf(form);
-      if (text && typed[key] !== undefined) { text.value = typed[key].text; placed[key] = true; }
-      if (text && key === focused) { text.focus(); text.setSelectionRange(text.value.length, text.value.length); }
+    if (done) { done(); }
+    scrollable(box);
+    if (!had) { return; }
+    var controls = box.querySelectorAll("a, button, input, textarea, select, summary, [id], [tabindex]"), found = null;
+    [[exact, false], [loose, true]].forEach(function (wanted) {
+      for (var i = 0; !found && wanted[0] && i < controls.length; i++) {
+        if (focusKey(controls[i], wanted[1]) === wanted[0]) { found = controls[i]; }
+      }
     });
-    Object.keys(typed).forEach(function (key) { if (!placed[key]) { keep(typed[key], statusIn(box)); } });
-    refill(box);
+    if (!found) {
+      found = box.querySelector("h1") || box;
+      found.tabIndex = -1;
+    }
+    found.focus({preventScroll: true});
+    if (range && found.tagName === "TEXTAREA") { found.setSelectionRange(range[0], range[1]); }
+  }
+  function replaceKeepingTyped(box, html) {
+    var typed = typedIn(box), before = statusIn(box);
+    replacing(box, html, function () {
+      var placed = {}, moved = [];
+      box.querySelectorAll("form").forEach(function (form) {
+        var text = form.querySelector("textarea"), key = keyOf(form);
+        if (text && typed[key] !== undefined) { text.value = typed[key].text; placed[key] = true; }
+      });
+      Object.keys(typed).forEach(function (key) {
+        if (!placed[key]) { keep(typed[key], statusIn(box)); moved.push(typed[key].label); }
+      });
+      refill(box);
+      var now = statusIn(box), said = [];
+      if (before && now && now !== before) { said.push("The job is now " + now + " (it was " + before + ")."); }
+      if (moved.length) { said.push("What you typed for " + moved.join(", ") + " was not sent; it is kept above the job's state."); }
+      announce(said.join(" "));
+    });
     // The state part now is what the stream last sent (a test waits for this before typing).
     box.dataset.streamed = "1";
   }
@@ -101,16 +159,28 @@
     source.addEventListener("open", function () { show(true); });
     source.addEventListener("step", function (event) {
       var steps = document.getElementById("steps");
-      if (steps) { steps.insertAdjacentHTML("beforeend", event.data); }
+      if (steps) { steps.insertAdjacentHTML("beforeend", event.data); scrollable(steps.lastElementChild || steps); }
       body.dataset.last = event.lastEventId;
     });
     source.addEventListener("state", function (event) {
       var state = document.getElementById("state");
       if (state) { replaceKeepingTyped(state, event.data); }
     });
+    source.addEventListener("counts", function (event) {
+      var counts = JSON.parse(event.data), line = document.getElementById("pages"), steps = document.getElementById("steps");
+      document.title = counts.title;
+      if (line) {
+        var made = document.createElement("template");
+        made.innerHTML = counts.pages;
+        var inner = made.content.firstElementChild ? made.content.firstElementChild.innerHTML : "";
+        if (line.innerHTML !== inner) { replacing(line, inner); }
+      }
+      var small = steps && steps.closest("section") && steps.closest("section").querySelector("h2 small");
+      if (small) { small.textContent = counts.count + " entries"; }
+    });
     source.addEventListener("jobs", function (event) {
       var jobs = document.getElementById("jobs");
-      if (jobs) { jobs.innerHTML = event.data; }
+      if (jobs) { replacing(jobs, event.data); }
     });
     source.addEventListener("error", function () {
       show(false);
