@@ -191,6 +191,20 @@ def _entry_number(text: str) -> Optional[int]:
     return int(to) if to else None
 
 
+def restep_confirmation(job: Job, at: int, form: dict[str, str]) -> str:
+    """The page that says what a restep to ``form``'s entry would undo
+    (:func:`logist.serve.pages.restep_page`); an entry the job has not: the
+    error its restep would raise, before asking."""
+    last = job.manifest().last_sequence
+    to = _entry_number(form.get("to", ""))
+    to = max(1, at - 1) if to is None else to
+    if not 1 <= to < at <= last:
+        if at != last:
+            raise MovedOnError(f"job '{job.id}' has moved on: it is at entry {last}, not {at}, and {job.manifest().status} now")
+        raise LogistError(f"job '{job.id}' has no earlier history entry {to} to restep to (it has 1 to {last - 1})")
+    return "".join(pages.restep_page(job, at, to))
+
+
 def decide(job: Job, action: str, form: dict[str, str], at: int) -> None:
     """``action`` on the job as its CLI command does it, decided at entry
     ``at`` (the job's :class:`~logist.api.Jobs` waits :data:`LOCK_WAIT` for its lock)."""
@@ -249,6 +263,9 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
         if not form.get("at", "").isdigit():
             return PlainTextResponse("The form says no entry it was made for (at).\n", 400)
         try:
+            if action == "restep" and form.get("confirm") == "ask":  # what it would undo, before anything is done
+                shown = await run_in_threadpool(restep_confirmation, job, int(form["at"]), form)
+                return html(shown)
             await run_in_threadpool(decide, job, action, form, int(form["at"]))
         except LogistError as exc:
             # The job as it is now, saying why nothing was done: 409 when its

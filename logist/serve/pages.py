@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 from ..api import NEEDS_PERSON, Job, JobManifest, Jobs, Status, person_can
 from ..terminal import inert
-from ..views.html import esc
+from ..views.html import esc, status_badge
 from ..views.report import TIMELINE_CLOSE, IndexRow, index_body, index_rows, job_head, timeline_open
 from ..views.summary import StateTrail
 from ..views.window import Follower, read_window
@@ -180,10 +180,13 @@ def decisions_html(job: Job, m: JobManifest, typed: Optional[dict[str, str]] = N
     if can("resume"):
         controls.append(_form(job, "resume", at, "Resume"))
     if m.status != Status.CANCELED and at > 1:
+        # confirm=ask: the server answers with what the restep would undo, and a form to do it (restep_page).
         controls.append(_form(
-            job, "restep", at, "Restep",
+            job, "restep", at, "Restep…",
+            f'<input type="hidden" name="confirm" value="ask">'
             f'<label>to entry <input type="number" name="to" min="1" max="{at - 1}" value="{at - 1}"></label> ',
-        ))
+        ) + '<p class="hint">Restep goes back to the end of an earlier entry and works on from there: '
+            'what the later entries did is undone; you are asked first.</p>')
     if controls:
         parts.append(f'<div class="controls">{"".join(controls)}</div>')
     return f'<section class="decisions" data-at="{at}"><h2>Decisions</h2>{"".join(parts)}</section>'
@@ -211,6 +214,38 @@ def _pages_html(job: Job, first: int, shown: int, count: int, page: int) -> str:
 def first_shown(m: JobManifest, start: Optional[int], page: int) -> int:
     """The first entry a page from ``start`` shows (None: the latest page)."""
     return max(1, m.last_sequence - page + 1) if start is None else max(1, start)
+
+
+def restep_page(job: Job, at: int, to: int) -> Iterator[str]:
+    """What a restep to entry ``to`` of a job at entry ``at`` undoes, and a
+    form to do it (or go back): the page a restep form without JavaScript
+    gets first (with it, serve.js asks in a dialog)."""
+    target = job.stored.entry(to)
+    commit = (target.workspace_commit or "")[:12]
+    head, tail = frame(f"Restep {job.id} to entry {to}? · Logist", "", None, job_url(job.id))
+    yield head
+    yield (
+        f'<header><p class="crumb">Logist job {esc(job.id)}</p><h1>Restep to entry {to}?</h1></header>'
+        f'<section class="confirm"><p>This undoes entries {to + 1}–{at} ({at - to} '
+        f'{"entry" if at - to == 1 else "entries"}): the job goes back to its state after entry {to} '
+        f'({status_badge(str(target.state_after))})'
+        + (f' and its workspace to that entry\'s commit <code>{esc(commit)}</code>' if commit else "")
+        + '; the file changes, answers and decisions of the later entries no longer count, and the job works on from there. '
+        'The history keeps every entry (a rewind entry is added), the commits undone stay in the workspace\'s git '
+        'under refs/logist/rewound/, and the calls made stay counted.</p>'
+        + _form(job, "restep", at, f"Restep to entry {to}", f'<input type="hidden" name="to" value="{to}">')
+        + f' <a href="{esc(job_url(job.id))}">Cancel: back to the job</a></section>'
+    )
+    window = read_window(job.stored, max(to + 1, at - PAGE + 1), at)
+    try:
+        yield f'<h2>What it undoes</h2>{_pages_html(job, window.first, window.shown, window.last, PAGE)}'
+        yield timeline_open(window.shown - window.first + 1)
+        yield from window.rows()
+        yield TIMELINE_CLOSE
+        yield from window.continued_rows()
+    finally:
+        window.close()
+    yield tail
 
 
 def job_page(job: Job, notice: Optional[str] = None, start: Optional[int] = None, page: int = PAGE,

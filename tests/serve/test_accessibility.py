@@ -55,6 +55,21 @@ def test_axe_finds_nothing_serious_on_the_list_a_job_with_every_step_open_and_ea
         page.click("#expand-all")
         assert page.locator("form.decide").count() == len(FORMS[job_id])
         assert violations(page, source) == [], job_id
+    # The restep's question: the dialog, and the page a browser without JavaScript gets.
+    page.click('button[data-action="restep"]')
+    assert page.locator("dialog.confirm").is_visible()
+    assert violations(page, source) == [], "the restep dialog"
+    static = browser.new_context(java_script_enabled=False, bypass_csp=True, color_scheme=scheme)
+    still = static.new_page()
+    still.goto(server.login)
+    still.goto(server.base + "jobs/done")
+    with still.expect_navigation():
+        still.click('button[data-action="restep"]')
+    assert still.locator("h1").inner_text().startswith("Restep to entry")
+    # axe-core is a script: run it with JavaScript on, on the page as the server sent it.
+    page.set_content(still.content())
+    assert violations(page, source) == [], "the restep page"
+    static.close()
     context.close()
 
 

@@ -41,6 +41,42 @@
   scrollable(document);
   // A step's full prompt is put together on a click (report.js): name its blocks once they are there.
   document.addEventListener("click", function () { setTimeout(function () { scrollable(document); }, 0); });
+  // A restep asks first (its form says confirm=ask; without this script the
+  // server answers with the same question as a page): a dialog that names
+  // the entries it undoes, with the page's rows of them.
+  document.addEventListener("submit", function (event) {
+    var form = event.target, ask = form.elements && form.elements.confirm;
+    if (!ask || ask.value !== "ask" || !window.HTMLDialogElement) { return; }
+    event.preventDefault();
+    var at = Number(form.elements.at.value), to = form.elements.to.value ? Number(form.elements.to.value) : at - 1;
+    var dialog = document.createElement("dialog"), heading = document.createElement("h2"), said = document.createElement("p");
+    var list = document.createElement("ul"), yes = document.createElement("button"), no = document.createElement("button");
+    dialog.className = "confirm"; dialog.setAttribute("aria-labelledby", "confirm-heading");
+    heading.id = "confirm-heading"; heading.textContent = "Restep to entry " + to + "?";
+    said.textContent = "This undoes entries " + (to + 1) + "–" + at + " (" + (at - to) + (at - to === 1 ? " entry" : " entries") +
+      "): the job goes back to its state after entry " + to + " and its workspace to that entry's commit; the file changes, " +
+      "answers and decisions of the later entries no longer count, and the job works on from there. " +
+      "The history keeps every entry (a rewind entry is added), and the calls made stay counted.";
+    for (var n = to + 1, listed = 0; n <= at; n++) {
+      var row = document.getElementById("step-" + n), text = row && row.querySelector(".text");
+      if (!row) { continue; }
+      if (listed++ === 20) { break; }
+      var item = document.createElement("li");
+      item.textContent = "#" + n + " " + row.dataset.role + " " + row.dataset.action + (text && text.textContent ? ": " + text.textContent : "");
+      list.appendChild(item);
+    }
+    list.tabIndex = 0; list.setAttribute("aria-label", "the entries it undoes");  // it scrolls when long
+    yes.type = "button"; yes.textContent = "Restep to entry " + to; yes.dataset.confirm = "yes";
+    no.type = "button"; no.textContent = "Cancel"; no.dataset.confirm = "no";
+    [heading, said, list, yes, document.createTextNode(" "), no].forEach(function (part) { dialog.appendChild(part); });
+    function done() { dialog.close(); dialog.remove(); form.querySelector("button").focus(); }
+    no.addEventListener("click", done);
+    dialog.addEventListener("cancel", function (e) { e.preventDefault(); done(); });
+    yes.addEventListener("click", function () { ask.disabled = true; dialog.close(); form.submit(); });
+    document.body.appendChild(dialog);
+    dialog.showModal();
+    no.focus();
+  });
   if (!url || !window.EventSource) { return; }
   var source = null, retry = null, announcer = document.getElementById("announce");
   function announce(text) { if (announcer && text) { announcer.textContent = text; } }
