@@ -63,8 +63,8 @@ from starlette.routing import Route
 from ..api import Job, Jobs
 from ..errors import JobBusyError, LogistError, MovedOnError, NotFoundError, TransitionError
 from ..views.window import Follower
-from ..views.html import asset
-from . import pages
+from . import pages, static
+from .compression import Gzip
 
 #: Seconds between two looks at the files a stream follows.
 POLL_SECONDS = 0.4
@@ -116,7 +116,10 @@ class Guard:
 
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), *self._security_headers()]}
+                headers = message.get("headers", [])
+                # Nothing is kept by a browser or a proxy unless the response says so (the named-by-content assets).
+                cache = [] if any(name.lower() == b"cache-control" for name, _ in headers) else [(b"cache-control", b"no-store")]
+                message = {**message, "headers": [*headers, *self._security_headers(), *cache]}
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
@@ -156,11 +159,10 @@ class Guard:
             (b"x-content-type-options", b"nosniff"),
             (b"referrer-policy", b"same-origin"),  # no-referrer would make a form send Origin: null
             (b"x-frame-options", b"DENY"),
-            (b"cache-control", b"no-store"),
         ]
 
     def _with_headers(self, response: Response) -> Response:
-        for name, value in self._security_headers():
+        for name, value in [*self._security_headers(), (b"cache-control", b"no-store")]:
             response.headers[name.decode()] = value.decode()
         return response
 
@@ -328,11 +330,12 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
         return _event_stream(stream())
 
     async def assets(request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in ASSETS:
+        found = static.find(request.path_params["name"])
+        if found is None:
             return PlainTextResponse("Not found.\n", 404)
-        kind = "text/css" if name.endswith(".css") else "text/javascript"
-        return Response(ASSETS[name](), media_type=f"{kind}; charset=utf-8")
+        name, for_good = found
+        headers = {"Cache-Control": static.IMMUTABLE} if for_good else {}
+        return Response(static.text(name), media_type=static.media_type(name), headers=headers)
 
     app = Starlette(routes=[
         Route("/", jobs_list, methods=["GET"]),
@@ -343,16 +346,7 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
         # GET too, to tell an unknown job or action (404) from a GET on a decision (405).
         Route("/jobs/{job_id}/{action}", decision, methods=["GET", "POST"]),
     ])
-    return Guard(app, token, port, hosts)
-
-
-#: What ``/assets/NAME`` serves: the report's style and script, and the server's own.
-ASSETS: dict[str, Callable[[], str]] = {
-    "report.css": lambda: asset("report.css"),
-    "report.js": lambda: asset("report.js"),
-    "serve.css": lambda: asset("serve.css", __package__),
-    "serve.js": lambda: asset("serve.js", __package__),
-}
+    return Guard(Gzip(app), token, port, hosts)
 
 
 def event(kind: str, data: str, event_id: Optional[int] = None) -> str:

@@ -3,8 +3,8 @@
 Both are made of the pieces ``index.html`` and ``report.html`` are made of
 (:mod:`logist.views.report`): the jobs table, a job's header, facts and
 states, and its timeline's rows, one definition each. What only the server
-adds is the frame (the style and script are linked from ``/assets/``, not
-inlined: the server's Content-Security-Policy allows its own origin and
+adds is the frame (the style and script are linked from ``/assets/``,
+by names made from their content (:mod:`.static`), not inlined: the server's Content-Security-Policy allows its own origin and
 nothing else, no inline script or style) and the decisions a job waits for,
 as forms.
 
@@ -30,6 +30,7 @@ from ..views.html import esc, status_badge
 from ..views.report import TIMELINE_CLOSE, IndexRow, index_body, index_rows, job_head, timeline_open
 from ..views.summary import StateTrail
 from ..views.window import Follower, read_window
+from . import static
 
 #: History entries a job's page shows at most by default (the rest are a
 #: link away; ``logist serve --page-size``): a 1 GB history is shown a page
@@ -56,8 +57,8 @@ def frame(title: str, stream: str, last: Optional[int] = None, address: str = "/
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="generator" content="Logist">'
         f"<title>{esc(title)}</title>"
-        '<link rel="stylesheet" href="/assets/report.css"><link rel="stylesheet" href="/assets/serve.css">'
-        '<script src="/assets/report.js" defer></script><script src="/assets/serve.js" defer></script>'
+        f'<link rel="stylesheet" href="{static.url("report.css")}"><link rel="stylesheet" href="{static.url("serve.css")}">'
+        f'<script src="{static.url("report.js")}" defer></script><script src="{static.url("serve.js")}" defer></script>'
         f'</head>\n<body data-stream="{esc(stream)}" data-address="{esc(address)}"' + ("" if last is None else f' data-last="{last}"') + ">\n"
         '<nav class="serve"><a href="/">All jobs</a> <span id="live" class="live" hidden>live</span></nav>\n'
         # What a live update changed (a job's new state), said to a screen reader.
