@@ -8,6 +8,9 @@
   :class:`logist.api.Job` the CLI's command calls) and the live updates
   (Server-Sent Events driven by the files' size and mtime).
 * :mod:`.server` binds the socket, makes the run's token, and runs uvicorn.
+* :mod:`.static` the style and script, served under names made from their
+  content and cached for good; :mod:`.compression` gzip for pages, assets
+  and event streams.
 
 The server keeps no state of its own: every page and every event is read
 from the job files when asked for, and every decision is written by the
