@@ -3,10 +3,10 @@
 Both are made of the pieces ``index.html`` and ``report.html`` are made of
 (:mod:`logist.views.report`): the jobs table, a job's header, facts and
 states, and its timeline's rows, one definition each. What only the server
-adds is the frame (the style and script are linked from ``/assets/``,
-by names made from their content (:mod:`.static`), not inlined: the server's Content-Security-Policy allows its own origin and
-nothing else, no inline script or style) and the decisions a job waits for,
-as forms.
+adds is the frame (the style and script are linked from ``/assets/`` by
+names made from their content (:mod:`.static`), not inlined: the server's
+Content-Security-Policy allows its own origin and nothing else, no inline
+script or style) and the decisions a job waits for, as forms.
 
 Which decisions a job shows is the workflow table's to say
 (:func:`logist.api.person_can`: a form for each row a person can take in
