@@ -16,7 +16,7 @@ from logist.engine.step import post_answer
 
 from conftest import logist_cli
 from serving import browser, served, wait_for  # noqa: F401 - fixtures
-from test_layout import FORMS, every_state
+from test_small_screens import FORMS, every_state
 
 pytestmark = [pytest.mark.serve, pytest.mark.browser]
 

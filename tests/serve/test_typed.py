@@ -13,7 +13,7 @@ from logist.store.session import JobFiles
 
 from conftest import logist_cli
 from serving import browser, served, wait_for  # noqa: F401 - fixtures
-from test_layout import REVIEW, WRITE
+from test_small_screens import REVIEW, WRITE
 
 pytestmark = [pytest.mark.serve, pytest.mark.browser]
 

@@ -136,6 +136,7 @@
     }
     if (el.id) { return "id|" + el.id; }
     if (el.tagName === "A") { return "a|" + el.getAttribute("href") + "|" + el.textContent; }
+    if (el.tagName === "SUMMARY" || el.tagName === "BUTTON") { return el.tagName + "|" + el.textContent; }
     return null;
   }
   // box.innerHTML = html, then done(); the focus, if it was in box, goes back
