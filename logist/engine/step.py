@@ -17,6 +17,7 @@ from typing import Callable, Optional
 from ..protocol.forms import surrogates_shown
 from ..errors import LogistError
 from ..model.client import Endpoints
+from ..store.entries import AgentRunRecord
 from ..store.session import JobFiles
 from ..store.manifest import JobManifest
 from .apply import StepResult, apply_compaction, apply_outcome, check_steppable, record_step
@@ -108,16 +109,19 @@ def post_answer(
     replayed: bool = False,
     fault: Optional[str] = None,
     finish_reason: Optional[str] = None,
+    agent: Optional[AgentRunRecord] = None,
 ) -> StepResult:
     """Apply an answer without calling the model (``job poststep``, recorded
     as a ``poststep`` entry; ``replayed``: from a recorded history, a
     ``replay`` entry). With ``summary``, ``raw`` is a recorded compaction
     summary (``job replay``). ``fault`` and ``finish_reason``: a recorded
-    call's, so that it replays to the same state (see :class:`Outcome`)."""
+    call's, so that it replays to the same state (see :class:`Outcome`).
+    ``agent``: a recorded coding agent's run, whose work (its patch) the
+    step applies and commits with the answer, without the agent."""
     # A lone surrogate (a command line that is not UTF-8) is kept as its escape, as from an endpoint.
     raw = surrogates_shown(raw) if raw is not None else None
     outcome = Outcome(raw=raw, error=error, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                      fault=fault, finish_reason=finish_reason)
+                      fault=fault, finish_reason=finish_reason, agent=agent)
     kind = "replay" if replayed else "poststep"
     return _locked_step(job, lock_timeout, lambda _manifest, _prepared, _settings: outcome, model,
                         "summary" if summary else "answer", kind)

@@ -56,6 +56,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
+from .agent import AgentModel, AgentTask
 from .base import Model, Request, failed_after, status_kind, status_retried, status_text
 from .completions import AnswerFault, LLMReply, answer_json, check_size, chunks, excerpt, joined, whole
 from ..protocol.decoding import form_name, response_formats
@@ -103,9 +104,15 @@ class Endpoints:
         self.facts: dict[tuple[str, str], "EndpointFacts"] = {}
         self.facts_lock = threading.Lock()
 
-    def model_for(self, settings: "LLMSettings") -> Model:
-        """The model a call made with ``settings`` is made to: the one given, else the endpoint's."""
-        return self.model if self.model is not None else OpenAICompatible(settings)
+    def model_for(self, settings: "LLMSettings", agent: Optional[AgentTask] = None) -> Model:
+        """Who answers a call made with ``settings``: the model given, else the
+        role's coding agent (``agent``: its run of this step, through a gateway
+        to the endpoint), else the endpoint's model."""
+        if self.model is not None:
+            return self.model
+        if agent is not None:
+            return AgentModel(agent, settings.base_url, settings.api_key, settings.timeout)
+        return OpenAICompatible(settings)
 
     def client(self, base_url: str, api_key: Optional[str]):
         """The client for ``base_url`` (built on first use)."""

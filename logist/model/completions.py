@@ -46,6 +46,8 @@ class LLMReply:
     #: What was made of the usage to count it: a count refused or capped
     #: (the history notes each).
     notes: list[str] = field(default_factory=list)
+    #: A coding agent's run that gave this answer (:class:`logist.store.entries.AgentRunRecord`); None: a model's.
+    run: Optional[object] = None
 
     def __post_init__(self) -> None:
         # Here, so that every reply is checked however it was read (whole or streamed).

@@ -76,6 +76,7 @@ def post_recorded(job: JobFiles, entry: HistoryEntry, lock_timeout: float = 0) -
         replayed=True,
         fault=entry.response.fault,
         finish_reason=entry.response.finish_reason,
+        agent=entry.agent,
     )
 
 

@@ -98,6 +98,8 @@ TEMPLATES: dict[str, Template] = {
     ),
     "protocol/tags": Template(
         "How a tags-protocol role answers: kosmos-panel's base prompt (SKILL_SYSTEM_PROMPT_WITH_ASK), word for word."),
+    "protocol/agent": Template(
+        "How a role whose work a coding agent does ends its run: the exit command it gives (COMPLETED, STUCK or RETRY)."),
     "answer_form/json": Template("How a JSON-protocol answer is given, in a re-ask (messages/refused's {answer_form})."),
     "answer_form/tags": Template("How a tags-protocol answer is given, in a re-ask (messages/refused's {answer_form})."),
     "answer_reminder/json": Template("The last line of a JSON-protocol role's turn-opening message ({answer_reminder})."),

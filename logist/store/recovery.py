@@ -21,7 +21,9 @@ knows, after a crash at any point:
   :func:`open_job`): an ``llm_call`` entry like any other, counted once.
   Without one (the process ended while the call was in flight) it is
   recorded as a call of unknown outcome (``response.status`` ``UNKNOWN``),
-  counted in the totals, the job left as before the call.
+  counted in the totals, the job left as before the call; when a process of
+  the step answered it (a coding agent, whose process group the journal
+  names), that group is stopped and the workspace reset to that HEAD too.
 * any other journal, its entry not in the history (a person's action, a
   rewind): the workspace is reset to that HEAD and the job stays as before
   the step; an answer the journal holds is written into the recovery note.
@@ -279,7 +281,9 @@ def open_job(session: "JobSession", finish: Optional[Finish] = None,
             notes.append(f"entry {journal.sequence} was recorded but its command was interrupted before it finished")
         elif journal.request is not None and finish is not None:
             # A call: recorded as the call it was (below), never made again.
-            if journal.phase == "applying" and journal.head_before:
+            if journal.head_before and (journal.phase == "applying" or journal.command_pgid is not None):
+                # Applying, or a call a process of the step answered in the workspace (a coding agent's
+                # run): what was written is not the step's.
                 files.repo.reset_to(journal.head_before)
                 reset_head = journal.head_before
             interrupted = journal

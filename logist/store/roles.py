@@ -38,6 +38,7 @@ import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from ..agents.providers import PROVIDERS
 from ..errors import ConfigError, NoSuchNameError, format_validation_error
 from ..resources import data_dir
 from .prompts import check_instructions
@@ -85,6 +86,14 @@ class RoleManifest(BaseModel):
     """What becomes of an answer's file_changes: allowed, applied; refused, the answer is refused with the reason (and re-asked while format_retries last); approval, held until a person approves (job approve-command) or skips them (job skip-command)."""
     checks: list[str] = []
     """Checks of a job this role takes part in (shell commands Logist runs in the workspace after a COMPLETED; exit 0 passes), added to its skill's; a job's own --check replaces them."""
+    agent: Optional[str] = Field(default=None, json_schema_extra={"enum": list(PROVIDERS)})
+    """A coding agent that does the role's work (aider, codex, claude-code, qwen-code, opencode, or command: any program): each step of the role is one run of it in the job's workspace, its model calls made through Logist's recording gateway to the role's model (llm_model or llm_alias), and its run ends in the role's answer (COMPLETED, STUCK or RETRY). Unset: the model answers each step itself."""
+    agent_command: list[Annotated[str, Field(min_length=1)]] = []
+    """With agent command: the program's argv, {prompt_file} and {workspace} filled in (["my-agent", "--prompt-file", "{prompt_file}"])."""
+    agent_args: list[str] = []
+    """With agent: more arguments for the agent's command line, after Logist's own."""
+    agent_max_calls: int = Field(default=50, ge=1)
+    """With agent: the most model calls one run of the agent may make; the gateway refuses the next one and the job stops at its budget."""
     # Planner and compaction settings (SPEC section 7).
     prompt_compression: bool = False
     """Keep long conversations within bounds: older rounds are folded into a summary by a separate call."""
@@ -108,6 +117,13 @@ class RoleManifest(BaseModel):
             raise ValueError("give instructions or prompt_file, not both")
         if self.response_format is not None and self.structured_output not in (None, "off"):
             raise ValueError("give response_format or structured_output, not both")
+        if self.agent is not None and self.agent not in PROVIDERS:
+            raise ValueError(f"agent: no agent '{self.agent}' (known: {', '.join(PROVIDERS)})")
+        if self.agent_command and self.agent != "command":
+            raise ValueError("agent_command is for \"agent\": \"command\"")
+        if self.agent == "command" and not self.agent_command:
+            raise ValueError("agent_command: the argv of the agent command to run, e.g. "
+                             "[\"my-agent\", \"--prompt-file\", \"{prompt_file}\"]")
         if self.llm_model is None and self.llm_alias is None:
             raise ValueError("llm_model: Field required (or give llm_alias)")
         return self

@@ -62,6 +62,7 @@ no part of what a session guarantees.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -72,7 +73,7 @@ from . import recovery, seek, upgrade, upgrading
 from . import lease as leases
 from . import manifest as manifests
 from . import response_formats
-from .atomic import atomic_write
+from .atomic import atomic_write, atomic_write_json
 from .config import LogistConfig
 from ..failpoints import failpoint
 from .entries import WORKSPACE_PATH, HistoryEntry, JobHistory
@@ -100,6 +101,8 @@ REPORT_NAME = "report.html"
 README_NAME = "README.md"
 CONTEXT_NAME = "context.md"
 LOCK_NAME = ".lock"
+#: The folder of the calls a role's coding agent made through the gateway: ``<entry>/call-<n>.json``.
+AGENT_RUNS_NAME = "agent_runs"
 VIEWS_LOCK_NAME = ".views.lock"
 
 
@@ -143,6 +146,9 @@ JOB_FILES: tuple[JobFile, ...] = (
     JobFile(RESPONSE_FORMATS_NAME + "/", "the response_format values the calls sent (decoding schemas), each kept "
                                          "once by its SHA-256 and named by the history's entries that sent it",
             always=False),
+    JobFile(AGENT_RUNS_NAME + "/", "the model calls a role's coding agent made through Logist's gateway: one "
+                                   "folder per step (its history entry's number), one JSON file per call "
+                                   "(request, answer, usage), named by the entry", always=False),
     JobFile(REPORT_NAME, "the job's timeline as one HTML page, written by `logist job report`", always=False),
     JobFile(JOURNAL_NAME, "only while a step is applied: what to undo if it is interrupted", always=False),
     JobFile(HISTORY_APPEND_NAME, "only while an entry is appended to the history: where the append started",
@@ -270,6 +276,30 @@ class JobFiles:
     @property
     def response_formats_dir(self) -> Path:
         return self.dir / RESPONSE_FORMATS_NAME
+
+    def agent_call_name(self, sequence: int, number: int) -> str:
+        """Where call ``number`` of the agent run of entry ``sequence`` is kept, relative to the job's folder."""
+        return f"{AGENT_RUNS_NAME}/{sequence:04d}/call-{number:03d}.json"
+
+    def agent_call_names(self, sequence: int) -> list[str]:
+        """The calls kept for the agent run of entry ``sequence``, in order (relative to the job's folder)."""
+        folder = self.dir / AGENT_RUNS_NAME / f"{sequence:04d}"
+        if not folder.is_dir():
+            return []
+        return [f"{AGENT_RUNS_NAME}/{sequence:04d}/{p.name}" for p in sorted(folder.glob("call-*.json"))]
+
+    def agent_calls(self, sequence: int) -> list[tuple[str, dict]]:
+        """The calls kept for the agent run of entry ``sequence``: (name, the gateway's record), in order;
+        a file that cannot be read is left out."""
+        found = []
+        for name in self.agent_call_names(sequence):
+            try:
+                data = json.loads((self.dir / name).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict):
+                found.append((name, data))
+        return found
 
     @property
     def workspace(self) -> Path:
@@ -539,6 +569,15 @@ class JobSession(JobFiles):
         self.journal.close()
         if self.manifest is not None:
             self.manifest = manifest
+
+    def keep_agent_call(self, sequence: int, number: int, data: dict) -> str:
+        """Keep one call a coding agent made (its gateway's record) before its
+        answer reaches the agent (written atomically, fsynced); its name."""
+        name = self.agent_call_name(sequence, number)
+        path = self.dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, data)
+        return name
 
     def write_manifest(self, manifest: JobManifest) -> None:
         """Write the manifest alone (a change no entry records: a create, a repair's restore)."""

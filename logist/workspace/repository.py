@@ -199,6 +199,30 @@ class Workspace:
                         "--ignore-submodules=all"])
         return stream_patches(git, self.path, git_env(self.path / ".git" if self.guarded else None), stdin, count, limit)
 
+    def work_patch(self, base: str) -> str:
+        """Everything in the workspace that differs from commit ``base``
+        (changed, added, deleted files; untracked ones too, ignored ones not),
+        as a binary patch :meth:`apply_patch` applies: what a coding agent's
+        run did. The changes are staged (the step's commit stages them anyway)."""
+        added = self._run(["add", "-A", "--ignore-errors"])
+        denied = _denied(added)
+        if added.returncode != 0 and not denied:
+            raise LogistError(f"git add failed in {self.path}: {_git_detail(added)}")
+        return self._raw("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv",
+                         "--no-renames", "--ignore-submodules=all", base)
+
+    def apply_patch(self, patch: str) -> None:
+        """Apply a patch of :meth:`work_patch` to the files (not committed);
+        :class:`LogistError` with git's message when it does not apply."""
+        if not patch.strip():
+            return
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".patch", delete=False) as handle:
+            handle.write(patch)
+        try:
+            self._git("apply", "--binary", "--whitespace=nowarn", handle.name)
+        finally:
+            os.unlink(handle.name)
+
     def file_at(self, sha: str, rel: str) -> str:
         """A workspace file's text as it was at commit ``sha``."""
         return self._raw("show", f"{sha}:{rel}")
