@@ -40,6 +40,7 @@ from types import SimpleNamespace
 from typing import Callable, Iterator, Literal, Optional, Sequence, Union
 
 from . import views
+from .agents.providers import PINNED, PROVIDERS, find_program, version as agent_version
 from .engine.budget import BUDGETS, SETTABLE, raise_hint, stopped_by_budget
 from .engine.call import CallWatch, call_settings, finish_interrupted
 from .engine.commands import CommandWatch, held_because
@@ -86,7 +87,7 @@ __all__ = [
     "open", "Jobs", "Job", "Preview",
     # What its methods take and return.
     "JobSpec", "StepResult", "JobManifest", "Status", "HistoryEntry", "JobHistory", "QueueOutcome", "BatchCounts",
-    "CallWatch", "CommandWatch", "FsckReport", "EntryInFull", "Endpoint", "RoleFacts", "Workflow", "CheckRun",
+    "CallWatch", "CommandWatch", "FsckReport", "EntryInFull", "Endpoint", "RoleFacts", "AgentFacts", "Workflow", "CheckRun",
     "CheckStatus",
     # Facts about jobs a caller shows (the command line and logist serve show them).
     "workflow", "person_can", "held_because", "raise_hint", "check_engine", "engine_names", "read_history",
@@ -149,6 +150,25 @@ class RoleFacts:
     max_tokens: int
     #: The structured-output setting its calls use ("off (...)" when the role's protocol has none).
     structured_output: str
+
+
+@dataclass(frozen=True)
+class AgentFacts:
+    """A coding agent a role may name (``logist agents``, ``logist doctor``)."""
+
+    #: Its name in a role file (``"agent": NAME``).
+    name: str
+    #: The program looked up on PATH ("" for ``command``: the role's agent_command names it).
+    program: str
+    #: The API it calls through the gateway: chat, responses or messages.
+    api: str
+    description: str
+    #: Where its program was found on PATH (None: not installed).
+    path: Optional[str] = None
+    #: The version it reports (asked only when wanted: some agents take seconds to say it).
+    version: Optional[str] = None
+    #: The version Logist's tests run (the agents' command lines were written against it).
+    tested: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -323,6 +343,17 @@ class Jobs:
 
     def skill(self, name: str) -> Skill:
         return load_skill(name, self.path)
+
+    def agents(self, *, versions: bool = False) -> list[AgentFacts]:
+        """The coding agents a role may name (:data:`logist.agents.PROVIDERS`),
+        each with where its program is on PATH; ``versions``: also the version
+        each installed one reports (it is run once with ``--version``)."""
+        facts = []
+        for name, agent in PROVIDERS.items():
+            path = find_program(agent.program) if agent.program else None
+            facts.append(AgentFacts(name, agent.program, agent.api, agent.description, path,
+                                    agent_version(agent, path) if versions and path else None, PINNED.get(name)))
+        return facts
 
     # -- endpoints ----------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from ..terminal import shown
 from .app import EXIT_INTERRUPTED, Application, echo, exit_codes_help
 from .common import JOBS_DIR_HELP, accept_jobs_dir
 from .demo import demo
-from .doctor import doctor, models
+from .doctor import agents, doctor, models
 from .init import init
 from .job import job
 from .prompts import prompts
@@ -100,6 +100,7 @@ def _register() -> None:
     cli.add_command(workflow)
     cli.add_command(doctor)
     cli.add_command(models)
+    cli.add_command(agents)
 
 
 _register()
