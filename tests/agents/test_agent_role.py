@@ -180,7 +180,8 @@ def test_a_token_budget_stops_the_agent_at_the_gateway_after_the_call_that_cross
     assert "raise it: logist job set" in job.raise_hint(manifest)
     transcript = (jobs / JOB / "transcript.md").read_text()
     assert "Stopped at the gateway: token budget spent" in transcript
-    assert "- call 3: chat, HTTP 200, 40 tokens in, 10 out, `agent_runs/0002/call-003.json`" in transcript
+    assert f"- call 3: chat, HTTP 200, 40 tokens in, 10 out, `{run.agent.calls[2].file}`" in transcript
+    assert run.agent.calls[2].file == f"agent_runs/{run.sequence:04d}/call-003.json"
 
 
 def test_a_kill_during_the_agents_run_leaves_no_agent_and_the_next_command_records_its_calls(tmp_path, monkeypatch):
