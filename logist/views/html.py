@@ -167,6 +167,17 @@ def _outcome_html(entry: HistoryEntry) -> str:
     if response is not None and response.files_changed:
         files = ", ".join(f"<code>{esc(p)}</code>" for p in response.files_changed)
         items.append(f"<li>Files changed: {files}</li>")
+    run = entry.agent
+    if run is not None:
+        ended = ("stopped at its timeout" if run.timed_out else "interrupted" if run.interrupted
+                 else f"exit {run.exit_code}" if run.exit_code is not None else "ended")
+        calls = "".join(
+            f"<li>call {call.number}: {esc(call.api)}, HTTP {call.status}"
+            + (f", {call.input_tokens or 0} tokens in, {call.output_tokens or 0} out" if call.input_tokens is not None
+               else "") + f", <code>{esc(call.file)}</code></li>" for call in run.calls)
+        stop = f' <span class="error">stopped at the gateway: {esc(run.budget_stop)}</span>' if run.budget_stop else ""
+        items.append(f"<li>The agent <code>{esc(run.agent)}</code> ran ({esc(ended)}), {len(run.calls)} model "
+                     f"call{'s' if len(run.calls) != 1 else ''} through the gateway:{stop}<ul>{calls}</ul></li>")
     command = entry.command
     if command is not None:
         if command.decision == "run":

@@ -220,6 +220,11 @@ def test_a_kill_during_the_agents_run_leaves_no_agent_and_the_next_command_recor
     # Every call the gateway forwarded is in the history: the killed run's, the next run's, the Supervisor's.
     assert len(killed.agent.calls) + len(finished.agent.calls) + 1 == forwarded == 3
     assert job.manifest().totals.llm_calls == forwarded
+    # The report shows both runs and their calls.
+    assert logist_cli("job", "report", JOB).returncode == 0
+    report = (jobs / JOB / "report.html").read_text()
+    assert "The agent <code>command</code> ran (interrupted), 1 model call through the gateway" in report
+    assert "The agent <code>command</code> ran (exit 0), 1 model call through the gateway" in report
 
 
 def test_replay_of_an_agent_job_without_the_agent_makes_the_same_commit_at_each_step(tmp_path, monkeypatch):
