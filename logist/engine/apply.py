@@ -388,7 +388,12 @@ def _agent_work(job: JobFiles, before: JobManifest, outcome: Outcome,
         head_before, unreadable = commit_hand_edits(job, sequence, before.workspace_commit)
     # From here on a crash is repaired from the journal: the workspace goes back to head_before.
     job.session.journal.begin_applying(sequence, head_before, outcome.raw, saved)
-    if outcome.agent.patch and not job.repo.is_dirty():
+    head = job.repo.head()
+    if head_before and head != head_before:
+        # The agent committed its work itself: its commits are folded into the step's (and kept under a ref).
+        job.repo.keep_ref(f"refs/logist/agent/{sequence}", head)
+        job.repo.fold_to(head_before)
+    elif outcome.agent.patch and not job.repo.is_dirty():
         job.repo.apply_patch(outcome.agent.patch)
     return head_before, unreadable
 

@@ -285,6 +285,11 @@ class Workspace:
         if denied:
             raise UnreadableFiles(self.path, denied, f"put the workspace back at {sha[:12]}")
 
+    def fold_to(self, sha: str) -> None:
+        """Move HEAD back to ``sha`` keeping the files as they are (``git reset
+        --soft``): the commits after it become part of the next commit."""
+        self._git("reset", "-q", "--soft", sha)
+
     def keep_ref(self, ref: str, sha: str) -> None:
         """Keep ``sha`` reachable under ``ref`` (so rewinding never loses a commit)."""
         self._git("update-ref", ref, sha)

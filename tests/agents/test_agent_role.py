@@ -37,7 +37,7 @@ SUPERVISOR_RETRY = json.dumps({"action": "RETRY", "evidence_files": [],
 KEY_ENV = {"LOGIST_API_KEY": CANARY_KEY}
 
 
-def jobs_with_agent(tmp_path: Path, agent: str, **role) -> Path:
+def jobs_with_agent(tmp_path: Path, agent: str, *create: str, **role) -> Path:
     """A jobs directory whose role Coder is ``agent``, and job :data:`JOB` with Coder as its Worker."""
     jobs = tmp_path / "jobs"
     assert logist_cli("init").returncode == 0
@@ -46,7 +46,7 @@ def jobs_with_agent(tmp_path: Path, agent: str, **role) -> Path:
         "name": "Coder", "description": "a coding agent", "instructions": "Do the job's work in the workspace.",
         "llm_model": "scripted", "agent": agent, **role}))
     created = logist_cli("job", "create", JOB, "-o", "Create hello.py that prints hello.", "--worker", "Coder",
-                         "--command-timeout", "240")
+                         "--command-timeout", "240", *create)
     assert created.returncode == 0, created.stderr
     return jobs
 
@@ -131,6 +131,10 @@ AGENT_PROGRAM = textwrap.dedent('''\
             os.remove(path)
         else:
             open(path, "wb").write(text.encode("latin-1"))
+    if todo.get("commit"):  # commits its work itself, as some agents do
+        import subprocess
+        subprocess.run(["git", "add", "-A"], check=True)
+        subprocess.run(["git", "commit", "-qm", "the agent's own commit"], check=True)
     if todo.get("sleep"):
         time.sleep(todo["sleep"])
     print(json.dumps({"action": "COMPLETED", "evidence_files": ["hello.py"], "summary_for_supervisor": "done"}))
@@ -256,3 +260,28 @@ def test_replay_of_an_agent_job_without_the_agent_makes_the_same_commit_at_each_
     replays = [entry for entry in copy.history() if entry.agent is not None]
     assert [entry.kind for entry in replays] == ["replay", "replay"]
     assert (copy.workspace / "notes.txt").read_text() == "done\n" and not (copy.workspace / "blob.bin").exists()
+
+
+def test_commits_the_agent_makes_itself_are_folded_into_the_steps_commit(tmp_path, monkeypatch):
+    on_path(monkeypatch, command_agent(tmp_path, [{"calls": 1, "write": {"hello.py": "print('hello')\n"},
+                                                   "commit": True}]))
+    # Without the sandbox's mounts the workspace's .git is writable to the agent.
+    jobs = jobs_with_agent(tmp_path, "command", "--command-sandbox", "none",
+                           agent_command=["my-agent", "{prompt_file}"])
+    with ScriptedLLMServer(["ok", SUPERVISOR_OK]) as endpoint:
+        done = logist_cli("job", "run", JOB, "--base-url", endpoint.base_url, env=KEY_ENV)
+    assert done.returncode == 3, done.stderr
+    job = job_of(jobs)
+    [run] = agent_entries(job)
+    assert run.agent.commits is not None and run.response.files_changed == ["hello.py"]
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=job.workspace, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    baseline = job.entry(1).workspace_commit
+    assert git("rev-parse", f"{run.workspace_commit}^") == baseline  # one step, one commit
+    assert git("log", "-1", "--format=%s", run.workspace_commit).startswith(f"logist: {JOB} entry {run.sequence} Coder")
+    assert git("show", f"{run.workspace_commit}:hello.py") == "print('hello')"
+    kept = git("rev-parse", f"refs/logist/agent/{run.sequence}")
+    assert git("log", "-1", "--format=%s", kept) == "the agent's own commit"
