@@ -122,6 +122,7 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
     model = settings.endpoints.model_for(settings, task)
     head = manifest.workspace_commit
     if isinstance(model, AgentModel):
+        model.ready()  # its program is there: else nothing is changed
         # The agent writes the workspace itself: a person's edits since the last step are committed first,
         # so that its work is exactly what it changed from there.
         head, unreadable = commit_hand_edits(job, sequence, manifest.workspace_commit)

@@ -28,11 +28,12 @@ from typing import Callable, Optional
 from urllib.parse import urlparse
 
 from ..agents import provider, run_agent
-from ..agents.providers import CHAT, MESSAGES, RESPONSES
+from ..agents.providers import CHAT, MESSAGES, RESPONSES, find_program
 from ..errors import LLMCallError, LogistError
 from ..protocol.answer import answer_json
 from ..store.entries import AgentCall, AgentRunRecord
 from ..workspace.repository import Workspace
+from ..workspace.sandbox import command_env
 from .base import Model, Request
 from .completions import LLMReply
 from .gateway import CHAT as CHAT_MODE, PASSTHROUGH, Exchange, Gateway, Totals
@@ -118,6 +119,15 @@ class AgentModel(Model):
         self.api_key = api_key
         #: How long the gateway waits for the endpoint's answer to one call.
         self.timeout = timeout
+
+    def ready(self) -> None:
+        """The agent's program is on PATH, else :class:`LogistError` naming it:
+        checked before the step changes anything."""
+        chosen = provider(self.task.agent)
+        name = self.task.command[0] if chosen.name == "command" and self.task.command else chosen.program
+        if find_program(name, command_env(self.task.env_names)) is None:
+            raise LogistError(f"cannot run the agent '{chosen.name}': no program '{name}' on PATH "
+                              "(logist agents lists the agents and where each is found)")
 
     def complete(self, request: Request) -> LLMReply:
         task = self.task

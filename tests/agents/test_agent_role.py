@@ -285,3 +285,18 @@ def test_commits_the_agent_makes_itself_are_folded_into_the_steps_commit(tmp_pat
     assert git("show", f"{run.workspace_commit}:hello.py") == "print('hello')"
     kept = git("rev-parse", f"refs/logist/agent/{run.sequence}")
     assert git("log", "-1", "--format=%s", kept) == "the agent's own commit"
+
+
+def test_an_agent_that_is_not_installed_changes_nothing(tmp_path):
+    jobs = jobs_with_agent(tmp_path, "command", agent_command=["no-such-agent-program", "{prompt_file}"])
+    (jobs / JOB / "workspace" / "by-hand.txt").write_text("a person's edit\n")
+    with ScriptedLLMServer([]) as endpoint:
+        done = logist_cli("job", "step", JOB, "--base-url", endpoint.base_url, env=KEY_ENV)
+        assert endpoint.requests == []
+    assert done.returncode == 1
+    assert "cannot run the agent 'command': no program 'no-such-agent-program' on PATH" in done.stderr
+    job = job_of(jobs)
+    assert [entry.kind for entry in job.history()] == ["user_action"] and str(job.status) == "PENDING"
+    assert job.unrecorded_step() is None
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=job.workspace, capture_output=True, text=True)
+    assert status.stdout.strip() == "?? by-hand.txt"  # not committed by a step that did not happen
