@@ -300,3 +300,16 @@ def test_an_agent_that_is_not_installed_changes_nothing(tmp_path):
     assert job.unrecorded_step() is None
     status = subprocess.run(["git", "status", "--porcelain"], cwd=job.workspace, capture_output=True, text=True)
     assert status.stdout.strip() == "?? by-hand.txt"  # not committed by a step that did not happen
+
+
+def test_the_roles_call_cap_stops_the_agent_at_the_gateway(tmp_path, monkeypatch):
+    on_path(monkeypatch, command_agent(tmp_path, [{"calls": 5}]))
+    jobs = jobs_with_agent(tmp_path, "command", agent_command=["my-agent", "{prompt_file}"], agent_max_calls=2)
+    with ScriptedLLMServer(["one", "two", "three"]) as endpoint:
+        done = logist_cli("job", "run", JOB, "--base-url", endpoint.base_url, env=KEY_ENV)
+        forwarded = len(endpoint.requests)
+    assert done.returncode == 4, done.stderr
+    [run] = agent_entries(job_of(jobs))
+    assert forwarded == 2 and len(run.agent.calls) == 2
+    assert run.agent.budget_stop == "the agent's call limit reached (2 of 2 calls: the role's agent_max_calls)"
+    assert run.response.status == "FAILED" and str(job_of(jobs).status) == "INTERVENTION_REQUIRED"

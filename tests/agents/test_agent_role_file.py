@@ -54,3 +54,29 @@ def test_the_agent_is_given_the_system_message_then_the_turn_in_order():
     assert text == ("How to end.\n\n--- User ---\n# Job\nWrite hello.py.\n\n"
                     '--- Your earlier run ended with ---\n{"action": "COMPLETED"}\n\n'
                     "--- User ---\nThe Supervisor asks for a test.\n")
+
+
+def test_logist_agents_lists_every_provider_and_doctor_says_the_installed_ones_versions(tmp_path, monkeypatch):
+    import json
+    import os
+
+    from conftest import logist_cli
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    fake = folder / "aider"
+    fake.write_text("#!/bin/sh\necho 'aider 9.8.7'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:/usr/bin:/bin")  # this aider, no other agent
+    listed = json.loads(logist_cli("agents", "--json").stdout)
+    assert [agent["name"] for agent in listed] == list(PROVIDERS)
+    assert listed[0] == {"name": "aider", "program": "aider", "api": "chat", "installed": str(fake),
+                         "tested": "0.86.2", "description": PROVIDERS["aider"].description}
+    assert all(agent["installed"] is None for agent in listed[1:])
+    assert logist_cli("init").returncode == 0
+    doctor = logist_cli("doctor", "--json", "--base-url", "http://127.0.0.1:9/v1")
+    assert doctor.returncode == 1  # nothing answers there; the agents are reported all the same
+    assert json.loads(doctor.stdout)["agents"] == {"aider": {"path": str(fake), "version": "9.8.7",
+                                                             "tested": "0.86.2"}}
+    shown = logist_cli("doctor", "--base-url", "http://127.0.0.1:9/v1").stdout
+    assert f"agents     aider 9.8.7 ({fake})" in shown
