@@ -434,11 +434,12 @@ def _apply_answer(job: JobFiles, before: JobManifest, prepared: Prepared, outcom
     elif answer is not None:
         rule = hold_changes(after, before, answer, call)
         after.reason, after.question = None, None
+    action = "LIMIT" if work is not None and work.budget_stop is not None else \
+        answer.action if answer else reading.status
     if work is not None:
         # The agent's work is the step's commit, whatever became of its answer.
         done.files_changed = list(work.changed_files)
-        label = "LIMIT" if work.budget_stop is not None else answer.action if answer else reading.status
-        message = _commit_message(job.id, call.sequence, prepared.role.name, label,
+        message = _commit_message(job.id, call.sequence, prepared.role.name, action,
                                   (answer.summary_for_supervisor if answer else None) or reading.error)
         try:
             done.commit = job.repo.commit_all(message) or done.commit
@@ -450,8 +451,6 @@ def _apply_answer(job: JobFiles, before: JobManifest, prepared: Prepared, outcom
         log.warning("job %s: %s", job.id, unreadable)
     after.workspace_commit = done.commit
     cost, priced = count_call(after, prepared.config, prepared.model, outcome, kind)
-    action = "LIMIT" if work is not None and work.budget_stop is not None else \
-        answer.action if answer else reading.status
     return record_step(
         job, before, after, rule, kind=kind, role=prepared.role.name,
         action=action, workspace_commit=done.commit, outcome=outcome,

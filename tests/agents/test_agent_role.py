@@ -313,3 +313,26 @@ def test_the_roles_call_cap_stops_the_agent_at_the_gateway(tmp_path, monkeypatch
     assert forwarded == 2 and len(run.agent.calls) == 2
     assert run.agent.budget_stop == "the agent's call limit reached (2 of 2 calls: the role's agent_max_calls)"
     assert run.response.status == "FAILED" and str(job_of(jobs).status) == "INTERVENTION_REQUIRED"
+
+
+@pytest.mark.parametrize("point", ["after_call", "after_history"])
+def test_a_crash_after_the_agents_run_is_finished_by_the_next_command_without_running_it_again(point, tmp_path,
+                                                                                               monkeypatch):
+    folder = command_agent(tmp_path, [{"calls": 1, "write": {"hello.py": "print('hello')\n"}}])
+    on_path(monkeypatch, folder)
+    jobs = jobs_with_agent(tmp_path, "command", agent_command=["my-agent", "{prompt_file}"])
+    with ScriptedLLMServer(["ok", SUPERVISOR_OK]) as endpoint:
+        crashed = subprocess.run([sys.executable, "-m", "logist", "job", "step", JOB, "--oneshot", "--base-url",
+                                  endpoint.base_url], env={**os.environ, **KEY_ENV, "LOGIST_FAILPOINT": point},
+                                 capture_output=True, text=True, timeout=120)
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+        done = logist_cli("job", "run", JOB, "--base-url", endpoint.base_url, env=KEY_ENV)
+    assert done.returncode == 3, done.stderr
+    assert len((folder / "runs").read_text().split()) == 1  # the agent ran once
+    job = job_of(jobs)
+    [run] = agent_entries(job)
+    assert run.response.actions == ["COMPLETED"] and run.response.files_changed == ["hello.py"]
+    assert committed(job, run.workspace_commit, "hello.py") == "print('hello')\n"
+    assert subprocess.run(["git", "rev-list", "--count", run.workspace_commit], cwd=job.workspace,
+                          capture_output=True, text=True).stdout.strip() == "2"  # the baseline, then the step
+    assert job.manifest().totals.llm_calls == 2 and job.entry(run.sequence + 1).role == "Supervisor"
