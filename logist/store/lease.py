@@ -32,7 +32,15 @@ On a shared filesystem (NFS, EFS) this needs what the job's lock needs:
 ``flock`` honoured across hosts (NFSv4, or v3 with lockd; never mounted with
 ``nolock`` or ``local_lock=flock``/``all``), renames atomic, close-to-open
 consistency (the default; not ``nocto``), and clocks in step (NTP): expiry
-is wall time, compared on each host.
+is wall time, compared on each host. A lease that ends further ahead than
+its own length (plus :data:`CLOCK_SLACK`) was written by a clock ahead of
+the reader's; it is over, not honoured for as long as that clock is ahead.
+
+A runner that takes over a lapsed lease whose holder is alive but stalled
+(stopped, or on a slow clock) may find the job's lock still held by that
+holder's step: it waits for that step (one lease length at most) rather
+than give up at once, and the stalled holder, once it goes on, finds its
+lease taken and stops, naming the runner that has the job now.
 """
 
 from __future__ import annotations
@@ -58,6 +66,8 @@ from .locks import hold_lock
 LEASE_SECONDS = 60.0
 #: How long a runner waits for ``.lease.lock`` (held only while a lease is read and replaced).
 LOCK_WAIT = 30.0
+#: How far apart two hosts' clocks may be and their leases still be read as written (seconds).
+CLOCK_SLACK = 5.0
 
 
 class LeaseHeld(LogistError):
@@ -98,6 +108,8 @@ def over(data: dict, now: Optional[datetime] = None) -> Optional[str]:
         expires = datetime.fromisoformat(str(data.get("expires_at")))
     except ValueError:
         return "it names no valid expiry"
+    if expires.tzinfo is None:
+        return "it names no valid expiry"
     if expires <= now:
         return f"it expired at {data.get('expires_at')}"
     pid, started = data.get("pid"), data.get("started")
@@ -106,7 +118,23 @@ def over(data: dict, now: Optional[datetime] = None) -> Optional[str]:
             return f"its process {pid} on this host is gone"
         if isinstance(started, str) and not running(pid, started):
             return f"its process {pid} on this host is gone (the id now names a process started later)"
+    if expires > now + timedelta(seconds=_length(data) + CLOCK_SLACK):
+        # Renewed leases end at most one lease length ahead: this one was
+        # written by a clock that is ahead (or by hand), and would hold the job
+        # for as long as that clock is ahead.
+        return f"it expires at {data.get('expires_at')}, further ahead than one lease length (a clock ahead of this one's)"
     return None
+
+
+def _length(data: dict) -> float:
+    """The lease length ``data`` was written with (its expiry less its last
+    renewal), else :data:`LEASE_SECONDS`; never less than a second."""
+    try:
+        written = datetime.fromisoformat(str(data.get("renewed_at") or data.get("acquired_at")))
+        length = (datetime.fromisoformat(str(data.get("expires_at"))) - written).total_seconds()
+    except (ValueError, TypeError):
+        return LEASE_SECONDS
+    return max(1.0, length) if length > 0 else LEASE_SECONDS
 
 
 def describe(data: dict) -> str:

@@ -85,9 +85,10 @@ def test_a_leased_job_is_skipped_and_said_so(jobs, llm):
     from datetime import datetime, timedelta, timezone
 
     make_jobs(jobs, 1)
-    until = (datetime.now(timezone.utc) + timedelta(minutes=5)).isoformat()
+    now = datetime.now(timezone.utc)
     (jobs.path / "job-00" / LEASE_NAME).write_text(json.dumps(
-        {"host": "node-7", "pid": 42, "engine": "ray", "task": "abc", "token": "t", "expires_at": until}))
+        {"host": "node-7", "pid": 42, "engine": "ray", "task": "abc", "token": "t", "renewed_at": now.isoformat(),
+         "expires_at": (now + timedelta(minutes=1)).isoformat()}))
     result = run_all(jobs, llm)
     assert result.returncode == 0, result.stderr
     assert "job-00" in result.stderr and "skipped: run by another runner: host node-7, pid 42 (ray task abc)" in result.stderr

@@ -20,8 +20,10 @@ from logist.store.lease import LeaseHeld, acquire, holding
 
 
 def write_lease(job_dir, *, host: str, pid: int, seconds: float, started=None) -> None:
-    expires = datetime.now(timezone.utc) + timedelta(seconds=seconds)
-    data = {"host": host, "pid": pid, "engine": "ray", "task": "t-1", "token": "theirs", "expires_at": expires.isoformat()}
+    now = datetime.now(timezone.utc)
+    expires = now + timedelta(seconds=seconds)
+    data = {"host": host, "pid": pid, "engine": "ray", "task": "t-1", "token": "theirs",
+            "renewed_at": now.isoformat(), "expires_at": expires.isoformat()}
     if started is not None:
         data["started"] = started
     (job_dir / LEASE_NAME).write_text(json.dumps(data))
@@ -174,3 +176,87 @@ def test_a_lease_is_superseded_by_the_task_of_a_runner_its_batch_saw_die(tmp_pat
         acquire(JobFiles(tmp_path), engine="ray", task="retry", supersedes="t-2")
     lease = acquire(JobFiles(tmp_path), engine="ray", task="retry", supersedes="t-1")
     assert "its runner died" in lease.took_over and JobFiles(tmp_path).read_lease()["token"] == lease.token
+
+
+def test_a_lease_dated_further_ahead_than_its_length_is_over(tmp_path):
+    # Written by a host whose clock is 10 minutes ahead: renewed "in 10 minutes",
+    # expiring a lease length after that. Honouring it would block the job for
+    # as long as that clock is ahead.
+    ahead = datetime.now(timezone.utc) + timedelta(minutes=10)
+    data = {"host": "skewed-host", "pid": 1, "engine": "ray", "task": "t-1", "token": "theirs",
+            "acquired_at": ahead.isoformat(), "renewed_at": ahead.isoformat(),
+            "expires_at": (ahead + timedelta(seconds=leases.LEASE_SECONDS)).isoformat()}
+    (tmp_path / LEASE_NAME).write_text(json.dumps(data))
+    lease = acquire(JobFiles(tmp_path), engine="serial", task="c")
+    assert "further ahead than one lease length" in lease.took_over and "skewed-host" in lease.took_over
+    # A lease a little ahead (a clock a second or two fast) is honoured.
+    soon = datetime.now(timezone.utc) + timedelta(seconds=2)
+    data.update(token="fast", renewed_at=soon.isoformat(),
+                expires_at=(soon + timedelta(seconds=leases.LEASE_SECONDS)).isoformat())
+    (tmp_path / LEASE_NAME).write_text(json.dumps(data))
+    with pytest.raises(LeaseHeld, match="skewed-host"):
+        acquire(JobFiles(tmp_path), engine="serial", task="d")
+
+
+def test_a_lease_with_an_expiry_without_a_time_zone_is_over(tmp_path):
+    data = {"host": "h", "pid": 1, "token": "theirs", "expires_at": "2999-01-01T00:00:00"}
+    (tmp_path / LEASE_NAME).write_text(json.dumps(data))
+    assert "no valid expiry" in acquire(JobFiles(tmp_path), engine="serial", task="c").took_over
+
+
+def test_a_runner_that_takes_over_a_lapsed_lease_waits_for_the_stalled_holders_step(jobs, llm):
+    # The holder's lease lapsed while it was stalled (SIGSTOP, a slow clock) in a
+    # step that holds the job's lock. The new holder waits for that step instead
+    # of failing at once ("busy") and releasing the job, which left it RUNNING
+    # with no runner; then it runs the job.
+    from conftest import answer
+    from logist.engine.create import create_job
+    from logist.engine.engines import run_one
+    from logist.store.manifest import Status
+
+    job = create_job(jobs, "stalled", "Write hello.py")
+    write_lease(job.dir, host="another-host", pid=1, seconds=-1)  # lapsed
+    llm.add(answer("COMPLETED", summary="done", evidence_files=[]))  # the Worker
+    llm.add(answer("COMPLETED", summary="approved", evidence_files=[]))  # the Supervisor
+    held, release = threading.Event(), threading.Event()
+
+    def stalled_step() -> None:
+        with JobFiles(job.dir).lock():
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=stalled_step)
+    holder.start()
+    held.wait(10)
+    threading.Timer(1.5, release.set).start()
+    outcome = run_one(str(jobs.path), "stalled", {"endpoints": llm.endpoints}, engine="threads", task="new")
+    holder.join()
+    assert outcome.error is None and outcome.skipped is None, outcome
+    assert "took over the lease of host another-host" in (outcome.note or "")
+    assert outcome.status == Status.APPROVAL_REQUIRED and outcome.steps == 2 and len(llm.requests) == 2
+
+
+def test_a_runner_whose_job_was_taken_over_reports_it_skipped_not_failed(jobs, llm):
+    from logist.engine.create import create_job
+    from logist.engine.engines import run_one
+
+    job = create_job(jobs, "taken", "Write hello.py")
+    with holding(JobFiles(job.dir), engine="threads", task="stalled"):
+        pass  # (released: the run below takes a fresh lease)
+
+    # The run's lease is taken over by another runner before its first step opens the job.
+    real_acquire = leases.acquire
+
+    def acquire_then_lose(*args, **kwargs):
+        lease = real_acquire(*args, **kwargs)
+        write_lease(job.dir, host="another-host", pid=1, seconds=30)
+        return lease
+
+    leases.acquire, restore = acquire_then_lose, leases.acquire
+    try:
+        outcome = run_one(str(jobs.path), "taken", {"endpoints": llm.endpoints}, engine="threads", task="old")
+    finally:
+        leases.acquire = restore
+    assert outcome.error is None, outcome
+    assert "taken over by host another-host" in (outcome.skipped or "")
+    assert llm.requests == []
