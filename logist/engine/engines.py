@@ -43,6 +43,7 @@ from .choices import DEFAULT_CONCURRENCY, engine_names, registered
 from .loop import QueueOutcome
 from .session import open_locked
 from .apply import StepResult
+from .decide import honour_stop
 from .step import step_once
 from .workflow import STEPPABLE, TERMINAL
 
@@ -76,6 +77,11 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
                 return QueueOutcome(job_id, status, note=lease.took_over or None)
             steps = 0
             while True:
+                stopped = honour_stop(job, kwargs.get("lock_timeout", 0))
+                if stopped is not None:
+                    if on_step:
+                        on_step(stopped)
+                    return QueueOutcome(job_id, stopped.status, steps, note=lease.took_over or None)
                 result = step_once(job, **kwargs)
                 steps += 1
                 if on_step:
@@ -85,7 +91,10 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
                         f"the endpoint failed ({result.error}); the turn is kept: running the job again goes on "
                         "with the same conversation"))
                 if result.status not in STEPPABLE or (stop is not None and stop.is_set()):
-                    return QueueOutcome(job_id, result.status, steps, note=lease.took_over or None)
+                    stopped = honour_stop(job, kwargs.get("lock_timeout", 0))
+                    if stopped is not None and on_step:
+                        on_step(stopped)
+                    return QueueOutcome(job_id, (stopped or result).status, steps, note=lease.took_over or None)
                 if lease.lost.is_set():
                     holder = job.read_lease() or {}
                     return QueueOutcome(job_id, result.status, steps, skipped=(
