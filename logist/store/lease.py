@@ -68,6 +68,8 @@ LEASE_SECONDS = 60.0
 LOCK_WAIT = 30.0
 #: How far apart two hosts' clocks may be and their leases still be read as written (seconds).
 CLOCK_SLACK = 5.0
+#: How often a lease of another host that is not seen renewed is read again (seconds).
+WATCH_INTERVAL = 0.5
 
 
 class LeaseHeld(LogistError):
@@ -137,6 +139,15 @@ def _length(data: dict) -> float:
     return max(1.0, length) if length > 0 else LEASE_SECONDS
 
 
+def _renewal(data: dict) -> tuple:
+    return data.get("renewed_at"), data.get("expires_at")
+
+
+def _alive_here(data: dict) -> bool:
+    """A live lease of a process on this host (checked by its process, not by watching it)."""
+    return data.get("host") == this_host() and isinstance(data.get("pid"), int)
+
+
 def describe(data: dict) -> str:
     """``host node-3, pid 4121 (ray task c2f1...), until 2026-...``"""
     task = f" ({data.get('engine')} task {data.get('task')})" if data.get("task") else ""
@@ -195,7 +206,11 @@ class Lease:
 def acquire(files: "JobFiles", *, engine: str, task: str, ttl: float = LEASE_SECONDS, wait: float = 0.0,
             supersedes: Optional[str] = None) -> Lease:
     """Take the job's lease, or raise :class:`LeaseHeld` naming its holder
-    (after waiting up to ``wait`` seconds for its lease to be over).
+    (after waiting up to ``wait`` seconds for its lease to be over). A live
+    lease of a process on this host is held; one of another host is held
+    once it is seen renewed (every third of its length while its runner
+    lives), and watched until it lapses otherwise: a lease whose runner or
+    host is gone is taken over within one lease length, whatever its host.
     ``supersedes``: the task of a runner the caller's batch saw die (a Ray
     runner its driver lost): a lease that task holds is taken over at once,
     by its task name, without waiting for it to expire. Should that runner
@@ -203,6 +218,7 @@ def acquire(files: "JobFiles", *, engine: str, task: str, ttl: float = LEASE_SEC
     checked then), and the job's lock keeps the two from stepping at once."""
     lease = Lease(files, uuid.uuid4().hex, engine, task, ttl)
     deadline = time.monotonic() + wait
+    first_seen: Optional[dict] = None
     while True:
         with hold_lock(files.lease_lock_path, "the job's lease", LOCK_WAIT):
             current = read_lease(files)
@@ -214,10 +230,16 @@ def acquire(files: "JobFiles", *, engine: str, task: str, ttl: float = LEASE_SEC
                     lease.took_over = f"took over the lease of {describe(current)}: {reason}"
                 atomic_write_json(lease.path, lease._data(_stamp(_now())))
                 return lease
-        if time.monotonic() >= deadline:
+        first_seen = first_seen or current
+        renewed = current.get("token") != first_seen.get("token") or _renewal(current) != _renewal(first_seen)
+        if time.monotonic() >= deadline and (renewed or _alive_here(current)):
             waited = f" (waited {wait:.0f} s)" if wait else ""
             raise LeaseHeld(f"run by another runner{waited}: {describe(current)}")
-        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+        # Another host's lease is live only while it is renewed: one seen renewed is
+        # skipped; one that is not renewed is watched until it lapses, then taken over
+        # (its runner or its host is gone), within one lease length.
+        time.sleep(min(1.0, max(0.05, deadline - time.monotonic())) if time.monotonic() < deadline
+                   else WATCH_INTERVAL)
 
 
 @contextmanager

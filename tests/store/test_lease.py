@@ -19,8 +19,8 @@ from logist.store import lease as leases
 from logist.store.lease import LeaseHeld, acquire, holding
 
 
-def write_lease(job_dir, *, host: str, pid: int, seconds: float, started=None) -> None:
-    now = datetime.now(timezone.utc)
+def write_lease(job_dir, *, host: str, pid: int, seconds: float, started=None, ahead: float = 0) -> None:
+    now = datetime.now(timezone.utc) + timedelta(seconds=ahead)
     expires = now + timedelta(seconds=seconds)
     data = {"host": host, "pid": pid, "engine": "ray", "task": "t-1", "token": "theirs",
             "renewed_at": now.isoformat(), "expires_at": expires.isoformat()}
@@ -42,14 +42,49 @@ def test_a_lease_is_written_renewed_and_released(tmp_path):
     assert describe(LEASE_NAME) is not None and describe(".lease.lock") is not None, "the job's README names them"
 
 
+class renewing:
+    """Another host's runner holding the lease and renewing it, as a live one does."""
+
+    def __init__(self, job_dir, seconds: float = 30, every: float = 0.3, ahead: float = 0):
+        self.job_dir, self.seconds, self.every, self.ahead = job_dir, seconds, every, ahead
+        self.stop = threading.Event()
+
+    def __enter__(self):
+        write_lease(self.job_dir, host="another-host", pid=1, seconds=self.seconds, ahead=self.ahead)
+        self.thread = threading.Thread(target=self._renew)
+        self.thread.start()
+        return self
+
+    def _renew(self):
+        while not self.stop.wait(self.every):
+            write_lease(self.job_dir, host="another-host", pid=1, seconds=self.seconds, ahead=self.ahead)
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
 def test_a_live_lease_is_not_taken(tmp_path):
     with holding(JobFiles(tmp_path), engine="threads", task="a"):
         with pytest.raises(LeaseHeld, match=f"pid {os.getpid()}"):
             acquire(JobFiles(tmp_path), engine="threads", task="b")
-    write_lease(tmp_path, host="another-host", pid=1, seconds=30)
-    with pytest.raises(LeaseHeld, match="host another-host, pid 1 \\(ray task t-1\\)"):
-        acquire(JobFiles(tmp_path), engine="serial", task="c")
-    assert JobFiles(tmp_path).read_lease()["token"] == "theirs", "left as it was"
+    with renewing(tmp_path):
+        started = time.monotonic()
+        with pytest.raises(LeaseHeld, match="host another-host, pid 1 \\(ray task t-1\\)"):
+            acquire(JobFiles(tmp_path), engine="serial", task="c")
+        assert time.monotonic() - started < 10, "skipped once seen renewed, not after its expiry"
+        assert JobFiles(tmp_path).read_lease()["token"] == "theirs", "left as it was"
+
+
+def test_another_hosts_lease_that_is_not_renewed_is_taken_over_when_it_lapses(tmp_path):
+    # Its runner (or its host) is gone: nothing renews it. It is watched, not
+    # skipped, and taken over within one lease length (a batch rerun after its
+    # driver crashed used to skip such jobs and exit 0 with them left).
+    write_lease(tmp_path, host="another-host", pid=1, seconds=2)
+    started = time.monotonic()
+    lease = acquire(JobFiles(tmp_path), engine="serial", task="c")
+    assert "expired" in lease.took_over and "another-host" in lease.took_over
+    assert time.monotonic() - started < 2 + 5
 
 
 def test_an_expired_lease_is_taken_over(tmp_path):
@@ -139,9 +174,10 @@ def test_only_one_of_many_takes_a_free_job(tmp_path):
 def test_a_runner_told_to_wait_takes_the_lease_when_it_is_over(tmp_path):
     # A job handed out again after its runner died waits for that runner's
     # lease to be over instead of skipping the job; not forever.
+    with renewing(tmp_path):
+        with pytest.raises(LeaseHeld, match=r"waited 0 s"):
+            acquire(JobFiles(tmp_path), engine="ray", task="impatient", wait=0.2)
     write_lease(tmp_path, host="another-host", pid=1, seconds=1.0)
-    with pytest.raises(LeaseHeld, match=r"waited 0 s"):
-        acquire(JobFiles(tmp_path), engine="ray", task="impatient", wait=0.2)
     started = time.monotonic()
     lease = acquire(JobFiles(tmp_path), engine="ray", task="retry", wait=10)
     assert "expired" in lease.took_over and time.monotonic() - started < 5
@@ -171,9 +207,9 @@ def test_a_lease_is_superseded_by_the_task_of_a_runner_its_batch_saw_die(tmp_pat
     # A live-looking lease (another host, not expired) of a runner the batch's
     # driver saw die: taken over at once by naming its task; any other task's
     # lease is not.
-    write_lease(tmp_path, host="another-host", pid=1, seconds=30)  # task "t-1"
-    with pytest.raises(LeaseHeld):
-        acquire(JobFiles(tmp_path), engine="ray", task="retry", supersedes="t-2")
+    with renewing(tmp_path):  # task "t-1", renewed: live as far as anyone can tell
+        with pytest.raises(LeaseHeld):
+            acquire(JobFiles(tmp_path), engine="ray", task="retry", supersedes="t-2")
     lease = acquire(JobFiles(tmp_path), engine="ray", task="retry", supersedes="t-1")
     assert "its runner died" in lease.took_over and JobFiles(tmp_path).read_lease()["token"] == lease.token
 
@@ -189,13 +225,10 @@ def test_a_lease_dated_further_ahead_than_its_length_is_over(tmp_path):
     (tmp_path / LEASE_NAME).write_text(json.dumps(data))
     lease = acquire(JobFiles(tmp_path), engine="serial", task="c")
     assert "further ahead than one lease length" in lease.took_over and "skewed-host" in lease.took_over
-    # A lease a little ahead (a clock a second or two fast) is honoured.
-    soon = datetime.now(timezone.utc) + timedelta(seconds=2)
-    data.update(token="fast", renewed_at=soon.isoformat(),
-                expires_at=(soon + timedelta(seconds=leases.LEASE_SECONDS)).isoformat())
-    (tmp_path / LEASE_NAME).write_text(json.dumps(data))
-    with pytest.raises(LeaseHeld, match="skewed-host"):
-        acquire(JobFiles(tmp_path), engine="serial", task="d")
+    # A lease a little ahead (a clock a second or two fast), renewed, is honoured.
+    with renewing(tmp_path, seconds=leases.LEASE_SECONDS, ahead=2):
+        with pytest.raises(LeaseHeld, match="another-host"):
+            acquire(JobFiles(tmp_path), engine="serial", task="d")
 
 
 def test_a_lease_with_an_expiry_without_a_time_zone_is_over(tmp_path):
