@@ -767,7 +767,9 @@ class Job:
         return self._decide("skip-command", at=at)
 
     def suspend(self, *, at: Optional[int] = None) -> JobManifest:
-        """Set the job aside until :meth:`resume`."""
+        """Set the job aside until :meth:`resume`. While a step holds the job,
+        asked of its runner instead, which applies it once the step ends
+        (:meth:`stop_request` says so; the manifest returned is the job's as it is)."""
         return self._decide("suspend", at=at)
 
     def resume(self, *, at: Optional[int] = None) -> JobManifest:
@@ -777,6 +779,12 @@ class Job:
     def cancel(self, *, at: Optional[int] = None) -> JobManifest:
         """Cancel the job for good (it cannot be resumed, rerun or restepped)."""
         return self._decide("cancel", at=at)
+
+    def stop_request(self) -> Optional[dict]:
+        """A suspend or cancel asked for while a step held the job (:meth:`suspend`
+        and :meth:`cancel` do not fail as busy then): ``{"action", "requested_at"}``,
+        applied by the step's runner once the step ends; None when none waits."""
+        return self.stored.stop_request()
 
     def resubmit(self, feedback: Optional[str] = None, *, max_steps: Optional[int] = None,
                  max_cost_usd: Optional[float] = None, max_tokens: Optional[int] = None,

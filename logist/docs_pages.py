@@ -62,6 +62,7 @@ PAGES = (
     "docs/cli.md",
     "docs/exit-codes.md",
     "docs/performance.md",
+    "docs/http-api.md",
 )
 
 _BLOCK = re.compile(
@@ -309,6 +310,13 @@ def performance() -> str:
     return "\n".join(lines) + "\n"
 
 
+def http_api_table() -> str:
+    """The routes of ``logist serve``'s HTTP API (:data:`logist.serve.http_api.ENDPOINTS`)."""
+    from .serve.http_api import markdown  # lazy: the serve package is not the command line's
+
+    return markdown()
+
+
 #: Every generated part: its name in the markers -> the function writing it.
 PARTS: dict[str, Callable[[], str]] = {
     "configuration": configuration,
@@ -317,6 +325,7 @@ PARTS: dict[str, Callable[[], str]] = {
     "cli": cli_reference,
     "exit-codes": exit_codes,
     "performance": performance,
+    "http-api": http_api_table,
 }
 
 

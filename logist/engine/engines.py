@@ -19,7 +19,10 @@ Each is registered in the entry-point group ``logist.engines``
 
 :func:`run_one` owns the job for the length of its run through the job's
 lease (:mod:`logist.store.lease`): a job another runner holds is skipped
-and said to be (``skipped``, not an error), and a job that turns out to be
+and said to be (``skipped``, not an error; so is a job another runner took
+over while this one stalled), a runner that takes over a lapsed lease waits
+for the lapsed holder's step in hand (one lease length at most) instead of
+failing at once on the job's lock, and a job that turns out to be
 finished (another runner, or an earlier try of the same task, finished it)
 returns its status instead of failing.
 """
@@ -40,6 +43,7 @@ from .choices import DEFAULT_CONCURRENCY, engine_names, registered
 from .loop import QueueOutcome
 from .session import open_locked
 from .apply import StepResult
+from .decide import honour_stop
 from .step import step_once
 from .workflow import STEPPABLE, TERMINAL
 
@@ -62,6 +66,10 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
         job = JobsDir(jobs_path).job(job_id)
         with job.session.hold_lease(engine=engine, task=task, wait=lease_wait, supersedes=supersedes) as lease:
             job.session.lease = lease  # checked each time the job is opened: a stalled runner stops there
+            if lease.took_over:
+                # The lapsed holder may be alive, stalled in a step that holds the job's lock:
+                # wait for that step (a lease length at most) rather than give up on the job.
+                kwargs = {**kwargs, "lock_timeout": max(kwargs.get("lock_timeout", 0) or 0, lease.ttl)}
             with open_locked(job, kwargs.get("lock_timeout", 0)) as session:
                 manifest = session.manifest
                 status = manifest.status  # open_locked repaired what it could
@@ -69,6 +77,11 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
                 return QueueOutcome(job_id, status, note=lease.took_over or None)
             steps = 0
             while True:
+                stopped = honour_stop(job, kwargs.get("lock_timeout", 0))
+                if stopped is not None:
+                    if on_step:
+                        on_step(stopped)
+                    return QueueOutcome(job_id, stopped.status, steps, note=lease.took_over or None)
                 result = step_once(job, **kwargs)
                 steps += 1
                 if on_step:
@@ -78,13 +91,17 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
                         f"the endpoint failed ({result.error}); the turn is kept: running the job again goes on "
                         "with the same conversation"))
                 if result.status not in STEPPABLE or (stop is not None and stop.is_set()):
-                    return QueueOutcome(job_id, result.status, steps, note=lease.took_over or None)
+                    stopped = honour_stop(job, kwargs.get("lock_timeout", 0))
+                    if stopped is not None and on_step:
+                        on_step(stopped)
+                    return QueueOutcome(job_id, (stopped or result).status, steps, note=lease.took_over or None)
                 if lease.lost.is_set():
                     holder = job.read_lease() or {}
-                    return QueueOutcome(job_id, result.status, steps, error=(
+                    return QueueOutcome(job_id, result.status, steps, skipped=(
                         f"stopped after {steps} steps: its lease expired while this runner was stalled and "
                         f"{leases.describe(holder)} took it over"))
-    except leases.LeaseHeld as exc:
+    except (leases.LeaseHeld, leases.LeaseLost) as exc:
+        # Another runner has the job (it took it over from this one, stalled): not this runner's to run.
         return QueueOutcome(job_id, None, skipped=str(exc))
     except NotSteppableError as exc:
         # Finished between the check and the step (another runner's person, a

@@ -63,7 +63,7 @@ from ..api import Job, Jobs
 from ..errors import JobBusyError, LogistError, MovedOnError, NotFoundError, TransitionError
 from ..views.window import Follower
 from ..views.html import asset
-from . import pages
+from . import http_api, pages
 
 #: Seconds between two looks at the files a stream follows.
 POLL_SECONDS = 0.4
@@ -131,7 +131,9 @@ class Guard:
         if site is not None and site not in ("same-origin", "none") and (unsafe or headers.get("sec-fetch-mode") != "navigate"):
             return PlainTextResponse("Cross-site request refused.\n", 403)
         origin = headers.get("origin")
-        if unsafe and origin is not None and origin.lower() not in self.origins:
+        # The HTTP API is for programs, which send no Origin: one of another origin is refused on any method.
+        api = scope["path"].startswith(http_api.PREFIX + "/")
+        if (unsafe or api) and origin is not None and origin.lower() not in self.origins:
             return PlainTextResponse("Cross-origin request refused.\n", 403)
         return None
 
@@ -320,6 +322,7 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
         Route("/jobs/{job_id}/events", job_events, methods=["GET"]),
         # GET too, to tell an unknown job or action (404) from a GET on a decision (405).
         Route("/jobs/{job_id}/{action}", decision, methods=["GET", "POST"]),
+        *http_api.routes(decisions, find, DECISIONS, stopping),
     ])
     return Guard(app, token, port, hosts)
 

@@ -92,6 +92,7 @@ HISTORY_APPEND_NAME = HISTORY_NAME + ".append"
 JOURNAL_NAME = "step_journal.json"
 LEASE_NAME = "lease.json"
 LEASE_LOCK_NAME = ".lease.lock"
+STOP_REQUEST_NAME = "stop_request.json"
 #: The folder the recorded ``response_format`` values are kept in (the history names them by it).
 RESPONSE_FORMATS_NAME = response_formats.FOLDER
 #: The workspace's folder; the history's entries name it so too (``workspace_path``).
@@ -140,6 +141,8 @@ JOB_FILES: tuple[JobFile, ...] = (
                         "engine task own it and until when; another runner skips the job meanwhile", always=False),
     JobFile(LEASE_LOCK_NAME, "the lease's lock, held while a runner takes, renews or ends a lease; an empty file "
                              "that stays, harmless", always=False),
+    JobFile(STOP_REQUEST_NAME, "only while a person's suspend or cancel waits for the step in progress to end: "
+                               "what was asked and when; the runner applies it before its next step", always=False),
     JobFile(CONTEXT_NAME, "the context every system prompt of this job gives (copied from the workspace's "
                           f"{upgrade.WORKSPACE_CONTEXT} when the job was made; edit it here), only when there is one",
             always=False),
@@ -272,6 +275,10 @@ class JobFiles:
     @property
     def lease_lock_path(self) -> Path:
         return self.dir / LEASE_LOCK_NAME
+
+    @property
+    def stop_request_path(self) -> Path:
+        return self.dir / STOP_REQUEST_NAME
 
     @property
     def response_formats_dir(self) -> Path:
@@ -467,6 +474,39 @@ class JobFiles:
     def read_lease(self) -> Optional[dict]:
         """The lease a runner holds on the job (None: none, or unreadable)."""
         return leases.read_lease(self)
+
+    # -- a person's stop while a step runs ------------------------------------------------------
+    #: What may be asked while the job's lock is held by a step.
+    STOPS = ("suspend", "cancel")
+
+    def request_stop(self, action: str, requested_at: str) -> None:
+        """Ask the step in progress's runner to ``action`` (suspend or cancel)
+        the job before its next step. Written without the job's lock (a step
+        holds it), atomically; a cancel is never replaced by a suspend."""
+        if action not in self.STOPS:
+            raise ValueError(f"not a stop: {action}")
+        current = self.stop_request()
+        if current is not None and current["action"] == "cancel":
+            return
+        atomic_write_json(self.stop_request_path, {"action": action, "requested_at": requested_at})
+
+    def stop_request(self) -> Optional[dict]:
+        """The stop a person asked for while a step ran (None: none, or one
+        that cannot be read, which asks for nothing)."""
+        try:
+            data = json.loads(self.stop_request_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return None
+        if not isinstance(data, dict) or data.get("action") not in self.STOPS:
+            return None
+        return {"action": data["action"], "requested_at": str(data.get("requested_at") or "")}
+
+    def clear_stop_request(self) -> None:
+        """Forget the stop asked for (applied, or replaced by a person's decision made under the lock)."""
+        try:
+            self.stop_request_path.unlink()
+        except FileNotFoundError:
+            pass
 
     def context_at_start(self, baseline: Optional[str]) -> Optional[str]:
         """A job without ``context.md``: its workspace's context file as of ``baseline``."""

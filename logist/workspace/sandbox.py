@@ -419,9 +419,11 @@ def stop_group(pgid: int, started: Optional[str] = None, wait: float = 10.0) -> 
         now = start_time(pgid)
         if now is not None and now != started:
             return False
+    asked = False
     if _is_reaper(pgid):
         try:
             os.kill(pgid, signal.SIGTERM)
+            asked = True  # the reaper ends its group: what is left of it below is killed too
             deadline = time.monotonic() + wait
             while pgid in _members(pgid) and time.monotonic() < deadline:
                 time.sleep(0.02)
@@ -430,7 +432,7 @@ def stop_group(pgid: int, started: Optional[str] = None, wait: float = 10.0) -> 
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        return False
+        return asked  # gone: stopped by its reaper, or nothing was there
     deadline = time.monotonic() + wait
     while group_alive(pgid) and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -25,7 +25,14 @@ def _simple(name: str, verb: Callable[[Job], JobManifest], doc: str):
     @pass_app
     def command(app: Application, job_id: Optional[str], lock_timeout: float, as_json: bool) -> None:
         job = app.open(lock_timeout=lock_timeout).job(job_id)
-        app.job_changed(as_json, job.id, verb(job))
+        manifest = verb(job)
+        asked = job.stop_request() if name in ("suspend", "cancel") else None
+        if asked is not None:
+            app.job_changed(as_json, job.id, manifest, extra={"requested": asked["action"]}, message=(
+                f"Job '{job.id}' is running a step: {asked['action']} asked for; the runner applies it once the "
+                "step ends (logist job status shows it)."))
+        else:
+            app.job_changed(as_json, job.id, manifest)
 
     return command
 

@@ -165,11 +165,16 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
     job = app.job(job_id)
     m = job.manifest()
     data = _status_data(job, m)
+    data["stop_request"] = job.stop_request()
     if as_json:
         app.print_json(data)
         return
     echo(f"Job:     {data['job_id']}")
     echo(f"Status:  {data['status']}")
+    if data["stop_request"]:
+        asked = data["stop_request"]
+        echo(f"Asked:   {asked['action']} (at {inert(asked['requested_at'], one_line=True)}): the runner applies it "
+             "once the step in progress ends")
     echo(f"Role:    {data['role']}")
     echo(f"Entry:   {data['last_sequence']} (the history's last)")
     echo(_steps_line(m))
