@@ -157,8 +157,10 @@ class JobsDir:
         data = self.index_path.read_bytes()
         try:
             return JobsIndex.model_validate(json.loads(data))
-        except (ValueError, ValidationError) as exc:
-            if not data.strip():
+        except (ValueError, ValidationError, RecursionError) as exc:
+            if isinstance(exc, RecursionError):
+                first = "it is nested too deeply to be an index"
+            elif not data.strip():
                 first = "it is empty"
             elif isinstance(exc, ValidationError):
                 error = exc.errors()[0]
