@@ -215,10 +215,14 @@ class Workspace:
             return None
         if not target.is_file():
             return None
-        data = target.read_bytes()
-        text = data[:limit].decode("utf-8", errors="replace")
-        if len(data) > limit:
-            text += f"\n[... cut: file is {len(data)} bytes, showing the first {limit}]"
+        # Only what is shown is read: a file of gigabytes (a sparse one costs nothing
+        # to make) is never loaded whole.
+        with open(target, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(limit)
+        text = data.decode("utf-8", errors="replace")
+        if size > limit:
+            text += f"\n[... cut: file is {size} bytes, showing the first {limit}]"
         return text
 
     # -- writing ------------------------------------------------------------

@@ -320,3 +320,24 @@ def test_only_local_paths_are_reachable_and_no_url_rewrite_survives(tmp_path):
     ws.push_branch(source, "exported", sha)
     assert not marker.exists()
     assert subprocess.run(["git", "rev-parse", "exported"], cwd=source, capture_output=True, text=True).stdout.strip() == sha
+
+
+def test_a_huge_evidence_file_is_read_only_as_far_as_it_is_shown(tmp_path):
+    # A sparse file of 3 GB costs a model's command nothing to make; the
+    # Supervisor's prompt shows its first bytes and its size, reading no more.
+    import tracemalloc
+
+    from logist.workspace.repository import Workspace
+
+    workspace = Workspace.init(tmp_path / "job" / "workspace", "huge")
+    with open(workspace.path / "huge.log", "wb") as handle:
+        handle.write(b"first line\n")
+        handle.truncate(3 * 1024**3)
+    tracemalloc.start()
+    try:
+        text = workspace.read_text_file("huge.log", 4096)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert text.startswith("first line\n") and f"file is {3 * 1024**3} bytes, showing the first 4096" in text
+    assert peak < 1024**2, f"read {peak} bytes into memory"
