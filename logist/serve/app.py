@@ -8,8 +8,12 @@ request passes before any route):
   another name resolved to this machine (DNS rebinding) gets 400.
 * A request that would change anything (any method but GET and HEAD) from
   another origin is refused (403): ``Sec-Fetch-Site`` must be
-  ``same-origin`` (or ``none``, typed by the person), and ``Origin``, when
-  sent, must be this server's. A page on another port of 127.0.0.1 is
+  ``same-origin`` (or ``none``, typed by the person), and ``Origin`` must
+  be sent and be this server's. A browser sends it with every form it
+  posts; a script sends it beside its token. A request without it (a
+  token alone, as a process that found a token file would send) is
+  refused: the token file lives where no sandboxed process can read it
+  (:mod:`logist.serve.server`), and a change needs the header too. A page on another port of 127.0.0.1 is
   same-site but not same-origin, so it is refused too. From another site,
   a GET is taken only as a navigation (a link followed), never as a
   script's or an image's request.
@@ -131,7 +135,10 @@ class Guard:
         if site is not None and site not in ("same-origin", "none") and (unsafe or headers.get("sec-fetch-mode") != "navigate"):
             return PlainTextResponse("Cross-site request refused.\n", 403)
         origin = headers.get("origin")
-        if unsafe and origin is not None and origin.lower() not in self.origins:
+        if unsafe and origin is None:
+            return PlainTextResponse(f"A change needs the Origin header of this server "
+                                     f"(Origin: http://127.0.0.1:{self.port}).\n", 403)
+        if unsafe and origin.lower() not in self.origins:
             return PlainTextResponse("Cross-origin request refused.\n", 403)
         return None
 

@@ -10,15 +10,19 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import socket
 import stat
 import subprocess
 import sys
 
+from logist.secrets import private
+from logist.serve.server import token_path
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.views.report import timeline
 from logist.replay.scripted import answer
+from logist.workspace.sandbox import mounts_work
 
 import pytest
 
@@ -97,9 +101,12 @@ def test_the_token_cookie_bearer_and_token_file(jobs, served):
     assert page.getheader("Content-Security-Policy").startswith("default-src 'self'; frame-ancestors 'none'")
     assert server.request("GET", "/").status == 200  # Bearer
 
-    token_file = jobs.path.parent / f".{jobs.path.name}.serve-token"
+    token_file = token_path(jobs)
+    assert token_file.parent == private.directory() and token_file.name.startswith(f"{jobs.path.name}-")
     assert token_file.read_text().strip() == server.token
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(token_file.parent.stat().st_mode) == 0o700
+    assert not (jobs.path.parent / f".{jobs.path.name}.serve-token").exists(), "nothing beside the jobs directory"
     with open(f"/proc/{server.process.pid}/cmdline", "rb") as handle:
         assert server.token.encode() not in handle.read()
 
@@ -326,8 +333,63 @@ def test_json_says_the_url_port_and_token_file_on_one_line(jobs):
     try:
         data = json.loads(process.stdout.readline())
         assert data["url"] == f"http://127.0.0.1:{data['port']}/?token={data['url'].split('=', 1)[1]}"
-        assert data["token_file"] == str(jobs.path.parent / ".jobs.serve-token")
+        assert data["token_file"] == str(token_path(jobs))
         assert open(data["token_file"]).read().strip() == data["url"].split("=", 1)[1]
     finally:
         process.send_signal(2)
         process.wait(10)
+
+
+def test_sigterm_removes_the_token_file(jobs, served):
+    server = served()
+    token_file = token_path(jobs)
+    assert token_file.read_text().strip() == server.token
+    server.stop(signal.SIGTERM)
+    assert server.process.returncode == -signal.SIGTERM, "it still ends as SIGTERM ends a process"
+    assert not token_file.exists(), "removed on SIGTERM too"
+
+
+def test_a_change_with_the_token_but_no_origin_is_refused(jobs, llm, served):
+    """A token alone (what a process that found a token file sends) decides nothing."""
+    job = asking(jobs, llm, "j")
+    server = served()
+    history = (job.dir / "jobHistory.json").read_bytes()
+    headers, body = form(at="2", text="Hello")
+    refused = server.request("POST", "/jobs/j/answer", headers, body, origin=False)
+    assert refused.status == 403 and b"Origin" in refused.data
+    assert (job.dir / "jobHistory.json").read_bytes() == history
+    assert str(job.manifest().status) == "INPUT_REQUIRED"
+    assert server.request("POST", "/jobs/j/answer", headers, body).status == 303  # with this server's Origin
+
+
+@pytest.mark.skipif(not mounts_work(), reason="this system cannot mount in a user namespace")
+def test_a_command_cannot_read_the_token_nor_approve_its_own_held_command(jobs, llm, served):
+    """A model's command, in the default sandbox, looks for serve's token
+    where it lives and beside the jobs directory, and posts approve-command
+    for another job whose command is held: it finds no token, and the held
+    command does not run."""
+    held = "echo approved > approved.txt"
+    ok(logist_cli("job", "create", "held", "-o", "Hold a command"))
+    llm.add(answer("CMD", command=held))
+    ok(logist_cli("job", "step", "held", "--oneshot", "--base-url", llm.base_url))
+    assert str(jobs.job("held").manifest().status) == "INPUT_REQUIRED"
+    server = served()
+    token_file = token_path(jobs)
+    assert token_file.read_text().strip() == server.token
+    at = jobs.job("held").manifest().last_sequence
+    probe = (f"for f in {jobs.path.parent}/.{jobs.path.name}.serve-token {token_file.parent}/*; do cat \"$f\"; done "
+             f"> seen.txt 2>&1; t=$(cat {jobs.path.parent}/.{jobs.path.name}.serve-token {token_file} 2>/dev/null); "
+             f"{sys.executable} -c 'import http.client,sys; c=http.client.HTTPConnection(\"127.0.0.1\",{server.port}); "
+             f"c.request(\"POST\",\"/jobs/held/approve-command\",\"at={at}\",{{\"Authorization\":\"Bearer \"+sys.argv[1],"
+             f"\"Content-Type\":\"application/x-www-form-urlencoded\",\"Host\":\"127.0.0.1:{server.port}\"}}); "
+             f"print(c.getresponse().status)' \"$t\" > posted.txt 2>&1; true")
+    ok(logist_cli("job", "create", "probe", "-o", "Probe", "--allow", probe, "--command-sandbox", "auto"))
+    llm.add(answer("CMD", command=probe), answer("COMPLETED", "probed"))
+    ok(logist_cli("job", "step", "probe", "--oneshot", "--base-url", llm.base_url))
+    workspace = jobs.job("probe").workspace
+    seen = (workspace / "seen.txt").read_text()
+    assert server.token not in seen
+    assert (workspace / "posted.txt").read_text().strip() in ("401", "403"), (workspace / "posted.txt").read_text()
+    assert not (jobs.job("held").workspace / "approved.txt").exists()
+    assert str(jobs.job("held").manifest().status) == "INPUT_REQUIRED"
+    assert "No such file" in seen, "the probe looked"
