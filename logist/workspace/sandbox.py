@@ -433,8 +433,13 @@ def stop_group(pgid: int, started: Optional[str] = None, wait: float = 10.0) -> 
     """End process group ``pgid`` (a reaper leading it asked first, as
     :func:`finish` does, then SIGKILL) and wait until none of it is left; False when there
     was nothing to stop (or the id now names another group: its leader
-    started at another time than ``started``)."""
+    started at another time than ``started``). Where the kernel tells when
+    a process started (Linux), a group with no ``started`` is never killed:
+    Logist records one for every command it starts, so a journal without it
+    was written by hand, and its group could be anyone's."""
     if pgid <= 1 or pgid == os.getpgid(0):
+        return False
+    if started is None and os.path.isdir("/proc/self"):
         return False
     if started is not None:
         now = start_time(pgid)
