@@ -171,6 +171,19 @@ def _continue_from(files: "JobFiles", manifest: JobManifest, last: Optional[Hist
     return restored
 
 
+def _reset_workspace(files: "JobFiles", head: str, notes: list[str]) -> Optional[str]:
+    """Reset the workspace to ``head``; ``head``, or None where its ``.git``
+    is no longer a folder (removed, or a ``gitdir:`` file or a link in its
+    place, which Logist's git refuses): then the workspace is left as it is
+    and the note says so, so that what the journal holds (a paid answer) is
+    still recorded and the job can still be canceled."""
+    if not files.repo.exists():
+        notes.append(f"the workspace's .git is missing or not a folder, so the workspace was not reset to {head}")
+        return None
+    files.repo.reset_to(head)
+    return head
+
+
 def _interrupted_call(journal: StepJournal) -> str:
     return f"step {journal.sequence} was interrupted after its LLM call, before it was recorded"
 
@@ -299,13 +312,11 @@ def open_job(session: "JobSession", finish: Optional[Finish] = None,
         elif journal.request is not None and finish is not None:
             # A call: recorded as the call it was (below), never made again.
             if journal.phase == "applying" and journal.head_before:
-                files.repo.reset_to(journal.head_before)
-                reset_head = journal.head_before
+                reset_head = _reset_workspace(files, journal.head_before, notes)
             interrupted = journal
         else:
             if journal.head_before:
-                files.repo.reset_to(journal.head_before)
-                reset_head = journal.head_before
+                reset_head = _reset_workspace(files, journal.head_before, notes)
             # The journal stays until the repair entry holding the dropped
             # answer is recorded (record() removes it): a kill before then
             # repeats this repair instead of losing the answer.

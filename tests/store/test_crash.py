@@ -496,3 +496,31 @@ def test_a_hand_written_journals_process_group_without_a_start_time_is_left_alon
     finally:
         bystander.kill()
         bystander.wait()
+
+
+@pytest.mark.wire
+@pytest.mark.parametrize("replace", ["gitdir", "removed"])
+def test_a_saved_answer_is_recorded_and_cancel_works_when_git_is_gone(jobs, llm, replace, tmp_path):
+    """The step is killed once its paid answer is saved, and the workspace's
+    .git is then removed or replaced by a ``gitdir:`` file: the next command
+    records the answer (counted, nothing applied) and cancel works."""
+    import shutil
+
+    job = make_job(jobs)
+    llm.add(CRASHED)
+    child = step_child(llm, LOGIST_FAILPOINT="after_call")
+    child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    git_dir = job.workspace / ".git"
+    shutil.move(git_dir, tmp_path / "moved-git")
+    if replace == "gitdir":
+        git_dir.write_text(f"gitdir: {tmp_path / 'moved-git'}\n")
+    canceled = ok(logist_process("job", "cancel", "hello"))
+    assert "CANCELED" in canceled.stdout + canceled.stderr
+    entries = JobFiles(job.dir).load_history().interactions
+    answered = [e for e in entries if e.kind == "llm_call"]
+    assert len(answered) == 1 and answered[0].response.raw_response == CRASHED, "the paid answer is recorded"
+    assert answered[0].usage is not None and job.manifest().totals.llm_calls == 1
+    assert len(llm.requests) == 1, "and never paid again"
+    assert entries[-1].user_input.action == "cancel" and str(job.manifest().status) == "CANCELED"
+    assert not (job.dir / "step_journal.json").exists()
