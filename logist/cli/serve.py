@@ -55,6 +55,7 @@ def serve(app: Application, host: str, port: int, unsafe_host: bool, allow_hosts
             click.echo(json.dumps({"url": url, "port": port_used, "token_file": str(token_file)}))
             return
         click.echo(f"Logist serves {app.jobs.path} at {url}")
-        app.info(f"Open that URL once; scripts send Authorization: Bearer with the token in {token_file}. Ctrl-C stops it.")
+        app.info(f"Open that URL once; scripts send Authorization: Bearer with the token in {token_file} "
+                 f"(and Origin: http://127.0.0.1:{port_used} with a decision). Ctrl-C stops it.")
 
     run(app.jobs, host, port, allow_hosts, announce=announce, page=page_size)

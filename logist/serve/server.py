@@ -3,9 +3,16 @@
 The socket is bound here, before uvicorn starts, so that a port in use is
 one clear line (and ``--port 0`` knows the port it got before it prints the
 URL). Each run makes a new random token, printed once as a ``?token=`` URL
-and written to a file beside the jobs directory, readable by its owner only
-(0600), for scripts (``Authorization: Bearer``); it is never put on a
-command line, and the file is removed when the server stops.
+and written to a file readable by its owner only (0600), for scripts
+(``Authorization: Bearer``): in Logist's private directory
+(:mod:`logist.secrets.private`), which the sandbox hides from every
+command, check and coding agent, so a model's command cannot read it and
+decide for a person (a file beside the jobs directory would be readable
+by them). It is never put on a command line, and the file is removed when
+the server stops, on Ctrl-C or SIGTERM (uvicorn raises the signal it
+caught again once it has stopped; SIGTERM's default action would end the
+process before the file is removed, so :func:`serve` turns it into an
+exception for that moment, removes the file, then ends as SIGTERM does).
 
 Why Starlette and uvicorn: the live updates are long-lived streams, one per
 open page, which an asyncio server holds for the price of a coroutine each
@@ -19,10 +26,13 @@ streams themselves end within :data:`logist.serve.app.POLL_SECONDS` of it.
 from __future__ import annotations
 
 import errno
+import hashlib
 import ipaddress
 import os
 import secrets
+import signal
 import socket
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -30,6 +40,7 @@ import uvicorn
 
 from ..errors import LogistError
 from ..api import Jobs
+from ..secrets import private
 from .app import create_app
 from .pages import PAGE
 
@@ -49,8 +60,11 @@ def is_loopback(host: str) -> bool:
 
 
 def token_path(jobs: Jobs) -> Path:
-    """The file holding the run's token: beside the jobs directory."""
-    return jobs.path.parent / f".{jobs.path.name}.serve-token"
+    """The file holding the run's token: in Logist's private directory, one
+    per jobs directory (its name, and a digest of its real path)."""
+    real = os.path.realpath(jobs.path)
+    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return private.directory() / f"{jobs.path.name}-{digest}.serve-token"
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -71,12 +85,19 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def write_token(path: Path, token: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    private.ensure()
     try:
-        os.fchmod(fd, 0o600)  # an older file may have had other permissions
-        os.write(fd, (token + "\n").encode())
-    finally:
-        os.close(fd)
+        private.write_secret(path, token + "\n")
+    except OSError as exc:
+        raise LogistError(f"cannot write the token file {path}: {exc.strerror or exc}") from None
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived (see the module's doc)."""
+
+
+def _terminated(signum, frame):
+    raise _Terminated
 
 
 def serve(jobs: Jobs, host: str, port: int, allow_hosts: tuple[str, ...] = (),
@@ -93,15 +114,19 @@ def serve(jobs: Jobs, host: str, port: int, allow_hosts: tuple[str, ...] = (),
     if not is_loopback(host) and host not in ("0.0.0.0", "::"):
         names.append(host if ":" not in host else f"[{host.strip('[]')}]")
     path = token_path(jobs)
-    write_token(path, token)
     config = uvicorn.Config(None, log_level="warning", access_log=False, lifespan="off",
                             timeout_graceful_shutdown=GRACE_SECONDS)
     server = uvicorn.Server(config)
     config.app = create_app(jobs, token, port, names, stopping=lambda: server.should_exit, page=page)
     url_host = "127.0.0.1" if host in ("0.0.0.0", "::") or is_loopback(host) else names[-1]
-    announce(f"http://{url_host}:{port}/?token={token}", port, path)
+    terminated = False
+    before = signal.signal(signal.SIGTERM, _terminated) if _main_thread() else None
     try:
+        write_token(path, token)
+        announce(f"http://{url_host}:{port}/?token={token}", port, path)
         server.run(sockets=[sock])
+    except _Terminated:
+        terminated = True
     finally:
         sock.close()
         try:
@@ -109,3 +134,12 @@ def serve(jobs: Jobs, host: str, port: int, allow_hosts: tuple[str, ...] = (),
                 path.unlink()
         except OSError:
             pass
+        if before is not None:
+            signal.signal(signal.SIGTERM, before)
+    if terminated:  # end as SIGTERM ends a process, now that the file is gone
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()

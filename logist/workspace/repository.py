@@ -144,8 +144,12 @@ class Workspace:
     # -- reading ------------------------------------------------------------
 
     def exists(self) -> bool:
-        """Whether the repository is (still) there."""
-        return (self.path / ".git").exists()
+        """Whether the workspace's own repository is (still) there: ``.git``
+        a folder. A link or a ``gitdir:`` file in its place is refused by
+        Logist's git (:func:`logist.workspace.git.guard_repository`), so the
+        views read no diffs from it and show the job without them."""
+        git_dir = self.path / ".git"
+        return git_dir.is_dir() and not git_dir.is_symlink()
 
     def head(self) -> str:
         """The commit HEAD points at. Read from .git directly when it is a plain

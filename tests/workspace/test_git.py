@@ -205,6 +205,30 @@ def test_a_replaced_git_folder_is_refused_not_followed(tmp_path, replace):
     assert subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=other, capture_output=True).returncode != 0
 
 
+@pytest.mark.parametrize("link", ["logs/HEAD", "logs"])
+def test_a_linked_reflog_is_never_written_through(tmp_path, link):
+    """A command replaces a reflog (or the logs folder) with a link outside
+    the workspace: Logist's commits append nothing there."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("keep me\n")
+    ws = Workspace.init(tmp_path / "ws", "j")
+    (ws.path / "a.txt").write_text("a\n")
+    ws.commit_all("a")
+    planted = ws.path / ".git" / link
+    assert planted.exists(), "git keeps this reflog"
+    import shutil
+
+    shutil.rmtree(planted) if planted.is_dir() else planted.unlink()
+    planted.symlink_to(outside if link == "logs" else outside / "precious.txt")
+    (ws.path / "b.txt").write_text("b\n")
+    sha = ws.commit_all("b")
+    assert ws.file_at(sha, "b.txt") == "b\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["precious.txt"]
+    assert (outside / "precious.txt").read_text() == "keep me\n"
+    assert not planted.is_symlink()
+
+
 def test_git_runs_without_secrets_or_tracing_from_logists_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("LOGIST_API_KEY", CANARY_KEY)
     monkeypatch.setenv("GH_PAT", CANARY_KEY)
