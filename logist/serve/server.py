@@ -2,17 +2,19 @@
 
 The socket is bound here, before uvicorn starts, so that a port in use is
 one clear line (and ``--port 0`` knows the port it got before it prints the
-URL). Each run makes a new random token, printed once as a ``?token=`` URL
-and written to a file readable by its owner only (0600), for scripts
+URL). The server's token is random, printed once as a ``?token=`` URL and
+kept in a file readable by its owner only (0600), for scripts
 (``Authorization: Bearer``): in Logist's private directory
 (:mod:`logist.secrets.private`), which the sandbox hides from every
 command, check and coding agent, so a model's command cannot read it and
 decide for a person (a file beside the jobs directory would be readable
-by them). It is never put on a command line, and the file is removed when
-the server stops, on Ctrl-C or SIGTERM (uvicorn raises the signal it
-caught again once it has stopped; SIGTERM's default action would end the
-process before the file is removed, so :func:`serve` turns it into an
-exception for that moment, removes the file, then ends as SIGTERM does).
+by them). It is never put on a command line. The file stays when the
+server stops, and the next ``logist serve`` on the same jobs directory
+takes the token up again, so a page left open across a restart goes on
+(its cookie still holds), a decision made from it is taken, and a script
+keeps its token; ``--new-token`` makes a new one (the old one then opens
+nothing). A token file that is not a private regular file of this user
+holding a token is never taken: a new token replaces it.
 
 Why Starlette and uvicorn: the live updates are long-lived streams, one per
 open page, which an asyncio server holds for the price of a coroutine each
@@ -29,12 +31,12 @@ import errno
 import hashlib
 import ipaddress
 import os
+import re
 import secrets
-import signal
 import socket
-import threading
+import stat
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 import uvicorn
 
@@ -46,6 +48,8 @@ from .pages import PAGE
 
 #: The names a loopback server answers to (Host header), besides any --allow-host.
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+#: What a token is (``secrets.token_urlsafe(32)``).
+TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")
 #: Seconds uvicorn gives open connections once stopping (the streams end sooner).
 GRACE_SECONDS = 2
 
@@ -84,6 +88,20 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def kept_token(path: Path) -> Optional[str]:
+    """The token an earlier run kept at ``path``, when the file is a regular
+    file of this user, readable by it alone, holding one token; else None."""
+    try:
+        found = os.lstat(path)
+        if (not stat.S_ISREG(found.st_mode) or found.st_uid != os.getuid()
+                or stat.S_IMODE(found.st_mode) & 0o077 or found.st_size > 256):
+            return None
+        text = path.read_text(encoding="ascii").strip()
+    except (OSError, ValueError):
+        return None
+    return text if TOKEN.fullmatch(text) else None
+
+
 def write_token(path: Path, token: str) -> None:
     private.ensure()
     try:
@@ -92,54 +110,34 @@ def write_token(path: Path, token: str) -> None:
         raise LogistError(f"cannot write the token file {path}: {exc.strerror or exc}") from None
 
 
-class _Terminated(BaseException):
-    """SIGTERM arrived (see the module's doc)."""
-
-
-def _terminated(signum, frame):
-    raise _Terminated
-
-
 def serve(jobs: Jobs, host: str, port: int, allow_hosts: tuple[str, ...] = (),
-          announce: Callable[[str, int, Path], None] = lambda url, port, path: print(url), page: int = PAGE) -> None:
+          announce: Callable[[str, int, Path], None] = lambda url, port, path: print(url), page: int = PAGE,
+          new_token: bool = False) -> None:
     """Serve ``jobs`` until Ctrl-C (or SIGTERM). The caller has checked
     that a host other than loopback was asked for explicitly;
-    ``announce(url, port, token_file)`` tells the person the URL with the token, once."""
+    ``announce(url, port, token_file)`` tells the person the URL with the token, once.
+    ``new_token``: make a new token instead of taking up the one kept."""
     if not jobs.exists():
         raise LogistError(f"no jobs directory at {jobs.path} (logist init makes one)")
+    path = token_path(jobs)
+    private.ensure()
+    token = None if new_token else kept_token(path)
+    if token is None:
+        token = secrets.token_urlsafe(32)
+        write_token(path, token)
     sock = bind(host, port)
     port = sock.getsockname()[1]
-    token = secrets.token_urlsafe(32)
     names = [*LOOPBACK_NAMES, *allow_hosts]
     if not is_loopback(host) and host not in ("0.0.0.0", "::"):
         names.append(host if ":" not in host else f"[{host.strip('[]')}]")
-    path = token_path(jobs)
     config = uvicorn.Config(None, log_level="warning", access_log=False, lifespan="off",
                             timeout_graceful_shutdown=GRACE_SECONDS)
     server = uvicorn.Server(config)
     config.app = create_app(jobs, token, port, names, stopping=lambda: server.should_exit, page=page)
     url_host = "127.0.0.1" if host in ("0.0.0.0", "::") or is_loopback(host) else names[-1]
-    terminated = False
-    before = signal.signal(signal.SIGTERM, _terminated) if _main_thread() else None
     try:
-        write_token(path, token)
         announce(f"http://{url_host}:{port}/?token={token}", port, path)
+        # uvicorn stops on Ctrl-C and SIGTERM, then raises the signal again: the process ends as it would.
         server.run(sockets=[sock])
-    except _Terminated:
-        terminated = True
     finally:
         sock.close()
-        try:
-            if path.read_text().strip() == token:
-                path.unlink()
-        except OSError:
-            pass
-        if before is not None:
-            signal.signal(signal.SIGTERM, before)
-    if terminated:  # end as SIGTERM ends a process, now that the file is gone
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()

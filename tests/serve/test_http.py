@@ -111,10 +111,17 @@ def test_the_token_cookie_bearer_and_token_file(jobs, served):
         assert server.token.encode() not in handle.read()
 
     server.stop()
-    assert not token_file.exists(), "removed when the server stops"
+    assert token_file.read_text().strip() == server.token, "kept when the server stops"
     again = served()
-    assert again.token != server.token, "a new token per run"
-    assert again.request("GET", "/", {"Authorization": f"Bearer {server.token}"}).status == 403
+    assert again.token == server.token, "taken up by the next run on the same jobs"
+    again.stop()
+    rotated = served("--new-token")
+    assert rotated.token != server.token and token_file.read_text().strip() == rotated.token
+    assert rotated.request("GET", "/", {"Authorization": f"Bearer {server.token}"}).status == 403
+    rotated.stop()
+    # A token file that is not private (or not a token) is never taken up.
+    token_file.chmod(0o644)
+    assert served().token != rotated.token
 
 
 def test_host_allowlist_no_get_on_actions_and_ids_from_the_index_only(jobs, served):
@@ -340,13 +347,33 @@ def test_json_says_the_url_port_and_token_file_on_one_line(jobs):
         process.wait(10)
 
 
-def test_sigterm_removes_the_token_file(jobs, served):
+def test_sigterm_ends_it_as_ctrl_c_does_and_the_token_is_kept_alike(jobs, served):
     server = served()
     token_file = token_path(jobs)
     assert token_file.read_text().strip() == server.token
     server.stop(signal.SIGTERM)
-    assert server.process.returncode == -signal.SIGTERM, "it still ends as SIGTERM ends a process"
-    assert not token_file.exists(), "removed on SIGTERM too"
+    assert server.process.returncode == -signal.SIGTERM, "it ends as SIGTERM ends a process"
+    assert token_file.read_text().strip() == server.token, "kept on SIGTERM as on Ctrl-C"
+
+
+def test_a_decision_from_a_page_opened_before_a_restart_is_taken(jobs, llm, served):
+    # The page's cookie was set by the first run; the server restarts on the same
+    # port; the answer typed in the open page is posted to the new run and recorded.
+    job = asking(jobs, llm, "restarted")
+    first = served()
+    port = first.port
+    login = first.request("GET", f"/?token={first.token}", token=False)
+    cookie = login.getheader("Set-Cookie").split(";")[0]
+    at = job.manifest().last_sequence
+    first.stop()
+    second = served(port=port)
+    assert second.port == port
+    headers, body = form(at=str(at), text="Bonjour")
+    posted = second.request("POST", "/jobs/restarted/answer",
+                            {**headers, "Cookie": cookie, "Origin": f"http://127.0.0.1:{port}"}, body)
+    assert posted.status == 303, posted.data
+    assert str(job.manifest().status) != "INPUT_REQUIRED"
+    assert JobFiles(job.dir).load_history().interactions[-1].user_input.text == "Bonjour"
 
 
 def test_a_change_with_the_token_but_no_origin_is_refused(jobs, llm, served):
