@@ -13,9 +13,11 @@ what its ``Jobs`` and ``Job`` return) and the names in ``logist.__all__``.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sys
+from typing import NoReturn
 
 import click
 
@@ -168,12 +170,39 @@ def _main(argv: list[str] | None) -> None:
     except (KeyboardInterrupt, click.Abort):
         _error("interrupted")
         sys.exit(EXIT_INTERRUPTED)
-    except Exception as exc:  # the one catch-all
-        if os.environ.get("LOGIST_DEBUG") == "1":
-            raise
-        _error(f"internal error: {type(exc).__name__}: {exc} (LOGIST_DEBUG=1 shows the traceback)")
+    except OSError as exc:
+        if os.environ.get("LOGIST_DEBUG") == "1" or exc.errno not in RESOURCE_ERRORS:
+            _internal_error(exc)
+        _error(resource_line(exc))
         sys.exit(1)
+    except Exception as exc:  # the one catch-all
+        _internal_error(exc)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+#: What a disk or a folder refuses (a full disk, a quota, a read-only or
+#: unwritable jobs directory): told in one line naming the path, not as an
+#: internal error. What was written before is whole (every write is atomic,
+#: the history's append journalled), so the command can be run again.
+RESOURCE_ERRORS = {errno.ENOSPC: "free some space there, then run the command again",
+                   errno.EDQUOT: "free some space there, then run the command again",
+                   errno.EROFS: "Logist writes its jobs directory: use one it can write (--jobs-dir)",
+                   errno.EACCES: "Logist writes its jobs directory: use one it can write (--jobs-dir)",
+                   errno.EPERM: "Logist writes its jobs directory: use one it can write (--jobs-dir)"}
+
+
+def resource_line(exc: OSError) -> str:
+    """The one line of a disk's or a folder's refusal: the path, why, what to do."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or os.strerror(exc.errno)}; {RESOURCE_ERRORS[exc.errno]}"
+
+
+def _internal_error(exc: Exception) -> NoReturn:
+    """The catch-all's line (LOGIST_DEBUG=1: the traceback instead)."""
+    if os.environ.get("LOGIST_DEBUG") == "1":
+        raise exc
+    _error(f"internal error: {type(exc).__name__}: {exc} (LOGIST_DEBUG=1 shows the traceback)")
+    sys.exit(1)
 
 
 def _error(message: str) -> None:

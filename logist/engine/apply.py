@@ -234,9 +234,11 @@ def record_failure(job: JobFiles, before: JobManifest, prepared: Optional[Prepar
     reason = redact(f"the answer could not be applied ({type(exc).__name__}: {text}); "
                     "it is kept in this step's history entry")
     opened = job.session.journal.pending_applying(sequence)
-    if opened is not None and opened.head_before:
+    usable = job.repo.exists()  # a .git removed or replaced cannot be reset: the answer is recorded all the same
+    if opened is not None and opened.head_before and usable:
         job.repo.reset_to(opened.head_before)  # undo what was applied of it
-    commit = opened.head_before if opened is not None and opened.head_before else job.repo.head()
+    commit = (opened.head_before if opened is not None and opened.head_before else
+              job.repo.head() if usable else before.workspace_commit)
     after = before.model_copy(deep=True)
     after.calls = before.calls + 1
     rule = apply_event(after, CALL_FAILED, reason)

@@ -144,7 +144,8 @@ def _apply_held_changes(job: JobFiles, manifest: JobManifest) -> tuple[list[str]
         raise LogistError(
             f"job '{job.id}': the held file changes no longer apply ({exc}); skip them (logist job skip-command)"
         ) from None
-    job.session.journal.begin_applying(sequence, manifest.workspace_commit, None)
+    job.session.journal.begin_applying(sequence, manifest.workspace_commit, None,
+                                       doing="the file changes a person approved (approve-command)")
     changed = job.repo.apply_changes(changes)
     commit = job.repo.commit_all(
         shown(f"logist: {job.id} entry {sequence} file changes approved by a person: {', '.join(changed)}"[:200], one_line=True)
@@ -261,7 +262,8 @@ def _decide(job: JobFiles, action: str, event: str, rules, text: Optional[str], 
             changed, commit = _apply_held_changes(job, manifest)
         elif action == "approve-command":
             sequence = manifest.last_sequence + 1
-            job.session.journal.begin_applying(sequence, manifest.workspace_commit, None)
+            job.session.journal.begin_applying(sequence, manifest.workspace_commit, None,
+                                               doing="the command a person approved (approve-command)")
             role = load_roles(job.jobs_dir.path)[manifest.turn.role]
             command = execute(job, manifest, manifest.pending_command or "", answer_protocol(role, manifest), watch)
             commit = job.repo.commit_all(

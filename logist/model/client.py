@@ -61,6 +61,7 @@ from .base import Model, Request, failed_after, status_kind, status_retried, sta
 from .completions import AnswerFault, LLMReply, answer_json, check_size, chunks, excerpt, joined, whole
 from ..protocol.decoding import form_name, response_formats
 from ..errors import LLMCallError
+from ..secrets.redact import url_passwords
 #: The header that names a call, the same on each of its retries (one definition: :mod:`logist.store.calls`).
 from ..store.calls import HEADER as IDEMPOTENCY_HEADER
 
@@ -330,8 +331,12 @@ def _describe(exc: Exception, settings: LLMSettings) -> str:
 
 
 def _failure(exc: Exception, settings: LLMSettings) -> LLMCallError:
-    message = failed_after(_attempts(exc, settings), _describe(exc, settings))
-    return LLMCallError(scrub(message, settings.api_key), kind=_kind(exc))
+    message = scrub(failed_after(_attempts(exc, settings), _describe(exc, settings)), settings.api_key)
+    # An endpoint refusing credentials may say back the password of its own
+    # URL (given by --base-url or config.json, so no known secret).
+    for password in url_passwords(settings.base_url):
+        message = scrub(message, password)
+    return LLMCallError(message, kind=_kind(exc))
 
 
 def _check_size(reply: LLMReply, settings: LLMSettings, complete: bool = True) -> LLMReply:

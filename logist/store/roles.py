@@ -154,6 +154,8 @@ def _read_file(path: Path) -> object:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise syntax_error(path, exc, "role manifest") from None
+    except RecursionError:
+        raise ConfigError(f"role manifest {path}: nested too deeply to be a role") from None
     except (OSError, ValueError) as exc:
         raise syntax_error(path, exc, "role manifest") from None
 

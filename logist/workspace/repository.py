@@ -144,8 +144,12 @@ class Workspace:
     # -- reading ------------------------------------------------------------
 
     def exists(self) -> bool:
-        """Whether the repository is (still) there."""
-        return (self.path / ".git").exists()
+        """Whether the workspace's own repository is (still) there: ``.git``
+        a folder. A link or a ``gitdir:`` file in its place is refused by
+        Logist's git (:func:`logist.workspace.git.guard_repository`), so the
+        views read no diffs from it and show the job without them."""
+        git_dir = self.path / ".git"
+        return git_dir.is_dir() and not git_dir.is_symlink()
 
     def head(self) -> str:
         """The commit HEAD points at. Read from .git directly when it is a plain
@@ -239,10 +243,14 @@ class Workspace:
             return None
         if not target.is_file():
             return None
-        data = target.read_bytes()
-        text = data[:limit].decode("utf-8", errors="replace")
-        if len(data) > limit:
-            text += f"\n[... cut: file is {len(data)} bytes, showing the first {limit}]"
+        # Only what is shown is read: a file of gigabytes (a sparse one costs nothing
+        # to make) is never loaded whole.
+        with open(target, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(limit)
+        text = data.decode("utf-8", errors="replace")
+        if size > limit:
+            text += f"\n[... cut: file is {size} bytes, showing the first {limit}]"
         return text
 
     # -- writing ------------------------------------------------------------

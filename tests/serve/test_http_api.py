@@ -22,6 +22,8 @@ def call(server, method: str, path: str, body=None, *, token: bool = True, heade
     """(status, the JSON answer) of one request."""
     data = json.dumps(body).encode() if body is not None else None
     sent = {"Content-Type": "application/json"} if data is not None else {}
+    if method != "GET":  # a change carries the server's own Origin (logist serve refuses one without)
+        sent["Origin"] = server.base.rstrip("/")
     if token:
         sent["Authorization"] = f"Bearer {server.token}"
     request = urllib.request.Request(server.base.rstrip("/") + path, data=data, method=method,
