@@ -50,6 +50,7 @@ gateway must not answer it with the refusal it keeps for the first).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -246,7 +247,16 @@ def _transport():
             response.stream = _Guarded(response.stream, request)
             return response
 
-    return ReadTimeoutsAreFinal()
+    return ReadTimeoutsAreFinal(verify=_ssl_context())
+
+
+@functools.cache
+def _ssl_context():
+    """The SSL context every client of the process verifies with, made once
+    (as the transport makes it, the environment's SSL_CERT_FILE and
+    SSL_CERT_DIR included): loading the certificates is most of a client's
+    cost (about 20 ms), and a context is made to be shared."""
+    return _httpx().create_ssl_context()
 
 
 def _broke_off(exc: Exception) -> str:
