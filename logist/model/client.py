@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import threading
 from dataclasses import dataclass, field, replace
@@ -247,15 +248,16 @@ def _transport():
             response.stream = _Guarded(response.stream, request)
             return response
 
-    return ReadTimeoutsAreFinal(verify=_ssl_context())
+    return ReadTimeoutsAreFinal(verify=_ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")))
 
 
 @functools.cache
-def _ssl_context():
-    """The SSL context every client of the process verifies with, made once
-    (as the transport makes it, the environment's SSL_CERT_FILE and
-    SSL_CERT_DIR included): loading the certificates is most of a client's
-    cost (about 20 ms), and a context is made to be shared."""
+def _ssl_context(cert_file: Optional[str], cert_dir: Optional[str]):
+    """The SSL context the clients verify with, made as the transport makes
+    it (the environment's ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``, which
+    this function is given, included) once per process for each: loading
+    the machine's certificates is most of a client's cost (about 20 ms), and
+    a context is made to be shared."""
     return _httpx().create_ssl_context()
 
 
