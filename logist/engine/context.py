@@ -26,7 +26,7 @@ from ..store.config import LogistConfig, shipped_context_window
 from ..store.session import JobFiles
 from ..store.manifest import JobManifest
 from ..store.roles import RoleManifest
-from .prepare import Prepared, prepare
+from .prepare import Prepared, Recorded, prepare
 
 
 class ContextOverflowError(LogistError):
@@ -68,6 +68,23 @@ def context_window(config: LogistConfig, role: RoleManifest, model: str,
         if told:
             return Window(told, f"the endpoint ({where})")
     return Window(None, "")
+
+
+def window_finder(settings: Optional[llm.LLMSettings], recorded: Optional[Recorded] = None):
+    """``window_of(role, model, config)`` for :func:`~logist.engine.prepare.prepare`:
+    :func:`context_window`, the endpoint asked through ``settings``; for a
+    replayed call (``recorded``), the recording's window (``config`` then holds
+    it: :meth:`Recorded.applied`) and no endpoint asked."""
+
+    def window_of(role: RoleManifest, name: str, config: LogistConfig) -> Window:
+        if recorded is None:
+            return context_window(config, role, name, settings)
+        window = context_window(config, role, name, None)
+        if recorded.context_window and window.source == "config.json model_settings":
+            window = Window(window.tokens, recorded.window_source())
+        return window
+
+    return window_of
 
 
 def message_text(body: dict) -> str:
@@ -145,20 +162,22 @@ def overflow(window: Window, size: Size, budget: int) -> Optional[str]:
 
 
 def sized_call(job: JobFiles, manifest: JobManifest, model: Optional[str], settings: Optional[llm.LLMSettings],
-               compact: bool = True) -> Prepared:
+               compact: bool = True, recorded: Optional[Recorded] = None) -> Prepared:
     """The next call (:func:`logist.engine.prepare.prepare`) sized for the
     model's window: its default ``max_tokens`` bounded by it, and when the
     request would not fit, a summary call instead where the role compacts,
     else :class:`ContextOverflowError` (no call made, nothing recorded).
     ``settings``: the endpoint (None: none is asked; the window is then
-    what the role, config.json or the table say)."""
+    what the role, config.json or the table say). ``recorded``: a replayed
+    call's recorded settings (:class:`~logist.engine.prepare.Recorded`)."""
     found: dict = {}
+    finder = window_finder(settings, recorded)
 
-    def window_of(role: RoleManifest, name: str, config: LogistConfig) -> Optional[int]:
-        found["window"] = context_window(config, role, name, settings)
-        return found["window"].tokens
+    def window_of(role: RoleManifest, name: str, config: LogistConfig) -> Window:
+        found["window"] = finder(role, name, config)
+        return found["window"]
 
-    prepared = prepare(job, manifest, model, compact=compact, window_of=window_of)
+    prepared = prepare(job, manifest, model, compact=compact, window_of=window_of, recorded=recorded)
     window = found.get("window")
     if window is None or window.tokens is None:
         return prepared
@@ -168,7 +187,7 @@ def sized_call(job: JobFiles, manifest: JobManifest, model: Optional[str], setti
     if why is None:
         return prepared
     if compact and not prepared.is_compaction:
-        summary = prepare(job, manifest, model, window_of=window_of, force_compaction=True)
+        summary = prepare(job, manifest, model, window_of=window_of, force_compaction=True, recorded=recorded)
         if summary.is_compaction:
             return summary
     remedy = ("raise the window (the server's context size, then context_window in the role or in config.json's "

@@ -289,7 +289,7 @@ class ReplayLLMServer(LLMServer):
                 return self._refuse(
                     f"the recording has no call left: all {self.total} were answered", "replay_exhausted"
                 )
-            text = f"replay mismatch at {call.describe()}: {first_difference(call.request, request)}"
+            text = f"replay mismatch at {call.describe()}: {first_difference(call.request, request, call.entry)}"
             if again is not None:
                 text += f" (the request is that of {again.describe()}, already answered)"
             self.mismatches.append(text)
