@@ -87,6 +87,20 @@ def window_finder(settings: Optional[llm.LLMSettings], recorded: Optional[Record
     return window_of
 
 
+def servers_window(window: Window, settings: Optional[llm.LLMSettings], model: str) -> Window:
+    """``window`` (a role's or config.json's), or the endpoint's own when it
+    says a smaller one: a request is checked against what the server really
+    takes, whatever the settings say (both named). The endpoint is asked once
+    per process (:class:`~logist.model.client.Endpoints`), never on replay; a
+    question it does not answer leaves ``window`` as it is."""
+    if settings is None or not window.source.startswith(("role ", "config.json")):
+        return window
+    told, where = settings.endpoints.model_for(settings).context_window(model)
+    if not told or told >= window.tokens:
+        return window
+    return Window(told, f"the endpoint ({where}), though {window.source} says {window.tokens:,}")
+
+
 def message_text(body: dict) -> str:
     """The text of a request's messages, as a tokenizer is given it."""
     return "\n".join(m["content"] for m in body.get("messages") or [] if isinstance(m.get("content"), str))
@@ -181,6 +195,8 @@ def sized_call(job: JobFiles, manifest: JobManifest, model: Optional[str], setti
     window = found.get("window")
     if window is None or window.tokens is None:
         return prepared
+    if recorded is None:
+        window = servers_window(window, settings, prepared.model)
     budget = prepared.body.get("max_tokens") or 0
     size = request_size(job, manifest, prepared.body, settings, room=window.tokens - budget)
     why = overflow(window, size, budget)

@@ -20,6 +20,8 @@ from ..errors import LLMCallError
 #: beyond it (10^30 from a broken gateway) would make a cost of $10^23 and
 #: spend every budget at once.
 MAX_TOKENS_PER_CALL = 10**9
+#: How the error of a stream that ended before its answer begins (a hint follows: :func:`logist.model.client.cut_stream_hint`).
+STREAM_CUT = "the endpoint's stream ended without finishing the answer"
 
 
 class AnswerFault(Exception):
@@ -226,7 +228,7 @@ def joined(pieces: Iterable[dict], on_tokens: Optional[Callable[[int], None]] = 
         # endpoint's fault, not the model's answer), or it never began.
         got = f"{size:,} bytes of answer" if seen_choice else "no answer"
         reply = LLMReply("".join(text) or "".join(arguments), *tokens(usage), None, True)
-        raise LLMCallError(f"the endpoint's stream ended without finishing the answer ({got}, no finish_reason)",
+        raise LLMCallError(f"{STREAM_CUT} ({got}, no finish_reason)",
                            reply if reply.content else None, kind="transient")
     content = "".join(text)
     if not content.strip() and tool is not None:
