@@ -375,7 +375,7 @@ def _apply_answer(job: JobFiles, before: JobManifest, prepared: Prepared, outcom
     which asks the answer's action (:class:`logist.protocol.actions.Action`)
     what it does."""
     after = before.model_copy(deep=True)
-    after.calls = before.calls + 1
+    after.calls = before.calls + (1 if outcome.answered else 0)  # a call that brought no answer is no step
     call = Call(before.last_sequence + 1, full=prepared.prompt.continues is None)
     reading = _read_answer(job, before, after, prepared, outcome, call)
     answer, rule = reading.answer, reading.rule
