@@ -601,7 +601,8 @@ class Job:
         return export_branch(self.stored, branch, force=force)
 
     def export_patch(self, path: Union[str, Path]) -> int:
-        """Write the job's commits since its baseline as a patch series; the number of commits."""
+        """Write the job's commits since its baseline, combined, as one patch
+        (``git apply`` or ``git am``); the number of the job's commits it holds."""
         return export_patch(self.stored, Path(path))
 
     # -- keeping the files --------------------------------------------------------------------
