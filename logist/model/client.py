@@ -63,6 +63,8 @@ from ..protocol.decoding import form_name, response_formats
 from ..errors import LLMCallError
 #: The header that names a call, the same on each of its retries (one definition: :mod:`logist.store.calls`).
 from ..store.calls import HEADER as IDEMPOTENCY_HEADER
+from ..store.config import key_variable
+from ..secrets import environment
 
 #: The body keys that ask for a stream (one definition: store/requests.py adds them).
 STREAM_KEYS = ("stream", "stream_options")
@@ -333,10 +335,18 @@ def _describe(exc: Exception, settings: LLMSettings) -> str:
             return f"cannot connect: {told} (is the server running?)"
         return f"cannot connect ({name})"
     if isinstance(exc, openai.APIStatusError):
-        return status_text(exc.status_code, endpoint_words(exc.body))
+        return status_text(exc.status_code, endpoint_words(exc.body), settings.base_url, _key_from(settings))
     if isinstance(exc, openai.APIError):  # an error object sent inside a stream (llama.cpp: the request did not fit)
         return f"the endpoint sent an error instead of the answer: {endpoint_words(exc.body) or exc.message}"
     return f"{type(exc).__name__}: {exc}"
+
+
+def _key_from(settings: LLMSettings) -> Optional[str]:
+    """The variable the key sent was read from ("": given otherwise; None: no key was sent)."""
+    if not settings.api_key:
+        return None
+    variable = key_variable()
+    return variable if variable and environment.get(variable) == settings.api_key else ""
 
 
 #: The figures an endpoint's error object may carry besides its message
@@ -604,8 +614,10 @@ def list_models(settings: LLMSettings) -> list[str]:
         raise LLMCallError(f"GET /models failed: {exc}") from None
     content_type = response.headers.get("content-type", "").split(";")[0].strip()
     if "html" in content_type or raw.lstrip()[:1] == b"<":
+        ask = ("is it the API's address?" if settings.base_url.rstrip("/").endswith("/v1")
+               else "does the base URL end in /v1?")
         raise LLMCallError("the base URL serves a web page, not the API (GET /models answered "
-                           f"{excerpt(raw, content_type)}): does the base URL end in /v1?", kind="setup")
+                           f"{excerpt(raw, content_type)}): {ask}", kind="setup")
     try:
         data = json.loads(raw)
     except ValueError:

@@ -27,6 +27,8 @@ import math
 import re
 from typing import Optional
 
+from ..errors import json_problem
+
 #: Reasoning some models put before the answer. A server that strips the
 #: opening tag leaves the reasoning and a lone closing tag.
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
@@ -180,7 +182,7 @@ def _json_error(text: str) -> str:
     try:
         loads(text)
     except json.JSONDecodeError as exc:
-        return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        return f"{json_problem(exc)} at line {exc.lineno} column {exc.colno}"
     return "no JSON object in it"
 
 

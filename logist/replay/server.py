@@ -73,7 +73,9 @@ logger = logging.getLogger("logist.replay.server")
 #: Held this long at most when replaying a timeout; the client gives up first.
 TIMEOUT_HOLD = 600.0
 #: Parses a recorded call's error (not a prompt) back into the failure to replay.
-_HTTP_ERROR = re.compile(r": HTTP (\d{3})(?:: (.*?))?(?: \(set LOGIST_API_KEY or OPENAI_API_KEY\))?$", re.S)
+_HTTP_ERROR = re.compile(r": HTTP (\d{3})(?:: (.*?))?"
+                         r"(?: \((?:set LOGIST_API_KEY or OPENAI_API_KEY|the key in \w+ was refused|the API key was refused)\))?$",
+                         re.S)
 #: A recorded answer that came as a tool call, replayed as one.
 _TOOL_CALL = re.compile(re.escape(TOOL_NOTE).replace(re.escape("{}"), "(.+?)"))
 #: History entries that are calls of the model.

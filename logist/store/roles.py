@@ -38,7 +38,7 @@ import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from ..errors import ConfigError, NoSuchNameError, format_validation_error
+from ..errors import ConfigError, NoSuchNameError, format_validation_error, json_problem
 from ..resources import data_dir
 from .prompts import check_instructions
 
@@ -121,7 +121,7 @@ class RoleManifest(BaseModel):
 def syntax_error(path: Path, exc: Exception, what: str) -> ConfigError:
     """A JSON or YAML syntax error as one line naming the file and the line."""
     if isinstance(exc, json.JSONDecodeError):
-        return ConfigError(f"{what} {path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")
+        return ConfigError(f"{what} {path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {json_problem(exc)}")
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
     if mark is not None:
