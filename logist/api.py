@@ -554,6 +554,25 @@ class Job:
         manifest = manifest or self.manifest()
         return _workflow.describe_job_hint(manifest, self.stopped_by_budget(manifest))
 
+    def waits_for(self, manifest: Optional[JobManifest] = None) -> str:
+        """What the job waits for, in a line ("" for nothing: it is done, or
+        its next step simply goes on): a person's decision (:meth:`hint`), or,
+        for a job whose last call failed and that keeps its turn, the step
+        that makes the call again, with the endpoint's reason."""
+        manifest = manifest or self.manifest()
+        if str(manifest.status) in NEEDS_PERSON:
+            return self.hint(manifest)
+        if manifest.status not in STEPPABLE:
+            return ""
+        last = self.stored.last_entry()
+        response = last.response if last is not None and last.sequence == manifest.last_sequence else None
+        if response is None or response.status != "FAILED" or not response.error:
+            return ""
+        reason = " ".join(response.error.split())
+        reason = reason if len(reason) <= 200 else reason[:199] + "…"
+        return (f"a step: its last call failed ({reason}); logist job step {self.id} makes it again, "
+                "with the same conversation")
+
     def raise_hint(self, manifest: Optional[JobManifest] = None) -> Optional[str]:
         """How to raise the budget the job has spent, or None."""
         return raise_hint(self.id, manifest or self.manifest())

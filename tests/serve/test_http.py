@@ -331,3 +331,26 @@ def test_json_says_the_url_port_and_token_file_on_one_line(jobs):
     finally:
         process.send_signal(2)
         process.wait(10)
+
+
+def test_the_list_shows_what_a_job_whose_call_failed_waits_for(jobs, llm):
+    """A call that failed for now leaves the job PENDING with its turn: the
+    list says it waits for a step, and why, not an empty cell."""
+    from logist.replay.scripted import Reply
+    from logist.serve.pages import jobs_table
+    import logist
+
+    (jobs.path / "config.json").write_text(json.dumps({"max_retries": 0}))
+    create_job(jobs, "cut", "Write hello.py")
+    llm.add(Reply(body=b"data: {}\n\n", content_type="text/event-stream"))
+    logist_cli("job", "step", "cut", "--oneshot", "--base-url", llm.base_url)
+    assert str(jobs.job("cut").manifest().status) == "PENDING"
+    asking(jobs, llm, "asks")
+    create_job(jobs, "fresh", "Write hello.py")
+    table = jobs_table(logist.open(jobs.path))
+    row = next(r for r in table.split("<tr") if "cut" in r and "PENDING" in r)
+    assert "a step: its last call failed (the endpoint&#x27;s stream ended without finishing the answer" in row, row
+    assert "logist job step cut makes it again" in row
+    assert "answer its question (logist job answer TEXT)" in next(r for r in table.split("<tr") if "asks" in r)
+    fresh = next(r for r in table.split("<tr") if "fresh" in r)
+    assert "last call failed" not in fresh
