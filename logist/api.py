@@ -51,7 +51,7 @@ from .engine.choices import DEFAULT_CONCURRENCY, DEFAULT_ENGINE, engine_names
 from .engine.engines import BatchCounts, make_engine, run_batch
 from .engine.export import export_branch, export_patch, job_diff
 from .engine.loop import QueueOutcome, run_job, step_turn
-from .engine.prepare import answer_budget, chosen_model, resolve_model, structured_output
+from .engine.prepare import answer_budget, chosen_model, model_for_endpoint, resolve_model, structured_output
 from .engine.rewind import rewind
 from .engine.session import upgrade
 from .engine.apply import StepResult
@@ -59,6 +59,7 @@ from .engine.step import post_answer, step_once
 from .engine import workflow as _workflow
 from .engine.workflow import NEEDS_PERSON, STEPPABLE, WAITING_FOR_PERSON, Rule
 from .errors import ConfigError, LogistError
+from .secrets.redact import url_shown
 from .model.client import Endpoints, LLMSettings, list_models, probe_form
 from .protocol.decoding import form_name
 from .model.base import Model
@@ -363,10 +364,19 @@ class Jobs:
         config = self.config()
         no_job = SimpleNamespace(model=None)
         model = resolve_model(config, no_job, role, None)
+        model_from = chosen_model(config, no_job, role, None)[1]
+        if settings is not None and settings.base_url.rstrip("/") != DEFAULT_BASE_URL:
+            try:
+                served = model_for_endpoint(config, no_job, role, None, settings.endpoints.served_models(settings),
+                                            url_shown(settings.base_url))
+            except ConfigError as exc:
+                served, model_from = None, f"{model_from}; but {exc}"
+            if served:
+                model, model_from = served, "the endpoint's only model (GET /models), as none is named"
         window = context_window(config, role, model, settings)
         setting = "off (the role's own response_format)" if role.response_format is not None else \
             "off (the tags protocol)" if role.protocol == "tags" else structured_output(role, config, model)
-        return RoleFacts(role=role, model=model, model_from=chosen_model(config, no_job, role, None)[1],
+        return RoleFacts(role=role, model=model, model_from=model_from,
                          price=config.price(model), context_window=window.tokens,
                          context_window_from=window.source or None,
                          max_tokens=answer_budget(role, role.protocol, window.tokens), structured_output=setting)

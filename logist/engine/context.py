@@ -26,7 +26,10 @@ from ..store.config import LogistConfig, shipped_context_window
 from ..store.session import JobFiles
 from ..store.manifest import JobManifest
 from ..store.roles import RoleManifest
-from .prepare import Prepared, Recorded, prepare
+from ..secrets.redact import url_shown
+from ..store.config import DEFAULT_BASE_URL
+from ..store.roles import load_roles
+from .prepare import Prepared, Recorded, model_for_endpoint, prepare
 
 
 class ContextOverflowError(LogistError):
@@ -99,6 +102,24 @@ def servers_window(window: Window, settings: Optional[llm.LLMSettings], model: s
     if not told or told >= window.tokens:
         return window
     return Window(told, f"the endpoint ({where}), though {window.source} says {window.tokens:,}")
+
+
+def endpoint_model(job: JobFiles, manifest: JobManifest, model: Optional[str],
+                   settings: Optional[llm.LLMSettings]) -> Optional[str]:
+    """``model``, or the model the endpoint serves where nothing names one
+    and the built-in role's own is not among its models
+    (:func:`~logist.engine.prepare.model_for_endpoint`; the endpoint's list
+    asked once per process, and an endpoint that does not answer changes
+    nothing). OpenAI's own endpoint, and a model the caller was given, are not asked."""
+    if model or settings is None or settings.endpoints.model is not None or \
+            settings.base_url.rstrip("/") == DEFAULT_BASE_URL:
+        return model
+    role = load_roles(job.jobs_dir.path).get(manifest.turn.role)
+    if role is None:
+        return model  # prepare says which role is missing
+    config = job.jobs_dir.config()
+    served = settings.endpoints.served_models(settings)
+    return model_for_endpoint(config, manifest, role, None, served, url_shown(settings.base_url)) or model
 
 
 def message_text(body: dict) -> str:
@@ -186,6 +207,8 @@ def sized_call(job: JobFiles, manifest: JobManifest, model: Optional[str], setti
     call's recorded settings (:class:`~logist.engine.prepare.Recorded`)."""
     found: dict = {}
     finder = window_finder(settings, recorded)
+    if recorded is None:
+        model = endpoint_model(job, manifest, model, settings)
 
     def window_of(role: RoleManifest, name: str, config: LogistConfig) -> Window:
         found["window"] = finder(role, name, config)

@@ -31,7 +31,7 @@ from ..store.roles import RoleManifest, load_roles
 from . import compaction
 from .prompt import Prompt, build_prompt
 from .workflow import answer_protocol, table, who_acts
-from ..errors import NotFoundError
+from ..errors import ConfigError, NotFoundError
 
 #: The temperature of a summary call: a summary should be faithful, not creative.
 SUMMARY_TEMPERATURE = 0.2
@@ -160,11 +160,37 @@ def chosen_model(config: LogistConfig, manifest: JobManifest, role: RoleManifest
         return role.llm_alias, f"the role's llm_alias ({role.source})"
     # A jobs directory's own manifest names its model on purpose; only a
     # built-in role's model gives way to config.json's default_model.
-    builtin = role.source is not None and Path(role.source).parent == data_dir("roles")
+    builtin = is_builtin(role)
     default, key = config.default()
     if builtin and default:
         return default, f"config.json {key}"
     return role.llm_model, f"the role's llm_model ({role.source})"
+
+
+def is_builtin(role: RoleManifest) -> bool:
+    """Whether ``role`` is one Logist ships (not a jobs directory's own)."""
+    return role.source is not None and Path(role.source).parent == data_dir("roles")
+
+
+def model_for_endpoint(config: LogistConfig, manifest: JobManifest, role: RoleManifest, override: Optional[str],
+                       served: Optional[list[str]], endpoint: str) -> Optional[str]:
+    """The model to name instead of a built-in role's own when nothing names
+    one (no --model, job model, config.json ``models``, ``default_model``
+    or alias) and the endpoint, which lists ``served`` (None: unknown), does
+    not serve it: its only model; with several, a
+    :class:`~logist.errors.ConfigError` naming ``default_model``. None: keep
+    the model :func:`resolve_model` gives (a local server is not sent, nor
+    priced as, a hosted model it does not have)."""
+    chosen, where = chosen_model(config, manifest, role, override)
+    if served is None or not is_builtin(role) or not where.startswith("the role's llm_model") or chosen in served:
+        return None
+    if len(served) == 1:
+        return served[0]
+    listed = ", ".join(served[:5]) + (f" and {len(served) - 5} more" if len(served) > 5 else "")
+    raise ConfigError(
+        f"no model is named for role '{role.name}', and the endpoint {endpoint} does not serve the built-in role's "
+        f"{chosen}: it lists {len(served)} model{'s' if len(served) != 1 else ''}"
+        + (f" ({listed})" if served else "") + "; set default_model in config.json (or pass --model)")
 
 
 def answer_budget(role: RoleManifest, protocol: str, window: Optional[int]) -> int:

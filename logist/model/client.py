@@ -107,6 +107,8 @@ class Endpoints:
         self.facts_lock = threading.Lock()
         #: Endpoint -> the calls to it in flight now (:meth:`in_flight`).
         self._flying: dict[str, list[set]] = {}
+        #: Endpoint -> the models it lists, or None: it did not say (:meth:`served_models`).
+        self._served: dict[str, Optional[list[str]]] = {}
 
     def model_for(self, settings: "LLMSettings") -> Model:
         """The model a call made with ``settings`` is made to: the one given, else the endpoint's."""
@@ -151,6 +153,21 @@ class Endpoints:
             facts = self.facts.setdefault((base_url, model), EndpointFacts())
             facts.context_window, facts.window_from = int(match.group(1).replace(",", "")), "its error"
         return facts.context_window
+
+    def served_models(self, settings: "LLMSettings") -> Optional[list[str]]:
+        """The models ``settings``' endpoint lists (``GET /models``), asked
+        once; None when it does not answer with a list (unknown)."""
+        with self.facts_lock:
+            if settings.base_url in self._served:
+                return self._served[settings.base_url]
+        try:
+            served: Optional[list[str]] = list_models(replace(settings, timeout=min(settings.timeout, FACTS_TIMEOUT),
+                                                              max_retries=0))
+        except LLMCallError:
+            served = None
+        with self.facts_lock:
+            self._served[settings.base_url] = served
+        return served
 
     @contextmanager
     def in_flight(self, base_url: str):
