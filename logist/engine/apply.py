@@ -271,7 +271,8 @@ def _read_answer(job: JobFiles, before: JobManifest, after: JobManifest, prepare
         return _Reading(status="ERROR", error=outcome.error, rule=apply_event(after, event, outcome.error))
     planner = before.workflow == "planned" and before.turn.slot == PLANNER
     try:
-        answer = _redacted(parse_answer(outcome.raw or "", prepared.protocol, planner=planner))
+        answer = _redacted(parse_answer(outcome.raw or "", prepared.protocol, planner=planner,
+                                        plan=before.plan if planner else None))
         if planner:
             addressed = [n for slot, n in before.roles.items() if slot != PLANNER]
             check_planner_answer(answer, send_to_names(prepared.prompts.roles, addressed), before.plan)

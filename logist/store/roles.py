@@ -230,13 +230,36 @@ def _names_in(path: Path) -> set[str]:
 
 
 def _role_files(jobs_dir: Path) -> list[Path]:
-    """A jobs directory's role files: ``roles.json``, then ``roles/``'s, by name."""
+    """A jobs directory's role files: ``roles.json``, then ``roles/``'s, by
+    name, less a YAML file a role's ``prompt_file`` names (its prompt, such
+    as TaskWeaver's planner_prompt.yaml, is not a role)."""
     directory = jobs_dir / "roles"
     files = [jobs_dir / "roles.json"] if (jobs_dir / "roles.json").is_file() else []
     if directory.is_dir():
         files += [p for p in sorted(directory.iterdir())
                   if p.suffix in MANIFEST_SUFFIXES and p.is_file() and not p.name.startswith(".")]
-    return files
+    prompts = _prompt_files(files)
+    return [p for p in files if p.resolve() not in prompts]
+
+
+def _prompt_files(files: list[Path]) -> set[Path]:
+    """The files the role manifests among ``files`` name as their
+    ``prompt_file`` (resolved); a file that does not read names none."""
+    named: set[Path] = set()
+    for path in files:
+        try:
+            data = _read_file(path)
+        except ConfigError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        manifests = [v for k, v in data.items() if k != "$schema"] if _keyed_by_name(data) else [data]
+        for manifest in manifests:
+            for key in ("prompt_file", "prompt_file_path"):
+                value = manifest.get(key) if isinstance(manifest, dict) else None
+                if isinstance(value, str) and value.strip():
+                    named.add((path.parent / value).resolve())
+    return named
 
 
 def _load_files(files: list[Path], jobs_dir: Optional[Path]) -> Roles:

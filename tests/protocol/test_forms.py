@@ -206,3 +206,22 @@ def test_a_config_file_with_a_control_character_says_at_once(tmp_path):
     with pytest.raises(ConfigError) as raised:
         load_config(tmp_path)
     assert str(raised.value).endswith("Invalid control character") and "at at" not in str(raised.value)
+
+
+@pytest.mark.parametrize("step, index", [("3. Report", 2), ("Count the words", 1), ("step 1", 0)])
+def test_a_later_planner_answer_names_its_step_by_text_from_the_plan_so_far(step, index):
+    """The plan came in an earlier answer: the step's text or number is found in it."""
+    plan = ["Load the data", "Count the words", "Report"]
+    raw = json.dumps({"response": {"thought": "t", "current_plan_step": step, "send_to": "Worker",
+                                   "message": "Go on."}})
+    answer = parse_answer(raw, planner=True, plan=plan)
+    assert answer.current_plan_step == index and answer.plan is None
+    assert any(f"read as step {index}" in note for note in answer.notes)
+
+
+def test_a_step_named_by_text_that_no_plan_holds_is_still_refused():
+    from logist.protocol.answer import InvalidAnswer
+
+    raw = json.dumps({"current_plan_step": "Deploy it", "send_to": "Worker", "message": "Go on."})
+    with pytest.raises(InvalidAnswer, match="current_plan_step"):
+        parse_answer(raw, planner=True, plan=["Load the data"])
