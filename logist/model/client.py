@@ -58,7 +58,8 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 from .base import Model, Request, failed_after, status_kind, status_retried, status_text
-from .completions import STREAM_CUT, AnswerFault, LLMReply, answer_json, check_size, chunks, excerpt, joined, whole
+from .completions import (STREAM_CUT, AnswerFault, LLMReply, answer_json, check_size, chunks, error_text, excerpt,
+                          joined, whole)
 from ..protocol.decoding import form_name, response_formats
 from ..errors import LLMCallError
 #: The header that names a call, the same on each of its retries (one definition: :mod:`logist.store.calls`).
@@ -366,26 +367,15 @@ def _key_from(settings: LLMSettings) -> Optional[str]:
     return variable if variable and environment.get(variable) == settings.api_key else ""
 
 
-#: The figures an endpoint's error object may carry besides its message
-#: (llama.cpp: the request's tokens and its context size), said after it.
-ERROR_FIGURES = (("n_prompt_tokens", "the request's tokens"), ("n_ctx", "the server's context size"))
-
-
 def endpoint_words(body) -> str:
-    """What an endpoint said in an error body, verbatim on one line: an
-    OpenAI error object's ``message`` (llama.cpp's, vLLM's ``{"object":
-    "error", "message": ...}``), Ollama's ``{"error": "..."}``, a plain
-    string; with llama.cpp's figures where it gives them. Cut by
-    :func:`~logist.model.base.status_text`; "" when it said nothing."""
+    """What an endpoint said in an error body, in its own words
+    (:func:`~logist.model.completions.error_text`): an OpenAI error object
+    (llama.cpp's, vLLM's ``{"object": "error", "message": ...}``), Ollama's
+    ``{"error": "..."}``, a plain string; "" when it said nothing."""
     inner = body.get("error", body) if isinstance(body, dict) else body
-    if isinstance(inner, str):
-        return " ".join(inner.split())
-    if not isinstance(inner, dict):
+    if isinstance(inner, dict) and not inner.get("message"):
         return ""
-    said = " ".join(str(inner.get("message") or "").split())
-    figures = [f"{words} {inner[key]:,}" for key, words in ERROR_FIGURES
-               if isinstance(inner.get(key), int) and not isinstance(inner.get(key), bool)]
-    return said + (f" ({', '.join(figures)})" if said and figures else "")
+    return error_text(inner) if isinstance(inner, (dict, str)) and inner else ""
 
 
 def _failure(exc: Exception, settings: LLMSettings) -> LLMCallError:

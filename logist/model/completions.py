@@ -104,10 +104,22 @@ def tokens(usage) -> tuple[Optional[int], Optional[int]]:
     return tuple(n if isinstance(n, int) and not isinstance(n, bool) else None for n in found)  # type: ignore[return-value]
 
 
+#: The figures an endpoint's error object may carry besides its message
+#: (llama.cpp: the request's tokens and its context size), said after it.
+ERROR_FIGURES = (("n_prompt_tokens", "the request's tokens"), ("n_ctx", "the server's context size"))
+
+
 def error_text(error) -> str:
-    """An endpoint's error (a string, or an object with a message) in one line."""
+    """An endpoint's error (a string, or an object with a message: OpenAI's,
+    llama.cpp's, vLLM's) in its own words on one line, cut at 300
+    characters, with llama.cpp's figures where it gives them."""
     message = error.get("message") if isinstance(error, dict) else error
-    return " ".join(str(message or error).split())[:300]
+    said = " ".join(str(message or error).split())
+    if isinstance(error, dict) and message:
+        figures = [f"{words} {error[key]:,}" for key, words in ERROR_FIGURES
+                   if isinstance(error.get(key), int) and not isinstance(error.get(key), bool)]
+        said += f" ({', '.join(figures)})" if figures else ""
+    return said[:300]
 def _counted(name: str, count: Optional[int], notes: list[str]) -> Optional[int]:
     """A usage count as it is counted: a negative one is refused (the tokens
     are estimated instead), one beyond :data:`MAX_TOKENS_PER_CALL` is capped;
