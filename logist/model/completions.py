@@ -10,6 +10,7 @@ step's recorded failure.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -114,7 +115,7 @@ def error_text(error) -> str:
     llama.cpp's, vLLM's) in its own words on one line, cut at 300
     characters, with llama.cpp's figures where it gives them."""
     message = error.get("message") if isinstance(error, dict) else error
-    said = " ".join(str(message or error).split())
+    said = re.sub(r"\s*[\r\n]+\s*", " ", str(message or error)).strip()  # one line; its own spacing kept
     if isinstance(error, dict) and message:
         figures = [f"{words} {error[key]:,}" for key, words in ERROR_FIGURES
                    if isinstance(error.get(key), int) and not isinstance(error.get(key), bool)]

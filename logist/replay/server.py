@@ -149,7 +149,7 @@ class _JobQueue:
     served: list[RecordedCall] = field(default_factory=list)
     # The last failure served, so that the client's retries of the same
     # request get it again instead of the next recorded call.
-    failing: Optional[tuple[str, Reply]] = None
+    failing: Optional[tuple[str, Optional[str], Reply]] = None
 
 
 class ReplayLLMServer(LLMServer):
@@ -277,8 +277,10 @@ class ReplayLLMServer(LLMServer):
         queue = self.queue(job)
         request = self.canonical(body)
         key = digest(request)
-        if queue.failing and queue.failing[0] == key:
-            return queue.failing[1]
+        if queue.failing and queue.failing[:2] == (key, idempotency):
+            # The client's retry of a request that failed (the same Idempotency-Key): the same failure. The
+            # call made again in a later step asks the same and is no retry: its key is another.
+            return queue.failing[2]
         matching = queue.unserved.get(key)
         again = next((c for c in reversed(queue.served) if c.digest == key), None)
         if matching:
@@ -303,5 +305,5 @@ class ReplayLLMServer(LLMServer):
         self.served.append(call)
         reply = self._answer(job, call, key=idempotency)
         failed = reply.status != 200 or reply.disconnect or (reply.delay and reply.delay != self.latency)
-        queue.failing = (key, reply) if failed else None
+        queue.failing = (key, idempotency, reply) if failed else None
         return reply
