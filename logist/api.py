@@ -52,7 +52,7 @@ from .engine.choices import DEFAULT_CONCURRENCY, DEFAULT_ENGINE, engine_names
 from .engine.engines import BatchCounts, make_engine, run_batch
 from .engine.export import export_branch, export_patch, job_diff
 from .engine.loop import QueueOutcome, run_job, step_turn
-from .engine.prepare import answer_budget, chosen_model, resolve_model, structured_output
+from .engine.prepare import answer_budget, chosen_model, model_for_endpoint, resolve_model, structured_output
 from .engine.rewind import rewind
 from .engine.session import upgrade
 from .engine.apply import StepResult
@@ -60,6 +60,7 @@ from .engine.step import post_answer, step_once
 from .engine import workflow as _workflow
 from .engine.workflow import NEEDS_PERSON, STEPPABLE, WAITING_FOR_PERSON, Rule
 from .errors import ConfigError, LogistError
+from .secrets.redact import url_shown
 from .model.client import Endpoints, LLMSettings, list_models, probe_form
 from .protocol.decoding import form_name
 from .model.base import Model
@@ -394,10 +395,19 @@ class Jobs:
         config = self.config()
         no_job = SimpleNamespace(model=None)
         model = resolve_model(config, no_job, role, None)
+        model_from = chosen_model(config, no_job, role, None)[1]
+        if settings is not None and settings.base_url.rstrip("/") != DEFAULT_BASE_URL:
+            try:
+                served = model_for_endpoint(config, no_job, role, None, settings.endpoints.served_models(settings),
+                                            url_shown(settings.base_url))
+            except ConfigError as exc:
+                served, model_from = None, f"{model_from}; but {exc}"
+            if served:
+                model, model_from = served, "the endpoint's only model (GET /models), as none is named"
         window = context_window(config, role, model, settings)
         setting = "off (the role's own response_format)" if role.response_format is not None else \
             "off (the tags protocol)" if role.protocol == "tags" else structured_output(role, config, model)
-        return RoleFacts(role=role, model=model, model_from=chosen_model(config, no_job, role, None)[1],
+        return RoleFacts(role=role, model=model, model_from=model_from,
                          price=config.price(model), context_window=window.tokens,
                          context_window_from=window.source or None,
                          max_tokens=answer_budget(role, role.protocol, window.tokens), structured_output=setting)
@@ -585,6 +595,25 @@ class Job:
         manifest = manifest or self.manifest()
         return _workflow.describe_job_hint(manifest, self.stopped_by_budget(manifest))
 
+    def waits_for(self, manifest: Optional[JobManifest] = None) -> str:
+        """What the job waits for, in a line ("" for nothing: it is done, or
+        its next step simply goes on): a person's decision (:meth:`hint`), or,
+        for a job whose last call failed and that keeps its turn, the step
+        that makes the call again, with the endpoint's reason."""
+        manifest = manifest or self.manifest()
+        if str(manifest.status) in NEEDS_PERSON:
+            return self.hint(manifest)
+        if manifest.status not in STEPPABLE:
+            return ""
+        last = self.stored.last_entry()
+        response = last.response if last is not None and last.sequence == manifest.last_sequence else None
+        if response is None or response.status != "FAILED" or not response.error:
+            return ""
+        reason = " ".join(response.error.split())
+        reason = reason if len(reason) <= 200 else reason[:199] + "…"
+        return (f"a step: its last call failed ({reason}); logist job step {self.id} makes it again, "
+                "with the same conversation")
+
     def raise_hint(self, manifest: Optional[JobManifest] = None) -> Optional[str]:
         """How to raise the budget the job has spent, or None."""
         return raise_hint(self.id, manifest or self.manifest())
@@ -632,7 +661,8 @@ class Job:
         return export_branch(self.stored, branch, force=force)
 
     def export_patch(self, path: Union[str, Path]) -> int:
-        """Write the job's commits since its baseline as a patch series; the number of commits."""
+        """Write the job's commits since its baseline, combined, as one patch
+        (``git apply`` or ``git am``); the number of the job's commits it holds."""
         return export_patch(self.stored, Path(path))
 
     # -- keeping the files --------------------------------------------------------------------

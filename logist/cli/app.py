@@ -51,6 +51,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
 
 #: Commands that run steps, the ones that exit 3 and 4 (``logist demo``
 #: exits 0 once its job waits for approval, as the demo means it to).
+#: Characters of a failed step's reason its line shows (a summary: 100).
+ERROR_WIDTH = 300
 RUNS_STEPS = ("job step", "job run", "job poststep", "job replay")
 
 
@@ -169,8 +171,10 @@ class Application:
     def step_line(self, result: StepResult, with_job: bool = False) -> None:
         """One line per step on stderr: entry, role, action, new state, files, summary."""
         summary = inert((result.summary or result.error or "").strip().replace("\n", " "), one_line=True)
-        if len(summary) > 100:
-            summary = summary[:97] + "..."
+        # An error is shown further: the endpoint's own words come after what failed.
+        limit = 100 if result.summary or not result.error else ERROR_WIDTH
+        if len(summary) > limit:
+            summary = summary[:limit - 3] + "..."
         files = f" [{', '.join(inert(path, one_line=True) for path in result.files_changed)}]" if result.files_changed else ""
         who = f"[{result.job_id}] " if with_job else ""
         self.info(f"{who}#{result.sequence} {result.role} {result.action} -> {result.status}{files}"

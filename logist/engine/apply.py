@@ -275,7 +275,8 @@ def _read_answer(job: JobFiles, before: JobManifest, after: JobManifest, prepare
         return _Reading(status="ERROR", error=outcome.error, rule=apply_event(after, event, outcome.error))
     planner = before.workflow == "planned" and before.turn.slot == PLANNER
     try:
-        answer = _redacted(parse_answer(outcome.raw or "", prepared.protocol, planner=planner))
+        answer = _redacted(parse_answer(outcome.raw or "", prepared.protocol, planner=planner,
+                                        plan=before.plan if planner else None))
         if planner:
             addressed = [n for slot, n in before.roles.items() if slot != PLANNER]
             check_planner_answer(answer, send_to_names(prepared.prompts.roles, addressed), before.plan)
@@ -406,7 +407,7 @@ def _apply_answer(job: JobFiles, before: JobManifest, prepared: Prepared, outcom
     which asks the answer's action (:class:`logist.protocol.actions.Action`)
     what it does."""
     after = before.model_copy(deep=True)
-    after.calls = before.calls + 1
+    after.calls = before.calls + (1 if outcome.answered else 0)  # a call that brought no answer is no step
     call = Call(before.last_sequence + 1, full=prepared.prompt.continues is None)
     work = outcome.agent
     if work is not None:  # a coding agent's run: its work is in the workspace (or its patch, replayed)

@@ -95,6 +95,9 @@ def _apply(
         after.turn.pending = prompts.render("messages/skipped_question")
         after.question = None
     elif event == "answer":
+        if after.question is not None and after.question.required and not (text or "").strip():
+            raise UsageError("this question is required, and an empty answer tells the model nothing "
+                             "(it would read \"User response: \" and no more); answer it with TEXT")
         after.turn.pending = prompts.render("messages/answered", answer=text)
         after.question = None
     if event in REMEMBERED and (text or "").strip():

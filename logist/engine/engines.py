@@ -45,6 +45,7 @@ from .session import open_locked
 from .apply import StepResult
 from .decide import honour_stop
 from .step import step_once
+from ..store.status import Status
 from .workflow import STEPPABLE, TERMINAL
 
 
@@ -197,10 +198,12 @@ class BatchCounts:
     waiting: int = 0
     failed: int = 0
     skipped: int = 0
+    #: Jobs found CANCELED (a person canceled them, before the batch reached them or during it): not done.
+    canceled: int = 0
 
     @property
     def finished(self) -> int:
-        return self.done + self.waiting + self.failed + self.skipped
+        return self.done + self.waiting + self.failed + self.skipped + self.canceled
 
     @property
     def running(self) -> int:
@@ -211,6 +214,8 @@ class BatchCounts:
             self.failed += 1
         elif outcome.skipped:
             self.skipped += 1
+        elif outcome.status == Status.CANCELED:
+            self.canceled += 1
         elif outcome.status in TERMINAL or outcome.status in STEPPABLE:
             self.done += 1
         else:
@@ -218,8 +223,15 @@ class BatchCounts:
 
     def text(self) -> str:
         skipped = f", {self.skipped} skipped" if self.skipped else ""
+        canceled = f", {self.canceled} canceled" if self.canceled else ""
         return (f"{self.finished}/{self.total}: {self.done} done, {self.waiting} waiting for a person, "
-                f"{self.failed} failed{skipped}; {self.running} running")
+                f"{self.failed} failed{skipped}{canceled}; {self.running} running")
+
+    def summary(self) -> str:
+        """The batch's end, counted as :meth:`text` counts (the line under the last job's)."""
+        canceled = f", {self.canceled} canceled" if self.canceled else ""
+        return (f"{self.done} done, {self.waiting} waiting for a person, {self.failed} failed, "
+                f"{self.skipped} skipped{canceled}")
 
 
 def run_batch(jobs_dir, *, engine: str = "serial", concurrency: Optional[int] = None, address: Optional[str] = None,

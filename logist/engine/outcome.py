@@ -43,6 +43,16 @@ class Outcome:
         """The model calls the answer took: an agent's run's, else one."""
         return len(self.agent.calls) if self.agent is not None else 1
 
+    @property
+    def answered(self) -> bool:
+        """Whether an answer came, so that applying it is a step (what
+        ``max_steps`` counts): an answer, or one refused (too long). A call
+        that failed with none, or whose stream ended before it did (the
+        turn is kept and the same request made again), is no step."""
+        if self.error is None:
+            return True
+        return self.raw is not None and self.fault != "transient"
+
     def wall_ms(self) -> int:
         """The step's time so far (the call's when the start is unknown)."""
         return round(((time.monotonic() - self.started) if self.started is not None else self.duration) * 1000)

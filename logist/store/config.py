@@ -26,7 +26,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ConfigError, format_validation_error
+from ..errors import ConfigError, format_validation_error, json_problem
 from ..secrets import environment
 from ..secrets.redact import KEY_VARIABLES
 
@@ -207,7 +207,7 @@ def load_config(jobs_dir: Path) -> LogistConfig:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        raise ConfigError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {json_problem(exc)}") from None
     except RecursionError:
         raise ConfigError(f"{path}: nested too deeply to be a configuration") from None
     except (OSError, ValueError) as exc:

@@ -61,6 +61,12 @@ class RequestMetadata(BaseModel):
     """The max_tokens sent, if any."""
     response_format: Optional[dict] = None
     """The response_format sent, if any, named by its digest: ``{"type", "file"}``, the file being the job's ``response_formats/<digest>.json``, which holds it exactly as sent (a value written here whole, as an older Logist did, is read as it is)."""
+    context_window: Optional[int] = None
+    """The context window the request was sized for (its default max_tokens at most a quarter of it; a summary call instead of one that would not fit), when it came from the machine it was made on: config.json's model_settings or the endpoint (a role's own and Logist's table of models are found again wherever the history is replayed). A replay sizes its request for this window, whatever the replaying jobs directory says."""
+    context_window_from: Optional[str] = None
+    """Where ``context_window`` was found, such as "config.json model_settings" or "the endpoint (/props)"."""
+    structured_output: Optional[str] = None
+    """The structured_output setting the response_format was chosen by, when config.json's model_settings named it (absent: the role's own, else auto). A replay uses it, whatever the replaying jobs directory says."""
     stream: Optional[bool] = None
     """True when the answer was asked for as a stream (stream, with stream_options asking for the usage)."""
     idempotency_key: Optional[str] = None

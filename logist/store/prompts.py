@@ -44,7 +44,7 @@ from typing import Optional, Protocol
 
 import yaml
 
-from ..errors import ConfigError
+from ..errors import ConfigError, json_problem
 
 
 class RoleLike(Protocol):
@@ -287,7 +287,7 @@ def _read_prompts_json(path: Path) -> dict[str, tuple[str, str]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"prompts file {path}: cannot be read: {exc}") from None
     except ValueError as exc:
-        raise ConfigError(f"prompts file {path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        raise ConfigError(f"prompts file {path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {json_problem(exc)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"prompts file {path}: expected one object, key -> prompt text")
     found: dict[str, tuple[str, str]] = {}

@@ -39,7 +39,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.json_schema import SkipJsonSchema
 
 from ..agents.providers import PROVIDERS
-from ..errors import ConfigError, NoSuchNameError, format_validation_error
+from ..errors import ConfigError, NoSuchNameError, format_validation_error, json_problem
 from ..resources import data_dir
 from .prompts import check_instructions
 
@@ -137,7 +137,7 @@ class RoleManifest(BaseModel):
 def syntax_error(path: Path, exc: Exception, what: str) -> ConfigError:
     """A JSON or YAML syntax error as one line naming the file and the line."""
     if isinstance(exc, json.JSONDecodeError):
-        return ConfigError(f"{what} {path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")
+        return ConfigError(f"{what} {path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {json_problem(exc)}")
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
     if mark is not None:
@@ -248,13 +248,36 @@ def _names_in(path: Path) -> set[str]:
 
 
 def _role_files(jobs_dir: Path) -> list[Path]:
-    """A jobs directory's role files: ``roles.json``, then ``roles/``'s, by name."""
+    """A jobs directory's role files: ``roles.json``, then ``roles/``'s, by
+    name, less a YAML file a role's ``prompt_file`` names (its prompt, such
+    as TaskWeaver's planner_prompt.yaml, is not a role)."""
     directory = jobs_dir / "roles"
     files = [jobs_dir / "roles.json"] if (jobs_dir / "roles.json").is_file() else []
     if directory.is_dir():
         files += [p for p in sorted(directory.iterdir())
                   if p.suffix in MANIFEST_SUFFIXES and p.is_file() and not p.name.startswith(".")]
-    return files
+    prompts = _prompt_files(files)
+    return [p for p in files if p.resolve() not in prompts]
+
+
+def _prompt_files(files: list[Path]) -> set[Path]:
+    """The files the role manifests among ``files`` name as their
+    ``prompt_file`` (resolved); a file that does not read names none."""
+    named: set[Path] = set()
+    for path in files:
+        try:
+            data = _read_file(path)
+        except ConfigError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        manifests = [v for k, v in data.items() if k != "$schema"] if _keyed_by_name(data) else [data]
+        for manifest in manifests:
+            for key in ("prompt_file", "prompt_file_path"):
+                value = manifest.get(key) if isinstance(manifest, dict) else None
+                if isinstance(value, str) and value.strip():
+                    named.add((path.parent / value).resolve())
+    return named
 
 
 def _load_files(files: list[Path], jobs_dir: Optional[Path]) -> Roles:

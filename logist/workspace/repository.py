@@ -235,6 +235,23 @@ class Workspace:
         """The commits ``base..head`` as a patch series (``git am`` / ``git apply``)."""
         return self._raw("format-patch", "--stdout", "--binary", "--ignore-submodules=all", f"{base}..{head}")
 
+    def subjects(self, base: str, head: str) -> list[str]:
+        """The subjects of the commits ``base..head``, oldest first."""
+        return self._git("log", "--reverse", "--format=%s", f"{base}..{head}").splitlines()
+
+    def combined_patch(self, base: str, head: str, message: str) -> str:
+        """The change from ``base`` to ``head`` as one patch ("" when there is
+        none): a commit of ``head``'s tree on ``base`` is made for it (no
+        branch names it) and written as ``git format-patch`` writes one, so
+        that both ``git apply`` and ``git am`` give ``head``'s tree. A series
+        of the commits would not: ``git apply`` of a file one commit creates
+        and a later one deletes leaves the file."""
+        tree = self._git("rev-parse", f"{head}^{{tree}}")
+        if tree == self._git("rev-parse", f"{base}^{{tree}}"):
+            return ""
+        commit = self._git("commit-tree", tree, "-p", base, "-m", message)
+        return self._raw("format-patch", "--stdout", "--binary", "--ignore-submodules=all", "-1", commit)
+
     def read_text_file(self, rel: str, limit: int) -> Optional[str]:
         """A workspace file's text for a prompt (cut at ``limit``), or None."""
         try:

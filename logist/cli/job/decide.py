@@ -207,7 +207,7 @@ def set_budgets(app: Application, job_id: Optional[str], checks: tuple, no_check
                 as_json: bool, **budgets) -> None:
     """Change a job's budgets or checks; a job a spent budget stopped then goes on.
 
-    Each budget counts from the job's start: --max-steps 50 allows 50 calls
+    Each budget counts from the job's start: --max-steps 50 allows 50 steps
     in all. A job a budget stopped continues its turn where it stopped.
 
     \b
