@@ -194,7 +194,12 @@ def job_state(job: Job, m: JobManifest, trail: StateTrail, first: int = 1, typed
     """The part of a job's page above its timeline, replaced whole when the
     job changes; ``trail``: the states of the entries from ``first`` on;
     ``typed``: text to put back in the forms (:func:`decisions_html`)."""
-    return job_head(job.stored, m, trail, crumb="Logist job", inserted=decisions_html(job, m, typed), before=first - 1)
+    asked = job.stop_request()
+    pending = (f'<p class="notice" role="status">{esc(asked["action"].capitalize())} asked for '
+               f'({esc(asked["requested_at"])}): the runner applies it once the step in progress ends.</p>'
+               if asked is not None else "")
+    return job_head(job.stored, m, trail, crumb="Logist job", inserted=pending + decisions_html(job, m, typed),
+                    before=first - 1)
 
 
 def _pages_html(job: Job, first: int, shown: int, count: int, page: int) -> str:

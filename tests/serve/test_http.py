@@ -491,3 +491,19 @@ def test_the_list_shows_what_a_job_whose_call_failed_waits_for(jobs, llm):
     assert "answer its question (logist job answer TEXT)" in next(r for r in table.split("<tr") if "asks" in r)
     fresh = next(r for r in table.split("<tr") if "fresh" in r)
     assert "last call failed" not in fresh
+
+
+def test_suspend_while_a_step_holds_the_job_is_asked_for_and_shown_as_pending(jobs, llm, served):
+    # The job's lock is held (a step in progress): the page's suspend is not
+    # refused as busy; it is asked of the runner and the page says so.
+    job = asking(jobs, llm, "held")
+    server = served()
+    at = job.manifest().last_sequence
+    headers, body = form(at=str(at))
+    with JobFiles(job.dir).lock():
+        posted = server.request("POST", "/jobs/held/suspend", headers, body)
+    assert posted.status == 303, posted.data
+    assert json.loads((job.dir / "stop_request.json").read_text())["action"] == "suspend"
+    page = server.request("GET", "/jobs/held").data.decode()
+    assert "Suspend asked for" in page and "the runner applies it once the step in progress ends" in page
+    assert str(job.manifest().status) == "INPUT_REQUIRED", "nothing changed yet"

@@ -188,12 +188,16 @@
     if (source) { source.close(); source = null; }
     show(false);
   }
+  var lost = false;  // the stream broke (the server stopped or restarted): say so when it is back
   function open() {
     if (source || document.hidden) { return; }
     clearTimeout(retry);
     var after = body.dataset.last;
     source = new EventSource(after === undefined ? url : url + (url.indexOf("?") < 0 ? "?" : "&") + "after=" + encodeURIComponent(after));
-    source.addEventListener("open", function () { show(true); });
+    source.addEventListener("open", function () {
+      show(true);
+      if (lost) { lost = false; announce("Reconnected to logist serve: the page is up to date again."); }
+    });
     source.addEventListener("step", function (event) {
       var steps = document.getElementById("steps");
       if (steps) { steps.insertAdjacentHTML("beforeend", event.data); scrollable(steps.lastElementChild || steps); }
@@ -221,6 +225,7 @@
     });
     source.addEventListener("error", function () {
       show(false);
+      lost = true;
       // The browser reconnects by itself unless the server refused (a new
       // run, a new token): then try again now and then, from the last entry shown.
       if (source && source.readyState === EventSource.CLOSED) {
