@@ -128,12 +128,14 @@ def decisions_html(job: Job, m: JobManifest) -> str:
             + "</div>"
         )
     if can("approve"):
-        last = job.check_status(m)
-        checks = (f'<p class="checks">Checks: {esc(last.line())}</p>' if last is not None else
-                  '<p class="checks">Checks: not run yet (logist job check)</p>' if m.settings.checks else "")
+        refused = job.approval_refusal()
+        despite = "" if refused is None else (
+            f'<p class="notice error checks-refusal" role="alert">{esc(refused)}.</p>'
+            + _form(job, "approve", at, "Approve despite the checks",
+                    '<input type="hidden" name="despite_checks" value="yes">'))
         parts.append(
-            '<div class="review"><h3>The work is done: approve or reject it</h3>' + checks
-            + _form(job, "approve", at, "Approve")
+            '<div class="review"><h3>The work is done: approve or reject it</h3>'
+            + _form(job, "approve", at, "Approve") + despite
             + _form(job, "reject", at, "Reject",
                     '<textarea name="feedback" rows="2" required aria-label="what is wrong" placeholder="What is wrong (sent to the Worker)"></textarea>')
             + "</div>"
@@ -160,10 +162,36 @@ def decisions_html(job: Job, m: JobManifest) -> str:
     return f'<section class="decisions" data-at="{at}"><h2>Decisions</h2>{"".join(parts)}</section>'
 
 
+#: The lines of a check's output its page shows (the end of what the run recorded).
+CHECK_OUTPUT_LINES = 30
+
+
+def checks_html(job: Job, m: JobManifest) -> str:
+    """The job's last run of its checks: each command, how it ended and
+    the end of its output, and whether the workspace changed since; for a
+    job with checks that never ran, that they have not. Empty for a job
+    without checks."""
+    last = job.check_status(m)
+    if last is None:
+        return ('<section class="checks"><h2>Checks</h2><p class="checks">Not run yet '
+                f'(logist job check {esc(job.id)})</p></section>') if m.settings.checks else ""
+    rows = []
+    for result in last.results:
+        tail = "\n".join((result.output or "").splitlines()[-CHECK_OUTPUT_LINES:])
+        rows.append(
+            f'<li class="{"passed" if result.passed else "failed"}"><code>{esc(inert(result.command, one_line=True))}'
+            f'</code>: {esc(result.ending)}'
+            + (f'<pre class="check-output">\n{esc(inert(tail))}</pre>' if tail else "") + "</li>")
+    return (f'<section class="checks" data-passed="{str(last.passed).lower()}" data-stale="{str(last.stale).lower()}">'
+            f'<h2>Checks</h2><p class="checks">{esc(last.line())}</p><ul class="check-results">{"".join(rows)}</ul>'
+            "</section>")
+
+
 def job_state(job: Job, m: JobManifest, trail: StateTrail, first: int = 1) -> str:
     """The part of a job's page above its timeline, replaced whole when the
     job changes; ``trail``: the states of the entries from ``first`` on."""
-    return job_head(job.stored, m, trail, crumb="Logist job", inserted=decisions_html(job, m), before=first - 1)
+    return job_head(job.stored, m, trail, crumb="Logist job", inserted=checks_html(job, m) + decisions_html(job, m),
+                    before=first - 1)
 
 
 def _pages_html(job: Job, first: int, shown: int, count: int, page: int) -> str:
