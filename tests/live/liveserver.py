@@ -26,8 +26,8 @@ MODEL = "smollm2"
 
 #: A job SmolLM2-135M gets wrong, and the check that says so (it also prints
 #: what it saw, for the Worker to be shown): tests/live/ and bench/live.py.
-FIZZBUZZ = ("Write fizzbuzz.py that prints the numbers 1 to 15, one a line, but Fizz for multiples of 3, Buzz for "
-            "multiples of 5 and FizzBuzz for multiples of both")
+FIZZBUZZ = ("Write fizzbuzz.py, a Python program that prints FizzBuzz from 1 to 15: each number on its own line, "
+            "Fizz instead of multiples of 3, Buzz instead of multiples of 5, FizzBuzz instead of multiples of both")
 FIZZBUZZ_CHECK = ('n=$(python3 fizzbuzz.py | wc -l); echo "fizzbuzz.py printed $n lines, not 15"; '
                   'python3 fizzbuzz.py | sed -n 15p | grep -qx FizzBuzz && test "$n" -eq 15')
 
