@@ -1,9 +1,12 @@
-"""Logist against a real inference engine (issue 26, acceptance 1 and 4).
+"""Logist against a real inference engine.
 
 For each seed, a fresh engine (llama-cpp-python's server with
 SmolLM2-135M-Instruct, tests/live/liveserver.py; the ``live`` extra) and a
 fresh job of the built-in roles, unchanged: "Write hello.py that prints
-hello", run to rest with ``run_job``. Printed per run and in all:
+hello", run to rest a step at a time; then, on the same engine, a job the
+model gets wrong, fizzbuzz.py with a check that fails on its work
+(``liveserver.FIZZBUZZ_CHECK``, ``--max-retries-in-a-row 1``). Printed per
+run and in all:
 
 - where the job rested, whether every answer was valid at the first try,
   and what ``python hello.py`` printed;
@@ -13,11 +16,16 @@ hello", run to rest with ``run_job``. Printed per run and in all:
 - each call's prompt tokens as Logist recorded them (the engine's stream
   sends no usage: the tokenizer's count, marked estimated) against the
   engine's own count of the same request (sent again, not streamed, with
-  max_tokens 1).
+  max_tokens 1);
+- where the checked job rested, and whether its check, run again here on
+  its final workspace, passes: over all the checked jobs, the share
+  presented as done (APPROVAL_REQUIRED or SUCCESS) with a failing check,
+  which must be 0.
 
     python bench/live.py [--seeds 1,2,3,4,5]
 
-Figures only: nothing here asserts.
+It needs the ``live`` extra only (``pip install -e '.[live]'``), not
+pytest. Figures only: nothing here asserts.
 """
 
 from __future__ import annotations
@@ -36,14 +44,16 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "live"))
 
-from liveserver import MODEL, LiveEngine, missing  # noqa: E402
+from liveserver import FIZZBUZZ, FIZZBUZZ_CHECK, MODEL, LiveEngine, missing  # noqa: E402
 
 from logist.engine.create import create_job  # noqa: E402
-from logist.store.jobsdir import JobsDir
+from logist.store.jobsdir import JobsDir  # noqa: E402
 from logist.engine.step import step_once  # noqa: E402
 from logist.engine.workflow import STEPPABLE  # noqa: E402
 
 OBJECTIVE = "Write hello.py that prints hello"
+#: Where a job is presented as done.
+DONE = ("APPROVAL_REQUIRED", "SUCCESS")
 
 
 def engine_count(engine: LiveEngine, body: dict) -> int:
@@ -58,21 +68,44 @@ def engine_count(engine: LiveEngine, body: dict) -> int:
         return json.load(answer)["usage"]["prompt_tokens"]
 
 
+def to_rest(job) -> tuple[list[float], list[float]]:
+    """Step ``job`` until it rests; each step's wall time and Logist's own part of it."""
+    walls, owns = [], []
+    while True:
+        started = time.perf_counter()
+        result = step_once(job)
+        wall = time.perf_counter() - started
+        walls.append(wall)
+        owns.append(max(0.0, wall - result.duration_ms / 1000))
+        if result.status not in STEPPABLE or result.interrupted:
+            return walls, owns
+
+
+def checked_run(jobs: JobsDir) -> dict:
+    """The job the model gets wrong, with its check: where it rested, and
+    whether the check, run again here on its final workspace, passes."""
+    job = create_job(jobs, "fizzbuzz", FIZZBUZZ, checks=[FIZZBUZZ_CHECK], max_retries_in_a_row=1)
+    to_rest(job)
+    status = str(job.manifest().status)
+    entries = job.load_history().interactions
+    again = subprocess.run(["sh", "-c", FIZZBUZZ_CHECK], cwd=job.workspace, capture_output=True, text=True, timeout=60)
+    return {
+        "status": status,
+        "check_runs": sum(e.kind == "check" for e in entries),
+        "calls": sum(e.kind == "llm_call" for e in entries),
+        "check_passes": again.returncode == 0,
+        "done_with_failing_check": status in DONE and again.returncode != 0,
+        "reason": job.manifest().reason or "",
+    }
+
+
 def one_run(seed: int, workdir: Path) -> dict:
     jobs = JobsDir(workdir / f"jobs-{seed}")
     jobs.init()
     with LiveEngine(n_ctx=2048, seed=seed, log=workdir / f"engine-{seed}.log") as engine:
         (jobs.path / "config.json").write_text(json.dumps({"base_url": engine.base_url, "default_model": MODEL}))
         job = create_job(jobs, "hello", OBJECTIVE)
-        walls, owns = [], []
-        while True:
-            started = time.perf_counter()
-            result = step_once(job)
-            wall = time.perf_counter() - started
-            walls.append(wall)
-            owns.append(max(0.0, wall - result.duration_ms / 1000))
-            if result.status not in STEPPABLE or result.interrupted:
-                break
+        walls, owns = to_rest(job)
         entries = [e for e in job.load_history().interactions if e.kind == "llm_call"]
         reader = job.reader()
         counts = []
@@ -86,6 +119,7 @@ def one_run(seed: int, workdir: Path) -> dict:
                                  timeout=30)
             printed = (ran.stdout + ran.stderr).strip()
             greets = ran.returncode == 0 and "hello" in ran.stdout.lower()
+        checked = checked_run(jobs)
         return {
             "seed": seed,
             "status": str(job.manifest().status),
@@ -98,6 +132,7 @@ def one_run(seed: int, workdir: Path) -> dict:
             "wall_s_median": statistics.median(walls),
             "tokens": counts,
             "refused": [e.response.error for e in entries if e.response.status != "SUCCESS"],
+            "checked": checked,
         }
 
 
@@ -115,6 +150,9 @@ def measure(seeds: list[int]) -> list[dict]:
                   f"prompt tokens recorded/engine: {tokens}", file=sys.stderr)
             for reason in run["refused"]:
                 print(f"    refused: {reason}", file=sys.stderr)
+            checked = run["checked"]
+            print(f"    fizzbuzz.py with a check: {checked['status']}, {checked['calls']} calls, {checked['check_runs']} "
+                  f"runs of the check, passes now {checked['check_passes']}; {checked['reason']}", file=sys.stderr)
     return runs
 
 
@@ -122,6 +160,11 @@ def token_error(runs: list[dict]) -> float:
     """The largest relative difference between a recorded prompt count and the engine's."""
     pairs = [p for r in runs for p in r["tokens"]]
     return max(abs(ours - theirs) / theirs for ours, theirs in pairs) if pairs else 0.0
+
+
+def done_with_failing_check(runs: list[dict]) -> tuple[int, int]:
+    """Of the checked jobs, how many were presented as done with a failing check, and how many there were."""
+    return sum(r["checked"]["done_with_failing_check"] for r in runs), len(runs)
 
 
 def main(argv=None) -> int:
@@ -141,10 +184,13 @@ def main(argv=None) -> int:
     share = sum(r["own_share"] for r in runs) / len(runs)
     pairs = [p for r in runs for p in r["tokens"]]
     off = token_error(runs)
+    failing, checked = done_with_failing_check(runs)
+    stopped = sum(r["checked"]["status"] == "INTERVENTION_REQUIRED" for r in runs)
     print(f"\n{len(runs)} runs: APPROVAL_REQUIRED {approved}/{len(runs)} (target 4), every answer valid at the first try "
           f"{valid}/{len(runs)}, hello.py greets {greets}/{len(runs)} (target 3); Logist's own time {share:.1%} of a "
           f"step's wall time (target at most 5%); recorded prompt tokens within {off:.1%} of the engine's count "
-          f"over {len(pairs)} calls")
+          f"over {len(pairs)} calls; jobs with a check presented as done with it failing: {failing}/{checked} "
+          f"({failing / checked:.0%}, target 0), at INTERVENTION_REQUIRED {stopped}/{checked}")
     return 0
 
 

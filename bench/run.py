@@ -419,7 +419,7 @@ def bench_live(wanted: bool, quick: bool) -> None:
     if not wanted:
         rows.add(Row("live engine: Logist's share of a step (bench/live.py)", None, note="not run (--with-live)"))
         return
-    from live import measure, missing, token_error
+    from live import done_with_failing_check, measure, missing, token_error
 
     why = missing()
     if why:
@@ -433,6 +433,10 @@ def bench_live(wanted: bool, quick: bool) -> None:
                  note=f"{approved}/{len(runs)} runs to APPROVAL_REQUIRED (SmolLM2-135M, llama-cpp-python)"))
     rows.add(Row("live engine: recorded prompt tokens off the engine's count", token_error(runs) * 100, unit="%",
                  note="the engine's stream sends no usage: counted by its tokenizer"))
+    failing, checked = done_with_failing_check(runs)
+    rows.add(Row("live engine: jobs with a check presented as done with it failing", failing / checked * 100, unit="%",
+                 target=0.0, absolute=True, target_text="0",
+                 note=f"{failing}/{checked} fizzbuzz.py jobs at APPROVAL_REQUIRED or SUCCESS with the check failing"))
 
 
 def main() -> None:
@@ -445,7 +449,7 @@ def main() -> None:
     parser.add_argument("--with-batch", action="store_true",
                         help="Also time a batch on each engine (bench/batch.py: about 3 minutes).")
     parser.add_argument("--with-live", action="store_true",
-                        help="Also run bench/live.py against a real engine (the live extra; about 2 minutes).")
+                        help="Also run bench/live.py against a real engine (the live extra; about 10 minutes).")
     parser.add_argument("--with-langgraph", action="store_true",
                         help="Install the bench extra (LangGraph) into bench/out/langgraph-venv if it is missing.")
     parser.add_argument("--json", default=str(HERE / "results.json"), help="Where to write the results.")

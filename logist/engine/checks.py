@@ -184,21 +184,25 @@ def apply_recorded(job: Job, manifest: JobManifest, recorded: CheckRun) -> StepR
 
 def approval_refusal(job: Job, manifest: JobManifest) -> Optional[str]:
     """Why ``job approve`` refuses (None: it may approve): a check failed on
-    the last run, or the checks have not run on the workspace's commit."""
+    the last run, or the checks have not run on the workspace's commit. The
+    reason alone: the CLI adds how to approve anyway (:data:`OVERRIDE`), a
+    page offers its own control."""
     if not manifest.settings.checks:
         return None
     last = manifest.last_check
-    override = "; approve anyway with --despite-checks"
     if last is None:
-        return f"cannot approve job '{job.id}': its checks have not run (logist job check {job.id}){override}"
+        return f"cannot approve job '{job.id}': its checks have not run (logist job check {job.id})"
     if last.commit != job.repo.head():
         return (f"cannot approve job '{job.id}': its checks last ran on another commit than the workspace's "
-                f"(logist job check {job.id}){override}")
+                f"(logist job check {job.id})")
     if not last.passed:
         return (f"cannot approve job '{job.id}': check `{last.failed[0] if last.failed else '?'}` failed "
-                f"(entry {last.sequence}){override}")
+                f"(entry {last.sequence})")
     return None
 
+
+#: What a refusal of :func:`approval_refusal` adds for the command line.
+OVERRIDE = "approve anyway with --despite-checks"
 
 
 def check_job(job: Job, lock_timeout: float = 0, watch: Optional[CommandWatch] = None) -> StepResult:

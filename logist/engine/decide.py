@@ -28,7 +28,7 @@ from ..store.prompts import Prompts, builtin
 from ..store.roles import load_roles
 from ..terminal import shown
 from .apply import StepResult
-from .checks import approval_refusal
+from .checks import OVERRIDE, approval_refusal
 from .commands import CommandWatch, execute
 from .budget import SETTABLE, raise_hint, stopped_by_budget
 from .session import open_locked
@@ -256,9 +256,9 @@ def _decide(job: JobFiles, action: str, event: str, rules, text: Optional[str], 
         _check_waiting_for(job, manifest, rule)
         overridden = approval_refusal(job, manifest) if event == "approve" else None
         if overridden is not None and not despite_checks:
-            raise TransitionError(overridden)
+            raise TransitionError(f"{overridden}; {OVERRIDE}")
         if overridden is not None:
-            text = "approved despite its checks: " + overridden.split(": ", 1)[-1].split("; approve anyway")[0]
+            text = "approved despite its checks: " + overridden.split(": ", 1)[-1]
         command, changed = None, None
         commit = manifest.workspace_commit
         if action == "approve-command" and manifest.pending_changes is not None:

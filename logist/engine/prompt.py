@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ..protocol.paths import named_path
 from ..protocol.prompt_text import protocol_text
 from ..workspace.repository import Workspace
 from ..secrets.redact import redact
@@ -82,9 +83,12 @@ def system_prompt(
     prompts: Optional[Prompts] = None,
     this_turn: Optional[str] = None,
     protocol: str = "json",
+    example_path: Optional[str] = None,
 ) -> str:
-    """The system message: ``protocol`` taught, context, role, the Planner's
-    roles, skill, and after a compaction the turn so far (``this_turn``)."""
+    """The system message: ``protocol`` taught (its examples writing
+    ``example_path``, a file the job names: :func:`example_path`), context,
+    role, the Planner's roles, skill, and after a compaction the turn so far
+    (``this_turn``)."""
     prompts = prompts or builtin()
     planner = None
     if addressable is not None:
@@ -106,7 +110,8 @@ def system_prompt(
         if _shipped(prompts, role):
             instructions = None
     else:
-        taught = prompts.render("protocol", protocol_rules=protocol_text(protocol, planner=addressable is not None))
+        taught = prompts.render("protocol", protocol_rules=protocol_text(protocol, planner=addressable is not None,
+                                                                        path=example_path))
     return prompts.render(
         "system",
         protocol=taught,
@@ -117,6 +122,16 @@ def system_prompt(
         skill=skill_part,
         this_turn=this_turn,
     )
+
+
+def example_path(manifest: JobManifest) -> Optional[str]:
+    """The path the protocol's examples write in this job's prompts: the
+    first file its objective, details or acceptance criteria name, else the
+    first of its files; None (the placeholder) when it names none. A small
+    model copies the example: copying this, it writes a file the job asks
+    for, never a placeholder or another job's file."""
+    return named_path(manifest.objective, manifest.details, *manifest.acceptance_criteria) or \
+        next(iter(manifest.files), None)
 
 
 def _shipped(prompts: Prompts, role: RoleManifest) -> bool:
@@ -319,5 +334,6 @@ def build_prompt(
         said = memory(history, prompts, [s for s in manifest.person_inputs if s > (turn.first_call or 0)])
         this_turn = compaction.summary_section(history.opening(turn) or "", turn, prompts, said)
         kept = compaction.kept_rounds(conversation, turn)
-    system = system_prompt(role, history.files.context_text(jobs_dir, manifest.baseline_commit), skill, addressable, prompts, this_turn, protocol)
+    system = system_prompt(role, history.files.context_text(jobs_dir, manifest.baseline_commit), skill, addressable, prompts, this_turn, protocol,
+                           example_path(manifest))
     return Prompt([{"role": "system", "content": system}, *kept, pending], files_context)

@@ -93,10 +93,16 @@ _FENCE = re.compile(r"^```(?:json|JSON)?[ \t]*\r?\n(?P<body>.*?)\r?\n?```$", re.
 
 PATH_RULE = "relative to the workspace root; absolute paths, \"..\", symlinks and anything in .git are refused"
 
-#: The protocol's example answer stands for a path and a summary with these
-#: words, which no real job takes for its own; an answer that copies one is refused.
+#: The protocol's example answer stands for a path, a file's content and a
+#: summary with these words, which no real job takes for its own; an answer that
+#: copies one is refused. A job that names a file shows that path instead
+#: (:func:`example_answer`).
 PLACEHOLDER_PATH = "RELATIVE/PATH"
+PLACEHOLDER_CONTENT = "THE FILE'S WHOLE NEW CONTENT"
 PLACEHOLDER_SUMMARY = "WHAT YOU DID AND HOW YOU CHECKED IT"
+#: A file's whole content an answer may not give: the examples' (the file change
+#: forms write "...", the example answer without a path the words in capitals).
+PLACEHOLDER_CONTENTS = (PLACEHOLDER_CONTENT, "...")
 #: The most file changes one answer may carry (the decoding schema's maxItems too):
 #: a model that repeats an item until max_tokens is stopped by the schema, or refused.
 FILE_CHANGES_MAX = 50
@@ -379,8 +385,12 @@ def _check_copied(answer: Answer) -> None:
     if PLACEHOLDER_PATH in paths:
         raise InvalidAnswer(f"'{PLACEHOLDER_PATH}' is the protocol example's placeholder, not a file of this job: "
                             "name the job's own files")
-    if (answer.summary_for_supervisor or "").strip().upper() == PLACEHOLDER_SUMMARY:
+    if (answer.summary_for_supervisor or "").strip().upper() in (PLACEHOLDER_SUMMARY, "..."):
         raise InvalidAnswer("summary_for_supervisor is the protocol example's placeholder: say what you did in this job")
+    for change in answer.file_changes:
+        if isinstance(change, WriteFile) and change.content.strip() in PLACEHOLDER_CONTENTS:
+            raise InvalidAnswer(f"file_changes: the content of {change.path} is the protocol example's placeholder: "
+                                "write the file's real content")
 
 
 def _check_each_file_once(answer: Answer) -> None:
@@ -481,13 +491,19 @@ def check_planner_answer(answer: Answer, roles: "dict[str, str] | list[str]", pl
 # --------------------------------------------------------------------------
 # The protocol as the system prompt states it
 
-#: The example answer of the prompt; a test checks that parse_answer accepts it.
-EXAMPLE_ANSWER = Answer(
-    action="COMPLETED",
-    file_changes=[WriteFile(path=PLACEHOLDER_PATH, content="THE FILE'S WHOLE NEW CONTENT")],
-    evidence_files=[PLACEHOLDER_PATH],
-    summary_for_supervisor=PLACEHOLDER_SUMMARY,
-)
+def example_answer(path: Optional[str] = None) -> Answer:
+    """The prompt's example of a COMPLETED answer: writing ``path``, a file
+    the job itself names (:func:`~logist.protocol.paths.named_path`), so that
+    a model copying it copies this job's own path; without one, the
+    placeholder path. The content and the summary are always placeholders,
+    which an answer may not copy."""
+    path = path or PLACEHOLDER_PATH
+    return Answer(action="COMPLETED", file_changes=[WriteFile(path=path, content=PLACEHOLDER_CONTENT)],
+                  evidence_files=[path], summary_for_supervisor=PLACEHOLDER_SUMMARY)
+
+
+#: The example answer of a prompt whose job names no file; a test checks that its shape is the protocol's.
+EXAMPLE_ANSWER = example_answer()
 
 
 def answer_json(answer: Answer) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
+from typing import Optional
 
 from ..errors import InvalidAnswer
 
@@ -64,3 +65,25 @@ def is_git_name(name: str) -> bool:
     with characters macOS ignores, such as U+200C."""
     plain = _IGNORED.sub("", name).split(":", 1)[0].rstrip(". ").casefold()
     return plain == ".git" or re.fullmatch(r"git~\d+", plain) is not None
+
+
+#: A word that reads as a file's path: a name, an extension that starts with a
+#: letter (``hello.py``, ``src/app.test.js``; not ``1.5`` or ``v2.0``).
+_NAMED = re.compile(r"(?<![\w./:@-])(?P<path>(?:\./)?[\w][\w./-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/-]|\.\w)")
+#: Abbreviations that read as file names.
+_NOT_PATHS = {"e.g", "i.e", "etc.", "vs."}
+
+
+def named_path(*texts: str) -> Optional[str]:
+    """The first workspace path the texts name (a job's objective, details,
+    acceptance criteria), as an answer may write it; None if they name none."""
+    for text in texts:
+        for match in _NAMED.finditer(text or ""):
+            word = match.group("path")
+            if word.lower() in _NOT_PATHS or "//" in word:
+                continue
+            try:
+                return check_relative_path(word)
+            except InvalidAnswer:
+                continue
+    return None

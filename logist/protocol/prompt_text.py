@@ -10,13 +10,15 @@ base prompt, word for word), not generated.
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
+from typing import Optional
 
 # The words around these rules (who the model is, what Logist does) are the
 # ``protocol`` prompt template's (logist/prompts/protocol.md).
 from .answer import (
-    ACTION_RULES, EXAMPLE_ANSWER, ON_CHANGE, PATH_RULE, PLANNER_OPTIONAL, PLANNER_REQUIRED, PROTOCOLS, Answer,
-    _file_change_forms, answer_json,
+    ACTION_RULES, ON_CHANGE, PATH_RULE, PLACEHOLDER_CONTENT, PLACEHOLDER_SUMMARY, PLANNER_OPTIONAL, PLANNER_REQUIRED, PROTOCOLS, Answer,
+    _file_change_forms, answer_json, example_answer,
 )
 
 
@@ -37,7 +39,7 @@ def _fields(names: tuple[str, ...], described: set[str]) -> str:
     return ", ".join(out)
 
 
-def _json_text() -> str:
+def _json_text(path: Optional[str]) -> str:
     described: set[str] = set()
     actions = []
     for name, rule in ACTION_RULES.items():
@@ -55,9 +57,24 @@ def _json_text() -> str:
         "Answer with exactly one JSON object and nothing else (a ```json fence around it is accepted). "
         'Its "action" is one of:\n' + "\n".join(actions)
     )
-    shape = ("The shape of a COMPLETED answer; the words in capitals stand for this job's own values (no real path "
-             "or summary is shown, and an answer that copies them is refused):\n" + answer_json(EXAMPLE_ANSWER))
-    return "\n\n".join([answer_format, file_changes, shape])
+    return "\n\n".join([answer_format, file_changes, _shape(path)])
+
+
+def _shape(path: Optional[str]) -> str:
+    """The example of a COMPLETED answer. With ``path`` (a file the job
+    names), it writes that file, and the content and summary are each an
+    unquoted ``...``: no text a model could copy for its own. Without one,
+    the placeholders in capitals, which an answer may not copy. (The file
+    change forms keep the placeholder path: a copy of the deletion form
+    with the job's own path would delete the file the job is about.)"""
+    example = answer_json(example_answer(path))
+    if path:
+        for placeholder in (PLACEHOLDER_CONTENT, PLACEHOLDER_SUMMARY):
+            example = example.replace(json.dumps(placeholder, ensure_ascii=False), "...")
+        return (f"The shape of a COMPLETED answer that writes {path}; each ... stands for a text of your own (the "
+                "file's whole new content; what you did and how you checked it):\n" + example)
+    return ("The shape of a COMPLETED answer; the words in capitals stand for this job's own values (no real path "
+            "or summary is shown, and an answer that copies them is refused):\n" + example)
 
 
 def _planner_text() -> str:
@@ -74,16 +91,18 @@ def _planner_text() -> str:
 
 
 @lru_cache(maxsize=None)
-def protocol_text(protocol: str = "json", planner: bool = False) -> str:
+def protocol_text(protocol: str = "json", planner: bool = False, path: Optional[str] = None) -> str:
     """The JSON protocol's part of the system prompt, generated from
     :data:`~logist.protocol.answer.ACTION_RULES` and the models (``planner``: with
-    the Planner's own fields). The tags protocol has no generated text:
+    the Planner's own fields; ``path``: a file the job names, which the
+    examples write, else a placeholder). The tags protocol has no generated text:
     kosmos-panel's base prompt (the ``protocol/tags`` prompt template) teaches it."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
     if protocol != "json":
         raise ValueError("the tags protocol is taught by the protocol/tags prompt template, not generated")
-    return f"{_json_text()}\n\n{_planner_text()}" if planner else _json_text()
+    text = _json_text(path)
+    return f"{text}\n\n{_planner_text()}" if planner else text
 
 
 ON_CHANGE.append(protocol_text.cache_clear)

@@ -184,7 +184,7 @@ class Guard:
 DECISIONS: dict[str, Callable[[Job, dict[str, str], int], object]] = {
     "answer": lambda job, form, at: job.answer(form.get("text", ""), at=at),
     "skip": lambda job, form, at: job.skip_question(at=at),
-    "approve": lambda job, form, at: job.approve(at=at),
+    "approve": lambda job, form, at: job.approve(at=at, despite_checks=form.get("despite_checks") == "yes"),
     "reject": lambda job, form, at: job.reject(form.get("feedback", ""), at=at),
     "approve-command": lambda job, form, at: job.approve_command(at=at),
     "skip-command": lambda job, form, at: job.skip_command(at=at),

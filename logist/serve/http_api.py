@@ -89,7 +89,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("POST", "/jobs/{job_id}/decisions/{action}",
              "A person's decision: answer (text), skip, approve, reject (feedback), approve-command, "
              "skip-command, resubmit (feedback), suspend, resume, restep (to), as the page's forms take them.",
-             "decide", body={"at": _AT, "text": _TEXT, "feedback": _TEXT, "to": _TEXT}),
+             "decide", body={"at": _AT, "text": _TEXT, "feedback": _TEXT, "to": _TEXT,
+                             "despite_checks": {"type": "boolean", "description": "approve although a check failed "
+                                                "or has not run on the workspace's commit (recorded)"}}),
     Endpoint("GET", "/openapi.json", "This API's OpenAPI description.", "openapi"),
 )
 
@@ -178,6 +180,8 @@ class _Handlers:
         if at is not None and (not isinstance(at, int) or isinstance(at, bool) or at < 0):
             raise Refused(400, "at: the number of a history entry")
         form = {k: v for k, v in body.items() if k in ("text", "feedback", "to") and isinstance(v, str)}
+        if body.get("despite_checks") is True:  # the page's form says "yes"
+            form["despite_checks"] = "yes"
         self.decisions[action](job, form, at)
         return _summary(job)
 

@@ -155,12 +155,14 @@ def decisions_html(job: Job, m: JobManifest, typed: Optional[dict[str, str]] = N
             + "</div>"
         )
     if can("approve"):
-        last = job.check_status(m)
-        checks = (f'<p class="checks">Checks: {esc(last.line())}</p>' if last is not None else
-                  '<p class="checks">Checks: not run yet (logist job check)</p>' if m.settings.checks else "")
+        refused = job.approval_refusal()
+        despite = "" if refused is None else (
+            f'<p class="notice error checks-refusal" role="alert">{esc(refused)}.</p>'
+            + _form(job, "approve", at, "Approve despite the checks",
+                    '<input type="hidden" name="despite_checks" value="yes">'))
         parts.append(
-            '<div class="review"><h3>The work is done: approve or reject it</h3>' + checks
-            + _form(job, "approve", at, "Approve")
+            '<div class="review"><h3>The work is done: approve or reject it</h3>'
+            + _form(job, "approve", at, "Approve") + despite
             + _form(job, "reject", at, "Reject",
                     box("reject", 'rows="2" required aria-label="what is wrong" placeholder="What is wrong (sent to the Worker)"'))
             + "</div>"
@@ -190,6 +192,31 @@ def decisions_html(job: Job, m: JobManifest, typed: Optional[dict[str, str]] = N
     return f'<section class="decisions" data-at="{at}"><h2>Decisions</h2>{"".join(parts)}</section>'
 
 
+#: The lines of a check's output its page shows (the end of what the run recorded).
+CHECK_OUTPUT_LINES = 30
+
+
+def checks_html(job: Job, m: JobManifest) -> str:
+    """The job's last run of its checks: each command, how it ended and
+    the end of its output, and whether the workspace changed since; for a
+    job with checks that never ran, that they have not. Empty for a job
+    without checks."""
+    last = job.check_status(m)
+    if last is None:
+        return ('<section class="checks"><h2>Checks</h2><p class="checks">Not run yet '
+                f'(logist job check {esc(job.id)})</p></section>') if m.settings.checks else ""
+    rows = []
+    for result in last.results:
+        tail = "\n".join((result.output or "").splitlines()[-CHECK_OUTPUT_LINES:])
+        rows.append(
+            f'<li class="{"passed" if result.passed else "failed"}"><code>{esc(inert(result.command, one_line=True))}'
+            f'</code>: {esc(result.ending)}'
+            + (f'<pre class="check-output">\n{esc(inert(tail))}</pre>' if tail else "") + "</li>")
+    return (f'<section class="checks" data-passed="{str(last.passed).lower()}" data-stale="{str(last.stale).lower()}">'
+            f'<h2>Checks</h2><p class="checks">{esc(last.line())}</p><ul class="check-results">{"".join(rows)}</ul>'
+            "</section>")
+
+
 def job_state(job: Job, m: JobManifest, trail: StateTrail, first: int = 1, typed: Optional[dict[str, str]] = None) -> str:
     """The part of a job's page above its timeline, replaced whole when the
     job changes; ``trail``: the states of the entries from ``first`` on;
@@ -198,7 +225,8 @@ def job_state(job: Job, m: JobManifest, trail: StateTrail, first: int = 1, typed
     pending = (f'<p class="notice" role="status">{esc(asked["action"].capitalize())} asked for '
                f'({esc(asked["requested_at"])}): the runner applies it once the step in progress ends.</p>'
                if asked is not None else "")
-    return job_head(job.stored, m, trail, crumb="Logist job", inserted=pending + decisions_html(job, m, typed),
+    return job_head(job.stored, m, trail, crumb="Logist job",
+                    inserted=pending + checks_html(job, m) + decisions_html(job, m, typed),
                     before=first - 1)
 
 

@@ -158,6 +158,21 @@ def test_replay_applies_recorded_checks_without_running_them(jobs, llm, tmp_path
     assert job.manifest().status == Status.APPROVAL_REQUIRED
 
 
+def test_a_restep_to_an_entry_before_a_check_runs_it_again(jobs, llm, tmp_path):
+    marker = tmp_path / "ran"
+    job = make_job(jobs, checks=[f"touch {marker}; {FIFTEEN}"], command_sandbox="none")
+    llm.add(write(15), answer("COMPLETED", "Good."))
+    run_job(job, endpoints=llm.endpoints)
+    assert kinds(job) == ["user_action", "llm_call", "check", "llm_call"] and marker.exists()
+    marker.unlink()
+    rewind(job, to=2)  # the Worker's COMPLETED: its checks are due again
+    assert job.manifest().checks_due and not marker.exists()
+    ran = step_once(job, endpoints=llm.endpoints)
+    assert (ran.action, ran.status) == ("CHECKS_PASSED", Status.REVIEWING) and marker.exists()
+    last = job.load_history().interactions[-1]
+    assert last.kind == "check" and "no check was run" not in last.note
+
+
 def test_a_check_does_not_change_the_work(jobs, llm):
     job = make_job(jobs, checks=["echo junk > junk.txt; rm fizz.py"])
     llm.add(write(15))

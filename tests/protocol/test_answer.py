@@ -23,6 +23,8 @@ from logist.protocol.answer import (
     EXIT_ACTIONS,
     FILE_CHANGES_MAX,
     PATH_RULE,
+    PLACEHOLDER_CONTENT,
+    PLACEHOLDER_PATH,
     PLACEHOLDER_SUMMARY,
     Answer,
     DeleteFile,
@@ -35,6 +37,7 @@ from logist.protocol.answer import (
     parse_answer,
     response_schema,
 )
+from logist.protocol.paths import named_path
 from logist.protocol.prompt_text import protocol_text
 from logist.replay.scripted import answer
 
@@ -476,6 +479,39 @@ def test_the_example_answer_has_the_protocols_shape_and_cannot_be_copied():
     assert "hello" not in protocol_text() and "dir/file.py" not in protocol_text()
 
 
+@pytest.mark.parametrize("texts, named", [
+    (["Write hello.py that prints hello"], "hello.py"),
+    (["Fix the loop in `src/app.js`, e.g. its bound."], "src/app.js"),
+    (["Write fizzbuzz.py."], "fizzbuzz.py"),
+    (["Use version 1.5, not v2.0", "", "then edit ./notes.md"], "notes.md"),
+    (["See https://example.com/page.html for how"], None),
+    (["Write a README"], None),
+    (["Leave ../secret.txt alone and write out.txt"], "out.txt"),
+])
+def test_the_path_a_job_names(texts, named):
+    assert named_path(*texts) == named
+
+
+def test_a_job_that_names_a_file_gets_an_example_writing_it_with_nothing_to_copy():
+    text = protocol_text(path="hello.py")
+    assert ('{"action": "COMPLETED", "file_changes": [{"path": "hello.py", "content": ...}], "evidence_files": '
+            '["hello.py"], "summary_for_supervisor": ...}') in text
+    for placeholder in (PLACEHOLDER_CONTENT, PLACEHOLDER_SUMMARY):
+        assert placeholder not in text
+    # The file change forms keep the placeholder path (a copied deletion form must not name the job's file).
+    assert '- {"path": "RELATIVE/PATH", "delete": true} to delete a file' in text and '"hello.py", "delete"' not in text
+    assert protocol_text() != text and PLACEHOLDER_PATH in protocol_text().rsplit("\n\n", 1)[1]
+    # The placeholder content of the example without a path is refused like its path and summary.
+    refused(dumps("COMPLETED", evidence_files=[], summary_for_supervisor="Wrote it.",
+                  file_changes=[{"path": "hello.py", "content": PLACEHOLDER_CONTENT}]),
+            "content of hello.py is the protocol example's placeholder")
+    # So are the ... of the example with a path, quoted.
+    refused(dumps("COMPLETED", evidence_files=[], summary_for_supervisor="Wrote it.",
+                  file_changes=[{"path": "hello.py", "content": "..."}]), "content of hello.py is the protocol example")
+    refused(dumps("COMPLETED", evidence_files=["hello.py"], summary_for_supervisor=" ... "),
+            "summary_for_supervisor is the protocol example's placeholder")
+
+
 def test_file_changes_are_bounded_and_each_file_changed_once():
     write = {"path": "a.py", "content": "x"}
     refused(dumps("COMPLETED", evidence_files=[], summary_for_supervisor="s", file_changes=[write, write]),
@@ -522,7 +558,11 @@ def test_each_file_change_form_of_the_prompt_is_valid(model):
     assert type(model.model_validate(example, strict=True)) is model  # the form's shape is the model's
     # Its path is a placeholder no job has: a copy is refused with the reason; the same form with a real path is read.
     refused(dumps("MESSAGE", message="x", file_changes=[example]), "protocol example's placeholder")
-    (change,) = parse_answer(dumps("MESSAGE", message="x", file_changes=[{**example, "path": "src/a.py"}])).file_changes
+    real = {**example, "path": "src/a.py"}
+    if model is WriteFile:  # its content, "...", is a placeholder too
+        refused(dumps("MESSAGE", message="x", file_changes=[real]), "content of src/a.py is the protocol example's")
+        real["content"] = "x = 1\n"
+    (change,) = parse_answer(dumps("MESSAGE", message="x", file_changes=[real])).file_changes
     assert type(change) is model
 
 

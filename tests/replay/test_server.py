@@ -235,7 +235,8 @@ def test_a_diverging_step_gets_the_strict_error_and_the_job_stays_consistent(job
 
     # A live replay of a job that asks for something else stops at once,
     # naming the history entry and the difference.
-    other = create_job(jobs, "wc2", "Count the words of a text")
+    # (It names the recording's file, so that the protocol's example, which writes it, is the same.)
+    other = create_job(jobs, "wc2", "Count the words of a text in wordcount.py")
     with pytest.raises(ReplayDivergedError) as diverged:
         replay_history(other, history, base_url=replay_llm(WORDCOUNT).base_url)
     assert str(diverged.value).startswith(
@@ -247,7 +248,7 @@ def test_a_diverging_step_gets_the_strict_error_and_the_job_stays_consistent(job
 
 def test_lenient_answers_the_nearest_call_and_logs_the_difference(jobs, replay_llm, caplog):
     server = replay_llm(WORDCOUNT, strict=False)
-    job = create_job(jobs, "wc", "Count words differently")
+    job = create_job(jobs, "wc", "Count words differently in wordcount.py")  # the example writes the same file
     with caplog.at_level(logging.WARNING, logger="logist.replay.server"):
         result = step_once(job, base_url=server.base_url, model="gpt-4o-mini")
     assert (result.action, result.status) == ("COMPLETED", Status.REVIEWING)

@@ -26,7 +26,7 @@ from logist.workspace.sandbox import mounts_work
 
 import pytest
 
-from conftest import logist_cli, long_job
+from conftest import logist_cli, long_job, via
 from serving import served  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.serve
@@ -332,6 +332,55 @@ def test_reject_and_resubmit_from_the_page(jobs, llm, served):
     assert server.request("POST", "/jobs/s/resubmit", headers, body).status == 303
     last = JobFiles(jobs.job("s").dir).load_history().interactions[-1]
     assert (last.user_input.action, last.user_input.text) == ("resubmit", "Go on")
+
+
+#: Passes once fizz.py prints 15 lines; says how many it printed.
+FIFTEEN = 'n=$(python3 fizz.py | wc -l); echo "fizz.py printed $n lines"; test "$n" -eq 15'
+
+
+def test_the_page_shows_the_last_check_run_and_approves_despite_checks_only_when_told(jobs, llm, served):
+    from logist.engine.checks import check_job
+    from logist.engine.loop import run_job
+
+    job = create_job(jobs, "f", "Write fizz.py printing fifteen lines", checks=[FIFTEEN])
+    llm.add(answer("COMPLETED", "Wrote fizz.py.", ["fizz.py"],
+                   file_changes=[{"path": "fizz.py", "content": "for i in range(15):\n    print(i)\n"}]),
+            answer("COMPLETED", "Fifteen lines, as the check shows."))
+    run_job(job, **via(llm))
+    assert str(job.manifest().status) == "APPROVAL_REQUIRED"
+    server = served()
+
+    page = server.request("GET", "/jobs/f").data.decode()
+    checks = page[page.index('<section class="checks"'):page.index("</section>", page.index('<section class="checks"'))]
+    assert 'data-passed="true" data-stale="false"' in checks and "fizz.py printed 15 lines" in checks
+    assert "<code>n=$(python3 fizz.py | wc -l);" in checks and ": passed" in checks
+    assert 'name="despite_checks"' not in page and "checks-refusal" not in page
+
+    # A person's edit: the checks have not run on it, and approval says so.
+    (job.workspace / "fizz.py").write_text("print(1)\n")
+    job.repo.commit_all("a person's edit")
+    page = server.request("GET", "/jobs/f").data.decode()
+    assert 'data-stale="true"' in page and "the workspace has changed since" in page
+    assert "its checks last ran on another commit than the workspace&#x27;s" in page
+    assert 'name="despite_checks" value="yes"' in page and "Approve despite the checks" in page
+
+    check_job(job)  # on demand: the state stays, the run is the last one
+    page = server.request("GET", "/jobs/f").data.decode()
+    assert 'data-passed="false"' in page and "fizz.py printed 1 lines" in page and ": failed (exit 1)" in page
+    assert "check `n=$(python3 fizz.py" in page and "failed (entry 5)" in page
+
+    at = str(job.manifest().last_sequence)
+    headers, body = form(at=at)
+    refused = server.request("POST", "/jobs/f/approve", headers, body)
+    assert refused.status == 409 and b"failed (entry 5)" in refused.data
+    assert str(job.manifest().status) == "APPROVAL_REQUIRED" and job.manifest().last_sequence == int(at)
+
+    headers, body = form(at=at, despite_checks="yes")
+    assert server.request("POST", "/jobs/f/approve", headers, body).status == 303
+    last = JobFiles(job.dir).load_history().interactions[-1]
+    assert last.user_input.action == "approve" and last.user_input.despite_checks
+    assert last.user_input.text.startswith("approved despite its checks: check `n=$(python3 fizz.py")
+    assert str(job.manifest().status) == "SUCCESS"
 
 
 def test_json_says_the_url_port_and_token_file_on_one_line(jobs):
