@@ -10,6 +10,7 @@ pypa/hatch's ``Application``).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any, Callable, Iterable, Optional
@@ -267,7 +268,27 @@ class Application:
         self.exit(code)
 
 
-pass_app = click.make_pass_decorator(Application)
+def application(ctx: click.Context) -> Application:
+    """The run's :class:`Application`, on the program's context: made the
+    first time a command asks (``--help`` never does), from ``--jobs-dir``
+    (before the command or after it), and closed with that context."""
+    root = ctx.find_root()
+    app = root.find_object(Application)
+    if app is None:
+        app = root.obj = Application(root.params.get("jobs_dir"))
+        root.call_on_close(app.close)  # the command's clients end with it
+    return app
+
+
+def pass_app(command: Callable) -> Callable:
+    """Decorate a command to receive the run's :class:`Application` first (:func:`application`)."""
+
+    @functools.wraps(command)
+    def with_app(*args, **kwargs):
+        ctx = click.get_current_context()
+        return ctx.invoke(command, application(ctx), *args, **kwargs)
+
+    return with_app
 
 
 def debug() -> bool:

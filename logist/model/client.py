@@ -50,7 +50,9 @@ gateway must not answer it with the refusal it keeps for the first).
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 import threading
 from dataclasses import dataclass, field, replace
@@ -254,7 +256,17 @@ def _transport():
             response.stream = _Guarded(response.stream, request)
             return response
 
-    return ReadTimeoutsAreFinal()
+    return ReadTimeoutsAreFinal(verify=_ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")))
+
+
+@functools.cache
+def _ssl_context(cert_file: Optional[str], cert_dir: Optional[str]):
+    """The SSL context the clients verify with, made as the transport makes
+    it (the environment's ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``, which
+    this function is given, included) once per process for each: loading
+    the machine's certificates is most of a client's cost (about 20 ms), and
+    a context is made to be shared."""
+    return _httpx().create_ssl_context()
 
 
 def _broke_off(exc: Exception) -> str:
@@ -498,23 +510,13 @@ def with_format(body: dict, response_format: Optional[dict]) -> dict:
 def _send(api, settings: LLMSettings, body: dict, wants_stream: bool, on_tokens, key_for,
           retries: int) -> tuple[LLMReply, dict]:
     """One send of ``body`` (and, for a stream the endpoint refuses, once
-    more without it) through the SDK's typed ``chat.completions.create``
-    (``with_raw_response``, so the answer is read as it arrived: the
-    stream's pieces, or the whole body, as JSON); the reply and the body it
+    more without it) through :func:`_post`; the reply and the body it
     answered."""
     openai = sdk()
 
-    def create(sent: dict):
-        headers = dict(settings.headers)
-        if key_for is not None:
-            headers[IDEMPOTENCY_HEADER] = key_for(sent)
-        return api.with_options(max_retries=retries).chat.completions.with_raw_response.create(
-            **sent, timeout=settings.timeout, extra_headers=headers or None)
-
     if wants_stream:
         try:
-            raw = create(body)
-            stream = openai.Stream(cast_to=object, response=raw.http_response, client=api)
+            stream = _post(api, settings, body, key_for, retries, stream=True)
             return _read_stream(stream, settings, on_tokens), body
         except openai.APIStatusError as exc:
             if exc.status_code not in _STREAM_REFUSED or _refuses_format(exc) or \
@@ -522,10 +524,34 @@ def _send(api, settings: LLMSettings, body: dict, wants_stream: bool, on_tokens,
                 raise
             # Perhaps it does not stream: ask once without (not paid: it was refused).
             sent = without_stream(body)
-            response = create(sent).http_response
+            response = _post(api, settings, sent, key_for, retries)
             settings.endpoints.plain.add(settings.base_url)
             return whole(answer_json(response), streamed=False), sent
-    return whole(answer_json(create(body).http_response), streamed=False), body
+    return whole(answer_json(_post(api, settings, body, key_for, retries)), streamed=False), body
+
+
+def _post(api, settings: LLMSettings, sent: dict, key_for, retries: int, stream: bool = False):
+    """``POST /chat/completions`` of ``sent`` as it is, through the SDK's
+    documented lower-level request path (``client.post``), as its typed
+    ``chat.completions.create`` sends one less the typed transform, which
+    walks every message of the body (a cost that grows with the turn):
+    the SDK's retries (``retries`` of them), timeout, errors and
+    JSON encoding. The answer as it arrived: a whole one as the HTTP
+    response, unread beyond its headers' checks (read as JSON by
+    :func:`~logist.model.completions.answer_json`), a streamed one as the
+    SDK's ``Stream`` of JSON pieces."""
+    openai = sdk()
+
+    headers = dict(settings.headers)
+    if key_for is not None:
+        headers[IDEMPOTENCY_HEADER] = key_for(sent)
+    options = {"timeout": settings.timeout, "max_retries": retries, "security": {"bearer_auth": True}}
+    if headers:
+        options["headers"] = headers
+    if stream:
+        return api.post("/chat/completions", body=sent, options=options, cast_to=object,
+                        stream=True, stream_cls=openai.Stream[object])
+    return api.post("/chat/completions", body=sent, options=options, cast_to=_httpx().Response)
 
 
 def list_models(settings: LLMSettings) -> list[str]:
