@@ -7,9 +7,10 @@ as Logist does), and returns the step's record (an entry of the size of a
 Logist history entry) and the job's small state, which the checkpointer
 stores in SQLite. No model is called on either side: the figure is the
 framework's own cost per step. LangGraph is in the ``bench`` extra
-(``pip install -e '.[bench]'``), never a dependency of Logist.
+(``pip install -e '.[bench]'``, or ``python bench/run.py --with-langgraph``,
+which installs it into a venv of its own), never a dependency of Logist.
 
-    python bench/langgraph_step.py [--steps 200]
+    python bench/langgraph_step.py [--steps 200] [--json] [--root DIR]
 """
 
 from __future__ import annotations
@@ -105,12 +106,17 @@ def measure(root: Path, steps: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--json", action="store_true", help="Print the figures (seconds) as JSON.")
+    parser.add_argument("--root", type=Path, help="An empty folder to work in (default: a temporary one).")
     args = parser.parse_args()
     why = available()
     if why:
         raise SystemExit(why)
     with tempfile.TemporaryDirectory() as tmp:
-        result = measure(Path(tmp), args.steps)
+        result = measure(args.root or Path(tmp), args.steps)
+    if args.json:
+        print(json.dumps(result))
+        return
     print(f"LangGraph + SqliteSaver + git commit: {result['median'] * 1000:.1f} ms a step (first {result['first'] * 1000:.1f} ms)")
 
 

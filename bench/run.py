@@ -1,5 +1,5 @@
 """Logist's benchmarks in one run: one table, each figure beside its floor,
-the ratio and whether it meets its target (issue 16), written to
+the ratio and whether it meets its target, written to
 ``bench/results.json``, and the table of docs/performance.md made from it
 (:func:`logist.docs_pages.write_pages`).
 
@@ -10,9 +10,10 @@ Every time is what a user waits for, measured in this run on this machine:
   append of a history entry's size, and what a command that reads a job's
   file cannot go below with Logist's dependencies: ``import click``, and it
   with one small JSON file read through a pydantic model;
-- start-up: ``logist --help``, ``--version``, ``job status`` and ``job list``
-  (100 and 1,000 jobs) as processes, against ``python -c pass`` (and
-  status and list against that dependencies' floor);
+- start-up: ``logist --help`` and ``--version`` as processes against
+  ``import click``, ``job status`` against click and one model read, ``job
+  list`` (100 and 1,000 jobs) against ``python -c pass`` (and that
+  dependencies' floor);
 - a step in process: ``step_once()`` from its entry to its return, in a
   fresh interpreter, so the first step pays the openai import and each
   step its client; the median of the later steps is the step's own time
@@ -20,7 +21,11 @@ Every time is what a user waits for, measured in this run on this machine:
 - a step as a process: ``logist job step --oneshot`` from the process's
   start to its exit;
 - the same step in LangGraph with its SQLite checkpointer plus the same git
-  commit (bench/langgraph_step.py; needs the ``bench`` extra);
+  commit (bench/langgraph_step.py; the ``bench`` extra, which
+  ``--with-langgraph`` installs into a venv of its own under bench/out/);
+- a call through the agent gateway against the same call made directly
+  (bench/gateway.py); a job's check run (``job check``) against its command
+  run by ``subprocess.run`` alone; the step that runs a job's due check;
 - replay: steps per second through the replay server (``job run`` against
   ``logist replay-server``'s server) and posted (``job replay``);
 - ``logist demo``, and the test suite with ``--with-suite``;
@@ -31,7 +36,7 @@ Child processes run as after an install: with compiled bytecode (a cache
 outside the tree, filled by a first run), whatever ``PYTHONDONTWRITEBYTECODE``
 says. Process times are medians of repeated runs.
 
-    python bench/run.py [--quick] [--with-suite] [--with-batch] [--with-live]
+    python bench/run.py [--quick] [--with-suite] [--with-batch] [--with-live] [--with-langgraph]
 
 Figures only: nothing here asserts a time.
 """
@@ -48,6 +53,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -173,12 +179,11 @@ def bench_startup(tmp: Path, runs: int, floor: dict) -> None:
     logist = [sys.executable, "-m", "logist"]
     for label, argv in (("logist --help", ["--help"]), ("logist --version", ["--version"])):
         t = median_run(logist + argv, runs, env, tmp)
-        rows.add(Row(f"start-up: {label}", t, floor["python"], "python", target=3.0))
+        rows.add(Row(f"start-up: {label}", t, floor["click"], "import click", target=1.5))
     make_jobs(tmp / "jobs100", 100)
     make_jobs(tmp / "jobs1000", 1000)
     status = median_run(logist + ["--jobs-dir", str(tmp / "jobs100"), "job", "status", "job-0"], runs, env, tmp)
-    rows.add(Row("start-up: logist job status", status, floor["python"], "python", target=4.0))
-    rows.add(Row("  job status against its dependencies' floor", status, floor["click_model"], "click + a model"))
+    rows.add(Row("start-up: logist job status", status, floor["click_model"], "click + a model", target=1.3))
     list100 = median_run(logist + ["--jobs-dir", str(tmp / "jobs100"), "job", "list"], runs, env, tmp)
     rows.add(Row("start-up: logist job list (100 jobs)", list100, floor["python"], "python", target=4.0))
     rows.add(Row("  job list against its dependencies' floor", list100, floor["click_model"], "click + a model"))
@@ -222,20 +227,117 @@ def bench_step(tmp: Path, steps: int, process_steps: int, floor: dict) -> None:
     bound = floor["openai"] + in_process
     rows.add(Row(f"step as a process, median of {process_steps}", as_process, bound, "import openai + step",
                  target=1.3))
-    lg = bench_langgraph(tmp, steps)
-    if lg is not None:
-        rows.add(Row("LangGraph + SqliteSaver + git commit, a step", lg))
-        rows.add(Row("step in process against LangGraph's", in_process, lg, "LangGraph", target=1.0))
+    return in_process
 
 
-def bench_langgraph(tmp: Path, steps: int):
+#: The venv ``--with-langgraph`` gives the ``bench`` extra when this interpreter lacks it (bench/out/ is not committed).
+LANGGRAPH_VENV = HERE / "out" / "langgraph-venv"
+
+
+def langgraph_python(install: bool) -> tuple[Optional[str], str]:
+    """The interpreter that has LangGraph: this one, else :data:`LANGGRAPH_VENV`
+    (made, and the ``bench`` extra installed into it, with ``install``); or
+    None and why not."""
     import langgraph_step
 
     why = langgraph_step.available()
-    if why:
+    if why is None:
+        return sys.executable, ""
+    python = LANGGRAPH_VENV / "bin" / "python"
+    probe = [str(python), "-c", "import langgraph.graph, langgraph.checkpoint.sqlite"]
+    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+        return str(python), ""
+    if not install:
+        return None, f"{why}; or --with-langgraph installs it into {LANGGRAPH_VENV.relative_to(HERE.parent)}"
+    print(f"installing the bench extra into {LANGGRAPH_VENV}...", file=sys.stderr, flush=True)
+    made = subprocess.run([sys.executable, "-m", "venv", str(LANGGRAPH_VENV)], capture_output=True, text=True)
+    if made.returncode == 0:
+        made = subprocess.run([str(python), "-m", "pip", "install", "-q", "-e", f"{HERE.parent}[bench]"],
+                              capture_output=True, text=True)
+    if made.returncode != 0 or subprocess.run(probe, capture_output=True).returncode != 0:
+        last = (made.stderr or made.stdout).strip().splitlines()[-1:] or ["no output"]
+        return None, f"the bench extra could not be installed into {LANGGRAPH_VENV.name}: {last[0]}"
+    return str(python), ""
+
+
+def bench_langgraph(tmp: Path, steps: int, step: float, install: bool) -> None:
+    """LangGraph's step (bench/langgraph_step.py, in the interpreter that has
+    it) beside Logist's step in process."""
+    python, why = langgraph_python(install)
+    if python is None:
         rows.add(Row("LangGraph + SqliteSaver + git commit, a step", None, note=why))
-        return None
-    return langgraph_step.measure(tmp, steps)["median"]
+        return
+    (tmp / "langgraph").mkdir()
+    done = subprocess.run([python, str(HERE / "langgraph_step.py"), "--steps", str(steps), "--json", "--root",
+                           str(tmp / "langgraph")], capture_output=True, text=True, check=True)
+    lg = json.loads(done.stdout.strip().splitlines()[-1])["median"]
+    rows.add(Row("LangGraph + SqliteSaver + git commit, a step", lg))
+    rows.add(Row("step in process against LangGraph's", step, lg, "LangGraph", target=1.5))
+
+
+# -- the agent gateway and the checks ------------------------------------------------------------
+
+
+def bench_gateway(quick: bool) -> None:
+    """bench/gateway.py's cases, 4 pieces sent at once: the gateway's own work per call."""
+    import gateway
+
+    for name, direct, through in gateway.measure(30 if quick else 200, 4, 0.0, whole=True):
+        bound = 1.1 * direct + 0.005
+        rows.add(Row(f"agent gateway: a call, {name}", through, direct, "direct", target=bound, absolute=True,
+                     target_text=f"<= 1.1x direct + 5 ms = {bound * 1000:.1f} ms"))
+
+
+#: The check the check rows run: a command a test runner's size would hide Logist's share in.
+CHECK = "grep -c step notes/0.txt"
+
+
+def _checked_job(jobs: JobsDir, job_id: str):
+    """A job with :data:`CHECK`, its workspace holding what the check reads."""
+    job = create_job(jobs, job_id, "Measure a check", checks=[CHECK], max_steps=20)
+    post_answer(job, message(0))  # notes/0.txt, committed
+    return job
+
+
+def bench_checks(tmp: Path, runs: int, step: float) -> None:
+    """A check run (``job check``: the sandboxed run, its entry recorded
+    under the lock, the workspace put back) against the same command run
+    bare, medians taken in turns; and the step that runs a job's due
+    check (the Worker's COMPLETED posted before it) against that bare run
+    plus a step in process."""
+    from logist.engine.checks import check_job
+    from logist.engine.step import step_once
+    from logist.replay.scripted import answer
+
+    jobs = JobsDir(tmp / "checkjobs")
+    job = _checked_job(jobs, "checked")
+    check_job(job)  # warm
+    bare_times, run_times = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(CHECK, shell=True, cwd=job.workspace, capture_output=True)
+        bare_times.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        result = check_job(job)
+        run_times.append(time.perf_counter() - started)
+        if result.error:
+            raise SystemExit(f"the check failed: {result.error}")
+    bare, ran = statistics.median(bare_times), statistics.median(run_times)
+    bound = 1.2 * bare + 0.010
+    rows.add(Row("a check run (job check)", ran, bare, "subprocess.run", target=bound, absolute=True,
+                 target_text=f"<= 1.2x subprocess.run + 10 ms = {bound * 1000:.1f} ms"))
+    done = answer("COMPLETED", "notes/0.txt holds the step.", ["notes/0.txt"])
+    times = []
+    for n in range(max(3, runs // 2)):
+        due = _checked_job(jobs, f"due-{n}")
+        post_answer(due, done)  # the Worker's COMPLETED: its check is due
+        started = time.perf_counter()
+        result = step_once(due)
+        times.append(time.perf_counter() - started)
+        if result.action != "CHECKS_PASSED":
+            raise SystemExit(f"the step did not run the check: {result.action} {result.error}")
+    rows.add(Row("a step that runs the job's due check", statistics.median(times), bare + step,
+                 "subprocess.run + a step in process"))
 
 
 # -- replay, demo, suite ------------------------------------------------------------------------
@@ -344,6 +446,8 @@ def main() -> None:
                         help="Also time a batch on each engine (bench/batch.py: about 3 minutes).")
     parser.add_argument("--with-live", action="store_true",
                         help="Also run bench/live.py against a real engine (the live extra; about 2 minutes).")
+    parser.add_argument("--with-langgraph", action="store_true",
+                        help="Install the bench extra (LangGraph) into bench/out/langgraph-venv if it is missing.")
     parser.add_argument("--json", default=str(HERE / "results.json"), help="Where to write the results.")
     args = parser.parse_args()
     quick = args.quick
@@ -354,7 +458,10 @@ def main() -> None:
         sections = [
             ("floors", lambda: floors(tmp, 5 if quick else 21, 20 if quick else 100)),
             ("start-up", lambda: bench_startup(tmp, 5 if quick else 21, found)),
-            ("a step", lambda: bench_step(tmp, 20 if quick else 200, 5 if quick else 20, found)),
+            ("a step", lambda: found.update(step=bench_step(tmp, 20 if quick else 200, 5 if quick else 20, found))),
+            ("LangGraph", lambda: bench_langgraph(tmp, 20 if quick else 200, found["step"], args.with_langgraph)),
+            ("the agent gateway", lambda: bench_gateway(quick)),
+            ("checks", lambda: bench_checks(tmp, 7 if quick else 31, found["step"])),
             ("replay", lambda: bench_replay(tmp, 100 if quick else 1000)),
             ("demo", lambda: bench_demo(tmp, 1 if quick else 5)),
             ("history scaling", lambda: rows.history_scaling(quick)),

@@ -40,6 +40,7 @@ from types import SimpleNamespace
 from typing import Callable, Iterator, Literal, Optional, Sequence, Union
 
 from . import views
+from .agents.providers import PINNED, PROVIDERS, find_program, version as agent_version
 from .engine.budget import BUDGETS, SETTABLE, raise_hint, stopped_by_budget
 from .engine.call import CallWatch, call_settings, finish_interrupted
 from .engine.commands import CommandWatch, held_because
@@ -51,7 +52,7 @@ from .engine.choices import DEFAULT_CONCURRENCY, DEFAULT_ENGINE, engine_names
 from .engine.engines import BatchCounts, make_engine, run_batch
 from .engine.export import export_branch, export_patch, job_diff
 from .engine.loop import QueueOutcome, run_job, step_turn
-from .engine.prepare import answer_budget, chosen_model, resolve_model, structured_output
+from .engine.prepare import answer_budget, chosen_model, model_for_endpoint, resolve_model, structured_output
 from .engine.rewind import rewind
 from .engine.session import upgrade
 from .engine.apply import StepResult
@@ -59,6 +60,7 @@ from .engine.step import post_answer, step_once
 from .engine import workflow as _workflow
 from .engine.workflow import NEEDS_PERSON, STEPPABLE, WAITING_FOR_PERSON, Rule
 from .errors import ConfigError, LogistError
+from .secrets.redact import url_shown
 from .model.client import Endpoints, LLMSettings, list_models, probe_form
 from .protocol.decoding import form_name
 from .model.base import Model
@@ -86,7 +88,7 @@ __all__ = [
     "open", "Jobs", "Job", "Preview",
     # What its methods take and return.
     "JobSpec", "StepResult", "JobManifest", "Status", "HistoryEntry", "JobHistory", "QueueOutcome", "BatchCounts",
-    "CallWatch", "CommandWatch", "FsckReport", "EntryInFull", "Endpoint", "RoleFacts", "Workflow", "CheckRun",
+    "CallWatch", "CommandWatch", "FsckReport", "EntryInFull", "Endpoint", "RoleFacts", "AgentFacts", "Workflow", "CheckRun",
     "CheckStatus",
     # Facts about jobs a caller shows (the command line and logist serve show them).
     "workflow", "person_can", "held_because", "raise_hint", "check_engine", "engine_names", "read_history",
@@ -149,6 +151,25 @@ class RoleFacts:
     max_tokens: int
     #: The structured-output setting its calls use ("off (...)" when the role's protocol has none).
     structured_output: str
+
+
+@dataclass(frozen=True)
+class AgentFacts:
+    """A coding agent a role may name (``logist agents``, ``logist doctor``)."""
+
+    #: Its name in a role file (``"agent": NAME``).
+    name: str
+    #: The program looked up on PATH ("" for ``command``: the role's agent_command names it).
+    program: str
+    #: The API it calls through the gateway: chat, responses or messages.
+    api: str
+    description: str
+    #: Where its program was found on PATH (None: not installed).
+    path: Optional[str] = None
+    #: The version it reports (asked only when wanted: some agents take seconds to say it).
+    version: Optional[str] = None
+    #: The version Logist's tests run (the agents' command lines were written against it).
+    tested: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -324,6 +345,17 @@ class Jobs:
     def skill(self, name: str) -> Skill:
         return load_skill(name, self.path)
 
+    def agents(self, *, versions: bool = False) -> list[AgentFacts]:
+        """The coding agents a role may name (:data:`logist.agents.PROVIDERS`),
+        each with where its program is on PATH; ``versions``: also the version
+        each installed one reports (it is run once with ``--version``)."""
+        facts = []
+        for name, agent in PROVIDERS.items():
+            path = find_program(agent.program) if agent.program else None
+            facts.append(AgentFacts(name, agent.program, agent.api, agent.description, path,
+                                    agent_version(agent, path) if versions and path else None, PINNED.get(name)))
+        return facts
+
     # -- endpoints ----------------------------------------------------------------------------
 
     def endpoint(self, base_url: Optional[str] = None) -> Endpoint:
@@ -363,10 +395,19 @@ class Jobs:
         config = self.config()
         no_job = SimpleNamespace(model=None)
         model = resolve_model(config, no_job, role, None)
+        model_from = chosen_model(config, no_job, role, None)[1]
+        if settings is not None and settings.base_url.rstrip("/") != DEFAULT_BASE_URL:
+            try:
+                served = model_for_endpoint(config, no_job, role, None, settings.endpoints.served_models(settings),
+                                            url_shown(settings.base_url))
+            except ConfigError as exc:
+                served, model_from = None, f"{model_from}; but {exc}"
+            if served:
+                model, model_from = served, "the endpoint's only model (GET /models), as none is named"
         window = context_window(config, role, model, settings)
         setting = "off (the role's own response_format)" if role.response_format is not None else \
             "off (the tags protocol)" if role.protocol == "tags" else structured_output(role, config, model)
-        return RoleFacts(role=role, model=model, model_from=chosen_model(config, no_job, role, None)[1],
+        return RoleFacts(role=role, model=model, model_from=model_from,
                          price=config.price(model), context_window=window.tokens,
                          context_window_from=window.source or None,
                          max_tokens=answer_budget(role, role.protocol, window.tokens), structured_output=setting)
@@ -554,6 +595,25 @@ class Job:
         manifest = manifest or self.manifest()
         return _workflow.describe_job_hint(manifest, self.stopped_by_budget(manifest))
 
+    def waits_for(self, manifest: Optional[JobManifest] = None) -> str:
+        """What the job waits for, in a line ("" for nothing: it is done, or
+        its next step simply goes on): a person's decision (:meth:`hint`), or,
+        for a job whose last call failed and that keeps its turn, the step
+        that makes the call again, with the endpoint's reason."""
+        manifest = manifest or self.manifest()
+        if str(manifest.status) in NEEDS_PERSON:
+            return self.hint(manifest)
+        if manifest.status not in STEPPABLE:
+            return ""
+        last = self.stored.last_entry()
+        response = last.response if last is not None and last.sequence == manifest.last_sequence else None
+        if response is None or response.status != "FAILED" or not response.error:
+            return ""
+        reason = " ".join(response.error.split())
+        reason = reason if len(reason) <= 200 else reason[:199] + "…"
+        return (f"a step: its last call failed ({reason}); logist job step {self.id} makes it again, "
+                "with the same conversation")
+
     def raise_hint(self, manifest: Optional[JobManifest] = None) -> Optional[str]:
         """How to raise the budget the job has spent, or None."""
         return raise_hint(self.id, manifest or self.manifest())
@@ -601,7 +661,8 @@ class Job:
         return export_branch(self.stored, branch, force=force)
 
     def export_patch(self, path: Union[str, Path]) -> int:
-        """Write the job's commits since its baseline as a patch series; the number of commits."""
+        """Write the job's commits since its baseline, combined, as one patch
+        (``git apply`` or ``git am``); the number of the job's commits it holds."""
         return export_patch(self.stored, Path(path))
 
     # -- keeping the files --------------------------------------------------------------------
@@ -736,7 +797,9 @@ class Job:
         return self._decide("skip-command", at=at)
 
     def suspend(self, *, at: Optional[int] = None) -> JobManifest:
-        """Set the job aside until :meth:`resume`."""
+        """Set the job aside until :meth:`resume`. While a step holds the job,
+        asked of its runner instead, which applies it once the step ends
+        (:meth:`stop_request` says so; the manifest returned is the job's as it is)."""
         return self._decide("suspend", at=at)
 
     def resume(self, *, at: Optional[int] = None) -> JobManifest:
@@ -746,6 +809,12 @@ class Job:
     def cancel(self, *, at: Optional[int] = None) -> JobManifest:
         """Cancel the job for good (it cannot be resumed, rerun or restepped)."""
         return self._decide("cancel", at=at)
+
+    def stop_request(self) -> Optional[dict]:
+        """A suspend or cancel asked for while a step held the job (:meth:`suspend`
+        and :meth:`cancel` do not fail as busy then): ``{"action", "requested_at"}``,
+        applied by the step's runner once the step ends; None when none waits."""
+        return self.stored.stop_request()
 
     def resubmit(self, feedback: Optional[str] = None, *, max_steps: Optional[int] = None,
                  max_cost_usd: Optional[float] = None, max_tokens: Optional[int] = None,

@@ -13,7 +13,8 @@ configuration keys (from :class:`logist.store.config.LogistConfig`, through
 the schema file :mod:`logist.schemas` writes of it, descriptions included),
 the job's files (the schema files in ``schemas/`` and the list of
 :mod:`logist.store.session`; regenerate ``schemas/`` first), the workflow table (``logist workflow
---markdown``), the command line (the click commands), the exit codes
+--markdown``), the command line (the click commands; and
+``logist/cli/listing.py``, what ``--help`` lists without loading them), the exit codes
 (:data:`logist.cli.app.EXIT_CODES`) and the benchmark table
 (``bench/results.json``, which ``bench/run.py`` writes before it calls
 :func:`write_pages` for that part). As with ``schemas/``::
@@ -44,7 +45,8 @@ from typing import Callable, Optional
 import click
 
 from .cli import cli
-from .cli.app import RUNS_STEPS, exit_codes_markdown
+from .cli.app import RUNS_STEPS, exit_codes_help, exit_codes_markdown
+from .cli.lazy import LazyGroup, summary
 from .cli.workflow import markdown as workflow_markdown
 from .schemas import schemas_dir
 from .store.atomic import atomic_write
@@ -62,6 +64,8 @@ PAGES = (
     "docs/cli.md",
     "docs/exit-codes.md",
     "docs/performance.md",
+    "docs/http-api.md",
+    "logist/cli/listing.py",
 )
 
 _BLOCK = re.compile(
@@ -290,6 +294,31 @@ def cli_reference() -> str:
 # -- exit codes, workflow, benchmarks --------------------------------------------------------------
 
 
+def cli_listing() -> str:
+    """logist/cli/listing.py's tables: each lazily loaded group's commands,
+    loaded here, with what ``--help`` lists of each; and the program's epilog."""
+    groups: dict[str, dict[str, tuple]] = {}
+
+    def walk(group: click.Group, ctx: click.Context) -> None:
+        if isinstance(group, LazyGroup):
+            groups[group.listing] = {}
+            for name in sorted(group.lazy):
+                groups[group.listing][name] = summary(group.get_command(ctx, name))
+        for name in sorted(group.list_commands(ctx)):
+            command = group.get_command(ctx, name)
+            if isinstance(command, click.Group):
+                walk(command, click.Context(command, info_name=name, parent=ctx))
+
+    walk(cli, click.Context(cli, info_name="logist"))
+    lines = ["LISTING: dict = {"]
+    for key in sorted(groups):
+        lines.append(f"    {key!r}: {{")
+        lines += [f"        {name!r}: {entry!r}," for name, entry in groups[key].items()]
+        lines.append("    },")
+    lines += ["}", f"EPILOG = {exit_codes_help()!r}", "# "]
+    return "\n".join(lines)
+
+
 def exit_codes() -> str:
     """The exit code table (the one ``logist --help`` prints), and which commands exit 3 and 4."""
     return exit_codes_markdown() + ("\n3 and 4 come only from the commands that run steps: "
@@ -309,6 +338,13 @@ def performance() -> str:
     return "\n".join(lines) + "\n"
 
 
+def http_api_table() -> str:
+    """The routes of ``logist serve``'s HTTP API (:data:`logist.serve.http_api.ENDPOINTS`)."""
+    from .serve.http_api import markdown  # lazy: the serve package is not the command line's
+
+    return markdown()
+
+
 #: Every generated part: its name in the markers -> the function writing it.
 PARTS: dict[str, Callable[[], str]] = {
     "configuration": configuration,
@@ -317,6 +353,8 @@ PARTS: dict[str, Callable[[], str]] = {
     "cli": cli_reference,
     "exit-codes": exit_codes,
     "performance": performance,
+    "http-api": http_api_table,
+    "cli-listing": cli_listing,
 }
 
 

@@ -126,3 +126,11 @@ class InvalidAnswer(ValueError):
 
     Not a :class:`LogistError`: an invalid answer is the model's, recorded
     and answered in the job, never a command's failure."""
+
+
+def json_problem(exc) -> str:
+    """What a ``json.JSONDecodeError`` found, without the "at" Python's
+    message ends with where it leaves the position to its own text
+    ("Invalid control character at"), so that "... at line 1" reads once."""
+    msg = str(getattr(exc, "msg", exc))
+    return msg[:-3] if msg.endswith(" at") else msg

@@ -77,6 +77,8 @@ SHARED = {
     ("logist.store.config", "_WINDOWS"): "the context_windows.json Logist ships",
     ("logist.protocol.decoding", "_fields"): "built from constants",
     ("logist.store.atomic", "_UMASK"): "the process's umask, which every run leaves as it was (checked)",
+    ("logist.model.client", "_ssl_context"): "this system's CA certificates (as SSL_CERT_FILE and SSL_CERT_DIR say), "
+                                             "loaded once",
     ("logist.secrets.redact", "_CACHE"): "the secrets of one environment, kept with the whole environment they came from",
 }
 

@@ -5,6 +5,11 @@ Commands parse options, call one core function and print. Expected failures
 (2 for :class:`logist.errors.UsageError`, as for click's usage errors);
 anything else is a bug, reported in one line unless ``LOGIST_DEBUG=1``.
 
+Each command is imported when it runs (:class:`~logist.cli.lazy.LazyGroup`):
+``logist --help`` and ``--version`` import click and nothing of Logist
+beyond this package's light modules, and a command loads its own module
+and what that needs, not every other command's.
+
 The ``logist`` program, its commands, options, output and exit codes, is
 the product; these modules are internal: they may change in any release;
 from Python use :mod:`logist.api` (``logist.open``, and
@@ -13,9 +18,11 @@ what its ``Jobs`` and ``Job`` return) and the names in ``logist.__all__``.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sys
+from typing import NoReturn
 
 import click
 
@@ -23,19 +30,8 @@ from .. import __version__
 from ..errors import LogistError, UsageError
 from ..secrets.redact import url_shown
 from ..terminal import shown
-from .app import EXIT_INTERRUPTED, Application, echo, exit_codes_help
-from .common import JOBS_DIR_HELP, accept_jobs_dir
-from .demo import demo
-from .doctor import doctor, models
-from .init import init
-from .job import job
-from .prompts import prompts
-from .replay_server import replay_server
-from .report import report
-from .role import role
-from .serve import serve
-from .skill import skill
-from .workflow import workflow
+from .lazy import LazyGroup
+from .listing import EPILOG
 
 #: Set by :func:`main` while it runs: the core's warnings go to stderr. Not
 #: when the group is invoked otherwise (CliRunner, a program embedding it),
@@ -46,11 +42,65 @@ _warnings_to_stderr = False
 _shown: list = []
 
 
-class LogistGroup(click.Group):
+#: The program's commands: name -> ``module:attribute`` (imported when one runs).
+COMMANDS = {
+    "init": "logist.cli.init:init",
+    "demo": "logist.cli.demo:demo",
+    "job": "logist.cli.job:job",
+    "role": "logist.cli.role:role",
+    "skill": "logist.cli.skill:skill",
+    "prompts": "logist.cli.prompts:prompts",
+    "report": "logist.cli.report:report",
+    "serve": "logist.cli.serve:serve",
+    "replay-server": "logist.cli.replay_server:replay_server",
+    "workflow": "logist.cli.workflow:workflow",
+    "doctor": "logist.cli.doctor:doctor",
+    "models": "logist.cli.doctor:models",
+    "agents": "logist.cli.doctor:agents",
+}
+#: The commands that act on the jobs directory, which take ``--jobs-dir`` after their name too.
+TAKE_JOBS_DIR = ("init", "demo", "job", "role", "skill", "prompts", "report", "serve")
+JOBS_DIR_HELP = (
+    "The jobs directory (env LOGIST_JOBS_DIR; default: found upward from here like git, "
+    "the first folder with a jobs_index.json or a jobs/ that has one, else ./jobs)."
+)
+
+
+def _set_jobs_dir(ctx: click.Context, _param: click.Parameter, value):
+    if value is not None:  # as if given before the command: the application is made from it (logist.cli.app.application)
+        ctx.find_root().params["jobs_dir"] = value
+
+
+def accept_jobs_dir(command: click.Command) -> None:
+    """Let ``--jobs-dir`` come after the command's name too (``logist job
+    --jobs-dir D list``, ``logist job list --jobs-dir D``): an option on the
+    command and, for a group, on each of its commands (those a
+    :class:`~logist.cli.lazy.LazyGroup` loads later too)."""
+    if not any("--jobs-dir" in param.opts for param in command.params):
+        command.params.append(click.Option(
+            ["--jobs-dir"], type=click.Path(file_okay=False), expose_value=False, callback=_set_jobs_dir,
+            help="The jobs directory (as before the command).",
+        ))
+    if isinstance(command, LazyGroup):
+        command.prepare_each(accept_jobs_dir)
+        return
+    for sub in getattr(command, "commands", {}).values():
+        accept_jobs_dir(sub)
+
+
+def _prepare(command: click.Command) -> None:
+    """A command as it is loaded: those of :data:`TAKE_JOBS_DIR` take ``--jobs-dir``."""
+    if command.name in TAKE_JOBS_DIR:
+        accept_jobs_dir(command)
+
+
+class LogistGroup(LazyGroup):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
+            from .app import EXIT_INTERRUPTED, Application  # a command ran: its module imported them
+
             # Ctrl-C in a command that changes jobs: what was kept, and how to go on.
             app = ctx.find_object(Application)
             if app is None or not app.interrupted():
@@ -64,7 +114,8 @@ class LogistGroup(click.Group):
             raise click.ClickException(str(exc)) from None
 
 
-@click.group(cls=LogistGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=exit_codes_help())
+@click.group(cls=LogistGroup, lazy=COMMANDS, listing="logist", prepare=_prepare,
+             context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
 @click.option(
     "--jobs-dir",
     type=click.Path(file_okay=False),
@@ -85,24 +136,11 @@ def cli(ctx: click.Context, jobs_dir: str | None) -> None:
       logist job create hello --objective "Write hello.py that prints a greeting"
       logist job run hello
     """
+    # The command's Application is made when the command asks for it
+    # (logist.cli.app.pass_app), from --jobs-dir, and closed with this context:
+    # "logist job --help" runs this and needs none.
     if _warnings_to_stderr:
         _show_core_warnings()
-    app = ctx.ensure_object(Application)
-    app.jobs_dir_option = app.jobs_dir_option or jobs_dir
-    ctx.call_on_close(app.close)  # the command's clients end with it
-
-
-def _register() -> None:
-    for command in (init, demo, job, role, skill, prompts, report, serve):
-        accept_jobs_dir(command)
-        cli.add_command(command)
-    cli.add_command(replay_server)
-    cli.add_command(workflow)
-    cli.add_command(doctor)
-    cli.add_command(models)
-
-
-_register()
 
 
 def _show_core_warnings() -> None:
@@ -165,17 +203,48 @@ def _main(argv: list[str] | None) -> None:
         _error(exc.format_message())
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, click.Abort):
+        from .app import EXIT_INTERRUPTED  # the one table of exit codes (loaded with any command)
+
         _error("interrupted")
         sys.exit(EXIT_INTERRUPTED)
-    except Exception as exc:  # the one catch-all
-        if os.environ.get("LOGIST_DEBUG") == "1":
-            raise
-        _error(f"internal error: {type(exc).__name__}: {exc} (LOGIST_DEBUG=1 shows the traceback)")
+    except OSError as exc:
+        if os.environ.get("LOGIST_DEBUG") == "1" or exc.errno not in RESOURCE_ERRORS:
+            _internal_error(exc)
+        _error(resource_line(exc))
         sys.exit(1)
+    except Exception as exc:  # the one catch-all
+        _internal_error(exc)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+#: What a disk or a folder refuses (a full disk, a quota, a read-only or
+#: unwritable jobs directory): told in one line naming the path, not as an
+#: internal error. What was written before is whole (every write is atomic,
+#: the history's append journalled), so the command can be run again.
+RESOURCE_ERRORS = {errno.ENOSPC: "free some space there, then run the command again",
+                   errno.EDQUOT: "free some space there, then run the command again",
+                   errno.EROFS: "Logist writes its jobs directory: use one it can write (--jobs-dir)",
+                   errno.EACCES: "Logist writes its jobs directory: use one it can write (--jobs-dir)",
+                   errno.EPERM: "Logist writes its jobs directory: use one it can write (--jobs-dir)"}
+
+
+def resource_line(exc: OSError) -> str:
+    """The one line of a disk's or a folder's refusal: the path, why, what to do."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or os.strerror(exc.errno)}; {RESOURCE_ERRORS[exc.errno]}"
+
+
+def _internal_error(exc: Exception) -> NoReturn:
+    """The catch-all's line (LOGIST_DEBUG=1: the traceback instead)."""
+    if os.environ.get("LOGIST_DEBUG") == "1":
+        raise exc
+    _error(f"internal error: {type(exc).__name__}: {exc} (LOGIST_DEBUG=1 shows the traceback)")
+    sys.exit(1)
 
 
 def _error(message: str) -> None:
     """The one line of a failure on stderr: it may quote a model's text (made
-    inert) or name an endpoint (its password hidden: :func:`logist.secrets.redact.url_shown`)."""
-    echo(f"Error: {url_shown(message)}", err=True)
+    inert) or name an endpoint (its password hidden: :func:`logist.secrets.redact.url_shown`),
+    printed as :func:`logist.cli.app.echo` prints (that module is not
+    imported for a usage error of ``--help``'s cost)."""
+    click.echo(shown(f"Error: {url_shown(message)}"), err=True)

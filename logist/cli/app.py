@@ -10,6 +10,7 @@ pypa/hatch's ``Application``).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any, Callable, Iterable, Optional
@@ -50,6 +51,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
 
 #: Commands that run steps, the ones that exit 3 and 4 (``logist demo``
 #: exits 0 once its job waits for approval, as the demo means it to).
+#: Characters of a failed step's reason its line shows (a summary: 100).
+ERROR_WIDTH = 300
 RUNS_STEPS = ("job step", "job run", "job poststep", "job replay")
 
 
@@ -168,8 +171,10 @@ class Application:
     def step_line(self, result: StepResult, with_job: bool = False) -> None:
         """One line per step on stderr: entry, role, action, new state, files, summary."""
         summary = inert((result.summary or result.error or "").strip().replace("\n", " "), one_line=True)
-        if len(summary) > 100:
-            summary = summary[:97] + "..."
+        # An error is shown further: the endpoint's own words come after what failed.
+        limit = 100 if result.summary or not result.error else ERROR_WIDTH
+        if len(summary) > limit:
+            summary = summary[:limit - 3] + "..."
         files = f" [{', '.join(inert(path, one_line=True) for path in result.files_changed)}]" if result.files_changed else ""
         who = f"[{result.job_id}] " if with_job else ""
         self.info(f"{who}#{result.sequence} {result.role} {result.action} -> {result.status}{files}"
@@ -267,7 +272,27 @@ class Application:
         self.exit(code)
 
 
-pass_app = click.make_pass_decorator(Application)
+def application(ctx: click.Context) -> Application:
+    """The run's :class:`Application`, on the program's context: made the
+    first time a command asks (``--help`` never does), from ``--jobs-dir``
+    (before the command or after it), and closed with that context."""
+    root = ctx.find_root()
+    app = root.find_object(Application)
+    if app is None:
+        app = root.obj = Application(root.params.get("jobs_dir"))
+        root.call_on_close(app.close)  # the command's clients end with it
+    return app
+
+
+def pass_app(command: Callable) -> Callable:
+    """Decorate a command to receive the run's :class:`Application` first (:func:`application`)."""
+
+    @functools.wraps(command)
+    def with_app(*args, **kwargs):
+        ctx = click.get_current_context()
+        return ctx.invoke(command, application(ctx), *args, **kwargs)
+
+    return with_app
 
 
 def debug() -> bool:

@@ -12,7 +12,6 @@ import click
 
 from .. import api
 from ..terminal import inert
-from .app import Application
 
 
 def complete_job_ids(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
@@ -73,28 +72,6 @@ def entry_option(help: str, *old_names: str) -> Callable:
     return decorate
 
 
-JOBS_DIR_HELP = (
-    "The jobs directory (env LOGIST_JOBS_DIR; default: found upward from here like git, "
-    "the first folder with a jobs_index.json or a jobs/ that has one, else ./jobs)."
-)
-
-
-def _set_jobs_dir(ctx: click.Context, _param: click.Parameter, value):
-    if value is not None:
-        ctx.ensure_object(Application).jobs_dir_option = value
-
-
-def accept_jobs_dir(command: click.Command) -> None:
-    """Let ``--jobs-dir`` come after the command's name too (``logist job
-    --jobs-dir D list``, ``logist job list --jobs-dir D``): an option on the
-    command and, for a group, on each of its commands."""
-    if not any("--jobs-dir" in param.opts for param in command.params):
-        command.params.append(click.Option(
-            ["--jobs-dir"], type=click.Path(file_okay=False), expose_value=False, callback=_set_jobs_dir,
-            help="The jobs directory (as before the command).",
-        ))
-    for sub in getattr(command, "commands", {}).values():
-        accept_jobs_dir(sub)
 
 
 def table_width() -> int | None:

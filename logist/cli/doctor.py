@@ -56,6 +56,8 @@ def doctor(app: Application, base_url: Optional[str], probe: bool, as_json: bool
         "max_retries": config.max_retries,
         "stream": config.stream,
         "ping": None,
+        "agents": {agent.name: {"path": agent.path, "version": agent.version, "tested": agent.tested}
+                   for agent in jobs.agents(versions=True) if agent.path},
     }
     listed: Optional[set[str]] = None
     settings = None
@@ -89,6 +91,7 @@ def doctor(app: Application, base_url: Optional[str], probe: bool, as_json: bool
             "max_tokens": facts.max_tokens,
             "structured_output": setting,
             "form_found": probed.get(model),
+            "agent": manifest.agent,
         }
     healthy = endpoint is not None and report["ping"]["ok"]
     if as_json:
@@ -105,7 +108,9 @@ def doctor(app: Application, base_url: Optional[str], probe: bool, as_json: bool
             cost = (f"${price['input_per_million']:g} in, ${price['output_per_million']:g} out per million tokens"
                     if price else "price unknown: add it to \"prices\" in config.json")
             where = "" if facts["listed"] is None else ("" if facts["listed"] else "; not among the endpoint's models")
-            echo(f"{'models' if i == 0 else '':<10} {role}: {facts['model']} ({cost}{where}), named by {facts['model_from']}")
+            run_by = f"; its steps are runs of the agent {facts['agent']}" if facts["agent"] else ""
+            echo(f"{'models' if i == 0 else '':<10} {role}: {facts['model']} ({cost}{where}), named by "
+                 f"{facts['model_from']}{run_by}")
             window = (f"context window {facts['context_window']:,} tokens (from {facts['context_window_from']})"
                       if facts["context_window"] else "context window unknown (set context_window in config.json's "
                       "model_settings: a request that outgrows it then stops before the call)")
@@ -116,6 +121,10 @@ def doctor(app: Application, base_url: Optional[str], probe: bool, as_json: bool
         echo(f"requests   timeout {config.request_timeout:g} s (a timed-out request is not sent again), "
              f"{config.max_retries} retries for 429, 5xx and connection failures, "
              f"{'streamed when the endpoint streams' if config.stream else 'not streamed'}")
+        agents = report["agents"]
+        echo("agents     " + ("; ".join(f"{name} {facts['version'] or '(version unknown)'} ({facts['path']})"
+                                        for name, facts in agents.items())
+                              or "none installed (logist agents lists those a role may name)"))
         ping = report["ping"]
         if ping is None:
             echo("ping       skipped: no endpoint")
@@ -144,3 +153,27 @@ def models(app: Application, base_url: Optional[str], as_json: bool) -> None:
     except LLMCallError as exc:
         raise LogistError(f"{exc} (endpoint {url_shown(settings.base_url)})") from None
     app.display(as_json, names, lambda: [app.echo(name) for name in names])
+
+
+@click.command()
+@json_option
+@pass_app
+def agents(app: Application, as_json: bool) -> None:
+    """List the coding agents a role may name ("agent" in a role file), and which are installed.
+
+    \b
+    Example:
+      logist agents
+      logist doctor     (also asks each installed agent its version)
+    """
+    found = app.jobs.agents()
+    rows = [{"name": a.name, "program": a.program, "api": a.api, "installed": a.path, "tested": a.tested,
+             "description": a.description} for a in found]
+
+    def show() -> None:
+        for row in rows:
+            where = row["installed"] or ("(the role's agent_command)" if not row["program"] else "not installed")
+            app.echo(f"{row['name']:<12} {row['api']:<10} {where}")
+            app.echo(f"{'':<12} {row['description']}")
+
+    app.display(as_json, rows, show)

@@ -26,15 +26,20 @@ if TYPE_CHECKING:
               help="Another name the pages may be asked for by (the Host header); repeatable.")
 @click.option("--page-size", type=click.IntRange(min=1), default=500, show_default=True,
               help="History entries a job's page shows at most; earlier ones are a link away.")
+@click.option("--new-token", is_flag=True,
+              help="Make a new token: the one kept from an earlier run (and every page and script using it) stops "
+                   "working.")
 @json_option
 @pass_app
 def serve(app: Application, host: str, port: int, unsafe_host: bool, allow_hosts: tuple[str, ...],
-          page_size: int, as_json: bool) -> None:
+          page_size: int, new_token: bool, as_json: bool) -> None:
     """Serve a live web view of the jobs on 127.0.0.1, decisions included.
 
-    Prints a URL with this run's token once (--json: a JSON object with
+    Prints a URL with the server's token once (--json: a JSON object with
     url, port and token_file, on one line); opening it sets a cookie and
-    drops the token from the address. Each page follows the job files as
+    drops the token from the address. The token is kept for the next run on
+    these jobs, so open pages and scripts go on across a restart
+    (--new-token replaces it). Each page follows the job files as
     they change; each button does what the matching job command does.
 
     \b
@@ -55,6 +60,7 @@ def serve(app: Application, host: str, port: int, unsafe_host: bool, allow_hosts
             click.echo(json.dumps({"url": url, "port": port_used, "token_file": str(token_file)}))
             return
         click.echo(f"Logist serves {app.jobs.path} at {url}")
-        app.info(f"Open that URL once; scripts send Authorization: Bearer with the token in {token_file}. Ctrl-C stops it.")
+        app.info(f"Open that URL once; scripts send Authorization: Bearer with the token in {token_file} "
+                 f"(and Origin: http://127.0.0.1:{port_used} with a decision). Ctrl-C stops it.")
 
-    run(app.jobs, host, port, allow_hosts, announce=announce, page=page_size)
+    run(app.jobs, host, port, allow_hosts, announce=announce, page=page_size, new_token=new_token)

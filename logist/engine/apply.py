@@ -34,7 +34,7 @@ from .budget import count_call, stopped_by_budget
 from .commands import CommandWatch, held_because, run_or_hold
 from .prepare import Prepared
 from .transition import Call, apply_answer, apply_event, hold_changes, holds_file_changes, refuse_answer
-from .workflow import CALL_FAILED, CALL_INTERRUPTED, COMPACTION, STEPPABLE, UNREADABLE, Rule, describe_job_hint
+from .workflow import CALL_FAILED, CALL_INTERRUPTED, COMPACTION, LIMIT, STEPPABLE, UNREADABLE, Rule, describe_job_hint
 
 log = logging.getLogger("logist")
 
@@ -179,6 +179,8 @@ def apply_outcome(job: JobFiles, before: JobManifest, prepared: Prepared, outcom
     did not come from a call here); ``watch`` is told while a command the
     answer asks for runs. Nothing an answer holds raises past
     here: an exception no check foresaw is recorded by :func:`record_failure`."""
+    if outcome.agent is not None and kind == "llm_call":
+        kind = "agent_run"
     try:
         return _apply_answer(job, before, prepared, outcome, kind, watch)
     except Exception as exc:
@@ -232,9 +234,11 @@ def record_failure(job: JobFiles, before: JobManifest, prepared: Optional[Prepar
     reason = redact(f"the answer could not be applied ({type(exc).__name__}: {text}); "
                     "it is kept in this step's history entry")
     opened = job.session.journal.pending_applying(sequence)
-    if opened is not None and opened.head_before:
+    usable = job.repo.exists()  # a .git removed or replaced cannot be reset: the answer is recorded all the same
+    if opened is not None and opened.head_before and usable:
         job.repo.reset_to(opened.head_before)  # undo what was applied of it
-    commit = opened.head_before if opened is not None and opened.head_before else job.repo.head()
+    commit = (opened.head_before if opened is not None and opened.head_before else
+              job.repo.head() if usable else before.workspace_commit)
     after = before.model_copy(deep=True)
     after.calls = before.calls + 1
     rule = apply_event(after, CALL_FAILED, reason)
@@ -271,7 +275,8 @@ def _read_answer(job: JobFiles, before: JobManifest, after: JobManifest, prepare
         return _Reading(status="ERROR", error=outcome.error, rule=apply_event(after, event, outcome.error))
     planner = before.workflow == "planned" and before.turn.slot == PLANNER
     try:
-        answer = _redacted(parse_answer(outcome.raw or "", prepared.protocol, planner=planner))
+        answer = _redacted(parse_answer(outcome.raw or "", prepared.protocol, planner=planner,
+                                        plan=before.plan if planner else None))
         if planner:
             addressed = [n for slot, n in before.roles.items() if slot != PLANNER]
             check_planner_answer(answer, send_to_names(prepared.prompts.roles, addressed), before.plan)
@@ -286,7 +291,7 @@ def _read_answer(job: JobFiles, before: JobManifest, after: JobManifest, prepare
                                                                           prepared.protocol))
 
 
-def _commit_hand_edits(job: JobFiles, sequence: int, head_before: Optional[str]) -> tuple[Optional[str], Optional[UnreadableFiles]]:
+def commit_hand_edits(job: JobFiles, sequence: int, head_before: Optional[str]) -> tuple[Optional[str], Optional[UnreadableFiles]]:
     """A person edited the workspace by hand since the last step: that is
     committed on its own, so it is neither mixed into the model's commit nor
     lost if this step has to be undone. The commit to start from, and the
@@ -369,26 +374,62 @@ def _command_facts(command: Optional[CommandRecord]) -> dict:
                 command_duration_ms=command.duration_ms)
 
 
+def _agent_work(job: JobFiles, before: JobManifest, outcome: Outcome,
+                sequence: int) -> tuple[Optional[str], Optional[UnreadableFiles]]:
+    """Put a coding agent's work in the workspace, the journal saying where
+    it started: the commit its run started from, and files git could not read.
+
+    A live run's work is there already (its journal's ``head_before`` is the
+    commit it started from, a person's edits committed before it ran). A
+    replayed or posted one's, or one whose applying a crash undid, is its
+    recorded patch, applied to a clean workspace (a person's edits committed
+    first)."""
+    saved = outcome.saved
+    if saved is not None and saved.head_before:
+        head_before, unreadable = saved.head_before, None
+    else:
+        head_before, unreadable = commit_hand_edits(job, sequence, before.workspace_commit)
+    # From here on a crash is repaired from the journal: the workspace goes back to head_before.
+    job.session.journal.begin_applying(sequence, head_before, outcome.raw, saved)
+    head = job.repo.head()
+    if head_before and head != head_before:
+        # The agent committed its work itself: its commits are folded into the step's (and kept under a ref).
+        job.repo.keep_ref(f"refs/logist/agent/{sequence}", head)
+        job.repo.fold_to(head_before)
+    elif outcome.agent.patch and not job.repo.is_dirty():
+        job.repo.apply_patch(outcome.agent.patch)
+    return head_before, unreadable
+
+
 def _apply_answer(job: JobFiles, before: JobManifest, prepared: Prepared, outcome: Outcome, kind: str,
                   watch: Optional[CommandWatch] = None) -> StepResult:
     """:func:`apply_outcome` up to an exception: one path for every action,
     which asks the answer's action (:class:`logist.protocol.actions.Action`)
     what it does."""
     after = before.model_copy(deep=True)
-    after.calls = before.calls + 1
+    after.calls = before.calls + (1 if outcome.answered else 0)  # a call that brought no answer is no step
     call = Call(before.last_sequence + 1, full=prepared.prompt.continues is None)
-    reading = _read_answer(job, before, after, prepared, outcome, call)
+    work = outcome.agent
+    if work is not None:  # a coding agent's run: its work is in the workspace (or its patch, replayed)
+        head_before, unreadable = _agent_work(job, before, outcome, call.sequence)
+    if work is not None and work.budget_stop is not None:
+        # The gateway refused its calls at a budget: the run was cut short, whatever it ended with.
+        error = f"the agent's run was stopped at the gateway: {work.budget_stop}"
+        reading = _Reading(status="ERROR", error=error, rule=apply_event(after, LIMIT, work.budget_stop))
+    else:
+        reading = _read_answer(job, before, after, prepared, outcome, call)
     answer, rule = reading.answer, reading.rule
     applies = answer is not None and not reading.held
-    # Only an answer with file changes or a command can change the workspace;
-    # the others need no git process at all.
-    touches = applies and bool(answer.file_changes or action_of(answer.action).touches_workspace)
-    head_before, unreadable = (_commit_hand_edits(job, call.sequence, before.workspace_commit) if touches
-                               else (before.workspace_commit, None))
+    if work is None:
+        # Only an answer with file changes or a command can change the workspace;
+        # the others need no git process at all.
+        touches = applies and bool(answer.file_changes or action_of(answer.action).touches_workspace)
+        head_before, unreadable = (commit_hand_edits(job, call.sequence, before.workspace_commit) if touches
+                                   else (before.workspace_commit, None))
+        # From here on a crash is repaired from the journal, which also keeps the
+        # answer: one that was paid for is never lost from the record.
+        job.session.journal.begin_applying(call.sequence, head_before, outcome.raw, outcome.saved)
     done = _Applied(commit=head_before)
-    # From here on a crash is repaired from the journal, which also keeps the
-    # answer: one that was paid for is never lost from the record.
-    job.session.journal.begin_applying(call.sequence, head_before, outcome.raw, outcome.saved)
     failpoint("after_call")
     if applies:
         rule = _apply_to_workspace(job, before, after, prepared, outcome, reading, call, done, watch)
@@ -396,6 +437,17 @@ def _apply_answer(job: JobFiles, before: JobManifest, prepared: Prepared, outcom
     elif answer is not None:
         rule = hold_changes(after, before, answer, call)
         after.reason, after.question = None, None
+    action = "LIMIT" if work is not None and work.budget_stop is not None else \
+        answer.action if answer else reading.status
+    if work is not None:
+        # The agent's work is the step's commit, whatever became of its answer.
+        done.files_changed = list(work.changed_files)
+        message = _commit_message(job.id, call.sequence, prepared.role.name, action,
+                                  (answer.summary_for_supervisor if answer else None) or reading.error)
+        try:
+            done.commit = job.repo.commit_all(message) or done.commit
+        except UnreadableFiles as exc:
+            done.commit, unreadable = exc.commit or done.commit, unreadable or exc
     if unreadable is not None and after.status in STEPPABLE:
         rule = apply_event(after, UNREADABLE, str(unreadable))
     elif unreadable is not None:  # the job waits for a person already (a question, an approval)
@@ -404,7 +456,7 @@ def _apply_answer(job: JobFiles, before: JobManifest, prepared: Prepared, outcom
     cost, priced = count_call(after, prepared.config, prepared.model, outcome, kind)
     return record_step(
         job, before, after, rule, kind=kind, role=prepared.role.name,
-        action=answer.action if answer else reading.status, workspace_commit=done.commit, outcome=outcome,
+        action=action, workspace_commit=done.commit, outcome=outcome,
         request=outcome.request(prepared), response=_response(reading, outcome, done.files_changed),
         cost=cost, priced=priced, model=prepared.model, command_record=done.command, note=outcome.note, commit=done.commit,
         summary=_summary_of(answer, reading.held), files_changed=done.files_changed, error=reading.error,
@@ -426,7 +478,8 @@ def record_step(job: JobFiles, before: JobManifest, after: JobManifest, rule: Ru
     ``outcome`` (a call's, or an answer's that did not come from one) gives
     the entry's usage and duration and the result's call facts (``cost``,
     ``priced``: :func:`~logist.engine.budget.count_call`'s; ``model``)."""
-    given = dict(request=request, response=response, command=command_record, note=note)
+    given = dict(request=request, response=response, command=command_record, note=note,
+                 agent=outcome.agent if outcome is not None else None)
     fields = {name: value for name, value in given.items() if value is not None}
     if outcome is not None:
         duration_ms = round(outcome.duration * 1000)

@@ -67,7 +67,7 @@ def add_to_totals(
     elif kind == "poststep":
         totals.posted += 1
     else:
-        totals.llm_calls += 1
+        totals.llm_calls += outcome.calls
         totals.prompt_tokens += outcome.prompt_tokens or 0
         totals.completion_tokens += outcome.completion_tokens or 0
         if not priced:
@@ -114,7 +114,7 @@ def stopped_by_budget(job: JobFiles, manifest: JobManifest) -> bool:
     """Whether the job waits for a person because a budget stopped it.
 
     It does when it is INTERVENTION_REQUIRED and the entry that stopped it is
-    a ``limit`` entry. Reading back from the last entry, a person's ``set``,
+    a ``limit`` entry, or a coding agent's run the gateway stopped at a budget. Reading back from the last entry, a person's ``set``,
     ``suspend`` and ``resume`` and a repair are looked past, and a rewind
     leads to the entry it returned to; only those few entries are read.
     """
@@ -123,7 +123,7 @@ def stopped_by_budget(job: JobFiles, manifest: JobManifest) -> bool:
     sequence = manifest.last_sequence
     while sequence >= 1:
         entry = job.entry(sequence)
-        if entry.kind == "limit":
+        if entry.kind == "limit" or (entry.agent is not None and entry.agent.budget_stop is not None):
             return True
         if entry.kind == "rewind" and entry.rewound_to is not None and entry.rewound_to < sequence:
             sequence = entry.rewound_to

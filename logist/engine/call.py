@@ -35,12 +35,14 @@ from ..store.journal import StepJournal
 from ..store.recovery import Finish
 from ..store.calls import SavedAnswer, body_digest, call_key_prefix, key_digest, recorded_key
 from ..store.config import LogistConfig, resolve_api_key, resolve_base_url, resolve_endpoint
-from ..store.entries import UNKNOWN, Response
+from ..model.agent import AgentModel
+from ..store.entries import UNKNOWN, AgentRunRecord, Response, Usage
 from ..store.session import JobFiles
 from ..store.manifest import JobManifest
 from .context import answer_tokens, estimate_tokens, request_size
 
-from .apply import apply_compaction, apply_outcome, record_failure
+from .agent_step import agent_task, interrupted_run
+from .apply import apply_compaction, apply_outcome, commit_hand_edits, record_failure
 from .commands import CommandWatch
 from .outcome import Outcome, request_of
 from .prepare import Prepared, prepare
@@ -53,6 +55,10 @@ UNKNOWN_NOTE = ("the process ended while this call was in flight: whether the en
                 "for it) is unknown; nothing was applied, and the next step makes the call again (the same "
                 "Idempotency-Key when the request is the same)")
 
+#: What the entry of an agent's run the process ended during says.
+UNKNOWN_AGENT_NOTE = ("the process ended while the role's coding agent ran: its process group was stopped and what "
+                      "it wrote undone; the calls its gateway forwarded are recorded (agent.calls), and the next "
+                      "step runs the agent again")
 
 
 class CallWatch(CommandWatch, Protocol):
@@ -111,16 +117,28 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
     with a weaker response_format where it refused a stronger one in this
     process (the recorded metadata says what was sent), journalled before
     and after."""
-    model = settings.endpoints.model_for(settings)
+    sequence = manifest.last_sequence + 1
+    task = agent_task(job, manifest, prepared, sequence)
+    model = settings.endpoints.model_for(settings, task)
+    head = manifest.workspace_commit
+    if isinstance(model, AgentModel):
+        model.ready()  # its program is there: else nothing is changed
+        # The agent writes the workspace itself: a person's edits since the last step are committed first,
+        # so that its work is exactly what it changed from there.
+        head, unreadable = commit_hand_edits(job, sequence, manifest.workspace_commit)
+        if unreadable is not None:
+            raise unreadable
+        task.head = head or ""
+        prepared.metadata.agent = task.agent
     body = prepared.body
     if body.get("stream") and not model.streams():
         body = llm.without_stream(body)
     formats = model.usable_formats(prepared.formats)
     if formats[0] != body.get("response_format"):  # a form this model refused before (settings.endpoints)
         body = llm.with_format(body, formats[0])
-    prepared.metadata.response_format = formats[0]
-    prepared.metadata.stream = bool(body.get("stream")) or None
-    sequence = manifest.last_sequence + 1
+    # An agent's run sends its own requests (recorded by its gateway): the prepared body is its prompt.
+    prepared.metadata.response_format = formats[0] if task is None else None
+    prepared.metadata.stream = (bool(body.get("stream")) or None) if task is None else None
     again = retried_key(job, manifest)
 
     keys: dict[int, tuple[dict, str]] = {}
@@ -139,8 +157,7 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
 
     prepared.metadata.idempotency_key = key_for(body)
     model.ready()  # the endpoint's client built (once per Endpoints) before the clock starts
-    calling = job.session.journal.begin_call(sequence, manifest.workspace_commit, prepared.metadata.idempotency_key,
-                                             request_of(prepared))
+    calling = job.session.journal.begin_call(sequence, head, prepared.metadata.idempotency_key, request_of(prepared))
     failpoint("after_calling")
     started = time.monotonic()
     error = None
@@ -166,12 +183,12 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
     finally:
         if watch is not None:
             watch.finished()
-    prepared.metadata.stream = reply.streamed or None
+    prepared.metadata.stream = (reply.streamed or None) if task is None else None
     # Recorded only when it is not the key this step's own body gives (a call
     # made again after one of unknown outcome): the history derives it otherwise.
     sent = next((b for b, key in keys.values() if key == reply.key), body)
     prepared.metadata.idempotency_key = reply.key if reply.key != natural(sent) else None
-    prepared.metadata.response_format = sent.get("response_format")
+    prepared.metadata.response_format = sent.get("response_format") if task is None else None
     outcome = Outcome(
         raw=secrets.redact(reply.content),  # a secret the model echoes is recorded and shown as [redacted]
         error=error,
@@ -181,6 +198,7 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
         called=True,
         fault=kind,
         finish_reason=reply.finish_reason,
+        agent=reply.run if isinstance(reply.run, AgentRunRecord) else None,
     )
     outcome.note = "; ".join(([llm.TOOL_NOTE.format(reply.tool)] if reply.tool else []) + reply.notes) or None
     if outcome.prompt_tokens is None or outcome.completion_tokens is None:
@@ -199,7 +217,7 @@ def _saved(job: JobFiles, prepared: Prepared, calling: StepJournal, outcome: Out
     """Write the call's outcome into its journal (fsynced) before anything is made of it."""
     answer = SavedAnswer(raw=outcome.raw, error=outcome.error, prompt_tokens=outcome.prompt_tokens,
                          completion_tokens=outcome.completion_tokens, estimated=outcome.estimated,
-                         duration_ms=round(outcome.duration * 1000), note=outcome.note)
+                         duration_ms=round(outcome.duration * 1000), note=outcome.note, agent=outcome.agent)
     outcome.saved = job.session.journal.call_answered(calling, request_of(prepared), answer)
     return outcome
 
@@ -226,7 +244,7 @@ def _apply_saved(job: JobFiles, manifest: JobManifest, saved: StepJournal) -> No
     note = "; ".join(n for n in (answer.note, RECOVERED_NOTE) if n)
     outcome = Outcome(raw=answer.raw, error=answer.error, prompt_tokens=answer.prompt_tokens,
                       completion_tokens=answer.completion_tokens, duration=answer.duration_ms / 1000,
-                      estimated=answer.estimated, note=note, called=True, saved=saved)
+                      estimated=answer.estimated, note=note, called=True, saved=saved, agent=answer.agent)
     kind = "compaction" if metadata.phase == "compaction" else "llm_call"
     prepared = None
     try:
@@ -249,13 +267,25 @@ def _apply_saved(job: JobFiles, manifest: JobManifest, saved: StepJournal) -> No
 
 def _record_unknown(job: JobFiles, manifest: JobManifest, saved: StepJournal) -> None:
     after = manifest.model_copy(deep=True)
-    after.totals.llm_calls += 1
     after.totals.unknown_calls += 1
     metadata = saved.request.metadata
+    kind, note, run = ("compaction" if metadata.phase == "compaction" else "llm_call"), UNKNOWN_NOTE, None
+    usage = None
+    if metadata.agent is not None:
+        # A coding agent's run: the calls its gateway forwarded were kept, each before the agent saw its
+        # answer; they are this entry's, counted as calls made. What it wrote was undone by recovery.
+        kind, note, run = "agent_run", UNKNOWN_AGENT_NOTE, interrupted_run(job, saved.sequence, metadata.agent)
+        prompt = sum(call.input_tokens or 0 for call in run.calls)
+        completion = sum(call.output_tokens or 0 for call in run.calls)
+        after.totals.llm_calls += len(run.calls)
+        after.totals.prompt_tokens += prompt
+        after.totals.completion_tokens += completion
+        usage = Usage(prompt_tokens=prompt, completion_tokens=completion)
+    else:
+        after.totals.llm_calls += 1
     entry = job.session.new_entry(manifest, after,
-        kind="compaction" if metadata.phase == "compaction" else "llm_call",
-        role=metadata.role or manifest.turn.role, request=saved.request,
+        kind=kind, role=metadata.role or manifest.turn.role, request=saved.request,
         response=Response(status=UNKNOWN, error="the call's outcome is unknown: the process ended while it was in flight"),
-        workspace_commit=manifest.workspace_commit, note=UNKNOWN_NOTE,
+        workspace_commit=manifest.workspace_commit, note=note, **({"agent": run, "usage": usage} if run else {}),
     )
     job.session.record(entry, after)

@@ -165,7 +165,7 @@ def check_now(job: Job, manifest: JobManifest, *, requested: bool = False,
     head = repo.head()
     if repo.is_dirty():
         head = repo.commit_all(f"logist: {job.id} changes made by hand before entry {sequence}") or head
-    job.session.journal.begin_applying(sequence, head, None)
+    job.session.journal.begin_applying(sequence, head, None, doing="a run of the job's checks")
     results = run_checks(job, manifest, watch)
     try:
         repo.reset_to(head)  # a check verifies; what it wrote is not the work

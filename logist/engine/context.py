@@ -26,7 +26,10 @@ from ..store.config import LogistConfig, shipped_context_window
 from ..store.session import JobFiles
 from ..store.manifest import JobManifest
 from ..store.roles import RoleManifest
-from .prepare import Prepared, prepare
+from ..secrets.redact import url_shown
+from ..store.config import DEFAULT_BASE_URL
+from ..store.roles import load_roles
+from .prepare import Prepared, Recorded, model_for_endpoint, prepare
 
 
 class ContextOverflowError(LogistError):
@@ -68,6 +71,55 @@ def context_window(config: LogistConfig, role: RoleManifest, model: str,
         if told:
             return Window(told, f"the endpoint ({where})")
     return Window(None, "")
+
+
+def window_finder(settings: Optional[llm.LLMSettings], recorded: Optional[Recorded] = None):
+    """``window_of(role, model, config)`` for :func:`~logist.engine.prepare.prepare`:
+    :func:`context_window`, the endpoint asked through ``settings``; for a
+    replayed call (``recorded``), the recording's window (``config`` then holds
+    it: :meth:`Recorded.applied`) and no endpoint asked."""
+
+    def window_of(role: RoleManifest, name: str, config: LogistConfig) -> Window:
+        if recorded is None:
+            return context_window(config, role, name, settings)
+        window = context_window(config, role, name, None)
+        if recorded.context_window and window.source == "config.json model_settings":
+            window = Window(window.tokens, recorded.window_source())
+        return window
+
+    return window_of
+
+
+def servers_window(window: Window, settings: Optional[llm.LLMSettings], model: str) -> Window:
+    """``window`` (a role's or config.json's), or the endpoint's own when it
+    says a smaller one: a request is checked against what the server really
+    takes, whatever the settings say (both named). The endpoint is asked once
+    per process (:class:`~logist.model.client.Endpoints`), never on replay; a
+    question it does not answer leaves ``window`` as it is."""
+    if settings is None or not window.source.startswith(("role ", "config.json")):
+        return window
+    told, where = settings.endpoints.model_for(settings).context_window(model)
+    if not told or told >= window.tokens:
+        return window
+    return Window(told, f"the endpoint ({where}), though {window.source} says {window.tokens:,}")
+
+
+def endpoint_model(job: JobFiles, manifest: JobManifest, model: Optional[str],
+                   settings: Optional[llm.LLMSettings]) -> Optional[str]:
+    """``model``, or the model the endpoint serves where nothing names one
+    and the built-in role's own is not among its models
+    (:func:`~logist.engine.prepare.model_for_endpoint`; the endpoint's list
+    asked once per process, and an endpoint that does not answer changes
+    nothing). OpenAI's own endpoint, and a model the caller was given, are not asked."""
+    if model or settings is None or settings.endpoints.model is not None or \
+            settings.base_url.rstrip("/") == DEFAULT_BASE_URL:
+        return model
+    role = load_roles(job.jobs_dir.path).get(manifest.turn.role)
+    if role is None:
+        return model  # prepare says which role is missing
+    config = job.jobs_dir.config()
+    served = settings.endpoints.served_models(settings)
+    return model_for_endpoint(config, manifest, role, None, served, url_shown(settings.base_url)) or model
 
 
 def message_text(body: dict) -> str:
@@ -145,30 +197,36 @@ def overflow(window: Window, size: Size, budget: int) -> Optional[str]:
 
 
 def sized_call(job: JobFiles, manifest: JobManifest, model: Optional[str], settings: Optional[llm.LLMSettings],
-               compact: bool = True) -> Prepared:
+               compact: bool = True, recorded: Optional[Recorded] = None) -> Prepared:
     """The next call (:func:`logist.engine.prepare.prepare`) sized for the
     model's window: its default ``max_tokens`` bounded by it, and when the
     request would not fit, a summary call instead where the role compacts,
     else :class:`ContextOverflowError` (no call made, nothing recorded).
     ``settings``: the endpoint (None: none is asked; the window is then
-    what the role, config.json or the table say)."""
+    what the role, config.json or the table say). ``recorded``: a replayed
+    call's recorded settings (:class:`~logist.engine.prepare.Recorded`)."""
     found: dict = {}
+    finder = window_finder(settings, recorded)
+    if recorded is None:
+        model = endpoint_model(job, manifest, model, settings)
 
-    def window_of(role: RoleManifest, name: str, config: LogistConfig) -> Optional[int]:
-        found["window"] = context_window(config, role, name, settings)
-        return found["window"].tokens
+    def window_of(role: RoleManifest, name: str, config: LogistConfig) -> Window:
+        found["window"] = finder(role, name, config)
+        return found["window"]
 
-    prepared = prepare(job, manifest, model, compact=compact, window_of=window_of)
+    prepared = prepare(job, manifest, model, compact=compact, window_of=window_of, recorded=recorded)
     window = found.get("window")
     if window is None or window.tokens is None:
         return prepared
+    if recorded is None:
+        window = servers_window(window, settings, prepared.model)
     budget = prepared.body.get("max_tokens") or 0
     size = request_size(job, manifest, prepared.body, settings, room=window.tokens - budget)
     why = overflow(window, size, budget)
     if why is None:
         return prepared
     if compact and not prepared.is_compaction:
-        summary = prepare(job, manifest, model, window_of=window_of, force_compaction=True)
+        summary = prepare(job, manifest, model, window_of=window_of, force_compaction=True, recorded=recorded)
         if summary.is_compaction:
             return summary
     remedy = ("raise the window (the server's context size, then context_window in the role or in config.json's "

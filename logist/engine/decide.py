@@ -19,14 +19,15 @@ from typing import Any, Optional
 
 from pydantic import ValidationError
 
-from ..errors import ConfigError, LogistError, TransitionError, UsageError, format_validation_error
+from ..errors import ConfigError, JobBusyError, LogistError, TransitionError, UsageError, format_validation_error
 from ..store.entries import CommandRecord, UserInput
 from ..store.session import JobFiles
-from ..store.manifest import JobManifest, JobSettings, Turn
+from ..store.manifest import JobManifest, JobSettings, Turn, utc_now
 from ..store.manifest import PLANNER, WORKER
 from ..store.prompts import Prompts, builtin
 from ..store.roles import load_roles
 from ..terminal import shown
+from .apply import StepResult
 from .checks import approval_refusal
 from .commands import CommandWatch, execute
 from .budget import SETTABLE, raise_hint, stopped_by_budget
@@ -94,6 +95,9 @@ def _apply(
         after.turn.pending = prompts.render("messages/skipped_question")
         after.question = None
     elif event == "answer":
+        if after.question is not None and after.question.required and not (text or "").strip():
+            raise UsageError("this question is required, and an empty answer tells the model nothing "
+                             "(it would read \"User response: \" and no more); answer it with TEXT")
         after.turn.pending = prompts.render("messages/answered", answer=text)
         after.question = None
     if event in REMEMBERED and (text or "").strip():
@@ -143,7 +147,8 @@ def _apply_held_changes(job: JobFiles, manifest: JobManifest) -> tuple[list[str]
         raise LogistError(
             f"job '{job.id}': the held file changes no longer apply ({exc}); skip them (logist job skip-command)"
         ) from None
-    job.session.journal.begin_applying(sequence, manifest.workspace_commit, None)
+    job.session.journal.begin_applying(sequence, manifest.workspace_commit, None,
+                                       doing="the file changes a person approved (approve-command)")
     changed = job.repo.apply_changes(changes)
     commit = job.repo.commit_all(
         shown(f"logist: {job.id} entry {sequence} file changes approved by a person: {', '.join(changed)}"[:200], one_line=True)
@@ -163,9 +168,17 @@ def _settings_change(before: JobManifest, after: JobManifest) -> str:
 def user_action(
     job: JobFiles, action: str, text: Optional[str] = None, *, skip: bool = False,
     settings: Optional[dict[str, Any]] = None, lock_timeout: float = 0, at: Optional[int] = None,
-    watch: Optional[CommandWatch] = None, despite_checks: bool = False,
+    watch: Optional[CommandWatch] = None, despite_checks: bool = False, note: Optional[str] = None,
 ) -> JobManifest:
     """Apply a person's ``action`` to the job; returns the new manifest.
+
+    A suspend or cancel while a step holds the job's lock is not refused as
+    busy: it is asked of the step's runner (:meth:`JobFiles.request_stop`),
+    which applies it before its next step (:func:`honour_stop`); the
+    manifest returned is then the job's as it is, and
+    :meth:`JobFiles.stop_request` says what waits. Any decision made under
+    the lock replaces a stop asked for earlier. ``note``: recorded in the
+    entry (why it was made when it was).
 
     ``despite_checks``: approve although a check failed or the checks have
     not run on the workspace's commit (:func:`logist.engine.checks.approval_refusal`),
@@ -187,6 +200,45 @@ def user_action(
         raise UsageError("reject needs --feedback TEXT: say what is wrong so the Worker can fix it")
     if settings and action not in ("set", "resubmit"):
         raise LogistError(f"{action} does not change settings (job set and job resubmit do)")
+    try:
+        return _decide(job, action, event, rules, text, skip=skip, settings=settings, lock_timeout=lock_timeout, at=at,
+                       watch=watch, despite_checks=despite_checks, note=note)
+    except JobBusyError:
+        if action not in JobFiles.STOPS:
+            raise
+        return _request_stop(job, action)
+
+
+def _request_stop(job: JobFiles, action: str) -> JobManifest:
+    """Ask the runner of the step in progress to ``action`` the job after it."""
+    manifest = job.manifest()
+    if find_rule(manifest.status, action, PERSON) is None:
+        raise TransitionError(f"cannot {action} job '{job.id}': it is {manifest.status}")
+    job.request_stop(action, utc_now())
+    return manifest
+
+
+def honour_stop(job: JobFiles, lock_timeout: float = 0) -> Optional[StepResult]:
+    """Apply the suspend or cancel a person asked for while a step ran (a
+    runner calls this between steps); None when none was asked, or the job
+    has since reached a state it does not apply to (then it is forgotten)."""
+    request = job.stop_request()
+    if request is None:
+        return None
+    action = request["action"]
+    try:
+        after = user_action(job, action, lock_timeout=max(lock_timeout, 5.0),
+                            note=f"asked for at {request['requested_at']} while a step ran; applied once it ended")
+    except TransitionError:
+        job.clear_stop_request()
+        return None
+    return StepResult(job.id, after.last_sequence, after.turn.role, action.upper(), after.status,
+                      summary=f"{action} asked for by a person while a step ran")
+
+
+def _decide(job: JobFiles, action: str, event: str, rules, text: Optional[str], *, skip: bool,
+            settings: Optional[dict[str, Any]], lock_timeout: float, at: Optional[int],
+            watch: Optional[CommandWatch], despite_checks: bool, note: Optional[str]) -> JobManifest:
     with open_locked(job, lock_timeout, at) as session:
         manifest = session.manifest
         settled = _with_settings(job, manifest, settings or {})
@@ -213,7 +265,8 @@ def user_action(
             changed, commit = _apply_held_changes(job, manifest)
         elif action == "approve-command":
             sequence = manifest.last_sequence + 1
-            job.session.journal.begin_applying(sequence, manifest.workspace_commit, None)
+            job.session.journal.begin_applying(sequence, manifest.workspace_commit, None,
+                                               doing="the command a person approved (approve-command)")
             role = load_roles(job.jobs_dir.path)[manifest.turn.role]
             command = execute(job, manifest, manifest.pending_command or "", answer_protocol(role, manifest), watch)
             commit = job.repo.commit_all(
@@ -233,6 +286,8 @@ def user_action(
             workspace_commit=commit,
             command=command,
             definition=after.definition() if after.settings != manifest.settings else None,
+            note=note,
         )
         job.session.record(entry, after)
+        job.clear_stop_request()
         return after

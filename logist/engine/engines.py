@@ -19,7 +19,10 @@ Each is registered in the entry-point group ``logist.engines``
 
 :func:`run_one` owns the job for the length of its run through the job's
 lease (:mod:`logist.store.lease`): a job another runner holds is skipped
-and said to be (``skipped``, not an error), and a job that turns out to be
+and said to be (``skipped``, not an error; so is a job another runner took
+over while this one stalled), a runner that takes over a lapsed lease waits
+for the lapsed holder's step in hand (one lease length at most) instead of
+failing at once on the job's lock, and a job that turns out to be
 finished (another runner, or an earlier try of the same task, finished it)
 returns its status instead of failing.
 """
@@ -40,7 +43,9 @@ from .choices import DEFAULT_CONCURRENCY, engine_names, registered
 from .loop import QueueOutcome
 from .session import open_locked
 from .apply import StepResult
+from .decide import honour_stop
 from .step import step_once
+from ..store.status import Status
 from .workflow import STEPPABLE, TERMINAL
 
 
@@ -62,6 +67,10 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
         job = JobsDir(jobs_path).job(job_id)
         with job.session.hold_lease(engine=engine, task=task, wait=lease_wait, supersedes=supersedes) as lease:
             job.session.lease = lease  # checked each time the job is opened: a stalled runner stops there
+            if lease.took_over:
+                # The lapsed holder may be alive, stalled in a step that holds the job's lock:
+                # wait for that step (a lease length at most) rather than give up on the job.
+                kwargs = {**kwargs, "lock_timeout": max(kwargs.get("lock_timeout", 0) or 0, lease.ttl)}
             with open_locked(job, kwargs.get("lock_timeout", 0)) as session:
                 manifest = session.manifest
                 status = manifest.status  # open_locked repaired what it could
@@ -69,6 +78,11 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
                 return QueueOutcome(job_id, status, note=lease.took_over or None)
             steps = 0
             while True:
+                stopped = honour_stop(job, kwargs.get("lock_timeout", 0))
+                if stopped is not None:
+                    if on_step:
+                        on_step(stopped)
+                    return QueueOutcome(job_id, stopped.status, steps, note=lease.took_over or None)
                 result = step_once(job, **kwargs)
                 steps += 1
                 if on_step:
@@ -78,13 +92,17 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
                         f"the endpoint failed ({result.error}); the turn is kept: running the job again goes on "
                         "with the same conversation"))
                 if result.status not in STEPPABLE or (stop is not None and stop.is_set()):
-                    return QueueOutcome(job_id, result.status, steps, note=lease.took_over or None)
+                    stopped = honour_stop(job, kwargs.get("lock_timeout", 0))
+                    if stopped is not None and on_step:
+                        on_step(stopped)
+                    return QueueOutcome(job_id, (stopped or result).status, steps, note=lease.took_over or None)
                 if lease.lost.is_set():
                     holder = job.read_lease() or {}
-                    return QueueOutcome(job_id, result.status, steps, error=(
+                    return QueueOutcome(job_id, result.status, steps, skipped=(
                         f"stopped after {steps} steps: its lease expired while this runner was stalled and "
                         f"{leases.describe(holder)} took it over"))
-    except leases.LeaseHeld as exc:
+    except (leases.LeaseHeld, leases.LeaseLost) as exc:
+        # Another runner has the job (it took it over from this one, stalled): not this runner's to run.
         return QueueOutcome(job_id, None, skipped=str(exc))
     except NotSteppableError as exc:
         # Finished between the check and the step (another runner's person, a
@@ -180,10 +198,12 @@ class BatchCounts:
     waiting: int = 0
     failed: int = 0
     skipped: int = 0
+    #: Jobs found CANCELED (a person canceled them, before the batch reached them or during it): not done.
+    canceled: int = 0
 
     @property
     def finished(self) -> int:
-        return self.done + self.waiting + self.failed + self.skipped
+        return self.done + self.waiting + self.failed + self.skipped + self.canceled
 
     @property
     def running(self) -> int:
@@ -194,6 +214,8 @@ class BatchCounts:
             self.failed += 1
         elif outcome.skipped:
             self.skipped += 1
+        elif outcome.status == Status.CANCELED:
+            self.canceled += 1
         elif outcome.status in TERMINAL or outcome.status in STEPPABLE:
             self.done += 1
         else:
@@ -201,8 +223,15 @@ class BatchCounts:
 
     def text(self) -> str:
         skipped = f", {self.skipped} skipped" if self.skipped else ""
+        canceled = f", {self.canceled} canceled" if self.canceled else ""
         return (f"{self.finished}/{self.total}: {self.done} done, {self.waiting} waiting for a person, "
-                f"{self.failed} failed{skipped}; {self.running} running")
+                f"{self.failed} failed{skipped}{canceled}; {self.running} running")
+
+    def summary(self) -> str:
+        """The batch's end, counted as :meth:`text` counts (the line under the last job's)."""
+        canceled = f", {self.canceled} canceled" if self.canceled else ""
+        return (f"{self.done} done, {self.waiting} waiting for a person, {self.failed} failed, "
+                f"{self.skipped} skipped{canceled}")
 
 
 def run_batch(jobs_dir, *, engine: str = "serial", concurrency: Optional[int] = None, address: Optional[str] = None,

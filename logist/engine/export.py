@@ -3,7 +3,8 @@
 Both read the workspace's commits only. ``export --branch`` writes one new
 branch into the source repository with a push, which adds objects and a ref
 and never touches that repository's checked-out branch, index or working
-tree; ``export --patch`` writes a patch series any repository can apply.
+tree; ``export --patch`` writes the job's commits as one patch any
+repository at the job's starting commit can apply (``git apply`` or ``git am``).
 """
 
 from __future__ import annotations
@@ -50,11 +51,19 @@ def export_branch(job: JobFiles, branch: str, force: bool = False) -> tuple[str,
 
 
 def export_patch(job: JobFiles, path: Path) -> int:
-    """Write the job's commits since its baseline as a patch series; returns
-    the number of commits."""
+    """Write the job's work since its baseline as one patch (its commits
+    combined: ``git apply FILE`` or ``git am FILE`` gives the job's tree, and
+    what a commit made and a later one took back, a rejected attempt's work
+    say, is not in it); returns the number of the job's commits it holds."""
     manifest = job.manifest()
-    patch = job.repo.format_patch(manifest.baseline_commit, manifest.workspace_commit)
+    base, head = manifest.baseline_commit, manifest.workspace_commit
+    subjects = job.repo.subjects(base, head)
+    objective = " ".join(manifest.objective.split())
+    title = objective if len(objective) <= 72 else objective[:71] + "…"
+    body = "\n".join([f"The work of Logist job '{job.id}' ({manifest.status}), its {len(subjects)} "
+                      f"commit{'s' if len(subjects) != 1 else ''} combined:", ""] + [f"- {s}" for s in subjects])
+    patch = job.repo.combined_patch(base, head, f"{title}\n\n{body}\n") if subjects else ""
     if not patch.strip():
         raise LogistError(f"job '{job.id}' has no commits since its baseline: nothing to export")
     atomic_write(Path(path), patch)
-    return patch.count("\nSubject: ") + patch.startswith("Subject: ")
+    return len(subjects)

@@ -1,7 +1,9 @@
 """Stepping until something happens: a role's turn, a job's run, the queue.
 
 Each is a loop over :func:`logist.engine.step.step_once`, which takes and
-releases the job's lock per call, so a person can act between any two calls.
+releases the job's lock per call, so a person can act between any two calls;
+a suspend or cancel a person asked for while a step held the lock is
+applied between two steps (and after the last).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from ..model.client import Endpoints
 from ..store.manifest import Status
 from ..store.session import JobFiles
 from .apply import StepResult
+from .decide import honour_stop
 from .step import step_once
 from .workflow import GOES_ON, STEPPABLE
 
@@ -25,15 +28,30 @@ def _shared(kwargs: dict) -> dict:
     return kwargs if kwargs.get("endpoints") is not None else {**kwargs, "endpoints": Endpoints()}
 
 
+def _stop_asked(job: JobFiles, kwargs: dict, results: list, on_step) -> bool:
+    """Whether a person's suspend or cancel, asked for while a step ran, was
+    applied now (:func:`logist.engine.decide.honour_stop`): the loop ends there."""
+    stopped = honour_stop(job, kwargs.get("lock_timeout", 0))
+    if stopped is None:
+        return False
+    results.append(stopped)
+    if on_step:
+        on_step(stopped)
+    return True
+
+
 def _step_while(job: JobFiles, go_on: Callable[[StepResult], bool], on_step, kwargs) -> list[StepResult]:
     kwargs = _shared(kwargs)
-    results = []
+    results: list[StepResult] = []
     while True:
+        if _stop_asked(job, kwargs, results, on_step):
+            return results
         result = step_once(job, **kwargs)
         results.append(result)
         if on_step:
             on_step(result)
         if not go_on(result):
+            _stop_asked(job, kwargs, results, on_step)
             return results
 
 
@@ -64,6 +82,8 @@ def run_to_rest(job: JobFiles, *, on_step: Optional[Callable[[StepResult], None]
     kwargs = _shared(kwargs)
     results: list[StepResult] = []
     while True:
+        if _stop_asked(job, kwargs, results, on_step):
+            return JobRun(job.id, results[-1].status, results)
         try:
             result = step_once(job, **kwargs)
         except NotSteppableError as exc:
@@ -72,7 +92,8 @@ def run_to_rest(job: JobFiles, *, on_step: Optional[Callable[[StepResult], None]
         if on_step:
             on_step(result)
         if result.status not in STEPPABLE or result.interrupted:
-            return JobRun(job.id, result.status, results)
+            _stop_asked(job, kwargs, results, on_step)
+            return JobRun(job.id, results[-1].status, results)
 
 
 @dataclass

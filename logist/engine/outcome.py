@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..store.journal import StepJournal
-from ..store.entries import Message, Request
+from ..store.entries import AgentRunRecord, Message, Request
 from .prepare import Prepared
 
 
@@ -35,6 +35,23 @@ class Outcome:
     fault: Optional[str] = None
     #: Why the model stopped, as the endpoint said (``length``: the answer was cut at max_tokens).
     finish_reason: Optional[str] = None
+    #: The coding agent's run that gave the answer (its calls, its work as a patch); None: a model's answer.
+    agent: Optional[AgentRunRecord] = None
+
+    @property
+    def calls(self) -> int:
+        """The model calls the answer took: an agent's run's, else one."""
+        return len(self.agent.calls) if self.agent is not None else 1
+
+    @property
+    def answered(self) -> bool:
+        """Whether an answer came, so that applying it is a step (what
+        ``max_steps`` counts): an answer, or one refused (too long). A call
+        that failed with none, or whose stream ended before it did (the
+        turn is kept and the same request made again), is no step."""
+        if self.error is None:
+            return True
+        return self.raw is not None and self.fault != "transient"
 
     def wall_ms(self) -> int:
         """The step's time so far (the call's when the start is unknown)."""

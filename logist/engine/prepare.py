@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Protocol
 
 from ..protocol.decoding import MOST_LISTED, decoding_schema, response_formats
 from ..protocol.answer import ACTION_RULES
 from ..secrets.redact import redact_data
 from ..resources import data_dir
-from ..store.config import LogistConfig
+from ..store.config import LogistConfig, ModelSettings
 from ..store.entries import RequestMetadata
 from ..store.session import JobFiles
 from ..store.manifest import PLANNER, JobManifest
@@ -31,7 +31,7 @@ from ..store.roles import RoleManifest, load_roles
 from . import compaction
 from .prompt import Prompt, build_prompt
 from .workflow import answer_protocol, table, who_acts
-from ..errors import NotFoundError
+from ..errors import ConfigError, NotFoundError
 
 #: The temperature of a summary call: a summary should be faithful, not creative.
 SUMMARY_TEMPERATURE = 0.2
@@ -42,6 +42,52 @@ DEFAULT_MAX_TOKENS = {"json": 2048, "tags": 512}
 SUMMARY_MAX_TOKENS = 1024
 #: Where the context window is known, the default answer budget is at most this share of it.
 ANSWER_SHARE = 4
+
+
+#: Where a context window comes from that is the machine's, not the job's
+#: nor Logist's: a request sized by one records it (:class:`Recorded`).
+MACHINE_WINDOW_SOURCES = ("config.json", "the endpoint")
+
+
+class WindowFound(Protocol):
+    """A context window and where it was found (:class:`logist.engine.context.Window`)."""
+
+    tokens: Optional[int]
+    source: str
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What shaped a recorded request besides the job's own settings and
+    its roles: the context window it was sized for and the structured_output
+    setting, where the machine it was made on chose them (config.json's
+    ``model_settings``, the endpoint). A replay of the call
+    (:func:`logist.replay.apply.replay_history`) prepares its request with
+    these instead of the replaying jobs directory's, and asks no endpoint,
+    so a recording replays byte for byte in any jobs directory."""
+
+    context_window: Optional[int] = None
+    context_window_from: Optional[str] = None
+    structured_output: Optional[str] = None
+
+    @classmethod
+    def of(cls, metadata: Optional[RequestMetadata]) -> "Recorded":
+        if metadata is None:
+            return cls()
+        return cls(metadata.context_window, metadata.context_window_from, metadata.structured_output)
+
+    def applied(self, config: LogistConfig, model: str) -> LogistConfig:
+        """``config`` with the recording's model settings for ``model`` instead of its own."""
+        pinned = ModelSettings(context_window=self.context_window, structured_output=self.structured_output)
+        return config.model_copy(update={"model_settings": {model: pinned}})
+
+    def window_source(self) -> str:
+        return f"the recording ({self.context_window_from or 'its machine'})"
+
+    def fields(self) -> dict:
+        """The fields a replayed request records: the recording's own, so its entry is the recorded one."""
+        return {"context_window": self.context_window, "context_window_from": self.context_window_from,
+                "structured_output": self.structured_output}
 
 
 @dataclass
@@ -114,11 +160,37 @@ def chosen_model(config: LogistConfig, manifest: JobManifest, role: RoleManifest
         return role.llm_alias, f"the role's llm_alias ({role.source})"
     # A jobs directory's own manifest names its model on purpose; only a
     # built-in role's model gives way to config.json's default_model.
-    builtin = role.source is not None and Path(role.source).parent == data_dir("roles")
+    builtin = is_builtin(role)
     default, key = config.default()
     if builtin and default:
         return default, f"config.json {key}"
     return role.llm_model, f"the role's llm_model ({role.source})"
+
+
+def is_builtin(role: RoleManifest) -> bool:
+    """Whether ``role`` is one Logist ships (not a jobs directory's own)."""
+    return role.source is not None and Path(role.source).parent == data_dir("roles")
+
+
+def model_for_endpoint(config: LogistConfig, manifest: JobManifest, role: RoleManifest, override: Optional[str],
+                       served: Optional[list[str]], endpoint: str) -> Optional[str]:
+    """The model to name instead of a built-in role's own when nothing names
+    one (no --model, job model, config.json ``models``, ``default_model``
+    or alias) and the endpoint, which lists ``served`` (None: unknown), does
+    not serve it: its only model; with several, a
+    :class:`~logist.errors.ConfigError` naming ``default_model``. None: keep
+    the model :func:`resolve_model` gives (a local server is not sent, nor
+    priced as, a hosted model it does not have)."""
+    chosen, where = chosen_model(config, manifest, role, override)
+    if served is None or not is_builtin(role) or not where.startswith("the role's llm_model") or chosen in served:
+        return None
+    if len(served) == 1:
+        return served[0]
+    listed = ", ".join(served[:5]) + (f" and {len(served) - 5} more" if len(served) > 5 else "")
+    raise ConfigError(
+        f"no model is named for role '{role.name}', and the endpoint {endpoint} does not serve the built-in role's "
+        f"{chosen}: it lists {len(served)} model{'s' if len(served) != 1 else ''}"
+        + (f" ({listed})" if served else "") + "; set default_model in config.json (or pass --model)")
 
 
 def answer_budget(role: RoleManifest, protocol: str, window: Optional[int]) -> int:
@@ -133,6 +205,20 @@ def answer_budget(role: RoleManifest, protocol: str, window: Optional[int]) -> i
 def structured_output(role: RoleManifest, config: LogistConfig, model: str) -> str:
     """The role's ``structured_output``, else the model's in config.json, else ``auto``."""
     return role.structured_output or config.model_setting(model).structured_output or "auto"
+
+
+def machine_shaped(role: RoleManifest, config: LogistConfig, model: str, window: Optional[int],
+                   window_from: str) -> dict:
+    """The :class:`~logist.store.entries.RequestMetadata` fields a request
+    records of what its machine chose (see :class:`Recorded`): the window
+    when config.json or the endpoint gave it, the structured_output when
+    config.json's model_settings named it."""
+    fields: dict = {}
+    if window and window_from.startswith(MACHINE_WINDOW_SOURCES):
+        fields["context_window"], fields["context_window_from"] = window, window_from
+    if not role.structured_output and config.model_setting(model).structured_output:
+        fields["structured_output"] = config.model_setting(model).structured_output
+    return fields
 
 
 def answer_formats(role: RoleManifest, config: LogistConfig, manifest: JobManifest, model: str, protocol: str,
@@ -159,16 +245,17 @@ def answer_formats(role: RoleManifest, config: LogistConfig, manifest: JobManife
 
 
 def prepare(job: JobFiles, manifest: JobManifest, model_override: Optional[str] = None, *, compact: bool = True,
-            window_of: Optional[Callable[[RoleManifest, str, LogistConfig], Optional[int]]] = None,
-            force_compaction: bool = False) -> Prepared:
+            window_of: Optional[Callable[[RoleManifest, str, LogistConfig], "WindowFound"]] = None,
+            force_compaction: bool = False, recorded: Optional[Recorded] = None) -> Prepared:
     """The next call of ``job``: a summary call when the role's conversation
     is due for compaction (and ``compact``), else the role's call.
 
     ``compact=False`` always gives the role's call: a posted answer
     (``job poststep``) is the role's answer, whatever is due.
     ``window_of(role, model, config)``: the model's context window, when
-    known (it bounds the default ``max_tokens``; :mod:`logist.engine.context`). ``force_compaction``: summarise what can be
-    summarised now (the role's call would not fit the window).
+    known (it bounds the default ``max_tokens``; :mod:`logist.engine.context`), and where it was found. ``force_compaction``: summarise what can be
+    summarised now (the role's call would not fit the window). ``recorded``:
+    a replayed call's recorded settings, used instead of config.json's (:class:`Recorded`).
     """
     jobs_dir = job.jobs_dir.path
     roles = load_roles(jobs_dir)
@@ -178,7 +265,12 @@ def prepare(job: JobFiles, manifest: JobManifest, model_override: Optional[str] 
     role = roles[role_name]  # a role whose file does not load raises that file's error
     config = job.jobs_dir.config()
     model = resolve_model(config, manifest, role, model_override)
-    window = window_of(role, model, config) if window_of is not None else None
+    if recorded is not None:
+        config = recorded.applied(config, model)
+    found = window_of(role, model, config) if window_of is not None else None
+    window = found.tokens if found is not None else None
+    shaped = recorded.fields() if recorded is not None else \
+        machine_shaped(role, config, model, window, found.source if found is not None else "")
     target = (compaction.forced(manifest.turn, role) if force_compaction else compaction.due(manifest.turn, role)) \
         if compact else None
     history = job.session.reader()
@@ -188,7 +280,7 @@ def prepare(job: JobFiles, manifest: JobManifest, model_override: Optional[str] 
         budget = min(SUMMARY_MAX_TOKENS, max(1, window // ANSWER_SHARE)) if window else SUMMARY_MAX_TOKENS
         metadata = RequestMetadata(
             role=role.name, phase="compaction", model=model, temperature=SUMMARY_TEMPERATURE, max_tokens=budget,
-            stream=config.stream or None,
+            stream=config.stream or None, **{k: v for k, v in shaped.items() if k != "structured_output"},
         )
         body = request_body(model, messages, SUMMARY_TEMPERATURE, budget, stream=config.stream)
         return Prepared(body, Prompt(messages=messages), role, metadata, config, prompts, compaction_target=target,
@@ -208,7 +300,7 @@ def prepare(job: JobFiles, manifest: JobManifest, model_override: Optional[str] 
     budget = answer_budget(role, protocol, window)
     metadata = RequestMetadata(
         role=role.name, phase=str(manifest.status), model=model, temperature=role.temperature, max_tokens=budget,
-        response_format=formats[0], stream=config.stream or None,
+        response_format=formats[0], stream=config.stream or None, **shaped,
     )
     body = request_body(model, prompt.messages, role.temperature, budget, formats[0], config.stream)
     return Prepared(body, prompt, role, metadata, config, prompts, protocol=protocol, formats=formats, window=window)

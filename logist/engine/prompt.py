@@ -95,7 +95,13 @@ def system_prompt(
         name, body = skill
         skill_part = prompts.render("skill", skill=name, instructions=body.strip())
     instructions: Optional[str] = prompts.instructions(role)
-    if protocol == "tags":
+    if role.agent is not None:
+        # A coding agent does its work itself and ends with an exit command; the shipped roles'
+        # instructions teach the JSON protocol's file_changes and commands, which it has no use for.
+        taught = prompts.render("protocol/agent")
+        if _shipped(prompts, role):
+            instructions = None
+    elif protocol == "tags":
         taught = prompts.render("protocol/tags")
         if _shipped(prompts, role):
             instructions = None

@@ -27,10 +27,12 @@ nonce never reaches the driver) is named in one line and runs nothing.
 **A runner that dies** (its process killed, its node lost) is not retried by
 Ray (``max_restarts=0``, ``max_task_retries=0``: the driver decides). The
 driver stops using it, hands its jobs out again, at most :data:`MAX_RETRIES`
-times each, and starts a replacement on the same node while it lives, else
-on another. The job's next runner supersedes the dead runner's lease by its
-task name (the driver saw it die); when the driver could not learn that
-name, it takes the lease over once it is over (its process gone or a
+times each, and starts a replacement on another node of the batch (on the
+same node only when no other is left and Ray says it lives: Ray lists a
+lost node as alive until its heartbeats time out). The job's next runner
+supersedes the dead runner's lease by its task name, which the driver gave
+the runner (so it knows it even when the runner died before saying
+anything); otherwise it takes the lease over once it is over (its process gone or a
 zombie, or its host silent past the lease's expiry: waited out,
 :data:`RETRY_LEASE_WAIT` at most, rather than skipped). The job's recovery
 repairs the step the dead runner left half done. The promise: every paid call is recorded
@@ -133,13 +135,13 @@ def worker_env() -> dict:
 class Runner:
     """The actor each node runs for a batch (see the module's doc)."""
 
-    def __init__(self, jobs_path: str, kwargs: dict, settings: dict):
-        import ray  # lazy: this runs in a Ray worker, where Ray is loaded already
-
+    def __init__(self, jobs_path: str, kwargs: dict, settings: dict, name: str):
         os.environ.update(settings)
         # The runner's calls share what they learn of their endpoints (an Endpoints does not cross processes).
         self.jobs_path, self.kwargs = jobs_path, {**kwargs, "endpoints": Endpoints()}
-        self.name = f"ray-{ray.get_runtime_context().get_actor_id()[:12]}-{os.getpid()}"
+        #: The task name its leases carry, given by the driver: known to it even when this runner dies
+        #: before it could say it (a node lost), so a job handed out again supersedes its lease by name.
+        self.name = name
 
     def check_directory(self, batch: str, expected: str) -> tuple[str, str]:
         """(what is wrong, the nonce this runner wrote): "" when it read the
@@ -175,17 +177,10 @@ class _Slot:
     handle: object
     node: str
     capacity: int
-    #: The runner's task name, as its leases carry it (asked for as it starts).
-    name_ref: object = None
+    #: The runner's task name, as its leases carry it (the driver gave it).
+    name: str = ""
     busy: int = 0
     alive: bool = True
-
-    def name(self, ray) -> Optional[str]:
-        """The runner's task name, if it told it before it died."""
-        try:
-            return ray.get(self.name_ref, timeout=5)
-        except Exception:  # noqa: BLE001 - any of Ray's errors: it died first, its leases then wait
-            return None
 
 
 def shares(concurrency: int, nodes: int) -> list[int]:
@@ -238,8 +233,9 @@ class RayEngine:
         actor = ray.remote(Runner).options(
             num_cpus=0, max_concurrency=capacity, max_restarts=0, max_task_retries=0,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
-        handle = actor.remote(jobs_path, kwargs, worker_env())
-        return _Slot(handle, node, capacity, handle.task.remote())
+        name = f"ray-{node[:8]}-{secrets.token_hex(4)}"
+        handle = actor.remote(jobs_path, kwargs, worker_env(), name)
+        return _Slot(handle, node, capacity, name)
 
     def _checked_slots(self, ray, jobs_path: str, kwargs: dict) -> list[_Slot]:
         """One runner per alive node, each with its share of the concurrency,
@@ -274,6 +270,10 @@ class RayEngine:
                     ray.kill(slot.handle)
                 else:
                     good.append(slot)
+            # A refused node's share of the concurrency goes to the nodes that run jobs.
+            lost = sum(s.capacity for s in slots) - sum(s.capacity for s in good)
+            if good and lost:
+                good.append(self._start(ray, self._least_loaded([s.node for s in good], good), lost, jobs_path, kwargs))
             return good
         finally:
             shutil.rmtree(folder, ignore_errors=True)
@@ -281,17 +281,23 @@ class RayEngine:
                 folder.parent.rmdir()
 
     def _replace(self, ray, dead: _Slot, slots: list[_Slot], jobs_path: str, kwargs: dict) -> Optional[_Slot]:
-        """A new runner for ``dead``'s share: on its node while that lives,
-        else on the least loaded node of the batch still alive."""
+        """A new runner for ``dead``'s share: on the least loaded other node of
+        the batch still alive, else on its own node while Ray says it lives.
+        Not its own node first: Ray lists a lost node as alive until its
+        heartbeats time out, and a replacement placed there dies with it."""
         alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
-        nodes = [s.node for s in slots if s.alive and s.node in alive]
-        if dead.node in alive:
+        others = [s.node for s in slots if s.alive and s.node in alive and s.node != dead.node]
+        if others:
+            node = self._least_loaded(others, slots)
+        elif dead.node in alive:
             node = dead.node
-        elif nodes:
-            node = min(nodes, key=lambda n: sum(s.capacity for s in slots if s.alive and s.node == n))
         else:
             return None
         return self._start(ray, node, dead.capacity, jobs_path, kwargs)
+
+    @staticmethod
+    def _least_loaded(nodes: list[str], slots: list[_Slot]) -> str:
+        return min(nodes, key=lambda n: sum(s.capacity for s in slots if s.alive and s.node == n))
 
     def _run(self, jobs_path, job_ids, kwargs):
         ray = ray_module()
@@ -334,7 +340,7 @@ class RayEngine:
                             yield QueueOutcome(job_id, None, error=(
                                 f"its Ray runner died {tries[job_id]} times: {type(exc).__name__}"))
                         else:
-                            dead_runner[job_id] = slot.name(ray)
+                            dead_runner[job_id] = slot.name
                             queue.appendleft(job_id)
                     except ray.exceptions.RayError as exc:
                         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]

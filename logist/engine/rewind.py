@@ -68,7 +68,7 @@ def rewind(job: JobFiles, *, to: Optional[int] = None, baseline: bool = False, l
             head = job.repo.commit_all(f"logist: {job.id} changes made by hand before rewind {sequence}") or head
         job.repo.keep_ref(f"refs/logist/rewound/{sequence}", head)
         job.repo.check_resettable(target.workspace_commit or restored.workspace_commit)  # before the journal
-        job.session.journal.begin_applying(sequence, head, None)
+        job.session.journal.begin_applying(sequence, head, None, doing="a rerun" if baseline else "a restep")
         job.repo.reset_to(target.workspace_commit or restored.workspace_commit)
         restored.totals = manifest.totals
         restored.workspace_commit = target.workspace_commit or restored.workspace_commit

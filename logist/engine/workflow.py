@@ -286,13 +286,19 @@ def verified(manifest: JobManifest, who: str, event: Event) -> Event:
 def answer_protocol(role: RoleManifest, manifest: JobManifest) -> str:
     """The protocol ``role`` answers in, in the job of ``manifest``: its
     job's skill's, when that names one, else its own. A Planner always
-    answers in JSON: only JSON carries its plan and send_to."""
+    answers in JSON: only JSON carries its plan and send_to. A coding agent
+    ends its run with an exit command in JSON, whatever the skill says."""
     if manifest.workflow == "planned" and manifest.turn.slot == PLANNER:
+        if role.agent is not None:
+            raise ConfigError(f"role manifest {role.source or role.name}: agent: a coding agent cannot be a "
+                              "Planner (its exit command carries no plan or send_to)")
         if role.protocol != "json":
             raise ConfigError(
                 f"role manifest {role.source or role.name}: protocol: {role.protocol} cannot be a Planner's protocol "
                 "(its plan and send_to need json)"
             )
+        return "json"
+    if role.agent is not None:
         return "json"
     skill = manifest.skill.protocol if manifest.skill is not None else None
     return skill or role.protocol

@@ -102,17 +102,23 @@ def status_kind(status: int) -> str:
     return "transient" if status_retried(status) else "failed"
 
 
-def status_text(status: int, detail: str) -> str:
-    """An HTTP error as one line: its status, what the endpoint said, and a hint where one helps."""
+def status_text(status: int, detail: str, base_url: str = "", key_from: Optional[str] = None) -> str:
+    """An HTTP error as one line: its status, what the endpoint said, and a
+    hint where one helps. ``base_url``: the endpoint (a URL that ends in /v1
+    is not asked whether it does); ``key_from``: the variable the key sent
+    was read from ("": a key given otherwise; None: no key was sent)."""
     hint = ""
+    has_v1 = base_url.rstrip("/").endswith("/v1")
     if status == 401:
-        hint = " (set LOGIST_API_KEY or OPENAI_API_KEY)"
+        hint = (f" (the key in {key_from} was refused)" if key_from else " (the API key was refused)"
+                if key_from is not None else " (set LOGIST_API_KEY or OPENAI_API_KEY)")
     elif status == 403:
         hint = " (the key is not allowed this model or endpoint)"
     elif status in (404, 405) and not detail:
-        hint = " (no chat completions API there: does the base URL end in /v1?)"
+        hint = (" (no chat completions API there: is the base URL the API's?)" if has_v1 else
+                " (no chat completions API there: does the base URL end in /v1?)")
     elif status == 404:
-        hint = " (is the model name right, and does the base URL end in /v1?)"
+        hint = " (is the model name right?)" if has_v1 else " (is the model name right, and does the base URL end in /v1?)"
     return f"HTTP {status}{': ' + detail[:300] if detail else ''}{hint}"
 
 

@@ -50,18 +50,26 @@ gateway must not answer it with the refusal it keeps for the first).
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
+from .agent import AgentModel, AgentTask
 from .base import Model, Request, failed_after, status_kind, status_retried, status_text
-from .completions import AnswerFault, LLMReply, answer_json, check_size, chunks, excerpt, joined, whole
+from .completions import (STREAM_CUT, AnswerFault, LLMReply, answer_json, check_size, chunks, error_text, excerpt,
+                          joined, whole)
 from ..protocol.decoding import form_name, response_formats
 from ..errors import LLMCallError
+from ..secrets.redact import url_passwords
 #: The header that names a call, the same on each of its retries (one definition: :mod:`logist.store.calls`).
 from ..store.calls import HEADER as IDEMPOTENCY_HEADER
+from ..store.config import key_variable
+from ..secrets import environment
 
 #: The body keys that ask for a stream (one definition: store/requests.py adds them).
 STREAM_KEYS = ("stream", "stream_options")
@@ -102,10 +110,20 @@ class Endpoints:
         #: (endpoint, model) -> its facts, found once.
         self.facts: dict[tuple[str, str], "EndpointFacts"] = {}
         self.facts_lock = threading.Lock()
+        #: Endpoint -> the calls to it in flight now (:meth:`in_flight`).
+        self._flying: dict[str, list[set]] = {}
+        #: Endpoint -> the models it lists, or None: it did not say (:meth:`served_models`).
+        self._served: dict[str, Optional[list[str]]] = {}
 
-    def model_for(self, settings: "LLMSettings") -> Model:
-        """The model a call made with ``settings`` is made to: the one given, else the endpoint's."""
-        return self.model if self.model is not None else OpenAICompatible(settings)
+    def model_for(self, settings: "LLMSettings", agent: Optional[AgentTask] = None) -> Model:
+        """Who answers a call made with ``settings``: the model given, else the
+        role's coding agent (``agent``: its run of this step, through a gateway
+        to the endpoint), else the endpoint's model."""
+        if self.model is not None:
+            return self.model
+        if agent is not None:
+            return AgentModel(agent, settings.base_url, settings.api_key, settings.timeout)
+        return OpenAICompatible(settings)
 
     def client(self, base_url: str, api_key: Optional[str]):
         """The client for ``base_url`` (built on first use)."""
@@ -138,13 +156,48 @@ class Endpoints:
         """The window an endpoint's error names ("... exceed context window of
         2048", llama-cpp-python), remembered; None if it names none."""
         match = re.search(r"context (?:window|length|size) of (\d+)", error or "") or \
-            re.search(r"maximum context length is (\d+)", error or "")
+            re.search(r"maximum context length is (\d+)", error or "") or \
+            re.search(r"the server's context size ([\d,]+)", error or "")
         if not match:
             return None
         with self.facts_lock:
             facts = self.facts.setdefault((base_url, model), EndpointFacts())
-            facts.context_window, facts.window_from = int(match.group(1)), "its error"
+            facts.context_window, facts.window_from = int(match.group(1).replace(",", "")), "its error"
         return facts.context_window
+
+    def served_models(self, settings: "LLMSettings") -> Optional[list[str]]:
+        """The models ``settings``' endpoint lists (``GET /models``), asked
+        once; None when it does not answer with a list (unknown)."""
+        with self.facts_lock:
+            if settings.base_url in self._served:
+                return self._served[settings.base_url]
+        try:
+            served: Optional[list[str]] = list_models(replace(settings, timeout=min(settings.timeout, FACTS_TIMEOUT),
+                                                              max_retries=0))
+        except LLMCallError:
+            served = None
+        with self.facts_lock:
+            self._served[settings.base_url] = served
+        return served
+
+    @contextmanager
+    def in_flight(self, base_url: str):
+        """Around one call to ``base_url``: yields a set that holds ``base_url``
+        once another call to it was in flight at the same time (a server that
+        interrupts a request for a newer one cuts the first: :func:`cut_stream_hint`)."""
+        overlapped: set = set()
+        with self.facts_lock:
+            flying = self._flying.setdefault(base_url, [])
+            if flying:
+                overlapped.add(base_url)
+                for other in flying:
+                    other.add(base_url)
+            flying.append(overlapped)
+        try:
+            yield overlapped
+        finally:
+            with self.facts_lock:
+                self._flying[base_url] = [o for o in self._flying[base_url] if o is not overlapped]
 
     def close(self) -> None:
         """Close the clients (their connections); what was learned is kept."""
@@ -246,7 +299,17 @@ def _transport():
             response.stream = _Guarded(response.stream, request)
             return response
 
-    return ReadTimeoutsAreFinal()
+    return ReadTimeoutsAreFinal(verify=_ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")))
+
+
+@functools.cache
+def _ssl_context(cert_file: Optional[str], cert_dir: Optional[str]):
+    """The SSL context the clients verify with, made as the transport makes
+    it (the environment's ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``, which
+    this function is given, included) once per process for each: loading
+    the machine's certificates is most of a client's cost (about 20 ms), and
+    a context is made to be shared."""
+    return _httpx().create_ssl_context()
 
 
 def _broke_off(exc: Exception) -> str:
@@ -310,21 +373,38 @@ def _describe(exc: Exception, settings: LLMSettings) -> str:
             return f"cannot connect: {told} (is the server running?)"
         return f"cannot connect ({name})"
     if isinstance(exc, openai.APIStatusError):
-        detail = ""
-        body = exc.body
-        if isinstance(body, dict):
-            inner = body.get("error", body)
-            if isinstance(inner, dict):
-                detail = str(inner.get("message") or "")
-            elif isinstance(inner, str):
-                detail = inner
-        return status_text(exc.status_code, detail)
+        return status_text(exc.status_code, endpoint_words(exc.body), settings.base_url, _key_from(settings))
+    if isinstance(exc, openai.APIError):  # an error object sent inside a stream (llama.cpp: the request did not fit)
+        return f"the endpoint sent an error instead of the answer: {endpoint_words(exc.body) or exc.message}"
     return f"{type(exc).__name__}: {exc}"
 
 
+def _key_from(settings: LLMSettings) -> Optional[str]:
+    """The variable the key sent was read from ("": given otherwise; None: no key was sent)."""
+    if not settings.api_key:
+        return None
+    variable = key_variable()
+    return variable if variable and environment.get(variable) == settings.api_key else ""
+
+
+def endpoint_words(body) -> str:
+    """What an endpoint said in an error body, in its own words
+    (:func:`~logist.model.completions.error_text`): an OpenAI error object
+    (llama.cpp's, vLLM's ``{"object": "error", "message": ...}``), Ollama's
+    ``{"error": "..."}``, a plain string; "" when it said nothing."""
+    inner = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(inner, dict) and not inner.get("message"):
+        return ""
+    return error_text(inner) if isinstance(inner, (dict, str)) and inner else ""
+
+
 def _failure(exc: Exception, settings: LLMSettings) -> LLMCallError:
-    message = failed_after(_attempts(exc, settings), _describe(exc, settings))
-    return LLMCallError(scrub(message, settings.api_key), kind=_kind(exc))
+    message = scrub(failed_after(_attempts(exc, settings), _describe(exc, settings)), settings.api_key)
+    # An endpoint refusing credentials may say back the password of its own
+    # URL (given by --base-url or config.json, so no known secret).
+    for password in url_passwords(settings.base_url):
+        message = scrub(message, password)
+    return LLMCallError(message, kind=_kind(exc))
 
 
 def _check_size(reply: LLMReply, settings: LLMSettings, complete: bool = True) -> LLMReply:
@@ -449,7 +529,14 @@ class OpenAICompatible(Model):
 
     def complete(self, request: Request) -> LLMReply:
         settings = replace(self.settings, headers=request.headers, max_answer_bytes=request.max_answer_bytes)
-        return chat(settings, request.body, request.on_tokens, request.key_for, request.formats)
+        with settings.endpoints.in_flight(settings.base_url) as overlapped:
+            try:
+                return chat(settings, request.body, request.on_tokens, request.key_for, request.formats)
+            except LLMCallError as exc:
+                if not str(exc).startswith(STREAM_CUT):
+                    raise
+                hinted = f"{exc}; {cut_stream_hint(settings, request.body, bool(overlapped))}"
+                raise LLMCallError(hinted, exc.reply, kind=exc.kind) from None
 
     def ready(self) -> None:
         self.settings.endpoints.client(self.settings.base_url, self.settings.api_key)
@@ -471,6 +558,31 @@ class OpenAICompatible(Model):
         return self.settings.endpoints.learn_window(self.settings.base_url, model, error)
 
 
+def cut_stream_hint(settings: LLMSettings, body: dict, overlapped: bool) -> str:
+    """Why a stream may have ended before its answer, as far as can be
+    found: the request against the window the endpoint says it has (asked
+    once per endpoint and model; a failed question is "unknown"), and
+    another call to the same endpoint during this one. Servers often end a
+    stream without a word (llama-cpp-python's says why in its log only)."""
+    causes = []
+    facts = endpoint_facts(settings, str(body.get("model") or ""))
+    window = facts.context_window
+    text = sum(len(m.get("content") or "") for m in body.get("messages") or [] if isinstance(m.get("content"), str))
+    tokens, budget = -(-text // 4), int(body.get("max_tokens") or 0)
+    if window and (tokens + budget) * 1.25 > window:  # an estimate (4 characters a token): near is enough
+        causes.append(f"the request (about {tokens:,} tokens, and max_tokens {budget:,}) may not fit the server's "
+                      f"context window of {window:,} tokens ({facts.window_from}): raise the server's context size, "
+                      f"or set context_window in config.json's model_settings so that Logist sizes the request for it")
+    if overlapped:
+        causes.append("another request to the same endpoint was in flight at the same time: a server that "
+                      "interrupts a request for a newer one (llama-cpp-python's interrupt_requests, on by default) "
+                      "ends the first; run one job at a time against it, or start it with --interrupt_requests False")
+    if not causes:
+        return ("the server's log says why (the usual causes: a request over its context window, or one "
+                "interrupted by another request)")
+    return "likely " + ("cause: " if len(causes) == 1 else "causes: ") + "; and ".join(causes)
+
+
 def with_format(body: dict, response_format: Optional[dict]) -> dict:
     """``body`` with ``response_format`` in its place (left out for None).
     A body that may be sent another form has one already (the strongest), so
@@ -486,23 +598,13 @@ def with_format(body: dict, response_format: Optional[dict]) -> dict:
 def _send(api, settings: LLMSettings, body: dict, wants_stream: bool, on_tokens, key_for,
           retries: int) -> tuple[LLMReply, dict]:
     """One send of ``body`` (and, for a stream the endpoint refuses, once
-    more without it) through the SDK's typed ``chat.completions.create``
-    (``with_raw_response``, so the answer is read as it arrived: the
-    stream's pieces, or the whole body, as JSON); the reply and the body it
+    more without it) through :func:`_post`; the reply and the body it
     answered."""
     openai = sdk()
 
-    def create(sent: dict):
-        headers = dict(settings.headers)
-        if key_for is not None:
-            headers[IDEMPOTENCY_HEADER] = key_for(sent)
-        return api.with_options(max_retries=retries).chat.completions.with_raw_response.create(
-            **sent, timeout=settings.timeout, extra_headers=headers or None)
-
     if wants_stream:
         try:
-            raw = create(body)
-            stream = openai.Stream(cast_to=object, response=raw.http_response, client=api)
+            stream = _post(api, settings, body, key_for, retries, stream=True)
             return _read_stream(stream, settings, on_tokens), body
         except openai.APIStatusError as exc:
             if exc.status_code not in _STREAM_REFUSED or _refuses_format(exc) or \
@@ -510,10 +612,34 @@ def _send(api, settings: LLMSettings, body: dict, wants_stream: bool, on_tokens,
                 raise
             # Perhaps it does not stream: ask once without (not paid: it was refused).
             sent = without_stream(body)
-            response = create(sent).http_response
+            response = _post(api, settings, sent, key_for, retries)
             settings.endpoints.plain.add(settings.base_url)
             return whole(answer_json(response), streamed=False), sent
-    return whole(answer_json(create(body).http_response), streamed=False), body
+    return whole(answer_json(_post(api, settings, body, key_for, retries)), streamed=False), body
+
+
+def _post(api, settings: LLMSettings, sent: dict, key_for, retries: int, stream: bool = False):
+    """``POST /chat/completions`` of ``sent`` as it is, through the SDK's
+    documented lower-level request path (``client.post``), as its typed
+    ``chat.completions.create`` sends one less the typed transform, which
+    walks every message of the body (a cost that grows with the turn):
+    the SDK's retries (``retries`` of them), timeout, errors and
+    JSON encoding. The answer as it arrived: a whole one as the HTTP
+    response, unread beyond its headers' checks (read as JSON by
+    :func:`~logist.model.completions.answer_json`), a streamed one as the
+    SDK's ``Stream`` of JSON pieces."""
+    openai = sdk()
+
+    headers = dict(settings.headers)
+    if key_for is not None:
+        headers[IDEMPOTENCY_HEADER] = key_for(sent)
+    options = {"timeout": settings.timeout, "max_retries": retries, "security": {"bearer_auth": True}}
+    if headers:
+        options["headers"] = headers
+    if stream:
+        return api.post("/chat/completions", body=sent, options=options, cast_to=object,
+                        stream=True, stream_cls=openai.Stream[object])
+    return api.post("/chat/completions", body=sent, options=options, cast_to=_httpx().Response)
 
 
 def list_models(settings: LLMSettings) -> list[str]:
@@ -533,8 +659,10 @@ def list_models(settings: LLMSettings) -> list[str]:
         raise LLMCallError(f"GET /models failed: {exc}") from None
     content_type = response.headers.get("content-type", "").split(";")[0].strip()
     if "html" in content_type or raw.lstrip()[:1] == b"<":
+        ask = ("is it the API's address?" if settings.base_url.rstrip("/").endswith("/v1")
+               else "does the base URL end in /v1?")
         raise LLMCallError("the base URL serves a web page, not the API (GET /models answered "
-                           f"{excerpt(raw, content_type)}): does the base URL end in /v1?", kind="setup")
+                           f"{excerpt(raw, content_type)}): {ask}", kind="setup")
     try:
         data = json.loads(raw)
     except ValueError:

@@ -10,6 +10,7 @@ step's recorded failure.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -20,6 +21,8 @@ from ..errors import LLMCallError
 #: beyond it (10^30 from a broken gateway) would make a cost of $10^23 and
 #: spend every budget at once.
 MAX_TOKENS_PER_CALL = 10**9
+#: How the error of a stream that ended before its answer begins (a hint follows: :func:`logist.model.client.cut_stream_hint`).
+STREAM_CUT = "the endpoint's stream ended without finishing the answer"
 
 
 class AnswerFault(Exception):
@@ -46,6 +49,8 @@ class LLMReply:
     #: What was made of the usage to count it: a count refused or capped
     #: (the history notes each).
     notes: list[str] = field(default_factory=list)
+    #: A coding agent's run that gave this answer (:class:`logist.store.entries.AgentRunRecord`); None: a model's.
+    run: Optional[object] = None
 
     def __post_init__(self) -> None:
         # Here, so that every reply is checked however it was read (whole or streamed).
@@ -102,10 +107,22 @@ def tokens(usage) -> tuple[Optional[int], Optional[int]]:
     return tuple(n if isinstance(n, int) and not isinstance(n, bool) else None for n in found)  # type: ignore[return-value]
 
 
+#: The figures an endpoint's error object may carry besides its message
+#: (llama.cpp: the request's tokens and its context size), said after it.
+ERROR_FIGURES = (("n_prompt_tokens", "the request's tokens"), ("n_ctx", "the server's context size"))
+
+
 def error_text(error) -> str:
-    """An endpoint's error (a string, or an object with a message) in one line."""
+    """An endpoint's error (a string, or an object with a message: OpenAI's,
+    llama.cpp's, vLLM's) in its own words on one line, cut at 300
+    characters, with llama.cpp's figures where it gives them."""
     message = error.get("message") if isinstance(error, dict) else error
-    return " ".join(str(message or error).split())[:300]
+    said = re.sub(r"\s*[\r\n]+\s*", " ", str(message or error)).strip()  # one line; its own spacing kept
+    if isinstance(error, dict) and message:
+        figures = [f"{words} {error[key]:,}" for key, words in ERROR_FIGURES
+                   if isinstance(error.get(key), int) and not isinstance(error.get(key), bool)]
+        said += f" ({', '.join(figures)})" if figures else ""
+    return said[:300]
 def _counted(name: str, count: Optional[int], notes: list[str]) -> Optional[int]:
     """A usage count as it is counted: a negative one is refused (the tokens
     are estimated instead), one beyond :data:`MAX_TOKENS_PER_CALL` is capped;
@@ -226,7 +243,7 @@ def joined(pieces: Iterable[dict], on_tokens: Optional[Callable[[int], None]] = 
         # endpoint's fault, not the model's answer), or it never began.
         got = f"{size:,} bytes of answer" if seen_choice else "no answer"
         reply = LLMReply("".join(text) or "".join(arguments), *tokens(usage), None, True)
-        raise LLMCallError(f"the endpoint's stream ended without finishing the answer ({got}, no finish_reason)",
+        raise LLMCallError(f"{STREAM_CUT} ({got}, no finish_reason)",
                            reply if reply.content else None, kind="transient")
     content = "".join(text)
     if not content.strip() and tool is not None:

@@ -400,12 +400,14 @@ def _check_each_file_once(answer: Answer) -> None:
             whole.add(change.path)
 
 
-def parse_answer(raw: Optional[str], protocol: str = "json", *, planner: bool = False) -> Answer:
+def parse_answer(raw: Optional[str], protocol: str = "json", *, planner: bool = False,
+                 plan: Optional[list[str]] = None) -> Answer:
     """Read and validate one answer; raise :class:`InvalidAnswer` with the reason.
 
     ``protocol``: "json" or "tags" (the role's). ``planner``: the answer is
     a Planner's, which may leave out ``action`` (its ``send_to`` says what it
-    does). The returned answer's :attr:`Answer.notes` and
+    does); ``plan``: its plan so far, which a step named by its text is
+    found in when the answer sends no plan of its own. The returned answer's :attr:`Answer.notes` and
     :attr:`Answer.extra` say how it was read.
     """
     if protocol not in PROTOCOLS:
@@ -421,7 +423,8 @@ def parse_answer(raw: Optional[str], protocol: str = "json", *, planner: bool = 
         raise InvalidAnswer(str(exc)) from None
     if not isinstance(data, dict):
         raise InvalidAnswer(f"the answer is JSON but not an object (got {type(data).__name__})")
-    data, extra = forms.normalise(data, set(Answer.model_fields), ACTION_SPELLINGS, planner=planner, notes=notes)
+    data, extra = forms.normalise(data, set(Answer.model_fields), ACTION_SPELLINGS, planner=planner, notes=notes,
+                                  plan=plan)
     summary = data.get(_SUMMARY)
     if isinstance(summary, str) and len(summary) > SUMMARY_LIMIT:
         data[_SUMMARY] = summary[:SUMMARY_LIMIT - 1] + "\u2026"

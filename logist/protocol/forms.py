@@ -27,6 +27,8 @@ import math
 import re
 from typing import Optional
 
+from ..errors import json_problem
+
 #: Reasoning some models put before the answer. A server that strips the
 #: opening tag leaves the reasoning and a lone closing tag.
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
@@ -180,7 +182,7 @@ def _json_error(text: str) -> str:
     try:
         loads(text)
     except json.JSONDecodeError as exc:
-        return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        return f"{json_problem(exc)} at line {exc.lineno} column {exc.colno}"
     return "no JSON object in it"
 
 
@@ -312,11 +314,14 @@ def _planner_action(data: dict, stop: object, notes: list[str]) -> None:
         notes.append("no action: send_to 'User' read as ASK (the person answers the message)")
 
 
-def normalise(data: dict, fields: dict, actions: dict[str, str], *, planner: bool, notes: list[str]) -> tuple[dict, dict]:
+def normalise(data: dict, fields: dict, actions: dict[str, str], *, planner: bool, notes: list[str],
+              plan: Optional[list] = None) -> tuple[dict, dict]:
     """``data`` in the protocol's shape, and the keys it does not know.
 
     ``fields``: the answer's field names (lower case); ``actions``: every
-    accepted spelling (upper case) -> its action.
+    accepted spelling (upper case) -> its action; ``plan``: a Planner's plan
+    so far, in which a ``current_plan_step`` named by its text is found when
+    the answer sends no plan.
     """
     if "action" not in data and set(data) - {"thought"} == {"response"} and isinstance(data["response"], dict):
         inner = dict(data["response"])
@@ -344,8 +349,9 @@ def normalise(data: dict, fields: dict, actions: dict[str, str], *, planner: boo
         numbers = []
     step = out.get("current_plan_step")
     if isinstance(step, str):
-        plan = out.get("plan") if isinstance(out.get("plan"), list) else []
-        index = _step_index(step, plan, numbers)
+        # The plan this answer sends, else the plan so far (a step named by its text in a later answer).
+        sent = isinstance(out.get("plan"), list)
+        index = _step_index(step, out["plan"] if sent else list(plan or []), numbers if sent else [])
         if index is not None:
             out["current_plan_step"] = index
             notes.append(f"current_plan_step '{step}' read as step {index} (counted from 0)")

@@ -27,6 +27,7 @@ from ..store.entries import CALL_KINDS, FAILED
 from ..store.history import HistoryEntry, JobHistory
 from ..store.session import JobFiles
 from ..engine.apply import StepResult
+from ..engine.prepare import Recorded
 from ..engine.step import post_answer, step_once
 
 from ..engine.workflow import PERSON, TABLE
@@ -76,6 +77,8 @@ def post_recorded(job: JobFiles, entry: HistoryEntry, lock_timeout: float = 0) -
         replayed=True,
         fault=entry.response.fault,
         finish_reason=entry.response.finish_reason,
+        agent=entry.agent,
+        recorded=Recorded.of(entry.request.metadata if entry.request else None),
     )
 
 
@@ -85,11 +88,13 @@ class ReplayDivergedError(LogistError):
 
 def step_recorded(job: JobFiles, entry: HistoryEntry, base_url: str, lock_timeout: float = 0) -> StepResult:
     """Make a recorded call again, live, against ``base_url`` with the model
-    it was made with; raise :class:`ReplayDivergedError` if the step ends in
+    it was made with and what else its machine chose of its request (the
+    context window, the structured_output form: :class:`~logist.engine.prepare.Recorded`); raise :class:`ReplayDivergedError` if the step ends in
     another state than the recorded one."""
     if entry.request is None or entry.response is None:
         raise ConfigError(f"entry {entry.sequence} is a {entry.kind}, not an LLM call")
-    result = step_once(job, base_url=base_url, model=entry.request.metadata.model, lock_timeout=lock_timeout)
+    result = step_once(job, base_url=base_url, model=entry.request.metadata.model, lock_timeout=lock_timeout,
+                       recorded=Recorded.of(entry.request.metadata))
     if str(result.status) != entry.state_after:
         why = f": {result.error}" if result.error else ""
         raise ReplayDivergedError(

@@ -15,7 +15,11 @@ either through poststep (``job replay``) or live against a
 (:func:`logist.replay.apply.replay_history` with a ``base_url``); ``logist demo``
 does the latter. A fixture carries its own settings: those job.json leaves
 out are the built-in defaults, not the jobs directory's config.json, so it
-replays the same in any jobs directory.
+replays the same in any jobs directory. What else shaped its requests (the
+model, the context window and structured_output form its machine chose) is
+in each call's recorded metadata, and a replay uses those
+(:class:`logist.engine.prepare.Recorded`), so the requests are the recorded
+ones byte for byte whatever the replaying config.json says.
 
 :func:`record_fixture` makes a fixture from any job (one run against a real
 model, say); :func:`record_scripted` re-records a fixture whose answers were

@@ -64,6 +64,25 @@ def recorded_body(entry: HistoryEntry, entries: Optional[dict[int, dict]] = None
     return body
 
 
+def shaped_by(entry: HistoryEntry, key: str) -> str:
+    """Where the recorded value of parameter ``key`` came from, in words
+    (for a mismatch: the recording's side of it), or "" when the history
+    does not say."""
+    metadata = entry.request.metadata if entry.request is not None else None
+    if metadata is None:
+        return ""
+    if key == "max_tokens" and metadata.context_window:
+        return (f"sized for a context window of {metadata.context_window:,} tokens from "
+                f"{metadata.context_window_from or 'the recording machine'}")
+    if key == "response_format":
+        if metadata.structured_output:
+            return f"structured_output {metadata.structured_output} from config.json model_settings"
+        return "structured_output from the role, else auto"
+    if key == "max_tokens":
+        return "sized with no context window from the recording machine's config.json or endpoint"
+    return ""
+
+
 def digest(request: dict) -> str:
     return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
@@ -96,9 +115,10 @@ def agreement(recorded: dict, received: dict) -> tuple[int, int, bool, bool]:
     return same, prefix, recorded["model"] == received["model"], parameters
 
 
-def first_difference(recorded: dict, received: dict) -> Optional[str]:
+def first_difference(recorded: dict, received: dict, entry: Optional[HistoryEntry] = None) -> Optional[str]:
     """Where canonical request ``received`` first differs from ``recorded``,
-    in words; None if they are the same."""
+    in words; None if they are the same. ``entry``: the recorded call, whose
+    metadata says where a differing parameter's value came from."""
     if recorded["model"] != received["model"]:
         return f"the model is {json.dumps(received['model'])}, the recording used {json.dumps(recorded['model'])}"
     for index, (rec, got) in enumerate(zip(recorded["messages"], received["messages"])):
@@ -115,5 +135,7 @@ def first_difference(recorded: dict, received: dict) -> Optional[str]:
         return f"the request has {len(received['messages'])} messages, the recording {len(recorded['messages'])}"
     for key in PARAMETERS:
         if recorded[key] != received[key]:
-            return f"{key} is {json.dumps(received[key])}, the recording used {json.dumps(recorded[key])}"
+            where = shaped_by(entry, key) if entry is not None else ""
+            return (f"{key} is {json.dumps(received[key])}, the recording used {json.dumps(recorded[key])}"
+                    + (f" ({where})" if where else ""))
     return None

@@ -236,8 +236,9 @@ class LLMServer:
     #: Name of the serving thread, for debugging.
     thread_name = "logist-llm"
 
-    #: What ``GET /models`` lists.
-    models: list[str] = ["logist"]
+    #: What ``GET /models`` lists: the built-in roles' model (it answers any
+    #: model named), so a job that names none sends that one, as to OpenAI.
+    models: list[str] = ["gpt-4o-mini"]
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, streaming: Union[bool, str] = True):
         self._lock = threading.Lock()

@@ -73,7 +73,9 @@ logger = logging.getLogger("logist.replay.server")
 #: Held this long at most when replaying a timeout; the client gives up first.
 TIMEOUT_HOLD = 600.0
 #: Parses a recorded call's error (not a prompt) back into the failure to replay.
-_HTTP_ERROR = re.compile(r": HTTP (\d{3})(?:: (.*?))?(?: \(set LOGIST_API_KEY or OPENAI_API_KEY\))?$", re.S)
+_HTTP_ERROR = re.compile(r": HTTP (\d{3})(?:: (.*?))?"
+                         r"(?: \((?:set LOGIST_API_KEY or OPENAI_API_KEY|the key in \w+ was refused|the API key was refused)\))?$",
+                         re.S)
 #: A recorded answer that came as a tool call, replayed as one.
 _TOOL_CALL = re.compile(re.escape(TOOL_NOTE).replace(re.escape("{}"), "(.+?)"))
 #: History entries that are calls of the model.
@@ -147,7 +149,7 @@ class _JobQueue:
     served: list[RecordedCall] = field(default_factory=list)
     # The last failure served, so that the client's retries of the same
     # request get it again instead of the next recorded call.
-    failing: Optional[tuple[str, Reply]] = None
+    failing: Optional[tuple[str, Optional[str], Reply]] = None
 
 
 class ReplayLLMServer(LLMServer):
@@ -275,8 +277,10 @@ class ReplayLLMServer(LLMServer):
         queue = self.queue(job)
         request = self.canonical(body)
         key = digest(request)
-        if queue.failing and queue.failing[0] == key:
-            return queue.failing[1]
+        if queue.failing and queue.failing[:2] == (key, idempotency):
+            # The client's retry of a request that failed (the same Idempotency-Key): the same failure. The
+            # call made again in a later step asks the same and is no retry: its key is another.
+            return queue.failing[2]
         matching = queue.unserved.get(key)
         again = next((c for c in reversed(queue.served) if c.digest == key), None)
         if matching:
@@ -289,7 +293,7 @@ class ReplayLLMServer(LLMServer):
                 return self._refuse(
                     f"the recording has no call left: all {self.total} were answered", "replay_exhausted"
                 )
-            text = f"replay mismatch at {call.describe()}: {first_difference(call.request, request)}"
+            text = f"replay mismatch at {call.describe()}: {first_difference(call.request, request, call.entry)}"
             if again is not None:
                 text += f" (the request is that of {again.describe()}, already answered)"
             self.mismatches.append(text)
@@ -301,5 +305,5 @@ class ReplayLLMServer(LLMServer):
         self.served.append(call)
         reply = self._answer(job, call, key=idempotency)
         failed = reply.status != 200 or reply.disconnect or (reply.delay and reply.delay != self.latency)
-        queue.failing = (key, reply) if failed else None
+        queue.failing = (key, idempotency, reply) if failed else None
         return reply

@@ -160,6 +160,13 @@ def url_shown(text: str) -> str:
     return URL_PASSWORD.sub(lambda m: m.group(0)[: m.start(1) - m.start(0)] + REDACTED + "@", text)
 
 
+def url_passwords(text: Optional[str]) -> list[str]:
+    """The password of every URL with credentials in ``text`` (an endpoint's
+    ``http://user:PASSWORD@host/v1``), for a caller that must take it out
+    of what that endpoint says back."""
+    return [match.group(1) for match in URL_PASSWORD.finditer(text or "")]
+
+
 def redact_data(data: Any, secrets: Optional[list[str]] = None) -> Any:
     """JSON-like ``data`` with :func:`redact` applied to every string in it
     (keys too); a new object only where something changed."""

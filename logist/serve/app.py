@@ -8,8 +8,12 @@ request passes before any route):
   another name resolved to this machine (DNS rebinding) gets 400.
 * A request that would change anything (any method but GET and HEAD) from
   another origin is refused (403): ``Sec-Fetch-Site`` must be
-  ``same-origin`` (or ``none``, typed by the person), and ``Origin``, when
-  sent, must be this server's. A page on another port of 127.0.0.1 is
+  ``same-origin`` (or ``none``, typed by the person), and ``Origin`` must
+  be sent and be this server's. A browser sends it with every form it
+  posts; a script sends it beside its token. A request without it (a
+  token alone, as a process that found a token file would send) is
+  refused: the token file lives where no sandboxed process can read it
+  (:mod:`logist.serve.server`), and a change needs the header too. A page on another port of 127.0.0.1 is
   same-site but not same-origin, so it is refused too. From another site,
   a GET is taken only as a navigation (a link followed), never as a
   script's or an image's request.
@@ -63,7 +67,7 @@ from starlette.routing import Route
 from ..api import Job, Jobs
 from ..errors import JobBusyError, LogistError, MovedOnError, NotFoundError, TransitionError
 from ..views.window import Follower
-from . import pages, static
+from . import http_api, pages, static
 from .compression import Gzip
 
 #: Seconds between two looks at the files a stream follows.
@@ -135,7 +139,12 @@ class Guard:
         if site is not None and site not in ("same-origin", "none") and (unsafe or headers.get("sec-fetch-mode") != "navigate"):
             return PlainTextResponse("Cross-site request refused.\n", 403)
         origin = headers.get("origin")
-        if unsafe and origin is not None and origin.lower() not in self.origins:
+        if unsafe and origin is None:
+            return PlainTextResponse(f"A change needs the Origin header of this server "
+                                     f"(Origin: http://127.0.0.1:{self.port}).\n", 403)
+        # The HTTP API refuses another origin on any method, GET included.
+        api = scope["path"].startswith(http_api.PREFIX + "/")
+        if (unsafe or api) and origin is not None and origin.lower() not in self.origins:
             return PlainTextResponse("Cross-origin request refused.\n", 403)
         return None
 
@@ -186,11 +195,32 @@ DECISIONS: dict[str, Callable[[Job, dict[str, str], int], object]] = {
 }
 
 
+#: The most digits a number in a URL, a header or a form may have (an entry's
+#: number fits many times over; Python refuses to read one of over 4,300).
+MAX_DIGITS = 18
+
+
+class BadNumber(LogistError):
+    """A number in a request that is no entry's (too many digits): 400."""
+
+
+def digits(text: Optional[str], name: str) -> Optional[int]:
+    """``text`` read as a number when it is one (ASCII digits only), else
+    None; a :class:`BadNumber` when it has more than :data:`MAX_DIGITS`."""
+    text = (text or "").strip()
+    if not (text.isascii() and text.isdigit()):
+        return None
+    if len(text) > MAX_DIGITS:
+        raise BadNumber(f"{name} is not the number of an entry ({len(text)} digits)")
+    return int(text)
+
+
 def _entry_number(text: str) -> Optional[int]:
     to = text.strip()
-    if to and not to.isdigit():
+    number = digits(to, "to")
+    if to and number is None:
         raise LogistError(f"restep needs the number of a history entry, not {to!r}")
-    return int(to) if to else None
+    return number
 
 
 def restep_confirmation(job: Job, at: int, form: dict[str, str]) -> str:
@@ -240,8 +270,11 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
             job = await run_in_threadpool(find, request.path_params["job_id"])
         except NotFoundError:
             return not_found()
-        start = request.query_params.get("from", "")
-        rows = pages.job_page(job, start=int(start) if start.isdigit() else None, page=page)
+        try:
+            start = digits(request.query_params.get("from"), "from")
+        except BadNumber as exc:
+            return PlainTextResponse(f"{exc}.\n", 400)
+        rows = pages.job_page(job, start=start, page=page)
         return StreamingResponse(iterate_in_threadpool(rows), media_type="text/html; charset=utf-8")
 
     async def decision(request: Request) -> Response:
@@ -262,13 +295,17 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
             if len(body) > FORM_LIMIT:
                 return PlainTextResponse("The form is too large.\n", 413)
         form = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
-        if not form.get("at", "").isdigit():
+        try:
+            at = digits(form.get("at"), "at")
+        except BadNumber:
+            at = None
+        if at is None:
             return PlainTextResponse("The form says no entry it was made for (at).\n", 400)
         try:
             if action == "restep" and form.get("confirm") == "ask":  # what it would undo, before anything is done
-                shown = await run_in_threadpool(restep_confirmation, job, int(form["at"]), form)
+                shown = await run_in_threadpool(restep_confirmation, job, at, form)
                 return html(shown)
-            await run_in_threadpool(decide, job, action, form, int(form["at"]))
+            await run_in_threadpool(decide, job, action, form, at)
         except LogistError as exc:
             # The job as it is now, saying why nothing was done: 409 when its
             # state (or another command holding it) stood in the way.
@@ -285,8 +322,11 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
             job = await run_in_threadpool(find, request.path_params["job_id"])
         except NotFoundError:
             return not_found()
-        last = _resume_from(request)
-        first, until = _number(request, "from"), _number(request, "until")
+        try:
+            last = _resume_from(request)
+            first, until = _number(request, "from"), _number(request, "until")
+        except BadNumber as exc:
+            return PlainTextResponse(f"{exc}.\n", 400)
         if first is None:  # a page before the pages' first entry was said: the latest page
             first = await run_in_threadpool(lambda: pages.first_shown(job.manifest(), None, page))
         files = job.state_files
@@ -345,6 +385,7 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
         Route("/jobs/{job_id}/events", job_events, methods=["GET"]),
         # GET too, to tell an unknown job or action (404) from a GET on a decision (405).
         Route("/jobs/{job_id}/{action}", decision, methods=["GET", "POST"]),
+        *http_api.routes(decisions, find, DECISIONS, stopping),
     ])
     return Guard(Gzip(app), token, port, hosts)
 
@@ -361,15 +402,16 @@ def event(kind: str, data: str, event_id: Optional[int] = None) -> str:
 def _resume_from(request: Request) -> int:
     """The last entry the browser has: its ``Last-Event-ID`` (a reconnect),
     else the page's ``after``."""
-    for value in (request.headers.get("last-event-id"), request.query_params.get("after")):
-        if value is not None and value.strip().isdigit():
-            return int(value)
+    for name, value in (("Last-Event-ID", request.headers.get("last-event-id")),
+                        ("after", request.query_params.get("after"))):
+        number = digits(value, name)
+        if number is not None:
+            return number
     return 0
 
 
 def _number(request: Request, name: str) -> Optional[int]:
-    value = request.query_params.get(name, "")
-    return int(value) if value.isdigit() else None
+    return digits(request.query_params.get(name), name)
 
 
 def _signature(paths) -> tuple:

@@ -24,7 +24,7 @@ import json
 from typing import Iterator, Optional
 from urllib.parse import quote
 
-from ..api import NEEDS_PERSON, Job, JobManifest, Jobs, Status, person_can
+from ..api import Job, JobManifest, Jobs, Status, person_can
 from ..terminal import inert
 from ..views.html import esc, status_badge
 from ..views.report import TIMELINE_CLOSE, IndexRow, index_body, index_rows, job_head, timeline_open
@@ -96,10 +96,7 @@ def jobs_table(jobs: Jobs) -> str:
         return job_url(row.job_id) if row.manifest is not None else None
 
     def waits_for(row: IndexRow) -> str:
-        m = row.manifest
-        if m is None or str(m.status) not in NEEDS_PERSON:
-            return ""
-        return jobs.get(row.job_id).hint(m)
+        return jobs.get(row.job_id).waits_for(row.manifest) if row.manifest is not None else ""
 
     return index_body(jobs.directory, rows, link, jobs.index().current_job_id, ("waits for", waits_for))
 

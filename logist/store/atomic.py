@@ -47,6 +47,19 @@ def _mode_for(path: Path) -> int:
 
 
 @contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """An OSError raised in the block names ``path`` when it names no file
+    (a ``write`` or ``fsync`` that fails for a full disk says only "No space
+    left on device"), so the command's one line can say where."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise
+
+
+@contextmanager
 def atomic_writer(path: Path) -> Iterator[BinaryIO]:
     """A binary file that replaces ``path`` atomically and durably when the
     block ends (and is removed if it raises): for a file written piece by
@@ -57,7 +70,7 @@ def atomic_writer(path: Path) -> Iterator[BinaryIO]:
     try:
         # mkstemp makes 0600 files; keep the mode a normal write would give.
         os.fchmod(fd, _mode_for(path))
-        with os.fdopen(fd, "wb") as handle:
+        with naming(path), os.fdopen(fd, "wb") as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

@@ -29,6 +29,7 @@ from typing import Optional
 
 from pydantic import BaseModel
 
+from .entries import AgentRunRecord
 from .manifest import KEEP_UNKNOWN
 
 #: The HTTP header the key is sent in.
@@ -117,3 +118,5 @@ class SavedAnswer(BaseModel):
     """How long the call took, in milliseconds."""
     note: Optional[str] = None
     """What the entry says besides (an answer sent as a tool call)."""
+    agent: Optional[AgentRunRecord] = None
+    """The run of a coding agent that gave the answer (its calls, its work as a patch)."""

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+import urllib.parse
 from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ConfigError, format_validation_error
+from ..errors import ConfigError, format_validation_error, json_problem
 from ..secrets import environment
 from ..secrets.redact import KEY_VARIABLES
 
@@ -206,7 +207,9 @@ def load_config(jobs_dir: Path) -> LogistConfig:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        raise ConfigError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {json_problem(exc)}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be a configuration") from None
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{path}: cannot be read: {exc}") from None
     if isinstance(data, dict) and any(k.lower() in ("api_key", "key", "openai_api_key") for k in data):
@@ -232,8 +235,22 @@ def endpoint_source(option: Optional[str], config: LogistConfig) -> tuple[Option
              (config.base_url, "config.json")]
     for value, source in named:
         if value:
-            return value, source
+            return checked_url(value, source), source
     return None, ""
+
+
+def checked_url(value: str, source: str) -> str:
+    """``value`` when it is an http(s) URL with a host (and a valid port);
+    else :class:`ConfigError` naming ``source`` and what is wrong (not the
+    URL itself, which may hold a password)."""
+    try:
+        parts = urllib.parse.urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError as exc:
+        raise ConfigError(f"the base URL from {source} is not a valid URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"the base URL from {source} is not an http:// or https:// URL with a host")
+    return value
 
 
 def resolve_base_url(option: Optional[str], config: LogistConfig) -> str:

@@ -33,12 +33,16 @@ from .manifest import KEEP_UNKNOWN, JobDefinition, JobState, Message
 #: 7); user_action: a person's command; repair: what Logist did to repair an
 #: interrupted command; rewind: a restep or rerun; limit: a budget or the
 #: call limit stopped the job before a call; check: one run of the job's checks
-#: (no call: the commands a person gave the job, run in its workspace).
-Kind = Literal["llm_call", "replay", "poststep", "compaction", "user_action", "repair", "rewind", "limit", "check"]
+#: (no call: the commands a person gave the job, run in its workspace);
+#: agent_run: one run of the role's coding agent (its model calls made
+#: through Logist's recording gateway, its work and its exit command in
+#: ``agent``).
+Kind = Literal["llm_call", "replay", "poststep", "compaction", "user_action", "repair", "rewind", "limit", "check",
+               "agent_run"]
 #: Kinds that apply an answer of the role (a call, or one standing in for it).
-ANSWER_KINDS = ("llm_call", "replay", "poststep")
+ANSWER_KINDS = ("llm_call", "replay", "poststep", "agent_run")
 #: Kinds that carry a request.
-CALL_KINDS = ("llm_call", "replay", "poststep", "compaction")
+CALL_KINDS = ("llm_call", "replay", "poststep", "compaction", "agent_run")
 
 
 class RequestMetadata(BaseModel):
@@ -57,10 +61,18 @@ class RequestMetadata(BaseModel):
     """The max_tokens sent, if any."""
     response_format: Optional[dict] = None
     """The response_format sent, if any, named by its digest: ``{"type", "file"}``, the file being the job's ``response_formats/<digest>.json``, which holds it exactly as sent (a value written here whole, as an older Logist did, is read as it is)."""
+    context_window: Optional[int] = None
+    """The context window the request was sized for (its default max_tokens at most a quarter of it; a summary call instead of one that would not fit), when it came from the machine it was made on: config.json's model_settings or the endpoint (a role's own and Logist's table of models are found again wherever the history is replayed). A replay sizes its request for this window, whatever the replaying jobs directory says."""
+    context_window_from: Optional[str] = None
+    """Where ``context_window`` was found, such as "config.json model_settings" or "the endpoint (/props)"."""
+    structured_output: Optional[str] = None
+    """The structured_output setting the response_format was chosen by, when config.json's model_settings named it (absent: the role's own, else auto). A replay uses it, whatever the replaying jobs directory says."""
     stream: Optional[bool] = None
     """True when the answer was asked for as a stream (stream, with stream_options asking for the usage)."""
     idempotency_key: Optional[str] = None
     """The ``Idempotency-Key`` header the call was sent with (the same on every retry of the call): ``<job>@<created>:<step>:<digest of the body>`` (:func:`logist.store.calls.call_key`)."""
+    agent: Optional[str] = None
+    """The coding agent that answered (the role's ``agent``), when one did: the request is the prompt it was given."""
 
 
 class AddedMessage(BaseModel):
@@ -151,6 +163,68 @@ class Usage(BaseModel):
     """The call's cost, when its model has a price."""
     estimated: bool = False
     """True when the endpoint reported no usage and the tokens were estimated from the text (4 characters a token, rounded up)."""
+
+
+class AgentCall(BaseModel):
+    """One model call a coding agent made through the gateway: what the entry
+    says of it; the call in full (request, answer, a stream's events) is the
+    file it names."""
+
+    model_config = KEEP_UNKNOWN
+    number: int
+    """The run's calls counted from 1, in the order the gateway forwarded them."""
+    file: str
+    """The call in full, relative to the job's folder (``agent_runs/<entry>/call-<number>.json``)."""
+    api: str
+    """The API the agent spoke: chat, responses or messages."""
+    status: int
+    """The HTTP status the agent was answered with."""
+    input_tokens: Optional[int] = None
+    """Prompt tokens the endpoint reported."""
+    output_tokens: Optional[int] = None
+    """Completion tokens the endpoint reported."""
+    duration_ms: int = 0
+    """From the call's arrival until it was recorded."""
+    error: Optional[str] = None
+    """Why the call failed or its answer broke off."""
+
+
+class AgentRunRecord(BaseModel):
+    """One run of a role's coding agent (an ``agent_run`` entry; a replay of one carries it too)."""
+
+    model_config = KEEP_UNKNOWN
+    agent: str
+    """The agent (the role's ``agent``)."""
+    argv: list[str] = []
+    """The command line run, program first (the run's token shown as ``[run token]``)."""
+    exit_code: Optional[int] = None
+    """The agent's exit code; absent when it was stopped (its timeout, or the process ended)."""
+    timed_out: bool = False
+    """It ran past the job's command_timeout and was stopped."""
+    exit_source: Optional[str] = None
+    """Where the step's answer came from: exit_file (LOGIST_EXIT_FILE), final_message (the agent's last message), or rule (its exit code and the files it changed)."""
+    refused: Optional[str] = None
+    """Why the exit command the agent gave was refused (the answer is then STUCK)."""
+    final_message: Optional[str] = None
+    """The agent's final message, as its provider reads it."""
+    stdout_tail: str = ""
+    """The end of what it printed (command_output_limit characters), redacted."""
+    stderr_tail: str = ""
+    """The end of its standard error, redacted."""
+    changed_files: list[str] = []
+    """Workspace paths the run changed."""
+    commits: Optional[str] = None
+    """BEFORE..AFTER when the agent made commits itself (folded into the step's commit)."""
+    calls: list[AgentCall] = []
+    """Each model call it made through the gateway, in order."""
+    budget_stop: Optional[str] = None
+    """Why the gateway refused its calls once a budget was spent: the run ended there and the job stops at its budget."""
+    unrecorded: list[str] = []
+    """Calls whose record could not be kept (their answers were withheld from the agent)."""
+    interrupted: bool = False
+    """The process ended during the run: only its recorded calls are known; its work was undone."""
+    patch: Optional[str] = None
+    """The run's work as a binary git patch against the commit it started from: what job replay applies without the agent."""
 
 
 class CommandRecord(BaseModel):
@@ -293,6 +367,8 @@ class HistoryEntry(BaseModel):
     """A command the model asked for, and what became of it."""
     checks: Optional[CheckRun] = None
     """check: the run of the job's checks this entry records."""
+    agent: Optional[AgentRunRecord] = None
+    """agent_run (and a replay of one): the run of the role's coding agent."""
     rewound_to: Optional[int] = None
     """rewind: the entry whose end state was restored."""
     note: Optional[str] = None

@@ -51,7 +51,7 @@ from typing import Iterator, Optional
 from pydantic import ValidationError
 
 from ..secrets.redact import redact_data
-from .atomic import atomic_write, atomic_write_json, fsync_dir, move_aside
+from .atomic import atomic_write, atomic_write_json, fsync_dir, move_aside, naming
 from ..errors import CorruptFileError
 from ..failpoints import failpoint
 from .entries import HistoryEntry, JobHistory
@@ -211,9 +211,10 @@ def append_entry(files: "JobFiles", entry: HistoryEntry) -> None:
         atomic_write_json(files.history_append_path, {"offset": offset, "sequence": entry.sequence})
         failpoint("before_history_append")
         handle.seek(offset)
-        handle.write(chunk)  # one call: see the module's docstring
-        handle.flush()
-        os.fsync(handle.fileno())
+        with naming(path):
+            handle.write(chunk)  # one call: see the module's docstring
+            handle.flush()
+            os.fsync(handle.fileno())
     files.history_append_path.unlink()
     fsync_dir(path.parent)
 

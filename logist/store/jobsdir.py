@@ -8,7 +8,9 @@ Like git finds its repository, a jobs directory not named (``--jobs-dir``,
 ``LOGIST_JOBS_DIR``) is found upward from the current directory: the first
 folder that holds a ``jobs_index.json``, or a ``jobs/`` folder that does, so
 commands work from inside a job or its workspace; inside a job's folder that
-job is the one commands that name none act on.
+job is the one commands that name none act on. The search never stops
+inside a job (a model writes its workspace: :func:`find_jobs_dir`), and a
+job's folder is never reached through a symbolic link (:meth:`JobsDir.job`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from .atomic import atomic_write_json, move_aside
 from .config import LogistConfig, load_config
 from .locks import hold_lock
 from .manifest import utc_now
-from .session import JobFiles
+from .session import MANIFEST_NAME, JobFiles
 
 #: A job id: it names the job's folder and its git branch (``logist/<id>``),
 #: so it is also a name git takes for a branch: no ``..``, no final ``.`` or
@@ -90,9 +92,18 @@ def resolve_jobs_dir(option: Optional[str | Path] = None) -> Path:
 
 def find_jobs_dir(start: Path) -> Optional[Path]:
     """The jobs directory ``start`` is in, or the ``jobs/`` of the nearest
-    folder above it that has one, like git finds ``.git``; None if none."""
+    folder above it that has one, like git finds ``.git``; None if none.
+
+    Never a folder inside a job: a job's workspace is the model's to write,
+    and a ``jobs_index.json`` and ``config.json`` (its own ``base_url``)
+    planted there would otherwise be taken for the jobs directory by a
+    command run from inside the workspace, with the key sent where that
+    config says. So the search starts above the outermost job folder (one
+    holding a ``job_manifest.json``) that ``start`` is in."""
     start = start.absolute()
-    for folder in (start, *start.parents):
+    chain = (start, *start.parents)
+    outermost_job = max((at for at, folder in enumerate(chain) if (folder / MANIFEST_NAME).is_file()), default=-1)
+    for folder in chain[outermost_job + 1:]:
         if (folder / INDEX_NAME).is_file():
             return folder
         if (folder / DEFAULT_JOBS_DIR / INDEX_NAME).is_file():
@@ -157,8 +168,10 @@ class JobsDir:
         data = self.index_path.read_bytes()
         try:
             return JobsIndex.model_validate(json.loads(data))
-        except (ValueError, ValidationError) as exc:
-            if not data.strip():
+        except (ValueError, ValidationError, RecursionError) as exc:
+            if isinstance(exc, RecursionError):
+                first = "it is nested too deeply to be an index"
+            elif not data.strip():
                 first = "it is empty"
             elif isinstance(exc, ValidationError):
                 error = exc.errors()[0]
@@ -185,6 +198,8 @@ class JobsDir:
     def _rebuild_index(self, why: str) -> JobsIndex:
         found: list[tuple[str, str]] = []
         for folder in sorted(self.path.iterdir()):
+            if folder.is_symlink():
+                continue  # a job's folder is never reached through a link (job())
             files = JobFiles(folder)
             if not files.manifest_path.is_file() or not is_job_id(folder.name):
                 continue
@@ -210,6 +225,14 @@ class JobsDir:
         check_job_id(job_id)
         index = index if index is not None else self.read_index()
         rel = index.jobs.get(job_id, job_id)
+        # Never through a link: one planted where a job is looked for would
+        # show another folder's files as this job's.
+        folder = self.path
+        for part in Path(rel).parts:
+            folder = folder / part
+            if folder.is_symlink():
+                raise NoSuchNameError(f"job '{job_id}' in {self.path}: {folder} is a symbolic link; "
+                                      "a job's folder is never reached through one")
         path = (self.path / rel).resolve()
         job = JobFiles(path, job_id, self)
         if not job.is_job():

@@ -45,6 +45,8 @@ class StepJournal(BaseModel):
     """The workspace's commit before the step: a step that is not recorded is undone to it."""
     raw_response: Optional[str] = None
     """An answer that did not come from a call here (posted, replayed), kept for the recovery note."""
+    doing: Optional[str] = None
+    """What the step applies when it is no answer: a person's decision (the command they approved), a rewind, a run of checks; recovery's note names it."""
     key: Optional[str] = None
     """A call's key, sent as its ``Idempotency-Key`` header."""
     request: Optional[Request] = None
@@ -90,14 +92,16 @@ class StepJournalFile:
         return self._write(calling.model_copy(update={"phase": "answered", "request": request, "answer": answer}))
 
     def begin_applying(self, sequence: int, head_before: Optional[str], raw: Optional[str],
-                       call: Optional[StepJournal] = None) -> None:
+                       call: Optional[StepJournal] = None, doing: Optional[str] = None) -> None:
         """Record that the step's changes are about to be applied; ``call``: the
-        journal of the call whose answer it applies (it keeps the answer)."""
+        journal of the call whose answer it applies (it keeps the answer);
+        ``doing``: what the step is when it applies no answer."""
         if call is not None:
             self._write(call.model_copy(update={"phase": "applying", "sequence": sequence,
                                                 "head_before": head_before}))
         else:
-            self._write(StepJournal(phase="applying", sequence=sequence, head_before=head_before, raw_response=raw))
+            self._write(StepJournal(phase="applying", sequence=sequence, head_before=head_before, raw_response=raw,
+                                    doing=doing))
 
     def call_not_made(self) -> None:
         """Close the journal of a call the endpoint could not take (it could not

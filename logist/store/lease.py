@@ -32,7 +32,15 @@ On a shared filesystem (NFS, EFS) this needs what the job's lock needs:
 ``flock`` honoured across hosts (NFSv4, or v3 with lockd; never mounted with
 ``nolock`` or ``local_lock=flock``/``all``), renames atomic, close-to-open
 consistency (the default; not ``nocto``), and clocks in step (NTP): expiry
-is wall time, compared on each host.
+is wall time, compared on each host. A lease that ends further ahead than
+its own length (plus :data:`CLOCK_SLACK`) was written by a clock ahead of
+the reader's; it is over, not honoured for as long as that clock is ahead.
+
+A runner that takes over a lapsed lease whose holder is alive but stalled
+(stopped, or on a slow clock) may find the job's lock still held by that
+holder's step: it waits for that step (one lease length at most) rather
+than give up at once, and the stalled holder, once it goes on, finds its
+lease taken and stops, naming the runner that has the job now.
 """
 
 from __future__ import annotations
@@ -58,6 +66,10 @@ from .locks import hold_lock
 LEASE_SECONDS = 60.0
 #: How long a runner waits for ``.lease.lock`` (held only while a lease is read and replaced).
 LOCK_WAIT = 30.0
+#: How far apart two hosts' clocks may be and their leases still be read as written (seconds).
+CLOCK_SLACK = 5.0
+#: How often a lease of another host that is not seen renewed is read again (seconds).
+WATCH_INTERVAL = 0.5
 
 
 class LeaseHeld(LogistError):
@@ -98,6 +110,8 @@ def over(data: dict, now: Optional[datetime] = None) -> Optional[str]:
         expires = datetime.fromisoformat(str(data.get("expires_at")))
     except ValueError:
         return "it names no valid expiry"
+    if expires.tzinfo is None:
+        return "it names no valid expiry"
     if expires <= now:
         return f"it expired at {data.get('expires_at')}"
     pid, started = data.get("pid"), data.get("started")
@@ -106,7 +120,32 @@ def over(data: dict, now: Optional[datetime] = None) -> Optional[str]:
             return f"its process {pid} on this host is gone"
         if isinstance(started, str) and not running(pid, started):
             return f"its process {pid} on this host is gone (the id now names a process started later)"
+    if expires > now + timedelta(seconds=_length(data) + CLOCK_SLACK):
+        # Renewed leases end at most one lease length ahead: this one was
+        # written by a clock that is ahead (or by hand), and would hold the job
+        # for as long as that clock is ahead.
+        return f"it expires at {data.get('expires_at')}, further ahead than one lease length (a clock ahead of this one's)"
     return None
+
+
+def _length(data: dict) -> float:
+    """The lease length ``data`` was written with (its expiry less its last
+    renewal), else :data:`LEASE_SECONDS`; never less than a second."""
+    try:
+        written = datetime.fromisoformat(str(data.get("renewed_at") or data.get("acquired_at")))
+        length = (datetime.fromisoformat(str(data.get("expires_at"))) - written).total_seconds()
+    except (ValueError, TypeError):
+        return LEASE_SECONDS
+    return max(1.0, length) if length > 0 else LEASE_SECONDS
+
+
+def _renewal(data: dict) -> tuple:
+    return data.get("renewed_at"), data.get("expires_at")
+
+
+def _alive_here(data: dict) -> bool:
+    """A live lease of a process on this host (checked by its process, not by watching it)."""
+    return data.get("host") == this_host() and isinstance(data.get("pid"), int)
 
 
 def describe(data: dict) -> str:
@@ -167,7 +206,11 @@ class Lease:
 def acquire(files: "JobFiles", *, engine: str, task: str, ttl: float = LEASE_SECONDS, wait: float = 0.0,
             supersedes: Optional[str] = None) -> Lease:
     """Take the job's lease, or raise :class:`LeaseHeld` naming its holder
-    (after waiting up to ``wait`` seconds for its lease to be over).
+    (after waiting up to ``wait`` seconds for its lease to be over). A live
+    lease of a process on this host is held; one of another host is held
+    once it is seen renewed (every third of its length while its runner
+    lives), and watched until it lapses otherwise: a lease whose runner or
+    host is gone is taken over within one lease length, whatever its host.
     ``supersedes``: the task of a runner the caller's batch saw die (a Ray
     runner its driver lost): a lease that task holds is taken over at once,
     by its task name, without waiting for it to expire. Should that runner
@@ -175,6 +218,7 @@ def acquire(files: "JobFiles", *, engine: str, task: str, ttl: float = LEASE_SEC
     checked then), and the job's lock keeps the two from stepping at once."""
     lease = Lease(files, uuid.uuid4().hex, engine, task, ttl)
     deadline = time.monotonic() + wait
+    first_seen: Optional[dict] = None
     while True:
         with hold_lock(files.lease_lock_path, "the job's lease", LOCK_WAIT):
             current = read_lease(files)
@@ -186,10 +230,16 @@ def acquire(files: "JobFiles", *, engine: str, task: str, ttl: float = LEASE_SEC
                     lease.took_over = f"took over the lease of {describe(current)}: {reason}"
                 atomic_write_json(lease.path, lease._data(_stamp(_now())))
                 return lease
-        if time.monotonic() >= deadline:
+        first_seen = first_seen or current
+        renewed = current.get("token") != first_seen.get("token") or _renewal(current) != _renewal(first_seen)
+        if time.monotonic() >= deadline and (renewed or _alive_here(current)):
             waited = f" (waited {wait:.0f} s)" if wait else ""
             raise LeaseHeld(f"run by another runner{waited}: {describe(current)}")
-        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+        # Another host's lease is live only while it is renewed: one seen renewed is
+        # skipped; one that is not renewed is watched until it lapses, then taken over
+        # (its runner or its host is gone), within one lease length.
+        time.sleep(min(1.0, max(0.05, deadline - time.monotonic())) if time.monotonic() < deadline
+                   else WATCH_INTERVAL)
 
 
 @contextmanager

@@ -229,7 +229,7 @@ class JobState(BaseModel):
     last_sequence: int = 0
     """Sequence number of the last history entry this state reflects: the job's step number."""
     calls: int = 0
-    """Steps taken in the job's history as it stands: answers applied (model calls, replayed and posted answers), a rewind taking back those it undoes. The N of "[Step N of MAX]" is the next one; settings.max_steps limits it. The calls made to a model, rewound ones too, are totals.llm_calls."""
+    """Steps taken in the job's history as it stands: answers applied (model calls, replayed and posted answers; a call that brought no answer is none), a rewind taking back those it undoes. The N of "[Step N of MAX]" is the next one; settings.max_steps limits it. The calls made to a model, rewound ones too, are totals.llm_calls."""
     retries_in_a_row: int = 0
     """RETRYs since the Supervisor last accepted work."""
     totals: Totals = Totals()

@@ -44,7 +44,7 @@ from typing import Optional, Protocol
 
 import yaml
 
-from ..errors import ConfigError
+from ..errors import ConfigError, json_problem
 
 
 class RoleLike(Protocol):
@@ -98,6 +98,8 @@ TEMPLATES: dict[str, Template] = {
     ),
     "protocol/tags": Template(
         "How a tags-protocol role answers: kosmos-panel's base prompt (SKILL_SYSTEM_PROMPT_WITH_ASK), word for word."),
+    "protocol/agent": Template(
+        "How a role whose work a coding agent does ends its run: the exit command it gives (COMPLETED, STUCK or RETRY)."),
     "answer_form/json": Template("How a JSON-protocol answer is given, in a re-ask (messages/refused's {answer_form})."),
     "answer_form/tags": Template("How a tags-protocol answer is given, in a re-ask (messages/refused's {answer_form})."),
     "answer_reminder/json": Template("The last line of a JSON-protocol role's turn-opening message ({answer_reminder})."),
@@ -285,7 +287,7 @@ def _read_prompts_json(path: Path) -> dict[str, tuple[str, str]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"prompts file {path}: cannot be read: {exc}") from None
     except ValueError as exc:
-        raise ConfigError(f"prompts file {path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        raise ConfigError(f"prompts file {path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {json_problem(exc)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"prompts file {path}: expected one object, key -> prompt text")
     found: dict[str, tuple[str, str]] = {}

@@ -21,7 +21,9 @@ knows, after a crash at any point:
   :func:`open_job`): an ``llm_call`` entry like any other, counted once.
   Without one (the process ended while the call was in flight) it is
   recorded as a call of unknown outcome (``response.status`` ``UNKNOWN``),
-  counted in the totals, the job left as before the call.
+  counted in the totals, the job left as before the call; when a process of
+  the step answered it (a coding agent, whose process group the journal
+  names), that group is stopped and the workspace reset to that HEAD too.
 * any other journal, its entry not in the history (a person's action, a
   rewind): the workspace is reset to that HEAD and the job stays as before
   the step; an answer the journal holds is written into the recovery note.
@@ -171,6 +173,37 @@ def _continue_from(files: "JobFiles", manifest: JobManifest, last: Optional[Hist
     return restored
 
 
+def _reset_workspace(files: "JobFiles", head: str, notes: list[str]) -> Optional[str]:
+    """Reset the workspace to ``head``; ``head``, or None where its ``.git``
+    is no longer a folder (removed, or a ``gitdir:`` file or a link in its
+    place, which Logist's git refuses): then the workspace is left as it is
+    and the note says so, so that what the journal holds (a paid answer) is
+    still recorded and the job can still be canceled."""
+    if not files.repo.exists():
+        notes.append(f"the workspace's .git is missing or not a folder, so the workspace was not reset to {head}")
+        return None
+    files.repo.reset_to(head)
+    return head
+
+
+def _interrupted_call(journal: StepJournal) -> str:
+    return f"step {journal.sequence} was interrupted after its LLM call, before it was recorded"
+
+
+def _interrupted_step(journal: StepJournal) -> str:
+    """What the interrupted step was, as its recovery note says it: a call
+    (its request or answer journalled), a posted or replayed answer, or
+    what the journal says it was doing (a person's approve-command, a
+    rewind, a run of checks)."""
+    if journal.request is not None or journal.answer is not None:
+        return _interrupted_call(journal)
+    if journal.doing:
+        return f"step {journal.sequence} ({journal.doing}) was interrupted before it was recorded"
+    if journal.raw_response is not None:
+        return f"step {journal.sequence} (a posted or replayed answer) was interrupted before it was recorded"
+    return f"step {journal.sequence} was interrupted before it was recorded"
+
+
 def _refuse_a_newer_format(files: "JobFiles") -> None:
     """A job a newer Logist wrote can be read (unknown fields are kept), but
     changing it could break what that version expects of its own format."""
@@ -271,22 +304,23 @@ def open_job(session: "JobSession", finish: Optional[Finish] = None,
         if cleared:
             notes.append(f"removed the git lock files a killed git process left: {', '.join(cleared)}")
         last = seek.last_entry(files)
-        dropped_step = f"step {journal.sequence} was interrupted after its LLM call, before it was recorded"
-        if last is not None and last.kind == "repair" and dropped_step in (last.note or ""):
+        dropped_step = _interrupted_step(journal)
+        if last is not None and last.kind == "repair" and any(
+                said in (last.note or "") for said in (dropped_step, _interrupted_call(journal))):
             jpath.unlink()  # the repair that dropped it was recorded; only this unlink was left
         elif last is not None and last.sequence >= journal.sequence:
             jpath.unlink()
             notes.append(f"entry {journal.sequence} was recorded but its command was interrupted before it finished")
         elif journal.request is not None and finish is not None:
             # A call: recorded as the call it was (below), never made again.
-            if journal.phase == "applying" and journal.head_before:
-                files.repo.reset_to(journal.head_before)
-                reset_head = journal.head_before
+            if journal.head_before and (journal.phase == "applying" or journal.command_pgid is not None):
+                # Applying, or a call a process of the step answered in the workspace (a coding agent's
+                # run): what was written is not the step's.
+                reset_head = _reset_workspace(files, journal.head_before, notes)
             interrupted = journal
         else:
             if journal.head_before:
-                files.repo.reset_to(journal.head_before)
-                reset_head = journal.head_before
+                reset_head = _reset_workspace(files, journal.head_before, notes)
             # The journal stays until the repair entry holding the dropped
             # answer is recorded (record() removes it): a kill before then
             # repeats this repair instead of losing the answer.

@@ -38,7 +38,8 @@ import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from ..errors import ConfigError, NoSuchNameError, format_validation_error
+from ..agents.providers import PROVIDERS
+from ..errors import ConfigError, NoSuchNameError, format_validation_error, json_problem
 from ..resources import data_dir
 from .prompts import check_instructions
 
@@ -85,6 +86,14 @@ class RoleManifest(BaseModel):
     """What becomes of an answer's file_changes: allowed, applied; refused, the answer is refused with the reason (and re-asked while format_retries last); approval, held until a person approves (job approve-command) or skips them (job skip-command)."""
     checks: list[str] = []
     """Checks of a job this role takes part in (shell commands Logist runs in the workspace after a COMPLETED; exit 0 passes), added to its skill's; a job's own --check replaces them."""
+    agent: Optional[str] = Field(default=None, json_schema_extra={"enum": list(PROVIDERS)})
+    """A coding agent that does the role's work (aider, codex, claude-code, qwen-code, opencode, or command: any program): each step of the role is one run of it in the job's workspace, its model calls made through Logist's recording gateway to the role's model (llm_model or llm_alias), and its run ends in the role's answer (COMPLETED, STUCK or RETRY). Unset: the model answers each step itself."""
+    agent_command: list[Annotated[str, Field(min_length=1)]] = []
+    """With agent command: the program's argv, {prompt_file} and {workspace} filled in (["my-agent", "--prompt-file", "{prompt_file}"])."""
+    agent_args: list[str] = []
+    """With agent: more arguments for the agent's command line, after Logist's own."""
+    agent_max_calls: int = Field(default=50, ge=1)
+    """With agent: the most model calls one run of the agent may make; the gateway refuses the next one and the job stops at its budget."""
     # Planner and compaction settings (SPEC section 7).
     prompt_compression: bool = False
     """Keep long conversations within bounds: older rounds are folded into a summary by a separate call."""
@@ -108,6 +117,13 @@ class RoleManifest(BaseModel):
             raise ValueError("give instructions or prompt_file, not both")
         if self.response_format is not None and self.structured_output not in (None, "off"):
             raise ValueError("give response_format or structured_output, not both")
+        if self.agent is not None and self.agent not in PROVIDERS:
+            raise ValueError(f"agent: no agent '{self.agent}' (known: {', '.join(PROVIDERS)})")
+        if self.agent_command and self.agent != "command":
+            raise ValueError("agent_command is for \"agent\": \"command\"")
+        if self.agent == "command" and not self.agent_command:
+            raise ValueError("agent_command: the argv of the agent command to run, e.g. "
+                             "[\"my-agent\", \"--prompt-file\", \"{prompt_file}\"]")
         if self.llm_model is None and self.llm_alias is None:
             raise ValueError("llm_model: Field required (or give llm_alias)")
         return self
@@ -121,7 +137,7 @@ class RoleManifest(BaseModel):
 def syntax_error(path: Path, exc: Exception, what: str) -> ConfigError:
     """A JSON or YAML syntax error as one line naming the file and the line."""
     if isinstance(exc, json.JSONDecodeError):
-        return ConfigError(f"{what} {path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")
+        return ConfigError(f"{what} {path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {json_problem(exc)}")
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
     if mark is not None:
@@ -138,6 +154,8 @@ def _read_file(path: Path) -> object:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise syntax_error(path, exc, "role manifest") from None
+    except RecursionError:
+        raise ConfigError(f"role manifest {path}: nested too deeply to be a role") from None
     except (OSError, ValueError) as exc:
         raise syntax_error(path, exc, "role manifest") from None
 
@@ -230,13 +248,36 @@ def _names_in(path: Path) -> set[str]:
 
 
 def _role_files(jobs_dir: Path) -> list[Path]:
-    """A jobs directory's role files: ``roles.json``, then ``roles/``'s, by name."""
+    """A jobs directory's role files: ``roles.json``, then ``roles/``'s, by
+    name, less a YAML file a role's ``prompt_file`` names (its prompt, such
+    as TaskWeaver's planner_prompt.yaml, is not a role)."""
     directory = jobs_dir / "roles"
     files = [jobs_dir / "roles.json"] if (jobs_dir / "roles.json").is_file() else []
     if directory.is_dir():
         files += [p for p in sorted(directory.iterdir())
                   if p.suffix in MANIFEST_SUFFIXES and p.is_file() and not p.name.startswith(".")]
-    return files
+    prompts = _prompt_files(files)
+    return [p for p in files if p.resolve() not in prompts]
+
+
+def _prompt_files(files: list[Path]) -> set[Path]:
+    """The files the role manifests among ``files`` name as their
+    ``prompt_file`` (resolved); a file that does not read names none."""
+    named: set[Path] = set()
+    for path in files:
+        try:
+            data = _read_file(path)
+        except ConfigError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        manifests = [v for k, v in data.items() if k != "$schema"] if _keyed_by_name(data) else [data]
+        for manifest in manifests:
+            for key in ("prompt_file", "prompt_file_path"):
+                value = manifest.get(key) if isinstance(manifest, dict) else None
+                if isinstance(value, str) and value.strip():
+                    named.add((path.parent / value).resolve())
+    return named
 
 
 def _load_files(files: list[Path], jobs_dir: Optional[Path]) -> Roles:

@@ -62,6 +62,7 @@ no part of what a session guarantees.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -72,7 +73,7 @@ from . import recovery, seek, upgrade, upgrading
 from . import lease as leases
 from . import manifest as manifests
 from . import response_formats
-from .atomic import atomic_write
+from .atomic import atomic_write, atomic_write_json
 from .config import LogistConfig
 from ..failpoints import failpoint
 from .entries import WORKSPACE_PATH, HistoryEntry, JobHistory
@@ -91,6 +92,7 @@ HISTORY_APPEND_NAME = HISTORY_NAME + ".append"
 JOURNAL_NAME = "step_journal.json"
 LEASE_NAME = "lease.json"
 LEASE_LOCK_NAME = ".lease.lock"
+STOP_REQUEST_NAME = "stop_request.json"
 #: The folder the recorded ``response_format`` values are kept in (the history names them by it).
 RESPONSE_FORMATS_NAME = response_formats.FOLDER
 #: The workspace's folder; the history's entries name it so too (``workspace_path``).
@@ -100,6 +102,8 @@ REPORT_NAME = "report.html"
 README_NAME = "README.md"
 CONTEXT_NAME = "context.md"
 LOCK_NAME = ".lock"
+#: The folder of the calls a role's coding agent made through the gateway: ``<entry>/call-<n>.json``.
+AGENT_RUNS_NAME = "agent_runs"
 VIEWS_LOCK_NAME = ".views.lock"
 
 
@@ -137,12 +141,17 @@ JOB_FILES: tuple[JobFile, ...] = (
                         "engine task own it and until when; another runner skips the job meanwhile", always=False),
     JobFile(LEASE_LOCK_NAME, "the lease's lock, held while a runner takes, renews or ends a lease; an empty file "
                              "that stays, harmless", always=False),
+    JobFile(STOP_REQUEST_NAME, "only while a person's suspend or cancel waits for the step in progress to end: "
+                               "what was asked and when; the runner applies it before its next step", always=False),
     JobFile(CONTEXT_NAME, "the context every system prompt of this job gives (copied from the workspace's "
                           f"{upgrade.WORKSPACE_CONTEXT} when the job was made; edit it here), only when there is one",
             always=False),
     JobFile(RESPONSE_FORMATS_NAME + "/", "the response_format values the calls sent (decoding schemas), each kept "
                                          "once by its SHA-256 and named by the history's entries that sent it",
             always=False),
+    JobFile(AGENT_RUNS_NAME + "/", "the model calls a role's coding agent made through Logist's gateway: one "
+                                   "folder per step (its history entry's number), one JSON file per call "
+                                   "(request, answer, usage), named by the entry", always=False),
     JobFile(REPORT_NAME, "the job's timeline as one HTML page, written by `logist job report`", always=False),
     JobFile(JOURNAL_NAME, "only while a step is applied: what to undo if it is interrupted", always=False),
     JobFile(HISTORY_APPEND_NAME, "only while an entry is appended to the history: where the append started",
@@ -268,8 +277,36 @@ class JobFiles:
         return self.dir / LEASE_LOCK_NAME
 
     @property
+    def stop_request_path(self) -> Path:
+        return self.dir / STOP_REQUEST_NAME
+
+    @property
     def response_formats_dir(self) -> Path:
         return self.dir / RESPONSE_FORMATS_NAME
+
+    def agent_call_name(self, sequence: int, number: int) -> str:
+        """Where call ``number`` of the agent run of entry ``sequence`` is kept, relative to the job's folder."""
+        return f"{AGENT_RUNS_NAME}/{sequence:04d}/call-{number:03d}.json"
+
+    def agent_call_names(self, sequence: int) -> list[str]:
+        """The calls kept for the agent run of entry ``sequence``, in order (relative to the job's folder)."""
+        folder = self.dir / AGENT_RUNS_NAME / f"{sequence:04d}"
+        if not folder.is_dir():
+            return []
+        return [f"{AGENT_RUNS_NAME}/{sequence:04d}/{p.name}" for p in sorted(folder.glob("call-*.json"))]
+
+    def agent_calls(self, sequence: int) -> list[tuple[str, dict]]:
+        """The calls kept for the agent run of entry ``sequence``: (name, the gateway's record), in order;
+        a file that cannot be read is left out."""
+        found = []
+        for name in self.agent_call_names(sequence):
+            try:
+                data = json.loads((self.dir / name).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict):
+                found.append((name, data))
+        return found
 
     @property
     def workspace(self) -> Path:
@@ -438,6 +475,39 @@ class JobFiles:
         """The lease a runner holds on the job (None: none, or unreadable)."""
         return leases.read_lease(self)
 
+    # -- a person's stop while a step runs ------------------------------------------------------
+    #: What may be asked while the job's lock is held by a step.
+    STOPS = ("suspend", "cancel")
+
+    def request_stop(self, action: str, requested_at: str) -> None:
+        """Ask the step in progress's runner to ``action`` (suspend or cancel)
+        the job before its next step. Written without the job's lock (a step
+        holds it), atomically; a cancel is never replaced by a suspend."""
+        if action not in self.STOPS:
+            raise ValueError(f"not a stop: {action}")
+        current = self.stop_request()
+        if current is not None and current["action"] == "cancel":
+            return
+        atomic_write_json(self.stop_request_path, {"action": action, "requested_at": requested_at})
+
+    def stop_request(self) -> Optional[dict]:
+        """The stop a person asked for while a step ran (None: none, or one
+        that cannot be read, which asks for nothing)."""
+        try:
+            data = json.loads(self.stop_request_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return None
+        if not isinstance(data, dict) or data.get("action") not in self.STOPS:
+            return None
+        return {"action": data["action"], "requested_at": str(data.get("requested_at") or "")}
+
+    def clear_stop_request(self) -> None:
+        """Forget the stop asked for (applied, or replaced by a person's decision made under the lock)."""
+        try:
+            self.stop_request_path.unlink()
+        except FileNotFoundError:
+            pass
+
     def context_at_start(self, baseline: Optional[str]) -> Optional[str]:
         """A job without ``context.md``: its workspace's context file as of ``baseline``."""
         return upgrade.context_at_start(self, baseline)
@@ -539,6 +609,15 @@ class JobSession(JobFiles):
         self.journal.close()
         if self.manifest is not None:
             self.manifest = manifest
+
+    def keep_agent_call(self, sequence: int, number: int, data: dict) -> str:
+        """Keep one call a coding agent made (its gateway's record) before its
+        answer reaches the agent (written atomically, fsynced); its name."""
+        name = self.agent_call_name(sequence, number)
+        path = self.dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, data)
+        return name
 
     def write_manifest(self, manifest: JobManifest) -> None:
         """Write the manifest alone (a change no entry records: a create, a repair's restore)."""

@@ -23,6 +23,7 @@ from importlib.resources import files
 from typing import Optional
 
 from ..secrets.redact import redact
+from ..terminal import inert
 from ..store.entries import FAILED
 from ..store.history import HistoryEntry
 from ..store.session import JobFiles
@@ -39,6 +40,14 @@ def esc(value: object) -> str:
     escaped (redacted after escaping, a secret holding ``& < > " '`` would
     be written in its escaped spelling, which the redaction does not know)."""
     return html.escape(redact("" if value is None else str(value)) or "", quote=True)
+
+
+def command_html(command: Optional[str]) -> str:
+    """A command (held, run, refused, a check's) as the one line it runs as:
+    every control character made visible (:func:`logist.terminal.inert`:
+    ``\\r`` as ␍, ESC as ␛), as the CLI and the decision box show it, so
+    no part of it hides another."""
+    return f"<code>{esc(inert(command, one_line=True))}</code>"
 
 
 def _pre(text: str, cls: str = "") -> str:
@@ -137,6 +146,8 @@ def _answer_html(entry: HistoryEntry) -> str:
                     what = "delete" if change.get("delete") else ("write" if "content" in change else "replace in")
                     items.append(f"<li>{what} <code>{esc(change.get('path'))}</code></li>")
                 parts.append(f"<dt>file_changes</dt><dd><ul>{''.join(items)}</ul></dd>")
+            elif key == "command" and isinstance(value, str):
+                parts.append(f"<dt>command</dt><dd>{command_html(value)}</dd>")
             elif isinstance(value, str):
                 parts.append(f'<dt>{esc(key)}</dt><dd class="prose">{esc(value)}</dd>')
             else:
@@ -167,23 +178,34 @@ def _outcome_html(entry: HistoryEntry) -> str:
     if response is not None and response.files_changed:
         files = ", ".join(f"<code>{esc(p)}</code>" for p in response.files_changed)
         items.append(f"<li>Files changed: {files}</li>")
+    run = entry.agent
+    if run is not None:
+        ended = ("stopped at its timeout" if run.timed_out else "interrupted" if run.interrupted
+                 else f"exit {run.exit_code}" if run.exit_code is not None else "ended")
+        calls = "".join(
+            f"<li>call {call.number}: {esc(call.api)}, HTTP {call.status}"
+            + (f", {call.input_tokens or 0} tokens in, {call.output_tokens or 0} out" if call.input_tokens is not None
+               else "") + f", <code>{esc(call.file)}</code></li>" for call in run.calls)
+        stop = f' <span class="error">stopped at the gateway: {esc(run.budget_stop)}</span>' if run.budget_stop else ""
+        items.append(f"<li>The agent <code>{esc(run.agent)}</code> ran ({esc(ended)}), {len(run.calls)} model "
+                     f"call{'s' if len(run.calls) != 1 else ''} through the gateway:{stop}<ul>{calls}</ul></li>")
     command = entry.command
     if command is not None:
         if command.decision == "run":
             how = "timed out" if command.timed_out else f"exit {command.exit_code}"
             items.append(
-                f"<li>Ran <code>{esc(command.command)}</code> ({esc(how)}, {command.duration_ms / 1000:g} s); "
+                f"<li>Ran {command_html(command.command)} ({esc(how)}, {command.duration_ms / 1000:g} s); "
                 f"the output as the model is shown it:{_pre(command.output or '(no output)', 'output')}</li>"
             )
         elif command.decision == "ask":
-            items.append(f"<li>Held <code>{esc(command.command)}</code> until a person approves or skips it</li>")
+            items.append(f"<li>Held {command_html(command.command)} until a person approves or skips it</li>")
         else:
-            items.append(f"<li>Refused <code>{esc(command.command)}</code>: the command policy does not allow it</li>")
+            items.append(f"<li>Refused {command_html(command.command)}: the command policy does not allow it</li>")
     if entry.checks is not None:
         for result in entry.checks.results:
             failed = "" if result.passed else ' class="error"'
             items.append(
-                f'<li{failed}>Check <code>{esc(result.command)}</code> '
+                f'<li{failed}>Check {command_html(result.command)} '
                 f"{esc(result.ending)} ({result.duration_ms / 1000:g} s); the end of its output:"
                 f"{_pre(result.output or '(no output)', 'output')}</li>"
             )
@@ -209,7 +231,7 @@ def _row_html(row: StepRow) -> str:
         f'<span class="actor">{esc(row.actor)}</span>'
         f'<span class="action a-{esc(row.action)}">{esc(row.action)}</span>'
         f'<span class="states" title="{esc(change)}">{esc(row.state_after)}</span>'
-        f'<span class="text">{esc(one_line(row.summary, ROW_TEXT_LIMIT))}</span>'
+        f'<span class="text">{esc(inert(one_line(row.summary, ROW_TEXT_LIMIT), one_line=True))}</span>'
         f'<span class="tokens">{"" if row.tokens is None else row.tokens}</span>'
         f'<span class="cost">{_money(row.cost_usd)}</span>'
         f'<code class="commit">{esc((row.commit or "")[:8])}</code>'
@@ -274,7 +296,7 @@ def facts_html(summary: JobSummary, job: JobFiles) -> str:
     if m.question:
         rows.insert(1, ("Question", f'<span class="prose">{esc(m.question.text)}</span>'))
     if m.pending_command:
-        rows.insert(1, ("Held command", f"<code>{esc(m.pending_command)}</code>"))
+        rows.insert(1, ("Held command", command_html(m.pending_command)))
     if m.last_exit:
         last = m.last_exit
         rows.insert(2, ("Last exit", f'{esc(last.role)} {esc(last.action)}: <span class="prose">{esc(last.summary)}</span>'))

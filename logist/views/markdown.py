@@ -238,6 +238,25 @@ def _render_person(entry: HistoryEntry) -> list[str]:
     return out
 
 
+def _render_agent_run(entry: HistoryEntry) -> list[str]:
+    """What a coding agent's run did: how it ended, and each model call it made (the files that hold them)."""
+    run = entry.agent
+    ended = ("was stopped at its timeout" if run.timed_out else "was interrupted" if run.interrupted
+             else f"exited {run.exit_code}" if run.exit_code is not None else "ended")
+    source = {"exit_file": "; its answer came from its exit file", "final_message": "; its answer came from its "
+              "final message", "rule": "; it gave no exit command (its answer follows from its exit code and the "
+              "files it changed)"}.get(run.exit_source or "", "")
+    out = [f"### Agent run\n\n{code(run.agent)} {ended}{source}; {len(run.calls)} model "
+           f"call{'s' if len(run.calls) != 1 else ''} through the gateway.\n"]
+    if run.budget_stop:
+        out.append(f"Stopped at the gateway: {run.budget_stop}\n")
+    for call in run.calls:
+        tokens = f", {call.input_tokens or 0} tokens in, {call.output_tokens or 0} out" if call.input_tokens is not None \
+            else ""
+        out.append(f"- call {call.number}: {call.api}, HTTP {call.status}{tokens}, {code(call.file)}\n")
+    return out
+
+
 def render_entry(entry: HistoryEntry, tracker: PromptTracker) -> str:
     """One entry's Markdown block."""
     out = [_heading(entry), _state_line(entry)]
@@ -246,6 +265,8 @@ def render_entry(entry: HistoryEntry, tracker: PromptTracker) -> str:
         if view is not None:
             out += _render_prompt(view)
         out += _render_answer(entry)
+        if entry.agent is not None:
+            out += _render_agent_run(entry)
         if entry.kind in ANSWER_KINDS:
             out += _render_outcome(entry)
     else:

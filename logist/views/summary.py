@@ -25,6 +25,7 @@ from ..store.session import JobFiles
 from ..store.manifest import JobManifest, Totals
 from ..protocol.forms import loads
 from ..protocol.answer import extract_json_text
+from ..terminal import inert
 
 
 @dataclass
@@ -133,7 +134,7 @@ def entry_summary(entry: HistoryEntry) -> str:
             label = {"ask": " (held for a person)", "deny": " (refused by the policy)"}.get(entry.command.decision, "")
             if entry.command.decision == "run":
                 label = f" (exit {entry.command.exit_code})" if not entry.command.timed_out else " (timed out)"
-            return f"$ {entry.command.command}{label}"
+            return f"$ {inert(entry.command.command, one_line=True)}{label}"
         if entry.response.status != "SUCCESS":
             return entry.response.error or entry.response.status
         if entry.kind == "compaction":
@@ -148,7 +149,7 @@ def entry_summary(entry: HistoryEntry) -> str:
     if entry.user_input is not None:
         text = entry.user_input.text or ""
         if entry.command is not None:
-            text = f"$ {entry.command.command} (exit {entry.command.exit_code})"
+            text = f"$ {inert(entry.command.command, one_line=True)} (exit {entry.command.exit_code})"
         return text
     return entry.note or ""
 

@@ -225,7 +225,8 @@ def _lstat(path) -> Optional[os.stat_result]:
 def guard_repository(git_dir: Path, good_configs: Optional[set[bytes]] = None) -> list[str]:
     """Put a workspace's repository back to what Logist allows: ``.git`` a
     real folder, its config reduced to :data:`KEPT`, no hooks (only git's
-    ``*.sample`` files), no ``commondir``, no nested repository git would
+    ``*.sample`` files), no ``commondir``, no link among its reflogs
+    (:func:`_unlink_reflogs`), no nested repository git would
     enter (:func:`seal_nested`). Returns what was put back (also logged);
     :class:`LogistError` when ``.git`` is not a folder. A handful of system
     calls and one read of the index when nothing changed. ``good_configs``:
@@ -268,11 +269,35 @@ def guard_repository(git_dir: Path, good_configs: Optional[set[bytes]] = None) -
             if _lstat(os.path.join(git_dir, name)) is not None:
                 _remove(Path(git_dir, name))
                 done.append(f".git/{name} (removed)")
+        done += _unlink_reflogs(git_dir)
         done += seal_nested(Path(git_dir))
     except OSError as exc:
         raise LogistError(f"cannot check {git_dir}: {exc.strerror or exc}") from None
     if done:
         log.warning("%s: put back %s", git_dir, "; ".join(done))
+    return done
+
+
+def _unlink_reflogs(git_dir: str) -> list[str]:
+    """Remove every link in ``.git/logs`` (``logs`` itself included): git
+    appends to a reflog in place, through a link, so a command's
+    ``logs/HEAD -> ~/.bashrc`` would have Logist's next commit write a line
+    there. A reflog is a record, not the repository: losing a planted one
+    loses nothing git needs."""
+    logs = os.path.join(git_dir, "logs")
+    found = _lstat(logs)
+    if found is None:
+        return []
+    if not stat.S_ISDIR(found.st_mode):
+        _remove(Path(logs))
+        return [".git/logs (not a folder: removed)"]
+    done = []
+    for folder, names, files in os.walk(logs):  # links to folders are listed, never entered
+        for name in [*names, *files]:
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                os.unlink(path)
+                done.append(f".git/{os.path.relpath(path, git_dir)} (a link: removed)")
     return done
 
 

@@ -144,8 +144,12 @@ class Workspace:
     # -- reading ------------------------------------------------------------
 
     def exists(self) -> bool:
-        """Whether the repository is (still) there."""
-        return (self.path / ".git").exists()
+        """Whether the workspace's own repository is (still) there: ``.git``
+        a folder. A link or a ``gitdir:`` file in its place is refused by
+        Logist's git (:func:`logist.workspace.git.guard_repository`), so the
+        views read no diffs from it and show the job without them."""
+        git_dir = self.path / ".git"
+        return git_dir.is_dir() and not git_dir.is_symlink()
 
     def head(self) -> str:
         """The commit HEAD points at. Read from .git directly when it is a plain
@@ -199,6 +203,30 @@ class Workspace:
                         "--ignore-submodules=all"])
         return stream_patches(git, self.path, git_env(self.path / ".git" if self.guarded else None), stdin, count, limit)
 
+    def work_patch(self, base: str) -> str:
+        """Everything in the workspace that differs from commit ``base``
+        (changed, added, deleted files; untracked ones too, ignored ones not),
+        as a binary patch :meth:`apply_patch` applies: what a coding agent's
+        run did. The changes are staged (the step's commit stages them anyway)."""
+        added = self._run(["add", "-A", "--ignore-errors"])
+        denied = _denied(added)
+        if added.returncode != 0 and not denied:
+            raise LogistError(f"git add failed in {self.path}: {_git_detail(added)}")
+        return self._raw("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv",
+                         "--no-renames", "--ignore-submodules=all", base)
+
+    def apply_patch(self, patch: str) -> None:
+        """Apply a patch of :meth:`work_patch` to the files (not committed);
+        :class:`LogistError` with git's message when it does not apply."""
+        if not patch.strip():
+            return
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".patch", delete=False) as handle:
+            handle.write(patch)
+        try:
+            self._git("apply", "--binary", "--whitespace=nowarn", handle.name)
+        finally:
+            os.unlink(handle.name)
+
     def file_at(self, sha: str, rel: str) -> str:
         """A workspace file's text as it was at commit ``sha``."""
         return self._raw("show", f"{sha}:{rel}")
@@ -206,6 +234,23 @@ class Workspace:
     def format_patch(self, base: str, head: str) -> str:
         """The commits ``base..head`` as a patch series (``git am`` / ``git apply``)."""
         return self._raw("format-patch", "--stdout", "--binary", "--ignore-submodules=all", f"{base}..{head}")
+
+    def subjects(self, base: str, head: str) -> list[str]:
+        """The subjects of the commits ``base..head``, oldest first."""
+        return self._git("log", "--reverse", "--format=%s", f"{base}..{head}").splitlines()
+
+    def combined_patch(self, base: str, head: str, message: str) -> str:
+        """The change from ``base`` to ``head`` as one patch ("" when there is
+        none): a commit of ``head``'s tree on ``base`` is made for it (no
+        branch names it) and written as ``git format-patch`` writes one, so
+        that both ``git apply`` and ``git am`` give ``head``'s tree. A series
+        of the commits would not: ``git apply`` of a file one commit creates
+        and a later one deletes leaves the file."""
+        tree = self._git("rev-parse", f"{head}^{{tree}}")
+        if tree == self._git("rev-parse", f"{base}^{{tree}}"):
+            return ""
+        commit = self._git("commit-tree", tree, "-p", base, "-m", message)
+        return self._raw("format-patch", "--stdout", "--binary", "--ignore-submodules=all", "-1", commit)
 
     def read_text_file(self, rel: str, limit: int) -> Optional[str]:
         """A workspace file's text for a prompt (cut at ``limit``), or None."""
@@ -215,10 +260,14 @@ class Workspace:
             return None
         if not target.is_file():
             return None
-        data = target.read_bytes()
-        text = data[:limit].decode("utf-8", errors="replace")
-        if len(data) > limit:
-            text += f"\n[... cut: file is {len(data)} bytes, showing the first {limit}]"
+        # Only what is shown is read: a file of gigabytes (a sparse one costs nothing
+        # to make) is never loaded whole.
+        with open(target, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(limit)
+        text = data.decode("utf-8", errors="replace")
+        if size > limit:
+            text += f"\n[... cut: file is {size} bytes, showing the first {limit}]"
         return text
 
     # -- writing ------------------------------------------------------------
@@ -260,6 +309,11 @@ class Workspace:
         denied = _denied(self._run(["clean", "-n", "-d"]))
         if denied:
             raise UnreadableFiles(self.path, denied, f"put the workspace back at {sha[:12]}")
+
+    def fold_to(self, sha: str) -> None:
+        """Move HEAD back to ``sha`` keeping the files as they are (``git reset
+        --soft``): the commits after it become part of the next commit."""
+        self._git("reset", "-q", "--soft", sha)
 
     def keep_ref(self, ref: str, sha: str) -> None:
         """Keep ``sha`` reachable under ``ref`` (so rewinding never loses a commit)."""

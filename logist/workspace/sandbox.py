@@ -19,7 +19,10 @@ Logist holds the API key; a command is code the model wrote. So a command:
   second, unprivileged user namespace, in which those mounts are locked: it
   cannot unmount them or make them writable again. So a command cannot
   plant a hook, rewrite a ref or the index, or edit what Logist injects
-  into the next prompt. Where the namespace works but mounts do not, the
+  into the next prompt. Logist's private directory (``logist serve``'s
+  token: :mod:`logist.secrets.private`) is covered by an empty read-only
+  file system there: a command cannot read a credential Logist keeps, nor
+  decide for a person through ``logist serve`` with it. Where the namespace works but mounts do not, the
   command runs with the PID namespace alone (Logist's git then still
   resets what a command may have planted: :mod:`logist.workspace.git`).
 * gets an **allowlisted environment** (:func:`command_env`): :data:`PASSED`,
@@ -62,7 +65,7 @@ from pathlib import Path
 from typing import IO, Callable, Optional, Sequence
 
 from .. import programs
-from ..secrets import environment
+from ..secrets import environment, private
 from ..errors import LogistError
 from ..secrets.process import _libc
 
@@ -78,9 +81,12 @@ SANDBOXES = ("auto", "namespace", "none")
 _GATE = 'IFS= read -r _ || exit 125; exec </dev/null; exec /bin/sh -c "$1"'
 _UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
 #: Run as root of the outer user namespace (``$0`` = the workspace, ``$1``
-#: its uid and ``$2`` its gid outside, then the read-only directories): makes
-#: the workspace a mount of its own, its ``.git`` (if any) and the read-only
-#: directories read-only mounts, enters the workspace again through them (the
+#: its uid and ``$2`` its gid outside, then the read-only directories, ``--``,
+#: the hidden ones, ``--``): makes the workspace a mount of its own, its
+#: ``.git`` (if any) and the read-only directories read-only mounts, mounts
+#: an empty read-only file system over each hidden directory (Logist's
+#: private directory: :mod:`logist.secrets.private`), enters the workspace
+#: again through them (the
 #: working directory inherited from Logist is below the mounts), and starts
 #: the gate as the caller's uid in a new user and mount namespace, where the
 #: mounts are locked. Any failure stops here: the command does not run.
@@ -93,6 +99,7 @@ _MOUNTS = (
     '{mount} --bind "$ws" "$ws"; '
     'if [ -e "$ws/.git" ]; then {mount} --bind -o ro "$ws/.git" "$ws/.git"; fi; '
     'while [ "$1" != -- ]; do {mount} --rbind -o ro "$1" "$1"; shift; done; shift; '
+    'while [ "$1" != -- ]; do {mount} -t tmpfs -o ro,mode=0555,size=4k logist-hidden "$1"; shift; done; shift; '
     'cd "$ws"; exec {unshare} --user --mount --map-user="$uid" --map-group="$gid" "$@"'
 )
 _PR_SET_PDEATHSIG = 1
@@ -212,12 +219,26 @@ def namespace_prefix() -> Optional[tuple[str, ...]]:
     return None
 
 
+def hidden_directories() -> list[str]:
+    """The directories a command must not see into: Logist's private
+    directory (made here if it can be, so that a credential written into it
+    while the command runs is hidden too)."""
+    try:
+        path = private.ensure()
+    except LogistError:
+        path = private.directory()
+        if not path.is_dir() or path.is_symlink():
+            return []  # it cannot be made: nothing can be kept in it either
+    return [os.path.realpath(path)]
+
+
 def _mounting(workspace: Path, read_only: Sequence[Path]) -> tuple[str, ...]:
     """The argv head that runs a program with :data:`_MOUNTS` (see :func:`mount_prefix`)."""
     unshare, mount = programs.program("unshare"), programs.program("mount")
     script = _MOUNTS.format(mount=shlex.quote(mount or "mount"), unshare=shlex.quote(unshare or "unshare"))
     return (unshare, *_UNSHARE, "--map-root-user", "/bin/sh", "-c", script, os.path.realpath(workspace),
-            str(os.getuid()), str(os.getgid()), *(os.path.realpath(d) for d in read_only), "--")
+            str(os.getuid()), str(os.getgid()), *(os.path.realpath(d) for d in read_only), "--",
+            *hidden_directories(), "--")
 
 
 @functools.lru_cache(maxsize=1)
@@ -412,16 +433,23 @@ def stop_group(pgid: int, started: Optional[str] = None, wait: float = 10.0) -> 
     """End process group ``pgid`` (a reaper leading it asked first, as
     :func:`finish` does, then SIGKILL) and wait until none of it is left; False when there
     was nothing to stop (or the id now names another group: its leader
-    started at another time than ``started``)."""
+    started at another time than ``started``). Where the kernel tells when
+    a process started (Linux), a group with no ``started`` is never killed:
+    Logist records one for every command it starts, so a journal without it
+    was written by hand, and its group could be anyone's."""
     if pgid <= 1 or pgid == os.getpgid(0):
+        return False
+    if started is None and os.path.isdir("/proc/self"):
         return False
     if started is not None:
         now = start_time(pgid)
         if now is not None and now != started:
             return False
+    asked = False
     if _is_reaper(pgid):
         try:
             os.kill(pgid, signal.SIGTERM)
+            asked = True  # the reaper ends its group: what is left of it below is killed too
             deadline = time.monotonic() + wait
             while pgid in _members(pgid) and time.monotonic() < deadline:
                 time.sleep(0.02)
@@ -430,7 +458,7 @@ def stop_group(pgid: int, started: Optional[str] = None, wait: float = 10.0) -> 
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        return False
+        return asked  # gone: stopped by its reaper, or nothing was there
     deadline = time.monotonic() + wait
     while group_alive(pgid) and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -136,16 +136,19 @@ class WatchingServer(ScriptedLLMServer):
     processes of the agent calling it (found by the run's token in their
     environment) and at the home they were given, while they run."""
 
-    def __init__(self, script, token: str, **kwargs):
+    def __init__(self, script, token: str = "", *, needle: str = "", **kwargs):
         super().__init__(script, **kwargs)
         self.token = token
+        #: What the agent's processes hold in their environment (``NAME=value``): the run's token by
+        #: default; a job's run, whose token Logist makes, is found by ``LOGIST_WORKSPACE=<its workspace>``.
+        self.needle = needle or f"OPENAI_API_KEY={token}"
         #: One entry per request: {pid: environment} of the agent's processes.
         self.seen: list[dict[int, dict[str, str]]] = []
         #: The agent's home as it was at each request (relative path -> bytes).
         self.homes: list[dict[str, bytes]] = []
 
     def reply_for(self, body, headers):
-        processes = processes_with(f"OPENAI_API_KEY={self.token}")
+        processes = processes_with(self.needle)
         self.seen.append(processes)
         homes = {env.get("HOME") for env in processes.values()}
         for home in homes:

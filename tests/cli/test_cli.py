@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -248,6 +249,47 @@ def test_startup_imports_neither_openai_nor_git(jobs, argv):
     print(f"modules imported by logist {' '.join(argv)}: {modules}")
     assert modules["openai"] is False
     assert modules["git"] is False
+
+
+_LOADED_SCRIPT = """
+import json, sys
+sys.argv = ["logist", *json.loads(sys.argv[1])]
+import logist.__main__
+try:
+    logist.__main__.main()
+except SystemExit:
+    pass
+print("MODULES " + json.dumps(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["job", "--help"]], ids=["help", "version", "job-help"])
+def test_help_and_version_load_no_command_nor_pydantic_openai_or_the_engine(argv):
+    result = subprocess.run([sys.executable, "-c", _LOADED_SCRIPT, json.dumps(argv)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert ("logist, version" in result.stdout) if argv == ["--version"] else ("Commands:" in result.stdout)
+    modules = json.loads(result.stdout.splitlines()[-1].removeprefix("MODULES "))
+    heavy = [name for name in modules if name.split(".")[0] in ("pydantic", "pydantic_core", "openai", "httpx", "httpx2")
+             or name.startswith(("logist.engine", "logist.store", "logist.api", "logist.cli.app", "logist.cli.job."))]
+    assert heavy == [], f"logist {' '.join(argv)} imported {heavy}"
+
+
+@pytest.mark.parametrize("width", [40, 80, 200])
+@pytest.mark.parametrize("group", ["logist", "job"])
+def test_the_listing_of_help_is_what_click_makes_of_the_commands_themselves(group, width):
+    """The lazily loaded groups list their commands from logist/cli/listing.py
+    (generated; python -m logist.docs_pages --check finds it stale): the same
+    lines click writes from the loaded commands, at any width."""
+    ctx = click.Context(cli, info_name="logist")
+    lazy = cli if group == "logist" else cli.get_command(ctx, group)
+    if group != "logist":
+        ctx = click.Context(lazy, info_name=group, parent=ctx)
+    listed, loaded = click.HelpFormatter(width=width), click.HelpFormatter(width=width)
+    lazy.format_commands(ctx, listed)
+    click.Group.format_commands(lazy, ctx, loaded)  # loads every command
+    assert listed.getvalue() == loaded.getvalue()
+    assert "Commands:" in listed.getvalue()
 
 
 # 4. Errors ------------------------------------------------------------------------------

@@ -63,3 +63,36 @@ def test_doctor_shows_the_window_and_probes_the_structured_output_form(jobs, llm
     plain = json.loads(logist_cli("doctor", "--json", "--base-url", llm.base_url).stdout)["roles"]["Worker"]
     assert plain["context_window"] == 128000 and plain["context_window_from"] == "Logist's table of models"
     assert plain["form_found"] is None and len(llm.requests) == 1
+
+
+def test_a_web_page_under_a_base_url_that_ends_in_v1_is_not_asked_about_v1(jobs, web_page):
+    done = logist_cli("models", "--base-url", web_page + "/v1")
+    said = done.stdout + done.stderr
+    assert done.returncode == 1
+    assert "the base URL serves a web page, not the API" in said and "is it the API's address?" in said
+    assert "end in /v1" not in said
+
+
+@pytest.mark.parametrize("variable", ["LOGIST_API_KEY", "OPENAI_API_KEY"])
+def test_a_401_names_the_variable_the_refused_key_came_from_and_only_it(jobs, llm, variable):
+    from logist.replay.scripted import Reply
+
+    write_config(jobs, max_retries=0)
+    assert logist_cli("job", "create", "k", "-o", "Say hi").returncode == 0
+    llm.add(Reply(status=401, error_message="Incorrect API key provided"))
+    done = logist_cli("job", "step", "k", "--base-url", llm.base_url, env={variable: "sk-refused-key-1234"})
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said
+    assert f"HTTP 401: Incorrect API key provided (the key in {variable} was refused)" in said
+    other = {"LOGIST_API_KEY", "OPENAI_API_KEY"} - {variable}
+    assert other.pop() not in said and "sk-refused-key-1234" not in said
+
+
+def test_a_401_without_a_key_says_where_to_set_one(jobs, llm):
+    from logist.replay.scripted import Reply
+
+    write_config(jobs, max_retries=0)
+    assert logist_cli("job", "create", "k", "-o", "Say hi").returncode == 0
+    llm.add(Reply(status=401, error_message="no key"))
+    done = logist_cli("job", "step", "k", "--base-url", llm.base_url)
+    assert "(set LOGIST_API_KEY or OPENAI_API_KEY)" in done.stderr

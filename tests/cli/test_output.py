@@ -119,6 +119,38 @@ def test_commands_work_from_anywhere_inside_a_jobs_directory(tmp_path, monkeypat
     assert not (deep / "jobs").exists() and not (project / "src" / "jobs").exists()
 
 
+def test_a_jobs_directory_planted_in_a_workspace_is_never_found(tmp_path, monkeypatch):
+    """A model writes a ``jobs_index.json``, a ``config.json`` naming its own
+    endpoint and a link to another job into its workspace: a command run
+    from inside the workspace still finds the real jobs directory, and no
+    job folder is reached through the link, even when that folder is named."""
+    from logist.store.jobsdir import JobsIndex
+
+    monkeypatch.delenv("LOGIST_JOBS_DIR")
+    jobs_dir = tmp_path / "project" / "jobs"
+    for job_id in ("other", "hello"):
+        made = logist_cli("--jobs-dir", str(jobs_dir), "job", "create", job_id, "-o", "Write hello.py")
+        assert made.returncode == 0, made.stderr
+    workspace = jobs_dir / "hello" / "workspace"
+    index = JobsIndex(jobs={"x": "x"}, current_job_id="x", queue=["x"])
+    (workspace / "jobs_index.json").write_text(json.dumps(index.dump()))
+    (workspace / "config.json").write_text(json.dumps({"defaults": {"base_url": "http://model.invalid/v1"}}))
+    (workspace / "x").symlink_to(jobs_dir / "other")
+    (workspace / "deep" / "jobs").mkdir(parents=True)
+    (workspace / "deep" / "jobs" / "jobs_index.json").write_text(json.dumps(index.dump()))
+
+    for folder in (workspace, workspace / "deep"):
+        monkeypatch.chdir(folder)
+        shown = logist_cli("job", "status", "--json")
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout)["job_id"] == "hello", "the job the workspace belongs to, in the real jobs dir"
+        listed = logist_cli("job", "list", "--json")
+        assert sorted(job["job_id"] for job in json.loads(listed.stdout)["jobs"]) == ["hello", "other"]
+    named = logist_cli("--jobs-dir", str(workspace), "job", "status", "x")
+    assert named.returncode != 0 and "symbolic link" in named.stderr, named.stderr
+    assert "Traceback" not in named.stderr
+
+
 def test_jobs_dir_is_accepted_after_the_command_too(tmp_path, monkeypatch):
     monkeypatch.delenv("LOGIST_JOBS_DIR")
     elsewhere = tmp_path / "elsewhere"

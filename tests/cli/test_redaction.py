@@ -140,6 +140,25 @@ def test_an_endpoints_password_is_not_printed(jobs):
     assert [str(p) for p, text in files_of(jobs.path).items() if password in text] == []
 
 
+def test_an_endpoints_password_a_401_says_back_is_redacted(jobs, llm):
+    """An endpoint refuses the credentials and says the URL's password back
+    in its error: printed and recorded as [redacted]."""
+    from logist.replay.scripted import Reply
+
+    password = "pw-Qe7r2kX9"
+    url = llm.base_url.replace("http://", f"http://someone:{password}@", 1)
+    create_job(jobs, "refused", "Anything")
+    llm.add(Reply(status=401, error_message=f"wrong password {password} for someone",
+                  headers={"x-should-retry": "false"}))
+    result = logist_cli("job", "step", "refused", "--oneshot", "--base-url", url)
+    assert result.returncode == 1 and "401" in result.stderr, result.stderr
+    assert "wrong password [redacted] for someone" in result.stderr
+    assert password not in result.stdout + result.stderr
+    shown = logist_cli("job", "history", "refused", "--json")
+    assert password not in shown.stdout + shown.stderr
+    assert [str(p) for p, text in files_of(jobs.path).items() if password in text] == []
+
+
 def test_a_secret_the_answer_holds_only_in_an_escaped_spelling_is_redacted_once_parsed(jobs, llm):
     """Parsing is a transformation too: ``\\u0061`` in the answer's JSON is an
     ``a`` once parsed. The raw answer is kept as it was received (its escaped

@@ -85,14 +85,17 @@ def test_doctor_shows_endpoint_key_models_and_pings(jobs, llm):
     out = result.stdout
     assert f"endpoint   {llm.base_url}  (from --base-url)" in out
     assert "api key    set, in LOGIST_API_KEY" in out
-    assert "Worker: gpt-4o-mini ($0.15 in, $0.6 out per million tokens; not among the endpoint's models)" in out
+    # The scripted server lists the built-in roles' model; config.json's Supervisor model is not among its models.
+    assert "Worker: gpt-4o-mini ($0.15 in, $0.6 out per million tokens)" in out
     assert "Supervisor: mystery-model (price unknown: add it to \"prices\" in config.json" in out
+    assert "; not among the endpoint's models)" in next(line for line in out.splitlines() if "mystery-model" in line)
     assert "ping       GET /models: 1 model listed in" in out
     assert CANARY_KEY not in result.stdout + result.stderr
     data = json.loads(ok(logist_cli("doctor", "--json", env={**env, "LOGIST_BASE_URL": llm.base_url})).stdout)
     assert data["endpoint"] == llm.base_url and data["endpoint_from"] == "LOGIST_BASE_URL"
     assert data["api_key_set"] is True and data["api_key_variable"] == "LOGIST_API_KEY"
-    assert data["roles"]["Worker"]["model"] == "gpt-4o-mini" and data["roles"]["Worker"]["listed"] is False
+    assert data["roles"]["Worker"]["model"] == "gpt-4o-mini" and data["roles"]["Worker"]["listed"] is True
+    assert data["roles"]["Supervisor"]["listed"] is False
     assert data["ping"]["ok"] is True and data["ping"]["models"] == 1
     assert CANARY_KEY not in json.dumps(data)
 
@@ -345,3 +348,40 @@ def test_prices_ship_with_logist_and_config_adds_and_overrides(jobs):
                                "llama3.1:8b": {"input_per_million": 0, "output_per_million": 0}})
     config = load_config(jobs.path)
     assert config.price("gpt-4o-mini").input_per_million == 9 and config.price("llama3.1:8b").output_per_million == 0
+
+
+# A local server and no model named anywhere -----------------------------------------------------------------
+
+
+def test_with_only_a_base_url_the_endpoints_only_model_is_sent_not_a_hosted_one(jobs):
+    """No --model, job model, default_model or models: a server that lists one
+    model gets that model, not the built-in roles' gpt-4o-mini, and no price
+    is counted for it."""
+    with ScriptedLLMServer(models=["local-model"]) as server:
+        write_config(jobs, base_url=server.base_url)
+        ok(logist_cli("job", "create", "hello", "-o", "Say hi"))
+        server.add(json.dumps({"action": "MESSAGE", "message": "hi"}))
+        ok(logist_cli("job", "step", "hello", "--oneshot"))
+        assert server.requests[-1]["model"] == "local-model"
+        status = json.loads(ok(logist_cli("job", "status", "hello", "--json")).stdout)
+        assert status["totals"]["cost_usd"] == 0 and status["totals"]["unpriced_calls"] == 1
+        preview = json.loads(ok(logist_cli("job", "preview", "hello", "--json")).stdout)
+        assert preview["model"] == "local-model", "the preview is the request a step sends"
+        doctor = ok(logist_cli("doctor")).stdout
+        assert "Worker: local-model" in doctor and "the endpoint's only model" in doctor
+
+
+def test_with_only_a_base_url_and_several_models_the_error_names_default_model(jobs):
+    with ScriptedLLMServer(models=["qwen", "smol"]) as server:
+        write_config(jobs, base_url=server.base_url)
+        ok(logist_cli("job", "create", "hello", "-o", "Say hi"))
+        failed = ok(logist_cli("job", "step", "hello", "--oneshot"), 1)
+        lines = failed.stderr.strip().splitlines()
+        assert len(lines) == 1 and "default_model" in lines[0] and "gpt-4o-mini" in lines[0], failed.stderr
+        assert "it lists 2 models (qwen, smol)" in lines[0]
+        assert server.requests == [], "no call was made"
+        # A model named anywhere is sent as named.
+        write_config(jobs, base_url=server.base_url, default_model="smol")
+        server.add(json.dumps({"action": "MESSAGE", "message": "hi"}))
+        ok(logist_cli("job", "step", "hello", "--oneshot"))
+        assert server.requests[-1]["model"] == "smol"

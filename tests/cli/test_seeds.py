@@ -240,3 +240,21 @@ def test_preview_with_no_endpoint_says_a_step_would_stop(jobs):
     assert not PLACEHOLDER.search(shown.stdout)
     assert "a step would stop before any call: no model endpoint is configured" in shown.stderr
     assert "--base-url" in shown.stderr
+
+
+def test_a_yaml_prompt_file_in_roles_is_neither_loaded_as_a_role_nor_warned_about(jobs):
+    """A role's prompt_file naming a YAML file beside it in roles/ makes that
+    file its prompt, not another role: no role of its name, no "Not loaded"."""
+    (jobs.path / "roles" / "planner_prompt.yaml").write_text(PLANNER_PROMPT_YAML)
+    role_file(jobs, "Planner", prompt_file_path="planner_prompt.yaml")
+    manifest = json.loads((jobs.path / "roles" / "planner.json").read_text())
+    manifest.pop("prompt_file")
+    (jobs.path / "roles" / "planner.json").write_text(json.dumps(manifest))
+    created = ok(logist_cli("job", "create", "plan", "--objective", "Write hello.py", "--workflow", "planned"))
+    assert "Not loaded" not in created.stderr, created.stderr
+    listed = ok(logist_cli("role", "list", "--json")).stdout
+    assert "planner_prompt" not in listed
+    assert "Not loaded" not in ok(logist_cli("role", "list")).stderr
+    # A YAML file no role names is still read as a role file (and said when it is not one).
+    (jobs.path / "roles" / "stray.yaml").write_text(PLANNER_PROMPT_YAML)
+    assert "Not loaded" in logist_cli("job", "create", "other", "--objective", "Write hi.py").stderr

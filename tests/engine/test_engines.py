@@ -80,18 +80,52 @@ def test_two_runners_on_one_jobs_dir_run_every_job_once(jobs, tmp_path):
     assert corrupt_files(jobs) == []
 
 
-@pytest.mark.wire  # logist job run --all, through the CLI
-def test_a_leased_job_is_skipped_and_said_so(jobs, llm):
+def _lease(job_dir, *, seconds: float) -> None:
     from datetime import datetime, timedelta, timezone
 
+    now = datetime.now(timezone.utc)
+    (job_dir / LEASE_NAME).write_text(json.dumps(
+        {"host": "node-7", "pid": 42, "engine": "ray", "task": "abc", "token": "t", "renewed_at": now.isoformat(),
+         "expires_at": (now + timedelta(seconds=seconds)).isoformat()}))
+
+
+@pytest.mark.wire  # logist job run --all, through the CLI
+def test_a_leased_job_is_skipped_and_said_so(jobs, llm):
+    import threading
+
     make_jobs(jobs, 1)
-    until = (datetime.now(timezone.utc) + timedelta(minutes=5)).isoformat()
-    (jobs.path / "job-00" / LEASE_NAME).write_text(json.dumps(
-        {"host": "node-7", "pid": 42, "engine": "ray", "task": "abc", "token": "t", "expires_at": until}))
-    result = run_all(jobs, llm)
+    # Another host's runner holds the job and renews its lease, as a live one does.
+    stop = threading.Event()
+    _lease(jobs.path / "job-00", seconds=30)
+
+    def renew() -> None:
+        while not stop.wait(0.3):
+            _lease(jobs.path / "job-00", seconds=30)
+
+    renewer = threading.Thread(target=renew)
+    renewer.start()
+    try:
+        result = run_all(jobs, llm)
+    finally:
+        stop.set()
+        renewer.join()
     assert result.returncode == 0, result.stderr
     assert "job-00" in result.stderr and "skipped: run by another runner: host node-7, pid 42 (ray task abc)" in result.stderr
     assert llm.requests == []
+
+
+@pytest.mark.wire  # logist job run --all, through the CLI
+def test_a_job_whose_lease_nobody_renews_is_taken_over_when_it_lapses(jobs, llm):
+    # A batch rerun after its driver crashed: the dead runners' leases (another
+    # host's, not yet expired) are not renewed. They are watched until they lapse
+    # and the jobs are run, not skipped with the batch exiting 0 and them left.
+    make_jobs(jobs, 1)
+    _lease(jobs.path / "job-00", seconds=3)
+    with ReplayLLMServer(WORDCOUNT) as server:
+        result = run_all(jobs, server)
+    assert result.returncode == 3, result.stderr
+    assert "took over the lease of host node-7" in result.stderr and "skipped" not in result.stderr
+    assert recorded_calls(jobs.path / "job-00") == 4
 
 
 @pytest.mark.wire  # logist job run --all, through the CLI

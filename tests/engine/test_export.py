@@ -236,9 +236,12 @@ def test_export_patch_applies_to_a_fresh_clone(exported_job, tmp_path):
     patch = tmp_path / "out" / "exp.patch"
     patch.parent.mkdir()
     result = ok(logist_cli("job", "export", "exp", "--patch", str(patch)))
-    assert "2 commits" in result.stderr
+    assert "2 commits, combined into one patch" in result.stderr
+    warning = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
+    assert warning == [f"Warning: job 'exp' is APPROVAL_REQUIRED, not approved: its work was exported as it stands "
+                       f"(logist job approve exp first to export approved work)."]
     text = patch.read_text()
-    assert text.count("\nSubject: ") + text.startswith("Subject: ") == 2
+    assert text.count("\nSubject: ") + text.startswith("Subject: ") == 1, "one patch, the commits combined"
 
     fresh = tmp_path / "fresh"
     git(tmp_path, "clone", "-q", str(source), str(fresh))
@@ -250,15 +253,58 @@ def test_export_patch_applies_to_a_fresh_clone(exported_job, tmp_path):
     assert not (fresh / "lib" / "util.py").exists()
     assert (fresh / "new" / "mod.py").read_text() == "VALUE = 42\n"
 
-    # As a series, it also applies commit by commit with git am.
+    # git am commits it: one commit, the job's tree, naming the job's commits in its message.
     am = tmp_path / "am"
     git(tmp_path, "clone", "-q", str(source), str(am))
     git(am, "checkout", "-q", "--detach", m["source"]["commit"])
     git(am, "am", "-q", str(patch))
     assert git(am, "rev-parse", "HEAD^{tree}") == git(job_dir / "workspace", "rev-parse", f"{m['workspace_commit']}^{{tree}}")
-    assert git(am, "log", "--format=%s", f"{m['source']['commit']}..HEAD").splitlines() == job_subjects(job_dir)
+    assert git(am, "log", "--format=%s", f"{m['source']['commit']}..HEAD").splitlines() == ["Extend app.py"]
+    message = git(am, "log", "-1", "--format=%B")
+    assert all(f"- {subject}" in message for subject in job_subjects(job_dir))
 
     assert snapshot_repo(source) == before
+
+
+def test_export_patch_leaves_out_what_a_later_commit_took_back_and_the_help_says_how_to_apply_it(jobs, llm, tmp_path):
+    """A file one step creates and a later one deletes, and a rejected
+    attempt's file the Worker then removes, are not in the patch: the
+    command the help gives (git apply) makes the job's tree."""
+    from logist.engine.decide import user_action
+
+    job = create_job(jobs, "tidy", "Write notes.txt")
+    llm.add(
+        answer("MESSAGE", message="a scratch file", file_changes=[{"path": "scratch.txt", "content": "tmp\n"}]),
+        answer("COMPLETED", summary="Wrote it.", file_changes=[
+            {"path": "scratch.txt", "delete": True}, {"path": "notes.txt", "content": "draft\n"},
+            {"path": "rejected.txt", "content": "a wrong idea\n"}]),
+        answer("COMPLETED", summary="Looks done."),
+    )
+    run_job(job, **via(llm))
+    user_action(job, "reject", "No rejected.txt, and notes.txt says final")
+    llm.add(
+        answer("COMPLETED", summary="Fixed.", file_changes=[
+            {"path": "rejected.txt", "delete": True}, {"path": "notes.txt", "content": "final\n"}]),
+        answer("COMPLETED", summary="Good."),
+    )
+    run_job(job, **via(llm))
+    ok(logist_cli("job", "approve", "tidy"))
+
+    help_text = ok(logist_cli("job", "export", "--help")).stdout
+    assert "logist job export hello --patch hello.patch && git apply hello.patch" in help_text
+    patch = tmp_path / "tidy.patch"
+    result = ok(logist_cli("job", "export", "tidy", "--patch", str(patch)))
+    assert "Warning" not in result.stderr, "an approved job exports without a warning"
+    m = manifest_of(jobs.path / "tidy")
+    target = tmp_path / "target"
+    git(tmp_path, "clone", "-q", str(jobs.path / "tidy" / "workspace"), str(target))
+    git(target, "checkout", "-q", "--detach", m["baseline_commit"])
+    git(target, "apply", str(patch))  # the command the help gives
+    git(target, "add", "-A")
+    assert git(target, "write-tree").strip() == git(job.workspace, "rev-parse", f"{m['workspace_commit']}^{{tree}}").strip()
+    assert not (target / "scratch.txt").exists() and not (target / "rejected.txt").exists()
+    assert (target / "notes.txt").read_text() == "final\n"
+    assert "rejected.txt" not in patch.read_text() and "scratch.txt" not in patch.read_text()
 
 
 def test_export_patch_with_nothing_to_export_is_a_clear_error(jobs, tmp_path):

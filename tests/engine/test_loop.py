@@ -217,3 +217,17 @@ def test_run_all_with_a_job_name_is_a_usage_error(jobs):
     create("approve-job")
     result = logist_cli("job", "run", "approve-job", "--all")
     assert result.returncode == 2 and "--all" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.wire
+def test_a_batch_does_not_count_a_canceled_job_as_done(jobs, llm):
+    for job_id in ("first", "dropped", "last"):
+        ok(logist_cli("job", "create", job_id, "-o", "Say hi"))
+    ok(logist_cli("job", "cancel", "dropped"))
+    llm.add(answer("STUCK", summary="Cannot."), answer("STUCK", summary="Cannot either."))
+    run = logist_cli("job", "run", "--all", "--engine", "serial", "--base-url", llm.base_url)
+    lines = run.stderr.strip().splitlines()
+    dropped = [line for line in lines if line.startswith("dropped ")]
+    assert len(dropped) == 1 and "CANCELED (not run)" in dropped[0], run.stderr
+    assert "1 canceled" in dropped[0] and ": 0 done" in dropped[0]
+    assert lines[-1].endswith(" s: 0 done, 2 waiting for a person, 0 failed, 0 skipped, 1 canceled."), run.stderr

@@ -150,3 +150,23 @@ def test_planned_options_are_checked(jobs):
         create_job(jobs, "x", "Anything", extra_roles=["Worker"])
     with pytest.raises(LogistError, match="workflow: Input should be 'default', 'planned' or 'solo'"):
         create_job(jobs, "y", "Anything", workflow="chaotic")
+
+
+def test_a_later_planner_answer_names_its_plan_step_by_text(jobs, llm):
+    """As docs/roles-and-prompts.md says: the plan sent once, a later answer
+    names the current step by its text (TaskWeaver's habit) and is read."""
+    job = create_job(jobs, "plan", "Write hello.py", workflow="planned", format_retries=0)
+    llm.add(
+        j(response={"thought": "t", "plan": "1. Write hello.py\n2. Review hello.py", "current_plan_step": "1. Write hello.py",
+                    "send_to": "Worker", "message": "Write hello.py."}),
+        j(action="COMPLETED", evidence_files=["hello.py"], summary_for_supervisor="Wrote hello.py.",
+          file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}]),
+        j(response={"thought": "t", "current_plan_step": "Review hello.py", "send_to": "Supervisor",
+                    "message": "Review hello.py."}),
+    )
+    results = [step_once(job, endpoints=llm.endpoints) for _ in range(3)]
+    assert [r.action for r in results] == ["MESSAGE", "COMPLETED", "MESSAGE"], [r.error for r in results]
+    m = job.manifest()
+    assert m.plan == PLAN and m.current_plan_step == 1 and m.turn.role == "Supervisor"
+    assert "current_plan_step 'Review hello.py' read as step 1 (counted from 0)" in \
+        job.load_history().interactions[-1].response.notes

@@ -207,3 +207,19 @@ def test_a_turn_goes_on_while_its_rows_say_so_and_an_interrupted_call_ends_the_l
     assert [(r.action, r.turn) for r in results] == [("MESSAGE", "continue"), ("ERROR", "keep")]
     assert results[-1].interrupted and results[-1].status == Status.RUNNING
     assert len(llm.requests) == 2, "no call after the interrupted one"
+
+
+def test_an_empty_answer_to_a_required_question_is_refused_with_the_reason(jobs, llm):
+    from logist.errors import UsageError
+
+    job = create_job(jobs, "ask", "Write a README")
+    llm.add(a("ASK", question="Which license?"))
+    step_once(job, endpoints=llm.endpoints)
+    before = job.history_path.read_bytes(), job.manifest_path.read_bytes()
+    for empty in ("", "   \n"):
+        with pytest.raises(UsageError, match=r"required, and an empty answer tells the model nothing"):
+            user_action(job, "answer", empty)
+    assert (job.history_path.read_bytes(), job.manifest_path.read_bytes()) == before, "nothing recorded"
+    assert str(job.manifest().status) == "INPUT_REQUIRED"
+    user_action(job, "answer", "MIT")
+    assert str(job.manifest().status) != "INPUT_REQUIRED"

@@ -89,3 +89,35 @@ def test_a_request_is_sized_to_the_window_and_one_over_it_stops_with_nothing_wri
     with pytest.raises(ContextOverflowError, match=r"over the window of 1,200 \(config.json model_settings\)"):
         sized_call(job, job.manifest(), None, None)
     assert (job.history_path.read_bytes(), job.manifest_path.read_bytes()) == before
+
+
+def test_the_servers_own_smaller_window_stops_a_request_before_the_call_naming_both(jobs):
+    """config.json says 4,096, the server (llama.cpp's /props) 2,048: a
+    request of about 2,500 tokens is stopped before the call, nothing written."""
+    server = serving({("GET", "/props"): {"default_generation_settings": {"n_ctx": 2048}}})
+    try:
+        base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        write_config(jobs, model_settings={"gpt-4o-mini": {"context_window": 4096}})
+        job = create_job(jobs, "w", "Write hello.py", details="word " * 2000)  # about 2,500 tokens with the prompt
+        before = job.history_path.read_bytes(), job.manifest_path.read_bytes()
+        with pytest.raises(ContextOverflowError) as raised:
+            sized_call(job, job.manifest(), None, LLMSettings(base_url=base_url, api_key=None))
+        assert "over the window of 2,048 (the endpoint (/props), though config.json model_settings says 4,096)" \
+            in str(raised.value), str(raised.value)
+        assert "no call was made" in str(raised.value)
+        assert (job.history_path.read_bytes(), job.manifest_path.read_bytes()) == before
+        # A smaller request fits both; the max_tokens stays config.json's quarter.
+        small = create_job(jobs, "s", "Write hello.py")
+        prepared = sized_call(small, small.manifest(), None, LLMSettings(base_url=base_url, api_key=None))
+        assert prepared.body["max_tokens"] == 1024
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_endpoint_that_cannot_say_its_window_fails_no_job(jobs):
+    """The question goes nowhere (nothing listens): the window is config.json's, the call is prepared."""
+    write_config(jobs, model_settings={"gpt-4o-mini": {"context_window": 4096}})
+    job = create_job(jobs, "w", "Write hello.py")
+    prepared = sized_call(job, job.manifest(), None, LLMSettings(base_url="http://127.0.0.1:9/v1", api_key=None))
+    assert prepared.body["max_tokens"] == 1024

@@ -149,7 +149,8 @@ POSITIONS = {
         post(j, plan("User"), plan("User"), plan("User", "COMPLETED")), user_action(j, "reject", "not yet")),
         planned=True),
     "planner running": Position(S.RUNNING, PLANNER, 2, lambda j: post(j, plan("User"), plan("User")), planned=True),
-    "addressed pending": Position(S.PENDING, ADDRESSED, 2, lambda j: (
+    # A failed call that brought no answer is no step: one step (the plan) in the next two.
+    "addressed pending": Position(S.PENDING, ADDRESSED, 1, lambda j: (
         post(j, plan("Worker")), post_answer(j, None, error="timed out"), user_action(j, "resubmit", "go on")),
         planned=True),
     "addressed running": Position(S.RUNNING, ADDRESSED, 3, lambda j: post(j, plan("Worker"), msg(), msg()),
@@ -168,7 +169,7 @@ POSITIONS = {
         j, exit_("COMPLETED"), exit_("STUCK"))),
     "stuck planner": Position(S.INTERVENTION_REQUIRED, PLANNER, 2, lambda j: post(
         j, plan("User"), plan("User", "STUCK")), planned=True),
-    "stuck addressed": Position(S.INTERVENTION_REQUIRED, ADDRESSED, 2, lambda j: (
+    "stuck addressed": Position(S.INTERVENTION_REQUIRED, ADDRESSED, 1, lambda j: (
         post(j, plan("Worker")), post_answer(j, None, error="timed out")), planned=True),
     "question worker": Position(S.INPUT_REQUIRED, WORKER, 1, lambda j: post(j, ask(WORKER)),
                                 waits_for="question", resume=S.RUNNING),

@@ -186,3 +186,42 @@ def test_a_plan_step_that_names_no_step_is_refused(step):
 def test_keys_in_another_case_are_read():
     answer = parse_answer(json.dumps({"Action": "CMD", "Command": "ls"}))
     assert (answer.action, answer.command) == ("CMD", "ls")
+
+
+def test_a_json_error_says_at_once():
+    """Python ends some messages with "at" ("Invalid control character at"): the reason reads it once."""
+    from logist.protocol.forms import Unreadable, read_json_text
+
+    with pytest.raises(Unreadable) as raised:
+        read_json_text('{"action": "MESSAGE", "message": "a\x01b" "x"}', [])
+    assert "Invalid control character at line 1 column 36" in str(raised.value)
+    assert "at at" not in str(raised.value)
+
+
+def test_a_config_file_with_a_control_character_says_at_once(tmp_path):
+    from logist.errors import ConfigError
+    from logist.store.config import load_config
+
+    (tmp_path / "config.json").write_text('{"base_url": "http://a\x01b"}')
+    with pytest.raises(ConfigError) as raised:
+        load_config(tmp_path)
+    assert str(raised.value).endswith("Invalid control character") and "at at" not in str(raised.value)
+
+
+@pytest.mark.parametrize("step, index", [("3. Report", 2), ("Count the words", 1), ("step 1", 0)])
+def test_a_later_planner_answer_names_its_step_by_text_from_the_plan_so_far(step, index):
+    """The plan came in an earlier answer: the step's text or number is found in it."""
+    plan = ["Load the data", "Count the words", "Report"]
+    raw = json.dumps({"response": {"thought": "t", "current_plan_step": step, "send_to": "Worker",
+                                   "message": "Go on."}})
+    answer = parse_answer(raw, planner=True, plan=plan)
+    assert answer.current_plan_step == index and answer.plan is None
+    assert any(f"read as step {index}" in note for note in answer.notes)
+
+
+def test_a_step_named_by_text_that_no_plan_holds_is_still_refused():
+    from logist.protocol.answer import InvalidAnswer
+
+    raw = json.dumps({"current_plan_step": "Deploy it", "send_to": "Worker", "message": "Go on."})
+    with pytest.raises(InvalidAnswer, match="current_plan_step"):
+        parse_answer(raw, planner=True, plan=["Load the data"])

@@ -264,3 +264,67 @@ def test_recording_never_writes_over_a_folder_that_is_not_a_fixture(jobs, tmp_pa
     with pytest.raises(LogistError, match="neither empty nor a fixture folder"):
         record_fixture(job, other.dir)
     assert other.workspace.is_dir() and (other.dir / "jobHistory.json").is_file()
+
+
+@pytest.mark.wire
+def test_a_fixture_replays_the_same_requests_whatever_the_jobs_directory_sets(tmp_path, llm, replay_llm):
+    """What shaped the recorded requests besides the job (the window, so the
+    max_tokens and when to compact, and the structured_output form) comes
+    with the recording: a jobs directory that says otherwise replays it byte
+    for byte, live and through poststep."""
+    mine, elsewhere, another = (JobsDir(tmp_path / name) for name in ("mine", "elsewhere", "another"))
+    for jobs, window, form in ((mine, 4096, "json_object"), (elsewhere, 16384, "json_schema"),
+                               (another, 2048, "off")):
+        jobs.path.mkdir(parents=True)
+        (jobs.path / "config.json").write_text(json.dumps(
+            {"model_settings": {"gpt-4o-mini": {"context_window": window, "structured_output": form}}}))
+    job = create_job(mine, "notes", "Write notes.txt")
+    llm.add(
+        json.dumps({"action": "COMPLETED", "evidence_files": ["notes.txt"], "summary_for_supervisor": "Wrote it.",
+                    "file_changes": [{"path": "notes.txt", "content": "a note\n"}]}),
+        json.dumps({"action": "COMPLETED", "evidence_files": ["notes.txt"], "summary_for_supervisor": "Fine."}),
+    )
+    run_job(job, base_url=llm.base_url)
+    assert job.manifest().status == Status.APPROVAL_REQUIRED
+    recorded_requests = list(llm.requests)
+    assert {r["max_tokens"] for r in recorded_requests} == {1024}  # a quarter of config.json's 4,096
+    assert {r["response_format"]["type"] for r in recorded_requests} == {"json_object"}
+    record_fixture(job, tmp_path / "fixtures" / "notes")
+    fixture = load_fixture(tmp_path / "fixtures" / "notes")
+    metadata = [e.request.metadata for e in fixture.history().interactions if e.kind == "llm_call"]
+    assert {(m.context_window, m.context_window_from, m.structured_output) for m in metadata} == {
+        (4096, "config.json model_settings", "json_object")}
+
+    live = create_from_fixture(elsewhere, fixture)
+    server = replay_llm(fixture.path)
+    replay_history(live, fixture.history(), base_url=server.base_url)
+    assert server.mismatches == [] and server.remaining == 0
+
+    def canonical(requests: list[dict], workspace: Path) -> list[dict]:
+        return [json.loads(json.dumps(r).replace(str(workspace), "<workspace>")) for r in requests]
+
+    assert canonical(server.requests, live.workspace) == canonical(recorded_requests, job.workspace)
+    posted = create_from_fixture(another, fixture)
+    replay_history(posted, fixture.history())
+    expected = comparable(fixture.history())
+    assert comparable(live.dir) == expected
+    assert comparable(posted.dir, replayed=True) == expected
+    assert live.manifest().status == posted.manifest().status == Status.APPROVAL_REQUIRED
+
+
+@pytest.mark.wire
+def test_a_replay_mismatch_says_which_setting_differs_and_where_it_came_from(tmp_path, llm, replay_llm):
+    jobs = JobsDir(tmp_path / "mine")
+    jobs.path.mkdir(parents=True)
+    (jobs.path / "config.json").write_text(json.dumps({"model_settings": {"gpt-4o-mini": {"context_window": 4096}}}))
+    job = create_job(jobs, "notes", "Write notes.txt")
+    llm.add(json.dumps({"action": "STUCK", "reason": "nothing to do"}))
+    run_job(job, base_url=llm.base_url)
+    record_fixture(job, tmp_path / "fixture")
+    # A job that does not replay the recording (a plain run) against the strict server.
+    other = create_from_fixture(JobsDir(tmp_path / "elsewhere"), tmp_path / "fixture", "other")
+    server = replay_llm(tmp_path / "fixture")
+    run_job(other, base_url=server.base_url)
+    assert server.mismatches, "the request differs: the recording's window made its max_tokens"
+    assert "max_tokens is 2048, the recording used 1024" in server.mismatches[0]
+    assert "a context window of 4,096 tokens from config.json model_settings" in server.mismatches[0]

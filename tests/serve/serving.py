@@ -40,11 +40,15 @@ class Served:
         return f"{self.base}?token={self.token}"
 
     def request(self, method: str, path: str, headers: Optional[dict] = None, body: Optional[bytes] = None,
-                token: bool = True) -> http.client.HTTPResponse:
-        """A real HTTP request to the server (the body read into ``.data``)."""
+                token: bool = True, origin: bool = True) -> http.client.HTTPResponse:
+        """A real HTTP request to the server (the body read into ``.data``),
+        as a script sends it: a change carries this server's ``Origin``
+        unless ``origin`` is false or the headers name one."""
         sent = {"Host": f"127.0.0.1:{self.port}", **(headers or {})}
         if token and "Authorization" not in sent and "Cookie" not in sent:
             sent["Authorization"] = f"Bearer {self.token}"
+        if origin and method not in ("GET", "HEAD") and "Origin" not in sent:
+            sent["Origin"] = f"http://127.0.0.1:{self.port}"
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
         for name, value in sent.items():

@@ -458,3 +458,69 @@ def test_a_git_lock_left_by_a_killed_step_is_cleared_by_recovery(jobs, llm):
     assert not lock.exists()
     assert json.loads(ok(logist_process("job", "status", "hello", "--json")).stdout)["status"] == "APPROVAL_REQUIRED"
     assert (job.workspace / "draft.txt").exists(), "the saved answer was applied again, from a clean index"
+
+
+def held_command_job(jobs, llm, command: str = "echo ran > ran.txt"):
+    job = create_job(jobs, "held", "Hold a command")
+    llm.add(answer("CMD", command=command))
+    step_once(job, **via(llm))
+    assert str(job.manifest().status) == "INPUT_REQUIRED" and job.manifest().pending_command == command
+    return job
+
+
+def test_an_interrupted_approve_command_is_recorded_as_what_it_is(jobs, llm):
+    """approve-command killed while its command runs: the repair says a
+    person's approved command was interrupted, not an LLM call."""
+    job = held_command_job(jobs, llm)
+    killed = logist_process("job", "approve-command", "held", env={"LOGIST_FAILPOINT": "command_started"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    ok(logist_process("job", "fsck", "held"))
+    last = JobFiles(job.dir).load_history().interactions[-1]
+    assert last.kind == "repair"
+    assert "(the command a person approved (approve-command)) was interrupted before it was recorded" in last.note
+    assert "LLM call" not in last.note
+    assert str(job.manifest().status) == "INPUT_REQUIRED", "the command is still held for a person"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs the kernel's start times (/proc)")
+def test_a_hand_written_journals_process_group_without_a_start_time_is_left_alone(jobs, llm):
+    job = held_command_job(jobs, llm)
+    bystander = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    try:
+        (job.dir / "step_journal.json").write_text(json.dumps(
+            {"phase": "applying", "sequence": job.manifest().last_sequence + 1, "command_pgid": bystander.pid}))
+        ok(logist_process("job", "fsck", "held"))
+        assert not (job.dir / "step_journal.json").exists()
+        time.sleep(0.2)
+        assert bystander.poll() is None, "a process group the journal names without a start time is not killed"
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+@pytest.mark.wire
+@pytest.mark.parametrize("replace", ["gitdir", "removed"])
+def test_a_saved_answer_is_recorded_and_cancel_works_when_git_is_gone(jobs, llm, replace, tmp_path):
+    """The step is killed once its paid answer is saved, and the workspace's
+    .git is then removed or replaced by a ``gitdir:`` file: the next command
+    records the answer (counted, nothing applied) and cancel works."""
+    import shutil
+
+    job = make_job(jobs)
+    llm.add(CRASHED)
+    child = step_child(llm, LOGIST_FAILPOINT="after_call")
+    child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    git_dir = job.workspace / ".git"
+    shutil.move(git_dir, tmp_path / "moved-git")
+    if replace == "gitdir":
+        git_dir.write_text(f"gitdir: {tmp_path / 'moved-git'}\n")
+    canceled = ok(logist_process("job", "cancel", "hello"))
+    assert "CANCELED" in canceled.stdout + canceled.stderr
+    entries = JobFiles(job.dir).load_history().interactions
+    answered = [e for e in entries if e.kind == "llm_call"]
+    assert len(answered) == 1 and answered[0].response.raw_response == CRASHED, "the paid answer is recorded"
+    assert answered[0].usage is not None and job.manifest().totals.llm_calls == 1
+    assert len(llm.requests) == 1, "and never paid again"
+    assert entries[-1].user_input.action == "cancel" and str(job.manifest().status) == "CANCELED"
+    assert not (job.dir / "step_journal.json").exists()

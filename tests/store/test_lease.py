@@ -19,9 +19,11 @@ from logist.store import lease as leases
 from logist.store.lease import LeaseHeld, acquire, holding
 
 
-def write_lease(job_dir, *, host: str, pid: int, seconds: float, started=None) -> None:
-    expires = datetime.now(timezone.utc) + timedelta(seconds=seconds)
-    data = {"host": host, "pid": pid, "engine": "ray", "task": "t-1", "token": "theirs", "expires_at": expires.isoformat()}
+def write_lease(job_dir, *, host: str, pid: int, seconds: float, started=None, ahead: float = 0) -> None:
+    now = datetime.now(timezone.utc) + timedelta(seconds=ahead)
+    expires = now + timedelta(seconds=seconds)
+    data = {"host": host, "pid": pid, "engine": "ray", "task": "t-1", "token": "theirs",
+            "renewed_at": now.isoformat(), "expires_at": expires.isoformat()}
     if started is not None:
         data["started"] = started
     (job_dir / LEASE_NAME).write_text(json.dumps(data))
@@ -40,14 +42,49 @@ def test_a_lease_is_written_renewed_and_released(tmp_path):
     assert describe(LEASE_NAME) is not None and describe(".lease.lock") is not None, "the job's README names them"
 
 
+class renewing:
+    """Another host's runner holding the lease and renewing it, as a live one does."""
+
+    def __init__(self, job_dir, seconds: float = 30, every: float = 0.3, ahead: float = 0):
+        self.job_dir, self.seconds, self.every, self.ahead = job_dir, seconds, every, ahead
+        self.stop = threading.Event()
+
+    def __enter__(self):
+        write_lease(self.job_dir, host="another-host", pid=1, seconds=self.seconds, ahead=self.ahead)
+        self.thread = threading.Thread(target=self._renew)
+        self.thread.start()
+        return self
+
+    def _renew(self):
+        while not self.stop.wait(self.every):
+            write_lease(self.job_dir, host="another-host", pid=1, seconds=self.seconds, ahead=self.ahead)
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
 def test_a_live_lease_is_not_taken(tmp_path):
     with holding(JobFiles(tmp_path), engine="threads", task="a"):
         with pytest.raises(LeaseHeld, match=f"pid {os.getpid()}"):
             acquire(JobFiles(tmp_path), engine="threads", task="b")
-    write_lease(tmp_path, host="another-host", pid=1, seconds=30)
-    with pytest.raises(LeaseHeld, match="host another-host, pid 1 \\(ray task t-1\\)"):
-        acquire(JobFiles(tmp_path), engine="serial", task="c")
-    assert JobFiles(tmp_path).read_lease()["token"] == "theirs", "left as it was"
+    with renewing(tmp_path):
+        started = time.monotonic()
+        with pytest.raises(LeaseHeld, match="host another-host, pid 1 \\(ray task t-1\\)"):
+            acquire(JobFiles(tmp_path), engine="serial", task="c")
+        assert time.monotonic() - started < 10, "skipped once seen renewed, not after its expiry"
+        assert JobFiles(tmp_path).read_lease()["token"] == "theirs", "left as it was"
+
+
+def test_another_hosts_lease_that_is_not_renewed_is_taken_over_when_it_lapses(tmp_path):
+    # Its runner (or its host) is gone: nothing renews it. It is watched, not
+    # skipped, and taken over within one lease length (a batch rerun after its
+    # driver crashed used to skip such jobs and exit 0 with them left).
+    write_lease(tmp_path, host="another-host", pid=1, seconds=2)
+    started = time.monotonic()
+    lease = acquire(JobFiles(tmp_path), engine="serial", task="c")
+    assert "expired" in lease.took_over and "another-host" in lease.took_over
+    assert time.monotonic() - started < 2 + 5
 
 
 def test_an_expired_lease_is_taken_over(tmp_path):
@@ -137,9 +174,10 @@ def test_only_one_of_many_takes_a_free_job(tmp_path):
 def test_a_runner_told_to_wait_takes_the_lease_when_it_is_over(tmp_path):
     # A job handed out again after its runner died waits for that runner's
     # lease to be over instead of skipping the job; not forever.
+    with renewing(tmp_path):
+        with pytest.raises(LeaseHeld, match=r"waited 0 s"):
+            acquire(JobFiles(tmp_path), engine="ray", task="impatient", wait=0.2)
     write_lease(tmp_path, host="another-host", pid=1, seconds=1.0)
-    with pytest.raises(LeaseHeld, match=r"waited 0 s"):
-        acquire(JobFiles(tmp_path), engine="ray", task="impatient", wait=0.2)
     started = time.monotonic()
     lease = acquire(JobFiles(tmp_path), engine="ray", task="retry", wait=10)
     assert "expired" in lease.took_over and time.monotonic() - started < 5
@@ -169,8 +207,89 @@ def test_a_lease_is_superseded_by_the_task_of_a_runner_its_batch_saw_die(tmp_pat
     # A live-looking lease (another host, not expired) of a runner the batch's
     # driver saw die: taken over at once by naming its task; any other task's
     # lease is not.
-    write_lease(tmp_path, host="another-host", pid=1, seconds=30)  # task "t-1"
-    with pytest.raises(LeaseHeld):
-        acquire(JobFiles(tmp_path), engine="ray", task="retry", supersedes="t-2")
+    with renewing(tmp_path):  # task "t-1", renewed: live as far as anyone can tell
+        with pytest.raises(LeaseHeld):
+            acquire(JobFiles(tmp_path), engine="ray", task="retry", supersedes="t-2")
     lease = acquire(JobFiles(tmp_path), engine="ray", task="retry", supersedes="t-1")
     assert "its runner died" in lease.took_over and JobFiles(tmp_path).read_lease()["token"] == lease.token
+
+
+def test_a_lease_dated_further_ahead_than_its_length_is_over(tmp_path):
+    # Written by a host whose clock is 10 minutes ahead: renewed "in 10 minutes",
+    # expiring a lease length after that. Honouring it would block the job for
+    # as long as that clock is ahead.
+    ahead = datetime.now(timezone.utc) + timedelta(minutes=10)
+    data = {"host": "skewed-host", "pid": 1, "engine": "ray", "task": "t-1", "token": "theirs",
+            "acquired_at": ahead.isoformat(), "renewed_at": ahead.isoformat(),
+            "expires_at": (ahead + timedelta(seconds=leases.LEASE_SECONDS)).isoformat()}
+    (tmp_path / LEASE_NAME).write_text(json.dumps(data))
+    lease = acquire(JobFiles(tmp_path), engine="serial", task="c")
+    assert "further ahead than one lease length" in lease.took_over and "skewed-host" in lease.took_over
+    # A lease a little ahead (a clock a second or two fast), renewed, is honoured.
+    with renewing(tmp_path, seconds=leases.LEASE_SECONDS, ahead=2):
+        with pytest.raises(LeaseHeld, match="another-host"):
+            acquire(JobFiles(tmp_path), engine="serial", task="d")
+
+
+def test_a_lease_with_an_expiry_without_a_time_zone_is_over(tmp_path):
+    data = {"host": "h", "pid": 1, "token": "theirs", "expires_at": "2999-01-01T00:00:00"}
+    (tmp_path / LEASE_NAME).write_text(json.dumps(data))
+    assert "no valid expiry" in acquire(JobFiles(tmp_path), engine="serial", task="c").took_over
+
+
+def test_a_runner_that_takes_over_a_lapsed_lease_waits_for_the_stalled_holders_step(jobs, llm):
+    # The holder's lease lapsed while it was stalled (SIGSTOP, a slow clock) in a
+    # step that holds the job's lock. The new holder waits for that step instead
+    # of failing at once ("busy") and releasing the job, which left it RUNNING
+    # with no runner; then it runs the job.
+    from conftest import answer
+    from logist.engine.create import create_job
+    from logist.engine.engines import run_one
+    from logist.store.manifest import Status
+
+    job = create_job(jobs, "stalled", "Write hello.py")
+    write_lease(job.dir, host="another-host", pid=1, seconds=-1)  # lapsed
+    llm.add(answer("COMPLETED", summary="done", evidence_files=[]))  # the Worker
+    llm.add(answer("COMPLETED", summary="approved", evidence_files=[]))  # the Supervisor
+    held, release = threading.Event(), threading.Event()
+
+    def stalled_step() -> None:
+        with JobFiles(job.dir).lock():
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=stalled_step)
+    holder.start()
+    held.wait(10)
+    threading.Timer(1.5, release.set).start()
+    outcome = run_one(str(jobs.path), "stalled", {"endpoints": llm.endpoints}, engine="threads", task="new")
+    holder.join()
+    assert outcome.error is None and outcome.skipped is None, outcome
+    assert "took over the lease of host another-host" in (outcome.note or "")
+    assert outcome.status == Status.APPROVAL_REQUIRED and outcome.steps == 2 and len(llm.requests) == 2
+
+
+def test_a_runner_whose_job_was_taken_over_reports_it_skipped_not_failed(jobs, llm):
+    from logist.engine.create import create_job
+    from logist.engine.engines import run_one
+
+    job = create_job(jobs, "taken", "Write hello.py")
+    with holding(JobFiles(job.dir), engine="threads", task="stalled"):
+        pass  # (released: the run below takes a fresh lease)
+
+    # The run's lease is taken over by another runner before its first step opens the job.
+    real_acquire = leases.acquire
+
+    def acquire_then_lose(*args, **kwargs):
+        lease = real_acquire(*args, **kwargs)
+        write_lease(job.dir, host="another-host", pid=1, seconds=30)
+        return lease
+
+    leases.acquire, restore = acquire_then_lose, leases.acquire
+    try:
+        outcome = run_one(str(jobs.path), "taken", {"endpoints": llm.endpoints}, engine="threads", task="old")
+    finally:
+        leases.acquire = restore
+    assert outcome.error is None, outcome
+    assert "taken over by host another-host" in (outcome.skipped or "")
+    assert llm.requests == []

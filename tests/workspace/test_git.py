@@ -205,6 +205,30 @@ def test_a_replaced_git_folder_is_refused_not_followed(tmp_path, replace):
     assert subprocess.run(["git", "rev-parse", "-q", "--verify", "HEAD"], cwd=other, capture_output=True).returncode != 0
 
 
+@pytest.mark.parametrize("link", ["logs/HEAD", "logs"])
+def test_a_linked_reflog_is_never_written_through(tmp_path, link):
+    """A command replaces a reflog (or the logs folder) with a link outside
+    the workspace: Logist's commits append nothing there."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("keep me\n")
+    ws = Workspace.init(tmp_path / "ws", "j")
+    (ws.path / "a.txt").write_text("a\n")
+    ws.commit_all("a")
+    planted = ws.path / ".git" / link
+    assert planted.exists(), "git keeps this reflog"
+    import shutil
+
+    shutil.rmtree(planted) if planted.is_dir() else planted.unlink()
+    planted.symlink_to(outside if link == "logs" else outside / "precious.txt")
+    (ws.path / "b.txt").write_text("b\n")
+    sha = ws.commit_all("b")
+    assert ws.file_at(sha, "b.txt") == "b\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["precious.txt"]
+    assert (outside / "precious.txt").read_text() == "keep me\n"
+    assert not planted.is_symlink()
+
+
 def test_git_runs_without_secrets_or_tracing_from_logists_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("LOGIST_API_KEY", CANARY_KEY)
     monkeypatch.setenv("GH_PAT", CANARY_KEY)
@@ -320,3 +344,24 @@ def test_only_local_paths_are_reachable_and_no_url_rewrite_survives(tmp_path):
     ws.push_branch(source, "exported", sha)
     assert not marker.exists()
     assert subprocess.run(["git", "rev-parse", "exported"], cwd=source, capture_output=True, text=True).stdout.strip() == sha
+
+
+def test_a_huge_evidence_file_is_read_only_as_far_as_it_is_shown(tmp_path):
+    # A sparse file of 3 GB costs a model's command nothing to make; the
+    # Supervisor's prompt shows its first bytes and its size, reading no more.
+    import tracemalloc
+
+    from logist.workspace.repository import Workspace
+
+    workspace = Workspace.init(tmp_path / "job" / "workspace", "huge")
+    with open(workspace.path / "huge.log", "wb") as handle:
+        handle.write(b"first line\n")
+        handle.truncate(3 * 1024**3)
+    tracemalloc.start()
+    try:
+        text = workspace.read_text_file("huge.log", 4096)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert text.startswith("first line\n") and f"file is {3 * 1024**3} bytes, showing the first 4096" in text
+    assert peak < 1024**2, f"read {peak} bytes into memory"

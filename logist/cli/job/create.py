@@ -83,17 +83,17 @@ def spec_option(name: str, field: Any) -> click.Option:
 
 class SpecCommand(click.Command):
     """A command whose options are JobSpec's fields, made on first use:
-    all of them, or with ``spec_fields="budgets"`` the budgets."""
+    all of them, with ``spec_fields="budgets"`` the budgets, or those a tuple of names names."""
 
     _spec_options: Optional[list[click.Option]] = None
 
-    def __init__(self, *args: Any, spec_fields: Optional[str] = None, **kwargs: Any):
+    def __init__(self, *args: Any, spec_fields: Optional[Any] = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.spec_fields = spec_fields
 
     def spec_options(self) -> list[click.Option]:
         if self._spec_options is None:
-            names = list(SETTABLE) if self.spec_fields == "budgets" else list(JobSpec.model_fields)
+            names = list(SETTABLE) if self.spec_fields == "budgets" else list(self.spec_fields or JobSpec.model_fields)
             self._spec_options = [spec_option(name, JobSpec.model_fields[name]) for name in names]
         return self._spec_options
 

@@ -25,7 +25,14 @@ def _simple(name: str, verb: Callable[[Job], JobManifest], doc: str):
     @pass_app
     def command(app: Application, job_id: Optional[str], lock_timeout: float, as_json: bool) -> None:
         job = app.open(lock_timeout=lock_timeout).job(job_id)
-        app.job_changed(as_json, job.id, verb(job))
+        manifest = verb(job)
+        asked = job.stop_request() if name in ("suspend", "cancel") else None
+        if asked is not None:
+            app.job_changed(as_json, job.id, manifest, extra={"requested": asked["action"]}, message=(
+                f"Job '{job.id}' is running a step: {asked['action']} asked for; the runner applies it once the "
+                "step ends (logist job status shows it)."))
+        else:
+            app.job_changed(as_json, job.id, manifest)
 
     return command
 
@@ -200,7 +207,7 @@ def set_budgets(app: Application, job_id: Optional[str], checks: tuple, no_check
                 as_json: bool, **budgets) -> None:
     """Change a job's budgets or checks; a job a spent budget stopped then goes on.
 
-    Each budget counts from the job's start: --max-steps 50 allows 50 calls
+    Each budget counts from the job's start: --max-steps 50 allows 50 steps
     in all. A job a budget stopped continues its turn where it stopped.
 
     \b

@@ -34,9 +34,12 @@ def list_jobs(app: Application, as_json: bool) -> None:
         try:
             manifest = app.jobs.get(job_id, index).manifest()
             rows.append({"job_id": job_id, "status": str(manifest.status), "role": manifest.turn.role,
-                         "steps": manifest.calls, "calls": manifest.calls, "objective": manifest.objective})
+                         "steps": manifest.calls, "model_calls": manifest.totals.llm_calls,
+                         "calls": manifest.calls,  # deprecated: the old name of "steps"
+                         "objective": manifest.objective})
         except Exception as exc:  # a damaged job must not hide the others
-            rows.append({"job_id": job_id, "status": "UNREADABLE", "role": None, "steps": None, "calls": None,
+            rows.append({"job_id": job_id, "status": "UNREADABLE", "role": None, "steps": None, "model_calls": None,
+                         "calls": None,
                          "objective": str(exc)})
     if as_json:
         app.print_json({"current_job_id": index.current_job_id, "queue": index.queue, "jobs": rows})
@@ -82,7 +85,8 @@ def _status_data(job, m) -> dict:
         "status": str(m.status),
         "role": m.turn.role,
         "steps": m.calls,
-        "calls": m.calls,  # the old name of "steps", kept for a release
+        "model_calls": m.totals.llm_calls,  # what the text's Calls says
+        "calls": m.calls,  # deprecated: the old name of "steps" (not the call count), kept for a release
         "max_steps": m.settings.max_steps,
         "last_sequence": m.last_sequence,
         "workspace": str(job.workspace),
@@ -165,11 +169,16 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
     job = app.job(job_id)
     m = job.manifest()
     data = _status_data(job, m)
+    data["stop_request"] = job.stop_request()
     if as_json:
         app.print_json(data)
         return
     echo(f"Job:     {data['job_id']}")
     echo(f"Status:  {data['status']}")
+    if data["stop_request"]:
+        asked = data["stop_request"]
+        echo(f"Asked:   {asked['action']} (at {inert(asked['requested_at'], one_line=True)}): the runner applies it "
+             "once the step in progress ends")
     echo(f"Role:    {data['role']}")
     echo(f"Entry:   {data['last_sequence']} (the history's last)")
     echo(_steps_line(m))

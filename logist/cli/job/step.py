@@ -14,6 +14,7 @@ from ...errors import ConfigError, LogistError, TransitionError, install_hint
 from ..app import EXIT_BUDGET, EXIT_ERROR, EXIT_NEEDS_PERSON, Application, exit_codes_help, pass_app
 from ..common import base_url_option, job_argument, json_option, wait_option
 from ..progress import call_line, progress_for, step_command_lines
+from .create import SpecCommand
 
 model_option = click.option("--model", help="Use this model for this command's calls.")
 quiet_option = click.option(
@@ -92,7 +93,7 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
     app.finish_steps(results, as_json, base_url)
 
 
-@click.command(epilog=exit_codes_help())
+@click.command(epilog=exit_codes_help(), cls=SpecCommand, spec_fields=("max_steps",))
 @job_argument
 @click.option("--all", "run_all", is_flag=True, help="Run every queued job (see --engine).")
 @click.option("--engine", type=EngineChoice(), envvar="LOGIST_ENGINE",
@@ -107,7 +108,8 @@ def step(app: Application, job_id: Optional[str], oneshot: bool, base_url: Optio
 @call_options
 def run(app: Application, job_id: Optional[str], run_all: bool, engine: Optional[str], concurrency: Optional[int],
         address: Optional[str], base_url: Optional[str], model: Optional[str],
-        request_timeout: Optional[float], lock_timeout: float, quiet: bool, as_json: bool) -> None:
+        request_timeout: Optional[float], lock_timeout: float, quiet: bool, as_json: bool,
+        max_steps: Optional[int] = None) -> None:
     """Step the job until it needs a person or is done.
 
     With --all, every queued job, each under a lease (lease.json in its
@@ -115,16 +117,21 @@ def run(app: Application, job_id: Optional[str], run_all: bool, engine: Optional
     finishes. The code is the worst of the jobs': 1 when a job could not be
     run at all, else 4 when one stopped at a budget, else 3 when one needs a
     person (a job skipped because another runner holds it is not an error).
+    --max-steps N sets the job's limit first, as job set --max-steps N does
+    (counted from the job's start).
 
     \b
     Example:
       logist job run hello --base-url http://localhost:11434/v1
+      logist job run hello --max-steps 20
       logist job run --all --concurrency 8
       logist job run --all --engine ray --address auto
     """
     if run_all:
         if job_id:
             raise click.UsageError("--all runs every queued job; do not name one")
+        if max_steps is not None:
+            raise click.UsageError("--max-steps sets one job's limit; set each job's with logist job set JOB --max-steps N")
         app.jobs.require_endpoint(base_url)  # said once, not once per job
         engine = engine or DEFAULT_ENGINE
         try:
@@ -140,6 +147,8 @@ def run(app: Application, job_id: Optional[str], run_all: bool, engine: Optional
     if engine or concurrency or address:
         raise click.UsageError("--engine, --concurrency and --address go with --all")
     job = app.open(base_url=base_url, request_timeout=request_timeout, lock_timeout=lock_timeout).job(job_id)
+    if max_steps is not None and max_steps != job.manifest().settings.max_steps:
+        job.set_budgets(max_steps=max_steps)  # recorded as job set records it
     app.at_work([job.id], f"logist job run {job.id}")
     try:
         results = job.run(model=model, on_step=_reporter(app, quiet), watch=progress_for(quiet))
@@ -228,8 +237,10 @@ def replay(app: Application, job_id: Optional[str], history_file: str, lock_time
 def _run_queue(app: Application, jobs: Jobs, as_json: bool, report, *, engine: str, concurrency: Optional[int],
                address: Optional[str], model: Optional[str], watch: Optional[CallWatch]) -> None:
     started = time.monotonic()
+    last: dict = {}
 
     def finished(o, counts) -> None:
+        last["counts"] = counts
         budget = _budget_hint(app, o)
         if o.error:
             what = f"error: {o.error}"
@@ -247,14 +258,9 @@ def _run_queue(app: Application, jobs: Jobs, as_json: bool, report, *, engine: s
     if as_json:
         app.print_json([{"job_id": o.job_id, "status": str(o.status) if o.status else None, "steps": o.steps,
                          "error": o.error, "skipped": o.skipped} for o in outcomes])
-    if len(outcomes) > 1:  # on stderr, with --json too
-        counts = {"done": 0, "waiting for a person": 0, "failed": 0, "skipped": 0}
-        for o in outcomes:
-            key = ("failed" if o.error else "skipped" if o.skipped else
-                   "waiting for a person" if o.status is not None and app.needs_person(o.status) else "done")
-            counts[key] += 1
+    if len(outcomes) > 1 and "counts" in last:  # on stderr, with --json too
         app.info(f"Batch of {len(outcomes)} jobs ({engine}) in {time.monotonic() - started:.1f} s: "
-                 + ", ".join(f"{n} {what}" for what, n in counts.items()) + ".")
+                 f"{last['counts'].summary()}.")
     if any(o.error for o in outcomes):
         app.exit(EXIT_ERROR)
     if any(budget.values()):

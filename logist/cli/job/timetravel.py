@@ -71,7 +71,8 @@ def diff(app: Application, job_id: Optional[str], entry: Optional[int], stat: bo
 @click.command()
 @job_argument
 @click.option("--branch", help="Create this branch in the source repository (--from-repo jobs).")
-@click.option("--patch", "patch", type=click.Path(dir_okay=False), help="Write the job's commits to this patch file.")
+@click.option("--patch", "patch", type=click.Path(dir_okay=False),
+              help="Write the job's commits, combined, to this patch file (git apply FILE or git am FILE).")
 @click.option("--force", is_flag=True, help="With --branch: replace an existing branch of that name.")
 @json_option
 @pass_app
@@ -81,6 +82,9 @@ def export(app: Application, job_id: Optional[str], branch: Optional[str], patch
 
     A branch goes into the source repository of a --from-repo job; that
     repository's checked-out branch, index and working tree are not touched.
+    A patch holds the job's commits combined into one, to apply where the
+    job started (git apply FILE, or git am FILE to commit it). A job not yet
+    approved is exported with a warning.
 
     \b
     Example:
@@ -92,11 +96,22 @@ def export(app: Application, job_id: Optional[str], branch: Optional[str], patch
     job = app.job(job_id)
     if branch:
         sha, replaced = job.export_branch(branch, force=force)
+        _warn_unapproved(app, job)
         source = job.manifest().source.repo
         app.display(as_json, {"job_id": job.id, "branch": branch, "commit": sha, "replaced": replaced, "repository": source},
                     lambda: app.info(f"{'Moved' if replaced else 'Created'} branch '{branch}' "
                                      f"{'to' if replaced else 'at'} {sha[:12]} in {source}."))
     else:
         count = job.export_patch(Path(patch))
+        _warn_unapproved(app, job)
         app.display(as_json, {"job_id": job.id, "patch": patch, "commits": count},
-                    lambda: app.info(f"Wrote {count} commit{'s' if count != 1 else ''} to {patch}."))
+                    lambda: app.info(f"Wrote the job's {count} commit{'s' if count != 1 else ''}, combined into one "
+                                     f"patch, to {patch} (git apply {patch}, or git am {patch}, where the job started)."))
+
+
+def _warn_unapproved(app: Application, job) -> None:
+    """One line on stderr when the work exported is not approved (the job is not SUCCESS)."""
+    status = str(job.status)
+    if status != "SUCCESS":
+        app.info(f"Warning: job '{job.id}' is {status}, not approved: its work was exported as it stands "
+                 f"(logist job approve {job.id} first to export approved work).")
