@@ -38,8 +38,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "live"))
@@ -56,7 +58,7 @@ OBJECTIVE = "Write hello.py that prints hello"
 DONE = ("APPROVAL_REQUIRED", "SUCCESS")
 
 
-def engine_count(engine: LiveEngine, body: dict) -> int:
+def engine_count(engine: LiveEngine, body: dict) -> Optional[int]:
     """The engine's own prompt tokens for ``body`` (asked again, not streamed, one token)."""
     plain = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
     plain["max_tokens"] = 1
@@ -64,8 +66,13 @@ def engine_count(engine: LiveEngine, body: dict) -> int:
         plain["response_format"] = {"type": "json_object", "schema": plain["response_format"]["json_schema"]["schema"]}
     request = urllib.request.Request(f"{engine.direct_url}/chat/completions", data=json.dumps(plain).encode(),
                                      headers={"content-type": "application/json"})
-    with urllib.request.urlopen(request, timeout=600) as answer:
-        return json.load(answer)["usage"]["prompt_tokens"]
+    try:
+        with urllib.request.urlopen(request, timeout=600) as answer:
+            return json.load(answer)["usage"]["prompt_tokens"]
+    except urllib.error.HTTPError as exc:  # the engine refused the request sent again: no count, and why
+        print(f"    the engine would not count a request again: HTTP {exc.code}: "
+              f"{exc.read()[:200].decode('utf-8', 'replace')}", file=sys.stderr)
+        return None
 
 
 def to_rest(job) -> tuple[list[float], list[float]]:
@@ -158,7 +165,7 @@ def measure(seeds: list[int]) -> list[dict]:
 
 def token_error(runs: list[dict]) -> float:
     """The largest relative difference between a recorded prompt count and the engine's."""
-    pairs = [p for r in runs for p in r["tokens"]]
+    pairs = [(ours, theirs) for r in runs for ours, theirs in r["tokens"] if theirs]
     return max(abs(ours - theirs) / theirs for ours, theirs in pairs) if pairs else 0.0
 
 
@@ -182,7 +189,7 @@ def main(argv=None) -> int:
     valid = sum(r["valid_first_try"] for r in runs)
     greets = sum(r["greets"] for r in runs)
     share = sum(r["own_share"] for r in runs) / len(runs)
-    pairs = [p for r in runs for p in r["tokens"]]
+    pairs = [p for r in runs for p in r["tokens"] if p[1]]
     off = token_error(runs)
     failing, checked = done_with_failing_check(runs)
     stopped = sum(r["checked"]["status"] == "INTERVENTION_REQUIRED" for r in runs)
