@@ -49,6 +49,7 @@ from .cli.app import RUNS_STEPS, exit_codes_help, exit_codes_markdown
 from .cli.lazy import LazyGroup, summary
 from .cli.workflow import markdown as workflow_markdown
 from .schemas import schemas_dir
+from .serve.http_api import markdown as http_api_markdown
 from .store.atomic import atomic_write
 from .store.session import JOB_FILES, README_NAME
 
@@ -340,9 +341,7 @@ def performance() -> str:
 
 def http_api_table() -> str:
     """The routes of ``logist serve``'s HTTP API (:data:`logist.serve.http_api.ENDPOINTS`)."""
-    from .serve.http_api import markdown  # lazy: the serve package is not the command line's
-
-    return markdown()
+    return http_api_markdown()
 
 
 #: Every generated part: its name in the markers -> the function writing it.
