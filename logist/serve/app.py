@@ -68,7 +68,7 @@ from ..api import Job, Jobs
 from ..errors import JobBusyError, LogistError, MovedOnError, NotFoundError, TransitionError
 from ..views.window import Follower
 from . import http_api, pages, static
-from .compression import Gzip
+from .compression import Gzip, accepts_gzip
 
 #: Seconds between two looks at the files a stream follows.
 POLL_SECONDS = 0.4
@@ -78,6 +78,8 @@ LOCK_WAIT = 2.0
 FORM_LIMIT = 1 << 20
 POLICY = "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 SAFE_METHODS = ("GET", "HEAD")
+#: A page's caching: kept by the browser only (never a shared cache), asked for again every time (its ETag).
+REVALIDATE = "no-cache, private"
 
 
 def cookie_name(port: int) -> str:
@@ -262,8 +264,18 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
     def html(text: str, status: int = 200) -> Response:
         return Response(text, status, media_type="text/html; charset=utf-8")
 
+    def gzipped(request: Request) -> bool:
+        return accepts_gzip(request.headers.get("accept-encoding", ""))
+
+    def validated(tag: str) -> dict[str, str]:
+        return {"ETag": tag, "Cache-Control": REVALIDATE}
+
     async def jobs_list(request: Request) -> Response:
-        return html(await run_in_threadpool(pages.jobs_page, jobs))
+        tag = await run_in_threadpool(pages.jobs_page_tag, jobs, "", gzipped(request))
+        if pages.tag_matches(request.headers.get("if-none-match"), tag):
+            return Response(status_code=304, headers=validated(tag))
+        return Response(await run_in_threadpool(pages.jobs_page, jobs), media_type="text/html; charset=utf-8",
+                        headers=validated(tag))
 
     async def job_page(request: Request) -> Response:
         try:
@@ -274,8 +286,13 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
             start = digits(request.query_params.get("from"), "from")
         except BadNumber as exc:
             return PlainTextResponse(f"{exc}.\n", 400)
+        # Its tag first, then the page (pages.job_page_tag says why in that order).
+        tag = await run_in_threadpool(pages.job_page_tag, job, start, page, gzipped(request))
+        if pages.tag_matches(request.headers.get("if-none-match"), tag):
+            return Response(status_code=304, headers=validated(tag))
         rows = pages.job_page(job, start=start, page=page)
-        return StreamingResponse(iterate_in_threadpool(rows), media_type="text/html; charset=utf-8")
+        return StreamingResponse(iterate_in_threadpool(rows), media_type="text/html; charset=utf-8",
+                                 headers=validated(tag))
 
     async def decision(request: Request) -> Response:
         action = request.path_params["action"]

@@ -20,8 +20,10 @@ Everything from a model, a person or a file is escaped by
 
 from __future__ import annotations
 
+import hashlib
 import json
-from typing import Iterator, Optional
+import os
+from typing import Iterable, Iterator, Optional
 from urllib.parse import quote
 
 from ..api import Job, JobManifest, Jobs, Status, person_can
@@ -314,6 +316,76 @@ def job_page(job: Job, notice: Optional[str] = None, start: Optional[int] = None
         yield tail
     finally:
         window.close()
+
+
+# -- Validation: a page's tag ----------------------------------------------------------------------
+#
+# A page is answered with a strong ETag made from what determines its bytes,
+# read without rendering it (a few stats and the manifest), and
+# ``Cache-Control: no-cache, private``: the browser keeps it, asks every time
+# (If-None-Match), and gets 304 while nothing it shows has changed. Every
+# form a page carries says ``at`` (the job's last entry), which the manifest
+# holds: a job that moved on has another tag, so a 304 never brings back a
+# stale form. The tag is computed before the page is rendered: a change in
+# between gives the page a newer state than its tag, which the next request
+# then fails to match (a full page again), never the other way round.
+
+
+def _stat(path) -> Optional[tuple[int, int, int]]:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (found.st_size, found.st_ino, found.st_mtime_ns)
+
+
+def _tag(parts: Iterable[object]) -> str:
+    digest = hashlib.sha256(repr((*(static.url(name) for name in static.FILES), *parts)).encode("utf-8", "surrogateescape"))
+    return f'"{digest.hexdigest()[:32]}"'
+
+
+def job_page_tag(job: Job, start: Optional[int], page: int, gzip: bool) -> str:
+    """The ETag of :func:`job_page` (no notice, nothing kept) for ``start``
+    and ``page``, as sent gzip-compressed or not: the assets' names, the
+    manifest's bytes (state, the last entry: every form's ``at``), the
+    history's size and identity (the rows), a stop asked for, the
+    workspace's commit (whether the checks' run is current), and each file
+    a held change names (the diff against the workspace's content)."""
+    history, manifest_path = job.state_files
+    try:
+        manifest_bytes = manifest_path.read_bytes()
+    except OSError:
+        manifest_bytes = b""
+    m = job.manifest()
+    try:
+        head = job.stored.repo.head()
+    except Exception:  # noqa: BLE001 - a workspace git cannot read shows as such; the tag just differs
+        head = None
+    held = []
+    for change in m.pending_changes or []:
+        path = change.get("path") if isinstance(change, dict) else None
+        if isinstance(path, str):
+            held.append((path, _stat(os.path.join(job.workspace, path))))
+    return _tag(("job", job.id, start, page, gzip, hashlib.sha256(manifest_bytes).hexdigest(), _stat(history),
+                 _stat(job.stored.stop_request_path), head, held))
+
+
+def jobs_page_tag(jobs: Jobs, query: str, gzip: bool) -> str:
+    """The ETag of the list of jobs for ``query`` (its filter and order):
+    the jobs index and each job's history and manifest (size, identity, time)."""
+    return _tag(("jobs", query, gzip, *(_stat(path) for path in jobs.state_files())))
+
+
+def tag_matches(header: Optional[str], tag: str) -> bool:
+    """Whether an If-None-Match header names ``tag`` (or is ``*``); a weak
+    ``W/`` tag compares by its value, as RFC 9110 says for If-None-Match."""
+    if not header:
+        return False
+    for part in header.split(","):
+        given = part.strip()
+        if given == "*" or given.removeprefix("W/") == tag:
+            return True
+    return False
 
 
 def page_title(job: Job, m: JobManifest) -> str:

@@ -1,5 +1,6 @@
 """What ``logist serve`` sends over the wire: assets under names made from
-their content, kept by the browser for good; pages never kept; pages,
+their content, kept by the browser for good; pages kept by the browser
+only and validated every time (a strong ETag, 304 while unchanged); pages,
 assets and events gzip-compressed for a client that accepts it, each event
 flushed as it is sent. A real server process and a raw HTTP client."""
 
@@ -34,11 +35,22 @@ def big_job(jobs, entries: int = 500):
 
 def load(server, path: str, cache: dict, headers: dict) -> int:
     """The bytes one load of ``path`` transfers (bodies and headers), with a
-    client cache that keeps what the server says it may keep, as a browser does."""
-    page = server.request("GET", path, headers)
-    assert page.status == 200
+    client cache that keeps what the server says it may keep, as a browser
+    does: an immutable asset is not asked for again; a page kept with its
+    ETag is asked for with If-None-Match, and a 304 shows the kept copy."""
+    kept = cache.get(path)
+    asked = {**headers, "If-None-Match": kept[0]} if kept is not None else headers
+    page = server.request("GET", path, asked)
     sent = len(page.data) + sum(len(k) + len(v) + 4 for k, v in page.getheaders())
-    html = gzip.decompress(page.data) if page.getheader("Content-Encoding") == "gzip" else page.data
+    if page.status == 304:
+        assert kept is not None and page.getheader("ETag") == kept[0] and not page.data
+        data = kept[1]
+    else:
+        assert page.status == 200
+        data = page.data
+        if page.getheader("ETag") and "no-store" not in (page.getheader("Cache-Control") or ""):
+            cache[path] = (page.getheader("ETag"), data)
+    html = gzip.decompress(data) if page.getheader("Content-Encoding") == "gzip" or data[:2] == b"\x1f\x8b" else data
     for link in re.findall(rb'(?:href|src)="(/assets/[^"]+)"', html):
         if link in cache:
             continue
@@ -55,7 +67,7 @@ def test_a_500_entry_page_loaded_again_transfers_under_a_tenth_of_the_first_load
     server = served()
     page = server.request("GET", "/jobs/big", GZIP)
     plain = server.request("GET", "/jobs/big")
-    assert page.getheader("Content-Encoding") == "gzip" and page.getheader("Cache-Control") == "no-store"
+    assert page.getheader("Content-Encoding") == "gzip" and page.getheader("Cache-Control") == "no-cache, private"
     assert plain.getheader("Content-Encoding") is None
     assert gzip.decompress(page.data) == plain.data, "the same page, compressed"
     links = re.findall(rb'(?:href|src)="(/assets/[^"]+)"', plain.data)
@@ -67,13 +79,17 @@ def test_a_500_entry_page_loaded_again_transfers_under_a_tenth_of_the_first_load
     # The name an older page linked is still served, and not kept.
     assert server.request("GET", "/assets/serve.js").getheader("Cache-Control") == "no-store"
 
-    # What a load transferred before: each one the page and every asset, uncompressed (no-store).
+    # A strong tag, one per representation: the gzip page and the plain one differ.
+    tag = page.getheader("ETag")
+    assert re.fullmatch(r'"[0-9a-f]{32}"', tag) and plain.getheader("ETag") not in (None, tag)
+
+    # What a load transferred before: each one the page and every asset, uncompressed, nothing kept.
     before = load(server, "/jobs/big", {}, {})
     cache: dict = {}
     first = load(server, "/jobs/big", cache, GZIP)
     again = load(server, "/jobs/big", cache, GZIP)
-    assert len(cache) == 4 and again < first
-    assert again < before / 10, (before, first, again)
+    assert len(cache) == 5 and again < first / 10, (before, first, again)
+    assert first < before / 10, (before, first, again)
 
 
 def test_an_event_stream_is_compressed_and_each_event_arrives_as_it_is_sent(jobs, served):
@@ -99,3 +115,34 @@ def test_an_event_stream_is_compressed_and_each_event_arrives_as_it_is_sent(jobs
     until("Part 2.")
     assert "id: 2\nevent: step\n" in text
     connection.close()
+
+
+def test_a_page_is_304_while_unchanged_and_whole_again_once_the_job_moves_on(jobs, served):
+    job = create_job(jobs, "j", "Write hello.py")
+    post_answer(job, json.dumps({"action": "ASK", "question": "Which greeting?", "required": True}))
+    server = served()
+    first = server.request("GET", "/jobs/j")
+    tag = first.getheader("ETag")
+    assert first.status == 200 and b'name="at" value="2"' in first.data
+    assert first.getheader("Cache-Control") == "no-cache, private"
+    same = server.request("GET", "/jobs/j", {"If-None-Match": f'"other", {tag}'})
+    assert same.status == 304 and same.data == b"" and same.getheader("ETag") == tag
+    assert same.getheader("Cache-Control") == "no-cache, private"
+    assert server.request("GET", "/jobs/j", {"If-None-Match": "W/" + tag}).status == 304
+    # Another page of the history is another representation.
+    assert server.request("GET", "/jobs/j?from=1", {"If-None-Match": tag}).status == 200
+    # The job moves on (a person answers): the kept page's form would be stale, so it is not validated.
+    answered = server.request("POST", "/jobs/j/answer", {"Content-Type": "application/x-www-form-urlencoded"},
+                              b"at=2&text=Hello")
+    assert answered.status == 303
+    moved = server.request("GET", "/jobs/j", {"If-None-Match": tag})
+    assert moved.status == 200 and moved.getheader("ETag") != tag
+    assert b'name="at" value="3"' in moved.data and b'name="at" value="2"' not in moved.data
+    # A stop asked for while a step runs shows on the page: another tag too.
+    (job.dir / "stop_request.json").write_text(json.dumps({"action": "suspend", "requested_at": "now"}))
+    assert server.request("GET", "/jobs/j", {"If-None-Match": moved.getheader("ETag")}).status == 200
+    # The list of jobs is validated the same way.
+    listed = server.request("GET", "/")
+    assert server.request("GET", "/", {"If-None-Match": listed.getheader("ETag")}).status == 304
+    post_answer(job, json.dumps({"action": "MESSAGE", "message": "Part 4."}))
+    assert server.request("GET", "/", {"If-None-Match": listed.getheader("ETag")}).status == 200
