@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,10 +21,10 @@ from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import step_once
 from logist.store.requests import HistoryReader
-from logist.replay.scripted import answer
+from logist.replay.scripted import ScriptedLLMServer, answer
 
 from conftest import logist_cli, long_job
-from serving import browser, served  # noqa: F401 - fixtures
+from serving import browser, served, wait_for  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.serve, pytest.mark.browser]
 
@@ -300,4 +302,51 @@ def test_a_page_of_a_long_history_assembles_each_full_prompt_exactly_and_follows
     step_once(job, base_url=llm.base_url)
     page.wait_for_selector(f"#step-{last + 1}", state="attached", timeout=3000)
     assert shown_steps(page) == [last - 1, last, last + 1]
+    context.close()
+
+
+class HeldCallServer(ScriptedLLMServer):
+    """The scripted server, each call held until the test releases it (``release``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.release = threading.Event()
+
+    def reply_for(self, body: dict, headers: dict):
+        self.release.wait(60)
+        return super().reply_for(body, headers)
+
+
+def test_suspend_clicked_mid_call_stops_the_runner_at_the_step_boundary_and_nothing_is_busy(jobs, browser, served):
+    create_job(jobs, "j", "Say hi", allowed_commands=["echo hi"])
+    server = served()
+    with HeldCallServer() as llm:
+        # The first answer goes on with the turn (a command): without the suspend the runner would call again.
+        llm.add(answer("CMD", command="echo hi"), answer("COMPLETED", "said hi", []))
+        runner = subprocess.Popen([sys.executable, "-m", "logist", "job", "run", "j", "--base-url", llm.base_url],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            context, page, _ = logged_in(browser, server)
+            wait_for(lambda: len(llm.requests) == 1, timeout=60)  # the call is in flight, the runner holds the lock
+            page.goto(server.base + "jobs/j")
+            page.click("form.d-suspend button")
+            page.wait_for_url(server.base + "jobs/j")
+            notice = page.locator("#state .notice")
+            assert "Suspend asked for" in notice.inner_text()
+            assert json.loads((jobs.path / "j" / "stop_request.json").read_text())["action"] == "suspend"
+            llm.release.set()
+            out, err = runner.communicate(timeout=120)
+        finally:
+            llm.release.set()
+            if runner.poll() is None:
+                runner.kill()
+                runner.wait()
+    assert runner.returncode == 3, err  # a suspended job's exit code
+    assert "busy" not in out + err
+    assert len(llm.requests) == 1, "no call after the step in progress"
+    # The page follows: SUSPENDED, and its Resume form in place of Suspend.
+    page.wait_for_selector("form.d-resume button", timeout=10000)
+    assert "busy" not in page.content()
+    manifest = json.loads((jobs.path / "j" / "job_manifest.json").read_text())
+    assert manifest["status"] == "SUSPENDED" and not (jobs.path / "j" / "stop_request.json").exists()
     context.close()
