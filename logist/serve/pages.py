@@ -28,7 +28,8 @@ from urllib.parse import quote
 
 from ..api import Job, JobManifest, Jobs, Status, person_can
 from ..terminal import inert
-from ..views.html import esc, status_badge
+from ..errors import InvalidAnswer, LogistError
+from ..views.html import diff_lines_html, esc, status_badge
 from ..views.report import TIMELINE_CLOSE, IndexRow, index_body, index_rows, job_head, timeline_open
 from ..views.summary import StateTrail
 from ..views.window import Follower, read_window
@@ -147,9 +148,7 @@ def decisions_html(job: Job, m: JobManifest, typed: Optional[dict[str, str]] = N
         if m.pending_command is not None:
             held = f'<p>Held command, exactly as it will run:</p><pre class="held">\n{esc(inert(m.pending_command, one_line=True))}</pre>'
         else:
-            paths = "".join(f"<li><code>{esc(c.get('path') if isinstance(c, dict) else c)}</code></li>"
-                            for c in m.pending_changes or [])
-            held = f"<p>Held file changes:</p><ul>{paths}</ul>"
+            held = held_changes_html(job, m)
         parts.append(
             f'<div class="held-decision"><h3>Waiting for your decision</h3>{held}'
             + _form(job, "approve-command", at, "Approve and run" if m.pending_command is not None else "Approve the changes")
@@ -192,6 +191,28 @@ def decisions_html(job: Job, m: JobManifest, typed: Optional[dict[str, str]] = N
     if controls:
         parts.append(f'<div class="controls">{"".join(controls)}</div>')
     return f'<section class="decisions" data-at="{at}"><h2>Decisions</h2>{"".join(parts)}</section>'
+
+
+def held_changes_html(job: Job, m: JobManifest) -> str:
+    """Held file changes, each file a unified diff against the workspace's
+    content now (:meth:`logist.api.Job.held_diff`: bounded; what is cut is
+    said), its text inert and escaped; changes that no longer apply say why."""
+    paths = "".join(f"<li><code>{esc(inert(str(c.get('path') if isinstance(c, dict) else c), one_line=True))}</code></li>"
+                    for c in m.pending_changes or [])
+    try:
+        diffs = job.held_diff(m)
+    except (InvalidAnswer, LogistError, OSError) as exc:
+        return (f"<p>Held file changes:</p><ul>{paths}</ul>"
+                f'<p class="notice error" role="alert">They no longer apply to the workspace as it is: {esc(str(exc))}</p>')
+    parts = []
+    for diff in diffs:
+        said = [diff.note] if diff.note else []
+        if diff.cut:
+            said.append(f"{diff.cut:,} more lines of the diff are not shown")
+        note = f'<p class="hint">{esc("; ".join(said))}.</p>' if said else ""
+        shown = f'<pre class="diff held-diff">\n{diff_lines_html(inert(diff.diff))}</pre>' if diff.diff else ""
+        parts.append(f'<div class="held-file"><h4><code>{esc(inert(diff.path, one_line=True))}</code></h4>{shown}{note}</div>')
+    return f"<p>Held file changes, each against the workspace as it is now:</p>{''.join(parts)}"
 
 
 #: The lines of a check's output its page shows (the end of what the run recorded).

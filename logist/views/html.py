@@ -69,10 +69,8 @@ def status_badge(status: str) -> str:
     return f'<span class="status s-{esc(status)}">{esc(status)}</span>'
 
 
-def _diff_html(diff: str, sequence: int, job_id: str, cut: int = 0) -> str:
-    if len(diff) > DIFF_LIMIT:
-        diff, cut = diff[:DIFF_LIMIT], cut + len(diff) - DIFF_LIMIT
-    note = f"\n… {cut} more characters cut; logist job diff {job_id} --entry {sequence} shows them all" if cut else ""
+def diff_lines_html(diff: str) -> str:
+    """A patch's lines, escaped, each marked for its kind (file, meta, hunk, added, removed)."""
     lines = []
     for line in diff.splitlines():
         if line.startswith("diff --git"):
@@ -89,7 +87,14 @@ def _diff_html(diff: str, sequence: int, job_id: str, cut: int = 0) -> str:
             lines.append(esc(line))
             continue
         lines.append(f'<span class="{cls}">{esc(line)}</span>')
-    return '<pre class="diff">\n' + "\n".join(lines) + esc(note) + "</pre>"
+    return "\n".join(lines)
+
+
+def _diff_html(diff: str, sequence: int, job_id: str, cut: int = 0) -> str:
+    if len(diff) > DIFF_LIMIT:
+        diff, cut = diff[:DIFF_LIMIT], cut + len(diff) - DIFF_LIMIT
+    note = f"\n… {cut} more characters cut; logist job diff {job_id} --entry {sequence} shows them all" if cut else ""
+    return '<pre class="diff">\n' + diff_lines_html(diff) + esc(note) + "</pre>"
 
 
 def _message_html(role: str, content: str, extra: str = "") -> str:

@@ -20,9 +20,11 @@ written by :mod:`logist.workspace.changes`.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence, Union
 
@@ -30,7 +32,7 @@ from .diffs import SHA, Patch, stream_patches
 from ..errors import LogistError
 from .git import Done as _Done, git_argv, git_env, guard_repository, run_git as _run_git, settle_config
 from .changes import plan, resolve_inside, write_as_new_file
-from ..protocol.answer import FileChange, InvalidAnswer
+from ..protocol.answer import FileChange, InvalidAnswer, ReplaceInFile, WriteFile
 
 WORK_BRANCH = "logist/{job_id}"
 
@@ -66,6 +68,66 @@ def _denied(proc: _Done) -> list[str]:
     """The paths git said it cannot read, in order, once each."""
     found = [a or b for a, b in _DENIED.findall(_decode(proc.stderr))]
     return list(dict.fromkeys(found))
+
+
+#: The lines of each side a held change's diff compares at most, and the bytes read of a file for it.
+COMPARED_LINES = 2000
+COMPARED_BYTES = 1 << 20
+#: The lines of a held change's diff shown at most.
+DIFF_LINES = 400
+
+
+@dataclass(frozen=True)
+class ChangeDiff:
+    """One file of held file changes as a unified diff against the
+    workspace's content now: ``diff`` its first lines, ``cut`` how many
+    lines of it are not shown, ``note`` what else a reader must know (the
+    file was compared in part, or is not text)."""
+
+    path: str
+    diff: str
+    cut: int = 0
+    note: Optional[str] = None
+
+
+def _first_lines(data: Optional[bytes], size: int) -> tuple[list[str], str]:
+    """The first :data:`COMPARED_LINES` lines of ``data`` (a file of
+    ``size`` bytes, read up to :data:`COMPARED_BYTES`), and what the file is
+    ("" when all of it is there)."""
+    if data is None:
+        return [], ""
+    lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
+    if size > len(data):
+        if lines and not lines[-1].endswith("\n"):
+            lines.pop()  # a line cut by the bytes read
+        return lines[:COMPARED_LINES], f"{size:,} bytes"
+    if len(lines) > COMPARED_LINES:
+        return lines[:COMPARED_LINES], f"{len(lines):,} lines, {size:,} bytes,"
+    return lines, ""
+
+
+def change_diff(rel: str, before: Optional[bytes], before_size: int, after: Optional[bytes],
+                after_size: int) -> ChangeDiff:
+    """``rel`` from ``before`` to ``after`` (None: no such file) as a unified
+    diff, bounded (:data:`COMPARED_LINES`, :data:`DIFF_LINES`)."""
+    if (before and b"\0" in before[:8192]) or (after and b"\0" in after[:8192]):
+        return ChangeDiff(rel, "", note=f"not text ({before_size:,} bytes now, {after_size:,} after)")
+    old, old_size = _first_lines(before, before_size)
+    new, new_size = _first_lines(after, after_size)
+    lines = difflib.unified_diff(old, new, "/dev/null" if before is None else f"a/{rel}",
+                                 "/dev/null" if after is None else f"b/{rel}", n=3)
+    shown: list[str] = []
+    cut = 0
+    for line in lines:
+        if len(shown) < DIFF_LINES:
+            shown.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+        else:
+            cut += 1
+    note = None
+    if old_size or new_size:
+        sizes = f"{old_size or f'{before_size:,} bytes'} now and {new_size or f'{after_size:,} bytes'} after"
+        note = f"the first {COMPARED_LINES:,} lines of each side are compared (the file is {sizes})"
+    return ChangeDiff(rel, "".join(shown), cut, note)
 
 
 class Workspace:
@@ -251,6 +313,41 @@ class Workspace:
             return ""
         commit = self._git("commit-tree", tree, "-p", base, "-m", message)
         return self._raw("format-patch", "--stdout", "--binary", "--ignore-submodules=all", "-1", commit)
+
+    def diff_changes(self, changes: Sequence[FileChange]) -> list[ChangeDiff]:
+        """Each file ``changes`` would write or delete, as a unified diff
+        against its content now (:func:`change_diff`). Checked as applying
+        them checks (:class:`InvalidAnswer` for one that no longer applies);
+        a file larger than :data:`COMPARED_BYTES` is read only that far, and
+        a replacement in one is shown as the replaced text alone."""
+        root = self.path.resolve()
+        sizes = {}
+        for change in changes:
+            target = resolve_inside(root, change.path)
+            sizes[change.path] = target.stat().st_size if target.is_file() else 0
+        if all(size <= COMPARED_BYTES for size in sizes.values()):
+            out = []
+            for target, data, rel in plan(root, changes):
+                before = target.read_bytes() if target.is_file() else None
+                out.append(change_diff(rel, before, len(before or b""), data, len(data or b"")))
+            return out
+        out = []
+        for change in changes:  # one at a time, each against the file as it is
+            target = resolve_inside(root, change.path)
+            before = None
+            if target.is_file():
+                with open(target, "rb") as handle:
+                    before = handle.read(COMPARED_BYTES)
+            size = sizes[change.path]
+            if isinstance(change, ReplaceInFile) and size > COMPARED_BYTES:
+                diff = change_diff(change.path, change.old.encode(), len(change.old.encode()),
+                                   change.new.encode(), len(change.new.encode()))
+                out.append(ChangeDiff(change.path, diff.diff, diff.cut,
+                                      f"the file is {size:,} bytes: the replaced text alone is shown"))
+                continue
+            data = change.content.encode() if isinstance(change, WriteFile) else None
+            out.append(change_diff(change.path, before, size, data, len(data or b"")))
+        return out
 
     def read_text_file(self, rel: str, limit: int) -> Optional[str]:
         """A workspace file's text for a prompt (cut at ``limit``), or None."""
