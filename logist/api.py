@@ -33,6 +33,7 @@ repair, no upgrade.
 
 from __future__ import annotations
 
+import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -677,6 +678,13 @@ class Job:
         (``git apply`` or ``git am``); the number of the job's commits it holds."""
         return export_patch(self.stored, Path(path))
 
+    def patch(self) -> str:
+        """The patch :meth:`export_patch` writes, as text (``logist serve``'s download)."""
+        with tempfile.TemporaryDirectory(prefix="logist-export-") as folder:
+            target = Path(folder) / f"{self.id}.patch"
+            self.export_patch(target)
+            return target.read_text(encoding="utf-8", errors="surrogateescape")
+
     # -- keeping the files --------------------------------------------------------------------
 
     def upgrade(self) -> Optional[str]:
@@ -839,11 +847,11 @@ class Job:
 
     def set_budgets(self, *, max_steps: Optional[int] = None, max_cost_usd: Optional[float] = None,
                     max_tokens: Optional[int] = None, max_wall_seconds: Optional[float] = None,
-                    max_answer_bytes: Optional[int] = None) -> JobManifest:
+                    max_answer_bytes: Optional[int] = None, at: Optional[int] = None) -> JobManifest:
         """Change the job's budgets (None keeps one); a job a spent budget stopped then goes on."""
         return self._decide("set", settings=dict(
             max_steps=max_steps, max_cost_usd=max_cost_usd, max_tokens=max_tokens,
-            max_wall_seconds=max_wall_seconds, max_answer_bytes=max_answer_bytes))
+            max_wall_seconds=max_wall_seconds, max_answer_bytes=max_answer_bytes), at=at)
 
     # -- going back ---------------------------------------------------------------------------
 
@@ -851,9 +859,9 @@ class Job:
         """Rewind workspace and state to the end of entry ``to`` (default: the step before the last)."""
         return rewind(self.stored, to=to, lock_timeout=self.jobs.lock_timeout, at=at)
 
-    def rerun(self) -> JobManifest:
+    def rerun(self, *, at: Optional[int] = None) -> JobManifest:
         """Rewind the job to its baseline (right after create)."""
-        return rewind(self.stored, baseline=True, lock_timeout=self.jobs.lock_timeout)
+        return rewind(self.stored, baseline=True, lock_timeout=self.jobs.lock_timeout, at=at)
 
     def __repr__(self) -> str:
         return f"<Job {self.id} in {self.jobs.path}>"

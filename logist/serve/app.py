@@ -56,7 +56,7 @@ import asyncio
 import hmac
 import os
 from typing import Callable, Optional
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, parse_qsl, urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
@@ -194,6 +194,9 @@ DECISIONS: dict[str, Callable[[Job, dict[str, str], int], object]] = {
     "suspend": lambda job, form, at: job.suspend(at=at),
     "resume": lambda job, form, at: job.resume(at=at),
     "restep": lambda job, form, at: job.restep(_entry_number(form.get("to", "")), at=at),
+    "cancel": lambda job, form, at: job.cancel(at=at),
+    "rerun": lambda job, form, at: job.rerun(at=at),
+    "budgets": lambda job, form, at: job.set_budgets(**pages.parse_budgets(form), at=at),
 }
 
 
@@ -271,11 +274,24 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
         return {"ETag": tag, "Cache-Control": REVALIDATE}
 
     async def jobs_list(request: Request) -> Response:
-        tag = await run_in_threadpool(pages.jobs_page_tag, jobs, "", gzipped(request))
+        query = pages.ListQuery.read(request.query_params)
+        tag = await run_in_threadpool(pages.jobs_page_tag, jobs, query.encoded(), gzipped(request))
         if pages.tag_matches(request.headers.get("if-none-match"), tag):
             return Response(status_code=304, headers=validated(tag))
-        return Response(await run_in_threadpool(pages.jobs_page, jobs), media_type="text/html; charset=utf-8",
+        return Response(await run_in_threadpool(pages.jobs_page, jobs, query), media_type="text/html; charset=utf-8",
                         headers=validated(tag))
+
+    async def export(request: Request) -> Response:
+        try:
+            job = await run_in_threadpool(find, request.path_params["job_id"])
+        except NotFoundError:
+            return not_found()
+        try:
+            patch = await run_in_threadpool(job.patch)
+        except LogistError as exc:
+            return PlainTextResponse(f"{exc}.\n", 409)
+        return Response(patch.encode("utf-8", "surrogateescape"), media_type="text/x-diff; charset=utf-8", headers={
+            "Content-Disposition": f'attachment; filename="{pages.patch_name(job.id)}"'})
 
     async def job_page(request: Request) -> Response:
         try:
@@ -332,6 +348,9 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
             shown = await run_in_threadpool(
                 lambda message: "".join(pages.job_page(job, message, page=page, kept=kept)), str(exc))
             return html(shown, 409 if moved else 400)
+        if "back" in form:  # a form of the list: back to the list as it was shown
+            back = pages.ListQuery.read(dict(parse_qsl(form["back"]))).encoded()
+            return RedirectResponse("/" + (f"?{back}" if back else ""), 303)
         return RedirectResponse(pages.job_url(job.id), 303)
 
     async def job_events(request: Request) -> Response:
@@ -374,6 +393,8 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
         return _event_stream(stream())
 
     async def jobs_events(request: Request) -> Response:
+        query = pages.ListQuery.read(request.query_params)
+
         async def stream():
             yield "retry: 1000\n\n"
             seen = None
@@ -381,7 +402,7 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
                 now = await run_in_threadpool(_jobs_signature, jobs)
                 if now != seen:
                     seen = now
-                    yield event("jobs", await run_in_threadpool(pages.jobs_table, jobs))
+                    yield event("jobs", await run_in_threadpool(pages.jobs_table, jobs, query))
                 await asyncio.sleep(POLL_SECONDS)
 
         return _event_stream(stream())
@@ -400,6 +421,7 @@ def create_app(jobs: Jobs, token: str, port: int, hosts: list[str],
         Route("/assets/{name}", assets, methods=["GET"]),
         Route("/jobs/{job_id}", job_page, methods=["GET"]),
         Route("/jobs/{job_id}/events", job_events, methods=["GET"]),
+        Route("/jobs/{job_id}/export.patch", export, methods=["GET"]),
         # GET too, to tell an unknown job or action (404) from a GET on a decision (405).
         Route("/jobs/{job_id}/{action}", decision, methods=["GET", "POST"]),
         *http_api.routes(decisions, find, DECISIONS, stopping),

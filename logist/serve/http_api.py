@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional
 
 from pydantic import ValidationError
 
-from ..api import Job, Jobs, JobSpec
+from ..api import BUDGETS, Job, Jobs, JobSpec
 from ..errors import JobBusyError, LogistError, MovedOnError, NotFoundError, TransitionError
 
 if TYPE_CHECKING:
@@ -68,6 +68,7 @@ class Endpoint:
 
 _TEXT = {"type": "string"}
 _AT = {"type": "integer", "description": "the history entry the decision was made on: 409 if the job moved on"}
+_BUDGET = {"type": "number", "description": "budgets: the new limit (left out: kept)"}
 
 #: Every route of the API (the server's routes and its OpenAPI description are made from this list).
 ENDPOINTS: tuple[Endpoint, ...] = (
@@ -88,10 +89,14 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              "run"),
     Endpoint("POST", "/jobs/{job_id}/decisions/{action}",
              "A person's decision: answer (text), skip, approve, reject (feedback), approve-command, "
-             "skip-command, resubmit (feedback), suspend, resume, restep (to), as the page's forms take them.",
+             "skip-command, resubmit (feedback), suspend, resume, restep (to), cancel, rerun, budgets (the "
+             "budget fields, as `logist job set` takes them), as the page's forms take them.",
              "decide", body={"at": _AT, "text": _TEXT, "feedback": _TEXT, "to": _TEXT,
                              "despite_checks": {"type": "boolean", "description": "approve although a check failed "
-                                                "or has not run on the workspace's commit (recorded)"}}),
+                                                "or has not run on the workspace's commit (recorded)"},
+                             **{name: _BUDGET for name in BUDGETS}}),
+    Endpoint("GET", "/jobs/{job_id}/patch", "The job's work since its baseline as one patch, as "
+             "`logist job export --patch` writes it (text; 400 when it has no commits).", "patch"),
     Endpoint("GET", "/openapi.json", "This API's OpenAPI description.", "openapi"),
 )
 
@@ -180,10 +185,18 @@ class _Handlers:
         if at is not None and (not isinstance(at, int) or isinstance(at, bool) or at < 0):
             raise Refused(400, "at: the number of a history entry")
         form = {k: v for k, v in body.items() if k in ("text", "feedback", "to") and isinstance(v, str)}
+        form.update({k: str(v) for k, v in body.items()
+                     if k in BUDGETS and isinstance(v, (int, float, str)) and not isinstance(v, bool)})
         if body.get("despite_checks") is True:  # the page's form says "yes"
             form["despite_checks"] = "yes"
         self.decisions[action](job, form, at)
         return _summary(job)
+
+    def patch(self, request: Request, body: dict) -> Any:
+        from starlette.responses import Response
+
+        return Response(self._job(request).patch().encode("utf-8", "surrogateescape"),
+                        media_type="text/x-diff; charset=utf-8")
 
     def openapi(self, request: Request, body: dict) -> Any:
         return openapi()

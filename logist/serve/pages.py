@@ -23,10 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Iterable, Iterator, Optional
-from urllib.parse import quote
+from dataclasses import dataclass, replace
+from typing import Annotated, Iterable, Iterator, Optional
+from urllib.parse import quote, urlencode
 
-from ..api import Job, JobManifest, Jobs, Status, person_can
+from pydantic import TypeAdapter, ValidationError
+
+from ..api import BUDGETS, Job, JobManifest, Jobs, JobSpec, Status, person_can
 from ..terminal import inert
 from ..errors import InvalidAnswer, LogistError
 from ..views.html import diff_lines_html, esc, status_badge
@@ -41,13 +44,18 @@ from . import static
 PAGE = 500
 #: The decisions a page can post, each ``/jobs/JOB/ACTION``.
 ACTIONS = ("answer", "skip", "approve", "reject", "approve-command", "skip-command", "resubmit", "suspend",
-           "resume", "restep")
+           "resume", "restep", "cancel", "rerun", "budgets")
 #: The decisions that carry a person's text: the form field, and the button's label.
 TEXT_FIELDS = {"answer": ("text", "Answer"), "reject": ("feedback", "Reject"), "resubmit": ("feedback", "Resubmit")}
 
 
 def job_url(job_id: str) -> str:
     return "/jobs/" + quote(job_id, safe="")
+
+
+def patch_name(job_id: str) -> str:
+    """The file name a job's exported patch is downloaded as (a job id is a plain name; anything else is dropped)."""
+    return "".join(c for c in job_id if c.isascii() and (c.isalnum() or c in "._-")) + ".patch"
 
 
 def frame(title: str, stream: str, last: Optional[int] = None, address: str = "/") -> tuple[str, str]:
@@ -91,22 +99,175 @@ def kept_html(action: str, text: str, status: str, again: bool) -> str:
 # -- The list of jobs ------------------------------------------------------------------------------
 
 
-def jobs_table(jobs: Jobs) -> str:
-    """The jobs index's header and table, each job linked to its page."""
+@dataclass(frozen=True)
+class ListQuery:
+    """What the list of jobs shows (its address's query): the jobs in one
+    ``state`` ("" all), those whose id, objective or wait has ``q`` in it
+    (any case), ordered by the column ``sort`` ("" the index's order),
+    ``desc``ending or not."""
+
+    state: str = ""
+    q: str = ""
+    sort: str = ""
+    desc: bool = False
+
+    @classmethod
+    def read(cls, params) -> "ListQuery":
+        sort = params.get("sort", "")
+        return cls(state=params.get("state", "").strip().upper()[:40], q=params.get("q", "").strip()[:200],
+                   sort=sort if sort in SORTS else "", desc=params.get("order") == "desc")
+
+    def encoded(self, **changed) -> str:
+        """This query (with ``changed``) as an address's query string, without the ``?``."""
+        query = replace(self, **changed)
+        return urlencode([(k, v) for k, v in (("state", query.state), ("q", query.q), ("sort", query.sort),
+                                              ("order", "desc" if query.desc else "")) if v])
+
+
+def _cost(m: JobManifest) -> float:
+    return m.totals.cost_usd or 0.0
+
+
+#: What each column of the list sorts by (a job that cannot be read sorts first, or last descending).
+SORTS = {
+    "job": lambda row: row.job_id, "status": lambda row: row.status,
+    "turn": lambda row: row.manifest.turn.role,
+    "steps": lambda row: row.manifest.calls, "tokens": lambda row: row.manifest.totals.tokens,
+    "cost": lambda row: _cost(row.manifest), "updated": lambda row: row.manifest.updated_at,
+    "objective": lambda row: row.manifest.objective.lower(),
+}
+#: The budgets the list's Budgets form sets (``logist job set``'s, through :meth:`logist.api.Job.set_budgets`).
+BUDGET_FIELDS = tuple(BUDGETS)
+
+
+def jobs_table(jobs: Jobs, query: ListQuery = ListQuery()) -> str:
+    """The jobs index's header and table as ``query`` filters and orders it:
+    each job linked to its page, what it waits for a link to its decisions,
+    and the buttons for what a person can do with it from the list."""
     rows = index_rows(jobs.directory, lambda job: job.dir)
+    total = len(rows)
+    waits = {row.job_id: jobs.get(row.job_id).waits_for(row.manifest) if row.manifest is not None else ""
+             for row in rows}
+    if query.state:
+        rows = [row for row in rows if row.status == query.state]
+    if query.q:
+        needle = query.q.casefold()
+        rows = [row for row in rows if needle in row.job_id.casefold() or needle in waits[row.job_id].casefold()
+                or (row.manifest is not None and needle in row.manifest.objective.casefold())]
+    if query.sort:
+        readable = [row for row in rows if row.manifest is not None]
+        readable.sort(key=lambda row: SORTS[query.sort](row), reverse=query.desc)
+        unreadable = [row for row in rows if row.manifest is None]
+        rows = readable + unreadable if query.desc else unreadable + readable
 
     def link(row: IndexRow) -> Optional[str]:
         return job_url(row.job_id) if row.manifest is not None else None
 
     def waits_for(row: IndexRow) -> str:
-        return jobs.get(row.job_id).waits_for(row.manifest) if row.manifest is not None else ""
+        wait = waits[row.job_id]
+        return f'<a href="{esc(job_url(row.job_id))}#decisions">{esc(wait)}</a>' if wait else ""
 
-    return index_body(jobs.directory, rows, link, jobs.index().current_job_id, ("waits for", waits_for))
+    def heading(key: str, text: str) -> str:
+        if key not in SORTS:
+            return esc(text)
+        # A heading sorts by its column; the column sorted by sorts the other way.
+        desc = query.sort == key and not query.desc
+        said = ""
+        if query.sort == key:
+            said = (' <span aria-hidden="true">' + ("↓" if query.desc else "↑") + '</span><span class="announce">'
+                    + (" sorted descending" if query.desc else " sorted ascending") + "</span>")
+        return f'<a href="/?{esc(query.encoded(sort=key, desc=desc))}">{esc(text)}{said}</a>'
+
+    return (index_body(jobs.directory, rows, link, jobs.index().current_job_id, ("waits", "waits for", waits_for),
+                         heading, lambda row: row_actions(jobs, row, query), total))
 
 
-def jobs_page(jobs: Jobs) -> str:
-    head, tail = frame(f"Logist jobs in {jobs.path}", "/events")
-    return head + f'<div id="jobs">{jobs_table(jobs)}</div>' + tail
+def filter_form(query: ListQuery) -> str:
+    """The list's filter: a state and a text, sent as the address's query (no script needed)."""
+    states = [str(s) for s in Status] + ["UNREADABLE"]
+    options = "".join(f'<option value="{esc(s)}"{" selected" if s == query.state else ""}>{esc(s or "any")}</option>'
+                      for s in ["", *states])
+    clear = ' <a href="/">show all</a>' if query != ListQuery() else ""
+    return (
+        '<form method="get" action="/" class="filter" role="search">'
+        f'<label>state <select name="state">{options}</select></label> '
+        f'<label>text <input type="search" name="q" value="{esc(query.q)}"></label> '
+        + (f'<input type="hidden" name="sort" value="{esc(query.sort)}">' if query.sort else "")
+        + ('<input type="hidden" name="order" value="desc">' if query.desc else "")
+        + f'<button type="submit">Filter</button>{clear}</form>'
+    )
+
+
+def _row_form(job_id: str, action: str, at: int, label: str, query: ListQuery, fields: str = "",
+              confirm: str = "") -> str:
+    asked = f' data-confirm="{esc(confirm)}"' if confirm else ""
+    return (
+        f'<form method="post" action="{esc(job_url(job_id))}/{action}" class="decide d-{action}"{asked}>'
+        f'<input type="hidden" name="at" value="{at}"><input type="hidden" name="back" value="{esc(query.encoded())}">'
+        f'{fields}<button type="submit" data-action="{action}" aria-label="{esc(label)} {esc(job_id)}">{esc(label)}</button></form>'
+    )
+
+
+def row_actions(jobs: Jobs, row: IndexRow, query: ListQuery) -> str:
+    """A row's buttons, each where the job allows it: cancel, budgets (``job
+    set``), rerun, and a link to download its work as ``job export --patch`` writes it."""
+    m = row.manifest
+    if m is None:
+        return ""
+    at, parts = m.last_sequence, []
+    if person_can(m, "cancel"):
+        parts.append(_row_form(row.job_id, "cancel", at, "Cancel", query,
+                               confirm=f"Cancel job {row.job_id} for good? It cannot be resumed, rerun or restepped."))
+    if m.status != Status.CANCELED and at > 1:
+        parts.append(_row_form(row.job_id, "rerun", at, "Rerun", query,
+                               confirm=f"Rerun job {row.job_id} from its baseline? Its work is kept under refs/logist/rewound/."))
+    if m.workspace_commit and m.workspace_commit != m.baseline_commit:
+        parts.append(f'<a class="export" href="{esc(job_url(row.job_id))}/export.patch" download>Export patch</a>')
+    if person_can(m, "set"):
+        boxes = "".join(
+            f'<label>{esc(name.removeprefix("max_").replace("_", " "))} <input type="number" name="{name}" min="0" '
+            f'step="any" value="{esc(_budget_value(getattr(m.settings, name)))}"></label> ' for name in BUDGET_FIELDS)
+        parts.append(f'<details class="budgets"><summary>Budgets…</summary>'
+                     + _row_form(row.job_id, "budgets", at, "Set budgets", query, boxes) + "</details>")
+    return " ".join(parts)
+
+
+def _budget_value(value) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+def parse_budgets(form: dict[str, str]) -> dict[str, Optional[float]]:
+    """The budgets a Budgets form (or the API's body) sets: each given field
+    read as its setting's type (:class:`logist.api.JobSpec`'s field, its
+    limits included); an empty one is left as it is."""
+    out: dict[str, Optional[float]] = {}
+    for name in BUDGET_FIELDS:
+        text = str(form.get(name, "")).strip()
+        if not text:
+            continue
+        field = JobSpec.model_fields[name]
+        try:
+            out[name] = TypeAdapter(Annotated[(field.annotation, *field.metadata)]).validate_python(
+                text if field.annotation is not int else _whole(text, name))
+        except ValidationError as exc:
+            raise LogistError(f"{name}: {exc.errors()[0]['msg']} ({text[:40]!r})") from None
+    return out
+
+
+def _whole(text: str, name: str):
+    try:
+        number = float(text)
+    except ValueError:
+        return text  # refused as not a number
+    return int(number) if number.is_integer() else text
+
+
+def jobs_page(jobs: Jobs, query: ListQuery = ListQuery()) -> str:
+    encoded = query.encoded()
+    head, tail = frame(f"Logist jobs in {jobs.path}", "/events" + (f"?{encoded}" if encoded else ""),
+                       address="/" + (f"?{encoded}" if encoded else ""))
+    # The filter stays outside what a live update replaces (#jobs): what is typed in it is kept.
+    return head + filter_form(query) + f'<div id="jobs">{jobs_table(jobs, query)}</div>' + tail
 
 
 # -- A job's page ----------------------------------------------------------------------------------
@@ -190,7 +351,7 @@ def decisions_html(job: Job, m: JobManifest, typed: Optional[dict[str, str]] = N
             'what the later entries did is undone; you are asked first.</p>')
     if controls:
         parts.append(f'<div class="controls">{"".join(controls)}</div>')
-    return f'<section class="decisions" data-at="{at}"><h2>Decisions</h2>{"".join(parts)}</section>'
+    return f'<section class="decisions" id="decisions" data-at="{at}"><h2>Decisions</h2>{"".join(parts)}</section>'
 
 
 def held_changes_html(job: Job, m: JobManifest) -> str:

@@ -253,12 +253,23 @@ def render_index(jobs: JobsDir, rows: list[IndexRow], base: Path, current: Optio
     return page(f"Logist jobs in {jobs.path}", index_body(jobs, rows, link, current))
 
 
+#: The jobs table's columns: the key a list sorts by, and the heading.
+INDEX_COLUMNS = (("job", "job"), ("status", "status"), ("turn", "whose turn"), ("steps", "steps"),
+                 ("tokens", "tokens"), ("cost", "cost"), ("updated", "updated (UTC)"), ("objective", "objective"))
+
+
 def index_body(jobs: JobsDir, rows: list[IndexRow], link: Callable[[IndexRow], Optional[str]],
-               current: Optional[str] = None, column: Optional[tuple[str, Callable[[IndexRow], str]]] = None) -> str:
+               current: Optional[str] = None, column: Optional[tuple[str, str, Callable[[IndexRow], str]]] = None,
+               heading: Optional[Callable[[str, str], str]] = None, actions: Optional[Callable[[IndexRow], str]] = None,
+               total: Optional[int] = None) -> str:
     """The jobs index: a header with the tally by status, and a table of one
     row per job, its name a link to ``link(row)`` (None: no link), and
-    ``column``, (heading, text of a row), after its status.
+    ``column``, (key, heading, HTML of a row's cell), after its status.
+    ``heading(key, text)``: a column's heading as HTML (a link that sorts
+    by it; default the text); ``actions``: a last cell of each row (its
+    buttons); ``total``: the jobs there are, when ``rows`` are some of them.
     ``index.html`` and ``logist serve``'s list of jobs both show it."""
+    heading = heading or (lambda key, text: esc(text))
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.status] = counts.get(row.status, 0) + 1
@@ -280,13 +291,19 @@ def index_body(jobs: JobsDir, rows: list[IndexRow], link: Callable[[IndexRow], O
                 f"<td>{cost}</td><td>{esc(short_time(m.updated_at))}</td>"
                 f'<td class="prose">{esc(one_line(m.objective, 120))}</td>'
             )
-        added = f'<td class="prose">{esc(column[1](row))}</td>' if column else ""
-        lines.append(f'<tr data-job="{esc(row.job_id)}" data-status="{esc(row.status)}"><td>{name}{mark}</td><td>{status_badge(row.status)}</td>{added}{cells}</tr>')
+        added = f'<td class="prose">{column[2](row)}</td>' if column else ""
+        buttons = f'<td class="actions">{actions(row)}</td>' if actions else ""
+        lines.append(f'<tr data-job="{esc(row.job_id)}" data-status="{esc(row.status)}"><td>{name}{mark}</td><td>{status_badge(row.status)}</td>{added}{cells}{buttons}</tr>')
     tally = " ".join(f"{status_badge(status)} {count}" for status, count in sorted(counts.items()))
+    headings = [f"<th>{heading(key, text)}</th>" for key, text in INDEX_COLUMNS]
+    if column:
+        headings.insert(2, f"<th>{heading(column[0], column[1])}</th>")
+    if actions:
+        headings.append("<th>actions</th>")
+    shown = f"{len(rows)} of {total} jobs shown" if total is not None and total != len(rows) else \
+        f'{len(rows)} job{"s" if len(rows) != 1 else ""}'
     return (
-        f'<header><p class="crumb">Logist</p><h1>Jobs in <code>{esc(jobs.path)}</code></h1><p>{len(rows)} job{"s" if len(rows) != 1 else ""} {tally}</p></header>'
-        '<table class="index"><thead><tr><th>job</th><th>status</th>'
-        + (f"<th>{esc(column[0])}</th>" if column else "")
-        + '<th>whose turn</th><th>steps</th><th>tokens</th><th>cost</th><th>updated (UTC)</th><th>objective</th></tr></thead>'
+        f'<header><p class="crumb">Logist</p><h1>Jobs in <code>{esc(jobs.path)}</code></h1><p>{shown} {tally}</p></header>'
+        f'<table class="index"><thead><tr>{"".join(headings)}</tr></thead>'
         f'<tbody>{"".join(lines)}</tbody></table>'
     )

@@ -44,6 +44,11 @@
   // A restep asks first (its form says confirm=ask; without this script the
   // server answers with the same question as a page): a dialog that names
   // the entries it undoes, with the page's rows of them.
+  // A list's button that cannot be taken back (cancel, rerun) asks first; without this script it posts at once.
+  document.addEventListener("submit", function (event) {
+    var said = event.target.dataset && event.target.dataset.confirm;
+    if (said && !window.confirm(said)) { event.preventDefault(); event.stopImmediatePropagation(); }
+  }, true);
   document.addEventListener("submit", function (event) {
     var form = event.target, ask = form.elements && form.elements.confirm;
     if (!ask || ask.value !== "ask" || !window.HTMLDialogElement) { return; }
@@ -221,7 +226,21 @@
     });
     source.addEventListener("jobs", function (event) {
       var jobs = document.getElementById("jobs");
-      if (jobs) { replacing(jobs, event.data); }
+      if (!jobs) { return; }
+      // What was typed into a row's form (its budgets) stays, as long as the form is still there.
+      var typed = {};
+      jobs.querySelectorAll("form input:not([type=hidden])").forEach(function (box) {
+        if (box.value !== box.defaultValue) { typed[box.form.action + "|" + box.name] = box.value; }
+      });
+      var open = {};
+      jobs.querySelectorAll("details[open]").forEach(function (d) { var f = d.querySelector("form"); if (f) { open[f.action] = true; } });
+      replacing(jobs, event.data, function () {
+        jobs.querySelectorAll("form input:not([type=hidden])").forEach(function (box) {
+          var key = box.form.action + "|" + box.name;
+          if (typed[key] !== undefined) { box.value = typed[key]; }
+        });
+        jobs.querySelectorAll("details").forEach(function (d) { var f = d.querySelector("form"); if (f && open[f.action]) { d.open = true; } });
+      });
     });
     source.addEventListener("error", function () {
       show(false);
