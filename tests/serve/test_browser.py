@@ -19,7 +19,7 @@ import pytest
 
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
-from logist.engine.step import step_once
+from logist.engine.step import post_answer, step_once
 from logist.store.requests import HistoryReader
 from logist.replay.scripted import ScriptedLLMServer, answer
 
@@ -349,4 +349,31 @@ def test_suspend_clicked_mid_call_stops_the_runner_at_the_step_boundary_and_noth
     assert "busy" not in page.content()
     manifest = json.loads((jobs.path / "j" / "job_manifest.json").read_text())
     assert manifest["status"] == "SUSPENDED" and not (jobs.path / "j" / "stop_request.json").exists()
+    context.close()
+
+
+def test_the_list_asks_before_cancel_and_keeps_typed_budgets_through_a_live_update(jobs, browser, served):
+    create_job(jobs, "a", "Write hello.py")
+    other = create_job(jobs, "b", "Write bye.py")
+    server = served()
+    context, page, _ = logged_in(browser, server)
+    page.goto(server.base + "?sort=job")
+    answers: list[bool] = []
+    page.on("dialog", lambda dialog: (answers.append(dialog.message), dialog.dismiss() if len(answers) == 1 else dialog.accept()))
+    page.click('tr[data-job="a"] form.d-cancel button')  # dismissed: nothing is posted
+    assert answers == ["Cancel job a for good? It cannot be resumed, rerun or restepped."]
+    assert str(jobs.job("a").manifest().status) == "PENDING"
+    # A budget typed into a row stays while another job's change redraws the table.
+    page.click('tr[data-job="a"] details.budgets summary')
+    page.fill('tr[data-job="a"] input[name="max_steps"]', "42")
+    post_answer(other, message(2))
+    page.wait_for_function("""() => { const r = document.querySelector('tr[data-job="b"] td:nth-child(5)');
+                                      return r && r.textContent.startsWith("1 /"); }""", timeout=10000)
+    assert page.input_value('tr[data-job="a"] input[name="max_steps"]') == "42"
+    page.click('tr[data-job="a"] form.d-budgets button')
+    page.wait_for_url(server.base + "?sort=job")
+    assert jobs.job("a").manifest().settings.max_steps == 42
+    page.click('tr[data-job="a"] form.d-cancel button')  # accepted
+    page.wait_for_selector('tr[data-job="a"][data-status="CANCELED"]', timeout=10000)
+    assert len(answers) == 2 and str(jobs.job("a").manifest().status) == "CANCELED"
     context.close()

@@ -10,26 +10,45 @@ import gzip
 import http.client
 import json
 import re
+import shutil
 import time
 import zlib
+from pathlib import Path
 
 import pytest
 
 from logist.engine.create import create_job
+from logist.store.jobsdir import JobsDir
 from logist.engine.step import post_answer
 
-from serving import served  # noqa: F401 - fixture
+from serving import browser, served  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.serve
 
 GZIP = {"Accept-Encoding": "gzip, deflate, br"}
 
 
-def big_job(jobs, entries: int = 500):
-    job = create_job(jobs, "big", "Write hello.py", max_steps=entries)
-    for n in range(2, entries + 1):
+ENTRIES = 500
+
+
+@pytest.fixture(scope="session")
+def built_big(tmp_path_factory) -> Path:
+    """A jobs directory holding a job of :data:`ENTRIES` short MESSAGE
+    entries, posted once per test process (the tests copy it)."""
+    made = JobsDir(tmp_path_factory.mktemp("big") / "jobs")
+    made.init()
+    job = create_job(made, "big", "Write hello.py", max_steps=ENTRIES)
+    for n in range(2, ENTRIES + 1):
         post_answer(job, json.dumps({"action": "MESSAGE", "message": f"Working, part {n}: read the files, then wrote a plan."}))
-    assert job.manifest().last_sequence == entries
+    return made.path
+
+
+@pytest.fixture
+def big_job(jobs, built_big):
+    """The 500-entry job in the test's jobs directory (the index names it by its relative folder)."""
+    shutil.copytree(built_big, jobs.path, dirs_exist_ok=True, symlinks=True)
+    job = jobs.job("big")
+    assert job.manifest().last_sequence == ENTRIES
     return job
 
 
@@ -62,8 +81,7 @@ def load(server, path: str, cache: dict, headers: dict) -> int:
     return sent
 
 
-def test_a_500_entry_page_loaded_again_transfers_under_a_tenth_of_the_first_load(jobs, served):
-    big_job(jobs)
+def test_a_500_entry_page_loaded_again_transfers_under_a_tenth_of_the_first_load(big_job, served):
     server = served()
     page = server.request("GET", "/jobs/big", GZIP)
     plain = server.request("GET", "/jobs/big")
@@ -146,3 +164,43 @@ def test_a_page_is_304_while_unchanged_and_whole_again_once_the_job_moves_on(job
     assert server.request("GET", "/", {"If-None-Match": listed.getheader("ETag")}).status == 304
     post_answer(job, json.dumps({"action": "MESSAGE", "message": "Part 4."}))
     assert server.request("GET", "/", {"If-None-Match": listed.getheader("ETag")}).status == 200
+
+
+@pytest.mark.browser
+def test_a_browser_loading_a_500_entry_page_again_transfers_under_a_tenth(big_job, served, browser):
+    """The same acceptance as a real Chromium measures it: CDP's encoded
+    bytes of every response, the page's event stream's first events included."""
+    server = served()
+    context = browser.new_context()
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    urls: dict[str, str] = {}
+    received: dict[str, int] = {}
+    cdp.on("Network.requestWillBeSent", lambda e: urls.__setitem__(e["requestId"], e["request"]["url"]))
+    cdp.on("Network.dataReceived", lambda e: received.__setitem__(e["requestId"], received.get(e["requestId"], 0) + e["encodedDataLength"]))
+    cdp.on("Network.loadingFinished", lambda e: received.__setitem__(e["requestId"], e["encodedDataLength"]))
+    # The run's cookie, as its login sets it, but with nothing loaded yet: the first load fills an empty cache.
+    context.add_cookies([{"name": f"logist_token_{server.port}", "value": server.token, "url": server.base,
+                          "httpOnly": True, "sameSite": "Strict"}])
+
+    def load() -> dict[str, int]:
+        """The bytes each URL's response took on the wire, headers included."""
+        urls.clear()
+        received.clear()
+        page.goto(server.base + "jobs/big")
+        page.wait_for_selector("#state[data-streamed]", state="attached", timeout=10000)  # the stream's first events came
+        page.wait_for_timeout(200)
+        by_url: dict[str, int] = {}
+        for request, size in received.items():
+            url = urls.get(request, "?").removeprefix(server.base.rstrip("/"))
+            by_url[url] = by_url.get(url, 0) + size
+        return by_url
+
+    first = load()
+    again = load()
+    context.close()
+    assert first["/jobs/big"] > 10_000 and again["/jobs/big"] < 1_000, again  # the page: 304, its headers only
+    assert sum(size for url, size in first.items() if url.startswith("/assets/")) > 10_000
+    assert sum(size for url, size in again.items() if url.startswith("/assets/")) == 0, again  # the browser's cache
+    assert sum(again.values()) < sum(first.values()) / 10, (first, again)
