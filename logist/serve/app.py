@@ -25,6 +25,11 @@ request passes before any route):
 * Every response carries ``Content-Security-Policy: default-src 'self';
   frame-ancestors 'none'`` (the pages link their style and script from
   ``/assets/``, shipped in the package; no inline script, no CDN).
+* Nothing is kept by a browser or a proxy unless the response says so
+  (``no-store`` otherwise): the assets named by their content are kept a
+  year; a page is kept by the browser alone and validated every time
+  (``no-cache, private`` and a strong ETag, :func:`pages.job_page_tag`), a
+  304 while nothing it shows changed.
 * GET never changes anything; a decision is a POST (a GET on its URL: 405).
 * A job is found by its id in the jobs index (:meth:`JobsIndex.jobs`),
   never by a path taken from the URL: anything else is 404.
@@ -32,8 +37,9 @@ request passes before any route):
 A decision goes through the method of :class:`logist.api.Job` the CLI
 command calls, with the same arguments (:func:`decide`), under the job's
 lock, plus ``at``: the entry the form was rendered for. A job that has moved on answers 409 with
-its page as it is now; otherwise 303 back to the job's page
-(POST-redirect-GET: the forms work with JavaScript off).
+its page as it is now; otherwise 303 back to the job's page, or to the list
+as it was shown for a form of the list (its ``back``: only the list's own
+query is kept) (POST-redirect-GET: the forms work with JavaScript off).
 
 Live updates are Server-Sent Events, polled from the files' size and mtime
 (:data:`POLL_SECONDS`; inotify does not see changes made on network and
