@@ -45,7 +45,7 @@ def diff_text(page: str) -> list[str]:
             for block in re.findall(r'<pre class="diff held-diff">\n(.*?)</pre>', page, re.S)]
 
 
-def test_held_changes_are_a_diff_against_the_workspace_inert_and_escaped(jobs, served):
+def test_held_changes_are_a_diff_against_the_workspace_inert_and_escaped_or_say_why_they_no_longer_apply(jobs, served):
     held(jobs, "j", [
         {"path": "hello.py", "content": "print('Hello')\nprint('<script>alert(1)</script>')\n"},
         {"path": "notes.md", "old": "two", "new": "deux \u202eevil"},
@@ -66,6 +66,12 @@ def test_held_changes_are_a_diff_against_the_workspace_inert_and_escaped(jobs, s
     (jobs.path / "j" / "workspace" / "hello.py").write_text("print('Hey')\n")
     again = server.request("GET", "/jobs/j", {"If-None-Match": tag})
     assert again.status == 200 and "-print('Hey')" in diff_text(again.data.decode())[0]
+    # A replacement whose text the workspace no longer has (edited by hand since): the page says why.
+    job = held(jobs, "stale", [{"path": "a.txt", "old": "two", "new": "2"}], {"a.txt": "one\ntwo\n"})
+    (job.workspace / "a.txt").write_text("one\n")
+    page = shown(server, "stale")
+    assert "They no longer apply to the workspace as it is" in page and "does not occur" in page
+    assert "<li><code>a.txt</code></li>" in page and not diff_text(page)
 
 
 def test_a_huge_held_file_shows_its_first_lines_and_says_what_is_cut(jobs, served):
@@ -78,23 +84,13 @@ def test_a_huge_held_file_shows_its_first_lines_and_says_what_is_cut(jobs, serve
     note = html.unescape(re.search(r'<div class="held-file">.*?<p class="hint">(.*?)</p>', page, re.S).group(1))
     assert note == ("the first 2,000 lines of each side are compared (the file is 5,000 lines, 48,890 bytes, "
                     "now and 5,000 lines, 48,890 bytes, after); 3,603 more lines of the diff are not shown."), note
-
-
-def test_a_held_replacement_in_a_file_of_megabytes_reads_only_its_first_megabyte(jobs, served):
+    # A replacement in a file of megabytes: only its first megabyte is read, the replaced text shown alone.
     huge = "x" * 100 + "\n" + "y" * 2_000_000 + "\nthe end\n"
     held(jobs, "huge", [{"path": "huge.txt", "old": "the end", "new": "THE END"},
                         {"path": "small.txt", "content": "b\n"}], {"huge.txt": huge, "small.txt": "a\n"})
-    page = shown(served(), "huge")
+    page = shown(server, "huge")
     replaced, small = diff_text(page)
     assert replaced.splitlines() == ["--- a/huge.txt", "+++ b/huge.txt", "@@ -1 +1 @@", "-the end",
                                      "\\ No newline at end of file", "+THE END", "\\ No newline at end of file"]
     assert "the file is 2,000,110 bytes: the replaced text alone is shown" in page
     assert small.splitlines()[-2:] == ["-a", "+b"]
-
-
-def test_held_changes_that_no_longer_apply_say_why(jobs, served):
-    job = held(jobs, "stale", [{"path": "a.txt", "old": "two", "new": "2"}], {"a.txt": "one\ntwo\n"})
-    (job.workspace / "a.txt").write_text("one\n")  # edited by hand since
-    page = shown(served(), "stale")
-    assert "They no longer apply to the workspace as it is" in page and "does not occur" in page
-    assert "<li><code>a.txt</code></li>" in page

@@ -72,6 +72,20 @@ def test_the_list_filters_by_state_and_text_and_sorts_by_a_column(jobs, served):
     # An unknown sort or state shows nothing wrong, just nothing sorted or nothing found.
     assert rows(server.request("GET", "/?sort=__class__").data) == ["ask", "review", "fresh"]
     assert rows(server.request("GET", "/?state=NOPE").data) == []
+    # Each row offers what its job allows.
+    page = server.request("GET", "/").data
+
+    def offered(job_id: str) -> set[str]:
+        row = row_of(page, job_id)
+        return set(re.findall(r'data-action="([^"]+)"', row)) | ({"export"} if "export.patch" in row else set())
+
+    assert offered("ask") == {"cancel", "rerun", "budgets"}
+    assert offered("review") == {"cancel", "rerun", "budgets", "export"}  # its work is committed
+    assert offered("fresh") == {"cancel", "budgets"}  # nothing to rerun
+    assert 'name="max_steps" min="0" step="any" value="100"' in row_of(page, "fresh")
+    assert logist_cli("job", "cancel", "fresh").returncode == 0
+    page = server.request("GET", "/").data
+    assert offered("fresh") == set()  # canceled is final
 
 
 def server_events(server, path: str) -> str:
@@ -88,27 +102,17 @@ def server_events(server, path: str) -> str:
     return text
 
 
-def test_each_row_offers_what_the_job_allows(jobs, served):
+def test_the_rows_buttons_are_the_decisions_of_the_cli_and_export_downloads_what_job_export_writes(
+        jobs, served, tmp_path):
     queue(jobs)
     server = served()
-    page = server.request("GET", "/").data
-
-    def offered(job_id: str) -> set[str]:
-        row = row_of(page, job_id)
-        return set(re.findall(r'data-action="([^"]+)"', row)) | ({"export"} if "export.patch" in row else set())
-
-    assert offered("ask") == {"cancel", "rerun", "budgets"}
-    assert offered("review") == {"cancel", "rerun", "budgets", "export"}  # its work is committed
-    assert offered("fresh") == {"cancel", "budgets"}  # nothing to rerun
-    assert 'name="max_steps" min="0" step="any" value="100"' in row_of(page, "fresh")
-    assert logist_cli("job", "cancel", "fresh").returncode == 0
-    page = server.request("GET", "/").data
-    assert offered("fresh") == set()  # canceled is final
-
-
-def test_the_rows_buttons_are_the_decisions_of_the_cli(jobs, served):
-    queue(jobs)
-    server = served()
+    patch = server.request("GET", "/jobs/review/export.patch")
+    assert patch.status == 200 and patch.getheader("Content-Disposition") == 'attachment; filename="review.patch"'
+    assert logist_cli("job", "export", "review", "--patch", str(tmp_path / "cli.patch")).returncode == 0
+    assert patch.data == (tmp_path / "cli.patch").read_bytes() and b"+print('Hello')" in patch.data
+    assert server.request("GET", "/api/v1/jobs/review/patch").data == patch.data
+    nothing = server.request("GET", "/jobs/fresh/export.patch")
+    assert nothing.status == 409 and b"nothing to export" in nothing.data
     back = urlencode({"state": "PENDING", "q": "py", "sort": "job"})
     # Budgets: job set through the API, recorded as its entry; back to the list as it was shown.
     done = server.request("POST", "/jobs/fresh/budgets", FORM, urlencode(
@@ -120,6 +124,11 @@ def test_the_rows_buttons_are_the_decisions_of_the_cli(jobs, served):
     assert last.user_input.action == "set"
     refused = server.request("POST", "/jobs/fresh/budgets", FORM, urlencode({"at": 2, "max_steps": "0"}).encode())
     assert refused.status == 400 and "max_steps" in refused.data.decode()
+    # The API takes the same budgets decision.
+    api = server.request("POST", "/api/v1/jobs/fresh/decisions/budgets", {"Content-Type": "application/json"},
+                         json.dumps({"at": 2, "max_steps": 9}).encode())
+    assert api.status == 200, api.data
+    assert jobs.job("fresh").manifest().settings.max_steps == 9
     # A form the job has moved on from: 409, nothing done.
     stale = server.request("POST", "/jobs/review/cancel", FORM, urlencode({"at": 2, "back": ""}).encode())
     assert stale.status == 409 and str(jobs.job("review").manifest().status) != "CANCELED"
@@ -136,20 +145,3 @@ def test_the_rows_buttons_are_the_decisions_of_the_cli(jobs, served):
                               urlencode({"at": 2, "back": "state=CANCELED&next=//evil.test"}).encode())
     assert canceled.getheader("Location") == "/?state=CANCELED"
     assert str(jobs.job("ask").manifest().status) == "CANCELED"
-
-
-def test_export_downloads_what_job_export_writes(jobs, served, tmp_path):
-    queue(jobs)
-    server = served()
-    patch = server.request("GET", "/jobs/review/export.patch")
-    assert patch.status == 200 and patch.getheader("Content-Disposition") == 'attachment; filename="review.patch"'
-    assert logist_cli("job", "export", "review", "--patch", str(tmp_path / "cli.patch")).returncode == 0
-    assert patch.data == (tmp_path / "cli.patch").read_bytes() and b"+print('Hello')" in patch.data
-    assert server.request("GET", "/api/v1/jobs/review/patch").data == patch.data
-    nothing = server.request("GET", "/jobs/fresh/export.patch")
-    assert nothing.status == 409 and b"nothing to export" in nothing.data
-    # The API takes the same budgets decision.
-    api = server.request("POST", "/api/v1/jobs/fresh/decisions/budgets", {"Content-Type": "application/json"},
-                         json.dumps({"at": 1, "max_steps": 9}).encode())
-    assert api.status == 200, api.data
-    assert jobs.job("fresh").manifest().settings.max_steps == 9
