@@ -233,7 +233,10 @@ def row_actions(jobs: Jobs, row: IndexRow, query: ListQuery) -> str:
 
 
 def _budget_value(value) -> str:
-    return "" if value is None else f"{value:g}"
+    """A budget as its box shows it: no exponent, no trailing zeros (None: empty, no limit)."""
+    if value is None:
+        return ""
+    return str(value) if isinstance(value, int) else f"{value:f}".rstrip("0").rstrip(".")
 
 
 def parse_budgets(form: dict[str, str]) -> dict[str, Optional[float]]:
@@ -248,13 +251,14 @@ def parse_budgets(form: dict[str, str]) -> dict[str, Optional[float]]:
         field = JobSpec.model_fields[name]
         try:
             out[name] = TypeAdapter(Annotated[(field.annotation, *field.metadata)]).validate_python(
-                text if field.annotation is not int else _whole(text, name))
+                _whole(text))
         except ValidationError as exc:
             raise LogistError(f"{name}: {exc.errors()[0]['msg']} ({text[:40]!r})") from None
     return out
 
 
-def _whole(text: str, name: str):
+def _whole(text: str):
+    """``text`` as an int when it is a whole number however written ("7", "7.0", "1e3"); else as it is (refused)."""
     try:
         number = float(text)
     except ValueError:
