@@ -33,7 +33,7 @@ from ..api import BUDGETS, Job, JobManifest, Jobs, JobSpec, Status, person_can
 from ..terminal import inert
 from ..errors import InvalidAnswer, LogistError
 from ..views.html import diff_lines_html, esc, status_badge
-from ..views.report import TIMELINE_CLOSE, IndexRow, index_body, index_rows, job_head, timeline_open
+from ..views.report import INDEX_COLUMNS, TIMELINE_CLOSE, IndexRow, index_body, index_rows, job_head, timeline_open
 from ..views.summary import StateTrail
 from ..views.window import Follower, read_window
 from . import static
@@ -183,18 +183,22 @@ def jobs_table(jobs: Jobs, query: ListQuery = ListQuery()) -> str:
 
 
 def filter_form(query: ListQuery) -> str:
-    """The list's filter: a state and a text, sent as the address's query (no script needed)."""
+    """The list's filter and order: a state, a text, a column to sort by, sent as the address's query (no script needed)."""
     states = [str(s) for s in Status] + ["UNREADABLE"]
     options = "".join(f'<option value="{esc(s)}"{" selected" if s == query.state else ""}>{esc(s or "any")}</option>'
                       for s in ["", *states])
     clear = ' <a href="/">show all</a>' if query != ListQuery() else ""
+    headings = dict(INDEX_COLUMNS)
+    sorts = "".join(f'<option value="{key}"{" selected" if key == query.sort else ""}>{esc(headings.get(key, "index order"))}</option>'
+                    for key in ["", *SORTS])
     return (
         '<form method="get" action="/" class="filter" role="search">'
         f'<label>state <select name="state">{options}</select></label> '
         f'<label>text <input type="search" name="q" value="{esc(query.q)}"></label> '
-        + (f'<input type="hidden" name="sort" value="{esc(query.sort)}">' if query.sort else "")
-        + ('<input type="hidden" name="order" value="desc">' if query.desc else "")
-        + f'<button type="submit">Filter</button>{clear}</form>'
+        # The headings sort too; this is for a narrow window, where the table's headings are not shown.
+        + f'<label>sort by <select name="sort">{sorts}</select></label> '
+        + f'<label><input type="checkbox" name="order" value="desc"{" checked" if query.desc else ""}> descending</label> '
+        + f'<button type="submit">Show</button>{clear}</form>'
     )
 
 

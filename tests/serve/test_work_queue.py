@@ -57,6 +57,10 @@ def test_the_list_filters_by_state_and_text_and_sorts_by_a_column(jobs, served):
     some = server.request("GET", "/?state=PENDING&q=bye").data.decode()
     assert rows(some.encode()) == ["fresh"] and "1 of 3 jobs shown" in some
     assert rows(server.request("GET", "/?sort=steps&order=desc").data) == ["review", "ask", "fresh"]
+    # The filter form's own query (every field sent, empty ones too), as a phone without the headings sends it.
+    sent = server.request("GET", "/?state=&q=&sort=steps&order=desc").data.decode()
+    assert rows(sent.encode()) == ["review", "ask", "fresh"]
+    assert '<option value="steps" selected>steps</option>' in sent and 'value="desc" checked' in sent
     ascending = server.request("GET", "/?sort=job").data.decode()
     assert rows(ascending.encode()) == ["ask", "fresh", "review"]
     # Each heading sorts by its column; the one sorted by sorts the other way; the filter is kept.
