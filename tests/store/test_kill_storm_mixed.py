@@ -225,7 +225,8 @@ class Kinds:
         except subprocess.TimeoutExpired:
             os.kill(child.pid, signal.SIGKILL)
             child.wait(timeout=30)
-        child.communicate()
+        _, child.err = child.communicate()
+        assert "Traceback" not in child.err and "internal error" not in child.err, child.err
         return child.returncode == -signal.SIGKILL
 
     def kill_in_a_step(self, child: subprocess.Popen, job: JobFiles, rest: float, left: tuple) -> bool:
@@ -272,7 +273,7 @@ class Kinds:
             else:
                 if child.returncode == 0:
                     step_seconds = 0.7 * step_seconds + 0.3 * (time.monotonic() - started)
-                assert child.returncode in (0, 3), f"{name}: rc={child.returncode}"
+                assert child.returncode in (0, 3), f"{name}: rc={child.returncode}: {child.err}"
             _after_a_kill(job, before, f"{name}, kill {self.landed[name]}")
             status = JobFiles(job.dir).manifest()
             if str(status.status) in ("INPUT_REQUIRED", "INTERVENTION_REQUIRED", "APPROVAL_REQUIRED"):
