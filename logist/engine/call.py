@@ -157,7 +157,8 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
 
     prepared.metadata.idempotency_key = key_for(body)
     model.ready()  # the endpoint's client built (once per Endpoints) before the clock starts
-    calling = job.session.journal.begin_call(sequence, head, prepared.metadata.idempotency_key, request_of(prepared))
+    calling = job.session.journal.begin_call(sequence, head, prepared.metadata.idempotency_key, request_of(prepared),
+                                             settings.max_answer_bytes)
     failpoint("after_calling")
     started = time.monotonic()
     error = None

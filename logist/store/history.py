@@ -51,7 +51,7 @@ from typing import Iterator, Optional
 from pydantic import ValidationError
 
 from ..secrets.redact import redact_data
-from .atomic import atomic_write, atomic_write_json, fsync_dir, move_aside, naming
+from .atomic import atomic_write, atomic_write_json, atomic_writer, fsync_dir, move_aside, naming
 from ..errors import CorruptFileError
 from ..failpoints import failpoint
 from .entries import HistoryEntry, JobHistory
@@ -164,10 +164,10 @@ def repair(files: "JobFiles") -> Optional[str]:
         journal.unlink(missing_ok=True)
         return "discarded an unreadable append journal"
     with open(path, "r+b") as handle:
-        handle.seek(offset)
-        added = handle.read()
         complete = False
-        if added.endswith(TAIL):
+        if _could_be_an_append(handle, offset):
+            handle.seek(offset)
+            added = handle.read()
             fragment = added[: -len(TAIL)].lstrip(b",")
             try:
                 json.loads(fragment)
@@ -183,6 +183,23 @@ def repair(files: "JobFiles") -> Optional[str]:
     journal.unlink()
     fsync_dir(path.parent)
     return None if complete else "removed a half-written history entry left by an interrupted append"
+
+
+def _could_be_an_append(handle, offset: int) -> bool:
+    """Whether the bytes from ``offset`` on can be one whole append (an entry
+    and :data:`TAIL`, or the tail alone: nothing written yet), judged from
+    their first and last bytes only: what a crash left there (blocks of zeros
+    a power loss leaves, say, a gigabyte of them) is not read into memory."""
+    size = handle.seek(0, os.SEEK_END)
+    if size - offset < len(TAIL):
+        return False
+    handle.seek(size - len(TAIL))
+    if handle.read() != TAIL:
+        return False
+    if size - offset == len(TAIL):
+        return True
+    handle.seek(offset)
+    return handle.read(len(ENTRY_START) + 1).lstrip(b",").startswith(ENTRY_START)
 
 
 def append_entry(files: "JobFiles", entry: HistoryEntry) -> None:
@@ -248,11 +265,30 @@ def _corrupt(path: Path, exc: Exception) -> CorruptFileError:
     return CorruptFileError(f"{path} is corrupt: {first}")
 
 
+def _refuse_an_end_no_document_has(files: "JobFiles") -> None:
+    """Raise :class:`CorruptFileError` when the file does not end as a JSON
+    document does (its last byte but blanks a ``}``), looking at its end
+    only: a file a crash left ending in zeros (a gigabyte of them, say) is
+    not read whole to find out, so a command can still repair it (or cancel
+    the job) with little memory."""
+    path = files.history_path
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if _committed_end(files, size)[1]:
+            return  # an append in progress: its committed part is read, ending in TAIL
+        handle.seek(max(0, size - 4096))
+        last = handle.read().rstrip(b" \t\r\n")
+    if last and not last.endswith(b"}"):
+        what = "zeros" if last.endswith(b"\0") else "bytes that are not JSON"
+        raise CorruptFileError(f"{path} is corrupt: it ends in {what}, not as a JSON document (a write cut short)")
+
+
 def load_history(files: "JobFiles") -> JobHistory:
     """The whole history in memory (an older format upgraded on the way). For long
     histories prefer :func:`iter_entries`, which holds one entry at a time."""
     path = files.history_path
     try:
+        _refuse_an_end_no_document_has(files)
         data = json.loads(_read_committed_bytes(files))
         return JobHistory.model_validate(upgrade_history_data(data))
     except FileNotFoundError:
@@ -359,12 +395,79 @@ def upgrade_file(files: "JobFiles") -> Optional[str]:
     return f"upgraded the history from format {found} to format {HISTORY_FORMAT} (the old file is kept as {kept.name})"
 
 
+#: The most bytes :func:`salvage` reads for one entry of a damaged history:
+#: an entry longer than this (no entry Logist writes comes near it) is lost
+#: with those after it, so that what a crash left (a gigabyte of zeros, a
+#: line that never ends) is never held in memory whole.
+SALVAGE_ENTRY_LIMIT = 64 << 20
+
+
+def _salvageable_entries(handle, block: int = 1 << 20) -> Iterator[dict]:
+    """The entries of a damaged history in the layout Logist writes, first to
+    the last that still reads as an entry (each parsed alone: at most one
+    entry, of :data:`SALVAGE_ENTRY_LIMIT` bytes, in memory)."""
+    decoder = json.JSONDecoder()
+    buffer = bytearray(handle.read(block))
+    start = buffer.find(ENTRY_START)
+    if start < 0:
+        return
+    del buffer[:start]
+    ended = False
+    while True:
+        following = buffer.find(ENTRY_START, 1)
+        while following < 0 and not ended and len(buffer) < SALVAGE_ENTRY_LIMIT:
+            chunk = handle.read(block)
+            # The end of the file, or zeros: no entry goes on past a NUL byte (JSON has none).
+            ended = not chunk or b"\0" in chunk
+            buffer += chunk
+            following = buffer.find(ENTRY_START, max(1, len(buffer) - len(chunk) - len(ENTRY_START)))
+        text = buffer if following < 0 else buffer[:following]
+        try:
+            data, _ = decoder.raw_decode(bytes(text).decode("utf-8").lstrip())
+            entry = HistoryEntry.model_validate(data).dump()
+        except (ValueError, ValidationError, RecursionError):
+            return
+        yield entry
+        if following < 0:
+            return
+        del buffer[:following]
+
+
+def _salvage_streamed(files: "JobFiles", job_id: str) -> Optional[tuple[Path, int]]:
+    """:func:`salvage` of a current-format history in Logist's layout, one
+    entry at a time (None: another file, salvaged whole)."""
+    path = files.history_path
+    with open(path, "rb") as handle:
+        head = handle.read(8192)
+        if file_format(files) != HISTORY_FORMAT or b'"workspace_path"' in head.split(b'"interactions"')[0]:
+            return None
+        if ENTRY_START not in head and handle.seek(0, os.SEEK_END) <= SALVAGE_ENTRY_LIMIT:
+            return None  # another layout (an edit by hand), small enough to read whole
+        handle.seek(0)
+        kept = 0
+        # The new file is written beside the damaged one, which is moved aside just before it
+        # takes its place: there is always a history.
+        with atomic_writer(path) as out:
+            out.write(header(job_id))
+            for entry in _salvageable_entries(handle):
+                out.write((b"," if kept else b"") + layout(kept_in(files, entry)))
+                kept += 1
+            out.write(TAIL)
+            aside = move_aside(path, utc_now().replace(":", ""))
+    return aside, kept
+
+
 def salvage(files: "JobFiles", job_id: str) -> tuple[Path, int]:
     """Move a corrupt history aside and keep the entries that still parse.
 
     Returns the path the damaged file was moved to and how many entries were
     kept. Nothing is deleted: the damaged file stays beside the new one.
+    A current-format file in the layout Logist writes is read one entry at a
+    time, whatever its size; another is read whole.
     """
+    streamed = _salvage_streamed(files, job_id)
+    if streamed is not None:
+        return streamed
     path = files.history_path
     raw = path.read_bytes()
     kept: list[dict] = []

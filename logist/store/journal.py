@@ -10,23 +10,41 @@ answer arrives (``answered``) and before it changes the workspace
 (``applying``); the process group of a command it runs is noted in it
 before the command begins. What recovery makes of a journal left behind is
 :mod:`logist.store.recovery`'s.
+
+An answer that arrives on a full disk is saved all the same: before a call
+is sent, room for its answered journal is taken on the disk
+(``step_journal.json.room``: the calling journal's size, the most bytes an
+answer may have, ``max_answer_bytes``, and some to spare, allocated), and a
+write of the answered journal that finds no space (``ENOSPC``, ``EDQUOT``)
+writes it into that room instead, which then takes the journal's place. The
+step then fails on its next write, naming the path; the next command once
+there is space again records the answer from the journal, as after a crash,
+and never sends the call again. A disk full before the call: the call is
+not made.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import seek
-from .atomic import atomic_write_json
+from .atomic import atomic_write_json, dump_json, fsync_dir, naming
 from ..failpoints import failpoint
 from .calls import SavedAnswer
 from .entries import HistoryEntry, Request
 from .manifest import JobManifest, utc_now
 
+
+
+#: Bytes of room taken for a call's answer besides the calling journal and the answer's
+#: own bytes: its usage, time and note, the escapes JSON writes, a coding agent's record.
+ROOM_TO_SPARE = 256 << 10
 
 
 class StepJournal(BaseModel):
@@ -81,15 +99,71 @@ class StepJournalFile:
         except (OSError, ValueError, ValidationError, RecursionError):
             return None
 
-    def begin_call(self, sequence: int, head_before: Optional[str], key: str, request: Request) -> StepJournal:
-        """Record that the call of step ``sequence`` is about to be sent."""
-        return self._write(StepJournal(phase="calling", sequence=sequence, head_before=head_before, key=key,
-                                       request=request))
+    def begin_call(self, sequence: int, head_before: Optional[str], key: str, request: Request,
+                   answer_bytes: int = 0) -> StepJournal:
+        """Record that the call of step ``sequence`` is about to be sent, and
+        take room on the disk for its answer (``answer_bytes``: the most an
+        answer may have; see the module's docstring)."""
+        journal = self._write(StepJournal(phase="calling", sequence=sequence, head_before=head_before, key=key,
+                                          request=request))
+        try:
+            self._take_room(self.path.stat().st_size + answer_bytes + ROOM_TO_SPARE)
+        except OSError:
+            self.close()  # no room for its answer: the call is not made
+            raise
+        return journal
+
+    def _take_room(self, size: int) -> None:
+        path = self.files.answer_room_path
+        with naming(path):
+            fd = os.open(path, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
+            try:
+                os.posix_fallocate(fd, 0, size)  # not fsynced: a power loss takes the call with it
+            except OSError as exc:
+                path.unlink(missing_ok=True)
+                if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP):
+                    raise
+                # A filesystem that cannot allocate ahead: no room is kept there.
+            finally:
+                os.close(fd)
+
+    def drop_room(self) -> None:
+        """Give back the room taken for a call's answer (its answer is saved, or none will come)."""
+        self.files.answer_room_path.unlink(missing_ok=True)
 
     def call_answered(self, calling: StepJournal, request: Request, answer: SavedAnswer) -> StepJournal:
         """Record a call's answer as it arrived, before anything is made of it
-        (``request``: the request as finally sent, its metadata complete)."""
-        return self._write(calling.model_copy(update={"phase": "answered", "request": request, "answer": answer}))
+        (``request``: the request as finally sent, its metadata complete); on
+        a full disk, in the room taken for it."""
+        answered = calling.model_copy(update={"phase": "answered", "request": request, "answer": answer})
+        try:
+            return self._write(answered)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not self._write_in_room(answered):
+                raise
+            return answered
+        finally:
+            self.drop_room()
+
+    def _write_in_room(self, journal: StepJournal) -> bool:
+        """Write ``journal`` into the room taken for it, then put it in the
+        journal's place (a rename: no new space); False when there is no room
+        or it does not fit."""
+        room = self.files.answer_room_path
+        data = dump_json(journal.model_dump(mode="json", by_alias=True, exclude_none=True)).encode("utf-8")
+        try:
+            if room.stat().st_size < len(data):
+                return False
+            with open(room, "r+b") as handle:
+                handle.write(data)
+                handle.truncate()
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(room, self.path)
+            fsync_dir(self.path.parent)
+        except OSError:
+            return False
+        return True
 
     def begin_applying(self, sequence: int, head_before: Optional[str], raw: Optional[str],
                        call: Optional[StepJournal] = None, doing: Optional[str] = None) -> None:
@@ -111,6 +185,7 @@ class StepJournalFile:
 
     def close(self) -> None:
         """Remove the journal: its step is recorded (or was never made)."""
+        self.drop_room()
         self.path.unlink(missing_ok=True)
 
     def unrecorded_step(self) -> Optional[StepJournal]:

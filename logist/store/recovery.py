@@ -264,6 +264,7 @@ def open_job(session: "JobSession", finish: Optional[Finish] = None,
     for tmp in leftover_temps(files.dir, files.WRITTEN_UNDER_THE_LOCK):
         tmp.unlink(missing_ok=True)  # harmless, and nothing of the job: removed, not recorded
         log.info("job %s: removed %s, left by a write that was interrupted", files.id, tmp.name)
+    files.answer_room_path.unlink(missing_ok=True)  # room for an answer a killed call did not get: nothing of the job
     _move_aside_what_is_not_a_file(files, notes)
     repaired = hist.repair(files)
     if repaired:

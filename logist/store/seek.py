@@ -35,6 +35,8 @@ def _map(handle) -> Optional[mmap.mmap]:
         return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     except ValueError:  # an empty file
         return None
+    except OSError:  # more than the process may map (a memory limit): read in blocks instead
+        return None
 
 
 #: How many bytes before the end of the entries mark where a reader stopped (see :func:`file_mark`).
@@ -114,14 +116,20 @@ def last_entry(files: "JobFiles") -> Optional[HistoryEntry]:
     with open(path, "rb") as handle:
         end = _canonical_end(files, handle)
         view = _map(handle) if end is not None else None
-        if view is None:
+        if view is None and end is not None:  # too long to map under the process's memory limit
+            newest = next(OffsetReader(files, handle, end, 0).backward(end), None)
+            if newest is None:
+                return None
+            text = newest[1]
+        elif view is None:
             entries = load_history(files).interactions
             return entries[-1] if entries else None
-        with view:
-            start = view.rfind(ENTRY_START, 0, end)
-            if start < 0:
-                return None
-            text = view[start:end]
+        else:
+            with view:
+                start = view.rfind(ENTRY_START, 0, end)
+                if start < 0:
+                    return None
+                text = view[start:end]
     try:
         return HistoryEntry.model_validate(json.loads(text))
     except (ValueError, ValidationError, RecursionError):

@@ -90,6 +90,8 @@ HISTORY_NAME = "jobHistory.json"
 #: The history's append journal (see :mod:`logist.store.history`).
 HISTORY_APPEND_NAME = HISTORY_NAME + ".append"
 JOURNAL_NAME = "step_journal.json"
+#: Room on the disk kept while a call is in flight, for its answer (see :mod:`logist.store.journal`).
+ANSWER_ROOM_NAME = JOURNAL_NAME + ".room"
 LEASE_NAME = "lease.json"
 LEASE_LOCK_NAME = ".lease.lock"
 STOP_REQUEST_NAME = "stop_request.json"
@@ -154,6 +156,8 @@ JOB_FILES: tuple[JobFile, ...] = (
                                    "(request, answer, usage), named by the entry", always=False),
     JobFile(REPORT_NAME, "the job's timeline as one HTML page, written by `logist job report`", always=False),
     JobFile(JOURNAL_NAME, "only while a step is applied: what to undo if it is interrupted", always=False),
+    JobFile(ANSWER_ROOM_NAME, "only while a call is in flight: room kept on the disk for its answer, so an "
+                              "answer that arrives on a full disk is still saved", always=False),
     JobFile(HISTORY_APPEND_NAME, "only while an entry is appended to the history: where the append started",
             always=False),
     JobFile("*.corrupt-*", "a damaged file Logist moved aside and replaced (kept for you to look at; "
@@ -267,6 +271,10 @@ class JobFiles:
     @property
     def journal_path(self) -> Path:
         return self.dir / JOURNAL_NAME
+
+    @property
+    def answer_room_path(self) -> Path:
+        return self.dir / ANSWER_ROOM_NAME
 
     @property
     def lease_path(self) -> Path:

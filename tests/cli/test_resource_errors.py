@@ -8,12 +8,16 @@ bind mount, each in a mount namespace of the test's own (``unshare
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
+
+from logist.replay.scripted import LLMServer, Reply, answer
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None
                                 or not sys.platform.startswith("linux"),
@@ -63,3 +67,46 @@ def test_a_full_disk_is_one_line_naming_the_path_and_loses_nothing(tmp_path):
         assert err.count("\n") == 0 and err.startswith(f"Error: {disk}/jobs"), (args, err)
         assert "No space left on device" in err and "internal error" not in err, (args, err)
     assert "now CANCELED" in ran[3][2], ran  # fsck (exit 0): nothing left to repair
+
+
+class _FillsTheDiskWhileAnswering(LLMServer):
+    """Answers once the disk is full: it says it was called (``called``) and
+    waits for the test's shell to fill the disk (``filled``) before answering."""
+
+    def __init__(self, markers):
+        super().__init__()
+        self.markers = markers
+
+    def reply_for(self, body: dict, headers: dict) -> Reply:
+        (self.markers / "called").touch()
+        deadline = time.monotonic() + 60
+        while not (self.markers / "filled").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        # Long (900 kB of the 1 MB an answer may have): the room its saved journal leaves is too
+        # small for the step's next write, so the step stops there and the next command records it.
+        return Reply(answer("MESSAGE", message="the answer that arrived on a full disk " + "x" * 900_000))
+
+
+def test_an_answer_that_arrives_on_a_full_disk_is_recorded_when_space_returns_and_not_paid_again(tmp_path):
+    disk, markers = tmp_path / "disk", tmp_path / "markers"
+    disk.mkdir()
+    markers.mkdir()
+    with _FillsTheDiskWhileAnswering(markers) as server:
+        ran = in_a_mount_namespace(
+            'mount -t tmpfs -o size=4m none "$D" && run --jobs-dir "$D/jobs" job create j -o x && '
+            '{ run --jobs-dir "$D/jobs" job step --oneshot j --base-url "$URL" & } ; '
+            'while [ ! -e "$M/called" ]; do sleep 0.02; done; '
+            'dd if=/dev/zero of="$D/fill" bs=4k 2>/dev/null; touch "$M/filled"; wait; '
+            'rm "$D/fill"; run --jobs-dir "$D/jobs" job fsck j; cp "$D/jobs/j/jobHistory.json" "$M/"',
+            D=str(disk), M=str(markers), URL=server.base_url)
+        calls = len(server.requests)
+    assert [code for _, code, _ in ran] == [0, 1, 0], ran
+    step_error = ran[1][2]
+    assert step_error.count("\n") == 0 and step_error.startswith(f"Error: {disk}/jobs"), step_error
+    assert "No space left on device" in step_error and "internal error" not in step_error, step_error
+    entries = json.loads((markers / "jobHistory.json").read_text())["interactions"]
+    [call] = [e for e in entries if e["kind"] == "llm_call"]
+    assert call["response"]["status"] == "SUCCESS", call["response"]
+    assert "arrived on a full disk" in json.dumps(call["response"])
+    assert "the saved answer was applied" in call["note"]
+    assert calls == 1  # paid for once: recorded from what was saved, not asked again
