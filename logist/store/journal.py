@@ -26,6 +26,7 @@ from ..failpoints import failpoint
 from .calls import SavedAnswer
 from .entries import HistoryEntry, Request
 from .manifest import JobManifest, utc_now
+from .response_formats import kept_in
 
 
 
@@ -71,7 +72,11 @@ class StepJournalFile:
         return self.files.journal_path
 
     def _write(self, journal: StepJournal) -> StepJournal:
-        atomic_write_json(self.path, journal.model_dump(mode="json", by_alias=True, exclude_none=True))
+        # A call's response_format is named by its file, as the history names it (written before
+        # the journal that names it, once per distinct value): a decoding schema is several KB,
+        # and a step writes its journal up to three times.
+        atomic_write_json(self.path, kept_in(self.files, journal.model_dump(mode="json", by_alias=True,
+                                                                            exclude_none=True)))
         return journal
 
     def read(self) -> Optional[StepJournal]:

@@ -604,7 +604,8 @@ class JobSession(JobFiles):
         restore the manifest. The views are not written here."""
         hist.append_entry(self, entry)
         failpoint("after_history")
-        manifests.write_manifest(self, manifest)
+        # Not fsynced: the entry just appended (fsynced) restores it after a power loss.
+        manifests.write_manifest(self, manifest, durable=False)
         failpoint("after_manifest")
         self.journal.close()
         if self.manifest is not None:
