@@ -26,7 +26,7 @@ from ..failpoints import failpoint
 from .calls import SavedAnswer
 from .entries import HistoryEntry, Request
 from .manifest import JobManifest, utc_now
-from .response_formats import kept_in
+from .response_formats import kept_in, path_for
 
 
 
@@ -66,6 +66,9 @@ class StepJournalFile:
 
     def __init__(self, files: "JobFiles"):
         self.files = files
+        #: The response_format file (and its folder, if new too) the call being made wrote: none
+        #: but it names it, so a call not made takes it away again (the job is left as it was).
+        self._made: list[Path] = []
 
     @property
     def path(self) -> Path:
@@ -88,6 +91,9 @@ class StepJournalFile:
 
     def begin_call(self, sequence: int, head_before: Optional[str], key: str, request: Request) -> StepJournal:
         """Record that the call of step ``sequence`` is about to be sent."""
+        path = path_for(self.files, request.metadata.response_format)
+        self._made = [] if path is None or path.exists() else \
+            [path] + ([] if path.parent.exists() else [path.parent])
         return self._write(StepJournal(phase="calling", sequence=sequence, head_before=head_before, key=key,
                                        request=request))
 
@@ -113,6 +119,12 @@ class StepJournalFile:
         be reached, or refused it as configured): nothing was answered or paid,
         so nothing is recorded, and the job stays as it was."""
         self.close()
+        for path in self._made:  # after the journal that names the file is gone
+            try:
+                path.rmdir() if path.is_dir() else path.unlink()
+            except OSError:  # gone already, or a folder something else was put in
+                pass
+        self._made = []
 
     def close(self) -> None:
         """Remove the journal: its step is recorded (or was never made)."""
