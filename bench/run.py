@@ -14,10 +14,11 @@ Every time is what a user waits for, measured in this run on this machine:
   ``import click``, ``job status`` against click and one model read, ``job
   list`` (100 and 1,000 jobs) against ``python -c pass`` (and that
   dependencies' floor);
-- a step in process: ``step_once()`` from its entry to its return, in a
-  fresh interpreter, so the first step pays the openai import and each
-  step its client; the median of the later steps is the step's own time
-  (the endpoint is a local server that answers at once);
+- a step in process: ``Job.call()`` of the Python API (``job step
+  --oneshot``) from its entry to its return, in a fresh interpreter, so the
+  first step pays the openai import and the client the process keeps; the
+  median of the later steps is the step's own time (the endpoint is a local
+  server that answers at once);
 - a step as a process: ``logist job step --oneshot`` from the process's
   start to its exit;
 - the same step in LangGraph with its SQLite checkpointer plus the same git
@@ -195,15 +196,17 @@ def bench_startup(tmp: Path, runs: int, floor: dict) -> None:
 
 
 def step_worker(jobs_dir: str, job_id: str, base_url: str, steps: int) -> None:
-    """In a fresh interpreter: ``steps`` calls of ``step_once``, timed from its entry."""
-    from logist.engine.step import step_once
-    from logist.store.jobsdir import JobsDir as Jobs
+    """In a fresh interpreter: ``steps`` calls of ``Job.call()`` (``job step
+    --oneshot`` through the Python API, whose jobs keep their endpoints'
+    clients for the process, as ``job run`` and the batch engines do), timed
+    from its entry."""
+    import logist
 
-    job = Jobs(jobs_dir).job(job_id)
+    job = logist.open(jobs_dir, base_url=base_url).job(job_id)
     times = []
     for _ in range(steps):
         started = time.perf_counter()
-        step_once(job, base_url=base_url)
+        job.call()
         times.append(time.perf_counter() - started)
     print(json.dumps(times))
 

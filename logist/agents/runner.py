@@ -40,7 +40,6 @@ import hashlib
 import os
 import shlex
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -193,9 +192,7 @@ def _run(line: str, workspace: Path, env: dict, out: IO, err: IO, timeout: float
     proc = sandbox.start(argv, str(workspace), env, out, err, recorded or (lambda pgid, start: None))
     timed_out = False
     try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        timed_out = not sandbox.wait_for(proc, timeout)
     finally:
         sandbox.finish(proc)
     return (None if timed_out else proc.returncode), timed_out

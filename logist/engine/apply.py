@@ -427,8 +427,11 @@ def _apply_answer(job: JobFiles, before: JobManifest, prepared: Prepared, outcom
         head_before, unreadable = (commit_hand_edits(job, call.sequence, before.workspace_commit) if touches
                                    else (before.workspace_commit, None))
         # From here on a crash is repaired from the journal, which also keeps the
-        # answer: one that was paid for is never lost from the record.
-        job.session.journal.begin_applying(call.sequence, head_before, outcome.raw, outcome.saved)
+        # answer: one that was paid for is never lost from the record. A call's
+        # answer that leaves the workspace alone is kept already (its journal's
+        # ``answered``, which recovery applies as it would this): no write.
+        if touches or outcome.saved is None:
+            job.session.journal.begin_applying(call.sequence, head_before, outcome.raw, outcome.saved)
     done = _Applied(commit=head_before)
     failpoint("after_call")
     if applies:

@@ -168,7 +168,11 @@ def check_now(job: Job, manifest: JobManifest, *, requested: bool = False,
     job.session.journal.begin_applying(sequence, head, None, doing="a run of the job's checks")
     results = run_checks(job, manifest, watch)
     try:
-        repo.reset_to(head)  # a check verifies; what it wrote is not the work
+        # A check verifies; what it wrote is not the work. One git process
+        # tells whether it wrote anything (most checks do not): only then is
+        # the workspace put back, which takes three.
+        if repo.head() != head or repo.is_dirty():
+            repo.reset_to(head)
     except UnreadableFiles as exc:
         log.warning("job %s: the workspace could not be put back after its checks: %s", job.id, exc)
     run = CheckRun(commit=head, results=results, requested=requested)

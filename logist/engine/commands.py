@@ -34,7 +34,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -309,9 +308,7 @@ def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20
                                recorded or (lambda pgid, start: None))
         timed_out = False
         try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            timed_out = not processes.wait_for(proc, timeout)
         finally:
             # What the command left running (or all of it, on a timeout) ends with it.
             processes.finish(proc)

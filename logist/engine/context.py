@@ -141,16 +141,19 @@ def calibration(job: JobFiles, manifest: JobManifest) -> float:
     """Reported prompt tokens over the estimate, for the job's last call
     whose usage the endpoint reported (1.0 when there is none)."""
     sequence = manifest.last_sequence
-    reader = None
+    # Through the session's reader: the entries looked at are read from the
+    # end of the file a range at a time (and those the step read already not
+    # again), not each opened and found on its own, which a run of calls with
+    # estimated usage (no usage reported) paid for every entry looked back at.
+    reader = job.session.reader()
     for number in range(sequence, max(0, sequence - CALIBRATION_LOOKBACK), -1):
-        entry = job.entry(number)
-        usage, request = entry.usage, entry.request
-        if entry.kind != "llm_call" or usage is None or usage.estimated or not usage.prompt_tokens or request is None:
+        entry = reader.entry(number)
+        usage, request = entry.get("usage") or {}, entry.get("request")
+        if entry.get("kind") != "llm_call" or usage.get("estimated") or not usage.get("prompt_tokens") or not request:
             continue
-        reader = reader or job.session.reader()
-        body = job.recorded_body(entry.dump(), reader.messages(number))
+        body = job.recorded_body(entry, reader.messages(number))
         guess = estimate(body)
-        return usage.prompt_tokens / guess if guess else 1.0
+        return usage["prompt_tokens"] / guess if guess else 1.0
     return 1.0
 
 

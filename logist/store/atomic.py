@@ -4,6 +4,13 @@ A reader (or a crash) therefore only ever sees the old bytes or the new bytes,
 never a mix, and once :func:`atomic_write` returns the new bytes survive a
 power loss. The history's in-place append is the only write that does not go
 through here; it has its own journal (see :mod:`logist.store.history`).
+
+``durable=False`` keeps the temp file and the rename (a reader or a killed
+process still sees the old bytes or the new) and leaves out the two fsyncs:
+for a file that another, durable one restores after a power loss (the
+manifest once its entry is in the history: the entry carries the state
+after it, and recovery brings a manifest behind the history, or one a disk
+left unreadable, up to it). Every other file is written durably.
 """
 
 from __future__ import annotations
@@ -60,10 +67,11 @@ def naming(path: Path) -> Iterator[None]:
 
 
 @contextmanager
-def atomic_writer(path: Path) -> Iterator[BinaryIO]:
+def atomic_writer(path: Path, durable: bool = True) -> Iterator[BinaryIO]:
     """A binary file that replaces ``path`` atomically and durably when the
     block ends (and is removed if it raises): for a file written piece by
-    piece, so it never has to be held whole in memory."""
+    piece, so it never has to be held whole in memory (``durable``: see the
+    module's doc)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
@@ -73,7 +81,8 @@ def atomic_writer(path: Path) -> Iterator[BinaryIO]:
         with naming(path), os.fdopen(fd, "wb") as handle:
             yield handle
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -81,7 +90,8 @@ def atomic_writer(path: Path) -> Iterator[BinaryIO]:
         except FileNotFoundError:
             pass
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def _temp_prefix(path: Path) -> str:
@@ -99,11 +109,11 @@ def leftover_temps(directory: Path, names: Iterable[str]) -> list[Path]:
     return sorted(set(found))
 
 
-def atomic_write(path: Path, data: bytes | str) -> None:
-    """Replace ``path`` with ``data`` atomically and durably."""
+def atomic_write(path: Path, data: bytes | str, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically and durably (``durable``: see the module's doc)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
-    with atomic_writer(path) as handle:
+    with atomic_writer(path, durable) as handle:
         handle.write(data)
 
 
@@ -116,8 +126,8 @@ def dump_json(data: Any) -> str:
     return json.dumps(redact_data(data), indent=2, ensure_ascii=False) + "\n"
 
 
-def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write(path, dump_json(data))
+def atomic_write_json(path: Path, data: Any, durable: bool = True) -> None:
+    atomic_write(path, dump_json(data), durable)
 
 
 def move_aside(path: Path, stamp: str) -> Path:

@@ -232,8 +232,9 @@ def append_entry(files: "JobFiles", entry: HistoryEntry) -> None:
             handle.write(chunk)  # one call: see the module's docstring
             handle.flush()
             os.fsync(handle.fileno())
+    # The journal's removal is not fsynced: found again after a power loss, it
+    # names an entry written whole, which repair keeps.
     files.history_append_path.unlink()
-    fsync_dir(path.parent)
 
 
 def _committed_end(files: "JobFiles", size: int) -> tuple[int, bool]:

@@ -39,6 +39,7 @@ from ..failpoints import failpoint
 from .calls import SavedAnswer
 from .entries import HistoryEntry, Request
 from .manifest import JobManifest, utc_now
+from .response_formats import kept_in, path_for
 
 
 
@@ -83,13 +84,20 @@ class StepJournalFile:
 
     def __init__(self, files: "JobFiles"):
         self.files = files
+        #: The response_format file (and its folder, if new too) the call being made wrote: none
+        #: but it names it, so a call not made takes it away again (the job is left as it was).
+        self._made: list[Path] = []
 
     @property
     def path(self) -> Path:
         return self.files.journal_path
 
     def _write(self, journal: StepJournal) -> StepJournal:
-        atomic_write_json(self.path, journal.model_dump(mode="json", by_alias=True, exclude_none=True))
+        # A call's response_format is named by its file, as the history names it (written before
+        # the journal that names it, once per distinct value): a decoding schema is several KB,
+        # and a step writes its journal up to three times.
+        atomic_write_json(self.path, kept_in(self.files, journal.model_dump(mode="json", by_alias=True,
+                                                                            exclude_none=True)))
         return journal
 
     def read(self) -> Optional[StepJournal]:
@@ -104,12 +112,15 @@ class StepJournalFile:
         """Record that the call of step ``sequence`` is about to be sent, and
         take room on the disk for its answer (``answer_bytes``: the most an
         answer may have; see the module's docstring)."""
+        path = path_for(self.files, request.metadata.response_format)
+        self._made = [] if path is None or path.exists() else \
+            [path] + ([] if path.parent.exists() else [path.parent])
         journal = self._write(StepJournal(phase="calling", sequence=sequence, head_before=head_before, key=key,
                                           request=request))
         try:
             self._take_room(self.path.stat().st_size + answer_bytes + ROOM_TO_SPARE)
         except OSError:
-            self.close()  # no room for its answer: the call is not made
+            self.call_not_made()  # no room for its answer: the call is not made, and the job stays as it was
             raise
         return journal
 
@@ -182,6 +193,12 @@ class StepJournalFile:
         be reached, or refused it as configured): nothing was answered or paid,
         so nothing is recorded, and the job stays as it was."""
         self.close()
+        for path in self._made:  # after the journal that names the file is gone
+            try:
+                path.rmdir() if path.is_dir() else path.unlink()
+            except OSError:  # gone already, or a folder something else was put in
+                pass
+        self._made = []
 
     def close(self) -> None:
         """Remove the journal: its step is recorded (or was never made)."""

@@ -400,5 +400,7 @@ def read_manifest(files: "JobFiles") -> JobManifest:
                                    exc.fields) from None
 
 
-def write_manifest(files: "JobFiles", manifest: JobManifest) -> None:
-    atomic_write_json(files.manifest_path, manifest.dump())
+def write_manifest(files: "JobFiles", manifest: JobManifest, durable: bool = True) -> None:
+    """Write the manifest; ``durable=False`` once the history holds its state
+    (:func:`logist.store.atomic.atomic_write`)."""
+    atomic_write_json(files.manifest_path, manifest.dump(), durable)

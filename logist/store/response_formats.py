@@ -84,6 +84,13 @@ def keep(files: "JobFiles", value: Optional[dict]) -> Optional[dict]:
     return {"type": value.get("type"), "file": name}
 
 
+def path_for(files: "JobFiles", value: Optional[dict]) -> Optional["Path"]:
+    """The file :func:`keep` keeps ``value`` in (None for none, or for a reference)."""
+    if value is None or is_reference(value):
+        return None
+    return files.path_of(f"{FOLDER}/{digest(redact_data(value))}.json")
+
+
 def kept_in(files: "JobFiles", entry: dict) -> dict:
     """``entry`` (:meth:`~logist.store.entries.HistoryEntry.dump`) with its
     request's ``response_format`` kept in its file (:func:`keep`); the

@@ -42,10 +42,16 @@ The storage contract (what a session reads, appends and guarantees):
 * **Atomic writes.** Every other file (the manifest, the step journal, the
   lease, the README, a response_format's file) is written whole to a temp
   file, fsynced and renamed (:mod:`logist.store.atomic`): a reader sees the
-  old file or the new one.
+  old file or the new one. The manifest a step writes after appending its
+  entry is renamed into place without the fsyncs: that entry, fsynced,
+  carries the same state, and recovery restores a manifest behind the
+  history (or one a power loss left unreadable) from it.
 * **The step journal.** A step writes ``step_journal.json`` before its call
   is sent, when its answer arrives and before it changes the workspace
-  (:mod:`logist.store.journal`); it is removed once the step is recorded.
+  (:mod:`logist.store.journal`; a call's answer that changes nothing in the
+  workspace is applied from its ``answered`` journal, which recovery
+  treats the same); it is removed once the step is recorded. A call's
+  ``response_format`` is named in it by its file, as in the history.
 * **Under a crash.** Opening a session repairs what an interrupted command
   left before anything else (:mod:`logist.store.recovery`): a half-written
   entry is cut back, a manifest behind the history is brought up to it, a
@@ -612,7 +618,8 @@ class JobSession(JobFiles):
         restore the manifest. The views are not written here."""
         hist.append_entry(self, entry)
         failpoint("after_history")
-        manifests.write_manifest(self, manifest)
+        # Not fsynced: the entry just appended (fsynced) restores it after a power loss.
+        manifests.write_manifest(self, manifest, durable=False)
         failpoint("after_manifest")
         self.journal.close()
         if self.manifest is not None:

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import functools
 import os
+import select
 import shlex
 import signal
 import subprocess
@@ -411,6 +412,33 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
+def wait_for(proc: subprocess.Popen, timeout: float) -> bool:
+    """Wait until ``proc`` ends, ``timeout`` seconds at most: whether it
+    ended (then reaped). Where the kernel gives a process's file descriptor
+    (Linux's pidfd), the wait is on it and ends the moment the process does;
+    ``Popen.wait(timeout=...)`` instead polls, sleeping up to 50 ms between
+    looks, which a short command pays in full."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        try:
+            proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        deadline = time.monotonic() + timeout
+        while not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
+            if time.monotonic() >= deadline:
+                return proc.poll() is not None
+    finally:
+        os.close(fd)
+    proc.wait()
+    return True
+
+
 def finish(proc: subprocess.Popen, wait: float = 10.0) -> None:
     """End what is left of a command :func:`start` started, once it ended
     or timed out: the reaper, if it runs under one, is asked to end
@@ -419,8 +447,8 @@ def finish(proc: subprocess.Popen, wait: float = 10.0) -> None:
     if proc.poll() is None and tuple(proc.args[:len(_REAPER_HEAD)]) == _REAPER_HEAD:
         try:
             os.kill(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=wait)
-        except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+            wait_for(proc, wait)
+        except (ProcessLookupError, PermissionError):
             pass
     try:
         os.killpg(proc.pid, signal.SIGKILL)
