@@ -40,15 +40,12 @@ import hashlib
 import os
 import shlex
 import shutil
-import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable, Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 from ..errors import LogistError
-from ..secrets import process as secrecy
 from ..secrets.redact import redact
 from ..workspace import sandbox
 from ..workspace.git import run_git
@@ -134,12 +131,10 @@ def run_agent(agent: Union[str, AgentProvider], workspace: Path, prompt_text: st
         argv = [program, *chosen.argv(invocation)[1:]]
         line = shlex.join(argv) + (f" <{shlex.quote(str(prompt_file))}" if chosen.prompt_on_stdin else "")
         git = _GitState.read(workspace)
-        started = time.monotonic()
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            exit_code, timed_out = _run(line, workspace, env, out, err, timeout, sandbox_mode, protect_git,
-                                        read_only, recorded)
-            duration = time.monotonic() - started
-            stdout, stderr = _read_end(out, READ_LIMIT), _read_end(err, READ_LIMIT)
+        ran = sandbox.run_contained(line, workspace, env, timeout, lambda handle: sandbox.read_end(handle, READ_LIMIT),
+                                    sandbox=sandbox_mode, workspace=workspace if protect_git else None,
+                                    read_only=read_only, recorded=recorded)
+        exit_code, timed_out, stdout, stderr = ran.exit_code, ran.timed_out, ran.stdout, ran.stderr
         exit_text = _read_exit_file(exit_file)
         exit_text = redact(exit_text) if exit_text is not None else None
         final = chosen.final_message(stdout, stderr)
@@ -152,7 +147,7 @@ def run_agent(agent: Union[str, AgentProvider], workspace: Path, prompt_text: st
                                      output_tail="\n".join(part for part in (stdout_tail, stderr_tail) if part.strip()))
         return AgentRun(
             agent=chosen.name, argv=[part.replace(token, TOKEN_SHOWN) if token else part for part in argv],
-            exit_code=exit_code, timed_out=timed_out, duration=duration, stdout_tail=stdout_tail,
+            exit_code=exit_code, timed_out=timed_out, duration=ran.duration, stdout_tail=stdout_tail,
             stderr_tail=stderr_tail, final_message=final, exit=decided, changed_files=changed,
             head_before=git.head, head_after=head_after, commit_count=_count(workspace, git.head, head_after),
         )
@@ -181,31 +176,6 @@ def _write_config(home: Path, files: dict[str, str]) -> None:
             raise LogistError(f"an agent's config file must be inside its home: {relative}")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
-
-
-def _run(line: str, workspace: Path, env: dict, out: IO, err: IO, timeout: float, sandbox_mode: str,
-         protect_git: bool, read_only: Sequence[Path],
-         recorded: Optional[Callable[[int, Optional[str]], None]]) -> tuple[Optional[int], bool]:
-    """Start ``line`` under the sandbox and wait for it; its whole group ends
-    with it, on the timeout or on Ctrl-C. (exit code or None, timed out)."""
-    argv = sandbox.launcher(line, sandbox_mode, workspace if protect_git else None, read_only)
-    secrecy.hide_secrets_from_proc()
-    proc = sandbox.start(argv, str(workspace), env, out, err, recorded or (lambda pgid, start: None))
-    timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    finally:
-        sandbox.finish(proc)
-    return (None if timed_out else proc.returncode), timed_out
-
-
-def _read_end(handle: IO, limit: int) -> str:
-    """The last ``limit`` bytes of a temporary file, as text."""
-    size = handle.seek(0, os.SEEK_END)
-    handle.seek(max(0, size - limit))
-    return handle.read().decode("utf-8", errors="replace")
 
 
 def _last(text: str, limit: int) -> str:
