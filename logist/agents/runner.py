@@ -51,7 +51,7 @@ from ..workspace import sandbox
 from ..workspace.git import run_git
 from . import exits
 from .exits import ExitCommand
-from .providers import AgentProvider, Invocation, find_program, provider
+from .providers import AgentProvider, Invocation, find_program, home_variables, provider
 
 #: The most bytes of an agent's standard output read to find its final message (its end).
 READ_LIMIT = 8 * 1024 * 1024
@@ -157,10 +157,8 @@ def run_agent(agent: Union[str, AgentProvider], workspace: Path, prompt_text: st
 
 def _run_env(invocation: Invocation, tmp: Path, exit_file: Path) -> dict[str, str]:
     """What every agent gets beyond the allowlist: its home, the gateway, the run's files."""
-    home = invocation.home
     return {
-        "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
-        "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local/state"), "TMPDIR": str(tmp),
+        **home_variables(invocation.home), "TMPDIR": str(tmp),
         "OPENAI_BASE_URL": invocation.base_url, "OPENAI_API_BASE": invocation.base_url,
         "OPENAI_API_KEY": invocation.token,
         "ANTHROPIC_BASE_URL": invocation.origin, "ANTHROPIC_API_KEY": invocation.token,
