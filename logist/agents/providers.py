@@ -33,7 +33,10 @@ Code and opencode take the prompt as an argument, so a prompt must stay
 under the system's limit for one argument (128 KiB on Linux); the others
 read it from a file or standard input.
 
-Adding an agent is adding one class here with ``@register``. An agent
+Adding an agent is adding one class here with ``@register``: its
+attributes are the data above (argv, variables, files as templates with
+placeholders such as ``{base_url}`` and ``{model}``, :func:`fill`), and a
+method only where it differs in kind. An agent
 program is taken from ``PATH`` as the user installed it (unlike git, which
 Logist runs itself: :mod:`logist.programs`): it runs inside the sandbox,
 never beside Logist.
@@ -92,8 +95,42 @@ class Invocation:
         return self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
 
 
+#: The placeholders of a provider's data (:func:`fill`): what one :class:`Invocation` gives.
+PLACEHOLDERS = ("prompt_file", "prompt", "workspace", "base_url", "origin", "token", "model", "home", "state")
+
+
+def fill(value, invocation: Invocation, names: Sequence[str] = PLACEHOLDERS):
+    """``value`` (a string, or lists and objects of them, keys too) with each
+    ``{NAME}`` of ``names`` replaced by what ``invocation`` gives (``prompt``:
+    the prompt's text); no other brace is touched, and what is filled in is
+    never read again for placeholders."""
+    if isinstance(value, dict):
+        return {fill(key, invocation, names): fill(item, invocation, names) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [fill(item, invocation, names) for item in value]
+    if not isinstance(value, str):
+        return value
+    pattern = re.compile(r"\{(" + "|".join(names) + r")\}")
+    return pattern.sub(lambda match: _given(invocation, match.group(1)), value)
+
+
+def _given(invocation: Invocation, name: str) -> str:
+    if name == "prompt":
+        return invocation.prompt_file.read_text(encoding="utf-8")
+    return str(getattr(invocation, name))
+
+
+def home_variables(home: Path) -> dict[str, str]:
+    """A fresh home and its XDG folders: every run of an agent, and every probe of its version, is given one."""
+    return {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
+            "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local/state")}
+
+
 class AgentProvider:
-    """One agent: subclass, fill in the class attributes, override what differs."""
+    """One agent, as data: a subclass fills in the class attributes (the
+    strings hold placeholders, :data:`PLACEHOLDERS`, filled by :func:`fill`
+    for each run); only what differs in kind, not in data, is a method it
+    overrides (Codex's final message, the ``command`` agent's argv)."""
 
     #: Its name in a role file (``"agent": NAME``).
     name: ClassVar[str]
@@ -107,6 +144,18 @@ class AgentProvider:
     version_args: ClassVar[tuple[str, ...]] = ("--version",)
     #: Its standard input is the prompt file (else ``/dev/null``).
     prompt_on_stdin: ClassVar[bool] = False
+    #: Its one-shot mode's arguments, after the program and before the role's ``agent_args``.
+    arguments: ClassVar[tuple[str, ...]] = ()
+    #: Added to :attr:`arguments` where the workspace's ``.git`` is read-only to it.
+    arguments_without_git: ClassVar[tuple[str, ...]] = ()
+    #: The arguments after the role's ``agent_args`` (``{prompt}``: the prompt as an argument).
+    last_arguments: ClassVar[tuple[str, ...]] = ()
+    #: Variables beyond those every agent gets (see the module's doc).
+    variables: ClassVar[dict[str, str]] = {}
+    #: Files to write before it starts: path relative to its home -> text, or a JSON value written as JSON.
+    files: ClassVar[dict[str, object]] = {}
+    #: The keys of its JSON output's last event that hold its final message (none: its output is the message).
+    result_keys: ClassVar[tuple[str, ...]] = ()
 
     def executable(self, invocation: Optional[Invocation] = None) -> str:
         """The program to look up on ``PATH``."""
@@ -114,20 +163,37 @@ class AgentProvider:
 
     def argv(self, invocation: Invocation) -> list[str]:
         """The command line of one non-interactive run, program first."""
-        raise NotImplementedError
+        middle = (*self.arguments, *(() if invocation.git_writable else self.arguments_without_git))
+        return [self.executable(invocation), *fill(middle, invocation), *invocation.extra_args,
+                *fill(self.last_arguments, invocation)]
 
     def env(self, invocation: Invocation) -> dict[str, str]:
         """Variables beyond those every agent gets (see the module's doc)."""
-        return {}
+        return fill(self.variables, invocation)
 
     def config_files(self, invocation: Invocation) -> dict[str, str]:
         """Files to write before it starts: path relative to its home -> text."""
-        return {}
+        return {fill(path, invocation): text if isinstance(text, str) else json.dumps(text, indent=1)
+                for path, text in fill(self.files, invocation).items()}
 
     def final_message(self, stdout: str, stderr: str) -> Optional[str]:
-        """Its last message, from what it printed; None when there is none."""
-        text = stdout.strip()
-        return text or None
+        """Its last message, from what it printed; None when there is none:
+        with :attr:`result_keys`, the first of them that holds a string in
+        the last JSON event that has one (its output one JSON value, an
+        object or a list of events, or JSON objects among other lines); else
+        all it printed."""
+        if not self.result_keys:
+            return stdout.strip() or None
+        try:
+            data = json.loads(stdout)
+        except ValueError:
+            data = json_objects(stdout)
+        for event in reversed(data if isinstance(data, list) else [data]):
+            if isinstance(event, dict):
+                for key in self.result_keys:
+                    if isinstance(event.get(key), str):
+                        return event[key]
+        return None
 
 
 PROVIDERS: dict[str, AgentProvider] = {}
@@ -178,41 +244,26 @@ class Aider(AgentProvider):
     program = "aider"
     api = CHAT
     description = "aider (PyPI aider-chat): edits parsed from the model's text, no tools"
-
-    def _metadata(self, invocation: Invocation) -> Path:
-        return invocation.home / ".aider.model.metadata.json"
-
-    def argv(self, invocation: Invocation) -> list[str]:
-        state = invocation.state
-        return [
-            self.program, "--message-file", str(invocation.prompt_file),
-            "--yes-always", "--no-auto-commits", "--no-dirty-commits", "--no-gitignore",
-            "--openai-api-base", invocation.base_url, "--openai-api-key", invocation.token,
-            "--model", f"openai/{invocation.model}", "--model-metadata-file", str(self._metadata(invocation)),
-            "--no-show-model-warnings", "--no-check-update", "--no-show-release-notes", "--analytics-disable",
-            # No repository map (its tags cache would be written into the workspace), no scraping of a URL
-            # the prompt names, no .env of the workspace read for keys.
-            "--map-tokens", "0", "--no-detect-urls", "--env-file", str(state / "aider.env"),
-            "--no-pretty", "--no-fancy-input",
-            # Where .git is read-only to it, aider's "git add" of a new file fails, and it then leaves the
-            # file empty: it must not use git at all.
-            *(() if invocation.git_writable else ("--no-git",)),
-            "--chat-history-file", str(state / "aider.chat.history.md"),
-            "--input-history-file", str(state / "aider.input.history"),
-            *invocation.extra_args,
-        ]
-
-    def env(self, invocation: Invocation) -> dict[str, str]:
-        # litellm's cost map from the package, not fetched from its repository at import.
-        return {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "AIDER_ANALYTICS": "false", "AIDER_CHECK_UPDATE": "false"}
-
-    def config_files(self, invocation: Invocation) -> dict[str, str]:
-        # Without metadata aider warns of an unknown model and assumes a small window.
-        metadata = {f"openai/{invocation.model}": {
-            "max_tokens": 8192, "max_input_tokens": 32768, "max_output_tokens": 8192,
-            "input_cost_per_token": 0.0, "output_cost_per_token": 0.0, "litellm_provider": "openai", "mode": "chat",
-        }}
-        return {self._metadata(invocation).name: json.dumps(metadata, indent=1)}
+    arguments = (
+        "--message-file", "{prompt_file}", "--yes-always", "--no-auto-commits", "--no-dirty-commits",
+        "--no-gitignore", "--openai-api-base", "{base_url}", "--openai-api-key", "{token}",
+        "--model", "openai/{model}", "--model-metadata-file", "{home}/.aider.model.metadata.json",
+        "--no-show-model-warnings", "--no-check-update", "--no-show-release-notes", "--analytics-disable",
+        # No repository map (its tags cache would be written into the workspace), no scraping of a URL
+        # the prompt names, no .env of the workspace read for keys.
+        "--map-tokens", "0", "--no-detect-urls", "--env-file", "{state}/aider.env", "--no-pretty", "--no-fancy-input",
+        "--chat-history-file", "{state}/aider.chat.history.md", "--input-history-file", "{state}/aider.input.history",
+    )
+    # Where .git is read-only to it, aider's "git add" of a new file fails, and it then leaves the file
+    # empty: it must not use git at all.
+    arguments_without_git = ("--no-git",)
+    # litellm's cost map from the package, not fetched from its repository at import.
+    variables = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "AIDER_ANALYTICS": "false", "AIDER_CHECK_UPDATE": "false"}
+    # Without metadata aider warns of an unknown model and assumes a small window.
+    files = {".aider.model.metadata.json": {"openai/{model}": {
+        "max_tokens": 8192, "max_input_tokens": 32768, "max_output_tokens": 8192,
+        "input_cost_per_token": 0.0, "output_cost_per_token": 0.0, "litellm_provider": "openai", "mode": "chat",
+    }}}
 
 
 @register
@@ -222,23 +273,16 @@ class Codex(AgentProvider):
     api = RESPONSES
     description = "OpenAI Codex CLI (npm @openai/codex): codex exec, Responses API only"
     prompt_on_stdin = True
-
-    def argv(self, invocation: Invocation) -> list[str]:
-        local = ("{name=\"logist\",base_url=" + json.dumps(invocation.base_url)
-                 + ",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}")
-        return [
-            self.program, "exec", "-c", "model_provider=logist", "-c", f"model_providers.logist={local}",
-            "--model", invocation.model, "-c", "analytics.enabled=false", "-c", "features.plugins=false",
-            # Logist's sandbox holds it; its own (bubblewrap) would nest inside that.
-            "--dangerously-bypass-approvals-and-sandbox", "--ephemeral", "--skip-git-repo-check", "--json",
-            *invocation.extra_args, "-",
-        ]
-
-    def env(self, invocation: Invocation) -> dict[str, str]:
-        return {"CODEX_HOME": str(invocation.home / ".codex")}
-
-    def config_files(self, invocation: Invocation) -> dict[str, str]:
-        return {".codex/config.toml": "# Written by Logist for one run: everything is on the command line.\n"}
+    arguments = (
+        "exec", "-c", "model_provider=logist",
+        "-c", 'model_providers.logist={name="logist",base_url="{base_url}",env_key="OPENAI_API_KEY",wire_api="responses"}',
+        "--model", "{model}", "-c", "analytics.enabled=false", "-c", "features.plugins=false",
+        # Logist's sandbox holds it; its own (bubblewrap) would nest inside that.
+        "--dangerously-bypass-approvals-and-sandbox", "--ephemeral", "--skip-git-repo-check", "--json",
+    )
+    last_arguments = ("-",)  # the prompt on standard input
+    variables = {"CODEX_HOME": "{home}/.codex"}
+    files = {".codex/config.toml": "# Written by Logist for one run: everything is on the command line.\n"}
 
     def final_message(self, stdout: str, stderr: str) -> Optional[str]:
         """The last agent message of its ``--json`` events (one JSON object a line)."""
@@ -266,26 +310,14 @@ class ClaudeCode(AgentProvider):
     api = MESSAGES
     description = "Claude Code (npm @anthropic-ai/claude-code): claude -p, Anthropic Messages API"
     prompt_on_stdin = True
-
-    def argv(self, invocation: Invocation) -> list[str]:
-        # acceptEdits: in the default mode its file writes are denied and it still exits 0.
-        return [self.program, "-p", "--output-format", "json", "--permission-mode", "acceptEdits",
-                "--model", invocation.model, *invocation.extra_args]
-
-    def env(self, invocation: Invocation) -> dict[str, str]:
-        return {
-            "ANTHROPIC_MODEL": invocation.model, "ANTHROPIC_SMALL_FAST_MODEL": invocation.model,
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
-            "CLAUDE_CONFIG_DIR": str(invocation.home / ".claude"),
-        }
-
-    def final_message(self, stdout: str, stderr: str) -> Optional[str]:
-        """``result`` of its ``--output-format json`` object."""
-        found = last_json_object(stdout)
-        if found is not None and isinstance(found.get("result"), str):
-            return found["result"]
-        return None
+    # acceptEdits: in the default mode its file writes are denied and it still exits 0.
+    arguments = ("-p", "--output-format", "json", "--permission-mode", "acceptEdits", "--model", "{model}")
+    variables = {
+        "ANTHROPIC_MODEL": "{model}", "ANTHROPIC_SMALL_FAST_MODEL": "{model}",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1", "CLAUDE_CONFIG_DIR": "{home}/.claude",
+    }
+    result_keys = ("result",)  # of its --output-format json object
 
 
 @register
@@ -294,32 +326,12 @@ class QwenCode(AgentProvider):
     program = "qwen"
     api = CHAT
     description = "Qwen Code (npm @qwen-code/qwen-code): qwen --yolo, Chat Completions"
-
-    def argv(self, invocation: Invocation) -> list[str]:
-        # Without --yolo its headless mode drops the write and shell tools and exits 0 having done nothing.
-        return [self.program, "--yolo", "--auth-type", "openai", "--output-format", "json",
-                *invocation.extra_args, invocation.prompt_file.read_text(encoding="utf-8")]
-
-    def env(self, invocation: Invocation) -> dict[str, str]:
-        return {"OPENAI_MODEL": invocation.model}
-
-    def config_files(self, invocation: Invocation) -> dict[str, str]:
-        settings = {"privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}}
-        return {".qwen/settings.json": json.dumps(settings, indent=1)}
-
-    def final_message(self, stdout: str, stderr: str) -> Optional[str]:
-        """The ``result`` (or ``response``) of its JSON output: one object, or a list of events."""
-        try:
-            data = json.loads(stdout)
-        except ValueError:
-            data = last_json_object(stdout)
-        events = data if isinstance(data, list) else [data]
-        for event in reversed(events):
-            if isinstance(event, dict):
-                for key in ("result", "response"):
-                    if isinstance(event.get(key), str):
-                        return event[key]
-        return None
+    # Without --yolo its headless mode drops the write and shell tools and exits 0 having done nothing.
+    arguments = ("--yolo", "--auth-type", "openai", "--output-format", "json")
+    last_arguments = ("{prompt}",)
+    variables = {"OPENAI_MODEL": "{model}"}
+    files = {".qwen/settings.json": {"privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}}}
+    result_keys = ("result", "response")  # of its JSON output: one object, or a list of events
 
 
 @register
@@ -328,27 +340,20 @@ class Opencode(AgentProvider):
     program = "opencode"
     api = CHAT
     description = "opencode (npm opencode-ai): opencode run, Chat Completions through @ai-sdk/openai-compatible"
-
-    def argv(self, invocation: Invocation) -> list[str]:
-        return [self.program, "run", "--model", f"logist/{invocation.model}", *invocation.extra_args,
-                invocation.prompt_file.read_text(encoding="utf-8")]
-
-    def env(self, invocation: Invocation) -> dict[str, str]:
-        # It still installs @opencode-ai/plugin into its config folder in the background, from the npm
-        # registry, and no setting stops that (a node_modules/ made beforehand, with a package-lock.json
-        # listing it, does; not done here).
-        return {name: "1" for name in ("OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_AUTOUPDATE",
-                                       "OPENCODE_DISABLE_DEFAULT_PLUGINS", "OPENCODE_DISABLE_LSP_DOWNLOAD",
-                                       "OPENCODE_DISABLE_SHARE")}
-
-    def config_files(self, invocation: Invocation) -> dict[str, str]:
-        config = {
-            "provider": {"logist": {"npm": "@ai-sdk/openai-compatible", "name": "Logist's gateway",
-                                    "options": {"baseURL": invocation.base_url, "apiKey": invocation.token},
-                                    "models": {invocation.model: {}}}},
-            "model": f"logist/{invocation.model}", "autoupdate": False, "share": "disabled", "snapshot": False,
-        }
-        return {".config/opencode/opencode.json": json.dumps(config, indent=1)}
+    arguments = ("run", "--model", "logist/{model}")
+    last_arguments = ("{prompt}",)
+    # It still installs @opencode-ai/plugin into its config folder in the background, from the npm
+    # registry, and no setting stops that (a node_modules/ made beforehand, with a package-lock.json
+    # listing it, does; not done here).
+    variables = {name: "1" for name in ("OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_AUTOUPDATE",
+                                        "OPENCODE_DISABLE_DEFAULT_PLUGINS", "OPENCODE_DISABLE_LSP_DOWNLOAD",
+                                        "OPENCODE_DISABLE_SHARE")}
+    files = {".config/opencode/opencode.json": {
+        "provider": {"logist": {"npm": "@ai-sdk/openai-compatible", "name": "Logist's gateway",
+                                "options": {"baseURL": "{base_url}", "apiKey": "{token}"},
+                                "models": {"{model}": {}}}},
+        "model": "logist/{model}", "autoupdate": False, "share": "disabled", "snapshot": False,
+    }}
 
 
 @register
@@ -371,22 +376,13 @@ class Command(AgentProvider):
 
     def argv(self, invocation: Invocation) -> list[str]:
         self.executable(invocation)
-        fill = {"prompt_file": str(invocation.prompt_file), "workspace": str(invocation.workspace)}
-        return [_fill(part, fill) for part in invocation.command] + list(invocation.extra_args)
+        return fill(invocation.command, invocation, ("prompt_file", "workspace")) + list(invocation.extra_args)
 
     def final_message(self, stdout: str, stderr: str) -> Optional[str]:
         found = last_json_object(stdout)
         if found is not None:
             return json.dumps(found, ensure_ascii=False)
-        return super().final_message(stdout, stderr)
-
-
-_PLACEHOLDER = re.compile(r"\{(prompt_file|workspace)\}")
-
-
-def _fill(part: str, values: dict) -> str:
-    """``part`` with ``{prompt_file}`` and ``{workspace}`` filled in (no other brace is touched)."""
-    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], part)
+        return stdout.strip() or None
 
 
 # --------------------------------------------------------------------------
@@ -427,9 +423,7 @@ def version(agent: AgentProvider, path: Optional[str] = None, timeout: float = 3
     if path is None:
         return None
     with tempfile.TemporaryDirectory(prefix="logist-agent-version-") as home:
-        env = {**command_env(), "HOME": home, "XDG_CONFIG_HOME": f"{home}/.config", "XDG_CACHE_HOME": f"{home}/.cache",
-               "XDG_DATA_HOME": f"{home}/.local/share", "XDG_STATE_HOME": f"{home}/.local/state",
-               "CODEX_HOME": f"{home}/.codex", **QUIET}
+        env = {**command_env(), **home_variables(Path(home)), "CODEX_HOME": f"{home}/.codex", **QUIET}
         try:
             done = subprocess.run([path, *agent.version_args], stdin=subprocess.DEVNULL, capture_output=True,
                                   env=env, cwd=home, timeout=timeout, start_new_session=True)

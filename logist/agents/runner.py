@@ -41,19 +41,17 @@ import os
 import shlex
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable, Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 from ..errors import LogistError
-from ..secrets import process as secrecy
 from ..secrets.redact import redact
 from ..workspace import sandbox
 from ..workspace.git import run_git
 from . import exits
 from .exits import ExitCommand
-from .providers import AgentProvider, Invocation, find_program, provider
+from .providers import AgentProvider, Invocation, find_program, home_variables, provider
 
 #: The most bytes of an agent's standard output read to find its final message (its end).
 READ_LIMIT = 8 * 1024 * 1024
@@ -133,12 +131,10 @@ def run_agent(agent: Union[str, AgentProvider], workspace: Path, prompt_text: st
         argv = [program, *chosen.argv(invocation)[1:]]
         line = shlex.join(argv) + (f" <{shlex.quote(str(prompt_file))}" if chosen.prompt_on_stdin else "")
         git = _GitState.read(workspace)
-        started = time.monotonic()
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            exit_code, timed_out = _run(line, workspace, env, out, err, timeout, sandbox_mode, protect_git,
-                                        read_only, recorded)
-            duration = time.monotonic() - started
-            stdout, stderr = _read_end(out, READ_LIMIT), _read_end(err, READ_LIMIT)
+        ran = sandbox.run_contained(line, workspace, env, timeout, lambda handle: sandbox.read_end(handle, READ_LIMIT),
+                                    sandbox=sandbox_mode, workspace=workspace if protect_git else None,
+                                    read_only=read_only, recorded=recorded)
+        exit_code, timed_out, stdout, stderr = ran.exit_code, ran.timed_out, ran.stdout, ran.stderr
         exit_text = _read_exit_file(exit_file)
         exit_text = redact(exit_text) if exit_text is not None else None
         final = chosen.final_message(stdout, stderr)
@@ -151,7 +147,7 @@ def run_agent(agent: Union[str, AgentProvider], workspace: Path, prompt_text: st
                                      output_tail="\n".join(part for part in (stdout_tail, stderr_tail) if part.strip()))
         return AgentRun(
             agent=chosen.name, argv=[part.replace(token, TOKEN_SHOWN) if token else part for part in argv],
-            exit_code=exit_code, timed_out=timed_out, duration=duration, stdout_tail=stdout_tail,
+            exit_code=exit_code, timed_out=timed_out, duration=ran.duration, stdout_tail=stdout_tail,
             stderr_tail=stderr_tail, final_message=final, exit=decided, changed_files=changed,
             head_before=git.head, head_after=head_after, commit_count=_count(workspace, git.head, head_after),
         )
@@ -161,10 +157,8 @@ def run_agent(agent: Union[str, AgentProvider], workspace: Path, prompt_text: st
 
 def _run_env(invocation: Invocation, tmp: Path, exit_file: Path) -> dict[str, str]:
     """What every agent gets beyond the allowlist: its home, the gateway, the run's files."""
-    home = invocation.home
     return {
-        "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
-        "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local/state"), "TMPDIR": str(tmp),
+        **home_variables(invocation.home), "TMPDIR": str(tmp),
         "OPENAI_BASE_URL": invocation.base_url, "OPENAI_API_BASE": invocation.base_url,
         "OPENAI_API_KEY": invocation.token,
         "ANTHROPIC_BASE_URL": invocation.origin, "ANTHROPIC_API_KEY": invocation.token,
@@ -180,29 +174,6 @@ def _write_config(home: Path, files: dict[str, str]) -> None:
             raise LogistError(f"an agent's config file must be inside its home: {relative}")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
-
-
-def _run(line: str, workspace: Path, env: dict, out: IO, err: IO, timeout: float, sandbox_mode: str,
-         protect_git: bool, read_only: Sequence[Path],
-         recorded: Optional[Callable[[int, Optional[str]], None]]) -> tuple[Optional[int], bool]:
-    """Start ``line`` under the sandbox and wait for it; its whole group ends
-    with it, on the timeout or on Ctrl-C. (exit code or None, timed out)."""
-    argv = sandbox.launcher(line, sandbox_mode, workspace if protect_git else None, read_only)
-    secrecy.hide_secrets_from_proc()
-    proc = sandbox.start(argv, str(workspace), env, out, err, recorded or (lambda pgid, start: None))
-    timed_out = False
-    try:
-        timed_out = not sandbox.wait_for(proc, timeout)
-    finally:
-        sandbox.finish(proc)
-    return (None if timed_out else proc.returncode), timed_out
-
-
-def _read_end(handle: IO, limit: int) -> str:
-    """The last ``limit`` bytes of a temporary file, as text."""
-    size = handle.seek(0, os.SEEK_END)
-    handle.seek(max(0, size - limit))
-    return handle.read().decode("utf-8", errors="replace")
 
 
 def _last(text: str, limit: int) -> str:

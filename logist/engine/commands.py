@@ -32,16 +32,12 @@ newline) is only run without asking when a pattern names it exactly, so
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Protocol, Sequence
 
 from ..workspace import sandbox as processes
-from ..secrets import process as secrecy
 from ..secrets.redact import redact, redact_shown
 from ..store.entries import CommandRecord
 from ..store.session import JobFiles
@@ -78,7 +74,7 @@ _BANNER = re.compile(
     r"^\s*(?:Microsoft Windows \[Version [^\]]*\]|\(c\) (?:\d{4} )?Microsoft Corporation\.? All rights reserved\.?)\s*$",
     re.I,
 )
-#: The marker :func:`_read_capped` puts where it skipped the middle of a huge output.
+#: The marker :func:`logist.workspace.sandbox.read_head_and_tail` puts where it skipped the middle of a huge output.
 _UNREAD = re.compile(r"\[\.\.\. (\d+) bytes of output not read \.\.\.\]")
 
 
@@ -280,19 +276,6 @@ def cut_middle(text: str, limit: int) -> str:
     return f"{text[:head]}\n[... {cut} characters cut from the middle ...]\n{text[-tail:]}"
 
 
-def _read_capped(handle, limit: int) -> str:
-    """Head and tail of a (possibly huge) output file, ``limit`` bytes each side."""
-    size = handle.seek(0, os.SEEK_END)
-    handle.seek(0)
-    if size <= 4 * limit:
-        return handle.read().decode("utf-8", errors="replace")
-    head = handle.read(2 * limit)
-    handle.seek(size - 2 * limit)
-    tail = handle.read()
-    marker = f"\n[... {size - 4 * limit} bytes of output not read ...]\n".encode()
-    return (head + marker + tail).decode("utf-8", errors="replace")
-
-
 def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20_000, *,
                 sandbox: str = "auto", env_names: Sequence[str] = (), read_only: Sequence[Path] = (),
                 recorded: Optional[Callable[[int, Optional[str]], None]] = None) -> CommandResult:
@@ -300,33 +283,24 @@ def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20
     rules above (its ``.git`` and the folders ``read_only`` read-only where
     the sandbox can do it); ``recorded(pgid, start_time)`` is called before
     the command begins."""
-    argv = processes.launcher(command, sandbox, cwd, read_only)
-    secrecy.hide_secrets_from_proc()
-    started = time.monotonic()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = processes.start(argv, str(cwd), processes.command_env(env_names), out, err,
-                               recorded or (lambda pgid, start: None))
-        timed_out = False
-        try:
-            timed_out = not processes.wait_for(proc, timeout)
-        finally:
-            # What the command left running (or all of it, on a timeout) ends with it.
-            processes.finish(proc)
-        # Cleaned first, redacted last: cleaning joins what escapes, redraws or
-        # control bytes split (SEC\x1b[0mRET is SECRET once cleaned), so the
-        # output as written is redacted where it shows a secret, and the
-        # cleaned text again after the cleaning.
-        raw_stdout = redact_shown(_read_capped(out, limit), shown_lines)
-        raw_stderr = redact_shown(_read_capped(err, limit), shown_lines)
-        stdout = redact(clean_output(raw_stdout, command, limit))
-        stderr = redact(clean_output(raw_stderr, command, limit))
+    ran = processes.run_contained(command, cwd, processes.command_env(env_names), timeout,
+                                  lambda handle: processes.read_head_and_tail(handle, limit), sandbox=sandbox,
+                                  workspace=cwd, read_only=read_only, recorded=recorded)
+    # Cleaned first, redacted last: cleaning joins what escapes, redraws or
+    # control bytes split (SEC\x1b[0mRET is SECRET once cleaned), so the
+    # output as written is redacted where it shows a secret, and the
+    # cleaned text again after the cleaning.
+    raw_stdout = redact_shown(ran.stdout, shown_lines)
+    raw_stderr = redact_shown(ran.stderr, shown_lines)
+    stdout = redact(clean_output(raw_stdout, command, limit))
+    stderr = redact(clean_output(raw_stderr, command, limit))
     return CommandResult(
         command=command,
-        exit_code=None if timed_out else proc.returncode,
-        timed_out=timed_out,
+        exit_code=ran.exit_code,
+        timed_out=ran.timed_out,
         stdout=stdout,
         stderr=stderr,
-        duration=time.monotonic() - started,
+        duration=ran.duration,
         raw_stdout=_changed(raw_stdout, stdout),
         raw_stderr=_changed(raw_stderr, stderr),
     )

@@ -136,9 +136,13 @@ class AgentModel(Model):
         except LogistError as exc:
             raise LLMCallError(str(exc), kind="setup") from None
 
+        estimated: list[int] = []
+
         def record(exchange: Exchange) -> None:
             data = exchange.to_dict()
             task.calls.append(call_of(data, task.keep_call(exchange.number, data)))
+            if (exchange.usage or {}).get("estimated"):
+                estimated.append(exchange.number)
 
         with Gateway(self.base_url, self.api_key, mode=gateway_mode(chosen.api, self.base_url), record=record,
                      budget=task.budget, timeout=self.timeout) as gateway:
@@ -158,5 +162,8 @@ class AgentModel(Model):
             commits=run.commits, calls=sorted(task.calls, key=lambda call: call.number), budget_stop=refusal,
             unrecorded=unrecorded, patch=patch or None,
         )
+        notes = [f"the endpoint reported no usage for the agent's call{'s' if len(estimated) > 1 else ''} "
+                 f"{', '.join(map(str, sorted(estimated)))}: the tokens were estimated from the text "
+                 "(4 characters a token)"] if estimated else []
         return LLMReply(content=answer_json(run.exit.answer), prompt_tokens=totals.input_tokens,
-                        completion_tokens=totals.output_tokens, model=task.model, run=ran)
+                        completion_tokens=totals.output_tokens, model=task.model, run=ran, notes=notes)

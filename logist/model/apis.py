@@ -173,6 +173,25 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _text(value: object) -> str:
+    """Every string of a JSON value (its keys left out), joined."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "".join(_text(item) for item in value.values())
+    if isinstance(value, list):
+        return "".join(_text(item) for item in value)
+    return ""
+
+
+def estimated_usage(request: Optional[dict], response: Optional[dict]) -> Usage:
+    """A call's tokens where its endpoint reported none (llama-cpp-python's
+    server sends no usage in a stream, even when asked): 4 characters a
+    token, rounded up, of the text it was sent and of the text it answered,
+    as Logist estimates a model's call without usage."""
+    return Usage(-(-len(_text(request)) // 4), -(-len(_text(response)) // 4))
+
+
 def usage_of(api: str, response: Optional[dict]) -> Optional[Usage]:
     """The usage a response object of ``api`` reports, or None if it reports none."""
     usage = (response or {}).get("usage")

@@ -117,7 +117,9 @@ class Exchange:
     response: Optional[dict]
     #: A stream's events as the agent received them (``{"event", "data"}``), else None.
     events: Optional[list] = None
-    #: ``{"input_tokens", "output_tokens"}`` as the endpoint reported them, else None.
+    #: ``{"input_tokens", "output_tokens"}`` as the endpoint reported them; for an answer it
+    #: reported none for, estimated from the text (:func:`~logist.model.apis.estimated_usage`)
+    #: with ``"estimated": true``; None for a call that was not answered.
     usage: Optional[dict] = None
     #: When the gateway received the call (Unix time) and seconds until it was recorded.
     started: float = 0.0
@@ -243,6 +245,11 @@ class Gateway:
             exchange = replace(exchange, request=redact_data(exchange.request, self._secrets),
                                upstream_request=redact_data(exchange.upstream_request, self._secrets))
         exchange.error = redact(exchange.error, self._secrets)
+        if exchange.usage is None and exchange.status == 200 and exchange.response is not None:
+            # Counted all the same: the job's totals and the budgets the gateway holds go by it.
+            estimated = apis.estimated_usage(exchange.upstream_request or exchange.request,
+                                             exchange.upstream_response or exchange.response)
+            exchange.usage = {**_usage(estimated), "estimated": True}
         with self._recording:
             if exchange.usage:
                 with self._lock:

@@ -104,6 +104,20 @@ def step_recorded(job: JobFiles, entry: HistoryEntry, base_url: str, lock_timeou
     return result
 
 
+def agent_runs_refused(history: JobHistory) -> Optional[str]:
+    """Why a live replay cannot make ``history``'s calls again (a coding
+    agent ran one of its steps), in one line naming what to do instead; None
+    when it can."""
+    runs = [entry for entry in history.interactions if entry.kind in CALL_KINDS and entry.agent is not None]
+    if not runs:
+        return None
+    first = runs[0]
+    return (f"history entry {first.sequence} is a run of the coding agent '{first.agent.agent}', which a live replay "
+            "cannot make again: the agent's calls are its own requests (its prompt, tools, ids and dates), which no "
+            "recording can be matched to; replay without a model instead (logist job replay JOB --history FILE, or "
+            "Job.replay(history) without base_url), which applies each run's recorded patch and exit command")
+
+
 def replay_history(
     job: JobFiles,
     history: JobHistory,
@@ -117,13 +131,17 @@ def replay_history(
     With ``base_url``, each recorded call is made again as a live step
     against that endpoint instead (see the module docstring); a step that
     ends in another state than the recorded one stops the replay with
-    :class:`ReplayDivergedError`.
+    :class:`ReplayDivergedError`, and a history with a coding agent's run is
+    refused (:func:`agent_runs_refused`) before anything is applied.
 
     The creation entry, Logist's own recovery notes and calls of unknown
     outcome (no answer was recorded: the call made again after one is the
     step) are skipped. Returns
     the number of entries applied; stops at the first one the job refuses.
     """
+    refused = agent_runs_refused(history) if base_url is not None else None
+    if refused:
+        raise ConfigError(refused)
     applied = 0
     for entry in history.interactions:
         if entry.unknown_outcome:

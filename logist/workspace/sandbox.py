@@ -45,6 +45,11 @@ Logist holds the API key; a command is code the model wrote. So a command:
   other than Logist that were started with the key (the shell that exported
   it) stay readable: see the README's Safety section.
 
+:func:`run_contained` is the whole of one run: the launcher, the start, the
+wait under a timeout and the end of the group, its output in temporary files
+read under a limit; a model's command (:mod:`logist.engine.commands`) and a
+coding agent's run (:mod:`logist.agents.runner`) are both one call of it.
+
 :func:`stop_group` ends a recorded process group (SIGKILL) and waits until
 it is gone: the recovery of a step interrupted while its command ran calls
 it before it resets the workspace, so the command cannot write into the
@@ -62,13 +67,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Optional, Sequence
 
 from .. import programs
 from ..secrets import environment, private
 from ..errors import LogistError
-from ..secrets.process import _libc
+from ..secrets.process import _libc, hide_secrets_from_proc
 
 #: Variables a command gets from Logist's environment (with every ``LC_*``).
 PASSED = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL")
@@ -385,6 +391,71 @@ def start(argv: list[str], cwd: str, env: dict, stdout: IO, stderr: IO,
             raise
         gate.write("go\n")
     return proc
+
+
+@dataclass
+class Contained:
+    """How one :func:`run_contained` ended, and what it printed, as its reader read it."""
+
+    #: None when it was stopped at its timeout.
+    exit_code: Optional[int]
+    timed_out: bool
+    #: Seconds from its start until its group was ended.
+    duration: float
+    stdout: str
+    stderr: str
+
+
+def read_head_and_tail(handle: IO, limit: int) -> str:
+    """Head and tail of a (possibly huge) output file, ``limit`` bytes each
+    side, the bytes between them counted in a marker: what a model is shown
+    of a command's output is cut from this, never more read into memory."""
+    size = handle.seek(0, os.SEEK_END)
+    handle.seek(0)
+    if size <= 4 * limit:
+        return handle.read().decode("utf-8", errors="replace")
+    head = handle.read(2 * limit)
+    handle.seek(size - 2 * limit)
+    tail = handle.read()
+    marker = f"\n[... {size - 4 * limit} bytes of output not read ...]\n".encode()
+    return (head + marker + tail).decode("utf-8", errors="replace")
+
+
+def read_end(handle: IO, limit: int) -> str:
+    """The last ``limit`` bytes of an output file, as text (where an agent's
+    final message is)."""
+    size = handle.seek(0, os.SEEK_END)
+    handle.seek(max(0, size - limit))
+    return handle.read().decode("utf-8", errors="replace")
+
+
+def run_contained(command: str, cwd: Path, env: dict, timeout: float, read: Callable[[IO], str], *,
+                  sandbox: str = "auto", workspace: Optional[Path] = None, read_only: Sequence[Path] = (),
+                  recorded: Optional[Callable[[int, Optional[str]], None]] = None) -> Contained:
+    """Run the shell line ``command`` in ``cwd`` under ``sandbox``
+    (:func:`launcher`; ``workspace``'s ``.git`` and ``read_only`` read-only
+    to it where the system can do it) with exactly ``env``, no standard
+    input, in a process group of its own recorded through ``recorded(pgid,
+    start_time)`` before it runs (:func:`start`); wait at most ``timeout``
+    seconds; then end whatever is left of its group (:func:`finish`), on the
+    timeout, on its end and on Ctrl-C alike (``KeyboardInterrupt`` goes on
+    up once it is done). Its standard output and error go to temporary
+    files, never into memory, and each is read by ``read`` (the limit of
+    what is kept: :func:`read_head_and_tail`, :func:`read_end`)."""
+    argv = launcher(command, sandbox, workspace, read_only)
+    hide_secrets_from_proc()
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = start(argv, str(cwd), env, out, err, recorded or (lambda pgid, start_time: None))
+        timed_out = False
+        try:
+            timed_out = not wait_for(proc, timeout)
+        finally:
+            # What the command left running (or all of it, on a timeout) ends with it.
+            finish(proc)
+        duration = time.monotonic() - started
+        return Contained(exit_code=None if timed_out else proc.returncode, timed_out=timed_out, duration=duration,
+                         stdout=read(out), stderr=read(err))
 
 
 def _members(pgid: int) -> list[int]:

@@ -26,6 +26,7 @@ import logist
 from agent_helpers import (USER_HOME_MARKER, WatchingServer, agents_on_path, processes_running,  # noqa: F401
                            require_agent, user_home, wait_for)
 from conftest import CANARY_KEY, logist_cli
+from logist.errors import LogistError
 from logist.replay.scripted import Reply, ScriptedLLMServer
 from test_agents_through_the_gateway import chat_script
 
@@ -260,6 +261,17 @@ def test_replay_of_an_agent_job_without_the_agent_makes_the_same_commit_at_each_
     replays = [entry for entry in copy.history() if entry.agent is not None]
     assert [entry.kind for entry in replays] == ["replay", "replay"]
     assert (copy.workspace / "notes.txt").read_text() == "done\n" and not (copy.workspace / "blob.bin").exists()
+    # A live replay (each call made again against a replay server) cannot make an agent's run again: refused in
+    # one line naming what to do instead, before anything is applied.
+    assert logist_cli("job", "create", "live", "-o", "Create hello.py that prints hello.", "--worker",
+                      "Coder").returncode == 0
+    live = logist.open(jobs).get("live")
+    with pytest.raises(LogistError) as refused:
+        live.replay(recorded.history_path, base_url="http://127.0.0.1:9/v1")
+    assert str(refused.value).startswith("history entry 2 is a run of the coding agent 'command', which a live replay "
+                                         "cannot make again") and "logist job replay JOB --history FILE" in str(refused.value)
+    assert "\n" not in str(refused.value)
+    assert [entry.kind for entry in live.history()] == ["user_action"] and str(live.status) == "PENDING"
 
 
 def test_commits_the_agent_makes_itself_are_folded_into_the_steps_commit(tmp_path, monkeypatch):

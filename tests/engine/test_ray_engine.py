@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,8 +16,10 @@ import pytest
 
 from logist.store.session import JobFiles, LEASE_NAME
 from logist.store.jobsdir import JobsDir
+from logist.replay.scripted import ScriptedLLMServer
 from logist.replay.server import ReplayLLMServer
 
+from conftest import logist_cli
 from engine.batch_helpers import (
     MODEL, WORDCOUNT, corrupt_files, fingerprint, make_jobs, recorded_calls, run_all, unknown_call_keys,
 )
@@ -142,3 +145,74 @@ def test_a_cluster_named_but_gone_is_one_line(jobs, llm, how):
         "('ray status' tells)"]
     assert time.monotonic() - started < 30, "said at once, not after ray.init's minutes of retries"
     assert json.loads((jobs.path / "job-00" / "job_manifest.json").read_text())["status"] == "PENDING"
+
+
+# --------------------------------------------------------------------------
+# Coding agents as the Worker of jobs Ray runs.
+
+#: A coding agent (the ``command`` agent): calls its model through the gateway as many times as its job's
+#: number says plus one, each call with a nonce of its own, notes the nonces outside the workspace, writes
+#: hello.py and ends with COMPLETED.
+NONCE_AGENT = '''\
+import json, os, sys, urllib.request, uuid
+log_dir = sys.argv[1]
+job = os.path.basename(os.path.dirname(os.environ["LOGIST_WORKSPACE"]))
+made = []
+for number in range(int(job.rsplit("-", 1)[1]) + 1):
+    nonce = uuid.uuid4().hex
+    body = {"model": "scripted", "messages": [{"role": "user", "content": "%s call %d nonce %s" % (job, number, nonce)}]}
+    request = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+                                     data=json.dumps(body).encode(),
+                                     headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+                                              "Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=60).read()
+    made.append(nonce)
+with open(os.path.join(log_dir, job + ".json"), "w") as log:
+    json.dump(made, log)
+with open("hello.py", "w") as out:
+    out.write("print('hello')\\n")
+print(json.dumps({"action": "COMPLETED", "evidence_files": ["hello.py"], "summary_for_supervisor": "hello.py"}))
+'''
+
+_NONCE = re.compile(r"nonce ([0-9a-f]{32})")
+
+
+def test_four_agent_jobs_as_ray_tasks_record_every_gateway_call_once(jobs, tmp_path, ray_cluster):
+    program, log_dir = tmp_path / "nonce_agent.py", tmp_path / "agent-log"
+    program.write_text(NONCE_AGENT)
+    log_dir.mkdir()
+    (jobs.path / "roles").mkdir(exist_ok=True)
+    (jobs.path / "roles" / "Coder.json").write_text(json.dumps({
+        "name": "Coder", "description": "a coding agent", "instructions": "Write hello.py.", "llm_model": MODEL,
+        "agent": "command", "agent_command": [sys.executable, str(program), str(log_dir)]}))
+    ids = [f"agent-{n}" for n in range(4)]
+    for job_id in ids:
+        created = logist_cli("--jobs-dir", str(jobs.path), "job", "create", job_id, "-o", "Write hello.py.",
+                             "--worker", "Coder")
+        assert created.returncode == 0, created.stderr
+    approve = json.dumps({"action": "COMPLETED", "evidence_files": ["hello.py"], "summary_for_supervisor": "ok"})
+    calls = {job_id: number + 1 for number, job_id in enumerate(ids)}  # the agent's calls, by the job's number
+    # Every answer is the Supervisor's approval: the agent reads none of them, so the jobs may take them in any order.
+    with ScriptedLLMServer([approve] * (sum(calls.values()) + len(ids))) as server:
+        result = run_all(jobs, server, "--engine", "ray", "--address", ray_cluster, "--json", process=True)
+        forwarded = [json.dumps(body) for body in server.requests]
+    assert result.returncode == 3, result.stderr
+    assert sorted(o["job_id"] for o in json.loads(result.stdout)) == ids and "Batch of 4 jobs (ray)" in result.stderr
+    assert len(forwarded) == sum(calls.values()) + len(ids)  # the agents' calls and one Supervisor's call a job
+    for job_id in ids:
+        job = JobFiles(jobs.path / job_id)
+        [run] = [e for e in job.load_history().interactions if e.kind == "agent_run"]
+        made = json.loads((log_dir / f"{job_id}.json").read_text())  # the nonces, as the agent made its calls
+        assert len(made) == calls[job_id] == len(run.agent.calls)
+        kept = [json.loads((job.dir / call.file).read_text()) for call in run.agent.calls]
+        assert [call.number for call in run.agent.calls] == list(range(1, calls[job_id] + 1))
+        assert sorted(p.name for p in (job.dir / "agent_runs" / f"{run.sequence:04d}").iterdir()) == \
+            [f"call-{n:03d}.json" for n in range(1, calls[job_id] + 1)]
+        # Each call recorded once, in the order the agent made it, and forwarded once.
+        assert [_NONCE.search(json.dumps(k["request"])).group(1) for k in kept] == made
+        for nonce in made:
+            assert sum(nonce in body for body in forwarded) == 1
+        manifest = job.read_manifest()
+        assert str(manifest.status) == "APPROVAL_REQUIRED", manifest.reason
+        assert manifest.totals.llm_calls == calls[job_id] + 1
+        assert run.response.actions == ["COMPLETED"] and run.response.files_changed == ["hello.py"]

@@ -7,11 +7,13 @@ recording proxy, so a test sees the bodies the server received.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
+from logist.agents.providers import find_program
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import post_answer
@@ -187,3 +189,67 @@ def test_three_jobs_on_threads(jobs, live_engine):
         assert not [e.response.error for e in calls if e.response.error and "JSON" in e.response.error]
     sent = [b for b in live_engine.recorder.bodies if b.get("response_format", {}).get("type") == "json_object"]
     assert len(sent) >= sum(len(_calls(job)) for job in made)
+
+
+#: Read as the tests are collected (the isolation fixture takes every LOGIST_ variable out of a test's environment).
+LIVE_REQUIRED = os.environ.get("LOGIST_LIVE_REQUIRED") == "1"
+#: The job's check: hello.py prints hello. SmolLM2 may or may not write such a file; the test holds Logist to
+#: what the check's recorded result says, never to the work.
+HELLO_CHECK = "python3 hello.py | grep -qi hello"
+
+
+def test_aider_as_the_worker_runs_a_step_against_the_live_engine_and_the_job_follows_its_check(jobs, live_engine):
+    if find_program("aider") is None:
+        reason = "aider is not on PATH (bash .ci/agents.sh installs it into .ci/agents/bin)"
+        pytest.fail(reason) if LIVE_REQUIRED else pytest.skip(reason)
+    # One call: no repository map, no lint or test runs after the edit, no second call (a reflection on a
+    # reply aider could not apply is refused at the gateway). hello.py is in aider's chat, so a reply of one
+    # fenced block, which is what SmolLM2 writes, is that file's new content.
+    _role(jobs, "Coder", agent="aider", agent_max_calls=1, instructions="Write the file the job asks for.",
+          agent_args=["--edit-format", "whole", "--no-auto-lint", "--no-auto-test", "--no-suggest-shell-commands",
+                      "--file", "hello.py"])
+    _setup(jobs, live_engine)
+    # A shared machine runs the engine slowly: the run is not to end at the command timeout.
+    job = create_job(jobs, "aider", HELLO, worker="Coder", checks=[HELLO_CHECK], command_timeout=600)
+    received = len(live_engine.recorder.bodies)
+    step = logist_cli("job", "step", "aider", "--oneshot", timeout=600)
+    entries = JobFiles(job.dir).load_history().interactions
+    [run] = [e for e in entries if e.kind == "agent_run"]
+    assert step.returncode in (0, 3, 4), step.stderr
+    assert run.agent.agent == "aider" and run.agent.argv[0].endswith("aider")
+    # Each of aider's calls is a recorded exchange with its usage, and reached the live engine through the gateway.
+    calls = run.agent.calls
+    assert calls and [call.number for call in calls] == list(range(1, len(calls) + 1))
+    forwarded = live_engine.recorder.bodies[received:]
+    answered = [call for call in calls if call.status == 200]
+    assert answered, [(call.status, call.error) for call in calls]
+    assert all(call.input_tokens and call.output_tokens is not None for call in answered)
+    assert run.usage.prompt_tokens == sum(call.input_tokens for call in answered)
+    assert len(forwarded) == len(calls), "every call the gateway forwarded reached the engine, and no other"
+    for call in calls:
+        kept = json.loads((job.dir / call.file).read_text())
+        if call.status == 200:
+            assert kept["request"]["messages"] in [body["messages"] for body in forwarded]
+    manifest = job.manifest()
+    assert manifest.totals.llm_calls == len(calls)
+    # The job goes where the step's exit command and the check's recorded result say.
+    if run.agent.budget_stop:
+        assert run.response.actions == ["LIMIT"] and manifest.status == Status.INTERVENTION_REQUIRED
+        return
+    if run.response.actions != ["COMPLETED"]:
+        assert manifest.status != Status.APPROVAL_REQUIRED and not [e for e in entries if e.kind == "check"]
+        return
+    checked = logist_cli("job", "check", "aider", timeout=300)  # the checks the COMPLETED made due; no model call
+    assert checked.returncode in (0, 1, 3), checked.stderr
+    [check] = [e for e in JobFiles(job.dir).load_history().interactions if e.kind == "check"]
+    assert [result.command for result in check.checks.results] == [HELLO_CHECK]
+    manifest = job.manifest()
+    if check.checks.passed:
+        assert manifest.status == Status.REVIEWING and manifest.turn.role == "Supervisor", manifest.turn
+    else:
+        # The work goes back to the Worker, shown the failing check's output in its next request.
+        assert manifest.status == Status.RUNNING and manifest.turn.role == "Coder", manifest.turn
+        preview = logist_cli("job", "preview", "aider", "--json")
+        assert preview.returncode == 0, preview.stderr
+        assert f"`{HELLO_CHECK}`: failed" in json.dumps(json.loads(preview.stdout)["messages"])
+    assert len(live_engine.recorder.bodies) == received + len(calls), "the checks called no model"

@@ -200,6 +200,22 @@ def test_a_whole_messages_call_is_answered_as_a_message(recorded):
     assert recorded[0].response == message and recorded[0].events is None
 
 
+def test_an_answer_without_usage_is_counted_by_an_estimate_marked_as_one(recorded):
+    # llama-cpp-python's server streams no usage even when asked for it; the budgets still count the call.
+    with ScriptedLLMServer([Reply(content="x" * 40, usage=False), Reply(content="y" * 8, usage=False)]) as upstream, \
+            Gateway(upstream.base_url, CANARY_KEY, record=recorded.append) as gateway:
+        client = sdk(gateway)
+        streamed = list(client.chat.completions.create(model="m", messages=[{"role": "user", "content": "h" * 400}],
+                                                       stream=True))
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "again"}])
+    assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices) == "x" * 40
+    first, second = recorded
+    assert first.usage["estimated"] is True and second.usage["estimated"] is True
+    assert first.usage["input_tokens"] >= 100 and first.usage["output_tokens"] >= 10  # 400 and 40 characters
+    assert second.usage["input_tokens"] < first.usage["input_tokens"]
+    assert gateway.totals.input_tokens == first.usage["input_tokens"] + second.usage["input_tokens"]
+
+
 def test_responses_and_messages_streams_pass_through_with_their_usage(recorded):
     """An endpoint that speaks Responses and Messages itself (here: a second
     gateway, translating, in front of the scripted server): passed on as they
