@@ -226,7 +226,7 @@ def memory(history: HistoryReader, prompts: Prompts, sequences: list[int], repea
 
 def opening_message(
     manifest: JobManifest, workspace: Path, prompts: Optional[Prompts] = None, history: Optional[HistoryReader] = None,
-    protocol: str = "json",
+    protocol: str = "json", agent: bool = False,
 ) -> tuple[str, list[str]]:
     """The first user message of a turn: the job, feedback, work to review,
     and (with ``history``) what the person has said so far; in the tags
@@ -279,7 +279,8 @@ def opening_message(
         if skill is not None and not skill.prompted:
             values["skill"], values["objective"] = skill.name, None
         return prompts.render("job/tags", **values), files_context
-    values["answer_reminder"] = prompts.render(f"answer_reminder/{protocol}")
+    # A coding agent ends its run with an exit command (protocol/agent), not with an answer in the protocol.
+    values["answer_reminder"] = prompts.render("answer_reminder/agent" if agent else f"answer_reminder/{protocol}")
     return prompts.render("job", **values), files_context
 
 
@@ -303,7 +304,8 @@ def build_prompt(
     files_context: list[str] = []
     protocol = answer_protocol(role, manifest)
     if turn.pending is None:
-        text, files_context = opening_message(manifest, workspace, prompts, history, protocol)
+        text, files_context = opening_message(manifest, workspace, prompts, history, protocol,
+                                               agent=role.agent is not None)
     else:
         text = turn.pending
     pending = {"role": "user", "content": call_marker(manifest, text, prompts)}

@@ -103,6 +103,8 @@ TEMPLATES: dict[str, Template] = {
     "answer_form/json": Template("How a JSON-protocol answer is given, in a re-ask (messages/refused's {answer_form})."),
     "answer_form/tags": Template("How a tags-protocol answer is given, in a re-ask (messages/refused's {answer_form})."),
     "answer_reminder/json": Template("The last line of a JSON-protocol role's turn-opening message ({answer_reminder})."),
+    "answer_reminder/agent": Template(
+        "The last line of the turn-opening message of a role whose work a coding agent does ({answer_reminder})."),
     "planner": Template("The Planner's list of the roles it can address (send_to).", ("roles",)),
     "skill": Template("The active skill's part of the system message.", ("skill", "instructions")),
     "job": Template(

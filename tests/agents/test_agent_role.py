@@ -348,3 +348,16 @@ def test_a_crash_after_the_agents_run_is_finished_by_the_next_command_without_ru
     assert subprocess.run(["git", "rev-list", "--count", run.workspace_commit], cwd=job.workspace,
                           capture_output=True, text=True).stdout.strip() == "2"  # the baseline, then the step
     assert job.manifest().totals.llm_calls == 2 and job.entry(run.sequence + 1).role == "Supervisor"
+
+
+def test_the_agents_prompt_ends_with_its_exit_command_not_the_json_protocols_answer(tmp_path):
+    jobs = jobs_with_agent(tmp_path, "command", agent_command=["my-agent", "{prompt_file}"])
+    shown = logist_cli("job", "preview", JOB)
+    assert shown.returncode == 0, shown.stderr
+    assert "end with an exit command" in shown.stdout  # the system message: how the run ends
+    assert "When you are done, end with the exit command described above." in shown.stdout
+    assert "Answer with one JSON object as the protocol describes." not in shown.stdout
+    # A role that is a model, in the same jobs directory, is still asked for its answer.
+    (jobs / "roles" / "Coder.json").write_text(json.dumps({
+        "name": "Coder", "description": "a model", "instructions": "Do the job's work.", "llm_model": "scripted"}))
+    assert "Answer with one JSON object as the protocol describes." in logist_cli("job", "preview", JOB).stdout
