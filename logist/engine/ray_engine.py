@@ -34,7 +34,7 @@ supersedes the dead runner's lease by its task name, which the driver gave
 the runner (so it knows it even when the runner died before saying
 anything); otherwise it takes the lease over once it is over (its process gone or a
 zombie, or its host silent past the lease's expiry: waited out,
-:data:`RETRY_LEASE_WAIT` at most, rather than skipped). The job's recovery
+:data:`RETRY_LEASE_WAIT` lease lengths at most, rather than skipped). The job's recovery
 repairs the step the dead runner left half done. The promise: every paid call is recorded
 exactly once; a call in flight when its runner died is sent again at most
 once, with the same ``Idempotency-Key``.
@@ -65,15 +65,15 @@ from typing import Optional
 from ..secrets import environment
 from ..model.client import Endpoints
 from ..errors import ConfigError, install_hint
-from ..store.lease import LEASE_SECONDS
+from ..store.config import load_config
 from .choices import DEFAULT_CONCURRENCY
 from .engines import run_one
 from .loop import QueueOutcome
 
 #: Times a job is handed out again after its runner died.
 MAX_RETRIES = 3
-#: How long a job handed out again waits for the dead runner's lease to be over.
-RETRY_LEASE_WAIT = LEASE_SECONDS * 1.5
+#: How long a job handed out again waits for the dead runner's lease to be over, in lease lengths.
+RETRY_LEASE_WAIT = 1.5
 #: Settings passed to the runners (prefixes), and those never passed.
 FORWARDED = ("LOGIST_", "GIT_")
 SECRET = ("LOGIST_API_KEY",)
@@ -309,11 +309,12 @@ class RayEngine:
             queue, tries = deque(job_ids), {j: 0 for j in job_ids}
             dead_runner: dict[str, Optional[str]] = {}  # a job handed out again -> the task of the runner that died
             replacements = len(slots) * self.max_retries
+            retry_wait = RETRY_LEASE_WAIT * load_config(Path(jobs_path)).lease_seconds
             while queue or inflight:
                 for slot in slots:
                     while slot.alive and slot.busy < slot.capacity and queue:
                         job_id = queue.popleft()
-                        wait = RETRY_LEASE_WAIT if tries[job_id] else 0.0
+                        wait = retry_wait if tries[job_id] else 0.0
                         inflight[slot.handle.run.remote(job_id, wait, dead_runner.get(job_id))] = (job_id, slot)
                         slot.busy += 1
                 if not inflight:
