@@ -9,6 +9,7 @@ import re
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from collections import Counter
 from datetime import datetime, timezone
@@ -86,11 +87,27 @@ def set_lease_seconds(jobs: JobsDir, seconds: float) -> None:
 
 
 def start_batch(jobs: JobsDir, server, *options: str) -> subprocess.Popen:
-    """``logist job run --all --json`` as a process of its own (to be stopped or killed)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "logist", "--jobs-dir", str(jobs.path), "job", "run", "--all", "--base-url",
-         server.base_url, "--model", MODEL, "--json", *options],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """``logist job run --all --json`` as a process of its own (to be stopped
+    or killed); its output goes to files (a pipe nobody reads while the test
+    waits would fill and stop a large batch): :func:`finish` reads them."""
+    folder = Path(tempfile.mkdtemp(prefix="batch-", dir=jobs.path.parent))
+    with open(folder / "stdout", "w") as stdout, open(folder / "stderr", "w") as stderr:
+        batch = subprocess.Popen(
+            [sys.executable, "-m", "logist", "--jobs-dir", str(jobs.path), "job", "run", "--all", "--base-url",
+             server.base_url, "--model", MODEL, "--json", *options], stdout=stdout, stderr=stderr, text=True)
+    batch.output = folder
+    return batch
+
+
+def finish(batch: subprocess.Popen, timeout: float = 900) -> tuple[str, str]:
+    """Wait for a batch :func:`start_batch` started; its (stdout, stderr)."""
+    batch.wait(timeout=timeout)
+    return output(batch)
+
+
+def output(batch: subprocess.Popen) -> tuple[str, str]:
+    """What the batch printed so far: (stdout, stderr)."""
+    return (batch.output / "stdout").read_text(), (batch.output / "stderr").read_text()
 
 
 def leases_of(jobs: JobsDir, ids: list[str]) -> dict[str, dict]:

@@ -28,7 +28,7 @@ from logist.replay.server import ReplayLLMServer
 
 from engine.batch_helpers import (
     WORDCOUNT, TakeoverWatch, assert_each_paid_call_recorded_once, corrupt_files, end_state, leases_of, make_jobs,
-    now, run_all, scaled, set_lease_seconds, start_batch,
+    finish, now, output, run_all, scaled, set_lease_seconds, start_batch,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.scale]
@@ -61,7 +61,7 @@ def _wait_until_under_way(jobs, ids, server, batch) -> dict[str, dict]:
     """Wait for the batch to be under way, holding jobs; the leases it holds."""
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
-        assert batch.poll() is None, batch.communicate()[1]
+        assert batch.poll() is None, output(batch)[1]
         if len(server.ledger) >= UNDER_WAY:
             held = {j: lease for j, lease in leases_of(jobs, ids).items() if lease["pid"] == batch.pid}
             if held:
@@ -108,8 +108,8 @@ def test_a_runner_stopped_for_two_lease_lengths(jobs, reference):
             time.sleep(2 * LEASE)
             os.kill(first.pid, signal.SIGCONT)
             stopped = False
-            out_again, err_again = again.communicate(timeout=900)
-            out_first, err_first = first.communicate(timeout=900)
+            out_again, err_again = finish(again, 900)
+            out_first, err_first = finish(first, 900)
         finally:
             if stopped:
                 os.kill(first.pid, signal.SIGCONT)
@@ -145,7 +145,7 @@ def test_a_lease_dated_ten_minutes_ahead(jobs, reference):
     fault = now()
     with ReplayLLMServer(WORDCOUNT, latency=0.05) as server:
         batch = start_batch(jobs, server, "--concurrency", CONCURRENCY)
-        stdout, stderr = batch.communicate(timeout=900)
+        stdout, stderr = finish(batch, 900)
     watch.stop()
     assert batch.returncode == 3, stderr
     outcomes = _outcomes(stdout)
@@ -177,7 +177,7 @@ def test_a_batch_killed_then_run_again(jobs, reference):
         assert held, "the killed batch left leases behind"
         watch = TakeoverWatch(jobs, held)
         again = start_batch(jobs, server, "--concurrency", CONCURRENCY)
-        stdout, stderr = again.communicate(timeout=900)
+        stdout, stderr = finish(again, 900)
         watch.stop()
     assert again.returncode == 3, stderr
     outcomes = _outcomes(stdout)
@@ -186,3 +186,19 @@ def test_a_batch_killed_then_run_again(jobs, reference):
     assert_taken_over_within_a_lease(watch, fault)
     assert_ends_as_the_reference(jobs, ids, reference)
     assert_each_paid_call_recorded_once(jobs, ids, server)
+
+
+@pytest.mark.wire  # logist job run --all, through the CLI
+def test_a_batch_that_leaves_jobs_behind_exits_non_zero_and_names_them(jobs):
+    # A person's command holds one job's lock for the whole batch (not a lease: no
+    # runner takes it over): the batch cannot run it, exits 1 and names it.
+    ids = make_jobs(jobs, 3)
+    from logist.store.session import JobFiles
+
+    with ReplayLLMServer(WORDCOUNT) as server, JobFiles(jobs.path / ids[1]).lock():
+        result = run_all(jobs, server, "--engine", "threads")
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert next(line for line in lines if line.startswith(ids[1] + " ")).split()[1] == "error:"
+    assert lines[-1].startswith("Left behind (1, each line above says why") and lines[-1].endswith(f": {ids[1]}")
+    assert all(end_state(jobs.path / job_id)["status"] == "APPROVAL_REQUIRED" for job_id in (ids[0], ids[2]))
