@@ -195,7 +195,6 @@ def _check(phase: str, jobs, ids, batch, stdout, stderr, server, reference, watc
     assert_each_paid_call_recorded_once(jobs, ids, server)
     if watch is not None:
         waits = watch.waits(fault)
-        print(f"FIGURES {phase}: {sorted(str(l.get('host')) for l in watch.faulted.values())} hit, waits {sorted(round(w, 2) for w in waits.values())}")
         assert set(waits) == set(watch.faulted), f"{phase}: not taken over: {sorted(set(watch.faulted) - set(waits))}"
         assert max(waits.values()) <= LEASE + MARGIN, f"{phase}: {waits}"
 
