@@ -186,11 +186,13 @@ def assert_each_paid_call_recorded_once(jobs: JobsDir, ids: list[str], server) -
 def end_state(job_dir: Path) -> dict:
     """Where the job's answers led it: :func:`fingerprint` less what a fault
     adds on the way (a call cut off, recorded as of unknown outcome and sent
-    again; the calls counted with it; the entry numbers commit messages
-    name, one later for each such call)."""
+    again; the entry a recovery records for a step cut off after its answer
+    was recorded; the calls counted with them; the entry numbers commit
+    messages name, one later for each such entry)."""
     state = fingerprint(job_dir)
     state["log"] = re.sub(r"entry \d+", "entry <n>", state["log"])
     entries = JobFiles(job_dir).load_history().interactions
-    state["history"] = [row for row, e in zip(state["history"], entries) if not e.unknown_outcome]
+    state["history"] = [row for row, e in zip(state["history"], entries)
+                        if not e.unknown_outcome and e.kind != "repair"]
     state["calls"] = recorded_calls(job_dir)
     return state
