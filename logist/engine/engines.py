@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Protocol
 
-from ..errors import ConfigError, LogistError, NotSteppableError
+from ..errors import ConfigError, JobBusyError, LogistError, NotSteppableError
 from ..store import lease as leases
 from ..store.jobsdir import JobsDir
 from .choices import DEFAULT_CONCURRENCY, engine_names, registered
@@ -62,7 +62,7 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
     job handed out again after its runner died) before skipping the job;
     ``supersedes``: that dead runner's task, whose lease is taken over at once
     (:func:`logist.store.lease.acquire`, through :meth:`logist.store.session.JobSession.hold_lease`)."""
-    job = None
+    job = lease = None
     try:
         job = JobsDir(jobs_path).job(job_id)
         ttl = job.jobs_dir.config().lease_seconds
@@ -117,6 +117,11 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
         # retried task whose first try had finished it): its status, not a failure.
         return QueueOutcome(job_id, exc.status)
     except (LogistError, OSError) as exc:
+        if isinstance(exc, JobBusyError) and lease is not None and not lease.held():
+            # Busy because the runner that took the job over while this one stalled is stepping it.
+            holder = job.read_lease() or {}
+            return QueueOutcome(job_id, None, skipped=(
+                f"its lease was taken over by {leases.describe(holder)} while this runner was stalled"))
         return QueueOutcome(job_id, None, error=str(exc))
 
 

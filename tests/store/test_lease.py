@@ -329,3 +329,28 @@ def test_the_lease_length_is_a_setting_of_the_jobs_directory(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"lease_seconds": 0.5}))
     with pytest.raises(ConfigError, match="lease_seconds"):
         load_config(tmp_path)
+
+
+def test_a_stalled_runner_that_finds_the_job_busy_with_its_new_holder_reports_it_skipped(jobs, llm):
+    # The runner that took the job over is stepping it (holds the job's lock) when the
+    # stalled one comes back: busy, but the job is not failed: it is the other's now.
+    from logist.engine.create import create_job
+    from logist.engine.engines import run_one
+
+    job = create_job(jobs, "taken", "Write hello.py")
+    real_acquire = leases.acquire
+
+    def acquire_then_lose(*args, **kwargs):
+        lease = real_acquire(*args, **kwargs)
+        write_lease(job.dir, host="another-host", pid=1, seconds=30)
+        return lease
+
+    leases.acquire, restore = acquire_then_lose, leases.acquire
+    try:
+        with JobFiles(job.dir).lock():  # the new holder's step
+            outcome = run_one(str(jobs.path), "taken", {"endpoints": llm.endpoints}, engine="threads", task="old")
+    finally:
+        leases.acquire = restore
+    assert outcome.error is None, outcome
+    assert "taken over by host another-host" in (outcome.skipped or "")
+    assert llm.requests == []
