@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,12 +63,12 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
     job handed out again after its runner died) before skipping the job;
     ``supersedes``: that dead runner's task, whose lease is taken over at once
     (:func:`logist.store.lease.acquire`, through :meth:`logist.store.session.JobSession.hold_lease`)."""
-    job = lease = None
+    job = None
     try:
         job = JobsDir(jobs_path).job(job_id)
         ttl = job.jobs_dir.config().lease_seconds
         with job.session.hold_lease(engine=engine, task=task, ttl=ttl, wait=lease_wait,
-                                    supersedes=supersedes) as lease:
+                                    supersedes=supersedes) as lease, _lost_if_busy(job, lease):
             job.session.lease = lease  # checked each time the job is opened: a stalled runner stops there
             first_wait = kwargs.get("lock_timeout", 0)
             if lease.took_over:
@@ -117,12 +118,22 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
         # retried task whose first try had finished it): its status, not a failure.
         return QueueOutcome(job_id, exc.status)
     except (LogistError, OSError) as exc:
-        if isinstance(exc, JobBusyError) and lease is not None and not lease.held():
-            # Busy because the runner that took the job over while this one stalled is stepping it.
-            holder = job.read_lease() or {}
-            return QueueOutcome(job_id, None, skipped=(
-                f"its lease was taken over by {leases.describe(holder)} while this runner was stalled"))
         return QueueOutcome(job_id, None, error=str(exc))
+
+
+@contextmanager
+def _lost_if_busy(job, lease: leases.Lease) -> Iterator[None]:
+    """A job found busy while this runner's lease is no longer its own: the
+    runner that took the job over (while this one stalled) is stepping it, so
+    the job is that runner's (:class:`~logist.store.lease.LeaseLost`: skipped), not failed."""
+    try:
+        yield
+    except JobBusyError:
+        if lease.held():
+            raise
+        holder = job.read_lease() or {}
+        raise leases.LeaseLost(f"job '{job.id}': its lease was taken over by {leases.describe(holder)} while this "
+                               "runner was stalled; this runner stops") from None
 
 
 class Engine(Protocol):
