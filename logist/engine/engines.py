@@ -21,8 +21,8 @@ Each is registered in the entry-point group ``logist.engines``
 lease (:mod:`logist.store.lease`): a job another runner holds is skipped
 and said to be (``skipped``, not an error; so is a job another runner took
 over while this one stalled), a runner that takes over a lapsed lease waits
-for the lapsed holder's step in hand (one lease length at most) instead of
-failing at once on the job's lock, and a job that turns out to be
+for the lapsed holder's step in hand (however long that holder is stalled)
+instead of failing on the job's lock, and a job that turns out to be
 finished (another runner, or an earlier try of the same task, finished it)
 returns its status instead of failing.
 """
@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Protocol
 
-from ..errors import ConfigError, LogistError, NotSteppableError
+from ..errors import ConfigError, JobBusyError, LogistError, NotSteppableError
 from ..store import lease as leases
 from ..store.jobsdir import JobsDir
 from .choices import DEFAULT_CONCURRENCY, engine_names, registered
@@ -65,13 +66,21 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
     job = None
     try:
         job = JobsDir(jobs_path).job(job_id)
-        with job.session.hold_lease(engine=engine, task=task, wait=lease_wait, supersedes=supersedes) as lease:
+        ttl = job.jobs_dir.config().lease_seconds
+        with job.session.hold_lease(engine=engine, task=task, ttl=ttl, wait=lease_wait,
+                                    supersedes=supersedes) as lease, _lost_if_busy(job, lease):
             job.session.lease = lease  # checked each time the job is opened: a stalled runner stops there
+            first_wait = kwargs.get("lock_timeout", 0)
             if lease.took_over:
-                # The lapsed holder may be alive, stalled in a step that holds the job's lock:
-                # wait for that step (a lease length at most) rather than give up on the job.
+                # The lapsed holder may be alive, stalled (stopped, a slow clock) in a step that holds
+                # the job's lock: wait for that step however long it is stalled, since its answer may
+                # be paid and is recorded when it goes on (or the lock is freed when it dies). Giving up
+                # after a while left the job to nobody: this runner failed it "busy" and the stalled one,
+                # going on, found its lease taken and stopped. Once that step is done the stalled
+                # runner opens the job at most once more (to find its lease gone): a lease length.
+                first_wait = -1
                 kwargs = {**kwargs, "lock_timeout": max(kwargs.get("lock_timeout", 0) or 0, lease.ttl)}
-            with open_locked(job, kwargs.get("lock_timeout", 0)) as session:
+            with open_locked(job, first_wait) as session:
                 manifest = session.manifest
                 status = manifest.status  # open_locked repaired what it could
             if status not in STEPPABLE:
@@ -110,6 +119,21 @@ def run_one(jobs_path: str, job_id: str, kwargs: dict, *, engine: str, task: str
         return QueueOutcome(job_id, exc.status)
     except (LogistError, OSError) as exc:
         return QueueOutcome(job_id, None, error=str(exc))
+
+
+@contextmanager
+def _lost_if_busy(job, lease: leases.Lease) -> Iterator[None]:
+    """A job found busy while this runner's lease is no longer its own: the
+    runner that took the job over (while this one stalled) is stepping it, so
+    the job is that runner's (:class:`~logist.store.lease.LeaseLost`: skipped), not failed."""
+    try:
+        yield
+    except JobBusyError:
+        if lease.held():
+            raise
+        holder = job.read_lease() or {}
+        raise leases.LeaseLost(f"job '{job.id}': its lease was taken over by {leases.describe(holder)} while this "
+                               "runner was stalled; this runner stops") from None
 
 
 class Engine(Protocol):

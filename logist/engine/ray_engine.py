@@ -29,12 +29,16 @@ Ray (``max_restarts=0``, ``max_task_retries=0``: the driver decides). The
 driver stops using it, hands its jobs out again, at most :data:`MAX_RETRIES`
 times each, and starts a replacement on another node of the batch (on the
 same node only when no other is left and Ray says it lives: Ray lists a
-lost node as alive until its heartbeats time out). The job's next runner
+lost node as alive until its heartbeats time out). A runner whose lease on a
+job in flight lapsed (read every third of a lease length: the runner is
+stopped, or its node lost before Ray says so) is treated as dead too, so
+its jobs wait one lease length at most; should it go on, it finds its
+leases taken and stops, and the driver ignores what it returns. The job's next runner
 supersedes the dead runner's lease by its task name, which the driver gave
 the runner (so it knows it even when the runner died before saying
 anything); otherwise it takes the lease over once it is over (its process gone or a
 zombie, or its host silent past the lease's expiry: waited out,
-:data:`RETRY_LEASE_WAIT` at most, rather than skipped). The job's recovery
+:data:`RETRY_LEASE_WAIT` lease lengths at most, rather than skipped). The job's recovery
 repairs the step the dead runner left half done. The promise: every paid call is recorded
 exactly once; a call in flight when its runner died is sent again at most
 once, with the same ``Idempotency-Key``.
@@ -65,15 +69,17 @@ from typing import Optional
 from ..secrets import environment
 from ..model.client import Endpoints
 from ..errors import ConfigError, install_hint
-from ..store.lease import LEASE_SECONDS
+from ..store import lease as leases
+from ..store.config import load_config
+from ..store.session import JobFiles
 from .choices import DEFAULT_CONCURRENCY
 from .engines import run_one
 from .loop import QueueOutcome
 
 #: Times a job is handed out again after its runner died.
 MAX_RETRIES = 3
-#: How long a job handed out again waits for the dead runner's lease to be over.
-RETRY_LEASE_WAIT = LEASE_SECONDS * 1.5
+#: How long a job handed out again waits for the dead runner's lease to be over, in lease lengths.
+RETRY_LEASE_WAIT = 1.5
 #: Settings passed to the runners (prefixes), and those never passed.
 FORWARDED = ("LOGIST_", "GIT_")
 SECRET = ("LOGIST_API_KEY",)
@@ -304,16 +310,42 @@ class RayEngine:
         kwargs = {**kwargs, "watch": None, "endpoints": None}
         self._connect(ray)
         inflight: dict = {}
+        #: Runs of jobs handed out again because their runner stalled: their results, when they come, are not the job's.
+        abandoned: dict = {}
         try:
             slots = self._checked_slots(ray, jobs_path, kwargs)
             queue, tries = deque(job_ids), {j: 0 for j in job_ids}
             dead_runner: dict[str, Optional[str]] = {}  # a job handed out again -> the task of the runner that died
             replacements = len(slots) * self.max_retries
+            lease_seconds = load_config(Path(jobs_path)).lease_seconds
+            retry_wait = RETRY_LEASE_WAIT * lease_seconds
+            next_check = time.monotonic() + lease_seconds / 3
+
+            def lost(slot: _Slot) -> None:
+                """``slot``'s runner died or stalled: no more jobs for it; a replacement for its share."""
+                nonlocal replacements
+                if slot.alive:
+                    slot.alive = False
+                    if replacements > 0:
+                        replacements -= 1
+                        new = self._replace(ray, slot, slots, jobs_path, kwargs)
+                        if new is not None:
+                            slots.append(new)
+
+            def again(job_id: str, slot: _Slot, why: str) -> Optional[QueueOutcome]:
+                """Hand ``job_id`` out again (superseding ``slot``'s lease), or its error after too many tries."""
+                tries[job_id] += 1
+                if tries[job_id] > self.max_retries:
+                    return QueueOutcome(job_id, None, error=f"its Ray runner {why} {tries[job_id]} times")
+                dead_runner[job_id] = slot.name
+                queue.appendleft(job_id)
+                return None
+
             while queue or inflight:
                 for slot in slots:
                     while slot.alive and slot.busy < slot.capacity and queue:
                         job_id = queue.popleft()
-                        wait = RETRY_LEASE_WAIT if tries[job_id] else 0.0
+                        wait = retry_wait if tries[job_id] else 0.0
                         inflight[slot.handle.run.remote(job_id, wait, dead_runner.get(job_id))] = (job_id, slot)
                         slot.busy += 1
                 if not inflight:
@@ -321,32 +353,44 @@ class RayEngine:
                         yield QueueOutcome(job_id, None, error="not run: no Ray node that sees the jobs directory "
                                                                "is left")
                     return
-                ready, _ = ray.wait(list(inflight), num_returns=1)
+                ready, _ = ray.wait(list(inflight) + list(abandoned), num_returns=1,
+                                    timeout=max(0.0, next_check - time.monotonic()))
                 for ref in ready:
+                    if ref in abandoned:
+                        abandoned.pop(ref)[1].busy -= 1
+                        continue
                     job_id, slot = inflight.pop(ref)
                     slot.busy -= 1
                     try:
                         yield ray.get(ref)
                     except ray.exceptions.RayActorError as exc:
-                        if slot.alive:
-                            slot.alive = False
-                            if replacements > 0:
-                                replacements -= 1
-                                new = self._replace(ray, slot, slots, jobs_path, kwargs)
-                                if new is not None:
-                                    slots.append(new)
-                        tries[job_id] += 1
-                        if tries[job_id] > self.max_retries:
-                            yield QueueOutcome(job_id, None, error=(
-                                f"its Ray runner died {tries[job_id]} times: {type(exc).__name__}"))
-                        else:
-                            dead_runner[job_id] = slot.name
-                            queue.appendleft(job_id)
+                        lost(slot)
+                        failed = again(job_id, slot, f"died ({type(exc).__name__})")
+                        if failed:
+                            yield failed
                     except ray.exceptions.RayError as exc:
                         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                         yield QueueOutcome(job_id, None, error=f"its Ray task failed: {type(exc).__name__}: {first}")
+                if time.monotonic() >= next_check:
+                    next_check = time.monotonic() + lease_seconds / 3
+                    # A runner whose lease on a job lapsed is stalled (stopped, its node lost before Ray
+                    # says so): its jobs are handed out again now, not when it goes on or Ray notices.
+                    for ref, (job_id, slot) in list(inflight.items()):
+                        if _lapsed(jobs_path, job_id, slot.name):
+                            abandoned[ref] = inflight.pop(ref)
+                            lost(slot)
+                            failed = again(job_id, slot, "stalled past its lease")
+                            if failed:
+                                yield failed
         finally:
-            for ref in inflight:
+            for ref in list(inflight) + list(abandoned):
                 with contextlib.suppress(Exception):
                     ray.cancel(ref)
             ray.shutdown()
+
+
+def _lapsed(jobs_path: str, job_id: str, task: str) -> bool:
+    """Whether the lease runner ``task`` holds on the job is over (not renewed
+    past its expiry): the runner is stalled or gone, whatever Ray says of it."""
+    held = JobFiles(Path(jobs_path) / job_id).read_lease()
+    return held is not None and held.get("task") == task and leases.over(held) is not None

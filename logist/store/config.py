@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import ConfigError, format_validation_error, json_problem
 from ..secrets import environment
 from ..secrets.redact import KEY_VARIABLES
+from .lease import LEASE_SECONDS, MIN_LEASE_SECONDS
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: The environment variables that name the endpoint, in order: Logist's, OpenAI's, kosmos-panel's.
@@ -126,6 +127,8 @@ class LogistConfig(BaseModel):
     """Seconds to wait for the endpoint to answer (for a streamed answer: between two pieces); a request that times out is not sent again."""
     max_retries: int = Field(default=3, ge=0, le=10)
     """How many times a request that failed for a transient reason (429, 5xx, connection failure) is sent again; a timed-out one never is."""
+    lease_seconds: float = Field(default=LEASE_SECONDS, ge=MIN_LEASE_SECONDS)
+    """How long a batch runner's hold on a job (lease.json) lasts unless renewed (it is renewed every third of it): a job whose runner stalls or dies is taken over by the next runner that comes to it within this; at least 2 s."""
     stream: bool = True
     """Ask for the answer as a stream (stream with usage) when the endpoint supports it; false: never."""
     prices: dict[str, Price] = {}

@@ -38,9 +38,15 @@ the reader's; it is over, not honoured for as long as that clock is ahead.
 
 A runner that takes over a lapsed lease whose holder is alive but stalled
 (stopped, or on a slow clock) may find the job's lock still held by that
-holder's step: it waits for that step (one lease length at most) rather
-than give up at once, and the stalled holder, once it goes on, finds its
-lease taken and stops, naming the runner that has the job now.
+holder's step: it waits for that step (however long the holder is stalled:
+its answer may be paid) rather than give up, and the stalled holder, once
+it goes on, finds its lease taken and stops, naming the runner that has the
+job now. A stopped process of this host (SIGSTOP) renews nothing: its lease
+is watched until it lapses, as another host's that is not renewed is.
+
+The length is config.json's ``lease_seconds`` (:data:`LEASE_SECONDS` by
+default, :data:`MIN_LEASE_SECONDS` at least); a reader takes the length a
+lease was written with from the lease itself.
 """
 
 from __future__ import annotations
@@ -58,12 +64,15 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ..errors import LogistError
-from ..workspace.sandbox import running, start_time
+from ..workspace.sandbox import running, start_time, stopped
 from .atomic import atomic_write_json
 from .locks import hold_lock
 
-#: How long a lease lasts unless renewed; renewed every third of it.
+#: How long a lease lasts unless renewed (config.json's ``lease_seconds``); renewed every third of it.
 LEASE_SECONDS = 60.0
+#: The shortest lease config.json may ask for: renewed every third of it, a renewal
+#: must reach the file before it lapses even on a loaded machine.
+MIN_LEASE_SECONDS = 2.0
 #: How long a runner waits for ``.lease.lock`` (held only while a lease is read and replaced).
 LOCK_WAIT = 30.0
 #: How far apart two hosts' clocks may be and their leases still be read as written (seconds).
@@ -144,8 +153,13 @@ def _renewal(data: dict) -> tuple:
 
 
 def _alive_here(data: dict) -> bool:
-    """A live lease of a process on this host (checked by its process, not by watching it)."""
-    return data.get("host") == this_host() and isinstance(data.get("pid"), int)
+    """A live lease of a process on this host that is not stopped (checked
+    by its process, not by watching it). A stopped one (SIGSTOP) renews
+    nothing: its lease is watched until it lapses, as another host's that
+    is not renewed is, so that a batch run beside it takes its jobs over
+    within one lease length instead of leaving them for as long as it is stopped."""
+    pid = data.get("pid")
+    return data.get("host") == this_host() and isinstance(pid, int) and not stopped(pid)
 
 
 def describe(data: dict) -> str:

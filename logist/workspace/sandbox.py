@@ -342,6 +342,17 @@ def start_time(pid: int) -> Optional[str]:
         return None
 
 
+def stopped(pid: int) -> bool:
+    """Whether ``pid`` is a process stopped by a signal (SIGSTOP, SIGTSTP)
+    or a debugger: alive, but running nothing until it is let go on. False
+    where ``/proc`` cannot tell."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t")
+    except (OSError, IndexError):
+        return False
+
+
 def running(pid: int, started: Optional[str] = None) -> bool:
     """Whether ``pid`` is a running process, and the one that started at
     ``started`` (:func:`start_time`) when that is given: a zombie (it ended,

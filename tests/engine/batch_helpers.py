@@ -5,7 +5,14 @@ the same recording run serially."""
 from __future__ import annotations
 
 import json
+import re
+import os
 import subprocess
+import sys
+import tempfile
+import threading
+from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 
 from logist.store.session import JobFiles
@@ -67,3 +74,125 @@ def unknown_call_keys(job_dir: Path) -> list[str]:
 
 def corrupt_files(jobs: JobsDir) -> list[str]:
     return [str(p) for p in jobs.path.rglob("*.corrupt-*")]
+
+
+def scaled(small: int, full: int) -> int:
+    """``full`` when ``LOGIST_SCALE=full`` asks for the acceptance size, else ``small``."""
+    return full if os.environ.get("LOGIST_SCALE") == "full" else small
+
+
+def set_lease_seconds(jobs: JobsDir, seconds: float) -> None:
+    """config.json's ``lease_seconds``: the batch runners' lease length."""
+    (jobs.path / "config.json").write_text(json.dumps({"lease_seconds": seconds}))
+
+
+def start_batch(jobs: JobsDir, server, *options: str) -> subprocess.Popen:
+    """``logist job run --all --json`` as a process of its own (to be stopped
+    or killed); its output goes to files (a pipe nobody reads while the test
+    waits would fill and stop a large batch): :func:`finish` reads them."""
+    folder = Path(tempfile.mkdtemp(prefix="batch-", dir=jobs.path.parent))
+    with open(folder / "stdout", "w") as stdout, open(folder / "stderr", "w") as stderr:
+        batch = subprocess.Popen(
+            [sys.executable, "-m", "logist", "--jobs-dir", str(jobs.path), "job", "run", "--all", "--base-url",
+             server.base_url, "--model", MODEL, "--json", *options], stdout=stdout, stderr=stderr, text=True)
+    batch.output = folder
+    return batch
+
+
+def finish(batch: subprocess.Popen, timeout: float = 900) -> tuple[str, str]:
+    """Wait for a batch :func:`start_batch` started; its (stdout, stderr)."""
+    batch.wait(timeout=timeout)
+    return output(batch)
+
+
+def output(batch: subprocess.Popen) -> tuple[str, str]:
+    """What the batch printed so far: (stdout, stderr)."""
+    return (batch.output / "stdout").read_text(), (batch.output / "stderr").read_text()
+
+
+def leases_of(jobs: JobsDir, ids: list[str]) -> dict[str, dict]:
+    """The leases held on ``ids`` now (jobs without one are left out)."""
+    found = {job_id: JobFiles(jobs.path / job_id).read_lease() for job_id in ids}
+    return {job_id: lease for job_id, lease in found.items() if lease}
+
+
+def utc(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp)
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class TakeoverWatch:
+    """Watches the leases of the jobs a fault hit and records, for each, the
+    lease that replaced the one it had then: its ``acquired_at``, written
+    by the runner that took the job over, is when the job stopped waiting."""
+
+    def __init__(self, jobs: JobsDir, faulted: dict[str, dict]):
+        self.jobs, self.faulted = jobs, faulted
+        self.taken: dict[str, dict] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.is_set() and len(self.taken) < len(self.faulted):
+            for job_id, lease in self.faulted.items():
+                if job_id not in self.taken:
+                    current = JobFiles(self.jobs.path / job_id).read_lease()
+                    if current and current.get("token") != lease.get("token"):
+                        self.taken[job_id] = current
+            self._stop.wait(0.02)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def waits(self, fault: datetime) -> dict[str, float]:
+        """Seconds from ``fault`` to each takeover, by job (a job never taken over is left out)."""
+        return {job_id: (utc(lease["acquired_at"]) - fault).total_seconds() for job_id, lease in self.taken.items()}
+
+
+def call_keys(job_dir: Path, unknown: bool = False) -> list[str]:
+    """The Idempotency-Keys the calls the history records with an answer were
+    sent with (``unknown``: those of unknown outcome instead), as
+    ``Job.entry_in_full`` gives them (the file leaves out a key it can derive)."""
+    import logist
+
+    job = logist.open(job_dir.parent).get(job_dir.name)
+    return [job.entry_in_full(e.sequence).data["request"]["metadata"]["idempotency_key"]
+            for e in JobFiles(job_dir).load_history().interactions
+            if e.kind in CALL_KINDS and e.request is not None and e.unknown_outcome == unknown]
+
+
+def assert_each_paid_call_recorded_once(jobs: JobsDir, ids: list[str], server) -> None:
+    """Every request the server answered is a call a history records, once;
+    a key is answered twice only when it is that of a call of unknown
+    outcome (cut off by a fault) sent again, and never more."""
+    answered = Counter(e["key"] for e in server.ledger)
+    recorded = Counter(key for job_id in ids for key in call_keys(jobs.path / job_id))
+    unknown = {key for job_id in ids for key in call_keys(jobs.path / job_id, unknown=True)}
+    assert None not in recorded and None not in unknown
+    assert server.mismatches == []
+    assert all(count == 1 for count in recorded.values()), ("no call recorded twice", {k: c for k, c in recorded.items() if c > 1})
+    assert set(answered) <= set(recorded) | unknown, "every answered call is recorded, or of unknown outcome"
+    assert set(recorded) <= set(answered), "every recorded call was answered"
+    twice = {key for key, count in answered.items() if count > 1}
+    assert twice <= unknown and all(answered[key] == 2 for key in twice), "sent again only once, only when cut off"
+    assert len(server.ledger) == sum(recorded.values()) + len(twice) + len(set(answered) - set(recorded))
+
+
+def end_state(job_dir: Path) -> dict:
+    """Where the job's answers led it: :func:`fingerprint` less what a fault
+    adds on the way (a call cut off, recorded as of unknown outcome and sent
+    again; the entry a recovery records for a step cut off after its answer
+    was recorded; the calls counted with them; the entry numbers commit
+    messages name, one later for each such entry)."""
+    state = fingerprint(job_dir)
+    state["log"] = re.sub(r"entry \d+", "entry <n>", state["log"])
+    entries = JobFiles(job_dir).load_history().interactions
+    state["history"] = [row for row, e in zip(state["history"], entries)
+                        if not e.unknown_outcome and e.kind != "repair"]
+    state["calls"] = recorded_calls(job_dir)
+    return state

@@ -293,3 +293,64 @@ def test_a_runner_whose_job_was_taken_over_reports_it_skipped_not_failed(jobs, l
     assert outcome.error is None, outcome
     assert "taken over by host another-host" in (outcome.skipped or "")
     assert llm.requests == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="process states are read from /proc")
+def test_a_stopped_process_on_this_host_has_its_lease_watched_until_it_lapses(tmp_path):
+    # A runner stopped (SIGSTOP) renews nothing: a batch run beside it watches its
+    # lease and takes the job over when it lapses, instead of skipping the job for
+    # as long as the runner is stopped. Running, the same process's lease is held.
+    import signal
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        started = leases.start_time(child.pid)
+        write_lease(tmp_path, host=leases.this_host(), pid=child.pid, seconds=1.5, started=started)
+        with pytest.raises(LeaseHeld, match=f"pid {child.pid}"):
+            acquire(JobFiles(tmp_path), engine="threads", task="beside")
+        os.kill(child.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while not leases.stopped(child.pid):  # the signal is delivered a moment later
+            assert time.monotonic() < deadline, "the child never stopped"
+            time.sleep(0.01)
+        lease = acquire(JobFiles(tmp_path), engine="threads", task="beside")
+        assert "expired" in lease.took_over and f"pid {child.pid}" in lease.took_over
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_the_lease_length_is_a_setting_of_the_jobs_directory(tmp_path):
+    from logist.errors import ConfigError
+    from logist.store.config import load_config
+
+    (tmp_path / "config.json").write_text(json.dumps({"lease_seconds": 5}))
+    assert load_config(tmp_path).lease_seconds == 5
+    (tmp_path / "config.json").write_text(json.dumps({"lease_seconds": 0.5}))
+    with pytest.raises(ConfigError, match="lease_seconds"):
+        load_config(tmp_path)
+
+
+def test_a_stalled_runner_that_finds_the_job_busy_with_its_new_holder_reports_it_skipped(jobs, llm):
+    # The runner that took the job over is stepping it (holds the job's lock) when the
+    # stalled one comes back: busy, but the job is not failed: it is the other's now.
+    from logist.engine.create import create_job
+    from logist.engine.engines import run_one
+
+    job = create_job(jobs, "taken", "Write hello.py")
+    real_acquire = leases.acquire
+
+    def acquire_then_lose(*args, **kwargs):
+        lease = real_acquire(*args, **kwargs)
+        write_lease(job.dir, host="another-host", pid=1, seconds=30)
+        return lease
+
+    leases.acquire, restore = acquire_then_lose, leases.acquire
+    try:
+        with JobFiles(job.dir).lock():  # the new holder's step
+            outcome = run_one(str(jobs.path), "taken", {"endpoints": llm.endpoints}, engine="threads", task="old")
+    finally:
+        leases.acquire = restore
+    assert outcome.error is None, outcome
+    assert "taken over by host another-host" in (outcome.skipped or "")
+    assert llm.requests == []

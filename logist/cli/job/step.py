@@ -261,7 +261,11 @@ def _run_queue(app: Application, jobs: Jobs, as_json: bool, report, *, engine: s
     if len(outcomes) > 1 and "counts" in last:  # on stderr, with --json too
         app.info(f"Batch of {len(outcomes)} jobs ({engine}) in {time.monotonic() - started:.1f} s: "
                  f"{last['counts'].summary()}.")
-    if any(o.error for o in outcomes):
+    failed = [o.job_id for o in outcomes if o.error]
+    if failed:
+        # The jobs the batch left behind, named together: each line above says why.
+        app.info(f"Left behind ({len(failed)}, each line above says why; 'logist job run --all' runs them again): "
+                 + ", ".join(failed))
         app.exit(EXIT_ERROR)
     if any(budget.values()):
         app.exit(EXIT_BUDGET)
