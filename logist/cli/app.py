@@ -13,16 +13,20 @@ from __future__ import annotations
 import functools
 import json
 import os
-from typing import Any, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import click
 
 from .. import api
-from ..api import WAITING_FOR_PERSON, Job, JobManifest, Jobs, Status, StepResult, held_because
+from ..api import WAITING_FOR_PERSON, JobManifest, Status, held_because
+from ..api.reading import JobReader, JobsReader, open_reader
 from ..secrets.redact import redact_data, url_shown
 from ..terminal import inert, inert_json, shown
 from .interrupt import interrupted_lines
 from .progress import wipe
+
+if TYPE_CHECKING:  # what a command that changes jobs is given: logist.api loads them with the engine, when one runs
+    from ..api import Job, Jobs, StepResult
 
 
 #: Exit codes, the same for every command.
@@ -89,6 +93,8 @@ class Application:
         #: The jobs directory as the library opens it (:func:`logist.api.open`):
         #: its endpoints' clients are closed when the command ends (:meth:`close`).
         self._jobs: Optional[Jobs] = None
+        #: The jobs directory opened to read (:attr:`reader`), by a command that only reads.
+        self._reader: Optional[JobsReader] = None
         #: The jobs a command that changes them works on, the command that goes
         #: on, and whether it is a batch: what Ctrl-C reports (:meth:`at_work`).
         self.work: Optional[tuple[list[str], str, bool]] = None
@@ -111,6 +117,19 @@ class Application:
     def job(self, job_id: Optional[str]) -> Job:
         """The job named, else ``LOGIST_JOB_ID``, else the current one."""
         return self.jobs.job(job_id)
+
+    @property
+    def reader(self) -> JobsReader:
+        """The jobs directory opened to read (:func:`logist.api.reading.open_reader`):
+        what a command that only reads uses, so that it loads nothing of the
+        engine; the command's :attr:`jobs` when it has opened them already."""
+        if self._reader is None:
+            self._reader = self._jobs if self._jobs is not None else open_reader(self.jobs_dir_option)
+        return self._reader
+
+    def read_job(self, job_id: Optional[str]) -> JobReader:
+        """The job named, else ``LOGIST_JOB_ID``, else the current one, opened to read."""
+        return self.reader.job(job_id)
 
     def open(self, *, base_url: Optional[str] = None, request_timeout: Optional[float] = None,
              lock_timeout: float = 0) -> Jobs:

@@ -17,8 +17,7 @@ from ..terminal import inert
 def complete_job_ids(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
     """Shell completion of a JOB: the ids in the jobs directory."""
     try:
-        with api.open(ctx.find_root().params.get("jobs_dir")) as jobs:
-            ids = jobs.ids()
+        ids = api.reading.open_reader(ctx.find_root().params.get("jobs_dir")).ids()
     except Exception:  # completion must never fail loudly
         return []
     return [job_id for job_id in ids if job_id.startswith(incomplete)]

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..api import STEPPABLE, Job, Jobs
+from ..api import STEPPABLE
+from ..api.reading import JobReader, JobsReader
 from ..errors import LogistError
 from ..views.summary import action_of, actor_of
 
 
-def unfinished(job: Job) -> Optional[str]:
+def unfinished(job: JobReader) -> Optional[str]:
     """What the step journal holds that the history does not record, and
     what the next command on the job makes of it; None when nothing."""
     journal = job.unrecorded_step()
@@ -50,7 +51,7 @@ def unfinished(job: Job) -> Optional[str]:
             "and the job is as it was before it")
 
 
-def interrupted_lines(jobs: Jobs, job_ids: Sequence[str], again: str, *, batch: bool = False) -> list[str]:
+def interrupted_lines(jobs: JobsReader, job_ids: Sequence[str], again: str, *, batch: bool = False) -> list[str]:
     """What Ctrl-C kept of the jobs ``job_ids`` a command worked on, and how
     to go on: ``again`` (the command, for a job that can be stepped), else
     what its state waits for. ``batch``: many jobs (``job run --all``): only

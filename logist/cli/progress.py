@@ -25,10 +25,12 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Optional, TextIO
+from typing import TYPE_CHECKING, Optional, TextIO
 
-from ..api import StepResult
 from ..terminal import inert
+
+if TYPE_CHECKING:  # a step's result: logist.api loads it with the engine, when a command steps
+    from ..api import StepResult
 
 #: Lines of a command's output shown in the terminal (the model sees it all).
 COMMAND_HEAD, COMMAND_TAIL = 5, 10

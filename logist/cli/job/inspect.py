@@ -14,8 +14,8 @@ from ...terminal import inert
 from ...views.summary import actor_of, budgets, cost_known, one_line, step_row, summarise
 from ..app import Application, echo, pass_app
 from ..interrupt import unfinished
-from ..common import complete_job_ids, entry_option, fit, job_argument, json_option, labelled, table_width
-from .step import base_url_option
+from ..common import (base_url_option, complete_job_ids, entry_option, fit, job_argument, json_option, labelled,
+                      table_width)
 
 
 @click.command("list")
@@ -28,11 +28,11 @@ def list_jobs(app: Application, as_json: bool) -> None:
     Example:
       logist job list
     """
-    index = app.jobs.index()
+    index = app.reader.index()
     rows = []
     for job_id in index.jobs:
         try:
-            manifest = app.jobs.get(job_id, index).manifest()
+            manifest = app.reader.get(job_id, index).manifest()
             rows.append({"job_id": job_id, "status": str(manifest.status), "role": manifest.turn.role,
                          "steps": manifest.calls, "model_calls": manifest.totals.llm_calls,
                          "calls": manifest.calls,  # deprecated: the old name of "steps"
@@ -45,7 +45,7 @@ def list_jobs(app: Application, as_json: bool) -> None:
         app.print_json({"current_job_id": index.current_job_id, "queue": index.queue, "jobs": rows})
         return
     if not rows:
-        app.info(f"No jobs in {app.jobs.path}. Create one: logist job create JOB --objective TEXT")
+        app.info(f"No jobs in {app.reader.path}. Create one: logist job create JOB --objective TEXT")
         return
     width = table_width()
     for row in rows:
@@ -166,7 +166,7 @@ def status(app: Application, job_id: Optional[str], as_json: bool) -> None:
     Example:
       logist job status hello
     """
-    job = app.job(job_id)
+    job = app.read_job(job_id)
     m = job.manifest()
     data = _status_data(job, m)
     data["stop_request"] = job.stop_request()
@@ -221,7 +221,7 @@ def show(app: Application, job_id: Optional[str], as_json: bool) -> None:
     Example:
       logist job show hello
     """
-    job = app.job(job_id)
+    job = app.read_job(job_id)
     m = job.manifest()
     if as_json:
         app.print_json(m.dump())
@@ -359,7 +359,7 @@ def history(app: Application, job_id: Optional[str], entry: Optional[int], as_js
       logist job history hello
       logist job history hello --entry 3 --json
     """
-    job = app.job(job_id)
+    job = app.read_job(job_id)
     if entry is not None:
         _show_entry(app, job, entry, as_json)
         return

@@ -1,34 +1,16 @@
-"""Logist's front door for Python: a jobs directory and its jobs as objects.
+"""The verbs of :mod:`logist.api`: :class:`Jobs` and :class:`Job`, the
+read side's :class:`~logist.api.reading.JobsReader` and
+:class:`~logist.api.reading.JobReader` with every verb of ``logist job
+...`` added, and the facts about the engine a caller shows.
 
-``logist.open(path)`` gives :class:`Jobs`; each job is a :class:`Job` whose
-methods are the verbs of ``logist job ...``. The command line and
-``logist serve`` call these same objects and nothing else of Logist's to act
-on a job (an import-linter contract in pyproject.toml forbids them
-``logist.engine`` and ``logist.store``), so everything a command does can be
-done from Python::
-
-    with logist.open("jobs", base_url="http://localhost:11434/v1") as jobs:
-        job = jobs.create("hello", objective="Write hello.py", acceptance=["It prints Hello"])
-        job.run()            # turns until a person is needed: APPROVAL_REQUIRED
-        job.approve()        # SUCCESS
-
-Each verb is a method with typed keywords (a person's actions are methods,
-not strings); what a method returns is the engine's own result
-(:class:`StepResult` for a step, the job's new :class:`JobManifest` for a
-decision), re-exported here with the other types and facts callers show
-(:data:`__all__`). This layer only gathers the engine's and the store's
-functions under one object per job, and decides once what every call of a
-process shares: the endpoint (``base_url``), the request timeout, how long
-to wait for a job's lock, and what the process learns of its endpoints
+This module gathers the engine's, the replay's and the store's functions
+under one object per job, and decides once what every call of a process
+shares: the endpoint (``base_url``), the request timeout, how long to wait
+for a job's lock, and what the process learns of its endpoints
 (:class:`logist.model.client.Endpoints`, made by :class:`Jobs`, closed by
 :meth:`Jobs.close` or at the end of a ``with`` block; nothing of it
-outlives the :class:`Jobs` that made it).
-
-Words: a *step* is one answer applied, a *call* one request to a model, a
-*turn* a role's steps until it hands over (:meth:`Job.call`,
-:meth:`Job.turn`, :meth:`Job.run`). Reading (:meth:`Job.manifest`,
-:meth:`Job.history`, :meth:`Job.preview`...) never writes: no lock, no
-repair, no upgrade.
+outlives the :class:`Jobs` that made it). :mod:`logist.api` gives its
+names when they are first asked for (the package's docstring says why).
 """
 
 from __future__ import annotations
@@ -38,66 +20,48 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Callable, Iterator, Literal, Optional, Sequence, Union
+from typing import Callable, Literal, Optional, Sequence, Union
 
-from . import views
-from .agents.providers import PINNED, PROVIDERS, find_program, version as agent_version
-from .engine.budget import BUDGETS, SETTABLE, raise_hint, stopped_by_budget
-from .engine.call import CallWatch, call_settings, finish_interrupted
-from .engine.commands import CommandWatch, held_because
-from .engine.context import context_window, sized_call
-from .engine.create import JobSpec, as_spec, create_job
-from .engine.checks import approval_refusal, check_job
-from .engine.decide import user_action
-from .engine.choices import DEFAULT_CONCURRENCY, DEFAULT_ENGINE, engine_names
-from .engine.engines import BatchCounts, make_engine, run_batch
-from .engine.export import export_branch, export_patch, job_diff
-from .engine.loop import QueueOutcome, run_job, step_turn
-from .engine.prepare import answer_budget, chosen_model, model_for_endpoint, resolve_model, structured_output
-from .engine.rewind import rewind
-from .engine.session import upgrade
-from .engine.apply import StepResult
-from .engine.step import post_answer, step_once
-from .engine import workflow as _workflow
-from .engine.workflow import NEEDS_PERSON, STEPPABLE, WAITING_FOR_PERSON, Rule
-from .errors import ConfigError, LogistError
-from .secrets.redact import url_shown
-from .model.client import Endpoints, LLMSettings, list_models, probe_form
-from .protocol.answer import file_changes_from
-from .protocol.decoding import form_name
-from .model.base import Model
-from .replay.apply import entry_by_sequence, post_recorded, read_history_file, replay_history
-from .replay.demo import demo_summary, run_demo
-from .replay.fixtures import create_from_fixture
-from .store.calls import recorded_key
-from .store.config import (DEFAULT_BASE_URL, NOT_CONFIGURED, LogistConfig, endpoint_source, key_variable,
-                           resolve_api_key, resolve_base_url, resolve_endpoint)
-from .store.entries import CheckRun, HistoryEntry, JobHistory
-from .store.fsck import FsckReport, fsck as check_files
-from .store.history import HISTORY_FORMAT
-from .store import jobsdir
-from .store.jobsdir import JobsIndex, is_job_id
-from .store.journal import StepJournal
-from .store.manifest import JobManifest, Status
-from .store.prompts import Prompts
-from .store.roles import RoleManifest, Roles, get_role, load_roles
-from .store.session import HISTORY_NAME, JobFiles
-from .store.skills import Skill, list_skills, load_skill
-from .views.summary import CheckStatus, check_status
-from .workspace.repository import ChangeDiff
+from .. import views
+from ..agents.providers import PINNED, PROVIDERS, find_program, version as agent_version
+from ..engine.budget import BUDGETS, SETTABLE, raise_hint, stopped_by_budget  # noqa: F401 (BUDGETS, SETTABLE: logist.api's)
+from ..engine.call import CallWatch, call_settings, finish_interrupted
+from ..engine.commands import CommandWatch
+from ..engine.context import context_window, sized_call
+from ..engine.create import JobSpec, as_spec, create_job  # noqa: F401 (as_spec: logist.api's)
+from ..engine.checks import approval_refusal, check_job
+from ..engine.decide import user_action
+from ..engine.choices import DEFAULT_CONCURRENCY, DEFAULT_ENGINE, engine_names  # noqa: F401 (logist.api's)
+from ..engine.engines import BatchCounts, make_engine, run_batch
+from ..engine.export import export_branch, export_patch, job_diff
+from ..engine.loop import QueueOutcome, run_job, step_turn
+from ..engine.prepare import answer_budget, chosen_model, model_for_endpoint, resolve_model, structured_output
+from ..engine.rewind import rewind
+from ..engine.session import upgrade
+from ..engine.apply import StepResult
+from ..engine.step import post_answer, step_once
+from ..engine import workflow as _workflow
+from ..engine.workflow import NEEDS_PERSON, STEPPABLE, Rule
+from ..errors import ConfigError
+from ..secrets.redact import url_shown
+from ..model.client import Endpoints, LLMSettings, list_models, probe_form
+from ..protocol.decoding import form_name
+from ..model.base import Model
+from ..replay.apply import entry_by_sequence, post_recorded, read_history_file, replay_history
+from ..replay.demo import demo_summary, run_demo
+from ..replay.fixtures import create_from_fixture
+from ..store.config import (DEFAULT_BASE_URL, endpoint_source, key_variable, resolve_api_key, resolve_base_url,
+                           resolve_endpoint)
+from ..store.entries import HistoryEntry, JobHistory
+from ..store.fsck import FsckReport, fsck as check_files
+from ..store import jobsdir
+from ..store.manifest import JobManifest, Status
+from ..store.prompts import Prompts
+from ..store.roles import RoleManifest, Roles, get_role, load_roles
+from ..store.session import JobFiles
+from ..store.skills import Skill, list_skills, load_skill
+from .reading import JobReader, JobsReader
 
-__all__ = [
-    # The front door.
-    "open", "Jobs", "Job", "Preview",
-    # What its methods take and return.
-    "JobSpec", "StepResult", "JobManifest", "Status", "HistoryEntry", "JobHistory", "QueueOutcome", "BatchCounts",
-    "CallWatch", "CommandWatch", "FsckReport", "EntryInFull", "Endpoint", "RoleFacts", "AgentFacts", "Workflow", "CheckRun",
-    "CheckStatus",
-    # Facts about jobs a caller shows (the command line and logist serve show them).
-    "workflow", "person_can", "held_because", "raise_hint", "check_engine", "engine_names", "read_history",
-    "is_job_id", "as_spec", "WAITING_FOR_PERSON", "NEEDS_PERSON", "STEPPABLE", "BUDGETS", "SETTABLE",
-    "HISTORY_FORMAT", "HISTORY_NAME", "NOT_CONFIGURED", "DEFAULT_ENGINE", "DEFAULT_CONCURRENCY",
-]
 
 OnStep = Optional[Callable[[StepResult], None]]
 
@@ -176,17 +140,6 @@ class AgentFacts:
 
 
 @dataclass(frozen=True)
-class EntryInFull:
-    """One history entry as ``job history --entry N`` shows it."""
-
-    entry: HistoryEntry
-    #: The entry as recorded (its JSON), with the Idempotency-Key a call was sent with.
-    data: dict
-    #: The exact Chat Completions body a call sent (rebuilt from the entries it continues), or None.
-    request_body: Optional[dict]
-
-
-@dataclass(frozen=True)
 class Workflow:
     """The workflow table (what ``logist workflow`` prints): every state change a job can make."""
 
@@ -208,14 +161,6 @@ def workflow() -> Workflow:
     """The workflow table (:data:`logist.engine.workflow.TABLE`) and what it names."""
     return Workflow(rules=_workflow.TABLE, targets=_workflow.TARGETS, turn_effects=_workflow.TURN_EFFECTS,
                     who_names=_workflow.WHO_NAMES, any_role=_workflow.ROLES, hint=_workflow.describe_state_hint)
-
-
-def person_can(manifest: JobManifest, event: str) -> bool:
-    """Whether a person can take ``event`` (a row of the workflow table) on
-    a job in ``manifest``'s state now: a row allows it, and an INPUT_REQUIRED
-    job waits for what it is about (a question, a held command)."""
-    rule = _workflow.find_rule(manifest.status, event, _workflow.PERSON)
-    return rule is not None and rule.waits_for in (None, _workflow.waiting_for(manifest))
 
 
 def check_engine(engine: str, concurrency: Optional[int] = None, address: Optional[str] = None) -> None:
@@ -247,7 +192,7 @@ def open(path: Union[str, Path, None] = None, *, base_url: Optional[str] = None,
                 model=model)
 
 
-class Jobs:
+class Jobs(JobsReader):
     """A jobs directory: its jobs, and what every call made through it shares.
 
     Its calls keep a client per endpoint (:class:`logist.model.client.Endpoints`),
@@ -260,7 +205,7 @@ class Jobs:
     def __init__(self, directory: jobsdir.JobsDir, *, base_url: Optional[str] = None,
                  request_timeout: Optional[float] = None, lock_timeout: float = 0,
                  endpoints: Optional[Endpoints] = None, model: Optional[Model] = None):
-        self.directory = directory
+        super().__init__(directory)
         self.base_url = base_url
         self.request_timeout = request_timeout
         self.lock_timeout = lock_timeout
@@ -289,39 +234,9 @@ class Jobs:
 
     # -- the directory ------------------------------------------------------------------------
 
-    @property
-    def path(self) -> Path:
-        return self.directory.path
-
-    @property
-    def index_path(self) -> Path:
-        """The jobs index's file (``jobs_index.json``)."""
-        return self.directory.index_path
-
-    def exists(self) -> bool:
-        """Whether the directory has been set up (it has a jobs index)."""
-        return self.directory.exists()
-
     def init(self) -> bool:
         """Set up the directory (index, roles/, skills/); False when it was already."""
         return self.directory.init()
-
-    def state_files(self, index: Optional[JobsIndex] = None) -> list[Path]:
-        """The files whose change shows in a list of the jobs: the jobs
-        index, and each job's history and manifest (whether they exist or not)."""
-        index = index if index is not None else self.index()
-        files = [self.index_path]
-        for rel in index.jobs.values():
-            files += JobFiles(self.path / rel).state_files
-        return files
-
-    def config(self) -> LogistConfig:
-        """The directory's config.json (defaults where it has none)."""
-        return self.directory.config()
-
-    def index(self) -> JobsIndex:
-        """The jobs index: the jobs, the current one, the queue."""
-        return self.directory.read_index()
 
     def select(self, job_id: str) -> "Job":
         """Make ``job_id`` the current job."""
@@ -476,118 +391,21 @@ class Jobs:
                          request_timeout=self.request_timeout, lock_timeout=self.lock_timeout,
                          endpoints=self.endpoints)
 
-    def job(self, job_id: Optional[str] = None) -> "Job":
-        """The job named, else ``LOGIST_JOB_ID``'s, else the current one."""
-        return self.of(self.directory.resolve(job_id))
-
-    def get(self, job_id: str, index: Optional[JobsIndex] = None) -> "Job":
-        """The job ``job_id`` (a :class:`~logist.errors.NotFoundError` when
-        the index has none); ``index``: the jobs index as read already."""
-        return self.of(self.directory.job(job_id, index))
-
-    def __getitem__(self, job_id: str) -> "Job":
-        return self.get(job_id)
-
-    def __iter__(self) -> Iterator["Job"]:
-        return (self[job_id] for job_id in self.directory.job_ids())
-
-    def ids(self) -> list[str]:
-        return self.directory.job_ids()
-
     def of(self, stored: JobFiles) -> "Job":
         """The :class:`Job` of a stored job (:class:`logist.store.session.JobFiles`)."""
         return Job(self, stored)
 
-    def __repr__(self) -> str:
-        return f"<Jobs {self.path}>"
 
-
-class Job:
+class Job(JobReader):
     """One job of a :class:`Jobs`: its state, its history and its verbs.
 
     Every verb takes the job's lock for what it changes and releases it
     before it returns, so a person (or another process) can act between
     any two of them."""
 
-    def __init__(self, jobs: Jobs, stored: JobFiles):
-        self.jobs = jobs
-        #: The job's folder as the store knows it (paths, lock, manifest).
-        self.stored = stored
+    jobs: Jobs
 
-    @property
-    def id(self) -> str:
-        return self.stored.id
-
-    @property
-    def dir(self) -> Path:
-        return self.stored.dir
-
-    @property
-    def workspace(self) -> Path:
-        """The job's git workspace: the work."""
-        return self.stored.workspace
-
-    @property
-    def state_files(self) -> tuple[Path, Path]:
-        """The history's and the manifest's files: what changes when the job does."""
-        return self.stored.state_files
-
-    @property
-    def history_path(self) -> Path:
-        """The history's file (``jobHistory.json``), the source of truth."""
-        return self.stored.history_path
-
-    @property
-    def transcript_path(self) -> Path:
-        """The transcript's file (``transcript.md``), brought up to date after every command."""
-        return self.stored.transcript_path
-
-    def views_lock(self, timeout: float = 0):
-        """Hold the lock of the job's views (a context manager; ``timeout`` 0 fails at once, -1 waits forever)."""
-        return self.stored.views_lock(timeout)
-
-    # -- reading (a read never writes: no repair, no upgrade, no lock) -------------------------
-
-    def manifest(self) -> JobManifest:
-        """The job's state as recorded (read now, not cached): what the next
-        command that changes it would arrive at, computed without writing."""
-        return self.stored.manifest()
-
-    @property
-    def status(self) -> Status:
-        return self.manifest().status
-
-    def history(self) -> list[HistoryEntry]:
-        """Every recorded entry, first to last."""
-        return list(self.entries())
-
-    def entries(self) -> Iterator[HistoryEntry]:
-        """Every recorded entry, first to last, one at a time (a long history need not fit in memory)."""
-        return self.stored.entries()
-
-    def entry(self, sequence: int) -> HistoryEntry:
-        """History entry ``sequence``, read from its place in the file."""
-        return self.stored.entry(sequence)
-
-    def entry_in_full(self, sequence: int) -> EntryInFull:
-        """Entry ``sequence`` with, for a call, the exact body it sent and its Idempotency-Key."""
-        entry = self.entry(sequence)
-        data = entry.dump()
-        body = None
-        if entry.request is not None:
-            body = self.stored.recorded_body(data, self.stored.reader().messages(sequence))
-            # The Idempotency-Key header it was sent with (the file leaves out a key it can derive).
-            data["request"]["metadata"]["idempotency_key"] = recorded_key(self.id, self.manifest().created_at, data, body)
-        return EntryInFull(entry=entry, data=data, request_body=body)
-
-    def unrecorded_step(self) -> Optional[StepJournal]:
-        """What the step journal holds that the history does not record yet
-        (a command was stopped; the next one that changes the job repairs it), else None."""
-        return self.stored.unrecorded_step()
-
-    def unrecorded_call(self) -> Optional[StepJournal]:
-        """A call the step journal holds that the history does not record yet, else None."""
-        return self.stored.pending_call()
+    # -- reading (more than JobReader's: the budgets' rules, the next request) ----------------
 
     def stopped_by_budget(self, manifest: Optional[JobManifest] = None) -> bool:
         """Whether a spent budget stopped the job (``manifest``: as read, else read now)."""
@@ -621,14 +439,6 @@ class Job:
         """How to raise the budget the job has spent, or None."""
         return raise_hint(self.id, manifest or self.manifest())
 
-    def format_note(self) -> Optional[str]:
-        """A line saying the job is in an older format (read as it is), or None when it is current."""
-        found = self.stored.history_format()
-        if found >= HISTORY_FORMAT:
-            return None
-        return (f"job '{self.id}' is in format {found}, read as it is; logist job upgrade {self.id} (or the next "
-                f"command that changes it) rewrites it in format {HISTORY_FORMAT}")
-
     def preview(self, *, model: Optional[str] = None, base_url: Optional[str] = None) -> Preview:
         """The exact next request, sized as a step sizes it (the endpoint
         may be asked for the model's context window; no call is made). No
@@ -650,16 +460,6 @@ class Job:
             compaction_rounds=prepared.compaction_target if prepared.is_compaction else None,
             role=prepared.role.name, unconfigured=unconfigured, older_format=self.format_note(),
         )
-
-    def held_diff(self, manifest: Optional[JobManifest] = None) -> list[ChangeDiff]:
-        """The file changes held for a person, each file as a unified diff
-        against the workspace's content now, bounded (none held: empty).
-        Raises :class:`~logist.errors.InvalidAnswer` when they no longer apply
-        to the workspace (a file edited since), as approving them would."""
-        held = (manifest or self.manifest()).pending_changes
-        if not held:
-            return []
-        return self.stored.repo.diff_changes(file_changes_from(held))
 
     def diff(self, entry: Optional[int] = None, *, stat: bool = False) -> str:
         """What history entry ``entry`` changed in the workspace, or the whole job since its baseline (a patch;
@@ -772,21 +572,6 @@ class Job:
         happens next; otherwise the run is recorded and the state stays."""
         return check_job(self.stored, self.jobs.lock_timeout, watch)
 
-    def last_check(self) -> Optional[CheckRun]:
-        """The job's last run of its checks, as recorded (None: they never ran)."""
-        last = self.manifest().last_check
-        return self.stored.entry(last.sequence).checks if last is not None else None
-
-    def check_status(self, manifest: Optional[JobManifest] = None) -> Optional[CheckStatus]:
-        """The last run of the job's checks as approval sees it: passed, and
-        whether the workspace changed since (None: they never ran);
-        ``manifest``: the job's, when the caller has read it already."""
-        try:
-            head: Optional[str] = self.stored.repo.head()
-        except LogistError:  # a workspace git cannot read: the run cannot be current
-            head = None
-        return check_status(self.stored, manifest or self.manifest(), head)
-
     def approval_refusal(self) -> Optional[str]:
         """Why :meth:`approve` would refuse now because of the checks (None: it would not)."""
         return approval_refusal(self.stored, self.manifest())
@@ -830,12 +615,6 @@ class Job:
         """Cancel the job for good (it cannot be resumed, rerun or restepped)."""
         return self._decide("cancel", at=at)
 
-    def stop_request(self) -> Optional[dict]:
-        """A suspend or cancel asked for while a step held the job (:meth:`suspend`
-        and :meth:`cancel` do not fail as busy then): ``{"action", "requested_at"}``,
-        applied by the step's runner once the step ends; None when none waits."""
-        return self.stored.stop_request()
-
     def resubmit(self, feedback: Optional[str] = None, *, max_steps: Optional[int] = None,
                  max_cost_usd: Optional[float] = None, max_tokens: Optional[int] = None,
                  max_wall_seconds: Optional[float] = None, max_answer_bytes: Optional[int] = None,
@@ -862,7 +641,3 @@ class Job:
     def rerun(self, *, at: Optional[int] = None) -> JobManifest:
         """Rewind the job to its baseline (right after create)."""
         return rewind(self.stored, baseline=True, lock_timeout=self.jobs.lock_timeout, at=at)
-
-    def __repr__(self) -> str:
-        return f"<Job {self.id} in {self.jobs.path}>"
-
