@@ -17,6 +17,7 @@ import sys
 import termios
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -184,14 +185,16 @@ def logist_process(*args: str, env: dict | None = None, input: str | None = None
 
 
 def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None,
-                      ctrl_c_when: str | None = None) -> tuple[int, str]:
+                      ctrl_c_when: str | None = None, and_when: Callable[[], bool] | None = None) -> tuple[int, str]:
     """``logist ARGS`` with stdout and stderr on a pseudo-terminal (and
     ``env`` added to the environment); what it wrote, and its exit code.
 
     With ``ctrl_c_when``, the pseudo-terminal is the process's controlling
     terminal and its standard input too (it leads a session of its own, as
-    a shell's foreground job does); once that text was printed, Ctrl-C is
-    typed, which the terminal turns into SIGINT for the process."""
+    a shell's foreground job does); once that text was printed (and
+    ``and_when()`` is true, when given: say, the server has the request the
+    text announces, which is printed before it is sent), Ctrl-C is typed,
+    which the terminal turns into SIGINT for the process."""
     master, slave = pty.openpty()
 
     def own_terminal() -> None:  # in the child, after setsid: the pty becomes its controlling terminal
@@ -206,7 +209,7 @@ def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None,
     output, typed = b"", False
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if interrupted and not typed and ctrl_c_when.encode() in output:
+        if interrupted and not typed and ctrl_c_when.encode() in output and (and_when is None or and_when()):
             os.write(master, b"\x03")
             typed = True
         ready, _, _ = select.select([master], [], [], 0.1)

@@ -177,8 +177,12 @@ def said(output: str) -> list[str]:
 def test_ctrl_c_during_a_call_says_what_was_kept_and_how_to_go_on(jobs, llm):
     job = create_job(jobs, "slow", "Write hello.py")
     llm.add(answer("MESSAGE", message="first"), Reply(content=answer("MESSAGE", message="late"), delay=30))
+    # The progress line is printed before the request is sent: Ctrl-C once the server holds the call,
+    # so that it is in flight (typed earlier, the call would not be made and the next command's call
+    # would get the late answer, after its delay).
     code, output = run_on_a_terminal("job", "run", "slow", "--base-url", llm.base_url,
-                                     ctrl_c_when="step 2 of 100: waiting for the model")
+                                     ctrl_c_when="step 2 of 100: waiting for the model",
+                                     and_when=lambda: len(llm.requests) == 2)
     assert code == 130, output
     rows = said(output)
     assert "Error: interrupted" not in output and "Traceback" not in output, output
@@ -194,10 +198,9 @@ def test_ctrl_c_during_a_call_says_what_was_kept_and_how_to_go_on(jobs, llm):
     assert "Pending: step 3's call was in flight and is not recorded" in status, status
 
     llm.add(answer("STUCK", summary="enough"))
-    # The scripted server may still be holding the interrupted call's late answer (30 s): on a loaded
-    # machine the next call can wait behind it, so it is given more than the default 30 s to be answered.
-    going_on = logist_process("job", "run", "slow", "--base-url", llm.base_url, "--request-timeout", "120")
+    going_on = logist_process("job", "run", "slow", "--base-url", llm.base_url)
     assert going_on.returncode == 3, going_on.stderr
+    assert len(llm.requests) == 3, "the interrupted call was made again, answered with the STUCK"
     assert job.manifest().totals.unknown_calls == 1, "recorded as the call it was"
 
 
