@@ -12,6 +12,7 @@ import os
 import pty
 import re
 import select
+import signal
 import subprocess
 import sys
 import termios
@@ -40,6 +41,16 @@ except ImportError:  # pragma: no cover - hypothesis is in the test extra
 CANARY_KEY = "sk-canary-7f3a9c1e5b2d4f60a8b1c3d5e7f9a0b2"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config):
+    """Ctrl-C reaches the children the tests start, as from a shell's
+    foreground job: a suite started in the background by a non-interactive
+    shell (``cmd &``) inherits SIGINT ignored, and every child would too
+    (Python leaves an ignored SIGINT ignored), so a test typing Ctrl-C, or
+    stopping ``logist serve`` with SIGINT, would wait for nothing."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True, scope="session")
