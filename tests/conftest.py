@@ -53,6 +53,60 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+#: Where the last runs' durations of the tests are kept (pytest's cache), and
+#: from how many seconds a test counts as long and is started first.
+DURATIONS_KEY = "logist/durations"
+LONG = 1.5
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The tests that took longest last time start first, spread over the
+    workers: pytest-xdist's worksteal gives each worker a contiguous share of
+    the collection and steals from its end, so a long test late in a share
+    keeps one worker busy while the others are done. The durations are the
+    last runs' (pytest's cache; none on a fresh checkout, and the order is
+    then the collection's). Every worker reads the same cache, so all
+    collect the same order, as pytest-xdist requires."""
+    cache = getattr(config, "cache", None)
+    known = cache.get(DURATIONS_KEY, {}) if cache is not None else {}
+    long = sorted((item for item in items if known.get(item.nodeid, 0) >= LONG), key=lambda item: -known[item.nodeid])
+    if not long:
+        return
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    taken = {id(item) for item in long}
+    rest = [item for item in items if id(item) not in taken]
+    shares: list[list] = [[] for _ in range(workers)]
+    for i, item in enumerate(long):
+        shares[i % workers].append(item)
+    # Each share as long as the one worksteal sends (what is left divided by the workers left).
+    left, ordered = len(items), []
+    for i, share in enumerate(shares):
+        size = left // (workers - i)
+        fill = max(0, size - len(share))
+        ordered += share + rest[:fill]
+        rest = rest[fill:]
+        left -= size
+    items[:] = ordered + rest
+
+
+_durations: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    """Keep this run's durations for the next run's order (the controller
+    only, which sees every worker's reports)."""
+    cache = getattr(session.config, "cache", None)
+    if cache is None or hasattr(session.config, "workerinput") or not _durations:
+        return
+    known = cache.get(DURATIONS_KEY, {})
+    known.update({nodeid: round(seconds, 2) for nodeid, seconds in _durations.items()})
+    cache.set(DURATIONS_KEY, known)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def compiled_once(tmp_path_factory):
     """Child processes (``python -m logist``, crash and concurrency tests) read
