@@ -24,10 +24,12 @@ from logist.schemas import FROZEN, SCHEMAS, llm_chat_schema, render, stale_schem
 SCHEMAS_DIR = REPO_ROOT / "schemas"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def built() -> dict[str, str]:
     """Each schema built once for this module's tests, as its file holds it
-    (building them all costs about 2 s of CPU)."""
+    (building them all costs about 2 s of CPU). Once per process, not per
+    module: the longest tests start first (conftest), which splits a module's
+    tests, and a module fixture would be built again at each return to it."""
     return {name: render(build()) for name, build in SCHEMAS.items()}
 
 
