@@ -12,11 +12,13 @@ import os
 import pty
 import re
 import select
+import signal
 import subprocess
 import sys
 import termios
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -39,6 +41,70 @@ except ImportError:  # pragma: no cover - hypothesis is in the test extra
 CANARY_KEY = "sk-canary-7f3a9c1e5b2d4f60a8b1c3d5e7f9a0b2"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config):
+    """Ctrl-C reaches the children the tests start, as from a shell's
+    foreground job: a suite started in the background by a non-interactive
+    shell (``cmd &``) inherits SIGINT ignored, and every child would too
+    (Python leaves an ignored SIGINT ignored), so a test typing Ctrl-C, or
+    stopping ``logist serve`` with SIGINT, would wait for nothing."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+#: Where the last runs' durations of the tests are kept (pytest's cache), and
+#: from how many seconds a test counts as long and is started first.
+DURATIONS_KEY = "logist/durations"
+LONG = 1.5
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The tests that took longest last time start first, spread over the
+    workers: pytest-xdist's worksteal gives each worker a contiguous share of
+    the collection and steals from its end, so a long test late in a share
+    keeps one worker busy while the others are done. The durations are the
+    last runs' (pytest's cache; none on a fresh checkout, and the order is
+    then the collection's). Every worker reads the same cache, so all
+    collect the same order, as pytest-xdist requires."""
+    cache = getattr(config, "cache", None)
+    known = cache.get(DURATIONS_KEY, {}) if cache is not None else {}
+    long = sorted((item for item in items if known.get(item.nodeid, 0) >= LONG), key=lambda item: -known[item.nodeid])
+    if not long:
+        return
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    taken = {id(item) for item in long}
+    rest = [item for item in items if id(item) not in taken]
+    shares: list[list] = [[] for _ in range(workers)]
+    for i, item in enumerate(long):
+        shares[i % workers].append(item)
+    # Each share as long as the one worksteal sends (what is left divided by the workers left).
+    left, ordered = len(items), []
+    for i, share in enumerate(shares):
+        size = left // (workers - i)
+        fill = max(0, size - len(share))
+        ordered += share + rest[:fill]
+        rest = rest[fill:]
+        left -= size
+    items[:] = ordered + rest
+
+
+_durations: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    """Keep this run's durations for the next run's order (the controller
+    only, which sees every worker's reports)."""
+    cache = getattr(session.config, "cache", None)
+    if cache is None or hasattr(session.config, "workerinput") or not _durations:
+        return
+    known = cache.get(DURATIONS_KEY, {})
+    known.update({nodeid: round(seconds, 2) for nodeid, seconds in _durations.items()})
+    cache.set(DURATIONS_KEY, known)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -184,14 +250,16 @@ def logist_process(*args: str, env: dict | None = None, input: str | None = None
 
 
 def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None,
-                      ctrl_c_when: str | None = None) -> tuple[int, str]:
+                      ctrl_c_when: str | None = None, and_when: Callable[[], bool] | None = None) -> tuple[int, str]:
     """``logist ARGS`` with stdout and stderr on a pseudo-terminal (and
     ``env`` added to the environment); what it wrote, and its exit code.
 
     With ``ctrl_c_when``, the pseudo-terminal is the process's controlling
     terminal and its standard input too (it leads a session of its own, as
-    a shell's foreground job does); once that text was printed, Ctrl-C is
-    typed, which the terminal turns into SIGINT for the process."""
+    a shell's foreground job does); once that text was printed (and
+    ``and_when()`` is true, when given: say, the server has the request the
+    text announces, which is printed before it is sent), Ctrl-C is typed,
+    which the terminal turns into SIGINT for the process."""
     master, slave = pty.openpty()
 
     def own_terminal() -> None:  # in the child, after setsid: the pty becomes its controlling terminal
@@ -206,7 +274,7 @@ def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None,
     output, typed = b"", False
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if interrupted and not typed and ctrl_c_when.encode() in output:
+        if interrupted and not typed and ctrl_c_when.encode() in output and (and_when is None or and_when()):
             os.write(master, b"\x03")
             typed = True
         ready, _, _ = select.select([master], [], [], 0.1)
@@ -223,6 +291,23 @@ def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None,
     os.close(master)
     assert typed or not interrupted, output.decode("utf-8", "replace")
     return process.wait(timeout=10), output.decode("utf-8", "replace")
+
+
+def processes_with(marker: str) -> list[int]:
+    """The processes (zombies aside) whose command line holds ``marker``: a
+    test that names its commands uniquely sees at once whether any is left,
+    rather than waiting to see what one would have done."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+                state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if marker.encode() in cmdline and state != b"Z":
+                found.append(int(name))
+    return found
 
 
 _SHA = re.compile(r"\b[0-9a-f]{40}\b")

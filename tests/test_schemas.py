@@ -17,30 +17,49 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 import logist
+import logist.schemas
 from logist.protocol.answer import ACTIONS, InvalidAnswer, parse_answer, validate_answer
 from logist.schemas import FROZEN, SCHEMAS, llm_chat_schema, render, stale_schemas, write_schemas
 
 SCHEMAS_DIR = REPO_ROOT / "schemas"
 
 
-def test_committed_schemas_are_what_the_models_generate():
+@pytest.fixture(scope="session")
+def built() -> dict[str, str]:
+    """Each schema built once for this module's tests, as its file holds it
+    (building them all costs about 2 s of CPU). Once per process, not per
+    module: the longest tests start first (conftest), which splits a module's
+    tests, and a module fixture would be built again at each return to it."""
+    return {name: render(build()) for name, build in SCHEMAS.items()}
+
+
+@pytest.fixture
+def built_once(monkeypatch, built):
+    """logist.schemas's builders give what they built once (:func:`built`):
+    for the tests of what is done with the schemas (a stale file found,
+    rewritten, the command's output), not of how they are built."""
+    monkeypatch.setattr(logist.schemas, "SCHEMAS", {name: (lambda text=text: json.loads(text)) for name, text in built.items()})
+
+
+def test_committed_schemas_are_what_the_models_generate(built, built_once):
     assert sorted(p.name for p in SCHEMAS_DIR.glob("*.json")) == sorted([*SCHEMAS, *FROZEN])
-    for name, build in SCHEMAS.items():
+    for name, text in built.items():
         committed = (SCHEMAS_DIR / name).read_text(encoding="utf-8")
-        assert committed == render(build()), f"{name} is stale: run python -m logist.schemas"
+        assert committed == text, f"{name} is stale: run python -m logist.schemas"
     assert stale_schemas(SCHEMAS_DIR) == []
 
 
-def test_a_stale_or_missing_file_is_named_and_rewritten(tmp_path):
+def test_a_stale_or_missing_file_is_named_and_rewritten(tmp_path, built, built_once):
     assert stale_schemas(tmp_path) == list(SCHEMAS), "every file is missing"
     assert write_schemas(tmp_path) == list(SCHEMAS)
     assert stale_schemas(tmp_path) == []
-    stale = json.loads(render(llm_chat_schema()))
+    assert {name: (tmp_path / name).read_text(encoding="utf-8") for name in SCHEMAS} == built
+    stale = json.loads(built["llm-chat-schema.json"])
     stale["$defs"]["response"]["properties"]["command"]["minLength"] = 0
     (tmp_path / "llm-chat-schema.json").write_text(render(stale), encoding="utf-8")
     assert stale_schemas(tmp_path) == ["llm-chat-schema.json"]
     # Only a byte-exact copy is current: the newline at the end counts too.
-    (tmp_path / "llm-chat-schema.json").write_text(render(llm_chat_schema()).rstrip("\n"), encoding="utf-8")
+    (tmp_path / "llm-chat-schema.json").write_text(built["llm-chat-schema.json"].rstrip("\n"), encoding="utf-8")
     assert stale_schemas(tmp_path) == ["llm-chat-schema.json"]
     assert write_schemas(tmp_path) == ["llm-chat-schema.json"]
     assert stale_schemas(tmp_path) == []
@@ -54,17 +73,20 @@ def _module(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_command_checks_and_rewrites(tmp_path):
+def test_the_command_checks_and_rewrites(tmp_path, built, built_once, capsys):
     (tmp_path / "llm-chat-schema.json").write_text("{}\n", encoding="utf-8")
+    # Once as python -m logist.schemas runs it (its builders its own), then its main() in this process.
     check = _module("--check", "--dir", str(tmp_path))
     assert check.returncode == 1
     assert "stale: llm-chat-schema.json" in check.stderr
     assert (tmp_path / "llm-chat-schema.json").read_text(encoding="utf-8") == "{}\n", "--check changes nothing"
-    write = _module("--dir", str(tmp_path))
-    assert write.returncode == 0, write.stderr
-    assert "wrote llm-chat-schema.json" in write.stderr
-    assert (tmp_path / "llm-chat-schema.json").read_text(encoding="utf-8") == render(llm_chat_schema())
-    assert _module("--check", "--dir", str(tmp_path)).returncode == 0
+    assert logist.schemas.main(["--check", "--dir", str(tmp_path)]) == 1
+    assert "stale: llm-chat-schema.json (run python -m logist.schemas)" in capsys.readouterr().err
+    assert logist.schemas.main(["--dir", str(tmp_path)]) == 0
+    assert "wrote llm-chat-schema.json" in capsys.readouterr().err
+    assert (tmp_path / "llm-chat-schema.json").read_text(encoding="utf-8") == built["llm-chat-schema.json"]
+    assert logist.schemas.main(["--check", "--dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().err == ""
 
 
 #: Schemas that describe no file: what requests carry, not what Logist writes or reads.
@@ -73,16 +95,16 @@ FILE_SCHEMAS = [name for name in SCHEMAS if name not in NOT_FILES]
 
 
 @pytest.mark.parametrize("name", list(SCHEMAS))
-def test_rendering_is_stable(name):
-    text = render(SCHEMAS[name]())
+def test_rendering_is_stable(name, built):
+    text = built[name]
     assert text.endswith("}\n") and not text.endswith("\n\n")
     assert render(json.loads(text)) == text
     assert render(SCHEMAS[name]()) == text, "building twice gives the same bytes"
 
 
 @pytest.mark.parametrize("name", FILE_SCHEMAS)
-def test_every_file_has_the_header(name):
-    schema = SCHEMAS[name]()
+def test_every_file_has_the_header(name, built):
+    schema = json.loads(built[name])
     Draft202012Validator.check_schema(schema)
     assert list(schema)[:4] == ["$schema", "$id", "title", "description"]
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
@@ -123,8 +145,8 @@ def undescribed(schema, where: str = "#") -> list[str]:
 
 
 @pytest.mark.parametrize("name", FILE_SCHEMAS)
-def test_every_field_of_every_file_has_a_description(name):
-    missing = undescribed(SCHEMAS[name]())
+def test_every_field_of_every_file_has_a_description(name, built):
+    missing = undescribed(json.loads(built[name]))
     assert not missing, f"{name}: {missing[0]} has no description (a docstring under the field)" + (
         f", nor have {len(missing) - 1} more" if len(missing) > 1 else "")
 

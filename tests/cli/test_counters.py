@@ -1,18 +1,19 @@
-"""The counters a person sees agree (issue 32, point 6), through a rewind
+"""The counters a person sees agree, through a rewind
 and a replay: ``Steps`` in ``job status``, the progress line's ``step N of
 MAX`` and the model's ``[Step N of MAX]`` count the answers applied in the
 history as it stands (what ``--max-steps`` limits; a rewind gives back the
 steps it undoes, a replayed answer is one); ``Calls`` counts the requests
 made to a model, ever (a rewound call was made and paid for; a replayed
-answer is no call). Real processes, a pseudo-terminal for the progress
-line, the scripted server."""
+answer is no call). The real ``logist`` program in this process
+(``logist_cli``), a process of its own on a pseudo-terminal for the
+progress line, the scripted server."""
 
 from __future__ import annotations
 
 import json
 import re
 
-from conftest import logist_process, run_on_a_terminal
+from conftest import logist_cli, run_on_a_terminal
 from logist.engine.create import create_job
 from logist.replay.scripted import answer
 
@@ -24,11 +25,11 @@ def ok(result, code: int = 0):
 
 def counters(job_id: str) -> tuple[str, str, dict]:
     """The Steps and Calls lines of ``job status``, and its JSON."""
-    text = ok(logist_process("job", "status", job_id)).stdout.splitlines()
+    text = ok(logist_cli("job", "status", job_id)).stdout.splitlines()
     steps = next(line for line in text if line.startswith("Steps:"))
     calls = next(line for line in text if line.startswith("Calls:"))
     assert not any(line.startswith("Step:") for line in text)  # the entry's number is not called a step
-    return steps, calls, json.loads(ok(logist_process("job", "status", job_id, "--json")).stdout)
+    return steps, calls, json.loads(ok(logist_cli("job", "status", job_id, "--json")).stdout)
 
 
 def marker(request: dict) -> str:
@@ -39,13 +40,13 @@ def test_steps_and_calls_through_a_rewind_and_a_replay(jobs, llm):
     create_job(jobs, "c", "Count to four")
     for n in range(1, 5):
         llm.add(answer("MESSAGE", message=f"counting {n}"))
-        ok(logist_process("job", "step", "c", "--oneshot", "--base-url", llm.base_url))
+        ok(logist_cli("job", "step", "c", "--oneshot", "--base-url", llm.base_url))
     assert [marker(r) for r in llm.requests] == [f"[Step {n} of 100]" for n in range(1, 5)]
     steps, calls, data = counters("c")
     assert steps.startswith("Steps:   4 of 100 used") and calls.startswith("Calls:   4 made to a model")
 
     # Back to the end of entry 3 (create, then two calls): two steps, four calls made.
-    ok(logist_process("job", "restep", "c", "--entry", "3"))
+    ok(logist_cli("job", "restep", "c", "--entry", "3"))
     steps, calls, data = counters("c")
     assert steps.startswith("Steps:   2 of 100 used") and calls.startswith("Calls:   4 made to a model")
     assert (data["steps"], data["totals"]["llm_calls"]) == (2, 4)
@@ -61,7 +62,7 @@ def test_steps_and_calls_through_a_rewind_and_a_replay(jobs, llm):
 
     # A replay applies recorded answers: steps, not calls.
     create_job(jobs, "r", "Count to four")
-    replayed = ok(logist_process("job", "replay", "r", "--history", str(jobs.path / "c" / "jobHistory.json")))
+    replayed = ok(logist_cli("job", "replay", "r", "--history", str(jobs.path / "c" / "jobHistory.json")))
     steps, calls, data = counters("r")
     applied = data["totals"]["replayed"]
     assert applied >= 3, replayed.stderr

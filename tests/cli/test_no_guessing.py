@@ -1,9 +1,10 @@
-"""The command line never makes a person guess (issue 32, point 6): why a
+"""The command line never makes a person guess: why a
 command was held, a line while a model's command runs, the output of a
 command approve-command ran, what Ctrl-C kept and how to go on, and the
-real cause of INTERVENTION_REQUIRED. Each on a real ``logist`` process
-against the suite's scripted server; a pseudo-terminal where the point is
-what a terminal shows."""
+real cause of INTERVENTION_REQUIRED. Each runs the real ``logist`` program
+against the suite's scripted server: in this process (``logist_cli``), and
+as a process of its own on a pseudo-terminal where the point is what a
+terminal shows, or what Ctrl-C leaves."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from logist.engine.create import create_job
 from logist.engine.step import post_answer
 from logist.replay.scripted import Reply, answer
 
-from conftest import logist_process, run_on_a_terminal
+from conftest import logist_cli, logist_process, run_on_a_terminal
 from test_terminal import screen, shows
 
 #: A duration as a command's line gives it.
@@ -31,7 +32,7 @@ def test_a_command_with_shell_operators_is_held_and_the_rule_is_named(jobs, llm)
     every place that shows the held command says which rule held it."""
     job = create_job(jobs, "held", "Run it", allowed_commands=["echo*"])
     llm.add(answer("CMD", command=PIPED))
-    step = logist_process("job", "step", "held", "--oneshot", "--base-url", llm.base_url)
+    step = logist_cli("job", "step", "held", "--oneshot", "--base-url", llm.base_url)
     assert step.returncode == 3, step.stderr
     rule = ("it holds shell operators ('>', '&', '|'): a command with a shell operator runs without asking only "
             "when an --allow pattern is that exact command ('echo*' would match it otherwise)")
@@ -39,15 +40,15 @@ def test_a_command_with_shell_operators_is_held_and_the_rule_is_named(jobs, llm)
         in step.stderr, step.stderr
     assert job.manifest().pending_command == PIPED
 
-    status = logist_process("job", "status", "held")
+    status = logist_cli("job", "status", "held")
     assert f"Held:    because {rule}" in status.stdout.splitlines(), status.stdout
-    assert json.loads(logist_process("job", "status", "held", "--json").stdout)["held_because"] == rule
-    assert f"Held because: {rule}" in logist_process("job", "show", "held").stdout
+    assert json.loads(logist_cli("job", "status", "held", "--json").stdout)["held_because"] == rule
+    assert f"Held because: {rule}" in logist_cli("job", "show", "held").stdout
 
     # --json of the step says it too.
     again = create_job(jobs, "held2", "Run it", allowed_commands=["echo*"])
     llm.add(answer("CMD", command=PIPED))
-    as_json = logist_process("job", "step", "held2", "--oneshot", "--json", "--base-url", llm.base_url)
+    as_json = logist_cli("job", "step", "held2", "--oneshot", "--json", "--base-url", llm.base_url)
     assert as_json.returncode == 3 and json.loads(as_json.stdout)[-1]["held_because"] == rule
     assert again.manifest().pending_command == PIPED
 
@@ -56,7 +57,7 @@ def test_an_exact_pattern_lets_a_command_with_shell_operators_run(jobs, llm):
     """The way to allow such a command on purpose: a pattern that is that exact command."""
     job = create_job(jobs, "exact", "Run it", allowed_commands=["echo*", PIPED])
     llm.add(answer("CMD", command=PIPED), answer("MESSAGE", message="ok"))
-    step = logist_process("job", "step", "exact", "--oneshot", "--base-url", llm.base_url)
+    step = logist_cli("job", "step", "exact", "--oneshot", "--base-url", llm.base_url)
     assert step.returncode == 0, step.stderr
     assert job.manifest().pending_command is None
     assert "   | piped" in step.stderr.splitlines(), step.stderr
@@ -66,10 +67,10 @@ def test_the_policy_ask_and_a_pattern_that_does_not_match_are_named(jobs, llm):
     create_job(jobs, "ask", "Run it", command_policy="ask")
     create_job(jobs, "nomatch", "Run it", allowed_commands=["pytest*"])
     llm.add(answer("CMD", command="ls -la"), answer("CMD", command="ls -la"))
-    ask = logist_process("job", "step", "ask", "--oneshot", "--base-url", llm.base_url)
+    ask = logist_cli("job", "step", "ask", "--oneshot", "--base-url", llm.base_url)
     assert "its command is held because the job's command policy is ask: every command waits for a person" \
         in ask.stderr, ask.stderr
-    nomatch = logist_process("job", "step", "nomatch", "--oneshot", "--base-url", llm.base_url)
+    nomatch = logist_cli("job", "step", "nomatch", "--oneshot", "--base-url", llm.base_url)
     assert "its command is held because no --allow pattern matches it (--allow 'pytest*')" in nomatch.stderr
 
 
@@ -79,30 +80,30 @@ def test_the_policy_ask_and_a_pattern_that_does_not_match_are_named(jobs, llm):
 def test_intervention_names_its_cause_and_suggests_a_budget_only_when_one_stopped_the_job(jobs, llm):
     create_job(jobs, "stuck", "Write hello.py")
     llm.add(answer("STUCK", summary="the spec names no file"))
-    step = logist_process("job", "step", "stuck", "--base-url", llm.base_url)
+    step = logist_cli("job", "step", "stuck", "--base-url", llm.base_url)
     assert step.returncode == 3, step.stderr
     line = step.stderr.strip().splitlines()[-1]
     assert line == ("Job 'stuck' needs intervention: Worker is STUCK: the spec names no file; look at the reason "
                     "(logist job status) and resubmit it (logist job resubmit --feedback TEXT)."), line
-    again = logist_process("job", "run", "stuck")  # refused: the job waits; the same line
+    again = logist_cli("job", "run", "stuck")  # refused: the job waits; the same line
     assert again.returncode == 3 and again.stderr.strip().splitlines()[-1] == line
 
     create_job(jobs, "invalid", "Write hello.py", format_retries=0)
     llm.add("this is not an answer")
-    invalid = logist_process("job", "step", "invalid", "--base-url", llm.base_url)
+    invalid = logist_cli("job", "step", "invalid", "--base-url", llm.base_url)
     line = invalid.stderr.strip().splitlines()[-1]
     assert line.startswith("Job 'invalid' needs intervention: invalid answer from Worker: "), line
     assert "budget" not in line and "--max-steps" not in line
 
     budget = create_job(jobs, "spent", "Write hello.py", max_steps=1)
     post_answer(budget, answer("MESSAGE", message="hi"))
-    spent = logist_process("job", "step", "spent", "--base-url", llm.base_url)
+    spent = logist_cli("job", "step", "spent", "--base-url", llm.base_url)
     assert spent.returncode == 4, spent.stderr
     assert spent.stderr.strip().splitlines()[-1] == (
         "Job 'spent' stopped at a budget: max steps reached (1 of 1 steps); raise it: logist job set spent --max-steps N")
-    refused = logist_process("job", "approve", "spent")
+    refused = logist_cli("job", "approve", "spent")
     assert "raise the budget that stopped it" in refused.stderr, refused.stderr
-    refused = logist_process("job", "approve", "stuck")
+    refused = logist_cli("job", "approve", "stuck")
     assert "resubmit" in refused.stderr and "budget" not in refused.stderr, refused.stderr
 
 
@@ -125,7 +126,7 @@ def test_a_line_shows_a_running_commands_seconds_on_a_terminal_and_nothing_in_a_
     # Not a terminal: no line redrawn, only the command's line with its time, as for a call.
     create_job(jobs, "piped", "Run it", allowed_commands=[SLOW])
     llm.add(answer("CMD", command=SLOW))
-    piped = logist_process("job", "step", "piped", "--oneshot", "--base-url", llm.base_url)
+    piped = logist_cli("job", "step", "piped", "--oneshot", "--base-url", llm.base_url)
     assert piped.returncode == 0, piped.stderr
     assert "running," not in piped.stderr and "\r" not in piped.stderr and "\x1b" not in piped.stderr
     assert re.search(re.escape(f"   $ {SLOW}  (exit 0, ") + SECONDS.pattern, piped.stderr), piped.stderr
@@ -145,11 +146,11 @@ def test_approve_command_shows_the_commands_output_as_job_step_does(jobs, llm):
     job = create_job(jobs, "held", "Run it", command_policy="ask")
     create_job(jobs, "ran", "Run it", allowed_commands=[APPROVED])
     llm.add(answer("CMD", command=APPROVED), answer("CMD", command=APPROVED))
-    assert logist_process("job", "step", "held", "--oneshot", "--base-url", llm.base_url).returncode == 3
-    ran = logist_process("job", "step", "ran", "--oneshot", "--base-url", llm.base_url)
+    assert logist_cli("job", "step", "held", "--oneshot", "--base-url", llm.base_url).returncode == 3
+    ran = logist_cli("job", "step", "ran", "--oneshot", "--base-url", llm.base_url)
     assert ran.returncode == 0, ran.stderr
 
-    approved = logist_process("job", "approve-command", "held")
+    approved = logist_cli("job", "approve-command", "held")
     assert approved.returncode == 0, approved.stderr
     lines = approved.stderr.splitlines()
     assert lines[0] == f"Running: {APPROVED}"
@@ -160,8 +161,8 @@ def test_approve_command_shows_the_commands_output_as_job_step_does(jobs, llm):
 
     recorded = JobFiles(job.dir).entry(job.manifest().last_sequence).command
     llm.add(answer("CMD", command=APPROVED))
-    assert logist_process("job", "step", "held", "--oneshot", "--base-url", llm.base_url).returncode == 3
-    data = json.loads(logist_process("job", "approve-command", "held", "--json").stdout)
+    assert logist_cli("job", "step", "held", "--oneshot", "--base-url", llm.base_url).returncode == 3
+    data = json.loads(logist_cli("job", "approve-command", "held", "--json").stdout)
     assert data["command"]["command"] == APPROVED and data["command"]["exit_code"] == 3
     assert data["command"]["output"] == recorded.output, "what the model is shown"
 
@@ -177,8 +178,12 @@ def said(output: str) -> list[str]:
 def test_ctrl_c_during_a_call_says_what_was_kept_and_how_to_go_on(jobs, llm):
     job = create_job(jobs, "slow", "Write hello.py")
     llm.add(answer("MESSAGE", message="first"), Reply(content=answer("MESSAGE", message="late"), delay=30))
+    # The progress line is printed before the request is sent: Ctrl-C once the server holds the call,
+    # so that it is in flight (typed earlier, the call would not be made and the next command's call
+    # would get the late answer, after its delay).
     code, output = run_on_a_terminal("job", "run", "slow", "--base-url", llm.base_url,
-                                     ctrl_c_when="step 2 of 100: waiting for the model")
+                                     ctrl_c_when="step 2 of 100: waiting for the model",
+                                     and_when=lambda: len(llm.requests) == 2)
     assert code == 130, output
     rows = said(output)
     assert "Error: interrupted" not in output and "Traceback" not in output, output
@@ -194,10 +199,9 @@ def test_ctrl_c_during_a_call_says_what_was_kept_and_how_to_go_on(jobs, llm):
     assert "Pending: step 3's call was in flight and is not recorded" in status, status
 
     llm.add(answer("STUCK", summary="enough"))
-    # The scripted server may still be holding the interrupted call's late answer (30 s): on a loaded
-    # machine the next call can wait behind it, so it is given more than the default 30 s to be answered.
-    going_on = logist_process("job", "run", "slow", "--base-url", llm.base_url, "--request-timeout", "120")
+    going_on = logist_process("job", "run", "slow", "--base-url", llm.base_url)
     assert going_on.returncode == 3, going_on.stderr
+    assert len(llm.requests) == 3, "the interrupted call was made again, answered with the STUCK"
     assert job.manifest().totals.unknown_calls == 1, "recorded as the call it was"
 
 

@@ -248,12 +248,15 @@ def test_a_progress_line_while_the_call_is_in_flight_only_on_a_terminal(jobs, ll
     assert output.index("#2 Worker MESSAGE -> RUNNING") > progress_end
     assert "Worker MESSAGE: " in output[progress_end:]
 
-    llm.add(slow)
+    # Quiet or piped there is no progress line at all (one is drawn as soon as it starts): the answer
+    # need not be slow to show it is never drawn.
+    fast = Reply(content=answer("MESSAGE", message="thinking"), pieces=6)
+    llm.add(fast)
     code, quiet = run_on_a_terminal("job", "step", "hello", "--oneshot", "--quiet", "--base-url", llm.base_url)
     assert code == 0 and "waiting for the model" not in quiet and "\x1b[K" not in quiet
     assert "#3 Worker MESSAGE -> RUNNING" in quiet and "tokens in" not in quiet
 
-    llm.add(slow)
+    llm.add(fast)
     piped = ok(logist_process("job", "step", "hello", "--oneshot", "--base-url", llm.base_url))
     assert "waiting for the model" not in piped.stderr and "\x1b" not in piped.stderr
     assert "#4 Worker MESSAGE -> RUNNING" in piped.stderr

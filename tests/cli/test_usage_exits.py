@@ -1,13 +1,13 @@
-"""Exit codes as the table in ``logist/cli/app.py`` states them (issue 32,
-point 6): what a person typed wrong exits 2 (usage), in one line, changing
-nothing; a SUSPENDED job exits 3 like the other states that wait for a
-person. Real processes."""
+"""Exit codes as the table in ``logist/cli/app.py`` states them: what a
+person typed wrong exits 2 (usage), in one line, changing nothing; a
+SUSPENDED job exits 3 like the other states that wait for a person. The real ``logist`` program in this process (``logist_cli``): its
+exit status is the one a process of its own exits with."""
 
 from __future__ import annotations
 
 import pytest
 
-from conftest import logist_process
+from conftest import logist_cli
 from logist.cli.app import EXIT_CODES, EXIT_NEEDS_PERSON, EXIT_USAGE
 from logist.engine.create import create_job
 from logist.engine.decide import user_action
@@ -40,7 +40,7 @@ def test_what_a_person_typed_wrong_exits_2_in_one_line(jobs, case):
     create_job(jobs, "j", "Say hi")
     args, says = USAGE[case]
     before = sorted(p.name for p in jobs.path.iterdir())
-    result = logist_process(*args)
+    result = logist_cli(*args)
     assert result.returncode == EXIT_USAGE, f"exit {result.returncode}: {result.stderr}"
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and says in lines[0], result.stderr
@@ -54,11 +54,11 @@ def test_a_suspended_job_exits_3_like_the_other_waiting_states(jobs, llm, comman
     job = create_job(jobs, "s", "Say hi")
     post_answer(job, answer("MESSAGE", message="one"))
     user_action(job, "suspend")
-    result = logist_process(*command, *(["--base-url", llm.base_url] if command[1] != "poststep" else []))
+    result = logist_cli(*command, *(["--base-url", llm.base_url] if command[1] != "poststep" else []))
     assert result.returncode == EXIT_NEEDS_PERSON, result.stderr
     assert result.stderr.strip().splitlines() == ["Job 's' is SUSPENDED: resume it (logist job resume)."]
     assert llm.requests == []
     assert str(job.manifest().status) == "SUSPENDED"
     assert "SUSPENDED" in dict(EXIT_CODES)[EXIT_NEEDS_PERSON]
-    help_text = logist_process("--help").stdout
+    help_text = logist_cli("--help").stdout
     assert "SUSPENDED" in help_text[help_text.index("Exit codes"):]

@@ -90,8 +90,8 @@ def test_a_restart_does_not_redo_the_summary(jobs, llm):
     compacting_worker(jobs)
     create_job(jobs, "long", "A long task")
     llm.add(*[note(i) for i in range(1, 6)], "the summary")
-    for _ in range(6):
-        result = logist_process("job", "step", "--oneshot", "long", "--base-url", llm.base_url)
+    for _ in range(6):  # in this process: only the killed step needs a process of its own
+        result = logist_cli("job", "step", "--oneshot", "long", "--base-url", llm.base_url)
         assert result.returncode == 0, result.stderr
     # A step killed while waiting for its answer, after the summary was made.
     llm.add(Reply(content=note(6), delay=30))
