@@ -30,7 +30,7 @@ driver stops using it, hands its jobs out again, at most :data:`MAX_RETRIES`
 times each, and starts a replacement on another node of the batch (on the
 same node only when no other is left and Ray says it lives: Ray lists a
 lost node as alive until its heartbeats time out). A runner whose lease on a
-job in flight lapsed (read every third of a lease length: the runner is
+job in flight lapsed (looked at as it expires: the runner is
 stopped, or its node lost before Ray says so) is treated as dead too, so
 its jobs wait one lease length at most; should it go on, it finds its
 leases taken and stops, and the driver ignores what it returns. The job's next runner
@@ -80,6 +80,8 @@ from .loop import QueueOutcome
 MAX_RETRIES = 3
 #: How long a job handed out again waits for the dead runner's lease to be over, in lease lengths.
 RETRY_LEASE_WAIT = 1.5
+#: How long after a lease's expiry the driver looks at it again (seconds): a lease is over once past its expiry.
+LOOK_AFTER_EXPIRY = 0.05
 #: Settings passed to the runners (prefixes), and those never passed.
 FORWARDED = ("LOGIST_", "GIT_")
 SECRET = ("LOGIST_API_KEY",)
@@ -372,7 +374,6 @@ class RayEngine:
                         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                         yield QueueOutcome(job_id, None, error=f"its Ray task failed: {type(exc).__name__}: {first}")
                 if time.monotonic() >= next_check:
-                    next_check = time.monotonic() + lease_seconds / 3
                     # A runner whose lease on a job lapsed is stalled (stopped, its node lost before Ray
                     # says so): its jobs are handed out again now, not when it goes on or Ray notices.
                     for ref, (job_id, slot) in list(inflight.items()):
@@ -382,11 +383,28 @@ class RayEngine:
                             failed = again(job_id, slot, "stalled past its lease")
                             if failed:
                                 yield failed
+                    next_check = _next_look(jobs_path, inflight, lease_seconds)
         finally:
             for ref in list(inflight) + list(abandoned):
                 with contextlib.suppress(Exception):
                     ray.cancel(ref)
             ray.shutdown()
+
+
+def _next_look(jobs_path: str, inflight: dict, lease_seconds: float) -> float:
+    """When (``time.monotonic()``) to look at the in-flight jobs' leases
+    again: just after the first of them held by its runner expires, so a
+    stalled runner's job goes out again as its lease lapses, not up to a
+    look's period later; a third of a lease length at most (a lease taken
+    since is looked at then)."""
+    wait = lease_seconds / 3
+    now = time.time()
+    for job_id, slot in inflight.values():
+        held = JobFiles(Path(jobs_path) / job_id).read_lease()
+        expires = leases.expiry(held) if held is not None and held.get("task") == slot.name else None
+        if expires is not None:
+            wait = min(wait, expires.timestamp() - now + LOOK_AFTER_EXPIRY)
+    return time.monotonic() + max(LOOK_AFTER_EXPIRY, wait)
 
 
 def _lapsed(jobs_path: str, job_id: str, task: str) -> bool:

@@ -112,14 +112,20 @@ def read_lease(files: "JobFiles") -> Optional[dict]:
     return data if isinstance(data, dict) else None
 
 
-def over(data: dict, now: Optional[datetime] = None) -> Optional[str]:
-    """Why lease ``data`` is over (it may be taken over), or None while it is live."""
-    now = now or _now()
+def expiry(data: dict) -> Optional[datetime]:
+    """When lease ``data`` expires, or None when it names no valid expiry."""
     try:
         expires = datetime.fromisoformat(str(data.get("expires_at")))
     except ValueError:
-        return "it names no valid expiry"
-    if expires.tzinfo is None:
+        return None
+    return expires if expires.tzinfo is not None else None
+
+
+def over(data: dict, now: Optional[datetime] = None) -> Optional[str]:
+    """Why lease ``data`` is over (it may be taken over), or None while it is live."""
+    now = now or _now()
+    expires = expiry(data)
+    if expires is None:
         return "it names no valid expiry"
     if expires <= now:
         return f"it expired at {data.get('expires_at')}"

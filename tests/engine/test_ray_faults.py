@@ -53,10 +53,10 @@ JOBS = scaled(8, 24)
 CONCURRENCY = "4"
 #: config.json's lease_seconds for these batches.
 LEASE = 5.0
-#: What a takeover may take beyond one lease length: the driver's check of the
-#: leases of its jobs in flight (every third of a lease), a runner's start-up
-#: on another node, its watch of a lease (every 0.5 s), on a loaded machine.
-MARGIN = 5.0
+#: What a takeover may take beyond one lease length: the driver looks at a
+#: lease as it expires, then the job goes to a runner (one started on another
+#: node, if need be), which watches a lease every 0.5 s.
+MARGIN = 1.0
 SMALL = dict(num_cpus=1, object_store_memory=80 * 1024 * 1024)
 
 
