@@ -18,6 +18,7 @@ from pathlib import Path
 from logist.store.session import JobFiles
 from logist.store.jobsdir import JobsDir
 from logist.replay.fixtures import create_from_fixture
+from logist.replay.server import ReplayLLMServer
 from logist.store.entries import CALL_KINDS
 
 from conftest import REPO_ROOT, logist_cli, logist_process
@@ -196,3 +197,16 @@ def end_state(job_dir: Path) -> dict:
                         if not e.unknown_outcome and e.kind != "repair"]
     state["calls"] = recorded_calls(job_dir)
     return state
+
+
+def serial_reference(folder: Path) -> dict:
+    """The end state of one job of the recording (:data:`WORDCOUNT`) run alone
+    and serially in a jobs directory made in ``folder``: what each job of a
+    batch under a fault must end as."""
+    jobs = JobsDir(folder / "jobs")
+    jobs.init()
+    make_jobs(jobs, 1)
+    with ReplayLLMServer(WORDCOUNT) as server:
+        result = run_all(jobs, server, "--engine", "serial")
+    assert result.returncode == 3, result.stderr
+    return end_state(jobs.path / "job-00")

@@ -22,13 +22,12 @@ import time
 
 import pytest
 
-from logist.store.jobsdir import JobsDir
 from logist.store.session import LEASE_NAME
 from logist.replay.server import ReplayLLMServer
 
 from engine.batch_helpers import (
     WORDCOUNT, TakeoverWatch, assert_each_paid_call_recorded_once, corrupt_files, end_state, leases_of, make_jobs,
-    finish, now, output, run_all, scaled, set_lease_seconds, start_batch,
+    finish, now, output, run_all, scaled, serial_reference, set_lease_seconds, start_batch,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.scale]
@@ -48,13 +47,7 @@ UNDER_WAY = scaled(24, 400)
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> dict:
     """One job of the recording, run alone and serially."""
-    jobs = JobsDir(tmp_path_factory.mktemp("reference") / "jobs")
-    jobs.init()
-    make_jobs(jobs, 1)
-    with ReplayLLMServer(WORDCOUNT) as server:
-        result = run_all(jobs, server, "--engine", "serial")
-    assert result.returncode == 3, result.stderr
-    return end_state(jobs.path / "job-00")
+    return serial_reference(tmp_path_factory.mktemp("reference"))
 
 
 def _wait_until_under_way(jobs, ids, server, batch) -> dict[str, dict]:

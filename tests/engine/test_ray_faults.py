@@ -42,7 +42,7 @@ from logist.replay.server import ReplayLLMServer
 
 from engine.batch_helpers import (
     WORDCOUNT, TakeoverWatch, assert_each_paid_call_recorded_once, corrupt_files, end_state, leases_of, make_jobs,
-    finish, now, output, run_all, scaled, set_lease_seconds, start_batch,
+    finish, now, output, scaled, serial_reference, set_lease_seconds, start_batch,
 )
 
 ray = pytest.importorskip("ray", reason="the ray engine's tests need Ray (pip install -e '.[test]')")
@@ -150,13 +150,8 @@ def named_nodes():
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> dict:
-    jobs = JobsDir(tmp_path_factory.mktemp("reference") / "jobs")
-    jobs.init()
-    make_jobs(jobs, 1)
-    with ReplayLLMServer(WORDCOUNT) as server:
-        result = run_all(jobs, server, "--engine", "serial")
-    assert result.returncode == 3, result.stderr
-    return end_state(jobs.path / "job-00")
+    """One job of the recording, run alone and serially."""
+    return serial_reference(tmp_path_factory.mktemp("reference"))
 
 
 def _fresh_jobs(tmp_path, name: str) -> tuple[JobsDir, list[str]]:

@@ -27,7 +27,7 @@ import time
 
 import pytest
 
-from conftest import logist_process
+from conftest import logist_process, processes_with
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.failpoints import COMMAND_POINTS, POINTS
@@ -169,18 +169,4 @@ def test_a_storm_of_kills_loses_and_breaks_nothing(jobs):
     history = job.history_path.read_text(encoding="utf-8")
     assert [note for note in answered_before_kill if note not in history] == []
     assert [p.name for p in job.dir.iterdir() if ".corrupt-" in p.name] == []
-    assert _commands_running() == [], "a killed step's command outlived it"
-
-
-def _commands_running() -> list[str]:
-    """Live processes running :data:`COMMAND` (Linux; elsewhere none are seen)."""
-    found = []
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()) if os.path.isdir("/proc/self") else ():
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "notes/commands.txt" in cmdline:
-            found.append(f"{pid}: {cmdline}")
-    return found
+    assert processes_with("notes/commands.txt") == [], "a killed step's command outlived it"

@@ -55,7 +55,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import logist_process
+from conftest import logist_process, processes_with
 from logist.replay.scripted import LLMServer, Reply, answer
 from logist.store.session import JobFiles
 
@@ -445,18 +445,5 @@ def test_a_storm_of_kills_over_commands_checks_agents_and_serve_decisions(jobs, 
     assert sorted(seen - set(recorded_agent_calls)) == [], "a call the agent saw answered is not recorded"
     assert set(recorded_agent_calls) <= set(agent_calls)
     assert [call for call, n in agent_calls.items() if n > 1] == [], "the gateway sent an agent's call twice"
-    assert _processes_running(str(folder / "my-agent"), "notes/commands.txt", "held.txt") == []
-
-
-def _processes_running(*needles: str) -> list[str]:
-    """Live processes whose command line holds one of ``needles`` (Linux; elsewhere none are seen)."""
-    found = []
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()) if os.path.isdir("/proc/self") else ():
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if any(needle in cmdline for needle in needles):
-            found.append(f"{pid}: {cmdline}")
-    return found
+    assert [pid for marker in (str(folder / "my-agent"), "notes/commands.txt", "held.txt")
+            for pid in processes_with(marker)] == []
