@@ -12,9 +12,11 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import termios
 import time
 from pathlib import Path
@@ -48,9 +50,41 @@ def pytest_configure(config):
     foreground job: a suite started in the background by a non-interactive
     shell (``cmd &``) inherits SIGINT ignored, and every child would too
     (Python leaves an ignored SIGINT ignored), so a test typing Ctrl-C, or
-    stopping ``logist serve`` with SIGINT, would wait for nothing."""
+    stopping ``logist serve`` with SIGINT, would wait for nothing.
+
+    And the tests' directories go to memory (:func:`_memory_basetemp`)."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    _memory_basetemp(config)
+
+
+#: A tmpfs the tests' directories can go to, and the prefix of the folder made there for one run.
+MEMORY = Path("/dev/shm")
+MEMORY_PREFIX = "logist-tests-"
+
+
+def _is_tmpfs(path: Path) -> bool:
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return False
+    return any(fields[1] == str(path) and fields[2] == "tmpfs" for fields in (line.split() for line in mounts) if len(fields) > 2)
+
+
+def _memory_basetemp(config) -> None:
+    """Unless ``--basetemp`` names a folder, the tests' directories (every job,
+    workspace and git repository they make) go to a folder of this run's
+    own on a tmpfs (``/dev/shm``) where there is one. Logist fsyncs what its
+    storage contract needs, about 20 times a test; on this disk an fsync costs
+    1-2 ms and waits, on a tmpfs nothing. No test is about a disk's
+    durability: a killed process loses nothing the page cache holds either
+    way, and the tests that fill a disk mount a tmpfs of their own. The
+    folder is removed when every test passed and kept (and named) when one
+    failed. pytest-xdist's workers take their own folders below it."""
+    if config.option.basetemp or hasattr(config, "workerinput") or not _is_tmpfs(MEMORY) \
+            or not os.access(MEMORY, os.W_OK):
+        return
+    config.option.basetemp = tempfile.mkdtemp(prefix=MEMORY_PREFIX, dir=MEMORY)
 
 
 #: Where the last runs' durations of the tests are kept (pytest's cache), and
@@ -96,9 +130,17 @@ def pytest_runtest_logreport(report):
     _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
 
 
-def pytest_sessionfinish(session):
-    """Keep this run's durations for the next run's order (the controller
-    only, which sees every worker's reports)."""
+def pytest_sessionfinish(session, exitstatus):
+    """Remove the run's folder in memory if every test passed, else name it
+    (:func:`_memory_basetemp`); keep this run's durations for the next run's
+    order (the controller only, which sees every worker's reports)."""
+    basetemp = session.config.option.basetemp
+    if not hasattr(session.config, "workerinput") and basetemp and \
+            Path(basetemp).parent == MEMORY and Path(basetemp).name.startswith(MEMORY_PREFIX):
+        if exitstatus == 0:
+            shutil.rmtree(basetemp, ignore_errors=True)
+        else:
+            session.config.get_terminal_writer().line(f"the tests' files are kept in {basetemp}")
     cache = getattr(session.config, "cache", None)
     if cache is None or hasattr(session.config, "workerinput") or not _durations:
         return
