@@ -10,9 +10,9 @@ A cluster named but gone is said to be in one line (:func:`cluster_address`).
 
 **One runner per node.** Each node of the cluster gets one long-lived
 actor, a :class:`Runner` (``num_cpus=0``: it waits on the model, it does not
-compute; ``max_concurrency``: its share of ``--concurrency``, run on its
-threads), given the batch's settings once, when it starts. The driver hands
-out jobs as a runner's threads free up; each runs
+compute; ``max_concurrency``: the whole ``--concurrency``, of which the
+driver hands it its share), given the batch's settings once, when it
+starts. The driver hands out jobs as a runner's share frees up; each runs
 :func:`logist.engine.engines.run_one`, as the threads engine does. A worker
 process imports Logist once per batch and node, not once per job.
 
@@ -27,9 +27,13 @@ nonce never reaches the driver) is named in one line and runs nothing.
 **A runner that dies** (its process killed, its node lost) is not retried by
 Ray (``max_restarts=0``, ``max_task_retries=0``: the driver decides). The
 driver stops using it, hands its jobs out again, at most :data:`MAX_RETRIES`
-times each, and starts a replacement on another node of the batch (on the
-same node only when no other is left and Ray says it lives: Ray lists a
-lost node as alive until its heartbeats time out). A runner whose lease on a
+times each, and gives its share of the concurrency to the least loaded
+runner on another node of the batch: every runner is started with threads
+for the whole ``--concurrency`` (``max_concurrency``) and the driver hands
+it only its share, so the share moves at once, with no process to start
+while the jobs wait. Only when no runner on another node is left does a
+new runner start for it, on its own node, while Ray says that lives (Ray
+lists a lost node as alive until its heartbeats time out). A runner whose lease on a
 job in flight lapsed (looked at as it expires: the runner is
 stopped, or its node lost before Ray says so) is treated as dead too, so
 its jobs wait one lease length at most; should it go on, it finds its
@@ -236,10 +240,12 @@ class RayEngine:
             yield from self._run(jobs_path, job_ids, kwargs)
 
     def _start(self, ray, node: str, capacity: int, jobs_path: str, kwargs: dict):
+        """A runner on ``node`` handed ``capacity`` jobs at once, with threads
+        for the whole concurrency: a share moved to it later needs no new process."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # lazy: part of Ray
 
         actor = ray.remote(Runner).options(
-            num_cpus=0, max_concurrency=capacity, max_restarts=0, max_task_retries=0,
+            num_cpus=0, max_concurrency=max(capacity, self.concurrency), max_restarts=0, max_task_retries=0,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
         name = f"ray-{node[:8]}-{secrets.token_hex(4)}"
         handle = actor.remote(jobs_path, kwargs, worker_env(), name)
@@ -281,7 +287,7 @@ class RayEngine:
             # A refused node's share of the concurrency goes to the nodes that run jobs.
             lost = sum(s.capacity for s in slots) - sum(s.capacity for s in good)
             if good and lost:
-                good.append(self._start(ray, self._least_loaded([s.node for s in good], good), lost, jobs_path, kwargs))
+                self._least_loaded(good).capacity += lost
             return good
         finally:
             shutil.rmtree(folder, ignore_errors=True)
@@ -289,23 +295,24 @@ class RayEngine:
                 folder.parent.rmdir()
 
     def _replace(self, ray, dead: _Slot, slots: list[_Slot], jobs_path: str, kwargs: dict) -> Optional[_Slot]:
-        """A new runner for ``dead``'s share: on the least loaded other node of
-        the batch still alive, else on its own node while Ray says it lives.
-        Not its own node first: Ray lists a lost node as alive until its
-        heartbeats time out, and a replacement placed there dies with it."""
+        """``dead``'s share of the concurrency moved: to the least loaded
+        runner on another node of the batch still alive (it has the threads:
+        :meth:`_start`), else to a new runner on its own node while Ray says
+        it lives. Not its own node first: Ray lists a lost node as alive
+        until its heartbeats time out, and a runner placed there dies with
+        it. Returns the new runner, if one was started."""
         alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
-        others = [s.node for s in slots if s.alive and s.node in alive and s.node != dead.node]
+        others = [s for s in slots if s.alive and s.node in alive and s.node != dead.node]
         if others:
-            node = self._least_loaded(others, slots)
-        elif dead.node in alive:
-            node = dead.node
-        else:
+            self._least_loaded(others).capacity += dead.capacity
             return None
-        return self._start(ray, node, dead.capacity, jobs_path, kwargs)
+        if dead.node in alive:
+            return self._start(ray, dead.node, dead.capacity, jobs_path, kwargs)
+        return None
 
     @staticmethod
-    def _least_loaded(nodes: list[str], slots: list[_Slot]) -> str:
-        return min(nodes, key=lambda n: sum(s.capacity for s in slots if s.alive and s.node == n))
+    def _least_loaded(slots: list[_Slot]) -> _Slot:
+        return min(slots, key=lambda s: s.capacity)
 
     def _run(self, jobs_path, job_ids, kwargs):
         ray = ray_module()
@@ -324,7 +331,7 @@ class RayEngine:
             next_check = time.monotonic() + lease_seconds / 3
 
             def lost(slot: _Slot) -> None:
-                """``slot``'s runner died or stalled: no more jobs for it; a replacement for its share."""
+                """``slot``'s runner died or stalled: no more jobs for it; its share moved (:meth:`_replace`)."""
                 nonlocal replacements
                 if slot.alive:
                     slot.alive = False
