@@ -19,12 +19,12 @@ import re
 from pathlib import Path
 from typing import Literal, Optional
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 from pydantic.json_schema import SkipJsonSchema
 
 from ..errors import ConfigError, NoSuchNameError, format_validation_error
 from ..resources import data_dir
+from . import yaml_text
 
 SKILL_FILE = "SKILL.md"
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(?P<yaml>.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(?P<body>.*)\Z", re.DOTALL)
@@ -133,8 +133,8 @@ def parse_skill(path: Path) -> Skill:
     if not match:
         raise ConfigError(f"skill {path}: no YAML frontmatter (the file must start with a '---' block)")
     try:
-        meta = yaml.safe_load(match.group("yaml"))
-    except yaml.YAMLError as exc:
+        meta = yaml_text.parse(match.group("yaml"))
+    except yaml_text.YAMLSyntaxError as exc:
         where = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = f" at line {where.line + 2}" if where is not None else ""  # + the opening '---'
         problem = " ".join(str(getattr(exc, "problem", None) or "").split())
