@@ -15,13 +15,12 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
 from .atomic import atomic_write_json
 from .config import JobDefaults
 from .status import PLANNER, SUPERVISOR, WORKER, Status  # noqa: F401 (the manifest's names for them)
 from ..errors import CorruptFileError, InvalidManifestError
-from .skills import ActiveSkill
 
 #: The format this version of Logist writes; older ones are upgraded (store/upgrade.py).
 MANIFEST_FORMAT = 2
@@ -165,6 +164,32 @@ class JobSettings(JobDefaults):
     job's own); in a job's files, fields a newer Logist added are kept."""
 
     model_config = KEEP_UNKNOWN
+
+
+class ActiveSkill(BaseModel):
+    """What a job keeps of its skill (in a job's files, fields a newer Logist added are kept)."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str
+    """The skill's name."""
+    params: dict[str, str] = {}
+    """The values its params had: given, else their defaults."""
+    instructions: str
+    """The skill's instructions as rendered with those values at create; later edits of SKILL.md do not change them."""
+    protocol: Optional[Literal["json", "tags"]] = None
+    """The protocol the skill asks the job's roles to answer in, if it names one (absent: each role's own)."""
+    prompted: bool = False
+    """Whether the person gave the job's objective (kosmos-panel's custom prompt), sent in the tags protocol in place of "Execute skill: NAME"."""
+
+    @model_serializer(mode="wrap")
+    def _without_an_unset_protocol(self, handler):
+        # Absent, not null or false: a job made before these fields keeps the files it had.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("protocol", "") is None:
+            del data["protocol"]
+        if isinstance(data, dict) and data.get("prompted") is False:
+            del data["prompted"]
+        return data
 
 
 class JobDefinition(BaseModel):
