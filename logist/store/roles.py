@@ -34,9 +34,10 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal, Optional
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AliasChoices, ConfigDict, Field, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from .model import StoreModel
 from ..agents.providers import PROVIDERS
 from ..errors import ConfigError, NoSuchNameError, format_validation_error, json_problem
 from ..resources import data_dir
@@ -46,7 +47,7 @@ from . import yaml_text
 MANIFEST_SUFFIXES = (".json", ".yaml", ".yml")
 
 
-class RoleManifest(BaseModel):
+class RoleManifest(StoreModel):
     """A role: who the model is told to be, and how it is called."""
 
     model_config = ConfigDict(extra="forbid")

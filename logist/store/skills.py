@@ -19,9 +19,10 @@ import re
 from pathlib import Path
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 from pydantic.json_schema import SkipJsonSchema
 
+from .model import StoreModel
 from ..errors import ConfigError, NoSuchNameError, format_validation_error
 from ..resources import data_dir
 from . import yaml_text
@@ -32,7 +33,7 @@ _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(?P<yaml>.*?)\r?\n---[ \t]*(?:\r?\n|
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
 
 
-class SkillParam(BaseModel):
+class SkillParam(StoreModel):
     """A value the skill's instructions name as {{name}}."""
 
     model_config = ConfigDict(extra="forbid")
@@ -46,7 +47,7 @@ class SkillParam(BaseModel):
     """The value when none is given; it may name other params as {{name}}."""
 
 
-class Skill(BaseModel):
+class Skill(StoreModel):
     """A skill as its SKILL.md says it: the frontmatter's fields and the body."""
 
     model_config = ConfigDict(extra="forbid")
