@@ -22,7 +22,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable, Literal, Optional, Sequence, Union
 
-from .. import views
+from ..views.refresh import refresh
 from ..agents.providers import PINNED, PROVIDERS, find_program, version as agent_version
 from ..engine.budget import BUDGETS, SETTABLE, raise_hint, stopped_by_budget  # noqa: F401 (BUDGETS, SETTABLE: logist.api's)
 from ..engine.call import CallWatch, call_settings, finish_interrupted
@@ -498,7 +498,7 @@ class Job(JobReader):
         (``rebuild_manifest``: a manifest with an invalid field too, rebuilt
         from the history)."""
         report = check_files(self.stored, finish_interrupted(self.stored), self.jobs.lock_timeout, rebuild_manifest)
-        views.refresh(self.stored)  # a repair recorded an entry
+        refresh(self.stored)  # a repair recorded an entry
         return report
 
     # -- stepping -----------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Union
 
 from ..engine import workflow as _workflow
-from ..engine.commands import held_because  # noqa: F401 (this and the next lines' unused names: logist.api's)
+from ..engine.command_policy import held_because  # noqa: F401 (this and the next lines' unused names: logist.api's)
 from ..engine.workflow import NEEDS_PERSON, STEPPABLE, WAITING_FOR_PERSON  # noqa: F401
 from ..protocol.answer import file_changes_from
 from ..errors import LogistError

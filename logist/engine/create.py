@@ -18,7 +18,7 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from .. import views
+from ..views.refresh import refresh
 from ..errors import ConfigError, UsageError, format_validation_error
 from ..store.entries import UserInput
 from ..store.jobsdir import JobsDir, check_job_id
@@ -197,7 +197,7 @@ def create_job(jobs_dir: JobsDir, job_id: str, spec: Union[JobSpec, str, None] =
         shutil.rmtree(job.dir, ignore_errors=True)
         raise
     jobs_dir.register(job_id, make_current=spec.make_current, rank=spec.rank)
-    views.refresh(job)  # the transcript starts with the create entry
+    refresh(job)  # the transcript starts with the create entry
     return job
 
 

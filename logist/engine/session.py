@@ -22,7 +22,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator, Optional
 
-from .. import views
+from ..views.refresh import refresh
 from ..store import lease as leases
 from ..errors import MovedOnError
 from ..store.session import JobFiles, JobSession
@@ -68,7 +68,7 @@ def open_locked(job: JobFiles, timeout: float = 0, at: Optional[int] = None) -> 
                 session.close()
     finally:
         if opened:
-            views.refresh(job)
+            refresh(job)
 
 
 def upgrade(job: JobFiles, timeout: float = 0) -> Optional[str]:

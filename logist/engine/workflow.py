@@ -35,13 +35,23 @@ row with a real job.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional, Protocol, Union
 
 from ..errors import ConfigError
-from ..protocol.answer import ACTION_RULES, USER, Event  # noqa: F401 (USER: the Planner's send_to for the person; the table's readers find it here)
+from ..protocol.actions import ACTION_RULES, USER, Event  # noqa: F401 (USER: the Planner's send_to for the person; the table's readers find it here)
 from ..store.manifest import JobManifest
-from ..store.roles import RoleManifest
 from ..store.status import PLANNER, SUPERVISOR, WORKER, Status
+
+
+class AnsweringRole(Protocol):
+    """What :func:`answer_protocol` reads of a role (:class:`logist.store.roles.RoleManifest`):
+    named so, not imported, since the table reads no role file and a command
+    that only reads loads none (an import-linter contract in pyproject.toml)."""
+
+    name: str
+    source: Optional[str]
+    protocol: str
+    agent: Optional[str]
 
 #: Who acts, beyond the slots of the store: a role the Planner addressed,
 #: and a person.
@@ -283,7 +293,7 @@ def verified(manifest: JobManifest, who: str, event: Event) -> Event:
     return UNCHECKED if who == SOLO and not manifest.no_review else event
 
 
-def answer_protocol(role: RoleManifest, manifest: JobManifest) -> str:
+def answer_protocol(role: AnsweringRole, manifest: JobManifest) -> str:
     """The protocol ``role`` answers in, in the job of ``manifest``: its
     job's skill's, when that names one, else its own. A Planner always
     answers in JSON: only JSON carries its plan and send_to. A coding agent

@@ -260,3 +260,11 @@ class Message(Action):
 
 #: The built-in actions, in the order the prompt and the schema list them.
 BUILTIN: tuple[Action, ...] = (Completed(), Stuck(), Retry(), Command(), Ask(), Message())
+
+#: The protocol's actions, by name, in the order the prompt and the schema
+#: list them: the built-in ones, and any
+#: :func:`logist.protocol.answer.register_action` adds. The registry is here,
+#: below the answer model, so that what reads only the workflow's rules
+#: (:mod:`logist.engine.workflow`, and through it ``logist job status``)
+#: finds the actions without building the answer's models.
+ACTION_RULES: dict[str, Action] = {action.name: action for action in BUILTIN}

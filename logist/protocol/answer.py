@@ -44,7 +44,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from pydantic.json_schema import GenerateJsonSchema
 
 from . import forms
-from .actions import BUILTIN, PLANNER_OPTIONAL, PLANNER_REQUIRED, USER, Action, Event  # noqa: F401 (the protocol's names)
+from .forms import extract_json_text  # noqa: F401 (the protocol's names)
+from .actions import ACTION_RULES, BUILTIN, PLANNER_OPTIONAL, PLANNER_REQUIRED, USER, Action, Event  # noqa: F401 (the protocol's names)
 from ..errors import InvalidAnswer  # noqa: F401 (the parser's error, named here too)
 from .paths import PATH_MAX, check_relative_path, is_git_name  # noqa: F401 (the path rules of answers)
 
@@ -53,10 +54,6 @@ from .paths import PATH_MAX, check_relative_path, is_git_name  # noqa: F401 (the
 SUMMARY_LIMIT = 1000
 _SUMMARY = "summary_for_supervisor"
 
-#: The protocol's actions (:mod:`logist.protocol.actions`), by name, in the
-#: order the prompt and the schema list them: the built-in ones, and any
-#: :func:`register_action` adds.
-ACTION_RULES: dict[str, Action] = {action.name: action for action in BUILTIN}
 #: The protocols a role (``protocol`` in its manifest) or a skill can speak.
 PROTOCOLS = ("json", "tags")
 
@@ -81,9 +78,6 @@ _derived()
 def action_of(name: str) -> Action:
     """The action an answer's ``action`` names."""
     return ACTION_RULES[name]
-
-
-_FENCE = re.compile(r"^```(?:json|JSON)?[ \t]*\r?\n(?P<body>.*?)\r?\n?```$", re.DOTALL)
 
 
 # --------------------------------------------------------------------------
@@ -320,15 +314,6 @@ def _response_validator():
 
 # --------------------------------------------------------------------------
 # Parsing
-
-
-def extract_json_text(raw: str) -> str:
-    """The JSON text of an answer, with a surrounding ```json fence removed."""
-    text = raw.strip()
-    match = _FENCE.match(text)
-    if match:
-        text = match.group("body").strip()
-    return text
 
 
 def _file_change_forms() -> list[tuple[str, str]]:

@@ -34,6 +34,8 @@ from ..errors import json_problem
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
 _LONE_CLOSE = re.compile(r"\A.*?</(?:think|thinking|reasoning)>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*(?P<lang>[A-Za-z0-9_+-]*)[ \t]*\r?\n(?P<body>.*?)(?:\r?\n)?[ \t]*```", re.DOTALL)
+#: An answer that is one fenced block and nothing else (:func:`extract_json_text`).
+_JSON_FENCE = re.compile(r"^```(?:json|JSON)?[ \t]*\r?\n(?P<body>.*?)\r?\n?```$", re.DOTALL)
 #: Objects tried when looking for the answer in prose: enough for any real
 #: answer, and a bound on the work a pathological one can cause.
 _MAX_CANDIDATES = 200
@@ -358,3 +360,12 @@ def normalise(data: dict, fields: dict, actions: dict[str, str], *, planner: boo
     if planner and "action" not in out:
         _planner_action(out, extra.get("stop"), notes)
     return out, extra
+
+
+def extract_json_text(raw: str) -> str:
+    """The JSON text of an answer, with a surrounding ```json fence removed."""
+    text = raw.strip()
+    match = _JSON_FENCE.match(text)
+    if match:
+        text = match.group("body").strip()
+    return text

@@ -27,8 +27,7 @@ import json
 import operator
 from typing import Optional
 
-from pydantic import BaseModel
-
+from .model import StoreModel
 from .entries import AgentRunRecord
 from .manifest import KEEP_UNKNOWN
 
@@ -100,7 +99,7 @@ def key_digest(key: Optional[str]) -> Optional[str]:
     return parts[2] if len(parts) == 3 else None
 
 
-class SavedAnswer(BaseModel):
+class SavedAnswer(StoreModel):
     """A call's outcome as it arrived, before anything was made of it."""
 
     model_config = KEEP_UNKNOWN

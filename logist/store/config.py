@@ -24,8 +24,9 @@ from pathlib import Path
 import urllib.parse
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
+from .model import StoreModel
 from ..errors import ConfigError, format_validation_error, json_problem
 from ..secrets import environment
 from ..secrets.redact import KEY_VARIABLES
@@ -36,7 +37,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 BASE_URL_VARIABLES = ("LOGIST_BASE_URL", "OPENAI_BASE_URL", "AI_KOSMOS_MODEL_BASE_URL")
 
 
-class Price(BaseModel):
+class Price(StoreModel):
     """What a model costs, in USD per million tokens."""
 
     model_config = ConfigDict(extra="forbid")
@@ -46,7 +47,7 @@ class Price(BaseModel):
     """USD per million completion tokens."""
 
 
-class ModelSettings(BaseModel):
+class ModelSettings(StoreModel):
     """What Logist knows of one model, where the endpoint does not tell."""
 
     model_config = ConfigDict(extra="forbid")
@@ -56,7 +57,7 @@ class ModelSettings(BaseModel):
     """The model's context window in tokens (a role's own context_window wins)."""
 
 
-class JobDefaults(BaseModel):
+class JobDefaults(StoreModel):
     """Settings a job copies at create time; each can be set per job too."""
 
     # logist.engine.create.JobSpec takes each field, its limits and its help from here: the help is
@@ -104,7 +105,7 @@ class JobDefaults(BaseModel):
         " failing check sends the work back to the Worker with its output."))
 
 
-class LogistConfig(BaseModel):
+class LogistConfig(StoreModel):
     """``config.json``: the jobs directory's endpoint, models, prices and job defaults."""
 
     model_config = ConfigDict(extra="forbid")

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import ConfigDict, model_validator
 
+from .model import StoreModel
 from .manifest import KEEP_UNKNOWN, JobDefinition, JobState, Message
 
 #: Entry kinds. llm_call: one call of the model; replay: an answer applied
@@ -45,7 +46,7 @@ ANSWER_KINDS = ("llm_call", "replay", "poststep", "agent_run")
 CALL_KINDS = ("llm_call", "replay", "poststep", "compaction", "agent_run")
 
 
-class RequestMetadata(BaseModel):
+class RequestMetadata(StoreModel):
     """How a call was made: for whom, in which state, with which model and parameters."""
 
     model_config = KEEP_UNKNOWN
@@ -75,7 +76,7 @@ class RequestMetadata(BaseModel):
     """The coding agent that answered (the role's ``agent``), when one did: the request is the prompt it was given."""
 
 
-class AddedMessage(BaseModel):
+class AddedMessage(StoreModel):
     """A message a call added: its text, or (a command's output being the
     next message the model is sent) ``prefix``, the ``command.output`` of
     entry ``output_of``, then ``suffix``, so the output is stored once."""
@@ -99,7 +100,7 @@ class AddedMessage(BaseModel):
         return self
 
 
-class Request(BaseModel):
+class Request(StoreModel):
     """The request's messages: ``prompt`` in full, or ``continues`` + ``added``."""
 
     model_config = KEEP_UNKNOWN
@@ -123,7 +124,7 @@ class Request(BaseModel):
         return self
 
 
-class Response(BaseModel):
+class Response(StoreModel):
     """What came back from a call, and what Logist made of it."""
 
     model_config = KEEP_UNKNOWN
@@ -151,7 +152,7 @@ class Response(BaseModel):
     """Fields the answer carried that the protocol does not know (the reference Logist design's job_manifest_url, TaskWeaver's stop...): kept here, never acted on."""
 
 
-class Usage(BaseModel):
+class Usage(StoreModel):
     """Tokens and cost of one call."""
 
     model_config = KEEP_UNKNOWN
@@ -165,7 +166,7 @@ class Usage(BaseModel):
     """True when the endpoint reported no usage and the tokens were estimated from the text (4 characters a token, rounded up)."""
 
 
-class AgentCall(BaseModel):
+class AgentCall(StoreModel):
     """One model call a coding agent made through the gateway: what the entry
     says of it; the call in full (request, answer, a stream's events) is the
     file it names."""
@@ -189,7 +190,7 @@ class AgentCall(BaseModel):
     """Why the call failed or its answer broke off."""
 
 
-class AgentRunRecord(BaseModel):
+class AgentRunRecord(StoreModel):
     """One run of a role's coding agent (an ``agent_run`` entry; a replay of one carries it too)."""
 
     model_config = KEEP_UNKNOWN
@@ -227,7 +228,7 @@ class AgentRunRecord(BaseModel):
     """The run's work as a binary git patch against the commit it started from: what job replay applies without the agent."""
 
 
-class CommandRecord(BaseModel):
+class CommandRecord(StoreModel):
     """A command the model asked for, and what became of it."""
 
     model_config = KEEP_UNKNOWN
@@ -251,7 +252,7 @@ class CommandRecord(BaseModel):
     """The same for the standard error."""
 
 
-class UserInput(BaseModel):
+class UserInput(StoreModel):
     """A person's command and its text."""
 
     model_config = KEEP_UNKNOWN
@@ -263,7 +264,7 @@ class UserInput(BaseModel):
     """approve: the person approved while a check failed or the checks had not run on the workspace's commit (--despite-checks)."""
 
 
-class CheckResult(BaseModel):
+class CheckResult(StoreModel):
     """One check of a run: its command and what it did."""
 
     model_config = KEEP_UNKNOWN
@@ -292,7 +293,7 @@ class CheckResult(BaseModel):
         return "passed" if self.passed else f"failed (exit {self.exit_code})"
 
 
-class CheckRun(BaseModel):
+class CheckRun(StoreModel):
     """One run of the job's checks (an entry of kind ``check``)."""
 
     model_config = KEEP_UNKNOWN
@@ -333,7 +334,7 @@ def unknown_outcome(entry: dict) -> bool:
     return ((entry.get("response") or {}).get("status")) == UNKNOWN
 
 
-class HistoryEntry(BaseModel):
+class HistoryEntry(StoreModel):
     """One entry of the job's history: its number names it everywhere (commit messages, the `#N` of `job step`'s lines, `--entry N`); it is not the step count."""
 
     model_config = KEEP_UNKNOWN
@@ -453,7 +454,7 @@ class HistoryEntry(BaseModel):
         return {**{name: data[name] for name in order}, **data}
 
 
-class JobHistory(BaseModel):
+class JobHistory(StoreModel):
     """The whole file, for readers; appends never build this."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)

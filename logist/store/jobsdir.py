@@ -24,8 +24,9 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from .model import StoreModel
 from ..errors import ConfigError, CorruptFileError, LogistError, NoSuchNameError, UsageError
 from .atomic import atomic_write_json, move_aside
 from .config import LogistConfig, load_config
@@ -45,7 +46,7 @@ INDEX_FORMAT = 2
 INDEX_SCHEMA = "jobs-index.v2.schema.json"
 
 
-class JobsIndex(BaseModel):
+class JobsIndex(StoreModel):
     """``jobs_index.json``: the jobs of a jobs directory, the current one and the queue.
 
     An index written before it named its format (format 1: no ``$schema``,

@@ -31,8 +31,9 @@ import os
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
+from .model import StoreModel
 from . import seek
 from .atomic import atomic_write_json, dump_json, fsync_dir, naming
 from ..failpoints import failpoint
@@ -48,7 +49,7 @@ from .response_formats import kept_in, path_for
 ROOM_TO_SPARE = 256 << 10
 
 
-class StepJournal(BaseModel):
+class StepJournal(StoreModel):
     """``step_journal.json``: present only while a step is being applied."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)

@@ -15,13 +15,13 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, model_serializer
 
+from .model import StoreModel
 from .atomic import atomic_write_json
 from .config import JobDefaults
 from .status import PLANNER, SUPERVISOR, WORKER, Status  # noqa: F401 (the manifest's names for them)
 from ..errors import CorruptFileError, InvalidManifestError
-from .skills import ActiveSkill
 
 #: The format this version of Logist writes; older ones are upgraded (store/upgrade.py).
 MANIFEST_FORMAT = 2
@@ -45,7 +45,7 @@ def utc_now() -> str:
 KEEP_UNKNOWN = ConfigDict(extra="allow")
 
 
-class Message(BaseModel):
+class Message(StoreModel):
     """One chat message, as sent to or received from the model."""
 
     model_config = ConfigDict(extra="forbid")
@@ -55,7 +55,7 @@ class Message(BaseModel):
     """The message's text, exactly as sent or received."""
 
 
-class Question(BaseModel):
+class Question(StoreModel):
     """A question the model asked the person (ASK)."""
 
     model_config = KEEP_UNKNOWN
@@ -65,7 +65,7 @@ class Question(BaseModel):
     """False: the person may skip it."""
 
 
-class Turn(BaseModel):
+class Turn(StoreModel):
     """One role's turn: from its first call until its exit command.
 
     The conversation is not stored here: each call of the turn is a history
@@ -102,7 +102,7 @@ class Turn(BaseModel):
     """Round count at which a summary call last failed; no new attempt until the conversation has grown past it."""
 
 
-class Handoff(BaseModel):
+class Handoff(StoreModel):
     """The last exit command, passed to the next role (and shown to people)."""
 
     model_config = KEEP_UNKNOWN
@@ -116,7 +116,7 @@ class Handoff(BaseModel):
     """Workspace files it named as evidence."""
 
 
-class Totals(BaseModel):
+class Totals(StoreModel):
     """Sums over the job's history, rewound entries included (they were paid
     for). Tokens, cost and ``llm_calls`` count real model calls only; answers
     applied from a recording or posted by hand are counted apart. Every
@@ -148,7 +148,7 @@ class Totals(BaseModel):
         return self.prompt_tokens + self.completion_tokens
 
 
-class Source(BaseModel):
+class Source(StoreModel):
     """Where a cloned workspace came from (job create --from-repo)."""
 
     model_config = KEEP_UNKNOWN
@@ -167,7 +167,33 @@ class JobSettings(JobDefaults):
     model_config = KEEP_UNKNOWN
 
 
-class JobDefinition(BaseModel):
+class ActiveSkill(StoreModel):
+    """What a job keeps of its skill (in a job's files, fields a newer Logist added are kept)."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str
+    """The skill's name."""
+    params: dict[str, str] = {}
+    """The values its params had: given, else their defaults."""
+    instructions: str
+    """The skill's instructions as rendered with those values at create; later edits of SKILL.md do not change them."""
+    protocol: Optional[Literal["json", "tags"]] = None
+    """The protocol the skill asks the job's roles to answer in, if it names one (absent: each role's own)."""
+    prompted: bool = False
+    """Whether the person gave the job's objective (kosmos-panel's custom prompt), sent in the tags protocol in place of "Execute skill: NAME"."""
+
+    @model_serializer(mode="wrap")
+    def _without_an_unset_protocol(self, handler):
+        # Absent, not null or false: a job made before these fields keeps the files it had.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("protocol", "") is None:
+            del data["protocol"]
+        if isinstance(data, dict) and data.get("prompted") is False:
+            del data["prompted"]
+        return data
+
+
+class JobDefinition(StoreModel):
     """What the job is: set at create, recorded once in the history's first entry."""
 
     model_config = KEEP_UNKNOWN
@@ -201,7 +227,7 @@ class JobDefinition(BaseModel):
     """Solo workflow: --no-review was given at create, so the Worker's COMPLETED ends the job at SUCCESS even when it has no checks (without it, a solo job with no checks waits for a person's approval)."""
 
 
-class CheckSummary(BaseModel):
+class CheckSummary(StoreModel):
     """The last run of the job's checks, for approval: where it ran and what failed."""
 
     model_config = KEEP_UNKNOWN
@@ -215,7 +241,7 @@ class CheckSummary(BaseModel):
     """The commands of the checks that failed."""
 
 
-class JobState(BaseModel):
+class JobState(StoreModel):
     """Where the job stands: changes with every step; each history entry
     carries it as it was after the entry (``state``)."""
 

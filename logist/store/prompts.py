@@ -42,9 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Protocol
 
-import yaml
-
 from ..errors import ConfigError, json_problem
+from . import yaml_text
 
 
 class RoleLike(Protocol):
@@ -226,8 +225,8 @@ def read_template(path: Path) -> str:
 def _yaml_prompt(path: Path, text: str) -> str:
     """The prompt a YAML prompt file holds (TaskWeaver's ``planner_prompt.yaml`` shape)."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        data = yaml_text.parse(text)
+    except yaml_text.YAMLSyntaxError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

@@ -379,6 +379,16 @@ def recovered_manifest(files: "JobFiles") -> JobManifest:
         manifest, unreadable = None, exc
     except InvalidManifestError as exc:
         manifest, invalid = None, exc
+    if manifest is not None:
+        # The history's last entry is read whole only when the manifest is behind it:
+        # its number says so, and a reader that finds the two agree (nearly always)
+        # validates no entry.
+        try:
+            newest = seek.last_sequence(files)
+        except (CorruptFileError, FileNotFoundError):
+            return manifest
+        if newest is None or newest <= manifest.last_sequence:
+            return manifest
     try:
         last = seek.last_entry(files)
     except (CorruptFileError, FileNotFoundError):

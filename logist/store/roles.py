@@ -34,19 +34,20 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal, Optional
 
-import yaml
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AliasChoices, ConfigDict, Field, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from .model import StoreModel
 from ..agents.providers import PROVIDERS
 from ..errors import ConfigError, NoSuchNameError, format_validation_error, json_problem
 from ..resources import data_dir
 from .prompts import check_instructions
+from . import yaml_text
 
 MANIFEST_SUFFIXES = (".json", ".yaml", ".yml")
 
 
-class RoleManifest(BaseModel):
+class RoleManifest(StoreModel):
     """A role: who the model is told to be, and how it is called."""
 
     model_config = ConfigDict(extra="forbid")
@@ -151,8 +152,8 @@ def _read_file(path: Path) -> object:
         if path.suffix == ".json":
             return json.loads(text)
         try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
+            return yaml_text.parse(text)
+        except yaml_text.YAMLSyntaxError as exc:
             raise syntax_error(path, exc, "role manifest") from None
     except RecursionError:
         raise ConfigError(f"role manifest {path}: nested too deeply to be a role") from None

@@ -107,33 +107,62 @@ def read_entry(files: "JobFiles", sequence: int) -> HistoryEntry:
     return HistoryEntry.model_validate(found)
 
 
-def last_entry(files: "JobFiles") -> Optional[HistoryEntry]:
-    """The last entry, reading only the end of the file."""
-    path = files.history_path
+def _last(files: "JobFiles") -> tuple[Optional[HistoryEntry], Optional[bytes]]:
+    """The last entry's JSON text, reading only the end of the file: ``(None,
+    text)``; a history in an older format, or one that cannot be mapped, is
+    read whole: ``(entry, None)``; no entry: ``(None, None)``."""
     if file_format(files) < HISTORY_FORMAT:
         entries = load_history(files).interactions
-        return entries[-1] if entries else None
-    with open(path, "rb") as handle:
+        return (entries[-1] if entries else None), None
+    with open(files.history_path, "rb") as handle:
         end = _canonical_end(files, handle)
         view = _map(handle) if end is not None else None
         if view is None and end is not None:  # too long to map under the process's memory limit
             newest = next(OffsetReader(files, handle, end, 0).backward(end), None)
-            if newest is None:
-                return None
-            text = newest[1]
-        elif view is None:
+            return None, (newest[1] if newest is not None else None)
+        if view is None:
             entries = load_history(files).interactions
-            return entries[-1] if entries else None
-        else:
-            with view:
-                start = view.rfind(ENTRY_START, 0, end)
-                if start < 0:
-                    return None
-                text = view[start:end]
+            return (entries[-1] if entries else None), None
+        with view:
+            start = view.rfind(ENTRY_START, 0, end)
+            return None, (view[start:end] if start >= 0 else None)
+
+
+def _entry_of(files: "JobFiles", data) -> HistoryEntry:
     try:
-        return HistoryEntry.model_validate(json.loads(text))
+        return HistoryEntry.model_validate(data)
     except (ValueError, ValidationError, RecursionError):
-        raise CorruptFileError(f"{path} is corrupt: its last entry cannot be parsed") from None
+        raise CorruptFileError(f"{files.history_path} is corrupt: its last entry cannot be parsed") from None
+
+
+def last_entry(files: "JobFiles") -> Optional[HistoryEntry]:
+    """The last entry, reading only the end of the file."""
+    entry, text = _last(files)
+    if text is None:
+        return entry
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        raise CorruptFileError(f"{files.history_path} is corrupt: its last entry cannot be parsed") from None
+    return _entry_of(files, data)
+
+
+def last_sequence(files: "JobFiles") -> Optional[int]:
+    """The last entry's number (None: no entry), read from its JSON without
+    building the entry when it names one: what a reader compares with the
+    manifest's before it needs the entry itself (:func:`logist.store.recovery.recovered_manifest`).
+    Raises :class:`CorruptFileError` as :func:`last_entry` does when it names none."""
+    entry, text = _last(files)
+    if text is None:
+        return entry.sequence if entry is not None else None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        raise CorruptFileError(f"{files.history_path} is corrupt: its last entry cannot be parsed") from None
+    number = data.get("sequence") if isinstance(data, dict) else None
+    if isinstance(number, int) and not isinstance(number, bool):
+        return number
+    return _entry_of(files, data).sequence
 
 
 def read_entries(files: "JobFiles", sequences: set[int]) -> dict[int, dict]:

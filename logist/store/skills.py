@@ -19,19 +19,21 @@ import re
 from pathlib import Path
 from typing import Literal, Optional
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
+from pydantic import ConfigDict, Field, ValidationError
 from pydantic.json_schema import SkipJsonSchema
 
+from .model import StoreModel
 from ..errors import ConfigError, NoSuchNameError, format_validation_error
 from ..resources import data_dir
+from . import yaml_text
+from .manifest import ActiveSkill  # noqa: F401 (what a job keeps of its skill: a part of its manifest)
 
 SKILL_FILE = "SKILL.md"
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(?P<yaml>.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(?P<body>.*)\Z", re.DOTALL)
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
 
 
-class SkillParam(BaseModel):
+class SkillParam(StoreModel):
     """A value the skill's instructions name as {{name}}."""
 
     model_config = ConfigDict(extra="forbid")
@@ -45,7 +47,7 @@ class SkillParam(BaseModel):
     """The value when none is given; it may name other params as {{name}}."""
 
 
-class Skill(BaseModel):
+class Skill(StoreModel):
     """A skill as its SKILL.md says it: the frontmatter's fields and the body."""
 
     model_config = ConfigDict(extra="forbid")
@@ -98,32 +100,6 @@ class Skill(BaseModel):
         return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text).strip()
 
 
-class ActiveSkill(BaseModel):
-    """What a job keeps of its skill (in a job's files, fields a newer Logist added are kept)."""
-
-    model_config = ConfigDict(extra="allow")
-    name: str
-    """The skill's name."""
-    params: dict[str, str] = {}
-    """The values its params had: given, else their defaults."""
-    instructions: str
-    """The skill's instructions as rendered with those values at create; later edits of SKILL.md do not change them."""
-    protocol: Optional[Literal["json", "tags"]] = None
-    """The protocol the skill asks the job's roles to answer in, if it names one (absent: each role's own)."""
-    prompted: bool = False
-    """Whether the person gave the job's objective (kosmos-panel's custom prompt), sent in the tags protocol in place of "Execute skill: NAME"."""
-
-    @model_serializer(mode="wrap")
-    def _without_an_unset_protocol(self, handler):
-        # Absent, not null or false: a job made before these fields keeps the files it had.
-        data = handler(self)
-        if isinstance(data, dict) and data.get("protocol", "") is None:
-            del data["protocol"]
-        if isinstance(data, dict) and data.get("prompted") is False:
-            del data["prompted"]
-        return data
-
-
 def parse_skill(path: Path) -> Skill:
     try:
         text = path.read_text(encoding="utf-8")
@@ -133,8 +109,8 @@ def parse_skill(path: Path) -> Skill:
     if not match:
         raise ConfigError(f"skill {path}: no YAML frontmatter (the file must start with a '---' block)")
     try:
-        meta = yaml.safe_load(match.group("yaml"))
-    except yaml.YAMLError as exc:
+        meta = yaml_text.parse(match.group("yaml"))
+    except yaml_text.YAMLSyntaxError as exc:
         where = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = f" at line {where.line + 2}" if where is not None else ""  # + the opening '---'
         problem = " ".join(str(getattr(exc, "problem", None) or "").split())

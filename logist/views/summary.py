@@ -19,12 +19,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from ..store.entries import ANSWER_KINDS, CALL_KINDS, CheckResult
-from ..store.history import HistoryEntry
+from ..store.entries import ANSWER_KINDS, CALL_KINDS, CheckResult, HistoryEntry
 from ..store.session import JobFiles
 from ..store.manifest import JobManifest, Totals
-from ..protocol.forms import loads
-from ..protocol.answer import extract_json_text
+from ..protocol.forms import extract_json_text, loads
 from ..terminal import inert
 
 

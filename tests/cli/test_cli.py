@@ -230,7 +230,7 @@ try:
     logist.cli.main()
 except SystemExit:
     pass
-names = ("openai", "git", "httpx", "httpx2", "jsonschema")
+names = ("openai", "git", "httpx", "httpx2", "jsonschema", "yaml")
 print("MODULES " + json.dumps({n: n in sys.modules for n in names}))
 """
 
@@ -249,6 +249,7 @@ def test_startup_imports_neither_openai_nor_git(jobs, argv):
     print(f"modules imported by logist {' '.join(argv)}: {modules}")
     assert modules["openai"] is False
     assert modules["git"] is False
+    assert modules["yaml"] is False, "YAML is parsed only by logist.store.yaml_text, which imports PyYAML when it parses"
 
 
 _LOADED_SCRIPT = """
