@@ -84,8 +84,6 @@ from .loop import QueueOutcome
 MAX_RETRIES = 3
 #: How long a job handed out again waits for the dead runner's lease to be over, in lease lengths.
 RETRY_LEASE_WAIT = 1.5
-#: How long after a lease's expiry the driver looks at it again (seconds): a lease is over once past its expiry.
-LOOK_AFTER_EXPIRY = 0.05
 #: Settings passed to the runners (prefixes), and those never passed.
 FORWARDED = ("LOGIST_", "GIT_")
 SECRET = ("LOGIST_API_KEY",)
@@ -405,13 +403,11 @@ def _next_look(jobs_path: str, inflight: dict, lease_seconds: float) -> float:
     look's period later; a third of a lease length at most (a lease taken
     since is looked at then)."""
     wait = lease_seconds / 3
-    now = time.time()
     for job_id, slot in inflight.values():
         held = JobFiles(Path(jobs_path) / job_id).read_lease()
-        expires = leases.expiry(held) if held is not None and held.get("task") == slot.name else None
-        if expires is not None:
-            wait = min(wait, expires.timestamp() - now + LOOK_AFTER_EXPIRY)
-    return time.monotonic() + max(LOOK_AFTER_EXPIRY, wait)
+        if held is not None and held.get("task") == slot.name:
+            wait = min(wait, leases.next_look(held))
+    return time.monotonic() + wait
 
 
 def _lapsed(jobs_path: str, job_id: str, task: str) -> bool:

@@ -26,7 +26,16 @@ lock, like ``.lock``, held only for that moment) and the new lease replaces
 the old by an atomic rename, so two runners can never both take a job. It
 is not the job's own lock on purpose: that one is held for the whole of a
 step, model call included, and a runner looking for work must not wait
-out another's call.
+out another's call. A runner stopped (SIGSTOP) in the moment it holds
+``.lease.lock`` would keep every other runner from its lease for as long as
+it is stopped: the lock of a stopped process of this host is broken instead
+(:func:`logist.store.locks.hold_breakable_lock`), and the stopped runner, let
+go on, sees that before it writes and reads the lease again, under the lock
+as it is now. (What is left: a runner stopped in the instant between that
+check and its rename, and its lock broken meanwhile, writes once more when
+let go on; the new holder then finds its lease gone the next time it
+renews it or opens the job, and stops, so the job is still stepped by one
+runner at a time.)
 
 On a shared filesystem (NFS, EFS) this needs what the job's lock needs:
 ``flock`` honoured across hosts (NFSv4, or v3 with lockd; never mounted with
@@ -65,8 +74,8 @@ from typing import Iterator, Optional
 
 from ..errors import LogistError
 from ..workspace.sandbox import running, start_time, stopped
-from .atomic import atomic_write_json
-from .locks import hold_lock
+from .atomic import atomic_writer, dump_json
+from .locks import BreakableLock, hold_breakable_lock
 
 #: How long a lease lasts unless renewed (config.json's ``lease_seconds``); renewed every third of it.
 LEASE_SECONDS = 60.0
@@ -77,8 +86,29 @@ MIN_LEASE_SECONDS = 2.0
 LOCK_WAIT = 30.0
 #: How far apart two hosts' clocks may be and their leases still be read as written (seconds).
 CLOCK_SLACK = 5.0
-#: How often a lease of another host that is not seen renewed is read again (seconds).
-WATCH_INTERVAL = 0.5
+#: How long after a watched lease's expiry it is read again (seconds): it is over once past its expiry.
+LOOK_AFTER_EXPIRY = 0.05
+#: The longest a watched lease goes unread (seconds): one of this host whose process is gone is over at once.
+WATCH_INTERVAL = 1.0
+
+
+class _LockBroken(Exception):
+    """The lease's lock was broken while this process held it (it was stopped): read again."""
+
+
+@contextmanager
+def _lease_lock(files: "JobFiles") -> Iterator[BreakableLock]:
+    with hold_breakable_lock(files.lease_lock_path, "the job's lease", LOCK_WAIT) as lock:
+        yield lock
+
+
+def _write(lock: BreakableLock, path: Path, data: dict) -> None:
+    """Replace the lease with ``data`` under ``lock``, unless the lock was
+    broken meanwhile (:class:`_LockBroken`: nothing written)."""
+    with atomic_writer(path) as handle:
+        handle.write(dump_json(data).encode("utf-8"))
+        if not lock.intact():
+            raise _LockBroken
 
 
 class LeaseHeld(LogistError):
@@ -154,6 +184,17 @@ def _length(data: dict) -> float:
     return max(1.0, length) if length > 0 else LEASE_SECONDS
 
 
+def next_look(data: dict, now: Optional[datetime] = None) -> float:
+    """How long to wait (seconds) before reading lease ``data`` again while
+    watching it: until just past its expiry, so it is taken over as it
+    lapses, not up to a period later; a third of its length at most, so a
+    renewal is seen as soon as a live runner makes it."""
+    now = now or _now()
+    expires = expiry(data)
+    until = (expires - now).total_seconds() + LOOK_AFTER_EXPIRY if expires is not None else 0.0
+    return max(LOOK_AFTER_EXPIRY, min(_length(data) / 3, until))
+
+
 def _renewal(data: dict) -> tuple:
     return data.get("renewed_at"), data.get("expires_at")
 
@@ -207,20 +248,28 @@ class Lease:
 
     def renew(self) -> bool:
         """Push the expiry out; False (and :attr:`lost` set) when another runner holds it now."""
-        with hold_lock(self.files.lease_lock_path, "the job's lease", LOCK_WAIT):
-            current = read_lease(self.files)
-            if current is None or current.get("token") != self.token:
-                self.lost.set()
-                return False
-            atomic_write_json(self.path, self._data(current.get("acquired_at") or _stamp(_now())))
-        return True
+        while True:
+            with _lease_lock(self.files) as lock:
+                current = read_lease(self.files)
+                if current is None or current.get("token") != self.token:
+                    self.lost.set()
+                    return False
+                try:
+                    _write(lock, self.path, self._data(current.get("acquired_at") or _stamp(_now())))
+                except _LockBroken:
+                    continue
+            return True
 
     def release(self) -> None:
         """Remove the lease if it is still this runner's."""
-        with hold_lock(self.files.lease_lock_path, "the job's lease", LOCK_WAIT):
-            current = read_lease(self.files)
-            if current is not None and current.get("token") == self.token:
-                self.path.unlink()
+        while True:
+            with _lease_lock(self.files) as lock:
+                current = read_lease(self.files)
+                if current is None or current.get("token") != self.token:
+                    return
+                if lock.intact():
+                    self.path.unlink()
+                    return
 
 
 def acquire(files: "JobFiles", *, engine: str, task: str, ttl: float = LEASE_SECONDS, wait: float = 0.0,
@@ -240,15 +289,17 @@ def acquire(files: "JobFiles", *, engine: str, task: str, ttl: float = LEASE_SEC
     deadline = time.monotonic() + wait
     first_seen: Optional[dict] = None
     while True:
-        with hold_lock(files.lease_lock_path, "the job's lease", LOCK_WAIT):
+        with _lease_lock(files) as lock:
             current = read_lease(files)
             reason = over(current) if current is not None else ""
             if reason is None and supersedes and current.get("task") == supersedes:
                 reason = "its runner died (its batch's driver saw it end) and this runner took its jobs"
             if reason is not None:
-                if current is not None:
-                    lease.took_over = f"took over the lease of {describe(current)}: {reason}"
-                atomic_write_json(lease.path, lease._data(_stamp(_now())))
+                lease.took_over = f"took over the lease of {describe(current)}: {reason}" if current is not None else ""
+                try:
+                    _write(lock, lease.path, lease._data(_stamp(_now())))
+                except _LockBroken:
+                    continue
                 return lease
         first_seen = first_seen or current
         renewed = current.get("token") != first_seen.get("token") or _renewal(current) != _renewal(first_seen)
@@ -257,9 +308,11 @@ def acquire(files: "JobFiles", *, engine: str, task: str, ttl: float = LEASE_SEC
             raise LeaseHeld(f"run by another runner{waited}: {describe(current)}")
         # Another host's lease is live only while it is renewed: one seen renewed is
         # skipped; one that is not renewed is watched until it lapses, then taken over
-        # (its runner or its host is gone), within one lease length.
-        time.sleep(min(1.0, max(0.05, deadline - time.monotonic())) if time.monotonic() < deadline
-                   else WATCH_INTERVAL)
+        # (its runner or its host is gone), as it lapses: within one lease length.
+        look = min(next_look(current), WATCH_INTERVAL)
+        if time.monotonic() < deadline:
+            look = min(look, max(LOOK_AFTER_EXPIRY, deadline - time.monotonic()))
+        time.sleep(look)
 
 
 @contextmanager

@@ -36,10 +36,17 @@ JOBS = scaled(40, 1000)
 CONCURRENCY = "16"
 #: config.json's lease_seconds for these batches.
 LEASE = 4.0
-#: What a takeover may take beyond one lease length: a runner's start-up (a
-#: Python process importing Logist on a loaded machine), its watch of a lease
-#: (every 0.5 s) and the threads busy with the jobs before it in the queue.
-MARGIN = 4.0
+#: What a takeover may take beyond one lease length, none of it waiting on
+#: the lease: a watched lease is read again just past its expiry (0.05 s) and
+#: the new holder then writes its own (a fsync); and the new runner's
+#: start-up (a Python process importing Logist) with the finished jobs before
+#: the faulted ones in its queue, where those take longer than the lease has
+#: left. Measured on this 2-core machine shared with other work (load 12-36):
+#: 40 jobs, the stopped runner taken over 2.9-4.04 s after the fault (ten runs);
+#: 1,000 jobs, 4.46-4.67 s stopped, 2.26-2.97 s lease ahead (the start-up), and
+#: 5.81-6.30 s killed (the start-up and some 95 finished jobs before the killed
+#: batch's in the queue: over this margin at that load).
+MARGIN = 1.0
 #: Calls served before a fault is injected (the batch is well under way).
 UNDER_WAY = scaled(24, 400)
 
@@ -80,10 +87,6 @@ def _outcomes(stdout: str) -> dict[str, dict]:
     return {o["job_id"]: o for o in json.loads(stdout)}
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known gap: a job the second batch reaches only after the stopped runner resumes is not taken over "
-    "within a lease length (the stopped runner, resumed, finishes it; why the second batch had not taken it is not yet known); "
-    "seen in about half the runs of this test alone"))
 def test_a_runner_stopped_for_two_lease_lengths(jobs, reference):
     # The batch's process is stopped (SIGSTOP) mid-batch, holding jobs in the middle of
     # their steps; the batch is run again beside it. The new runner takes each stopped

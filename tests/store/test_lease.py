@@ -354,3 +354,88 @@ def test_a_stalled_runner_that_finds_the_job_busy_with_its_new_holder_reports_it
     assert outcome.error is None, outcome
     assert "taken over by host another-host" in (outcome.skipped or "")
     assert llm.requests == []
+
+
+def _stopped_holding_the_lease_lock(job_dir) -> subprocess.Popen:
+    """A process on this host that took the job's ``.lease.lock`` (as a runner
+    does for the moment it renews, takes or ends a lease) and was stopped
+    (SIGSTOP) before it let go of it."""
+    import signal
+
+    child = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys, time\n"
+        f"handle = open({str(JobFiles(job_dir).lease_lock_path)!r}, 'a')\n"
+        "fcntl.flock(handle, fcntl.LOCK_EX)\n"
+        "print('held', flush=True)\n"
+        "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline() == "held\n"
+    os.kill(child.pid, signal.SIGSTOP)
+    return child
+
+
+def test_a_lease_whose_runner_was_stopped_holding_the_lease_lock_is_taken_over_when_it_lapses(tmp_path, monkeypatch):
+    # The runner was stopped (SIGSTOP) in the moment it held .lease.lock (renewing its
+    # lease, say): a lock nobody else can take while it is stopped. Its lease still
+    # lapses a lease length after its last renewal, and is taken over then, not when
+    # the runner goes on (nor refused as busy after LOCK_WAIT).
+    monkeypatch.setattr(leases, "LOCK_WAIT", 5.0)
+    child = _stopped_holding_the_lease_lock(tmp_path)
+    try:
+        write_lease(tmp_path, host=leases.this_host(), pid=child.pid, seconds=1.0, started=leases.start_time(child.pid))
+        started = time.monotonic()
+        lease = acquire(JobFiles(tmp_path), engine="threads", task="new-holder")
+        assert "expired" in lease.took_over, lease.took_over
+        assert time.monotonic() - started < 3, "taken over as the lease lapsed, not after the lock's wait"
+        assert JobFiles(tmp_path).read_lease()["token"] == lease.token
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_the_lease_lock_of_a_stopped_process_is_broken_at_once_and_it_sees_that_when_let_go_on(tmp_path):
+    # The stopped holder's lock is broken at once (not waited on); let go on, the
+    # holder finds its lock is no longer the file's, so its write (a renewal read
+    # before it was stopped) would be refused and the lease read again.
+    import signal
+
+    from logist.store.locks import hold_breakable_lock
+
+    path = JobFiles(tmp_path).lease_lock_path
+    child = subprocess.Popen([sys.executable, "-c", (
+        "import sys\n"
+        "from logist.store.locks import hold_breakable_lock\n"
+        f"with hold_breakable_lock({str(path)!r}, 'the lease', 5) as lock:\n"
+        "    print('held', flush=True)\n"
+        "    sys.stdin.readline()\n"
+        "    print('intact' if lock.intact() else 'broken', flush=True)\n")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "held\n"
+        os.kill(child.pid, signal.SIGSTOP)
+        started = time.monotonic()
+        with hold_breakable_lock(path, "the lease", 5) as mine:
+            assert time.monotonic() - started < 2, "broken at once, not after the wait"
+            assert mine.intact()
+            os.kill(child.pid, signal.SIGCONT)
+            child.stdin.write("\n")
+            child.stdin.flush()
+            assert child.stdout.readline() == "broken\n"
+            assert mine.intact(), "the lock is the breaker's"
+        assert child.wait(10) == 0
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_watched_lease_is_read_again_as_it_expires():
+    # A runner watching a lease (one not renewed) looks again just past its expiry,
+    # so it takes it over as it lapses; and a third of its length later at most.
+    now = datetime.now(timezone.utc)
+
+    def lease(written: float, length: float) -> dict:
+        return {"renewed_at": (now + timedelta(seconds=written)).isoformat(),
+                "expires_at": (now + timedelta(seconds=written + length)).isoformat()}
+
+    assert leases.next_look(lease(-3.7, 4.0), now) == pytest.approx(0.3 + leases.LOOK_AFTER_EXPIRY)
+    assert leases.next_look(lease(-0.1, 4.0), now) == pytest.approx(4.0 / 3)
+    assert leases.next_look(lease(-9.0, 4.0), now) == leases.LOOK_AFTER_EXPIRY, "an expired one: at once"
