@@ -164,30 +164,39 @@ def check_now(job: Job, manifest: JobManifest, *, requested: bool = False,
     sequence = manifest.last_sequence + 1
     repo = job.repo
     head = repo.head()
-    if repo.is_dirty():
-        head = repo.commit_all(f"logist: {job.id} changes made by hand before entry {sequence}") or head
     journal = job.session.journal
-    begun = []
+    begun = False
+
+    def begin() -> None:
+        nonlocal head, begun
+        if repo.is_dirty():
+            head = repo.commit_all(f"logist: {job.id} changes made by hand before entry {sequence}") or head
+        begun = True
 
     def recorded(pgid: int, started: Optional[str]) -> None:
-        # The step's journal is written with the first check's group: until a
-        # check runs nothing can change (each waits until this returns), and
+        # Called once a check's launcher has started, before the check runs
+        # (it waits until this returns). The first one commits the edits made
+        # by hand while the sandbox is being made, and writes the step's
+        # journal with its group: until a check runs nothing can change, and
         # one durable write costs half of two.
         if begun:
             journal.command_started(pgid, started)
         else:
+            begin()
             journal.begin_applying(sequence, head, None, doing="a run of the job's checks", command=(pgid, started))
-            begun.append(True)
 
     results = run_checks(job, manifest, recorded, watch)
-    try:
-        # A check verifies; what it wrote is not the work. One git process
-        # tells whether it wrote anything (most checks do not): only then is
-        # the workspace put back, which takes three.
-        if repo.head() != head or repo.is_dirty():
-            repo.reset_to(head)
-    except UnreadableFiles as exc:
-        log.warning("job %s: the workspace could not be put back after its checks: %s", job.id, exc)
+    if not begun:  # no check ran (none left, or none could): nothing to put back
+        begin()
+    else:
+        try:
+            # A check verifies; what it wrote is not the work. One git process
+            # tells whether it wrote anything (most checks do not): only then is
+            # the workspace put back, which takes three.
+            if repo.head() != head or repo.is_dirty():
+                repo.reset_to(head)
+        except UnreadableFiles as exc:
+            log.warning("job %s: the workspace could not be put back after its checks: %s", job.id, exc)
     run = CheckRun(commit=head, results=results, requested=requested)
     return record_run(job, manifest, run, sum(r.duration_ms for r in results))
 
