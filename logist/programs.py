@@ -1,4 +1,4 @@
-"""The programs Logist runs itself (git, unshare, mount): found in the
+"""The programs Logist runs itself (git, unshare, mount, setpriv): found in the
 system's own directories, never through ``PATH``.
 
 Logist holds the API key, and a model's command runs as the same user. A

@@ -66,8 +66,9 @@ SHARED = {
                                               "change PATH to take it away run in a real process",
     ("logist.workspace.sandbox", "mounts_work"): "what this system can do (mounts in a user namespace), probed once",
     ("logist.workspace.sandbox", "reaper_works"): "what this system can do (child subreapers), probed once",
-    ("logist.programs", "program"): "where this system keeps git, unshare and mount (its root-owned folders), "
-                                    "looked up once",
+    ("logist.workspace.sandbox", "parent_death_head"): "what this system can do (setpriv --pdeathsig), probed once",
+    ("logist.programs", "program"): "where this system keeps git, unshare, mount and setpriv (its root-owned "
+                                    "folders), looked up once",
     ("logist.secrets.process", "_libc"): "the C library",
     ("logist.workspace.sandbox", "_libc"): "the C library (logist.secrets.process's)",
     ("logist.protocol.answer", "response_schema"): "built from constants",

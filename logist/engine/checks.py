@@ -33,7 +33,7 @@ after the run the workspace is put back at the commit the checks ran on
 from __future__ import annotations
 
 import logging
-from typing import Optional
+from typing import Callable, Optional
 
 from ..errors import LogistError
 from ..store.entries import CheckResult, CheckRun
@@ -63,8 +63,10 @@ def _tail(text: str, limit: int) -> str:
     return f"[... {len(text) - limit} characters before this cut ...]\n" + text[-limit:]
 
 
-def run_checks(job: Job, manifest: JobManifest, watch: Optional[CommandWatch] = None) -> list[CheckResult]:
-    """Run the job's checks in its workspace, each to its end; their results in order."""
+def run_checks(job: Job, manifest: JobManifest, recorded: Callable[[int, Optional[str]], None],
+               watch: Optional[CommandWatch] = None) -> list[CheckResult]:
+    """Run the job's checks in its workspace, each to its end; their results
+    in order. ``recorded(pgid, start_time)`` is called before each begins."""
     settings = manifest.settings
     limit = min(settings.command_output_limit, OUTPUT_TAIL)
     results = []
@@ -74,8 +76,7 @@ def run_checks(job: Job, manifest: JobManifest, watch: Optional[CommandWatch] = 
         try:
             ran = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit,
                               sandbox=settings.command_sandbox, env_names=settings.command_env,
-                              read_only=_logists_folders(job),
-                              recorded=lambda pgid, start: job.session.journal.command_started(pgid, start))
+                              read_only=_logists_folders(job), recorded=recorded)
         except processes.SandboxUnavailable as exc:  # not run unconfined: a check that cannot run fails
             results.append(CheckResult(command=command, output=str(exc)))
             continue
@@ -163,18 +164,39 @@ def check_now(job: Job, manifest: JobManifest, *, requested: bool = False,
     sequence = manifest.last_sequence + 1
     repo = job.repo
     head = repo.head()
-    if repo.is_dirty():
-        head = repo.commit_all(f"logist: {job.id} changes made by hand before entry {sequence}") or head
-    job.session.journal.begin_applying(sequence, head, None, doing="a run of the job's checks")
-    results = run_checks(job, manifest, watch)
-    try:
-        # A check verifies; what it wrote is not the work. One git process
-        # tells whether it wrote anything (most checks do not): only then is
-        # the workspace put back, which takes three.
-        if repo.head() != head or repo.is_dirty():
-            repo.reset_to(head)
-    except UnreadableFiles as exc:
-        log.warning("job %s: the workspace could not be put back after its checks: %s", job.id, exc)
+    journal = job.session.journal
+    begun = False
+
+    def begin() -> None:
+        nonlocal head, begun
+        if repo.is_dirty():
+            head = repo.commit_all(f"logist: {job.id} changes made by hand before entry {sequence}") or head
+        begun = True
+
+    def recorded(pgid: int, started: Optional[str]) -> None:
+        # Called once a check's launcher has started, before the check runs
+        # (it waits until this returns). The first one commits the edits made
+        # by hand while the sandbox is being made, and writes the step's
+        # journal with its group: until a check runs nothing can change, and
+        # one durable write costs half of two.
+        if begun:
+            journal.command_started(pgid, started)
+        else:
+            begin()
+            journal.begin_applying(sequence, head, None, doing="a run of the job's checks", command=(pgid, started))
+
+    results = run_checks(job, manifest, recorded, watch)
+    if not begun:  # no check ran (none left, or none could): nothing to put back
+        begin()
+    else:
+        try:
+            # A check verifies; what it wrote is not the work. One git process
+            # tells whether it wrote anything (most checks do not): only then is
+            # the workspace put back, which takes three.
+            if repo.head() != head or repo.is_dirty():
+                repo.reset_to(head)
+        except UnreadableFiles as exc:
+            log.warning("job %s: the workspace could not be put back after its checks: %s", job.id, exc)
     run = CheckRun(commit=head, results=results, requested=requested)
     return record_run(job, manifest, run, sum(r.duration_ms for r in results))
 

@@ -178,16 +178,23 @@ class StepJournalFile:
         return True
 
     def begin_applying(self, sequence: int, head_before: Optional[str], raw: Optional[str],
-                       call: Optional[StepJournal] = None, doing: Optional[str] = None) -> None:
+                       call: Optional[StepJournal] = None, doing: Optional[str] = None,
+                       command: Optional[tuple[int, Optional[str]]] = None) -> None:
         """Record that the step's changes are about to be applied; ``call``: the
         journal of the call whose answer it applies (it keeps the answer);
-        ``doing``: what the step is when it applies no answer."""
+        ``doing``: what the step is when it applies no answer; ``command``:
+        the process group (and its start) of the command about to begin,
+        when the command is the first change (a run of checks): one write
+        where :meth:`command_started` would make a second."""
         if call is not None:
             self._write(call.model_copy(update={"phase": "applying", "sequence": sequence,
                                                 "head_before": head_before}))
         else:
+            pgid, started = command if command is not None else (None, None)
             self._write(StepJournal(phase="applying", sequence=sequence, head_before=head_before, raw_response=raw,
-                                    doing=doing))
+                                    doing=doing, command_pgid=pgid, command_started=started))
+            if command is not None:
+                failpoint("command_started")
 
     def call_not_made(self) -> None:
         """Close the journal of a call the endpoint could not take (it could not

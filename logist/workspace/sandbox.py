@@ -33,11 +33,13 @@ Logist holds the API key; a command is code the model wrote. So a command:
   that kills and reaps them all when the command's first process ends, on
   a timeout (:func:`finish`) or when Logist dies. Logist itself never
   becomes a subreaper (its own children would be mixed with the command's).
-* is started by a **launcher** (``/bin/sh``, given only that environment)
-  that waits, before it runs the command, until Logist has recorded the
-  command's process group in the step's journal (:func:`start`), so a
-  command never runs unrecorded; with ``PR_SET_PDEATHSIG`` on Linux it is
-  killed when Logist dies.
+* is started by a **launcher** (``/bin/sh``, given only that environment;
+  where the mounts are made, the shell that makes them) that waits, before
+  it runs the command, until Logist has recorded the command's process
+  group in the step's journal (:func:`start`), so a command never runs
+  unrecorded; with ``PR_SET_PDEATHSIG`` on Linux (util-linux's ``setpriv``
+  sets it where it works: :func:`parent_death_head`) it is killed when
+  Logist dies.
 * Without a namespace, Logist hides what it can of itself
   (:func:`logist.secrets.process.hide_secrets_from_proc`: non-dumpable, the secrets
   blanked in ``/proc/self/environ``): the ``logist`` program as it starts
@@ -89,14 +91,17 @@ _GATE = 'IFS= read -r _ || exit 125; exec </dev/null; exec /bin/sh -c "$1"'
 _UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
 #: Run as root of the outer user namespace (``$0`` = the workspace, ``$1``
 #: its uid and ``$2`` its gid outside, then the read-only directories, ``--``,
-#: the hidden ones, ``--``): makes the workspace a mount of its own, its
-#: ``.git`` (if any) and the read-only directories read-only mounts, mounts
-#: an empty read-only file system over each hidden directory (Logist's
-#: private directory: :mod:`logist.secrets.private`), enters the workspace
-#: again through them (the
-#: working directory inherited from Logist is below the mounts), and starts
-#: the gate as the caller's uid in a new user and mount namespace, where the
-#: mounts are locked. Any failure stops here: the command does not run.
+#: the hidden ones, ``--``, then the command's argv): makes the workspace a
+#: mount of its own, its ``.git`` (if any) and the read-only directories
+#: read-only mounts, mounts an empty read-only file system over each hidden
+#: directory (Logist's private directory: :mod:`logist.secrets.private`),
+#: enters the workspace again through them (the working directory inherited
+#: from Logist is below the mounts), waits at the gate as :data:`_GATE` does
+#: (the mounts are made while Logist records the command's group), and
+#: becomes the command as the caller's uid in a new user and mount
+#: namespace, where the mounts are locked. Any failure stops here: the
+#: command does not run. One shell does all of it: the command's own
+#: ``/bin/sh`` is the next process, no gate's shell between.
 #: ``{mount}`` and ``{unshare}`` are filled in with the programs' absolute
 #: paths (:mod:`logist.programs`): the command's ``PATH`` is the user's, where
 #: a planted ``mount`` would leave Logist's files writable.
@@ -107,7 +112,8 @@ _MOUNTS = (
     'if [ -e "$ws/.git" ]; then {mount} --bind -o ro "$ws/.git" "$ws/.git"; fi; '
     'while [ "$1" != -- ]; do {mount} --rbind -o ro "$1" "$1"; shift; done; shift; '
     'while [ "$1" != -- ]; do {mount} -t tmpfs -o ro,mode=0555,size=4k logist-hidden "$1"; shift; done; shift; '
-    'cd "$ws"; exec {unshare} --user --mount --map-user="$uid" --map-group="$gid" "$@"'
+    'cd "$ws"; IFS= read -r _ || exit 125; exec </dev/null; '
+    'exec {unshare} --user --mount --map-user="$uid" --map-group="$gid" "$@"'
 )
 _PR_SET_PDEATHSIG = 1
 
@@ -240,7 +246,8 @@ def hidden_directories() -> list[str]:
 
 
 def _mounting(workspace: Path, read_only: Sequence[Path]) -> tuple[str, ...]:
-    """The argv head that runs a program with :data:`_MOUNTS` (see :func:`mount_prefix`)."""
+    """The argv head that runs a program with :data:`_MOUNTS`, once a line
+    is written on its standard input (see :func:`mount_prefix`)."""
     unshare, mount = programs.program("unshare"), programs.program("mount")
     script = _MOUNTS.format(mount=shlex.quote(mount or "mount"), unshare=shlex.quote(unshare or "unshare"))
     return (unshare, *_UNSHARE, "--map-root-user", "/bin/sh", "-c", script, os.path.realpath(workspace),
@@ -265,7 +272,7 @@ def mounts_work() -> bool:
                  "&& test ! -e /proc/2 && test \"$(id -u)\" = " + str(os.getuid()))
         try:
             result = subprocess.run([*_mounting(workspace, [jobs]), "/bin/sh", "-c", probe], cwd=workspace,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    input=b"go\n", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     env=command_env(), timeout=20)
         except (OSError, subprocess.SubprocessError):
             return False
@@ -275,8 +282,9 @@ def mounts_work() -> bool:
 def mount_prefix(workspace: Path, read_only: Sequence[Path]) -> Optional[tuple[str, ...]]:
     """The argv head that runs a program in a PID namespace (as
     :func:`namespace_prefix`) where ``workspace`` is writable but its ``.git``
-    and the directories ``read_only`` are read-only, for good; None where
-    this system cannot do it."""
+    and the directories ``read_only`` are read-only, for good, once a line
+    is written on its standard input (the gate is in it); None where this
+    system cannot do it."""
     return _mounting(workspace, read_only) if mounts_work() else None
 
 
@@ -289,7 +297,10 @@ def launcher(command: str, sandbox: str, workspace: Optional[Path] = None,
         raise LogistError(f"command_sandbox '{sandbox}' is not one of {', '.join(SANDBOXES)}")
     prefix: tuple[str, ...] = ()
     if sandbox != "none":
-        prefix = (workspace is not None and mount_prefix(workspace, read_only)) or namespace_prefix() or ()
+        mounted = workspace is not None and mount_prefix(workspace, read_only)
+        if mounted:  # its gate is its own: the command's shell comes next
+            return [*mounted, "/bin/sh", "-c", command]
+        prefix = namespace_prefix() or ()
         if not prefix and sandbox == "namespace":
             raise SandboxUnavailable("command_sandbox is 'namespace' but this system cannot start a PID namespace "
                               "(unshare --user --pid); set it to auto or none to run commands without one")
@@ -330,6 +341,27 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     libc = _libc()
     if libc is not None and sys.platform.startswith("linux"):
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+@functools.lru_cache(maxsize=1)
+def parent_death_head() -> tuple[str, ...]:
+    """The argv head that makes a command's first process die with Logist:
+    util-linux's ``setpriv --pdeathsig KILL`` (the signal survives its
+    exec), where it works (probed once per process); else none, and
+    :func:`start` sets the signal between fork and exec itself. A Python
+    function run there (``preexec_fn``) makes ``subprocess`` fork the whole
+    interpreter instead of ``vfork``: milliseconds a command, more than the
+    small program's start."""
+    setpriv = programs.program("setpriv") if sys.platform.startswith("linux") else None
+    if setpriv is None:
+        return ()
+    head = (setpriv, "--pdeathsig", "KILL")
+    try:
+        probe = subprocess.run([*head, "/bin/sh", "-c", "exit 7"], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=command_env(), timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return head if probe.returncode == 7 else ()
 
 
 def start_time(pid: int) -> Optional[str]:
@@ -381,13 +413,15 @@ def running(pid: int, started: Optional[str] = None) -> bool:
 
 def start(argv: list[str], cwd: str, env: dict, stdout: IO, stderr: IO,
           recorded: Callable[[int, Optional[str]], None]) -> subprocess.Popen:
-    """Start ``argv`` (from :func:`launcher`) in a new process group, call
-    ``recorded(pgid, start_time)``, then let the command run."""
+    """Start ``argv`` (from :func:`launcher`) in a new process group, killed
+    when Logist dies (:func:`parent_death_head`), call ``recorded(pgid,
+    start_time)``, then let the command run."""
+    head = parent_death_head()
     read_end, write_end = os.pipe()
     try:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=read_end, stdout=stdout, stderr=stderr,
+        proc = subprocess.Popen([*head, *argv], cwd=cwd, env=env, stdin=read_end, stdout=stdout, stderr=stderr,
                                 start_new_session=True,
-                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") and not head else None)
     except BaseException:
         os.close(write_end)
         raise
@@ -526,7 +560,8 @@ def finish(proc: subprocess.Popen, wait: float = 10.0) -> None:
     or timed out: the reaper, if it runs under one, is asked to end
     (SIGTERM: it kills and reaps everything below it), then the command's
     whole process group is killed (in a namespace, its end ends the rest)."""
-    if proc.poll() is None and tuple(proc.args[:len(_REAPER_HEAD)]) == _REAPER_HEAD:
+    launched = proc.args[len(parent_death_head()):]  # what start() was given
+    if proc.poll() is None and tuple(launched[:len(_REAPER_HEAD)]) == _REAPER_HEAD:
         try:
             os.kill(proc.pid, signal.SIGTERM)
             wait_for(proc, wait)

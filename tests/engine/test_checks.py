@@ -13,6 +13,7 @@ recorded run without running it; a rerun runs them again.
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
@@ -181,6 +182,24 @@ def test_a_check_does_not_change_the_work(jobs, llm):
     step_once(job, endpoints=llm.endpoints)
     assert (job.workspace / "fizz.py").exists() and not (job.workspace / "junk.txt").exists()
     assert job.repo.head() == head and not job.repo.is_dirty()
+
+
+def test_edits_made_by_hand_are_committed_before_the_checks_run_on_them(jobs):
+    # Two checks: the step's journal is written with the first one's group and
+    # noted again with the second's.
+    job = make_job(jobs, checks=["grep -q edited notes.txt", "test -f notes.txt && ! test -e .git/x"])
+    before = job.repo.head()
+    (job.workspace / "notes.txt").write_text("edited by a person\n")
+    ran = check_job(job)
+    assert ran.action == "CHECKS_PASSED", ran.error
+    head = job.repo.head()
+    assert head != before and not job.repo.is_dirty()
+    subject = subprocess.run(["git", "log", "-1", "--format=%s"], cwd=job.workspace, capture_output=True, text=True)
+    assert "changes made by hand" in subject.stdout
+    last = job.load_history().interactions[-1]
+    assert last.kind == "check" and last.checks.commit == head == job.manifest().last_check.commit
+    assert [r.exit_code for r in last.checks.results] == [0, 0]
+    assert not job.journal_path.exists()
 
 
 def test_set_replaces_the_checks_and_records_it(jobs):
