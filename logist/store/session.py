@@ -616,7 +616,7 @@ class JobSession(JobFiles):
         module's doc for why). ``entry.state`` must already be
         ``manifest``'s state: once the entry is appended, it alone can
         restore the manifest. The views are not written here."""
-        hist.append_entry(self, entry)
+        hist.append_entry(self, entry, self.journal.history_offset)
         failpoint("after_history")
         # Not fsynced: the entry just appended (fsynced) restores it after a power loss.
         manifests.write_manifest(self, manifest, durable=False)
