@@ -24,7 +24,11 @@ time proportional to its length, so an append writes in place instead:
   ``,<entry>`` + :data:`TAIL` over the old tail with one ``write`` call,
   fsyncs, and deletes the journal. The cost is that of the new entry only.
   A kill before or after that one call leaves a whole document; only a power
-  loss (or a kill inside the call) can leave half an entry.
+  loss (or a kill inside the call) can leave half an entry. A step's append
+  writes its journal without fsyncs: the step's own journal
+  (:mod:`logist.store.journal`), fsynced before, records the same length
+  (``history_offset``), and :func:`repair` takes it from there when a power
+  loss took the append journal (:func:`append_entry`).
 * :func:`repair` (run under the job's lock before any change) finishes or
   undoes an append the journal says was interrupted: it keeps the new entry
   when it was written whole and otherwise cuts the file back to the recorded

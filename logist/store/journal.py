@@ -8,8 +8,10 @@ small journal (atomically, fsynced) and removes it once the step is
 recorded: before its call is sent (phase ``calling``), as soon as the
 answer arrives (``answered``) and before it changes the workspace
 (``applying``); the process group of a command it runs is noted in it
-before the command begins. What recovery makes of a journal left behind is
-:mod:`logist.store.recovery`'s.
+before the command begins. Each write records where the history's entries
+end (``history_offset``): where the step's entry will be appended, so the
+append needs no fsynced journal of its own (:func:`logist.store.history.append_entry`).
+What recovery makes of a journal left behind is :mod:`logist.store.recovery`'s.
 
 An answer that arrives on a full disk is saved all the same: before a call
 is sent, room for its answered journal is taken on the disk

@@ -29,7 +29,8 @@ knows, after a crash at any point:
   the step; an answer the journal holds is written into the recovery note.
 
 The history's own append is made safe by its append journal
-(:mod:`logist.store.history`); the manifest is written atomically. Every entry
+(:mod:`logist.store.history`), or, for a step's append, by the step
+journal's ``history_offset``; the manifest is written atomically. Every entry
 carries the job's state after it and the first one what the job is, so the
 history alone can always restore the manifest. It does so when the manifest
 cannot be read as JSON at all (a file a crash or a disk left damaged: no

@@ -38,7 +38,15 @@ The storage contract (what a session reads, appends and guarantees):
   of the file), through the history's append journal
   (``jobHistory.json.append``, :mod:`logist.store.history`); then the
   manifest is written; then the step journal is removed. Nothing is ever
-  rewritten in place but the history's closing bytes.
+  rewritten in place but the history's closing bytes. The append itself is
+  fsynced. Its append journal is fsynced (with its folder) only when no step
+  journal says where the append starts: every step journal records where
+  the history's entries end (``history_offset``), and it is on the disk,
+  fsynced, from before the step's call until its entry is recorded, so
+  after a power loss it says what the append journal would (recovery cuts
+  a half-written entry back to it). A step's append journal is written all
+  the same, unsynced, for the lock-free readers of that moment; an entry
+  recorded without a step (a repair) fsyncs its own.
 * **Atomic writes.** Every other file (the manifest, the step journal, the
   lease, the README, a response_format's file) is written whole to a temp
   file, fsynced and renamed (:mod:`logist.store.atomic`): a reader sees the
@@ -54,7 +62,8 @@ The storage contract (what a session reads, appends and guarantees):
   ``response_format`` is named in it by its file, as in the history.
 * **Under a crash.** Opening a session repairs what an interrupted command
   left before anything else (:mod:`logist.store.recovery`): a half-written
-  entry is cut back, a manifest behind the history is brought up to it, a
+  entry is cut back (to where the append journal, else the step journal,
+  says the append began), a manifest behind the history is brought up to it, a
   step in the journal but not in the history is undone (its workspace
   reset) or, for a call, recorded as the call it was (never made again), a
   damaged file is moved aside and rebuilt from what can be read; what was
