@@ -79,6 +79,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -264,6 +265,8 @@ class JobFiles:
         return f"{type(self).__name__}({self.id!r}, {str(self.dir)!r})"
 
     # -- paths --
+    # The paths a step asks for many times are made once per object (cached_property): a
+    # JobFiles' folder never changes.
 
     def path_of(self, name: str) -> Path:
         """The path of a file the job's folder holds, by its name (one of
@@ -271,23 +274,23 @@ class JobFiles:
         folder, or one :data:`JOB_FILES` matches)."""
         return self.dir / name
 
-    @property
+    @cached_property
     def manifest_path(self) -> Path:
         return self.dir / MANIFEST_NAME
 
-    @property
+    @cached_property
     def history_path(self) -> Path:
         return self.dir / HISTORY_NAME
 
-    @property
+    @cached_property
     def history_append_path(self) -> Path:
         return self.dir / HISTORY_APPEND_NAME
 
-    @property
+    @cached_property
     def journal_path(self) -> Path:
         return self.dir / JOURNAL_NAME
 
-    @property
+    @cached_property
     def answer_room_path(self) -> Path:
         return self.dir / ANSWER_ROOM_NAME
 
@@ -331,12 +334,12 @@ class JobFiles:
                 found.append((name, data))
         return found
 
-    @property
+    @cached_property
     def workspace(self) -> Path:
         """The workspace's path (commands run there, records name it)."""
         return self.dir / WORKSPACE_NAME
 
-    @property
+    @cached_property
     def transcript_path(self) -> Path:
         return self.dir / TRANSCRIPT_NAME
 
