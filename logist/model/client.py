@@ -323,7 +323,7 @@ def _take_the_end(stream) -> None:
         try:
             if state.their_state is h11.SEND_BODY and isinstance(state.next_event(), h11.EndOfMessage):
                 return  # their side is DONE: the connection goes back to the pool
-        except h11.RemoteProtocolError:
+        except h11.ProtocolError:
             pass
 
 
