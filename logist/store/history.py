@@ -152,10 +152,17 @@ def file_format(files: "JobFiles") -> int:
 
 
 def entries_end(files: "JobFiles") -> Optional[int]:
-    """Where the next append starts in a canonical history (its length less
-    :data:`TAIL`): what a step's journal records as ``history_offset``."""
+    """Where the next append starts (its length less :data:`TAIL`): what a
+    step's journal records as ``history_offset``. None when the file is not
+    a canonical history of the current format (an append rewrites it first,
+    so it would not start there)."""
     try:
-        return files.history_path.stat().st_size - len(TAIL)
+        if file_format(files) < HISTORY_FORMAT:
+            return None
+        with open(files.history_path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - len(TAIL)))
+            return size - len(TAIL) if handle.read() == TAIL else None
     except OSError:
         return None
 
@@ -212,6 +219,8 @@ def _repair_journalled(files: "JobFiles", offset: int) -> Optional[str]:
     end as a whole document: an offset that names no append in this file (a
     history rewritten since, say) changes nothing, and the parse decides."""
     path = files.history_path
+    if file_format(files) < HISTORY_FORMAT:
+        return None  # the journal names an offset in a canonical file of the current format only
     with open(path, "r+b") as handle:
         size = handle.seek(0, os.SEEK_END)
         if offset <= 0 or offset > size:

@@ -320,6 +320,17 @@ def test_a_step_journals_offset_that_ends_no_entry_changes_nothing(job_dir, tmp_
     assert old[:offset] == torn[:offset]
 
 
+def test_a_step_journal_names_no_offset_in_a_history_an_append_rewrites_first(job_dir):
+    from logist.store.history import entries_end
+
+    build(job_dir, 2)
+    files = JobFiles(job_dir)
+    assert entries_end(files) == len(files.history_path.read_bytes()) - len(TAIL)
+    files.history_path.write_text(json.dumps(doc(job_dir), indent=4))  # by hand: parses, not canonical
+    assert entries_end(files) is None
+    assert repair(files, 10) is None and json.loads(files.history_path.read_text())["interactions"]
+
+
 def test_an_append_the_step_journal_names_writes_its_append_journal_without_fsync(job_dir, monkeypatch):
     import logist.store.atomic as atomic
 
