@@ -28,7 +28,7 @@ from ..store.manifest import JobManifest
 from ..store.roles import RoleManifest
 from ..secrets.redact import url_shown
 from ..store.config import DEFAULT_BASE_URL
-from ..store.roles import load_roles
+from ..store.roles import Roles, load_roles
 from .prepare import Prepared, Recorded, model_for_endpoint, prepare
 
 
@@ -105,16 +105,17 @@ def servers_window(window: Window, settings: Optional[llm.LLMSettings], model: s
 
 
 def endpoint_model(job: JobFiles, manifest: JobManifest, model: Optional[str],
-                   settings: Optional[llm.LLMSettings]) -> Optional[str]:
+                   settings: Optional[llm.LLMSettings], roles: Optional[Roles] = None) -> Optional[str]:
     """``model``, or the model the endpoint serves where nothing names one
     and the built-in role's own is not among its models
     (:func:`~logist.engine.prepare.model_for_endpoint`; the endpoint's list
     asked once per process, and an endpoint that does not answer changes
-    nothing). OpenAI's own endpoint, and a model the caller was given, are not asked."""
+    nothing). OpenAI's own endpoint, and a model the caller was given, are not asked.
+    ``roles``: the jobs directory's roles as the step read them (None: read here)."""
     if model or settings is None or settings.endpoints.model is not None or \
             settings.base_url.rstrip("/") == DEFAULT_BASE_URL:
         return model
-    role = load_roles(job.jobs_dir.path).get(manifest.turn.role)
+    role = (roles if roles is not None else load_roles(job.jobs_dir.path)).get(manifest.turn.role)
     if role is None:
         return model  # prepare says which role is missing
     config = job.jobs_dir.config()
@@ -210,14 +211,15 @@ def sized_call(job: JobFiles, manifest: JobManifest, model: Optional[str], setti
     call's recorded settings (:class:`~logist.engine.prepare.Recorded`)."""
     found: dict = {}
     finder = window_finder(settings, recorded)
+    roles = load_roles(job.jobs_dir.path)  # read once for the step: the model it asks for, then its request
     if recorded is None:
-        model = endpoint_model(job, manifest, model, settings)
+        model = endpoint_model(job, manifest, model, settings, roles)
 
     def window_of(role: RoleManifest, name: str, config: LogistConfig) -> Window:
         found["window"] = finder(role, name, config)
         return found["window"]
 
-    prepared = prepare(job, manifest, model, compact=compact, window_of=window_of, recorded=recorded)
+    prepared = prepare(job, manifest, model, compact=compact, window_of=window_of, recorded=recorded, roles=roles)
     window = found.get("window")
     if window is None or window.tokens is None:
         return prepared
@@ -229,7 +231,8 @@ def sized_call(job: JobFiles, manifest: JobManifest, model: Optional[str], setti
     if why is None:
         return prepared
     if compact and not prepared.is_compaction:
-        summary = prepare(job, manifest, model, window_of=window_of, force_compaction=True, recorded=recorded)
+        summary = prepare(job, manifest, model, window_of=window_of, force_compaction=True, recorded=recorded,
+                          roles=roles)
         if summary.is_compaction:
             return summary
     remedy = ("raise the window (the server's context size, then context_window in the role or in config.json's "

@@ -27,7 +27,7 @@ from ..store.session import JobFiles
 from ..store.manifest import PLANNER, JobManifest
 from ..store.prompts import Prompts
 from ..store.requests import request_body
-from ..store.roles import RoleManifest, load_roles
+from ..store.roles import RoleManifest, Roles, load_roles
 from . import compaction
 from .prompt import Prompt, build_prompt
 from .workflow import answer_protocol, table, who_acts
@@ -246,7 +246,8 @@ def answer_formats(role: RoleManifest, config: LogistConfig, manifest: JobManife
 
 def prepare(job: JobFiles, manifest: JobManifest, model_override: Optional[str] = None, *, compact: bool = True,
             window_of: Optional[Callable[[RoleManifest, str, LogistConfig], "WindowFound"]] = None,
-            force_compaction: bool = False, recorded: Optional[Recorded] = None) -> Prepared:
+            force_compaction: bool = False, recorded: Optional[Recorded] = None,
+            roles: Optional[Roles] = None) -> Prepared:
     """The next call of ``job``: a summary call when the role's conversation
     is due for compaction (and ``compact``), else the role's call.
 
@@ -256,9 +257,11 @@ def prepare(job: JobFiles, manifest: JobManifest, model_override: Optional[str] 
     known (it bounds the default ``max_tokens``; :mod:`logist.engine.context`), and where it was found. ``force_compaction``: summarise what can be
     summarised now (the role's call would not fit the window). ``recorded``:
     a replayed call's recorded settings, used instead of config.json's (:class:`Recorded`).
+    ``roles``: the jobs directory's roles as this step read them (None: read here).
     """
     jobs_dir = job.jobs_dir.path
-    roles = load_roles(jobs_dir)
+    if roles is None:
+        roles = load_roles(jobs_dir)
     role_name = manifest.turn.role
     if role_name not in roles:
         raise NotFoundError(f"job '{job.id}' needs role '{role_name}', which is not defined")

@@ -288,6 +288,7 @@ def _transport():
                 raise AnswerFault(_broke_off(exc)) from None
 
         def close(self) -> None:
+            _take_the_end(self._stream)
             self._stream.close()
 
     class ReadTimeoutsAreFinal(httpx.HTTPTransport):
@@ -300,6 +301,30 @@ def _transport():
             return response
 
     return ReadTimeoutsAreFinal(verify=_ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")))
+
+
+def _take_the_end(stream) -> None:
+    """Take a streamed answer's end of body (HTTP/1.1's last, empty chunk)
+    when it has arrived already, so that closing the response gives its
+    connection back to the client's pool. The SDK stops reading at the
+    answer's last event (``data: [DONE]``) and closes the response there,
+    one read before the body's end: the connection was then closed, and
+    the next call opened another (a TCP connect, and for an https endpoint
+    a TLS handshake, at every call). Only what was received is looked at:
+    nothing is waited for, and a body that goes on, or anything unexpected,
+    leaves the connection to be closed as before."""
+    try:
+        connection = stream._httpcore_stream._stream._connection
+        state, lock = connection._h11_state, connection._state_lock
+        import h11  # httpcore's, as it is the transport's
+    except (AttributeError, ImportError):
+        return
+    with lock:
+        try:
+            if state.their_state is h11.SEND_BODY and isinstance(state.next_event(), h11.EndOfMessage):
+                return  # their side is DONE: the connection goes back to the pool
+        except h11.ProtocolError:
+            pass
 
 
 @functools.cache

@@ -162,14 +162,25 @@ def decoding_schema(actions: Optional[Sequence[str]] = None, *, file_changes: bo
     return schema
 
 
-def enum_values(schema) -> int:
-    """How many enum values ``schema`` holds, in all its parts."""
-    if isinstance(schema, list):
-        return sum(enum_values(item) for item in schema)
-    if not isinstance(schema, dict):
+def enum_values(schema, counted: Optional[dict] = None) -> int:
+    """How many enum values ``schema`` holds, in all its parts. A part that
+    several actions' objects share (the listing of the workspace's files is
+    one object, in every object that may change files) is walked once and
+    counted wherever it is (``counted``: its count by the part's id, for
+    this one schema)."""
+    if counted is None:
+        counted = {}
+    if not isinstance(schema, (dict, list)):
         return 0
-    return sum(len(value) if key == "enum" and isinstance(value, list) else enum_values(value)
-               for key, value in schema.items())
+    found = counted.get(id(schema))
+    if found is None:
+        if isinstance(schema, list):
+            found = sum(enum_values(item, counted) for item in schema)
+        else:
+            found = sum(len(value) if key == "enum" and isinstance(value, list) else enum_values(value, counted)
+                        for key, value in schema.items())
+        counted[id(schema)] = found
+    return found
 
 
 def _schema(actions: Sequence[str], file_changes: bool, planner_roles: Optional[Sequence[str]],

@@ -15,7 +15,6 @@ left unreadable, up to it). Every other file is written durably.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import tempfile
@@ -102,11 +101,18 @@ def leftover_temps(directory: Path, names: Iterable[str]) -> list[Path]:
     """The temp files :func:`atomic_writer` left in ``directory`` for the
     files ``names`` (a write killed before its rename; a live one's too, so
     call it holding the lock those files are written under)."""
-    found: list[Path] = []
-    for name in names:
-        prefix = _temp_prefix(Path(name))
-        found += [p for p in Path(directory).glob(glob.escape(prefix) + "*.tmp") if p.is_file() and not p.is_symlink()]
-    return sorted(set(found))
+    prefixes = [_temp_prefix(Path(name)) for name in names]
+
+    def temp_of_one(name: str) -> bool:  # <prefix>*.tmp
+        return name.endswith(".tmp") and any(name.startswith(p) and len(name) >= len(p) + 4 for p in prefixes)
+
+    try:
+        # One listing of the folder for all the names (a glob each listed it once per name).
+        with os.scandir(directory) as listing:
+            return sorted(Path(entry.path) for entry in listing
+                          if temp_of_one(entry.name) and entry.is_file(follow_symlinks=False))
+    except FileNotFoundError:
+        return []
 
 
 def atomic_write(path: Path, data: bytes | str, durable: bool = True) -> None:

@@ -24,7 +24,11 @@ time proportional to its length, so an append writes in place instead:
   ``,<entry>`` + :data:`TAIL` over the old tail with one ``write`` call,
   fsyncs, and deletes the journal. The cost is that of the new entry only.
   A kill before or after that one call leaves a whole document; only a power
-  loss (or a kill inside the call) can leave half an entry.
+  loss (or a kill inside the call) can leave half an entry. A step's append
+  writes its journal without fsyncs: the step's own journal
+  (:mod:`logist.store.journal`), fsynced before, records the same length
+  (``history_offset``), and :func:`repair` takes it from there when a power
+  loss took the append journal (:func:`append_entry`).
 * :func:`repair` (run under the job's lock before any change) finishes or
   undoes an append the journal says was interrupted: it keeps the new entry
   when it was written whole and otherwise cuts the file back to the recorded
@@ -147,21 +151,42 @@ def file_format(files: "JobFiles") -> int:
     return int(number or b"1")
 
 
-def repair(files: "JobFiles") -> Optional[str]:
+def entries_end(files: "JobFiles") -> Optional[int]:
+    """Where the next append starts (its length less :data:`TAIL`): what a
+    step's journal records as ``history_offset``. None when the file is not
+    a canonical history of the current format (an append rewrites it first,
+    so it would not start there)."""
+    try:
+        if file_format(files) < HISTORY_FORMAT:
+            return None
+        with open(files.history_path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - len(TAIL)))
+            return size - len(TAIL) if handle.read() == TAIL else None
+    except OSError:
+        return None
+
+
+def repair(files: "JobFiles", journalled: Optional[int] = None) -> Optional[str]:
     """Finish or undo an interrupted append. Returns what was done, or None.
 
+    ``journalled``: the ``history_offset`` the step journal left behind
+    records (fsynced), which stands in for an append journal a power loss
+    took (a step's append journal is not fsynced: see :func:`append_entry`).
     Call with the job's lock held.
     """
     path, journal = files.history_path, files.history_append_path
     if not journal.exists():
-        return None
+        return _repair_journalled(files, journalled) if journalled is not None else None
     try:
         info = json.loads(journal.read_text(encoding="utf-8"))
         offset = int(info["offset"])
     except (OSError, ValueError, KeyError, TypeError):
-        # The journal is written atomically, so this is not a crash of ours;
-        # leave the file alone and let the parse decide.
         journal.unlink(missing_ok=True)
+        if journalled is not None:  # a step's append journal, not fsynced, that a power loss left unreadable
+            return _repair_journalled(files, journalled)
+        # An append journal fsynced is written atomically, so this is not a
+        # crash of ours; leave the file alone and let the parse decide.
         return "discarded an unreadable append journal"
     with open(path, "r+b") as handle:
         complete = False
@@ -185,6 +210,40 @@ def repair(files: "JobFiles") -> Optional[str]:
     return None if complete else "removed a half-written history entry left by an interrupted append"
 
 
+def _repair_journalled(files: "JobFiles", offset: int) -> Optional[str]:
+    """An append the step journal recorded the start of (``offset``), with
+    no readable append journal: the bytes from there are kept when they are
+    whole entries (the step's own, or later ones when the journal outlived
+    its step), and otherwise cut back to ``offset``, but only where
+    ``offset`` ends an entry (or the header) and the file as it is does not
+    end as a whole document: an offset that names no append in this file (a
+    history rewritten since, say) changes nothing, and the parse decides."""
+    path = files.history_path
+    if file_format(files) < HISTORY_FORMAT:
+        return None  # the journal names an offset in a canonical file of the current format only
+    with open(path, "r+b") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if offset <= 0 or offset > size:
+            return None
+        handle.seek(offset - 1)
+        if handle.read(1) not in (b"}", b"["):
+            return None
+        if _could_be_an_append(handle, offset):
+            handle.seek(offset)
+            fragment = handle.read()[: -len(TAIL)].lstrip(b",")
+            try:
+                json.loads(b"[" + fragment + b"]")
+                return None  # whole: nothing, or entries written whole
+            except ValueError:
+                pass
+        handle.seek(offset)
+        handle.write(TAIL)
+        handle.truncate()
+        handle.flush()
+        os.fsync(handle.fileno())
+    return "removed a half-written history entry left by an interrupted append"
+
+
 def _could_be_an_append(handle, offset: int) -> bool:
     """Whether the bytes from ``offset`` on can be one whole append (an entry
     and :data:`TAIL`, or the tail alone: nothing written yet), judged from
@@ -202,11 +261,16 @@ def _could_be_an_append(handle, offset: int) -> bool:
     return handle.read(len(ENTRY_START) + 1).lstrip(b",").startswith(ENTRY_START)
 
 
-def append_entry(files: "JobFiles", entry: HistoryEntry) -> None:
+def append_entry(files: "JobFiles", entry: HistoryEntry, journalled: Optional[int] = None) -> None:
     """Append one entry at a cost independent of the history's length.
 
     Call with the job's lock held. A file in an older format is rewritten
     in the current one first (one format per file; :func:`upgrade_file`).
+    ``journalled``: where the step journal (fsynced, on disk until the entry
+    is recorded) says the append starts (its ``history_offset``). When that
+    is where it starts, the append journal is written for lock-free readers
+    only, without its two fsyncs: after a power loss, :func:`repair` finds
+    the start in the step journal.
     """
     path = files.history_path
     if file_format(files) < HISTORY_FORMAT:
@@ -222,10 +286,11 @@ def append_entry(files: "JobFiles", entry: HistoryEntry) -> None:
         if not tail_ok:
             handle.close()
             _normalise(files)
-            return append_entry(files, entry)
+            return append_entry(files, entry, journalled)
         empty = before_and_tail[:1] == b"["
         chunk = (b"" if empty else b",") + layout(kept_in(files, entry.dump())) + TAIL
-        atomic_write_json(files.history_append_path, {"offset": offset, "sequence": entry.sequence})
+        atomic_write_json(files.history_append_path, {"offset": offset, "sequence": entry.sequence},
+                          durable=journalled != offset)
         failpoint("before_history_append")
         handle.seek(offset)
         with naming(path):

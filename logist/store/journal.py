@@ -8,8 +8,10 @@ small journal (atomically, fsynced) and removes it once the step is
 recorded: before its call is sent (phase ``calling``), as soon as the
 answer arrives (``answered``) and before it changes the workspace
 (``applying``); the process group of a command it runs is noted in it
-before the command begins. What recovery makes of a journal left behind is
-:mod:`logist.store.recovery`'s.
+before the command begins. Each write records where the history's entries
+end (``history_offset``): where the step's entry will be appended, so the
+append needs no fsynced journal of its own (:func:`logist.store.history.append_entry`).
+What recovery makes of a journal left behind is :mod:`logist.store.recovery`'s.
 
 An answer that arrives on a full disk is saved all the same: before a call
 is sent, room for its answered journal is taken on the disk
@@ -35,12 +37,13 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from .model import StoreModel
 from . import seek
+from .history import entries_end
 from .atomic import atomic_write_json, dump_json, fsync_dir, naming
 from ..failpoints import failpoint
 from .calls import SavedAnswer
 from .entries import HistoryEntry, Request
 from .manifest import JobManifest, utc_now
-from .response_formats import kept_in, path_for
+from .response_formats import keep, kept_in
 
 
 
@@ -77,6 +80,8 @@ class StepJournal(StoreModel):
     """The process group of the command the step runs, written before the command begins: recovery kills it before it resets the workspace."""
     command_started: Optional[str] = None
     """When that group's first process started (the kernel's count, Linux), so a later group with the same id is left alone."""
+    history_offset: Optional[int] = None
+    """Where the history's entries ended when the journal was written: where the step's entry is appended (unless an entry was recorded in between). With it on disk the append needs no fsynced append journal of its own: recovery cuts a half-written entry back to it."""
 
 
 class StepJournalFile:
@@ -88,6 +93,8 @@ class StepJournalFile:
         #: The response_format file (and its folder, if new too) the call being made wrote: none
         #: but it names it, so a call not made takes it away again (the job is left as it was).
         self._made: list[Path] = []
+        #: The ``history_offset`` of the journal on disk (None: none written since it was closed).
+        self.history_offset: Optional[int] = None
 
     @property
     def path(self) -> Path:
@@ -97,8 +104,16 @@ class StepJournalFile:
         # A call's response_format is named by its file, as the history names it (written before
         # the journal that names it, once per distinct value): a decoding schema is several KB,
         # and a step writes its journal up to three times.
-        atomic_write_json(self.path, kept_in(self.files, journal.model_dump(mode="json", by_alias=True,
-                                                                            exclude_none=True)))
+        journal.history_offset = entries_end(self.files)
+        self.history_offset = None  # until the journal that says it is on disk
+        data = journal.model_dump(mode="json", by_alias=True, exclude_none=True)
+        kept = kept_in(self.files, data)
+        if kept is not data:
+            # The request names its file from now on (its metadata is the step's own): the
+            # journal's later writes and the step's entry do not look for it again.
+            journal.request.metadata.response_format = kept["request"]["metadata"]["response_format"]
+        atomic_write_json(self.path, kept)
+        self.history_offset = journal.history_offset
         return journal
 
     def read(self) -> Optional[StepJournal]:
@@ -113,9 +128,8 @@ class StepJournalFile:
         """Record that the call of step ``sequence`` is about to be sent, and
         take room on the disk for its answer (``answer_bytes``: the most an
         answer may have; see the module's docstring)."""
-        path = path_for(self.files, request.metadata.response_format)
-        self._made = [] if path is None or path.exists() else \
-            [path] + ([] if path.parent.exists() else [path.parent])
+        self._made = []
+        request.metadata.response_format = keep(self.files, request.metadata.response_format, self._made)
         journal = self._write(StepJournal(phase="calling", sequence=sequence, head_before=head_before, key=key,
                                           request=request))
         try:
@@ -175,6 +189,7 @@ class StepJournalFile:
             fsync_dir(self.path.parent)
         except OSError:
             return False
+        self.history_offset = journal.history_offset
         return True
 
     def begin_applying(self, sequence: int, head_before: Optional[str], raw: Optional[str],
@@ -210,6 +225,7 @@ class StepJournalFile:
 
     def close(self) -> None:
         """Remove the journal: its step is recorded (or was never made)."""
+        self.history_offset = None
         self.drop_room()
         self.path.unlink(missing_ok=True)
 

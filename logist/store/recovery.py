@@ -29,7 +29,8 @@ knows, after a crash at any point:
   the step; an answer the journal holds is written into the recovery note.
 
 The history's own append is made safe by its append journal
-(:mod:`logist.store.history`); the manifest is written atomically. Every entry
+(:mod:`logist.store.history`), or, for a step's append, by the step
+journal's ``history_offset``; the manifest is written atomically. Every entry
 carries the job's state after it and the first one what the job is, so the
 history alone can always restore the manifest. It does so when the manifest
 cannot be read as JSON at all (a file a crash or a disk left damaged: no
@@ -204,6 +205,17 @@ def _interrupted_step(journal: StepJournal) -> str:
     return f"step {journal.sequence} was interrupted before it was recorded"
 
 
+def _journalled_offset(files: "JobFiles") -> Optional[int]:
+    """The ``history_offset`` of the step journal left behind: where an
+    append that wrote no fsynced append journal of its own started (None:
+    no journal, or none that says)."""
+    try:
+        offset = json.loads(files.journal_path.read_text(encoding="utf-8")).get("history_offset")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None  # an unreadable journal is the journal's repair's to report
+    return offset if isinstance(offset, int) and not isinstance(offset, bool) else None
+
+
 def _refuse_a_newer_format(files: "JobFiles") -> None:
     """A job a newer Logist wrote can be read (unknown fields are kept), but
     changing it could break what that version expects of its own format."""
@@ -266,7 +278,7 @@ def open_job(session: "JobSession", finish: Optional[Finish] = None,
         log.info("job %s: removed %s, left by a write that was interrupted", files.id, tmp.name)
     files.answer_room_path.unlink(missing_ok=True)  # room for an answer a killed call did not get: nothing of the job
     _move_aside_what_is_not_a_file(files, notes)
-    repaired = hist.repair(files)
+    repaired = hist.repair(files, _journalled_offset(files))
     if repaired:
         notes.append(repaired)
     upgraded = upgrade_job(files)

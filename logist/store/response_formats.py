@@ -67,28 +67,28 @@ def digest_of(value: Optional[dict]) -> Optional[str]:
     return _FILE.fullmatch(value["file"]).group(1) if is_reference(value) else digest(value)
 
 
-def keep(files: "JobFiles", value: Optional[dict]) -> Optional[dict]:
+def keep(files: "JobFiles", value: Optional[dict], made: Optional[list] = None) -> Optional[dict]:
     """Write ``value`` to its file in the job's folder (once; a file already
     there with the digest is the same value) and return the reference an
     entry records. No known secret value is written
     (:func:`logist.secrets.redact.redact_data`). None and a reference are
-    returned as they are."""
+    returned as they are. ``made``: the paths this call created (the file,
+    and the folder when it is new too) are added to it."""
     if value is None or is_reference(value):
         return value
     value = redact_data(value)
-    name = f"{FOLDER}/{digest(value)}.json"
+    compact = _compact(value)
+    name = f"{FOLDER}/{hashlib.sha256(compact).hexdigest()[:DIGITS]}.json"
     path = files.path_of(name)
     if not path.is_file():
-        path.parent.mkdir(exist_ok=True)
-        atomic_write(path, _compact(value) + b"\n")
+        if not path.parent.exists():
+            path.parent.mkdir(exist_ok=True)
+            if made is not None:
+                made.append(path.parent)
+        atomic_write(path, compact + b"\n")
+        if made is not None:
+            made.insert(0, path)
     return {"type": value.get("type"), "file": name}
-
-
-def path_for(files: "JobFiles", value: Optional[dict]) -> Optional["Path"]:
-    """The file :func:`keep` keeps ``value`` in (None for none, or for a reference)."""
-    if value is None or is_reference(value):
-        return None
-    return files.path_of(f"{FOLDER}/{digest(redact_data(value))}.json")
 
 
 def kept_in(files: "JobFiles", entry: dict) -> dict:

@@ -38,7 +38,15 @@ The storage contract (what a session reads, appends and guarantees):
   of the file), through the history's append journal
   (``jobHistory.json.append``, :mod:`logist.store.history`); then the
   manifest is written; then the step journal is removed. Nothing is ever
-  rewritten in place but the history's closing bytes.
+  rewritten in place but the history's closing bytes. The append itself is
+  fsynced. Its append journal is fsynced (with its folder) only when no step
+  journal says where the append starts: every step journal records where
+  the history's entries end (``history_offset``), and it is on the disk,
+  fsynced, from before the step's call until its entry is recorded, so
+  after a power loss it says what the append journal would (recovery cuts
+  a half-written entry back to it). A step's append journal is written all
+  the same, unsynced, for the lock-free readers of that moment; an entry
+  recorded without a step (a repair) fsyncs its own.
 * **Atomic writes.** Every other file (the manifest, the step journal, the
   lease, the README, a response_format's file) is written whole to a temp
   file, fsynced and renamed (:mod:`logist.store.atomic`): a reader sees the
@@ -54,7 +62,8 @@ The storage contract (what a session reads, appends and guarantees):
   ``response_format`` is named in it by its file, as in the history.
 * **Under a crash.** Opening a session repairs what an interrupted command
   left before anything else (:mod:`logist.store.recovery`): a half-written
-  entry is cut back, a manifest behind the history is brought up to it, a
+  entry is cut back (to where the append journal, else the step journal,
+  says the append began), a manifest behind the history is brought up to it, a
   step in the journal but not in the history is undone (its workspace
   reset) or, for a call, recorded as the call it was (never made again), a
   damaged file is moved aside and rebuilt from what can be read; what was
@@ -70,6 +79,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -255,6 +265,8 @@ class JobFiles:
         return f"{type(self).__name__}({self.id!r}, {str(self.dir)!r})"
 
     # -- paths --
+    # The paths a step asks for many times are made once per object (cached_property): a
+    # JobFiles' folder never changes.
 
     def path_of(self, name: str) -> Path:
         """The path of a file the job's folder holds, by its name (one of
@@ -262,23 +274,23 @@ class JobFiles:
         folder, or one :data:`JOB_FILES` matches)."""
         return self.dir / name
 
-    @property
+    @cached_property
     def manifest_path(self) -> Path:
         return self.dir / MANIFEST_NAME
 
-    @property
+    @cached_property
     def history_path(self) -> Path:
         return self.dir / HISTORY_NAME
 
-    @property
+    @cached_property
     def history_append_path(self) -> Path:
         return self.dir / HISTORY_APPEND_NAME
 
-    @property
+    @cached_property
     def journal_path(self) -> Path:
         return self.dir / JOURNAL_NAME
 
-    @property
+    @cached_property
     def answer_room_path(self) -> Path:
         return self.dir / ANSWER_ROOM_NAME
 
@@ -322,12 +334,12 @@ class JobFiles:
                 found.append((name, data))
         return found
 
-    @property
+    @cached_property
     def workspace(self) -> Path:
         """The workspace's path (commands run there, records name it)."""
         return self.dir / WORKSPACE_NAME
 
-    @property
+    @cached_property
     def transcript_path(self) -> Path:
         return self.dir / TRANSCRIPT_NAME
 
@@ -616,7 +628,7 @@ class JobSession(JobFiles):
         module's doc for why). ``entry.state`` must already be
         ``manifest``'s state: once the entry is appended, it alone can
         restore the manifest. The views are not written here."""
-        hist.append_entry(self, entry)
+        hist.append_entry(self, entry, self.journal.history_offset)
         failpoint("after_history")
         # Not fsynced: the entry just appended (fsynced) restores it after a power loss.
         manifests.write_manifest(self, manifest, durable=False)

@@ -27,7 +27,10 @@ def refresh(job) -> None:
             for tmp in leftover_temps(job.dir, (job.transcript_path.name,)):
                 tmp.unlink(missing_ok=True)  # a write of it that was killed: only written under this lock
             for _ in range(_MAX_ROUNDS):
-                if transcript.update(job) == "current":
+                # Once more only when another process recorded entries meanwhile: the
+                # history's mark (a stat and its last bytes) tells, without reading an entry.
+                mark = job.file_mark()
+                if transcript.update(job) == "current" or (mark is not None and job.file_mark() == mark):
                     break
     except JobBusyError:
         return  # the holder is updating them and will find our entries

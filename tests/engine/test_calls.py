@@ -128,3 +128,26 @@ def test_a_call_of_unknown_outcome_is_counted_and_shown(jobs, llm):
     assert report.returncode == 0, report.stderr
     html = open(json.loads(report.stdout)["path"], encoding="utf-8").read()
     assert "<td>2 made to a model (1 of unknown outcome)</td>" in html and "The call's outcome is unknown; nothing was applied" in html
+
+
+@pytest.mark.wire
+def test_streamed_calls_of_a_process_share_one_connection(jobs, llm, monkeypatch):
+    """The SDK stops reading a stream at its last event; the body's end,
+    received with it, is taken (logist.model.client), so the connection goes
+    back to the pool: the calls of a process open one connection between
+    them, not one each (a TLS handshake each, with an https endpoint)."""
+    import logist
+    from logist.replay import scripted
+
+    accepted = []
+    serve = scripted._Server.process_request
+    monkeypatch.setattr(scripted._Server, "process_request",
+                        lambda server, request, address: (accepted.append(address), serve(server, request, address)))
+    create_job(jobs, "j", "Write notes", max_steps=10)
+    llm.add(*(answer("MESSAGE", message=f"note {i}") for i in range(3)))
+    job = logist.open(jobs.path, base_url=llm.base_url).job("j")
+    for _ in range(3):
+        job.call()
+    streamed = [body for body in llm.requests if body.get("stream")]
+    assert len(streamed) == 3
+    assert len(accepted) == 1, accepted

@@ -390,3 +390,31 @@ def test_hand_edits_are_committed_on_their_own(jobs, llm):
         "logist: hello changes made by hand before entry 2",
     ]
     assert "mine.txt" in git_tree(job.workspace) and "mine.txt" not in result.files_changed
+
+
+def test_a_steps_fsyncs_are_its_journals_and_its_entrys(jobs, llm, monkeypatch):
+    """What a step with a file change fsyncs (the storage contract,
+    logist/store/session.py): the step journal three times (before the
+    call, with the answer, before the workspace changes), each with its
+    folder, and the history's append; not the history's append journal,
+    whose start the step journal records, nor the manifest."""
+    import os
+    from pathlib import Path
+
+    job = make_job(jobs)
+    llm.add(*(answer("MESSAGE", message=f"note {n}", file_changes=[{"path": "note.txt", "content": f"{n}\n"}])
+              for n in range(3)))
+    for _ in range(2):  # a call with a decoding schema not sent before keeps it in its file: not counted below
+        step_once(job, **via(llm))
+    synced: list[str] = []
+    fsync = os.fsync
+
+    def counted(fd):
+        name = Path(os.readlink(f"/proc/self/fd/{fd}")).name
+        synced.append("journal" if name.startswith(".step_journal.json.") else name)
+        return fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counted)
+    result = step_once(job, **via(llm))
+    assert result.commit and result.files_changed == ["note.txt"]
+    assert synced == ["journal", job.dir.name] * 3 + ["jobHistory.json"]

@@ -297,6 +297,53 @@ def test_killed_step_is_recoverable(jobs, llm, point):
     assert (job.workspace / "plan.md").exists() != expect["kept"]
 
 
+class PowerLoss(BaseException):
+    """Raised at a failpoint: the process stops there (no handler of Logist's catches it)."""
+
+
+def test_a_power_loss_inside_a_steps_append_is_cut_back_to_where_its_journal_says(jobs, llm, monkeypatch):
+    """A step's append journal is not fsynced (its step journal, fsynced,
+    says where the append starts): a power loss inside the append can leave
+    half an entry and no append journal. The next command cuts the history
+    back to the step journal's ``history_offset`` (no file moved aside) and
+    records the saved answer, without calling again."""
+    job = make_job(jobs)
+    llm.add(FIRST)
+    step_once(job, **via(llm))
+    before = entries_raw(job)
+    intact = job.history_path.read_bytes()
+    llm.add(CRASHED)
+
+    def stop(name: str) -> None:
+        if name == "before_history_append":
+            raise PowerLoss(name)
+
+    monkeypatch.setattr("logist.store.history.failpoint", stop)
+    with pytest.raises(PowerLoss):
+        step_once(job, **via(llm))
+    monkeypatch.undo()
+    journal = read_json(job.journal_path)
+    assert journal["phase"] == "applying" and journal["history_offset"] == len(intact) - len(b"\n  ]\n}\n")
+    # What the disk may hold after the power loss: the append journal (never fsynced) gone, half an entry.
+    (job.dir / "jobHistory.json.append").unlink()
+    with open(job.history_path, "r+b") as handle:
+        handle.seek(journal["history_offset"])
+        handle.write(b',\n    {\n      "sequence": 3, "kind": "llm_call", "timest')
+        handle.truncate()
+
+    llm.add(REVIEW_OK)
+    step_once(job, **via(llm))
+    assert sorted(job.dir.glob("*.corrupt-*")) == []
+    entries = assert_consistent(job)
+    assert entries[: len(before)] == before
+    recovered, repaired, reviewed = entries[len(before):]
+    assert (recovered["kind"], recovered["role"], recovered["sequence"]) == ("llm_call", "Worker", 3)
+    assert json.loads(recovered["response"]["raw_response"]) == json.loads(CRASHED)
+    assert repaired["kind"] == "repair" and "half-written history entry" in repaired["note"]
+    assert (reviewed["kind"], reviewed["role"]) == ("llm_call", "Supervisor")
+    assert len(llm.requests) == 3, "the crashed step's saved answer was recorded, not asked for again"
+
+
 # -- damaged files without a journal ---------------------------------------
 
 

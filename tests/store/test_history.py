@@ -267,6 +267,95 @@ def test_unreadable_journal_is_discarded_and_file_left_alone(job_dir):
     assert JobFiles(job_dir).history_path.read_bytes() == before
 
 
+def _power_lost(job_dir: Path, offset: int, written: bytes, journal: str | None = None) -> None:
+    """Leave the files as a power loss during a step's append may: the bytes
+    ``written`` from ``offset`` (zeros, a cut entry), the append journal
+    (written without fsync) gone or left as ``journal``."""
+    (job_dir / JOURNAL).unlink(missing_ok=True)
+    if journal is not None:
+        (job_dir / JOURNAL).write_text(journal)
+    with open(JobFiles(job_dir).history_path, "r+b") as handle:
+        handle.seek(offset)
+        handle.write(written)
+        handle.truncate()
+
+
+@pytest.mark.parametrize("left", ["half", "zeros", "half-journal-empty"])
+def test_an_append_the_step_journal_names_is_cut_back_without_an_append_journal(job_dir, tmp_path, left):
+    entries = build(job_dir, 3)
+    old = JobFiles(job_dir).history_path.read_bytes()
+    offset, chunk, _ = _chunk_of_next_append(job_dir, tmp_path, make_entry(4))
+    written = b"\0" * len(chunk) if left == "zeros" else chunk[: len(chunk) // 2]
+    _power_lost(job_dir, offset, written, "" if left == "half-journal-empty" else None)
+    assert repair(JobFiles(job_dir), offset) == "removed a half-written history entry left by an interrupted append"
+    assert JobFiles(job_dir).history_path.read_bytes() == old
+    assert not (job_dir / JOURNAL).exists()
+    assert JobFiles(job_dir).load_history().interactions == entries
+
+
+def test_entries_written_whole_after_the_step_journals_offset_are_kept(job_dir, tmp_path):
+    # The journal outlived its step (its removal not yet on the disk): its
+    # entry and a later one, each whole, stay.
+    entries = build(job_dir, 3)
+    offset = len(JobFiles(job_dir).history_path.read_bytes()) - len(TAIL)
+    later = [make_entry(4), make_entry(5, big=False)]
+    for entry in later:
+        append_entry(JobFiles(job_dir), entry)
+    whole = JobFiles(job_dir).history_path.read_bytes()
+    assert repair(JobFiles(job_dir), offset) is None
+    assert repair(JobFiles(job_dir), len(whole) - len(TAIL)) is None  # nothing appended after it
+    assert JobFiles(job_dir).history_path.read_bytes() == whole
+    assert JobFiles(job_dir).load_history().interactions == entries + later
+
+
+def test_a_step_journals_offset_that_ends_no_entry_changes_nothing(job_dir, tmp_path):
+    build(job_dir, 3)
+    old = JobFiles(job_dir).history_path.read_bytes()
+    offset, chunk, _ = _chunk_of_next_append(job_dir, tmp_path, make_entry(4))
+    _power_lost(job_dir, offset, chunk[: len(chunk) // 2])
+    torn = JobFiles(job_dir).history_path.read_bytes()
+    for elsewhere in (offset - 7, len(torn) + 10, 0):  # inside an entry, past the end, the start
+        assert repair(JobFiles(job_dir), elsewhere) is None
+        assert JobFiles(job_dir).history_path.read_bytes() == torn
+    assert old[:offset] == torn[:offset]
+
+
+def test_a_step_journal_names_no_offset_in_a_history_an_append_rewrites_first(job_dir):
+    from logist.store.history import entries_end
+
+    build(job_dir, 2)
+    files = JobFiles(job_dir)
+    assert entries_end(files) == len(files.history_path.read_bytes()) - len(TAIL)
+    files.history_path.write_text(json.dumps(doc(job_dir), indent=4))  # by hand: parses, not canonical
+    assert entries_end(files) is None
+    assert repair(files, 10) is None and json.loads(files.history_path.read_text())["interactions"]
+
+
+def test_an_append_the_step_journal_names_writes_its_append_journal_without_fsync(job_dir, monkeypatch):
+    import logist.store.atomic as atomic
+
+    build(job_dir, 2)
+    offset = len(JobFiles(job_dir).history_path.read_bytes()) - len(TAIL)
+    synced: list[str] = []
+    real_fsync = atomic.os.fsync
+    seen: list[bool] = []
+
+    def fsync(fd):
+        synced.append(Path(f"/proc/self/fd/{fd}").resolve().name)
+        return real_fsync(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", fsync)
+    monkeypatch.setattr("logist.store.history.failpoint",
+                        lambda name: seen.append((job_dir / JOURNAL).exists()))
+    append_entry(JobFiles(job_dir), make_entry(3), journalled=offset)
+    # The append journal was there for readers during the append, never fsynced; the append was.
+    assert seen == [True] and not (job_dir / JOURNAL).exists()
+    assert synced == [HISTORY_NAME]
+    synced.clear()
+    append_entry(JobFiles(job_dir), make_entry(4), journalled=offset)  # not where it starts: fsynced
+    assert len(synced) == 3 and synced[-1] == HISTORY_NAME
+
+
 # --------------------------------------------------------------------------
 # Files edited by hand, and damaged files
 
