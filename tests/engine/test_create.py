@@ -10,7 +10,8 @@ import click
 import pytest
 
 from logist.engine.create import create_job
-from logist.cli.job.create import STYLE, create
+from logist.cli import cli
+from logist.cli.job.create import STYLE
 from logist.engine.create import SETTINGS, JobSpec
 from logist.errors import ConfigError
 from logist.replay.fixtures import create_from_fixture, fixture_json, job_spec, load_fixture, record_fixture
@@ -26,9 +27,15 @@ def manifest_of(job) -> dict:
     return {k: v for k, v in json.loads(job.manifest_path.read_text()).items() if k not in VOLATILE}
 
 
+def create_command() -> click.Command:
+    """``job create`` as ``logist`` loads it (the group adds ``--jobs-dir`` then)."""
+    ctx = click.Context(cli)
+    return cli.get_command(ctx, "job").get_command(ctx, "create")
+
+
 def spec_options() -> dict[str, click.Option]:
     """``job create``'s options by the JobSpec field they set."""
-    return {option.name: option for option in create.spec_options()}
+    return {option.name: option for option in create_command().spec_options()}
 
 
 # The CLI is made from the model --------------------------------------------------------------------
@@ -39,7 +46,7 @@ def test_every_field_is_exactly_one_option_and_every_option_a_field():
     assert list(options) == list(JobSpec.model_fields), "one option per field, in the model's order"
     # The command's own parameters are JOB, --json and --jobs-dir (which every
     # command takes after its name); everything else is the model's.
-    assert [param.name for param in create.params] == ["job_id", "as_json", "jobs_dir"]
+    assert [param.name for param in create_command().params] == ["job_id", "as_json", "jobs_dir"]
     flags = [flag for option in options.values() for flag in option.opts + option.secondary_opts]
     assert len(flags) == len(set(flags)), "no flag is used twice"
     for name, option in options.items():
