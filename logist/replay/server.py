@@ -53,6 +53,7 @@ get the same failure again.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import re
 from collections import deque
@@ -64,7 +65,7 @@ from ..store.history import HistoryEntry, JobHistory
 from ..store.session import JobFiles
 from ..model.client import JOB_HEADER, TOOL_NOTE
 from ..store.calls import HEADER as KEY_HEADER
-from .matching import agreement, canonical_request, digest, first_difference, recorded_body
+from .matching import agreement, canonical_request, digest, first_difference, recorded_body, request_digest
 from .scripted import NO_RETRY, LLMServer, Reply
 from .apply import read_history_file
 
@@ -241,9 +242,12 @@ class ReplayLLMServer(LLMServer):
         per_role = ", ".join(f"{label}: {count}" for label, count in self.counts.items())
         return f"{self.total} recorded call{'s' if self.total != 1 else ''}" + (f" ({per_role})" if per_role else "")
 
+    def _workspaces(self) -> tuple[str, ...]:
+        return self._recorded_workspaces + ((self.workspace,) if self.workspace else ())
+
     def canonical(self, body: dict) -> dict:
         """A received body's canonical request (see :func:`canonical_request`)."""
-        return canonical_request(body, self._recorded_workspaces + ((self.workspace,) if self.workspace else ()))
+        return canonical_request(body, self._workspaces())
 
     def _refuse(self, message: str, kind: str) -> Reply:
         # INFO: the client gets (and records) the message; a server run on
@@ -269,25 +273,27 @@ class ReplayLLMServer(LLMServer):
         return reply
 
     def reply_for(self, body: dict, headers: dict) -> Reply:
+        # Each request holds the whole conversation: what is done with it here is done by its digest
+        # (C-level maps over the messages), and the canonical request is built only for a mismatch.
         messages = body.get("messages")
-        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        if not isinstance(messages, list) or not all(map(isinstance, messages, itertools.repeat(dict))):
             return self._refuse("the request has no list of messages", "invalid_request_error")
         job = next((value for name, value in headers.items() if name.lower() == JOB_HEADER.lower()), "")
         idempotency = next((value for name, value in headers.items() if name.lower() == KEY_HEADER.lower()), None)
         queue = self.queue(job)
-        request = self.canonical(body)
-        key = digest(request)
+        key = request_digest(body, self._workspaces())
         if queue.failing and queue.failing[:2] == (key, idempotency):
             # The client's retry of a request that failed (the same Idempotency-Key): the same failure. The
             # call made again in a later step asks the same and is no retry: its key is another.
             return queue.failing[2]
         matching = queue.unserved.get(key)
-        again = next((c for c in reversed(queue.served) if c.digest == key), None)
         if matching:
             call = matching[0]
-        elif again is not None and self.repeats:
-            return self._answer(job, again, repeat=True, key=idempotency)
         else:
+            again = next((c for c in reversed(queue.served) if c.digest == key), None)
+            if again is not None and self.repeats:
+                return self._answer(job, again, repeat=True, key=idempotency)
+            request = self.canonical(body)
             call = self._nearest(queue, request)
             if call is None:
                 return self._refuse(
