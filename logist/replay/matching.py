@@ -103,7 +103,7 @@ def request_digest(body: dict, workspaces: tuple[str, ...] = ()) -> str:
     messages = body.get("messages")
     parts = role_content(messages)
     paths = [w for w in workspaces if w]
-    if parts is None or (paths and _names_any(parts, paths)):
+    if parts is None or (paths and names_any(parts, paths)):
         return digest(canonical_request(body, workspaces))
     request = {"model": body.get("model"), "messages": messages}
     request.update({key: body.get(key) for key in PARAMETERS})
@@ -111,8 +111,8 @@ def request_digest(body: dict, workspaces: tuple[str, ...] = ()) -> str:
     return digest(request)
 
 
-def _names_any(parts: list, paths: list[str]) -> bool:
-    """Whether any of the texts holds any of ``paths`` (one search of the texts joined:
+def names_any(parts: list, paths: list[str]) -> bool:
+    """Whether any of the texts of ``parts`` ((role, text) pairs) holds any of ``paths`` (one search of the texts joined:
     a path holds no NUL)."""
     texts = "\0".join(map(_CONTENT, parts))
     return any(path in texts for path in paths)
