@@ -174,7 +174,7 @@ def new_job(root: Path, name: str, max_steps: int):
 
 
 class TimedServer(ScriptedLLMServer):
-    """The scripted server, also keeping the seconds it spent on each request
+    """The scripted server, also keeping the seconds it spent on each call
     (reading the body to sending the answer): the model's share of a step."""
 
     def __init__(self, script):
@@ -184,6 +184,10 @@ class TimedServer(ScriptedLLMServer):
 
         class Timed(handler):
             def do_POST(self):
+                # Only the calls: a step that starts afresh also asks the endpoint of its model (POST
+                # /api/show), which is the step's own time and would put every call's time out of place.
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    return super().do_POST()
                 started = time.perf_counter()
                 try:
                     super().do_POST()

@@ -2,17 +2,20 @@
 of a recorded call (model, messages, :data:`PARAMETERS`, the workspace path
 as ``<workspace>``, the response_format as its digest, which a recording
 keeps without the file it is stored in: :mod:`logist.store.response_formats`),
-its digest, and how far a request agrees with a
+its digest (found without building the canonical request where the
+messages are plain roles and texts, as Logist sends them: the server's cost
+of a request at round 1,000 of a turn), and how far a request agrees with a
 recording and where it first differs (what a refused request is told).
 :class:`logist.replay.server.ReplayLLMServer` answers with it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import operator
 from typing import Optional
 
+from ..store.calls import body_digest, role_content
 from ..store.history import HistoryEntry
 from ..store.requests import messages_of
 from ..store.response_formats import digest_of
@@ -84,7 +87,35 @@ def shaped_by(entry: HistoryEntry, key: str) -> str:
 
 
 def digest(request: dict) -> str:
-    return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+    """The digest of canonical request ``request`` (:func:`canonical_request`):
+    the digest a call's key is made with (:func:`logist.store.calls.body_digest`)."""
+    return body_digest(request)
+
+
+_CONTENT = operator.itemgetter(1)
+
+
+def request_digest(body: dict, workspaces: tuple[str, ...] = ()) -> str:
+    """``digest(canonical_request(body, workspaces))``. Where every message is
+    exactly a role and a text and none holds a workspace path, the canonical
+    messages are the body's own: they are hashed as they are (C-level maps
+    over them), not rebuilt one by one in Python."""
+    messages = body.get("messages")
+    parts = role_content(messages)
+    paths = [w for w in workspaces if w]
+    if parts is None or (paths and names_any(parts, paths)):
+        return digest(canonical_request(body, workspaces))
+    request = {"model": body.get("model"), "messages": messages}
+    request.update({key: body.get(key) for key in PARAMETERS})
+    request["response_format"] = digest_of(request["response_format"])
+    return digest(request)
+
+
+def names_any(parts: list, paths: list[str]) -> bool:
+    """Whether any of the texts of ``parts`` ((role, text) pairs) holds any of ``paths`` (one search of the texts joined:
+    a path holds no NUL)."""
+    texts = "\0".join(map(_CONTENT, parts))
+    return any(path in texts for path in paths)
 
 
 def _excerpt(text: str, at: int) -> str:

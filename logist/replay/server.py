@@ -11,7 +11,11 @@ step sends exactly the body ``job preview --json`` shows and the history
 records its model, messages and parameters, so each recorded call has a
 canonical request (model, messages, temperature, max_tokens) and a request
 is answered by the earliest recorded call not yet served whose canonical
-request equals the received one (a dict from digest to calls). Nothing is
+request equals the received one (a dict from digest to calls). A request
+holds the whole conversation, so the work per request is kept to C-level
+passes over it: a job usually asks its next recorded call, so the body is
+first compared as it is with that call's request, and only a request that is
+not it is hashed (:func:`~logist.replay.matching.request_digest`). Nothing is
 read out of the prompt text: no role detection, no per-role queues, no
 patterns. Prompts do not name the job or the endpoint, so a recording
 replays under any job id and against any port; the one job-specific value
@@ -53,6 +57,7 @@ get the same failure again.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import re
 from collections import deque
@@ -63,8 +68,10 @@ from typing import Optional, Union
 from ..store.history import HistoryEntry, JobHistory
 from ..store.session import JobFiles
 from ..model.client import JOB_HEADER, TOOL_NOTE
-from ..store.calls import HEADER as KEY_HEADER
-from .matching import agreement, canonical_request, digest, first_difference, recorded_body
+from ..store.calls import HEADER as KEY_HEADER, role_content
+from ..store.response_formats import digest_of
+from .matching import (PARAMETERS, agreement, canonical_request, digest, first_difference, names_any, recorded_body,
+                       request_digest)
 from .scripted import NO_RETRY, LLMServer, Reply
 from .apply import read_history_file
 
@@ -94,6 +101,8 @@ class RecordedCall:
     #: The canonical request (:func:`canonical_request`) and its digest.
     request: dict
     digest: str
+    #: Its place among the recording's calls (from 0).
+    index: int = 0
 
     def describe(self) -> str:
         return f"step {self.entry.sequence} ({self.label} call {self.number} of {self.of})"
@@ -147,6 +156,10 @@ class _JobQueue:
 
     unserved: dict[str, deque]
     served: list[RecordedCall] = field(default_factory=list)
+    #: The places of the calls served, and the first place not served yet (the call a job asks next,
+    #: unless it diverged).
+    served_at: set[int] = field(default_factory=set)
+    next: int = 0
     # The last failure served, so that the client's retries of the same
     # request get it again instead of the next recorded call.
     failing: Optional[tuple[str, Optional[str], Reply]] = None
@@ -200,7 +213,8 @@ class ReplayLLMServer(LLMServer):
         for entry, label in zip(entries, labels):
             seen[label] = seen.get(label, 0) + 1
             request = canonical_request(recorded_body(entry, by_number), self._recorded_workspaces)
-            self.calls.append(RecordedCall(entry, label, seen[label], self.counts[label], request, digest(request)))
+            self.calls.append(RecordedCall(entry, label, seen[label], self.counts[label], request, digest(request),
+                                           len(self.calls)))
         self.total = len(self.calls)
         #: Each job's queue, by the job's id ("" for requests that name none).
         self.queues: dict[str, _JobQueue] = {}
@@ -241,15 +255,41 @@ class ReplayLLMServer(LLMServer):
         per_role = ", ".join(f"{label}: {count}" for label, count in self.counts.items())
         return f"{self.total} recorded call{'s' if self.total != 1 else ''}" + (f" ({per_role})" if per_role else "")
 
+    def _workspaces(self) -> tuple[str, ...]:
+        return self._recorded_workspaces + ((self.workspace,) if self.workspace else ())
+
     def canonical(self, body: dict) -> dict:
         """A received body's canonical request (see :func:`canonical_request`)."""
-        return canonical_request(body, self._recorded_workspaces + ((self.workspace,) if self.workspace else ()))
+        return canonical_request(body, self._workspaces())
 
     def _refuse(self, message: str, kind: str) -> Reply:
         # INFO: the client gets (and records) the message; a server run on
         # its own (``logist replay-server``) shows INFO too.
         logger.info(message)
         return Reply(status=400, error_message=message, error_type=kind, headers=NO_RETRY)
+
+    def _expected(self, queue: _JobQueue, body: dict) -> Optional[RecordedCall]:
+        """The job's earliest unserved call when ``body`` asks exactly what it
+        recorded: the model, the parameters and the messages as they are (a
+        C-level compare of the lists, naming no workspace path); else None, and
+        the request is matched by its digest. The same call the digest finds:
+        the earliest unserved one whose canonical request is the body's."""
+        while queue.next in queue.served_at:
+            queue.next += 1
+        if queue.next >= len(self.calls):
+            return None
+        call = self.calls[queue.next]
+        recorded = call.request
+        if body.get("model") != recorded["model"] or body.get("messages") != recorded["messages"] or \
+                any(body.get(key) != recorded[key] for key in PARAMETERS if key != "response_format") or \
+                digest_of(body.get("response_format")) != recorded["response_format"]:
+            return None
+        workspaces = [w for w in self._workspaces() if w]
+        if workspaces:
+            parts = role_content(body["messages"])
+            if parts is None or names_any(parts, workspaces):
+                return None  # its canonical request is not the body as it is
+        return call
 
     def _nearest(self, queue: _JobQueue, request: dict) -> Optional[RecordedCall]:
         """The job's unserved call that agrees longest with ``request`` (the
@@ -269,25 +309,30 @@ class ReplayLLMServer(LLMServer):
         return reply
 
     def reply_for(self, body: dict, headers: dict) -> Reply:
+        # Each request holds the whole conversation: what is done with it here is done by its digest
+        # (C-level maps over the messages), and the canonical request is built only for a mismatch.
         messages = body.get("messages")
-        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        if not isinstance(messages, list) or not all(map(isinstance, messages, itertools.repeat(dict))):
             return self._refuse("the request has no list of messages", "invalid_request_error")
         job = next((value for name, value in headers.items() if name.lower() == JOB_HEADER.lower()), "")
         idempotency = next((value for name, value in headers.items() if name.lower() == KEY_HEADER.lower()), None)
         queue = self.queue(job)
-        request = self.canonical(body)
-        key = digest(request)
+        expected = self._expected(queue, body)
+        key = expected.digest if expected is not None else request_digest(body, self._workspaces())
         if queue.failing and queue.failing[:2] == (key, idempotency):
             # The client's retry of a request that failed (the same Idempotency-Key): the same failure. The
             # call made again in a later step asks the same and is no retry: its key is another.
             return queue.failing[2]
         matching = queue.unserved.get(key)
-        again = next((c for c in reversed(queue.served) if c.digest == key), None)
-        if matching:
+        if expected is not None:
+            call = expected
+        elif matching:
             call = matching[0]
-        elif again is not None and self.repeats:
-            return self._answer(job, again, repeat=True, key=idempotency)
         else:
+            again = next((c for c in reversed(queue.served) if c.digest == key), None)
+            if again is not None and self.repeats:
+                return self._answer(job, again, repeat=True, key=idempotency)
+            request = self.canonical(body)
             call = self._nearest(queue, request)
             if call is None:
                 return self._refuse(
@@ -302,6 +347,7 @@ class ReplayLLMServer(LLMServer):
             logger.warning(f"{text} (answered with the recorded answer anyway)")
         queue.unserved[call.digest].remove(call)
         queue.served.append(call)
+        queue.served_at.add(call.index)
         self.served.append(call)
         reply = self._answer(job, call, key=idempotency)
         failed = reply.status != 200 or reply.disconnect or (reply.delay and reply.delay != self.latency)

@@ -27,7 +27,7 @@ from logist.engine.step import step_once
 from logist.store.jobsdir import JobsDir
 from logist.replay.fixtures import create_from_fixture, load_fixture
 from logist.replay.apply import ReplayDivergedError, replay_history
-from logist.replay.matching import canonical_request, first_difference, recorded_body
+from logist.replay.matching import canonical_request, digest, first_difference, recorded_body, request_digest
 from logist.replay.server import ReplayLLMServer
 from logist.replay.scripted import NO_RETRY, Reply, ScriptedLLMServer
 from logist.replay.scripted import answer
@@ -126,6 +126,26 @@ def test_canonical_request_keeps_model_messages_and_parameters():
     }
     # Exact values only: a path that is not the workspace stays.
     assert canonical_request(body, ("/w/other",))["messages"][1]["content"] == "ran in /w/ws and /w/ws/sub"
+
+
+def test_a_requests_digest_is_that_of_its_canonical_request_whatever_its_messages():
+    """The server matches by request_digest, found without building the canonical request where it
+    can: it must be the digest of the canonical request in every case, or a recording stops matching."""
+    plain = [{"role": "system", "content": "S"}, {"role": "user", "content": "caf\u00e9 ran in /w/ws and /w/ws/sub"}]
+    bodies = [
+        {"model": "m", "temperature": 0.2, "response_format": {"type": "json_object"}, "messages": plain},
+        {"model": "m", "messages": plain[:1], "stream": True, "max_tokens": 9},
+        {"model": "m", "messages": plain + [{"role": "user", "content": "x", "name": "extra key"}]},
+        {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "parts"}]}]},
+        {"model": "m", "messages": [{"role": "assistant", "content": None, "tool_calls": []}]},
+    ]
+    for body in bodies:
+        for workspaces in ((), ("/w/ws",), ("/w/other",), ("", "/w/ws/sub", "/w/ws")):
+            assert request_digest(body, workspaces) == digest(canonical_request(body, workspaces)), (body, workspaces)
+    # The workspace path is replaced before the digest: the same request from another job's workspace matches.
+    moved = {"model": "m", "messages": [plain[0], {"role": "user", "content": "caf\u00e9 ran in /v/ws and /v/ws/sub"}]}
+    assert request_digest(moved, ("/v/ws",)) == request_digest({"model": "m", "messages": plain}, ("/w/ws",))
+    assert request_digest(moved, ()) != request_digest({"model": "m", "messages": plain}, ())
 
 
 def test_first_difference_names_the_place_and_shows_both_texts():
