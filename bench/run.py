@@ -455,8 +455,15 @@ def main() -> None:
                         help="Also run bench/live.py against a real engine (the live extra; about 10 minutes).")
     parser.add_argument("--with-langgraph", action="store_true",
                         help="Install the bench extra (LangGraph) into bench/out/langgraph-venv if it is missing.")
-    parser.add_argument("--json", default=str(HERE / "results.json"), help="Where to write the results.")
+    parser.add_argument("--only", metavar="SECTIONS",
+                        help="Run only these sections (comma-separated, as printed while running: 'a step,replay'), "
+                             "and the floors; the results go to bench/out/only.json unless --json says where.")
+    parser.add_argument("--json", help="Where to write the results (default: bench/results.json, from which "
+                                       "docs/performance.md's table is made).")
     args = parser.parse_args()
+    if args.json is None:
+        args.json = str(HERE / "out" / "only.json") if args.only else str(HERE / "results.json")
+        Path(args.json).parent.mkdir(exist_ok=True)
     quick = args.quick
     started = time.perf_counter()
     load_before = os.getloadavg()
@@ -478,6 +485,15 @@ def main() -> None:
             ("live engine", lambda: bench_live(args.with_live, quick)),
             ("test suite", lambda: bench_suite(args.with_suite)),
         ]
+        if args.only:
+            wanted = {name.strip() for name in args.only.split(",")} | {"floors"}
+            if wanted & {"LangGraph", "checks"}:
+                wanted.add("a step")  # theirs are read beside the step's
+            unknown = wanted - {name for name, _ in sections}
+            if unknown:
+                parser.error(f"no section named {', '.join(sorted(unknown))}; "
+                             f"the sections: {', '.join(name for name, _ in sections)}")
+            sections = [(name, run) for name, run in sections if name in wanted]
         found: dict = {}
         for name, run in sections:
             print(f"{name}...", file=sys.stderr, flush=True)
