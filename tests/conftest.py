@@ -24,10 +24,32 @@ from typing import Callable
 
 import pytest
 
-from logist.store.jobsdir import JobsDir
-from logist.engine.create import create_job
-from logist.engine.step import step_once
-from logist.replay.scripted import Reply, ScriptedLLMServer, ScriptedModel, answer
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+#: The bytecode the tests' processes compile, kept from run to run outside the
+#: source tree (beside pytest's own cache, which .gitignore leaves out).
+BYTECODE = REPO_ROOT / ".pytest_cache" / "pycache"
+
+
+def _keep_bytecode() -> None:
+    """With ``PYTHONDONTWRITEBYTECODE`` set, as it often is in containers,
+    every test process would compile Logist and every test module (pytest's
+    assertion rewriting included) again at each run: about 5 s of CPU per
+    pytest-xdist worker. Their bytecode goes to :data:`BYTECODE` instead of
+    ``__pycache__`` folders in the tree, which is what the setting keeps
+    clean. Done before this file imports Logist; the modules pytest's
+    plugins imported already are compiled as before."""
+    if sys.dont_write_bytecode or sys.pycache_prefix:
+        sys.pycache_prefix = sys.pycache_prefix or str(BYTECODE)
+        sys.dont_write_bytecode = False
+
+
+_keep_bytecode()
+
+from logist.store.jobsdir import JobsDir  # noqa: E402 (after the bytecode's folder is set)
+from logist.engine.create import create_job  # noqa: E402
+from logist.engine.step import step_once  # noqa: E402
+from logist.replay.scripted import Reply, ScriptedLLMServer, ScriptedModel, answer  # noqa: E402
 
 try:
     from hypothesis import settings as _hypothesis_settings
@@ -41,8 +63,6 @@ except ImportError:  # pragma: no cover - hypothesis is in the test extra
 
 #: A fake key that must never show up in any file, git object or output.
 CANARY_KEY = "sk-canary-7f3a9c1e5b2d4f60a8b1c3d5e7f9a0b2"
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def pytest_configure(config):
@@ -150,19 +170,16 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 @pytest.fixture(autouse=True, scope="session")
-def compiled_once(tmp_path_factory):
+def compiled_once():
     """Child processes (``python -m logist``, crash and concurrency tests) read
-    compiled bytecode from one cache outside the source tree, written by the
-    first of them: with ``PYTHONDONTWRITEBYTECODE`` set, as it often is in
-    containers, each would otherwise compile the whole package again. The
-    folder is shared by pytest-xdist's workers (CPython writes each file
-    atomically)."""
+    compiled bytecode from the tests' own cache outside the source tree
+    (:data:`BYTECODE`, kept from run to run), written by the first of them:
+    with ``PYTHONDONTWRITEBYTECODE`` set, as it often is in containers, each
+    would otherwise compile the whole package again. The folder is shared by
+    pytest-xdist's workers (CPython writes each file atomically)."""
     saved = {name: os.environ.get(name) for name in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    os.environ["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix or str(BYTECODE)
     yield
     for name, value in saved.items():
         if value is None:

@@ -195,7 +195,7 @@ def test_ctrl_c_during_a_call_says_what_was_kept_and_how_to_go_on(jobs, llm):
         "records it as a call of unknown outcome, and the next step makes it again (with the same Idempotency-Key)."), rows
     assert rows[at + 2] == "Go on: logist job run slow"
     assert job.manifest().last_sequence == 2, "nothing more was recorded"
-    status = logist_process("job", "status", "slow").stdout
+    status = logist_cli("job", "status", "slow").stdout
     assert "Pending: step 3's call was in flight and is not recorded" in status, status
 
     llm.add(answer("STUCK", summary="enough"))
@@ -226,7 +226,7 @@ def test_ctrl_c_while_a_models_command_runs_says_it_is_held_next(jobs, llm):
 def test_ctrl_c_in_approve_command_keeps_the_command_held(jobs, llm):
     job = create_job(jobs, "held", "Run it", command_policy="ask")
     llm.add(answer("CMD", command="sleep 30"))
-    assert logist_process("job", "step", "held", "--base-url", llm.base_url).returncode == 3
+    assert logist_cli("job", "step", "held", "--base-url", llm.base_url).returncode == 3
     code, output = run_on_a_terminal("job", "approve-command", "held", ctrl_c_when="$ sleep 30: running, 1 s")
     assert code == 130, output
     rows = said(output)

@@ -13,7 +13,7 @@ import pytest
 
 from logist.replay.scripted import Reply, answer
 
-from conftest import logist_cli, logist_process
+from conftest import logist_cli
 
 pytestmark = pytest.mark.wire
 
@@ -27,7 +27,7 @@ def _wait_for_request(llm, count: int, seconds: float = 60) -> None:
 
 @pytest.mark.parametrize("action, status", [("suspend", "SUSPENDED"), ("cancel", "CANCELED")])
 def test_a_stop_asked_mid_call_is_applied_once_the_step_ends(jobs, llm, action, status):
-    assert logist_process("job", "create", "hi", "-o", "Say hi", "--allow", "echo hi").returncode == 0
+    assert logist_cli("job", "create", "hi", "-o", "Say hi", "--allow", "echo hi").returncode == 0
     # The first answer goes on with the turn (a command): without the stop, the runner would call again.
     llm.add(Reply(content=answer("CMD", command="echo hi"), delay=3))
     llm.add(answer("COMPLETED", summary="said hi", evidence_files=[]))
@@ -55,7 +55,7 @@ def test_a_stop_asked_mid_call_is_applied_once_the_step_ends(jobs, llm, action, 
 
 
 def test_a_decision_made_under_the_lock_replaces_an_asked_stop(jobs):
-    assert logist_process("job", "create", "idle", "-o", "Say hi").returncode == 0
+    assert logist_cli("job", "create", "idle", "-o", "Say hi").returncode == 0
     (jobs.path / "idle" / "stop_request.json").write_text(json.dumps({"action": "suspend", "requested_at": "x"}))
     assert logist_cli("job", "cancel", "idle").returncode == 0
     assert not (jobs.path / "idle" / "stop_request.json").exists()

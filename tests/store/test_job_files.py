@@ -27,7 +27,7 @@ from logist.engine.step import step_once
 from logist.replay.scripted import Reply
 from logist.store.atomic import move_aside
 
-from conftest import REPO_ROOT, logist_process
+from conftest import REPO_ROOT, logist_cli, logist_process
 
 
 def readme_names(job_dir: Path) -> list[str]:
@@ -78,7 +78,7 @@ def test_the_readme_names_every_file_a_job_leaves(jobs, llm):
     assert [n for n in os.listdir(job.dir) if n.startswith("job_manifest.json.corrupt-")]
 
     for args in (["job", "report", "files"], ["job", "transcript", "files", "--rebuild"]):
-        result = logist_process(*args)
+        result = logist_cli(*args)
         assert result.returncode == 0, result.stderr
     seen |= set(os.listdir(job.dir))
     assert unexplained(job.dir) == []
@@ -143,7 +143,7 @@ def test_temp_files_of_a_killed_write_are_removed_by_the_next_command(jobs, llm)
     kept = [".report.html.y1y2y3y4.tmp", ".notes.txt.tmp", "my.job_manifest.json.tmp"]
     for name in left + kept:
         (job.dir / name).write_text('{"half": ')
-    looked = logist_process("job", "status", "temps")  # a command that only looks takes no lock: nothing removed
+    looked = logist_cli("job", "status", "temps")  # a command that only looks takes no lock: nothing removed
     assert looked.returncode == 0 and all((job.dir / name).exists() for name in left)
     llm.add(answer("MESSAGE", message="hi"))
     step_once(job, endpoints=llm.endpoints)

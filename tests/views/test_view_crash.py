@@ -25,7 +25,7 @@ from logist.engine.step import step_once
 from logist.replay.scripted import answer
 from logist.views.transcript import read_marker, render
 
-from conftest import logist_process
+from conftest import logist_cli, logist_process
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +73,7 @@ def test_killed_while_the_transcript_is_written_the_step_is_recorded(jobs, llm):
     manifest = read_json(job.manifest_path)
     assert manifest["last_sequence"] == 3 and manifest["status"] == "REVIEWING"
     assert not (job.dir / "step_journal.json").exists()
-    status = json.loads(ok(logist_process("job", "status", "hello", "--json")).stdout)
+    status = json.loads(ok(logist_cli("job", "status", "hello", "--json")).stdout)
     assert status["status"] == "REVIEWING" and status["last_sequence"] == 3
     # The transcript was cut in the middle of the new entry's block, which
     # was written over the old marker.
@@ -139,7 +139,7 @@ def test_a_busy_views_lock_is_skipped_and_caught_up_later(jobs, llm):
         assert read_marker(JobFiles(job.dir).transcript_path).seq == 1, "the step did not wait for, or write, the views"
     finally:
         holder.communicate("\n", timeout=30)
-    shown = ok(logist_process("job", "transcript", "hello"))
+    shown = ok(logist_cli("job", "transcript", "hello"))
     assert "Brought" in shown.stderr
     assert shown.stdout == JobFiles(job.dir).transcript_path.read_text(encoding="utf-8") == fresh_render(job)
 
