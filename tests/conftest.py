@@ -85,7 +85,7 @@ def pytest_collection_modifyitems(session, config, items):
     on a fresh clone, as CI runs, the live, slow and browser tests still
     start first). The long tests go to the workers longest first, each to the
     share with the fewest seconds so far, the tests of a :data:`ONE_WORKER`
-    mark together as one. Every worker reads the same cache and marks, so
+    mark together as one, in their collection's order. Every worker reads the same cache and marks, so
     all collect the same order, as pytest-xdist requires."""
     cache = getattr(config, "cache", None)
     known = cache.get(DURATIONS_KEY, {}) if cache is not None else {}
@@ -102,10 +102,12 @@ def pytest_collection_modifyitems(session, config, items):
     loads = [0.0] * workers
     for unit in sorted(units.values(), key=lambda unit: -sum(seconds[id(item)] for item in unit)):
         least = loads.index(min(loads))
-        shares[least] += unit
+        shares[least].append(unit)
         loads[least] += sum(seconds[id(item)] for item in unit)
-    for share in shares:
-        share.sort(key=lambda item: -seconds[id(item)])
+    # A share's units longest first; a ONE_WORKER mark's tests in the order they are written (tests/live's
+    # share a prompt with the one before them, which the engine has evaluated already).
+    shares = [[item for unit in sorted(share, key=lambda unit: -max(seconds[id(item)] for item in unit))
+               for item in unit] for share in shares]
     taken = {id(item) for item in long}
     rest = [item for item in items if id(item) not in taken]
     # Each share as long as the one worksteal sends (what is left divided by the workers left).

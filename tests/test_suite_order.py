@@ -66,7 +66,7 @@ def test_a_last_runs_durations_win_over_the_marks(monkeypatch):
     items = collection()
     durations = {"quick5": 60.0, "ray1": 0.5, "live2": 100.0}
     first, second = ordered(items, durations, 2, monkeypatch)
-    assert first[:4] == ["live2", "live0", "live1", "live3"], "live together, the longest first"
+    assert first[:4] == ["live0", "live1", "live2", "live3"], "live together, first, in the order written"
     assert second[:3] == ["quick5", "ray2", "browser1"]
     assert "ray1" not in first[:6] + second[:6], "measured short: not started first"
 
