@@ -7,7 +7,10 @@ The tests are written in the order they run (tests/conftest.py keeps it and
 runs them on one worker): the engine reuses what it evaluated of the request
 before (llama.cpp keeps the longest common prefix), and the built-in
 Worker's prompt for the same objective is most of a request, so the tests
-that send it come one after another, the others after them.
+that send it come one after another. The work the model gets wrong comes
+first, on an engine that has sampled nothing yet: its answers, and whether
+the job reaches its check twice, depend on the sampler's state the tests
+before it leave (run after others, its answer was once cut by the window).
 """
 
 from __future__ import annotations
@@ -47,6 +50,30 @@ def _role(jobs, name: str, **fields) -> None:
     role = {"name": name, "description": f"{name} for a live test", "llm_model": MODEL, **fields}
     (jobs.path / "roles").mkdir(exist_ok=True)
     (jobs.path / "roles" / f"{name.lower()}.json").write_text(json.dumps(role))
+
+
+def test_work_the_model_gets_wrong_is_never_presented_as_done_with_a_failing_check(jobs, live_engine):
+    _setup(jobs, live_engine)
+    # format_retries 3: the model's answers are often refused (a file written twice, evidence not in the
+    # workspace); the job is to reach its check, not stop at the second refused answer.
+    job = create_job(jobs, "fizzbuzz", FIZZBUZZ, checks=[FIZZBUZZ_CHECK], max_retries_in_a_row=1, format_retries=3)
+    done = logist_cli("job", "run", "fizzbuzz", timeout=2400)
+    assert done.returncode == 3, done.stderr
+    manifest = job.manifest()
+    entries = JobFiles(job.dir).load_history().interactions
+    assert manifest.status == Status.INTERVENTION_REQUIRED, [(e.kind, e.state_after) for e in entries]
+    assert f"check `{FIZZBUZZ_CHECK}` failed" in manifest.reason and "limit 1" in manifest.reason
+    assert not {"APPROVAL_REQUIRED", "SUCCESS"} & {e.state_after for e in entries}, "never presented as done"
+    runs = [e for e in entries if e.kind == "check"]
+    assert len(runs) == 2 and not any(run.checks.passed for run in runs)
+    assert all(e.role != "Supervisor" for e in entries if e.kind == "llm_call"), "failing work is not reviewed"
+    # The Worker was shown the failing check and its output before it tried again.
+    first = runs[0].sequence
+    later = [e for e in _calls(job) if e.sequence > first]
+    assert later, "the Worker was called again after the first failing run"
+    opening = JobFiles(job.dir).reader().messages(later[0].sequence)[-1]["content"]
+    assert "the job's checks ran in the workspace and failed" in opening
+    assert f"`{FIZZBUZZ_CHECK}`: failed (exit 1)" in opening and "fizzbuzz.py printed" in opening
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -152,30 +179,6 @@ def test_a_request_over_the_window_compacts_a_compacting_role_and_stops_another_
     assert entry.kind == "compaction" and entry.response.status == "SUCCESS", entry.response.error
     assert compacting.manifest().turn.summarised_rounds == 3
     assert live_engine.recorder.bodies[-1]["max_tokens"] <= live_engine.n_ctx // 4
-
-
-def test_work_the_model_gets_wrong_is_never_presented_as_done_with_a_failing_check(jobs, live_engine):
-    _setup(jobs, live_engine)
-    # format_retries 3: the model's answers are often refused (a file written twice, evidence not in the
-    # workspace); the job is to reach its check, not stop at the second refused answer.
-    job = create_job(jobs, "fizzbuzz", FIZZBUZZ, checks=[FIZZBUZZ_CHECK], max_retries_in_a_row=1, format_retries=3)
-    done = logist_cli("job", "run", "fizzbuzz", timeout=2400)
-    assert done.returncode == 3, done.stderr
-    manifest = job.manifest()
-    entries = JobFiles(job.dir).load_history().interactions
-    assert manifest.status == Status.INTERVENTION_REQUIRED, [(e.kind, e.state_after) for e in entries]
-    assert f"check `{FIZZBUZZ_CHECK}` failed" in manifest.reason and "limit 1" in manifest.reason
-    assert not {"APPROVAL_REQUIRED", "SUCCESS"} & {e.state_after for e in entries}, "never presented as done"
-    runs = [e for e in entries if e.kind == "check"]
-    assert len(runs) == 2 and not any(run.checks.passed for run in runs)
-    assert all(e.role != "Supervisor" for e in entries if e.kind == "llm_call"), "failing work is not reviewed"
-    # The Worker was shown the failing check and its output before it tried again.
-    first = runs[0].sequence
-    later = [e for e in _calls(job) if e.sequence > first]
-    assert later, "the Worker was called again after the first failing run"
-    opening = JobFiles(job.dir).reader().messages(later[0].sequence)[-1]["content"]
-    assert "the job's checks ran in the workspace and failed" in opening
-    assert f"`{FIZZBUZZ_CHECK}`: failed (exit 1)" in opening and "fizzbuzz.py printed" in opening
 
 
 def test_a_command_round_trip(jobs, live_engine):
