@@ -111,27 +111,59 @@ def _memory_basetemp(config) -> None:
 #: from how many seconds a test counts as long and is started first.
 DURATIONS_KEY = "logist/durations"
 LONG = 1.5
+#: Without a last run's figure for a test (a fresh clone, as CI runs; ``-p
+#: no:cacheprovider``), the seconds it is expected to take, from its marks (the
+#: most of those it has): what it runs, not a measure of it. A live test's
+#: calls to a real model, a slow one's real processes (Ray clusters, kill
+#: storms, coding agents), a browser's pages.
+EXPECTED_SECONDS = {"live": 30.0, "slow": 10.0, "browser": 3.0, "serve": 2.0}
+#: Marks whose tests share an engine of the worker's session and are kept on
+#: one worker: tests/live's llama.cpp server, whose threads a second one's
+#: would fight for the cores (and its model loaded twice).
+ONE_WORKER = ("live",)
+
+
+def expected_seconds(item, known: dict) -> float:
+    """``item``'s last run's duration, else what its marks lead to expect (:data:`EXPECTED_SECONDS`)."""
+    if item.nodeid in known:
+        return known[item.nodeid]
+    return max((EXPECTED_SECONDS.get(mark.name, 0.0) for mark in item.iter_markers()), default=0.0)
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """The tests that took longest last time start first, spread over the
+    """The tests expected to take longest start first, spread over the
     workers: pytest-xdist's worksteal gives each worker a contiguous share of
     the collection and steals from its end, so a long test late in a share
-    keeps one worker busy while the others are done. The durations are the
-    last runs' (pytest's cache; none on a fresh checkout, and the order is
-    then the collection's). Every worker reads the same cache, so all
-    collect the same order, as pytest-xdist requires."""
+    keeps one worker busy while the others are done. A test's expected time
+    is its last run's (pytest's cache), else its marks' (:func:`expected_seconds`:
+    on a fresh clone, as CI runs, the live, slow and browser tests still
+    start first). The long tests go to the workers longest first, each to the
+    share with the fewest seconds so far, the tests of a :data:`ONE_WORKER`
+    mark together as one, in their collection's order. Every worker reads the same cache and marks, so
+    all collect the same order, as pytest-xdist requires."""
     cache = getattr(config, "cache", None)
     known = cache.get(DURATIONS_KEY, {}) if cache is not None else {}
-    long = sorted((item for item in items if known.get(item.nodeid, 0) >= LONG), key=lambda item: -known[item.nodeid])
+    seconds = {id(item): expected_seconds(item, known) for item in items}
+    long = [item for item in items if seconds[id(item)] >= LONG]
     if not long:
         return
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    units: dict = {}  # a ONE_WORKER mark's tests, else each test alone
+    for item in long:
+        together = next((mark for mark in ONE_WORKER if item.get_closest_marker(mark)), None)
+        units.setdefault(together or id(item), []).append(item)
+    shares: list[list] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for unit in sorted(units.values(), key=lambda unit: -sum(seconds[id(item)] for item in unit)):
+        least = loads.index(min(loads))
+        shares[least].append(unit)
+        loads[least] += sum(seconds[id(item)] for item in unit)
+    # A share's units longest first; a ONE_WORKER mark's tests in the order they are written (tests/live's
+    # share a prompt with the one before them, which the engine has evaluated already).
+    shares = [[item for unit in sorted(share, key=lambda unit: -max(seconds[id(item)] for item in unit))
+               for item in unit] for share in shares]
     taken = {id(item) for item in long}
     rest = [item for item in items if id(item) not in taken]
-    shares: list[list] = [[] for _ in range(workers)]
-    for i, item in enumerate(long):
-        shares[i % workers].append(item)
     # Each share as long as the one worksteal sends (what is left divided by the workers left).
     left, ordered = len(items), []
     for i, share in enumerate(shares):

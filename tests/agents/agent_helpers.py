@@ -146,6 +146,8 @@ class WatchingServer(ScriptedLLMServer):
         self.seen: list[dict[int, dict[str, str]]] = []
         #: The agent's home as it was at each request (relative path -> bytes).
         self.homes: list[dict[str, bytes]] = []
+        #: Set once a request has been looked at (its processes and home kept above).
+        self.called = threading.Event()
 
     def reply_for(self, body, headers):
         processes = processes_with(self.needle)
@@ -154,6 +156,7 @@ class WatchingServer(ScriptedLLMServer):
         for home in homes:
             if home:
                 self.homes.append(home_files(Path(home)))
+        self.called.set()
         return super().reply_for(body, headers)
 
 

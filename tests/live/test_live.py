@@ -1,7 +1,16 @@
 """Logist against a real inference engine: what only a real model and a real
-server show (issue 26). The engine is llama-cpp-python's server with
+server show. The engine is llama-cpp-python's server with
 SmolLM2-135M-Instruct (tests/live/liveserver.py); its requests pass through a
 recording proxy, so a test sees the bodies the server received.
+
+The tests are written in the order they run (tests/conftest.py keeps it and
+runs them on one worker): the engine reuses what it evaluated of the request
+before (llama.cpp keeps the longest common prefix), and the built-in
+Worker's prompt for the same objective is most of a request, so the tests
+that send it come one after another. The work the model gets wrong comes
+first, on an engine that has sampled nothing yet: its answers, and whether
+the job reaches its check twice, depend on the sampler's state the tests
+before it leave (run after others, its answer was once cut by the window).
 """
 
 from __future__ import annotations
@@ -43,30 +52,6 @@ def _role(jobs, name: str, **fields) -> None:
     (jobs.path / "roles" / f"{name.lower()}.json").write_text(json.dumps(role))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "SmolLM2-135M cannot write hello.py without a copy of it: the protocol's example, derived from the job, "
-    "writes hello.py with content and summary left to the model (an unquoted ...), and the model writes hello.py "
-    "empty, adds test.txt ('This is a test.') and names Hello.py as evidence, a file that is not in the workspace; "
-    "the answer check refuses it twice and the job stops at INTERVENTION_REQUIRED (the old example held the whole "
-    "answer, print('hello'), which the model copied)"))
-def test_the_builtin_roles_unchanged_reach_approval_with_a_hello_py_that_runs(jobs, live_engine):
-    _setup(jobs, live_engine)
-    job = create_job(jobs, "hello", HELLO)
-    done = logist_cli("job", "run", "hello", timeout=1800)
-    assert done.returncode == 3, done.stderr
-    assert job.manifest().status == Status.APPROVAL_REQUIRED, done.stderr
-    calls = _calls(job)
-    assert calls and all(e.response.status == "SUCCESS" for e in calls), "every answer valid at the first try"
-    # Structured output: the engine refused json_schema (a 500 naming response_format) and took its own form.
-    assert calls[0].request.metadata.response_format["type"] == "json_object"
-    assert "schema" in sent(JobFiles(job.dir), calls[0].request.metadata.response_format)  # kept in response_formats/
-    assert all(e.request.metadata.max_tokens for e in calls), "every request carries max_tokens"
-    committed = subprocess.run(["git", "show", "HEAD:hello.py"], cwd=job.workspace, capture_output=True, text=True)
-    assert committed.returncode == 0, "hello.py is in a commit"
-    ran = subprocess.run([sys.executable, "hello.py"], cwd=job.workspace, capture_output=True, text=True, timeout=30)
-    assert ran.returncode == 0 and "hello" in ran.stdout.lower(), (ran.stdout, ran.stderr)
-
-
 def test_work_the_model_gets_wrong_is_never_presented_as_done_with_a_failing_check(jobs, live_engine):
     _setup(jobs, live_engine)
     # format_retries 3: the model's answers are often refused (a file written twice, evidence not in the
@@ -91,6 +76,32 @@ def test_work_the_model_gets_wrong_is_never_presented_as_done_with_a_failing_che
     assert f"`{FIZZBUZZ_CHECK}`: failed (exit 1)" in opening and "fizzbuzz.py printed" in opening
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "SmolLM2-135M cannot write hello.py without a copy of it: the protocol's example, derived from the job, "
+    "writes hello.py with content and summary left to the model (an unquoted ...), and the model writes hello.py "
+    "empty, adds test.txt ('This is a test.') and names Hello.py as evidence, a file that is not in the workspace; "
+    "the answer check refuses it and the job stops at INTERVENTION_REQUIRED (the old example held the whole "
+    "answer, print('hello'), which the model copied)"))
+def test_the_builtin_roles_unchanged_reach_approval_with_a_hello_py_that_runs(jobs, live_engine):
+    _setup(jobs, live_engine)
+    # format_retries 0: the test holds every answer valid at the first try, so a re-ask could only end in its
+    # failing; the job stops at the first refused answer instead of paying for another call first.
+    job = create_job(jobs, "hello", HELLO, format_retries=0)
+    done = logist_cli("job", "run", "hello", timeout=1800)
+    assert done.returncode == 3, done.stderr
+    assert job.manifest().status == Status.APPROVAL_REQUIRED, done.stderr
+    calls = _calls(job)
+    assert calls and all(e.response.status == "SUCCESS" for e in calls), "every answer valid at the first try"
+    # Structured output: the engine refused json_schema (a 500 naming response_format) and took its own form.
+    assert calls[0].request.metadata.response_format["type"] == "json_object"
+    assert "schema" in sent(JobFiles(job.dir), calls[0].request.metadata.response_format)  # kept in response_formats/
+    assert all(e.request.metadata.max_tokens for e in calls), "every request carries max_tokens"
+    committed = subprocess.run(["git", "show", "HEAD:hello.py"], cwd=job.workspace, capture_output=True, text=True)
+    assert committed.returncode == 0, "hello.py is in a commit"
+    ran = subprocess.run([sys.executable, "hello.py"], cwd=job.workspace, capture_output=True, text=True, timeout=30)
+    assert ran.returncode == 0 and "hello" in ran.stdout.lower(), (ran.stdout, ran.stderr)
+
+
 def test_job_preview_is_the_request_the_server_received(jobs, live_engine):
     _setup(jobs, live_engine)
     create_job(jobs, "preview", HELLO)
@@ -105,57 +116,6 @@ def test_job_preview_is_the_request_the_server_received(jobs, live_engine):
     assert [b.get("response_format", {}).get("type") for b in received] == ["json_schema", "json_object"]
     assert {k: v for k, v in received[1].items() if k != "response_format"} == \
         {k: v for k, v in received[0].items() if k != "response_format"}
-
-
-def test_a_command_round_trip(jobs, live_engine):
-    # The role's own response_format wins: here one that lets the model answer only with a listed command.
-    schema = decoding_schema(("CMD",), file_changes=False)
-    schema["properties"]["command"] = {"type": "string", "enum": ["ls -a", "pwd"]}
-    _role(jobs, "Runner", response_format={"type": "json_object", "schema": schema}, max_tokens=64,
-          instructions="Run one command at a time to look at the workspace.")
-    _setup(jobs, live_engine)
-    job = create_job(jobs, "cmd", "List the files of the workspace.", worker="Runner", command_policy="allow",
-                     allowed_commands=["ls -a", "pwd"])
-    first = logist_cli("job", "step", "cmd", "--oneshot", timeout=300)
-    assert first.returncode == 0, first.stderr
-    entry = JobFiles(job.dir).load_history().interactions[-1]
-    assert entry.response.actions == ["CMD"] and entry.command.decision == "run"
-    assert entry.command.exit_code == 0 and entry.command.output
-    second = logist_cli("job", "step", "cmd", "--oneshot", timeout=300)
-    assert second.returncode == 0, second.stderr
-    # The command's output went back to the model in the next request the server received.
-    last = live_engine.recorder.bodies[-1]["messages"][-1]["content"]
-    assert last.startswith("Command output:") and entry.command.command in last
-
-
-def _grow_a_turn(job, rounds: int = 4) -> None:
-    """Rounds of long progress notes, posted (no model), so that the next request outgrows a 2048-token window."""
-    for n in range(rounds):
-        post_answer(job, json.dumps({"action": "MESSAGE", "message": f"note {n}: " + "the quick brown fox " * 120}))
-
-
-def test_a_request_over_the_window_compacts_a_compacting_role_and_stops_another_before_the_call(jobs, live_engine):
-    _role(jobs, "Compactor", prompt_compression=True, compaction_retain_recent=1, instructions="Write the file asked for.")
-    _setup(jobs, live_engine, model_settings={MODEL: {"context_window": live_engine.n_ctx}})
-
-    plain = create_job(jobs, "plain", HELLO)
-    _grow_a_turn(plain)
-    before = plain.history_path.read_bytes(), plain.manifest_path.read_bytes(), len(live_engine.recorder.bodies)
-    stopped = logist_cli("job", "step", "plain", "--oneshot", timeout=300)
-    assert stopped.returncode == 1
-    assert "does not fit the model's context window" in stopped.stderr and "2,048" in stopped.stderr
-    assert "config.json model_settings" in stopped.stderr and "no call was made" in stopped.stderr
-    after = plain.history_path.read_bytes(), plain.manifest_path.read_bytes(), len(live_engine.recorder.bodies)
-    assert after == before, "no call made, nothing recorded"
-
-    compacting = create_job(jobs, "compacting", HELLO, worker="Compactor")
-    _grow_a_turn(compacting)
-    done = logist_cli("job", "step", "compacting", "--oneshot", timeout=300)
-    assert done.returncode == 0, done.stderr
-    entry = JobFiles(compacting.dir).load_history().interactions[-1]
-    assert entry.kind == "compaction" and entry.response.status == "SUCCESS", entry.response.error
-    assert compacting.manifest().turn.summarised_rounds == 3
-    assert live_engine.recorder.bodies[-1]["max_tokens"] <= live_engine.n_ctx // 4
 
 
 def test_an_answer_cut_at_max_tokens_is_named_for_what_it_is(jobs, live_engine):
@@ -189,6 +149,57 @@ def test_three_jobs_on_threads(jobs, live_engine):
         assert not [e.response.error for e in calls if e.response.error and "JSON" in e.response.error]
     sent = [b for b in live_engine.recorder.bodies if b.get("response_format", {}).get("type") == "json_object"]
     assert len(sent) >= sum(len(_calls(job)) for job in made)
+
+
+def _grow_a_turn(job, rounds: int = 4) -> None:
+    """Rounds of long progress notes, posted (no model), so that the next request outgrows a 2048-token window."""
+    for n in range(rounds):
+        post_answer(job, json.dumps({"action": "MESSAGE", "message": f"note {n}: " + "the quick brown fox " * 120}))
+
+
+def test_a_request_over_the_window_compacts_a_compacting_role_and_stops_another_before_the_call(jobs, live_engine):
+    _role(jobs, "Compactor", prompt_compression=True, compaction_retain_recent=1, instructions="Write the file asked for.")
+    _setup(jobs, live_engine, model_settings={MODEL: {"context_window": live_engine.n_ctx}})
+
+    plain = create_job(jobs, "plain", HELLO)
+    _grow_a_turn(plain)
+    before = plain.history_path.read_bytes(), plain.manifest_path.read_bytes(), len(live_engine.recorder.bodies)
+    stopped = logist_cli("job", "step", "plain", "--oneshot", timeout=300)
+    assert stopped.returncode == 1
+    assert "does not fit the model's context window" in stopped.stderr and "2,048" in stopped.stderr
+    assert "config.json model_settings" in stopped.stderr and "no call was made" in stopped.stderr
+    after = plain.history_path.read_bytes(), plain.manifest_path.read_bytes(), len(live_engine.recorder.bodies)
+    assert after == before, "no call made, nothing recorded"
+
+    compacting = create_job(jobs, "compacting", HELLO, worker="Compactor")
+    _grow_a_turn(compacting)
+    done = logist_cli("job", "step", "compacting", "--oneshot", timeout=300)
+    assert done.returncode == 0, done.stderr
+    entry = JobFiles(compacting.dir).load_history().interactions[-1]
+    assert entry.kind == "compaction" and entry.response.status == "SUCCESS", entry.response.error
+    assert compacting.manifest().turn.summarised_rounds == 3
+    assert live_engine.recorder.bodies[-1]["max_tokens"] <= live_engine.n_ctx // 4
+
+
+def test_a_command_round_trip(jobs, live_engine):
+    # The role's own response_format wins: here one that lets the model answer only with a listed command.
+    schema = decoding_schema(("CMD",), file_changes=False)
+    schema["properties"]["command"] = {"type": "string", "enum": ["ls -a", "pwd"]}
+    _role(jobs, "Runner", response_format={"type": "json_object", "schema": schema}, max_tokens=64,
+          instructions="Run one command at a time to look at the workspace.")
+    _setup(jobs, live_engine)
+    job = create_job(jobs, "cmd", "List the files of the workspace.", worker="Runner", command_policy="allow",
+                     allowed_commands=["ls -a", "pwd"])
+    first = logist_cli("job", "step", "cmd", "--oneshot", timeout=300)
+    assert first.returncode == 0, first.stderr
+    entry = JobFiles(job.dir).load_history().interactions[-1]
+    assert entry.response.actions == ["CMD"] and entry.command.decision == "run"
+    assert entry.command.exit_code == 0 and entry.command.output
+    second = logist_cli("job", "step", "cmd", "--oneshot", timeout=300)
+    assert second.returncode == 0, second.stderr
+    # The command's output went back to the model in the next request the server received.
+    last = live_engine.recorder.bodies[-1]["messages"][-1]["content"]
+    assert last.startswith("Command output:") and entry.command.command in last
 
 
 #: Read as the tests are collected (the isolation fixture takes every LOGIST_ variable out of a test's environment).
