@@ -4,6 +4,7 @@ whose process on this host is gone, is taken over."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -17,6 +18,24 @@ import pytest
 from logist.store.session import JobFiles, LEASE_NAME, describe
 from logist.store import lease as leases
 from logist.store.lease import LeaseHeld, acquire, holding
+
+
+@contextlib.contextmanager
+def sleeper():
+    """A process of this host that sleeps, and its start time; killed and reaped after."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        yield child, leases.start_time(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+
+
+def wait_until(condition, what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
 
 
 def write_lease(job_dir, *, host: str, pid: int, seconds: float, started=None, ahead: float = 0) -> None:
@@ -106,32 +125,23 @@ def test_a_zombie_holds_no_lease(tmp_path):
     # Killed but not yet reaped by its parent (this test): the state a Ray
     # worker is in when Ray retries its task at once. os.kill(pid, 0) still
     # succeeds on it; it runs nothing.
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        started = leases.start_time(child.pid)
+    with sleeper() as (child, started):
         write_lease(tmp_path, host=leases.this_host(), pid=child.pid, seconds=600, started=started)
         with pytest.raises(LeaseHeld):
             acquire(JobFiles(tmp_path), engine="ray", task="early")  # alive: its lease holds
         child.kill()
-        deadline = time.monotonic() + 10
-        while open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
-            assert time.monotonic() < deadline, "the child never became a zombie"
-            time.sleep(0.01)
+        wait_until(lambda: open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z",
+                   "the child never became a zombie")
         os.kill(child.pid, 0)  # what the old check asked: it "exists"
         lease = acquire(JobFiles(tmp_path), engine="ray", task="retry")
         assert f"its process {child.pid} on this host is gone" in lease.took_over
-    finally:
-        child.kill()
-        child.wait()
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="start times are read from /proc")
 def test_a_live_process_that_started_at_another_time_holds_no_lease(tmp_path):
     # The lease's pid now names another process (the id was reused): the
     # start time it recorded differs from the live process's.
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        started = leases.start_time(child.pid)
+    with sleeper() as (child, started):
         write_lease(tmp_path, host=leases.this_host(), pid=child.pid, seconds=600, started=str(int(started) - 1))
         lease = acquire(JobFiles(tmp_path), engine="ray", task="retry")
         assert "started later" in lease.took_over
@@ -139,9 +149,6 @@ def test_a_live_process_that_started_at_another_time_holds_no_lease(tmp_path):
         write_lease(tmp_path, host=leases.this_host(), pid=child.pid, seconds=600, started=started)
         with pytest.raises(LeaseHeld, match=f"pid {child.pid}"):
             acquire(JobFiles(tmp_path), engine="ray", task="other")
-    finally:
-        child.kill()
-        child.wait()
 
 
 def test_a_runner_that_lost_its_lease_is_told(tmp_path):
@@ -302,22 +309,14 @@ def test_a_stopped_process_on_this_host_has_its_lease_watched_until_it_lapses(tm
     # as long as the runner is stopped. Running, the same process's lease is held.
     import signal
 
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        started = leases.start_time(child.pid)
+    with sleeper() as (child, started):
         write_lease(tmp_path, host=leases.this_host(), pid=child.pid, seconds=1.5, started=started)
         with pytest.raises(LeaseHeld, match=f"pid {child.pid}"):
             acquire(JobFiles(tmp_path), engine="threads", task="beside")
         os.kill(child.pid, signal.SIGSTOP)
-        deadline = time.monotonic() + 10
-        while not leases.stopped(child.pid):  # the signal is delivered a moment later
-            assert time.monotonic() < deadline, "the child never stopped"
-            time.sleep(0.01)
+        wait_until(lambda: leases.stopped(child.pid), "the child never stopped")  # delivered a moment later
         lease = acquire(JobFiles(tmp_path), engine="threads", task="beside")
         assert "expired" in lease.took_over and f"pid {child.pid}" in lease.took_over
-    finally:
-        child.kill()
-        child.wait()
 
 
 def test_the_lease_length_is_a_setting_of_the_jobs_directory(tmp_path):
