@@ -24,7 +24,6 @@ import ast
 import inspect
 import json
 import sys
-import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -48,21 +47,32 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 BASE_ID = "https://logist.dev/schemas/"
 
 
-def _attribute_docs(cls: type) -> dict[str, str]:
-    """The docstrings under the fields ``cls`` itself declares (a string
-    right after an annotated name, as pydantic's ``use_attribute_docstrings``
-    reads them)."""
+def _attribute_docs(module: str) -> dict[str, dict[str, str]]:
+    """For each class the module ``module`` defines (by qualified name), the
+    docstrings under the fields it declares itself (a string right after an
+    annotated name, as pydantic's ``use_attribute_docstrings`` reads them).
+    The module's source is parsed once: ``inspect.getsource`` of a class
+    parses its whole module again for each class."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    except (OSError, TypeError, SyntaxError):
+        tree = ast.parse(inspect.getsource(sys.modules[module]))
+    except (KeyError, OSError, TypeError, SyntaxError):
         return {}
-    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-    docs = {}
-    for field, after in zip(body, body[1:]):
-        if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and isinstance(after, ast.Expr)
-                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
-            docs[field.target.id] = inspect.cleandoc(after.value.value)
-    return docs
+    found: dict[str, dict[str, str]] = {}
+
+    def visit(body: list, prefix: str) -> None:
+        for node in body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            docs = found.setdefault(prefix + node.name, {})
+            for field, after in zip(node.body, node.body[1:]):
+                if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
+                        and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                        and isinstance(after.value.value, str)):
+                    docs[field.target.id] = inspect.cleandoc(after.value.value)
+            visit(node.body, prefix + node.name + ".")
+
+    visit(tree.body, "")
+    return found
 
 
 def documented(model: type[BaseModel]) -> type[BaseModel]:
@@ -86,10 +96,15 @@ def documented(model: type[BaseModel]) -> type[BaseModel]:
 
     walk(model)
     changed = False
+    modules: dict[str, dict[str, dict[str, str]]] = {}  # this call's: each module parsed once
     for cls in found:
         for name, field in cls.model_fields.items():
             owner = next((k for k in cls.__mro__ if name in k.__dict__.get("__annotations__", {})), None)
-            doc = _attribute_docs(owner).get(name) if owner is not None else None
+            if owner is None:
+                continue
+            if owner.__module__ not in modules:
+                modules[owner.__module__] = _attribute_docs(owner.__module__)
+            doc = modules[owner.__module__].get(owner.__qualname__, {}).get(name)
             if doc and field.description is None:
                 field.description, changed = doc, True
     if changed:  # every one: a model holds a copy of the schemas of those it holds
