@@ -72,8 +72,11 @@ def atomic_writer(path: Path, durable: bool = True) -> Iterator[BinaryIO]:
     piece, so it never has to be held whole in memory (``durable``: see the
     module's doc)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
+    except FileNotFoundError:  # its folder is made on the first write only (a check each write cost two calls)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
     try:
         # mkstemp makes 0600 files; keep the mode a normal write would give.
         os.fchmod(fd, _mode_for(path))

@@ -49,8 +49,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import BinaryIO, Iterator, Optional
 
 from pydantic import ValidationError
 
@@ -119,14 +120,52 @@ def write_canonical(files: "JobFiles", job_id: str, entries: list[dict]) -> None
     atomic_write(files.history_path, header(job_id) + body + TAIL)
 
 
-def _head(path: Path) -> bytes:
-    """The file's header: its bytes before the list of entries."""
-    if path.exists() and not path.is_file():  # a folder (or a pipe, which would block)
-        raise CorruptFileError(f"{path} is not a file")
-    with open(path, "rb") as handle:
-        head = handle.read(8192)
+def open_history(path: Path) -> BinaryIO:
+    """The history open for reading, checked to be a file first: a folder,
+    or a pipe, which a plain open would block on, is :class:`CorruptFileError`.
+    Opened without blocking and checked on the open descriptor: one open and
+    one ``fstat``, where a check by name before the open took two more."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except IsADirectoryError:  # pragma: no cover - O_RDONLY opens a folder; kept for other systems
+        raise CorruptFileError(f"{path} is not a file") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CorruptFileError(f"{path} is not a file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _head_of(handle: BinaryIO) -> bytes:
+    """The header of the history open as ``handle``: its bytes before the
+    list of entries (read where they are, the handle's position unmoved)."""
+    head = os.pread(handle.fileno(), 8192, 0)
     end = head.find(b'"interactions"')
     return head if end < 0 else head[:end]
+
+
+def _head(path: Path) -> bytes:
+    """The file's header: its bytes before the list of entries."""
+    with open_history(path) as handle:
+        return _head_of(handle)
+
+
+def format_of(handle: BinaryIO) -> int:
+    """The format version the header of the history open as ``handle`` names
+    (1: none named): a reader that goes on to read the file asks it of the
+    handle it reads with, so the file is opened once."""
+    return _format_in(_head_of(handle))
+
+
+def _format_in(head: bytes) -> int:
+    marker = head.find(b'"format":')
+    if marker < 0:
+        return 1
+    digits = head[marker + 9 :].lstrip()[:6]
+    number = digits[: len(digits) - len(digits.lstrip(b"0123456789"))]
+    return int(number or b"1")
 
 
 def recorded_workspace(files: "JobFiles") -> Optional[str]:
@@ -136,19 +175,18 @@ def recorded_workspace(files: "JobFiles") -> Optional[str]:
         head = _head(files.history_path)
     except FileNotFoundError:
         return None
+    return _workspace_in(head)
+
+
+def _workspace_in(head: bytes) -> Optional[str]:
     found = re.search(rb'"workspace_path":\s*("(?:[^"\\]|\\.)*")', head)
     return json.loads(found.group(1)) if found else None
 
 
 def file_format(files: "JobFiles") -> int:
     """The format version the file's header names (1: none named)."""
-    head = _head(files.history_path)
-    marker = head.find(b'"format":')
-    if marker < 0:
-        return 1
-    digits = head[marker + 9 :].lstrip()[:6]
-    number = digits[: len(digits) - len(digits.lstrip(b"0123456789"))]
-    return int(number or b"1")
+    with open_history(files.history_path) as handle:
+        return format_of(handle)
 
 
 def entries_end(files: "JobFiles") -> Optional[int]:
@@ -157,9 +195,9 @@ def entries_end(files: "JobFiles") -> Optional[int]:
     a canonical history of the current format (an append rewrites it first,
     so it would not start there)."""
     try:
-        if file_format(files) < HISTORY_FORMAT:
-            return None
-        with open(files.history_path, "rb") as handle:
+        with open_history(files.history_path) as handle:
+            if format_of(handle) < HISTORY_FORMAT:
+                return None
             size = handle.seek(0, os.SEEK_END)
             handle.seek(max(0, size - len(TAIL)))
             return size - len(TAIL) if handle.read() == TAIL else None
@@ -393,11 +431,8 @@ def iter_entry_data(files: "JobFiles", block: int = 1 << 20) -> Iterator[dict]:
 def iter_written(files: "JobFiles", block: int = 1 << 20) -> Iterator[dict]:
     """Every entry as the file holds it (an older or non-canonical file: upgraded in memory)."""
     path = files.history_path
-    if file_format(files) < HISTORY_FORMAT:
-        yield from (e.dump() for e in load_history(files).interactions)
-        return
-    with open(path, "rb") as handle:
-        end = _canonical_end(files, handle)
+    with open_history(path) as handle:
+        end = _canonical_end(files, handle) if format_of(handle) >= HISTORY_FORMAT else None
         if end is None:
             yield from (e.dump() for e in load_history(files).interactions)
             return
@@ -445,10 +480,12 @@ def upgrade_file(files: "JobFiles") -> Optional[str]:
     there was nothing to do (or the file is damaged: recovery salvages it).
     Call with the job's lock held."""
     path = files.history_path
-    if not path.exists():
+    try:
+        head = _head(path)  # read once for both questions
+    except FileNotFoundError:
         return None
-    found = file_format(files)
-    if found > HISTORY_FORMAT or (found == HISTORY_FORMAT and recorded_workspace(files) is None):
+    found = _format_in(head)
+    if found > HISTORY_FORMAT or (found == HISTORY_FORMAT and _workspace_in(head) is None):
         return None
     try:
         history = load_history(files)

@@ -286,7 +286,8 @@ def open_job(session: "JobSession", finish: Optional[Finish] = None,
         log.info("job %s: %s", files.id, upgraded)
     _refuse_a_newer_format(files)
     try:
-        seek.last_entry(files)
+        # Read (and checked) once: nothing below changes the history before the manifest is compared with it.
+        last = seek.last_entry(files)
     except CorruptFileError as exc:
         manifest_probe = None
         try:
@@ -296,6 +297,7 @@ def open_job(session: "JobSession", finish: Optional[Finish] = None,
         job_id = manifest_probe.job_id if manifest_probe else files.id
         aside, kept = hist.salvage(files, job_id)
         notes.append(f"{exc}; moved it to {aside.name} and kept the {kept} entries that could be read")
+        last = seek.last_entry(files)
 
     jpath = files.journal_path
     reset_head: Optional[str] = None
@@ -316,7 +318,6 @@ def open_job(session: "JobSession", finish: Optional[Finish] = None,
         cleared = files.repo.clear_stale_locks()
         if cleared:
             notes.append(f"removed the git lock files a killed git process left: {', '.join(cleared)}")
-        last = seek.last_entry(files)
         dropped_step = _interrupted_step(journal)
         if last is not None and last.kind == "repair" and any(
                 said in (last.note or "") for said in (dropped_step, _interrupted_call(journal))):
@@ -347,7 +348,6 @@ def open_job(session: "JobSession", finish: Optional[Finish] = None,
             notes.append(note)
 
     manifest = _load_manifest_or_rebuild(files, notes, rebuild_manifest)
-    last = seek.last_entry(files)
     last_seq = last.sequence if last else 0
     if last is not None and last_seq > manifest.last_sequence:
         manifest = manifest_at(files, last, manifest)

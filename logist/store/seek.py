@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from ..errors import CorruptFileError
 from .entries import HistoryEntry
-from .history import ENTRY_START, HISTORY_FORMAT, _canonical_end, _corrupt, file_format, load_history
+from .history import ENTRY_START, HISTORY_FORMAT, _canonical_end, _corrupt, format_of, load_history, open_history
 
 
 def _map(handle) -> Optional[mmap.mmap]:
@@ -51,10 +51,9 @@ def file_mark(files: "JobFiles") -> Optional[tuple]:
     still holds the earlier mark's bytes where they were (an append only
     adds after them; a rewrite, a repair that cut an entry back or an edit
     in place does not). None: not a canonical current-format file."""
-    path = files.history_path
-    if file_format(files) < HISTORY_FORMAT:
-        return None
-    with open(path, "rb") as handle:
+    with open_history(files.history_path) as handle:
+        if format_of(handle) < HISTORY_FORMAT:
+            return None
         end = _canonical_end(files, handle)
         if end is None:
             return None
@@ -78,10 +77,9 @@ def entries_since(files: "JobFiles", sequence: int) -> dict[int, dict]:
     """The parsed entries numbered ``sequence`` or more, by number, reading
     only the end of the file from that entry on."""
     path = files.history_path
-    if file_format(files) < HISTORY_FORMAT:
-        return {e.sequence: e.dump() for e in load_history(files).interactions if e.sequence >= sequence}
-    with open(path, "rb") as handle:
-        end = _canonical_end(files, handle)
+    with open_history(path) as handle:
+        current = format_of(handle) >= HISTORY_FORMAT
+        end = _canonical_end(files, handle) if current else None
         view = _map(handle) if end is not None else None
         if view is None:
             return {e.sequence: e.dump() for e in load_history(files).interactions if e.sequence >= sequence}
@@ -111,11 +109,8 @@ def _last(files: "JobFiles") -> tuple[Optional[HistoryEntry], Optional[bytes]]:
     """The last entry's JSON text, reading only the end of the file: ``(None,
     text)``; a history in an older format, or one that cannot be mapped, is
     read whole: ``(entry, None)``; no entry: ``(None, None)``."""
-    if file_format(files) < HISTORY_FORMAT:
-        entries = load_history(files).interactions
-        return (entries[-1] if entries else None), None
-    with open(files.history_path, "rb") as handle:
-        end = _canonical_end(files, handle)
+    with open_history(files.history_path) as handle:
+        end = _canonical_end(files, handle) if format_of(handle) >= HISTORY_FORMAT else None
         view = _map(handle) if end is not None else None
         if view is None and end is not None:  # too long to map under the process's memory limit
             newest = next(OffsetReader(files, handle, end, 0).backward(end), None)
@@ -171,10 +166,8 @@ def read_entries(files: "JobFiles", sequences: set[int]) -> dict[int, dict]:
     own bytes, not those of every entry after it (which
     :func:`entries_since` parses)."""
     path, found = files.history_path, {}
-    if file_format(files) < HISTORY_FORMAT:
-        return {n: e for n, e in entries_since(files, min(sequences)).items() if n in sequences}
-    with open(path, "rb") as handle:
-        end = _canonical_end(files, handle)
+    with open_history(path) as handle:
+        end = _canonical_end(files, handle) if format_of(handle) >= HISTORY_FORMAT else None
         view = _map(handle) if end is not None else None
         if view is None:
             return {n: e for n, e in entries_since(files, min(sequences)).items() if n in sequences}
@@ -350,12 +343,9 @@ class OffsetReader:
 def open_offset_reader(files: "JobFiles") -> Optional[OffsetReader]:
     """An :class:`OffsetReader` of the job's history, or None when it is not
     a canonical file in the current format (read it whole: :func:`logist.store.history.iter_entry_data`)."""
-    path = files.history_path
-    if file_format(files) < HISTORY_FORMAT:
-        return None
-    handle = open(path, "rb")
+    handle = open_history(files.history_path)
     try:
-        end = _canonical_end(files, handle)
+        end = _canonical_end(files, handle) if format_of(handle) >= HISTORY_FORMAT else None
         if end is None:
             handle.close()
             return None

@@ -392,9 +392,12 @@ class JobFiles:
             self._session = JobSession(self)
         return self._session
 
-    @property
+    @cached_property
     def repo(self) -> Workspace:
-        """The workspace's git repository (:class:`logist.workspace.repository.Workspace`)."""
+        """The workspace's git repository (:class:`logist.workspace.repository.Workspace`):
+        one object per JobFiles, so what it found of its ``.git/config``
+        (:attr:`~logist.workspace.repository.Workspace.good_configs`) serves every git process of a step and
+        the next, where an object made at each use parsed the config again for each."""
         return Workspace(self.workspace)
 
     # -- reads --

@@ -36,7 +36,10 @@ def upgrade_v1(files: "JobFiles") -> Optional[str]:
     ``jobHistory.json.v1``. Returns what was done, or None when there was
     nothing to do. Call with the job's lock held."""
     hpath, mpath = files.history_path, files.manifest_path
-    if not hpath.exists() or file_format(files) >= 2:
+    try:
+        if file_format(files) >= 2:
+            return None
+    except FileNotFoundError:
         return None
     try:
         history_data = json.loads(hpath.read_bytes())
