@@ -1,6 +1,6 @@
 """The file locks Logist holds: a job's, its views', its lease's, the jobs index's.
 
-A lock is a file locked with ``flock`` (:func:`hold_lock`); the file stays
+A lock is a file locked with filelock (``fcntl`` on POSIX); the file stays
 after the lock is released on purpose (deleting a lock file another process
 waits on would let two processes hold "the same" lock on two files).
 
@@ -15,7 +15,6 @@ holder, let go on, finds its lock is no longer the file's
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 import tempfile
@@ -29,59 +28,20 @@ from ..errors import JobBusyError
 from ..workspace.sandbox import stopped
 
 
-#: How often a lock that is busy is tried again while its caller waits for it (seconds).
-_POLL = 0.05
-
-#: ``flock``'s answers for a lock another holder has (some filesystems say EACCES).
-_CONTENDED = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES)
-
-
 @contextmanager
 def hold_lock(lock_path: Path, what: str, timeout: float) -> Iterator[None]:
-    """Hold the lock file ``lock_path`` (an exclusive ``flock``); ``timeout``
-    0 fails at once, -1 waits forever, else the seconds to wait.
+    """Hold a filelock; ``timeout`` 0 fails at once, -1 waits forever."""
+    from filelock import FileLock, Timeout
 
-    A job is opened under this lock at every step, so it is taken with what
-    it needs and no more: one open (never through a link) and one ``flock``,
-    a check that the locked file is still the one at ``lock_path`` (a file
-    put in its place while this process waited is locked afresh), and one
-    close to let go. A second holder, in this process or another, waits or
-    fails as ``timeout`` says: a ``flock`` belongs to its open file."""
-    lock_path = Path(lock_path)
-    deadline = None if timeout < 0 else time.monotonic() + timeout
-    while True:
-        fd = _open_lock_file(lock_path)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno not in _CONTENDED:
-                raise
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise _busy(lock_path, what, timeout) from None
-            time.sleep(_POLL if left is None else min(_POLL, left))
-            continue
-        if BreakableLock(lock_path, fd).intact():
-            break
-        os.close(fd)
+    lock = FileLock(str(lock_path), timeout=timeout, thread_local=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise _busy(lock_path, what, timeout) from None
     try:
         yield
     finally:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-
-
-def _open_lock_file(lock_path: Path) -> int:
-    """The lock file open for locking (made, and its folder, when missing; never opened through a link)."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        return os.open(lock_path, flags, 0o644)
-    except FileNotFoundError:
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(lock_path, flags, 0o644)
+        lock.release()
 
 
 def _busy(lock_path: Path, what: str, timeout: float) -> JobBusyError:
