@@ -96,12 +96,12 @@ _UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
 #: read-only mounts, mounts an empty read-only file system over each hidden
 #: directory (Logist's private directory: :mod:`logist.secrets.private`),
 #: enters the workspace again through them (the working directory inherited
-#: from Logist is below the mounts), waits at the gate as :data:`_GATE` does
-#: (the mounts are made while Logist records the command's group), and
-#: becomes the command as the caller's uid in a new user and mount
+#: from Logist is below the mounts), and becomes the gate (:data:`_GATE`,
+#: the argv that follows) as the caller's uid in a new user and mount
 #: namespace, where the mounts are locked. Any failure stops here: the
-#: command does not run. One shell does all of it: the command's own
-#: ``/bin/sh`` is the next process, no gate's shell between.
+#: command does not run. All of it is done while Logist records the
+#: command's group: once Logist writes its line, what is left to start is
+#: the command's own ``/bin/sh``.
 #: ``{mount}`` and ``{unshare}`` are filled in with the programs' absolute
 #: paths (:mod:`logist.programs`): the command's ``PATH`` is the user's, where
 #: a planted ``mount`` would leave Logist's files writable.
@@ -112,8 +112,7 @@ _MOUNTS = (
     'if [ -e "$ws/.git" ]; then {mount} --bind -o ro "$ws/.git" "$ws/.git"; fi; '
     'while [ "$1" != -- ]; do {mount} --rbind -o ro "$1" "$1"; shift; done; shift; '
     'while [ "$1" != -- ]; do {mount} -t tmpfs -o ro,mode=0555,size=4k logist-hidden "$1"; shift; done; shift; '
-    'cd "$ws"; IFS= read -r _ || exit 125; exec </dev/null; '
-    'exec {unshare} --user --mount --map-user="$uid" --map-group="$gid" "$@"'
+    'cd "$ws"; exec {unshare} --user --mount --map-user="$uid" --map-group="$gid" "$@"'
 )
 _PR_SET_PDEATHSIG = 1
 
@@ -246,8 +245,7 @@ def hidden_directories() -> list[str]:
 
 
 def _mounting(workspace: Path, read_only: Sequence[Path]) -> tuple[str, ...]:
-    """The argv head that runs a program with :data:`_MOUNTS`, once a line
-    is written on its standard input (see :func:`mount_prefix`)."""
+    """The argv head that runs a program with :data:`_MOUNTS` (see :func:`mount_prefix`)."""
     unshare, mount = programs.program("unshare"), programs.program("mount")
     script = _MOUNTS.format(mount=shlex.quote(mount or "mount"), unshare=shlex.quote(unshare or "unshare"))
     return (unshare, *_UNSHARE, "--map-root-user", "/bin/sh", "-c", script, os.path.realpath(workspace),
@@ -272,7 +270,7 @@ def mounts_work() -> bool:
                  "&& test ! -e /proc/2 && test \"$(id -u)\" = " + str(os.getuid()))
         try:
             result = subprocess.run([*_mounting(workspace, [jobs]), "/bin/sh", "-c", probe], cwd=workspace,
-                                    input=b"go\n", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     env=command_env(), timeout=20)
         except (OSError, subprocess.SubprocessError):
             return False
@@ -282,9 +280,8 @@ def mounts_work() -> bool:
 def mount_prefix(workspace: Path, read_only: Sequence[Path]) -> Optional[tuple[str, ...]]:
     """The argv head that runs a program in a PID namespace (as
     :func:`namespace_prefix`) where ``workspace`` is writable but its ``.git``
-    and the directories ``read_only`` are read-only, for good, once a line
-    is written on its standard input (the gate is in it); None where this
-    system cannot do it."""
+    and the directories ``read_only`` are read-only, for good; None where
+    this system cannot do it."""
     return _mounting(workspace, read_only) if mounts_work() else None
 
 
@@ -298,9 +295,9 @@ def launcher(command: str, sandbox: str, workspace: Optional[Path] = None,
     prefix: tuple[str, ...] = ()
     if sandbox != "none":
         mounted = workspace is not None and mount_prefix(workspace, read_only)
-        if mounted:  # its gate is its own: the command's shell comes next
-            return [*mounted, "/bin/sh", "-c", command]
-        prefix = namespace_prefix() or ()
+        # Mounted, the gate's shell is started in the namespace the command runs in: what is
+        # left to start when it is let go on is the command's own shell.
+        prefix = mounted or namespace_prefix() or ()
         if not prefix and sandbox == "namespace":
             raise SandboxUnavailable("command_sandbox is 'namespace' but this system cannot start a PID namespace "
                               "(unshare --user --pid); set it to auto or none to run commands without one")

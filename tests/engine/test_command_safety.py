@@ -170,6 +170,12 @@ def test_recovery_kills_the_command_of_a_killed_step(jobs, llm, sandbox):
     wait_for(lambda: (workspace / "started").exists() and processes_with(marker))
     journal = json.loads((jobs.path / "slow" / "step_journal.json").read_text())
     assert journal["command_pgid"] > 1
+    if sandbox == "none":
+        # Without a namespace the command runs under Logist's reaper, which ends it when Logist dies (at once,
+        # or a moment later on a loaded machine). Killed together with Logist (an OOM kill, a kill -9 of both),
+        # the reaper ends nothing: the command outlives them, and recovery is what stops it.
+        [reaper] = [pid for pid in processes_with("logist: the reaper of a command") if _parent(pid) == child.pid]
+        os.kill(reaper, signal.SIGKILL)
     child.kill()
     child.communicate()
     if sandbox == "none":
@@ -190,6 +196,14 @@ def test_recovery_kills_the_command_of_a_killed_step(jobs, llm, sandbox):
     if sandbox == "none":
         assert any(f"process group {journal['command_pgid']}" in note and "killed" in note for note in notes), \
             (journal, notes)
+
+
+def _parent(pid: int) -> int:
+    """``pid``'s parent, 0 when it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 @pytest.mark.wire
