@@ -29,7 +29,6 @@ from ..store import jobsdir
 from ..store.calls import recorded_key
 from ..store.config import NOT_CONFIGURED, LogistConfig  # noqa: F401
 from ..store.entries import CheckRun, HistoryEntry, JobHistory  # noqa: F401
-from ..store.fsck import FsckReport  # noqa: F401
 from ..store.history import HISTORY_FORMAT
 from ..store.jobsdir import JobsIndex, is_job_id  # noqa: F401
 from ..store.journal import StepJournal
