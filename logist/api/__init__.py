@@ -49,8 +49,8 @@ from typing import TYPE_CHECKING
 
 from . import reading  # noqa: F401 (logist.api.reading, for callers that only read)
 from .reading import (HISTORY_FORMAT, HISTORY_NAME, NEEDS_PERSON, NOT_CONFIGURED, STEPPABLE, WAITING_FOR_PERSON,
-                      CheckRun, CheckStatus, EntryInFull, FsckReport, HistoryEntry, JobHistory, JobManifest, Status,
-                      held_because, is_job_id, person_can)
+                      CheckRun, CheckStatus, EntryInFull, HistoryEntry, JobHistory, JobManifest, Status, held_because,
+                      is_job_id, person_can)
 
 __all__ = [
     # The front door.
@@ -81,5 +81,6 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors
     from .jobs import (BUDGETS, DEFAULT_CONCURRENCY, DEFAULT_ENGINE, SETTABLE, AgentFacts, BatchCounts, CallWatch,
-                       CommandWatch, Endpoint, Job, Jobs, JobSpec, Preview, QueueOutcome, RoleFacts, StepResult,
-                       Workflow, as_spec, check_engine, engine_names, open, raise_hint, read_history, workflow)
+                       CommandWatch, Endpoint, FsckReport, Job, Jobs, JobSpec, Preview, QueueOutcome, RoleFacts,
+                       StepResult, Workflow, as_spec, check_engine, engine_names, open, raise_hint, read_history,
+                       workflow)

@@ -45,6 +45,7 @@ from ..engine.workflow import NEEDS_PERSON, STEPPABLE, Rule
 from ..errors import ConfigError
 from ..secrets.redact import url_shown
 from ..model.client import Endpoints, LLMSettings, list_models, probe_form
+from ..protocol.answer import file_changes_from
 from ..protocol.decoding import form_name
 from ..model.base import Model
 from ..replay.apply import entry_by_sequence, post_recorded, read_history_file, replay_history
@@ -60,6 +61,7 @@ from ..store.prompts import Prompts
 from ..store.roles import RoleManifest, Roles, get_role, load_roles
 from ..store.session import JobFiles
 from ..store.skills import Skill, list_skills, load_skill
+from ..workspace.repository import ChangeDiff
 from .reading import JobReader, JobsReader
 
 
@@ -460,6 +462,18 @@ class Job(JobReader):
             compaction_rounds=prepared.compaction_target if prepared.is_compaction else None,
             role=prepared.role.name, unconfigured=unconfigured, older_format=self.format_note(),
         )
+
+    def held_diff(self, manifest: Optional[JobManifest] = None) -> list[ChangeDiff]:
+        """The file changes held for a person, each file as a unified diff
+        against the workspace's content now, bounded (none held: empty).
+        Raises :class:`~logist.errors.InvalidAnswer` when they no longer apply
+        to the workspace (a file edited since), as approving them would: they
+        are checked by the answer protocol again, which the read side
+        (:class:`JobReader`) does not load."""
+        held = (manifest or self.manifest()).pending_changes
+        if not held:
+            return []
+        return self.stored.repo.diff_changes(file_changes_from(held))
 
     def diff(self, entry: Optional[int] = None, *, stat: bool = False) -> str:
         """What history entry ``entry`` changed in the workspace, or the whole job since its baseline (a patch;

@@ -24,20 +24,17 @@ from typing import Iterator, Optional, Union
 from ..engine import workflow as _workflow
 from ..engine.command_policy import held_because  # noqa: F401 (this and the next lines' unused names: logist.api's)
 from ..engine.workflow import NEEDS_PERSON, STEPPABLE, WAITING_FOR_PERSON  # noqa: F401
-from ..protocol.answer import file_changes_from
 from ..errors import LogistError
 from ..store import jobsdir
 from ..store.calls import recorded_key
 from ..store.config import NOT_CONFIGURED, LogistConfig  # noqa: F401
 from ..store.entries import CheckRun, HistoryEntry, JobHistory  # noqa: F401
-from ..store.fsck import FsckReport  # noqa: F401
 from ..store.history import HISTORY_FORMAT
 from ..store.jobsdir import JobsIndex, is_job_id  # noqa: F401
 from ..store.journal import StepJournal
 from ..store.manifest import JobManifest, Status
 from ..store.session import HISTORY_NAME, JobFiles  # noqa: F401
 from ..views.summary import CheckStatus, check_status
-from ..workspace.repository import ChangeDiff
 
 
 @dataclass(frozen=True)
@@ -217,16 +214,6 @@ class JobReader:
             return None
         return (f"job '{self.id}' is in format {found}, read as it is; logist job upgrade {self.id} (or the next "
                 f"command that changes it) rewrites it in format {HISTORY_FORMAT}")
-
-    def held_diff(self, manifest: Optional[JobManifest] = None) -> list[ChangeDiff]:
-        """The file changes held for a person, each file as a unified diff
-        against the workspace's content now, bounded (none held: empty).
-        Raises :class:`~logist.errors.InvalidAnswer` when they no longer apply
-        to the workspace (a file edited since), as approving them would."""
-        held = (manifest or self.manifest()).pending_changes
-        if not held:
-            return []
-        return self.stored.repo.diff_changes(file_changes_from(held))
 
     def last_check(self) -> Optional[CheckRun]:
         """The job's last run of its checks, as recorded (None: they never ran)."""

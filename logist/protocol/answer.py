@@ -38,9 +38,9 @@ import json
 import re
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Annotated, Iterator, Literal, Optional, Union, get_args
+from typing import Annotated, Iterator, Literal, Optional, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 from pydantic.json_schema import GenerateJsonSchema
 
 from . import forms
@@ -48,6 +48,8 @@ from .forms import extract_json_text  # noqa: F401 (the protocol's names)
 from .actions import ACTION_RULES, BUILTIN, PLANNER_OPTIONAL, PLANNER_REQUIRED, USER, Action, Event  # noqa: F401 (the protocol's names)
 from ..errors import InvalidAnswer  # noqa: F401 (the parser's error, named here too)
 from .paths import PATH_MAX, check_relative_path, is_git_name  # noqa: F401 (the path rules of answers)
+from .file_changes import (PATH_RULE, PLACEHOLDER_PATH, DeleteFile, FileChange, ReplaceInFile,  # noqa: F401 (an answer's
+                           WorkspacePath, WriteFile)                                              # file changes)
 
 
 #: The most characters a summary keeps (a longer one is cut, with a note).
@@ -85,13 +87,10 @@ def action_of(name: str) -> Action:
 # Optional[str]: a field is absent or a string, and JSON null is refused by
 # pydantic and by the generated schema alike.
 
-PATH_RULE = "relative to the workspace root; absolute paths, \"..\", symlinks and anything in .git are refused"
-
 #: The protocol's example answer stands for a path, a file's content and a
-#: summary with these words, which no real job takes for its own; an answer that
-#: copies one is refused. A job that names a file shows that path instead
-#: (:func:`example_answer`).
-PLACEHOLDER_PATH = "RELATIVE/PATH"
+#: summary with these words (the path's, PLACEHOLDER_PATH, is the file change
+#: models'), which no real job takes for its own; an answer that copies one is
+#: refused. A job that names a file shows that path instead (:func:`example_answer`).
 PLACEHOLDER_CONTENT = "THE FILE'S WHOLE NEW CONTENT"
 PLACEHOLDER_SUMMARY = "WHAT YOU DID AND HOW YOU CHECKED IT"
 #: A file's whole content an answer may not give: the examples' (the file change
@@ -100,48 +99,6 @@ PLACEHOLDER_CONTENTS = (PLACEHOLDER_CONTENT, "...")
 #: The most file changes one answer may carry (the decoding schema's maxItems too):
 #: a model that repeats an item until max_tokens is stopped by the schema, or refused.
 FILE_CHANGES_MAX = 50
-
-WorkspacePath = Annotated[str, Field(min_length=1, max_length=PATH_MAX, description=f"a workspace path, {PATH_RULE}")]
-
-
-class WriteFile(BaseModel):
-    """Write a whole file (created with its directories if needed)."""
-
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"path": PLACEHOLDER_PATH, "content": "..."}]})
-    path: WorkspacePath
-    content: str = Field(description="the file's whole new content")
-
-
-class ReplaceInFile(BaseModel):
-    """Replace one exact occurrence ("old" must occur exactly once)."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={"examples": [{"path": PLACEHOLDER_PATH, "old": "exact text", "new": "replacement"}]},
-    )
-    path: WorkspacePath
-    old: str = Field(min_length=1, description="the exact text to replace; it must occur exactly once in the file")
-    new: str = Field(description="the text that replaces it")
-
-
-class DeleteFile(BaseModel):
-    """Delete a file."""
-
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"path": PLACEHOLDER_PATH, "delete": True}]})
-    path: WorkspacePath
-    delete: Literal[True] = Field(description="always true")
-
-    @field_validator("delete", mode="before")
-    @classmethod
-    def _only_true(cls, value):
-        # A literal takes what equals it, and 1 == True; the schema's const takes only true.
-        if value is not True:
-            raise ValueError("must be true")
-        return value
-
-
-FileChange = Union[WriteFile, ReplaceInFile, DeleteFile]
-
 
 def file_changes_from(data: list) -> list[FileChange]:
     """File changes kept as data (held for a person) as the models, checked again."""

@@ -17,7 +17,9 @@ import stat
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..protocol.answer import DeleteFile, FileChange, InvalidAnswer, ReplaceInFile, WriteFile, check_relative_path
+from ..errors import InvalidAnswer
+from ..protocol.file_changes import DeleteFile, FileChange, ReplaceInFile, WriteFile
+from ..protocol.paths import check_relative_path
 
 
 def write_as_new_file(target: Path, data: bytes) -> None:

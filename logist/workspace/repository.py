@@ -32,7 +32,8 @@ from .diffs import SHA, Patch, stream_patches
 from ..errors import LogistError
 from .git import Done as _Done, git_argv, git_env, guard_repository, run_git as _run_git, settle_config
 from .changes import plan, resolve_inside, write_as_new_file
-from ..protocol.answer import FileChange, InvalidAnswer, ReplaceInFile, WriteFile
+from ..errors import InvalidAnswer
+from ..protocol.file_changes import FileChange, ReplaceInFile, WriteFile
 
 WORK_BRANCH = "logist/{job_id}"
 

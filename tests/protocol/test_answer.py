@@ -616,7 +616,7 @@ def test_the_protocol_module_is_pure():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     assert json.loads(out.replace("'", '"')) == [
         "logist", "logist.errors", "logist.protocol", "logist.protocol.actions", "logist.protocol.answer",
-        "logist.protocol.forms", "logist.protocol.paths"]
+        "logist.protocol.file_changes", "logist.protocol.forms", "logist.protocol.paths"]
 
 
 # --------------------------------------------------------------------------
