@@ -69,6 +69,7 @@ SHARED = {
     ("logist.workspace.sandbox", "parent_death_head"): "what this system can do (setpriv --pdeathsig), probed once",
     ("logist.programs", "program"): "where this system keeps git, unshare, mount and setpriv (its root-owned "
                                     "folders), looked up once",
+    ("logist.resources", "data_dir"): "where this installation keeps its bundled data, looked up once",
     ("logist.secrets.process", "_libc"): "the C library",
     ("logist.workspace.sandbox", "_libc"): "the C library (logist.secrets.process's)",
     ("logist.protocol.answer", "response_schema"): "built from constants",
