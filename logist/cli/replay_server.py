@@ -68,7 +68,7 @@ def replay_server(history: str, host: str, port: int, strict: bool, repeats: boo
     """
     try:
         server = ReplayLLMServer(fixture_path(history), strict=strict, host=host, port=port, repeats=repeats,
-                                 latency=latency)
+                                 latency=latency, keep_requests=False)  # it runs long: the ledger says what it served
     except OSError as exc:
         raise LogistError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     if as_json:

@@ -207,7 +207,8 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
         # where it has one, else estimated; marked estimated either way.
         outcome.estimated = True
         if outcome.prompt_tokens is None:
-            outcome.prompt_tokens = request_size(job, manifest, body, settings).tokens
+            outcome.prompt_tokens = request_size(job, manifest, body, settings,
+                                                 estimated=prepared.estimated_tokens).tokens
         if outcome.completion_tokens is None:
             counted = answer_tokens(settings, prepared.model, reply.content)
             outcome.completion_tokens = counted if counted is not None else estimate_tokens(reply.content)

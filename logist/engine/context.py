@@ -17,6 +17,7 @@ window: a request fits when its tokens and that budget do.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Optional
 
@@ -123,19 +124,38 @@ def endpoint_model(job: JobFiles, manifest: JobManifest, model: Optional[str],
     return model_for_endpoint(config, manifest, role, None, served, url_shown(settings.base_url)) or model
 
 
+def message_texts(body: dict) -> list[str]:
+    """The texts of a request's messages (those whose content is a text), in
+    order. A request holds the whole turn (some 2,000 messages at round 1,000):
+    where every message's content is a text, they are taken with C-level maps."""
+    messages = body.get("messages") or []
+    contents = list(map(dict.get, messages, itertools.repeat("content"))) \
+        if all(map(isinstance, messages, itertools.repeat(dict))) else None
+    if contents is not None and all(map(isinstance, contents, itertools.repeat(str))):
+        return contents
+    return [m["content"] for m in messages if isinstance(m.get("content"), str)]
+
+
 def message_text(body: dict) -> str:
     """The text of a request's messages, as a tokenizer is given it."""
-    return "\n".join(m["content"] for m in body.get("messages") or [] if isinstance(m.get("content"), str))
+    return "\n".join(message_texts(body))
 
 
 def estimate_tokens(text: str) -> int:
     """Tokens in ``text`` when the endpoint does not say: 4 characters a token, rounded up."""
-    return -(-len(text) // 4)
+    return _tokens_of(len(text))
+
+
+def _tokens_of(characters: int) -> int:
+    return -(-characters // 4)
 
 
 def estimate(body: dict) -> int:
-    """A request's tokens estimated from its text, and the template's markers."""
-    return estimate_tokens(message_text(body)) + PER_MESSAGE * len(body.get("messages") or [])
+    """A request's tokens estimated from its text (:func:`message_text`,
+    counted without being joined), and the template's markers."""
+    texts = message_texts(body)
+    characters = sum(map(len, texts)) + max(len(texts) - 1, 0)  # the text's length: the texts and a newline between
+    return _tokens_of(characters) + PER_MESSAGE * len(body.get("messages") or [])
 
 
 def calibration(job: JobFiles, manifest: JobManifest) -> float:
@@ -167,18 +187,20 @@ class Size:
 
 
 def request_size(job: JobFiles, manifest: JobManifest, body: dict, settings: Optional[llm.LLMSettings],
-                 room: Optional[int] = None) -> Size:
+                 room: Optional[int] = None, estimated: Optional[int] = None) -> Size:
     """The tokens of request ``body``: the calibrated estimate, or the
     endpoint's tokenizer where the estimate comes near ``room`` (or always
-    when ``room`` is None and the endpoint has one)."""
-    raw = estimate(body)
+    when ``room`` is None and the endpoint has one). ``estimated``: the
+    body's :func:`estimate`, when the step made it already (its messages
+    are the prepared call's: :attr:`~logist.engine.prepare.Prepared.estimated_tokens`)."""
+    raw = estimated if estimated is not None else estimate(body)
     if room is not None and raw * FAR_BELOW < room:
         # Far from the window whatever the calibration: no history read, no tokenizer asked.
         return Size(raw, "estimated")
     factor = calibration(job, manifest)
     guess = round(raw * factor)
     if settings is not None and (room is None or guess >= SURE_BELOW * room):
-        counted = settings.endpoints.model_for(settings).count_tokens(body["model"], message_text(body))
+        counted = settings.endpoints.model_for(settings).count_tokens(body["model"], lambda: message_text(body))
         if counted is not None:
             return Size(counted + PER_MESSAGE * len(body.get("messages") or []), "the endpoint's tokenizer")
     how = "estimated" + (f", calibrated x{factor:.2f} by the endpoint's count of an earlier call" if factor != 1.0 else "")
@@ -226,7 +248,9 @@ def sized_call(job: JobFiles, manifest: JobManifest, model: Optional[str], setti
     if recorded is None:
         window = servers_window(window, settings, prepared.model)
     budget = prepared.body.get("max_tokens") or 0
-    size = request_size(job, manifest, prepared.body, settings, room=window.tokens - budget)
+    prepared.estimated_tokens = estimate(prepared.body)  # once per request: the call's usage may need it again
+    size = request_size(job, manifest, prepared.body, settings, room=window.tokens - budget,
+                        estimated=prepared.estimated_tokens)
     why = overflow(window, size, budget)
     if why is None:
         return prepared

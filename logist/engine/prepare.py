@@ -114,6 +114,10 @@ class Prepared:
     formats: list = field(default_factory=lambda: [None])
     #: The context window the request was sized for (None: unknown).
     window: Optional[int] = None
+    #: The request's tokens estimated from its messages (:func:`logist.engine.context.estimate`), made
+    #: once when the request is sized for the window (None: not sized); the call's usage, when the
+    #: endpoint reports none, is estimated from it. Every body sent for the call has these messages.
+    estimated_tokens: Optional[int] = None
 
     @property
     def model(self) -> str:

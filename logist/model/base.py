@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from .completions import LLMReply
 
@@ -81,8 +81,10 @@ class Model(ABC):
         """``model``'s window as the model tells it, and where it was read; ``(None, "")``: it tells none."""
         return None, ""
 
-    def count_tokens(self, model: str, text: str) -> Optional[int]:
-        """The tokens ``text`` is to the model's own tokenizer; None: it has none to ask."""
+    def count_tokens(self, model: str, text: Union[str, Callable[[], str]]) -> Optional[int]:
+        """The tokens ``text`` is to the model's own tokenizer; None: it has none to ask.
+        ``text``: the text, or what makes it (a request's text is the whole
+        turn's: made only when there is a tokenizer to ask)."""
         return None
 
     def learn_window(self, model: str, error: str) -> Optional[int]:

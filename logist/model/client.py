@@ -57,7 +57,7 @@ import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from .agent import AgentModel, AgentTask
 from .base import Model, Request, failed_after, status_kind, status_retried, status_text
@@ -576,7 +576,7 @@ class OpenAICompatible(Model):
         facts = endpoint_facts(self.settings, model)
         return (facts.context_window, facts.window_from) if facts.context_window else (None, "")
 
-    def count_tokens(self, model: str, text: str) -> Optional[int]:
+    def count_tokens(self, model: str, text: Union[str, Callable[[], str]]) -> Optional[int]:
         return count_tokens(self.settings, model, text)
 
     def learn_window(self, model: str, error: str) -> Optional[int]:
@@ -799,11 +799,17 @@ def endpoint_facts(settings: LLMSettings, model: str, *, window: bool = True) ->
         return facts
 
 
-def count_tokens(settings: LLMSettings, model: str, text: str) -> Optional[int]:
+def count_tokens(settings: LLMSettings, model: str, text: Union[str, Callable[[], str]]) -> Optional[int]:
     """The tokens ``text`` is to the endpoint's own tokenizer, where it has
     one (llama-cpp-python's /extras/tokenize/count, llama.cpp's and vLLM's
-    /tokenize); None where it has none."""
+    /tokenize); None where it has none. ``text``: the text, or what makes it,
+    called only when there is a tokenizer to ask (a request's text is the
+    whole turn's)."""
     facts = endpoint_facts(settings, model, window=False)
+    if facts.tokenizer_probed and not facts.tokenizer:
+        return None  # it has none: nothing to ask, no text to make
+    if callable(text):
+        text = text()
     root = root_url(settings.base_url)
     ways = {
         "llama-cpp-python": ("/extras/tokenize/count", {"input": text, "model": model}),
@@ -811,7 +817,7 @@ def count_tokens(settings: LLMSettings, model: str, text: str) -> Optional[int]:
         "vllm": ("/tokenize", {"model": model, "prompt": text}),
     }
     tried = [facts.tokenizer] if facts.tokenizer_probed else list(ways)
-    for name in [t for t in tried if t]:
+    for name in tried:
         path, payload = ways[name]
         answer = _ask(settings, "POST", root + path, payload)
         count = None

@@ -35,7 +35,8 @@ the whole answer as if no stream had been asked for. ``GET /models`` lists
 seam (:class:`logist.model.base.Model`): what tests use unless the wire is
 what they test.
 
-Every request body is kept in :attr:`LLMServer.requests`. pytest fixtures
+Every request body is kept in :attr:`LLMServer.requests` (unless it is told not
+to: ``keep_requests``). pytest fixtures
 built on these servers are in :mod:`logist.replay.pytest_plugin`.
 """
 
@@ -240,13 +241,20 @@ class LLMServer:
     #: model named), so a job that names none sends that one, as to OpenAI.
     models: list[str] = ["gpt-4o-mini"]
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, streaming: Union[bool, str] = True):
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, streaming: Union[bool, str] = True,
+                 keep_requests: bool = True):
         self._lock = threading.Lock()
         #: True: a streamed request is answered with server-sent events;
         #: "refuse": with HTTP 400; "ignore": with the whole answer.
         self.streaming = streaming
+        #: Whether each request's body and headers are kept (:attr:`requests`, :attr:`headers`).
+        #: False for a server that runs long (``logist replay-server``): a body holds the whole
+        #: conversation, so a turn's bodies kept add up to the square of its length.
+        self.keep_requests = keep_requests
         self.requests: list[dict] = []
         self.headers: list[dict] = []
+        #: Requests received, kept or not.
+        self.received = 0
         self._server = _Server((host, port), _Handler)
         self._server.owner = self
         self._server.stopping = threading.Event()
@@ -262,14 +270,18 @@ class LLMServer:
 
     def _record(self, body: dict, headers: dict) -> None:
         with self._lock:
+            self._count(body, headers)
+
+    def _count(self, body: dict, headers: dict) -> None:
+        self.received += 1
+        if self.keep_requests:
             self.requests.append(body)
             self.headers.append(headers)
 
     def _next(self, body: dict, headers: dict) -> tuple[int, Reply]:
         with self._lock:
-            self.requests.append(body)
-            self.headers.append(headers)
-            return len(self.requests), self.reply_for(body, headers)
+            self._count(body, headers)
+            return self.received, self.reply_for(body, headers)
 
     @property
     def base_url(self) -> str:

@@ -173,7 +173,9 @@ class ReplayLLMServer(LLMServer):
     the nearest one answers and the difference is logged
     (``logist.replay.server`` logger) and kept in :attr:`mismatches`.
     ``workspace``: where the replaying job's workspace is, when a command's
-    output in the recording names the recorded one.
+    output in the recording names the recorded one. ``keep_requests``: keep
+    each request in :attr:`requests` (False for a server that runs long:
+    :attr:`ledger` lists the calls served all the same).
     """
 
     thread_name = "replay-llm"
@@ -188,6 +190,7 @@ class ReplayLLMServer(LLMServer):
         port: int = 0,
         repeats: bool = False,
         latency: float = 0.0,
+        keep_requests: bool = True,
     ):
         self.history = load_recording(recording)
         self.strict = strict
@@ -225,7 +228,7 @@ class ReplayLLMServer(LLMServer):
         self.ledger: list[dict] = []
         #: Every difference found (strict: refused; lenient: answered anyway).
         self.mismatches: list[str] = []
-        super().__init__(host, port)
+        super().__init__(host, port, keep_requests=keep_requests)
         self.models = sorted({call.request["model"] for call in self.calls if call.request["model"]}) or self.models
 
     def queue(self, job: str) -> _JobQueue:

@@ -121,3 +121,42 @@ def test_an_endpoint_that_cannot_say_its_window_fails_no_job(jobs):
     job = create_job(jobs, "w", "Write hello.py")
     prepared = sized_call(job, job.manifest(), None, LLMSettings(base_url="http://127.0.0.1:9/v1", api_key=None))
     assert prepared.body["max_tokens"] == 1024
+
+
+def test_a_requests_text_is_made_for_a_tokenizer_only_where_the_endpoint_has_one():
+    """A request's text (the whole turn's) is made to be counted only where the
+    endpoint has a tokenizer to ask; where it has one, that text is counted."""
+    from logist.model.client import count_tokens
+
+    made = []
+
+    def text() -> str:
+        made.append(1)
+        return "one two three"
+
+    for routes, count in (({}, None), ({("POST", "/tokenize"): {"tokens": [1, 2, 3]}}, 3)):
+        server = serving(routes)
+        try:
+            settings = LLMSettings(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", api_key=None)
+            made.clear()
+            assert count_tokens(settings, "local", text) == count and len(made) == 1  # asked: the text is made once
+            made.clear()
+            assert count_tokens(settings, "local", text) == count and len(made) == (0 if count is None else 1)
+        finally:
+            server.shutdown()
+            server.server_close()
+
+
+def test_a_requests_estimate_is_its_texts_length_joined_in_four_and_the_markers():
+    """Counted without joining the text, the estimate is still the joined text's: a
+    newline between texts, messages of other shapes left out of the text, markers for all."""
+    from logist.engine.context import PER_MESSAGE, estimate, message_text
+
+    texts = [{"role": "system", "content": "s" * 9}, {"role": "user", "content": "caf\u00e9"}]
+    others = [{"role": "assistant", "content": None, "tool_calls": []},
+              {"role": "user", "content": [{"type": "text", "text": "x" * 40}]}]
+    for messages, text in ((texts, "s" * 9 + "\ncaf\u00e9"), (texts + others, "s" * 9 + "\ncaf\u00e9"),
+                           ([], ""), ([{"role": "user", "content": ""}] * 2, "\n")):
+        body = {"model": "m", "messages": messages}
+        assert message_text(body) == text
+        assert estimate(body) == -(-len(text) // 4) + PER_MESSAGE * len(messages)

@@ -113,6 +113,24 @@ def test_identical_requests_get_their_recorded_answers_in_recorded_order(jobs, l
         client(server).chat.completions.create(**plain)
 
 
+def test_a_server_told_to_keep_no_request_serves_and_counts_them_all(jobs, llm):
+    """``logist replay-server`` keeps no request (each is the whole turn so far): it
+    answers, numbers and lists every call all the same."""
+    job = create_job(jobs, "kept", "Say hello")
+    llm.add(answer("MESSAGE", message="one"), answer("MESSAGE", message="two"))
+    step_once(job, endpoints=llm.endpoints)
+    step_once(job, endpoints=llm.endpoints)
+    history = JobFiles(job.dir).load_history()
+    replayed = create_job(jobs, "replayed", "Say hello")
+    with ReplayLLMServer(history, keep_requests=False) as server:
+        for _ in range(2):
+            step_once(replayed, base_url=server.base_url)
+    assert server.requests == [] and server.headers == [] and server.received == 2
+    assert [row["sequence"] for row in server.ledger] == [2, 3] and server.mismatches == []
+    assert [e.response.raw_response for e in JobFiles(replayed.dir).load_history().interactions if e.response] == \
+        [answer("MESSAGE", message="one"), answer("MESSAGE", message="two")]
+
+
 def test_canonical_request_keeps_model_messages_and_parameters():
     body = {
         "model": "m", "temperature": 0.2, "response_format": {"type": "json_object"}, "stream": False,
