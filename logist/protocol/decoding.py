@@ -209,17 +209,17 @@ def _schema(actions: Sequence[str], file_changes: bool, planner_roles: Optional[
 
 
 def _changes_to(existing: list[str]) -> dict:
-    """``file_changes`` whose replacements and deletions name an existing file."""
-    changes = copy.deepcopy(_fields()["file_changes"])
+    """``file_changes`` whose replacements and deletions name an existing file
+    (new objects where they differ from the field's schema, its own parts
+    shared where they do not, as the schema's other overrides share them)."""
+    changes = _fields()["file_changes"]
     kinds = []
     for kind in changes["items"]["anyOf"]:
         if "content" in kind["properties"]:
             kinds.append(kind)
         elif existing:
-            kind["properties"]["path"] = {"type": "string", "enum": existing}
-            kinds.append(kind)
-    changes["items"] = kinds[0] if len(kinds) == 1 else {"anyOf": kinds}
-    return changes
+            kinds.append({**kind, "properties": {**kind["properties"], "path": {"type": "string", "enum": existing}}})
+    return {**changes, "items": kinds[0] if len(kinds) == 1 else {"anyOf": kinds}}
 
 
 def _ordered(fields: list[str]) -> list[str]:
