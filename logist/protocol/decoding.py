@@ -174,11 +174,13 @@ def enum_values(schema, counted: Optional[dict] = None) -> int:
         return 0
     found = counted.get(id(schema))
     if found is None:
-        if isinstance(schema, list):
-            found = sum(enum_values(item, counted) for item in schema)
-        else:
-            found = sum(len(value) if key == "enum" and isinstance(value, list) else enum_values(value, counted)
-                        for key, value in schema.items())
+        # Loops, not generators, and no call for a scalar: a step walks its decoding schema's hundreds of parts.
+        found = 0
+        for key, value in (enumerate(schema) if isinstance(schema, list) else schema.items()):
+            if key == "enum" and isinstance(value, list):
+                found += len(value)
+            elif isinstance(value, (dict, list)):
+                found += enum_values(value, counted)
         counted[id(schema)] = found
     return found
 
