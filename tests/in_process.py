@@ -78,6 +78,7 @@ SHARED = {
     ("logist.store.config", "_SHIPPED"): "the prices.json Logist ships",
     ("logist.store.config", "_WINDOWS"): "the context_windows.json Logist ships",
     ("logist.protocol.decoding", "_fields"): "built from constants",
+    ("logist.store.roles", "_builtin_loaded"): "the roles this installation ships, read once",
     ("logist.store.atomic", "_UMASK"): "the process's umask, which every run leaves as it was (checked)",
     ("logist.model.client", "_ssl_context"): "this system's CA certificates (as SSL_CERT_FILE and SSL_CERT_DIR say), "
                                              "loaded once",

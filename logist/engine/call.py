@@ -159,6 +159,8 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
     model.ready()  # the endpoint's client built (once per Endpoints) before the clock starts
     calling = job.session.journal.begin_call(sequence, head, prepared.metadata.idempotency_key, request_of(prepared),
                                              settings.max_answer_bytes)
+    # The journal named formats[0] by its file (response_formats.keep): the same value sent is named so again.
+    kept_format = prepared.metadata.response_format
     failpoint("after_calling")
     started = time.monotonic()
     error = None
@@ -189,7 +191,8 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
     # made again after one of unknown outcome): the history derives it otherwise.
     sent = next((b for b, key in keys.values() if key == reply.key), body)
     prepared.metadata.idempotency_key = reply.key if reply.key != natural(sent) else None
-    prepared.metadata.response_format = sent.get("response_format") if task is None else None
+    sent_format = sent.get("response_format") if task is None else None
+    prepared.metadata.response_format = kept_format if sent_format is formats[0] else sent_format
     outcome = Outcome(
         raw=secrets.redact(reply.content),  # a secret the model echoes is recorded and shown as [redacted]
         error=error,

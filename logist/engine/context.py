@@ -106,20 +106,22 @@ def servers_window(window: Window, settings: Optional[llm.LLMSettings], model: s
 
 
 def endpoint_model(job: JobFiles, manifest: JobManifest, model: Optional[str],
-                   settings: Optional[llm.LLMSettings], roles: Optional[Roles] = None) -> Optional[str]:
+                   settings: Optional[llm.LLMSettings], roles: Optional[Roles] = None,
+                   config: Optional[LogistConfig] = None) -> Optional[str]:
     """``model``, or the model the endpoint serves where nothing names one
     and the built-in role's own is not among its models
     (:func:`~logist.engine.prepare.model_for_endpoint`; the endpoint's list
     asked once per process, and an endpoint that does not answer changes
     nothing). OpenAI's own endpoint, and a model the caller was given, are not asked.
-    ``roles``: the jobs directory's roles as the step read them (None: read here)."""
+    ``roles``: the jobs directory's roles as the step read them (None: read here);
+    ``config``: its config.json as the step read it (None: read here)."""
     if model or settings is None or settings.endpoints.model is not None or \
             settings.base_url.rstrip("/") == DEFAULT_BASE_URL:
         return model
     role = (roles if roles is not None else load_roles(job.jobs_dir.path)).get(manifest.turn.role)
     if role is None:
         return model  # prepare says which role is missing
-    config = job.jobs_dir.config()
+    config = config if config is not None else job.jobs_dir.config()
     served = settings.endpoints.served_models(settings)
     return model_for_endpoint(config, manifest, role, None, served, url_shown(settings.base_url)) or model
 
@@ -223,25 +225,30 @@ def overflow(window: Window, size: Size, budget: int) -> Optional[str]:
 
 
 def sized_call(job: JobFiles, manifest: JobManifest, model: Optional[str], settings: Optional[llm.LLMSettings],
-               compact: bool = True, recorded: Optional[Recorded] = None) -> Prepared:
+               compact: bool = True, recorded: Optional[Recorded] = None,
+               config: Optional[LogistConfig] = None) -> Prepared:
     """The next call (:func:`logist.engine.prepare.prepare`) sized for the
     model's window: its default ``max_tokens`` bounded by it, and when the
     request would not fit, a summary call instead where the role compacts,
     else :class:`ContextOverflowError` (no call made, nothing recorded).
     ``settings``: the endpoint (None: none is asked; the window is then
     what the role, config.json or the table say). ``recorded``: a replayed
-    call's recorded settings (:class:`~logist.engine.prepare.Recorded`)."""
+    call's recorded settings (:class:`~logist.engine.prepare.Recorded`).
+    ``config``: the jobs directory's config.json as the step read it (None: read here)."""
     found: dict = {}
     finder = window_finder(settings, recorded)
     roles = load_roles(job.jobs_dir.path)  # read once for the step: the model it asks for, then its request
+    if config is None:
+        config = job.jobs_dir.config()  # as the roles
     if recorded is None:
-        model = endpoint_model(job, manifest, model, settings, roles)
+        model = endpoint_model(job, manifest, model, settings, roles, config)
 
     def window_of(role: RoleManifest, name: str, config: LogistConfig) -> Window:
         found["window"] = finder(role, name, config)
         return found["window"]
 
-    prepared = prepare(job, manifest, model, compact=compact, window_of=window_of, recorded=recorded, roles=roles)
+    prepared = prepare(job, manifest, model, compact=compact, window_of=window_of, recorded=recorded, roles=roles,
+                       config=config)
     window = found.get("window")
     if window is None or window.tokens is None:
         return prepared
@@ -256,7 +263,7 @@ def sized_call(job: JobFiles, manifest: JobManifest, model: Optional[str], setti
         return prepared
     if compact and not prepared.is_compaction:
         summary = prepare(job, manifest, model, window_of=window_of, force_compaction=True, recorded=recorded,
-                          roles=roles)
+                          roles=roles, config=config)
         if summary.is_compaction:
             return summary
     remedy = ("raise the window (the server's context size, then context_window in the role or in config.json's "

@@ -251,7 +251,7 @@ def answer_formats(role: RoleManifest, config: LogistConfig, manifest: JobManife
 def prepare(job: JobFiles, manifest: JobManifest, model_override: Optional[str] = None, *, compact: bool = True,
             window_of: Optional[Callable[[RoleManifest, str, LogistConfig], "WindowFound"]] = None,
             force_compaction: bool = False, recorded: Optional[Recorded] = None,
-            roles: Optional[Roles] = None) -> Prepared:
+            roles: Optional[Roles] = None, config: Optional[LogistConfig] = None) -> Prepared:
     """The next call of ``job``: a summary call when the role's conversation
     is due for compaction (and ``compact``), else the role's call.
 
@@ -261,7 +261,8 @@ def prepare(job: JobFiles, manifest: JobManifest, model_override: Optional[str] 
     known (it bounds the default ``max_tokens``; :mod:`logist.engine.context`), and where it was found. ``force_compaction``: summarise what can be
     summarised now (the role's call would not fit the window). ``recorded``:
     a replayed call's recorded settings, used instead of config.json's (:class:`Recorded`).
-    ``roles``: the jobs directory's roles as this step read them (None: read here).
+    ``roles``: the jobs directory's roles as this step read them (None: read here);
+    ``config``: its config.json as this step read it (None: read here).
     """
     jobs_dir = job.jobs_dir.path
     if roles is None:
@@ -270,7 +271,8 @@ def prepare(job: JobFiles, manifest: JobManifest, model_override: Optional[str] 
     if role_name not in roles:
         raise NotFoundError(f"job '{job.id}' needs role '{role_name}', which is not defined")
     role = roles[role_name]  # a role whose file does not load raises that file's error
-    config = job.jobs_dir.config()
+    if config is None:
+        config = job.jobs_dir.config()
     model = resolve_model(config, manifest, role, model_override)
     if recorded is not None:
         config = recorded.applied(config, model)

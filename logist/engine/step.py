@@ -64,8 +64,9 @@ def _locked_step(
         if reason:
             return _stop_for_limit(job, manifest, reason)
         if mode == "live":
-            settings = call_settings(job, manifest, job.jobs_dir.config(), base_url, request_timeout, endpoints)
-            prepared = sized_call(job, manifest, model, settings, recorded=recorded)
+            config = job.jobs_dir.config()  # read once for the step: its endpoint, the model, the request
+            settings = call_settings(job, manifest, config, base_url, request_timeout, endpoints)
+            prepared = sized_call(job, manifest, model, settings, recorded=recorded, config=config)
         else:
             settings = None
             window_of = window_finder(None, recorded) if recorded is not None else None

@@ -174,11 +174,13 @@ def enum_values(schema, counted: Optional[dict] = None) -> int:
         return 0
     found = counted.get(id(schema))
     if found is None:
-        if isinstance(schema, list):
-            found = sum(enum_values(item, counted) for item in schema)
-        else:
-            found = sum(len(value) if key == "enum" and isinstance(value, list) else enum_values(value, counted)
-                        for key, value in schema.items())
+        # Loops, not generators, and no call for a scalar: a step walks its decoding schema's hundreds of parts.
+        found = 0
+        for key, value in (enumerate(schema) if isinstance(schema, list) else schema.items()):
+            if key == "enum" and isinstance(value, list):
+                found += len(value)
+            elif isinstance(value, (dict, list)):
+                found += enum_values(value, counted)
         counted[id(schema)] = found
     return found
 
@@ -209,17 +211,17 @@ def _schema(actions: Sequence[str], file_changes: bool, planner_roles: Optional[
 
 
 def _changes_to(existing: list[str]) -> dict:
-    """``file_changes`` whose replacements and deletions name an existing file."""
-    changes = copy.deepcopy(_fields()["file_changes"])
+    """``file_changes`` whose replacements and deletions name an existing file
+    (new objects where they differ from the field's schema, its own parts
+    shared where they do not, as the schema's other overrides share them)."""
+    changes = _fields()["file_changes"]
     kinds = []
     for kind in changes["items"]["anyOf"]:
         if "content" in kind["properties"]:
             kinds.append(kind)
         elif existing:
-            kind["properties"]["path"] = {"type": "string", "enum": existing}
-            kinds.append(kind)
-    changes["items"] = kinds[0] if len(kinds) == 1 else {"anyOf": kinds}
-    return changes
+            kinds.append({**kind, "properties": {**kind["properties"], "path": {"type": "string", "enum": existing}}})
+    return {**changes, "items": kinds[0] if len(kinds) == 1 else {"anyOf": kinds}}
 
 
 def _ordered(fields: list[str]) -> list[str]:

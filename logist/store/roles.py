@@ -29,6 +29,7 @@ among them, is never hidden by a broken file (:class:`Roles`).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -301,9 +302,18 @@ def _load_files(files: list[Path], jobs_dir: Optional[Path]) -> Roles:
     return roles
 
 
-def builtin_roles() -> Roles:
+@functools.lru_cache(maxsize=None)
+def _builtin_loaded() -> Roles:
+    """The roles the package ships, read and checked once: a fact of the
+    installation (its files do not change while the process runs)."""
     directory = data_dir("roles")
     return _load_files([p for p in sorted(directory.iterdir()) if p.suffix in MANIFEST_SUFFIXES], None)
+
+
+def builtin_roles() -> Roles:
+    """The roles the package ships, each the caller's own copy (a caller may change its roles)."""
+    loaded = _builtin_loaded()
+    return Roles({name: role.model_copy(deep=True) for name, role in loaded.items()}, loaded.broken, loaded.failed)
 
 
 def load_roles(jobs_dir: Optional[Path] = None) -> Roles:

@@ -37,6 +37,19 @@ def test_the_builtin_roles_take_their_instructions_from_the_templates():
         assert prompts.instructions(role).startswith(f"You are the {name}")
 
 
+def test_each_caller_of_the_builtin_roles_gets_its_own_roles():
+    # The package's roles are read once a process; a caller that changes its roles changes no one else's.
+    first = builtin_roles()
+    first["Worker"].instructions = "changed by one caller"
+    first["Worker"].aliases.append("changed")
+    del first["Supervisor"]
+    again = builtin_roles()
+    assert again["Worker"].instructions != "changed by one caller"
+    assert "changed" not in again["Worker"].aliases
+    assert "Supervisor" in again
+    assert again["Worker"].source == first["Worker"].source  # where it was read from, kept with the copy
+
+
 def test_render_leaves_out_a_paragraph_or_line_whose_placeholders_have_no_value():
     text = "# Job\n{objective}\n\n## Details\n{details}\n\nDone: {a}\nEvidence: {b}\n\nEnd."
     assert render_text(text, {"objective": "O", "a": "x"}) == "# Job\nO\n\nDone: x\n\nEnd."
