@@ -65,6 +65,20 @@ except ImportError:  # pragma: no cover - hypothesis is in the test extra
 CANARY_KEY = "sk-canary-7f3a9c1e5b2d4f60a8b1c3d5e7f9a0b2"
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject.toml's default): one worker more than the cores
+    this process may run on. A test waits for a good part of its time (the
+    processes it starts, its servers' sockets, a timeout it is about), so as
+    many workers as cores leave them idle: the quick set on 2 cores took
+    119.2 s with 2 workers, 98.6 s with 3 and 96.2 s with 4 (quiet, one run
+    each)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return cores + 1
+
+
 def pytest_configure(config):
     """Ctrl-C reaches the children the tests start, as from a shell's
     foreground job: a suite started in the background by a non-interactive
