@@ -44,7 +44,9 @@ KILLS, EACH_POINT, LANDED = (32, 2, 30) if FULL else (14, 1, 12)
 
 
 #: The command a CMD answer runs: slow enough for kills to land in it.
-COMMAND = "sleep 0.3; date >> notes/commands.txt; ls notes | wc -l"
+#: Its file is this storm's own (the mixed storm's commands write notes/commands.txt): the end looks
+#: for a command left running by the file in its command line, and the two storms may run at once.
+COMMAND = "sleep 0.3; date >> notes/storm-commands.txt; ls notes | wc -l"
 
 
 class Answers(LLMServer):
@@ -173,4 +175,4 @@ def test_a_storm_of_kills_loses_and_breaks_nothing(jobs):
     history = job.history_path.read_text(encoding="utf-8")
     assert [note for note in answered_before_kill if note not in history] == []
     assert [p.name for p in job.dir.iterdir() if ".corrupt-" in p.name] == []
-    assert processes_with("notes/commands.txt") == [], "a killed step's command outlived it"
+    assert processes_with("notes/storm-commands.txt") == [], "a killed step's command outlived it"
