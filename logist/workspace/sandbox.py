@@ -556,10 +556,7 @@ def finish(proc: subprocess.Popen, wait: float = 10.0) -> None:
     """End what is left of a command :func:`start` started, once it ended
     or timed out: the reaper, if it runs under one, is asked to end
     (SIGTERM: it kills and reaps everything below it), then the command's
-    whole process group is killed (in a namespace, its end ends the rest),
-    and this returns once none of the group is left (``wait`` seconds at
-    most): the kernel ends a namespace's other processes after its first
-    one, which can be reaped while they are still being killed."""
+    whole process group is killed (in a namespace, its end ends the rest)."""
     launched = proc.args[len(parent_death_head()):]  # what start() was given
     if proc.poll() is None and tuple(launched[:len(_REAPER_HEAD)]) == _REAPER_HEAD:
         try:
@@ -572,15 +569,6 @@ def finish(proc: subprocess.Popen, wait: float = 10.0) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(proc.pid, 0)  # one call when the group is gone, as it mostly is
-        except (ProcessLookupError, PermissionError):
-            return
-        if not group_alive(proc.pid):  # zombies only: nothing runs
-            return
-        time.sleep(0.02)
 
 
 def stop_group(pgid: int, started: Optional[str] = None, wait: float = 10.0) -> bool:
