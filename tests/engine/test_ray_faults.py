@@ -123,6 +123,9 @@ class NamedNodes:
         processes of its UTS namespace, whatever their session) at once: a machine lost."""
         node = self.nodes.pop(hostname)
         namespace = _uts(node.pid)
+        if namespace is None:  # the node's first process has ended already (a node that did not join)
+            node.wait()
+            return
         deadline = time.monotonic() + 30
         while True:
             found = [pid for pid in _pids() if pid != os.getpid() and _uts(pid) == namespace]
