@@ -60,10 +60,13 @@ workspace afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import os
 import select
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -71,7 +74,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, Optional, Sequence
+from typing import IO, Callable, Iterator, Optional, Sequence
 
 from .. import programs
 from ..secrets import environment, private
@@ -90,27 +93,34 @@ SANDBOXES = ("auto", "namespace", "none")
 _GATE = 'IFS= read -r _ || exit 125; exec </dev/null; exec /bin/sh -c "$1"'
 _UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
 #: Run as root of the outer user namespace (``$0`` = the workspace, ``$1``
-#: its uid and ``$2`` its gid outside, then the read-only directories, ``--``,
-#: the hidden ones, ``--``, then the command's argv): makes the workspace a
-#: mount of its own, its ``.git`` (if any) and the read-only directories
-#: read-only mounts, mounts an empty read-only file system over each hidden
-#: directory (Logist's private directory: :mod:`logist.secrets.private`),
-#: enters the workspace again through them (the working directory inherited
-#: from Logist is below the mounts), and becomes the gate (:data:`_GATE`,
-#: the argv that follows) as the caller's uid in a new user and mount
-#: namespace, where the mounts are locked. Any failure stops here: the
-#: command does not run. All of it is done while Logist records the
-#: command's group: once Logist writes its line, what is left to start is
-#: the command's own ``/bin/sh``.
+#: its uid and ``$2`` its gid outside, ``$3`` the folder of a throwaway
+#: view's writes or empty, then the read-only directories, ``--``, the
+#: hidden ones, ``--``, then the command's argv): makes the workspace a
+#: mount of its own and its ``.git`` (if any) a read-only one, or, given a
+#: folder of writes, mounts the throwaway view (:func:`throwaway_view`)
+#: over the workspace instead; makes the read-only directories read-only
+#: mounts, mounts an empty read-only file system over each hidden directory
+#: (Logist's private directory: :mod:`logist.secrets.private`, where the
+#: folder of writes is), enters the workspace again through them (the
+#: working directory inherited from Logist is below the mounts), and
+#: becomes the gate (:data:`_GATE`, the argv that follows) as the caller's
+#: uid in a new user and mount namespace, where the mounts are locked. Any
+#: failure stops here: the command does not run. All of it is done while
+#: Logist records the command's group: once Logist writes its line, what
+#: is left to start is the command's own ``/bin/sh``. The view is mounted
+#: after the read-only directories (the workspace is below the jobs
+#: directory: mounted before, it would be made read-only with it).
 #: ``{mount}`` and ``{unshare}`` are filled in with the programs' absolute
 #: paths (:mod:`logist.programs`): the command's ``PATH`` is the user's, where
 #: a planted ``mount`` would leave Logist's files writable.
 _MOUNTS = (
-    'set -e; ws=$0; uid=$1; gid=$2; shift 2; '
+    'set -e; ws=$0; uid=$1; gid=$2; writes=$3; shift 3; '
     'if [ -L "$ws/.git" ]; then echo "the workspace .git is a link, not a folder" >&2; exit 125; fi; '
-    '{mount} --bind "$ws" "$ws"; '
-    'if [ -e "$ws/.git" ]; then {mount} --bind -o ro "$ws/.git" "$ws/.git"; fi; '
+    'if [ -z "$writes" ]; then {mount} --bind "$ws" "$ws"; '
+    'if [ -e "$ws/.git" ]; then {mount} --bind -o ro "$ws/.git" "$ws/.git"; fi; fi; '
     'while [ "$1" != -- ]; do {mount} --rbind -o ro "$1" "$1"; shift; done; shift; '
+    'if [ -n "$writes" ]; then {mount} -t overlay -o "lowerdir=$ws,upperdir=$writes/upper,workdir=$writes/work" '
+    'logist-throwaway "$ws"; fi; '
     'while [ "$1" != -- ]; do {mount} -t tmpfs -o ro,mode=0555,size=4k logist-hidden "$1"; shift; done; shift; '
     'cd "$ws"; exec {unshare} --user --mount --map-user="$uid" --map-group="$gid" "$@"'
 )
@@ -244,13 +254,15 @@ def hidden_directories() -> list[str]:
     return [os.path.realpath(path)]
 
 
-def _mounting(workspace: Path, read_only: Sequence[Path]) -> tuple[str, ...]:
-    """The argv head that runs a program with :data:`_MOUNTS` (see :func:`mount_prefix`)."""
+def _mounting(workspace: Path, read_only: Sequence[Path], writes: Optional[Path] = None) -> tuple[str, ...]:
+    """The argv head that runs a program with :data:`_MOUNTS` (see
+    :func:`mount_prefix`); with ``writes``, over the throwaway view whose
+    writes that folder takes (:func:`throwaway_view`)."""
     unshare, mount = programs.program("unshare"), programs.program("mount")
     script = _MOUNTS.format(mount=shlex.quote(mount or "mount"), unshare=shlex.quote(unshare or "unshare"))
     return (unshare, *_UNSHARE, "--map-root-user", "/bin/sh", "-c", script, os.path.realpath(workspace),
-            str(os.getuid()), str(os.getgid()), *(os.path.realpath(d) for d in read_only), "--",
-            *hidden_directories(), "--")
+            str(os.getuid()), str(os.getgid()), "" if writes is None else str(writes),
+            *(os.path.realpath(d) for d in read_only), "--", *hidden_directories(), "--")
 
 
 @functools.lru_cache(maxsize=1)
@@ -277,24 +289,128 @@ def mounts_work() -> bool:
         return result.returncode == 0 and (workspace / "made").exists() and not (workspace / ".git" / "x").exists()
 
 
-def mount_prefix(workspace: Path, read_only: Sequence[Path]) -> Optional[tuple[str, ...]]:
+def mount_prefix(workspace: Path, read_only: Sequence[Path],
+                 writes: Optional[Path] = None) -> Optional[tuple[str, ...]]:
     """The argv head that runs a program in a PID namespace (as
     :func:`namespace_prefix`) where ``workspace`` is writable but its ``.git``
-    and the directories ``read_only`` are read-only, for good; None where
-    this system cannot do it."""
-    return _mounting(workspace, read_only) if mounts_work() else None
+    and the directories ``read_only`` are read-only, for good; with
+    ``writes`` (from :func:`throwaway_view`), the workspace is a throwaway
+    view instead, ``.git`` included. None where this system cannot do it."""
+    return _mounting(workspace, read_only, writes) if mounts_work() else None
+
+
+#: Where :func:`throwaway_view` keeps a run's writes: a folder of Logist's
+#: private directory, hidden from the command with the rest of it.
+THROWAWAY_WRITES = "throwaway-writes"
+#: Bytes an overlay's options cannot hold as they are (a separator of
+#: their list or of its lower layers).
+_NOT_IN_OPTIONS = frozenset(',:\\"\'\n')
+
+
+def _writes_folder(workspace: Path) -> Optional[Path]:
+    """The folder a throwaway view of ``workspace`` keeps its writes in,
+    one a workspace (a job's runs hold its lock: one at a time); None where
+    there is no private directory or a path cannot be named in the
+    overlay's options."""
+    hidden = hidden_directories()
+    if not hidden:
+        return None
+    where = os.path.realpath(workspace)
+    name = hashlib.sha256(os.fsencode(where)).hexdigest()[:24]
+    folder = Path(hidden[0]) / THROWAWAY_WRITES / name
+    if _NOT_IN_OPTIONS & set(where + str(folder)):
+        return None
+    return folder
+
+
+def _remove(folder: Path) -> None:
+    """Remove ``folder`` and all in it (the overlay leaves its work folder
+    with no permissions: they are given back to remove what it holds)."""
+    def retry(function, path, _exc_info):
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700)
+            function(path)
+
+    if os.path.lexists(folder):
+        shutil.rmtree(folder, onerror=retry)
+
+
+@contextlib.contextmanager
+def throwaway_view(workspace: Path) -> Iterator[Optional[Path]]:
+    """A folder for the writes of a run that sees ``workspace`` through a
+    copy-on-write view (an overlay mount in its namespace: it reads the
+    workspace, what it writes, ``.git`` included, goes to this folder),
+    removed when the run is over; None where the view cannot be made here
+    (:func:`throwaway_works`): the run then writes the workspace itself.
+    A folder that a run Logist did not live to end left behind is removed
+    first."""
+    folder = _writes_folder(workspace) if throwaway_works() else None
+    if folder is None:
+        yield None
+        return
+    try:
+        _remove(folder)
+        folder.parent.mkdir(mode=0o700, exist_ok=True)
+        folder.mkdir(mode=0o700)
+        (folder / "upper").mkdir(mode=0o700)
+        (folder / "work").mkdir(mode=0o700)
+    except OSError:
+        yield None
+        return
+    try:
+        yield folder
+    finally:
+        _remove(folder)
+
+
+@functools.lru_cache(maxsize=1)
+def throwaway_works() -> bool:
+    """Whether :func:`throwaway_view` works here (an overlay mount in a user
+    namespace: Linux 5.11 and later; its writes kept in Logist's private
+    directory, whose file system must take them): probed once per process
+    on a scratch job. What the run writes, removes, or writes in ``.git``
+    is seen by it and gone once it ends; the jobs directory stays read-only."""
+    if not mounts_work():
+        return False
+    with tempfile.TemporaryDirectory() as scratch:
+        jobs = Path(os.path.realpath(scratch)) / "jobs"
+        workspace = jobs / "job" / "workspace"
+        (workspace / ".git").mkdir(parents=True)
+        (workspace / "kept").write_text("kept\n")
+        folder = _writes_folder(workspace)
+        if folder is None:
+            return False
+        probe = ("echo x >> kept && grep -q x kept && rm kept && touch made .git/x && test -e made "
+                 "&& ! touch ../x 2>/dev/null && test ! -e /proc/2 && test \"$(id -u)\" = " + str(os.getuid()))
+        try:
+            folder.parent.mkdir(mode=0o700, exist_ok=True)
+            _remove(folder)
+            folder.mkdir(mode=0o700)
+            (folder / "upper").mkdir()
+            (folder / "work").mkdir()
+            result = subprocess.run([*_mounting(workspace, [jobs], folder), "/bin/sh", "-c", probe], cwd=workspace,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    env=command_env(), timeout=20)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        finally:
+            _remove(folder)
+        return (result.returncode == 0 and (workspace / "kept").read_text() == "kept\n"
+                and not (workspace / "made").exists() and not (workspace / ".git" / "x").exists())
 
 
 def launcher(command: str, sandbox: str, workspace: Optional[Path] = None,
-             read_only: Sequence[Path] = ()) -> list[str]:
+             read_only: Sequence[Path] = (), writes: Optional[Path] = None) -> list[str]:
     """The argv that runs ``command`` under ``sandbox`` (see the module's
     doc); with ``workspace``, its ``.git`` and ``read_only`` are read-only to
-    the command where the system can do it."""
+    the command where the system can do it; with ``writes`` too, the
+    workspace is a throwaway view (:func:`throwaway_view`)."""
     if sandbox not in SANDBOXES:
         raise LogistError(f"command_sandbox '{sandbox}' is not one of {', '.join(SANDBOXES)}")
     prefix: tuple[str, ...] = ()
     if sandbox != "none":
-        mounted = workspace is not None and mount_prefix(workspace, read_only)
+        mounted = workspace is not None and mount_prefix(workspace, read_only, writes)
         # Mounted, the gate's shell is started in the namespace the command runs in: what is
         # left to start when it is let go on is the command's own shell.
         prefix = mounted or namespace_prefix() or ()
@@ -446,6 +562,9 @@ class Contained:
     duration: float
     stdout: str
     stderr: str
+    #: Whether it ran on a throwaway view of the workspace (:func:`throwaway_view`):
+    #: what it wrote there is gone.
+    thrown_away: bool = False
 
 
 def read_head_and_tail(handle: IO, limit: int) -> str:
@@ -473,7 +592,8 @@ def read_end(handle: IO, limit: int) -> str:
 
 def run_contained(command: str, cwd: Path, env: dict, timeout: float, read: Callable[[IO], str], *,
                   sandbox: str = "auto", workspace: Optional[Path] = None, read_only: Sequence[Path] = (),
-                  recorded: Optional[Callable[[int, Optional[str]], None]] = None) -> Contained:
+                  recorded: Optional[Callable[[int, Optional[str]], None]] = None,
+                  throwaway: bool = False) -> Contained:
     """Run the shell line ``command`` in ``cwd`` under ``sandbox``
     (:func:`launcher`; ``workspace``'s ``.git`` and ``read_only`` read-only
     to it where the system can do it) with exactly ``env``, no standard
@@ -483,8 +603,19 @@ def run_contained(command: str, cwd: Path, env: dict, timeout: float, read: Call
     timeout, on its end and on Ctrl-C alike (``KeyboardInterrupt`` goes on
     up once it is done). Its standard output and error go to temporary
     files, never into memory, and each is read by ``read`` (the limit of
-    what is kept: :func:`read_head_and_tail`, :func:`read_end`)."""
-    argv = launcher(command, sandbox, workspace, read_only)
+    what is kept: :func:`read_head_and_tail`, :func:`read_end`).
+    ``throwaway``: the command sees ``workspace`` through a throwaway view
+    (:func:`throwaway_view`) where the system can make one (``thrown_away``
+    says whether it did)."""
+    use_view = throwaway and workspace is not None and sandbox != "none"
+    with (throwaway_view(workspace) if use_view else contextlib.nullcontext()) as writes:
+        return _run_contained(command, cwd, env, timeout, read, sandbox, workspace, read_only, recorded, writes)
+
+
+def _run_contained(command: str, cwd: Path, env: dict, timeout: float, read: Callable[[IO], str], sandbox: str,
+                   workspace: Optional[Path], read_only: Sequence[Path],
+                   recorded: Optional[Callable[[int, Optional[str]], None]], writes: Optional[Path]) -> Contained:
+    argv = launcher(command, sandbox, workspace, read_only, writes)
     hide_secrets_from_proc()
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -497,7 +628,7 @@ def run_contained(command: str, cwd: Path, env: dict, timeout: float, read: Call
             finish(proc)
         duration = time.monotonic() - started
         return Contained(exit_code=None if timed_out else proc.returncode, timed_out=timed_out, duration=duration,
-                         stdout=read(out), stderr=read(err))
+                         stdout=read(out), stderr=read(err), thrown_away=writes is not None)
 
 
 def _members(pgid: int) -> list[int]:
