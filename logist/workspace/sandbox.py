@@ -96,10 +96,9 @@ _UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
 #: its uid and ``$2`` its gid outside, ``$3`` the folder of a throwaway
 #: view's writes or empty, then the read-only directories, ``--``, the
 #: hidden ones, ``--``, then the command's argv): makes the workspace a
-#: mount of its own and its ``.git`` (if any) a read-only one, or, given a
-#: folder of writes, mounts the throwaway view (:func:`throwaway_view`)
-#: over the workspace instead; makes the read-only directories read-only
-#: mounts, mounts an empty read-only file system over each hidden directory
+#: mount of its own, or, given a folder of writes, mounts the throwaway
+#: view (:func:`throwaway_view`) over the workspace; makes its ``.git`` (if
+#: any) and the read-only directories read-only mounts, mounts an empty read-only file system over each hidden directory
 #: (Logist's private directory: :mod:`logist.secrets.private`, where the
 #: folder of writes is), enters the workspace again through them (the
 #: working directory inherited from Logist is below the mounts), and
@@ -107,9 +106,9 @@ _UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
 #: uid in a new user and mount namespace, where the mounts are locked. Any
 #: failure stops here: the command does not run. All of it is done while
 #: Logist records the command's group: once Logist writes its line, what
-#: is left to start is the command's own ``/bin/sh``. The view is mounted
-#: after the read-only directories (the workspace is below the jobs
-#: directory: mounted before, it would be made read-only with it).
+#: is left to start is the command's own ``/bin/sh``. The view, and its
+#: ``.git`` read-only on it, are mounted after the read-only directories
+#: (the workspace is below the jobs directory, whose bind would cover them).
 #: ``{mount}`` and ``{unshare}`` are filled in with the programs' absolute
 #: paths (:mod:`logist.programs`): the command's ``PATH`` is the user's, where
 #: a planted ``mount`` would leave Logist's files writable.
@@ -120,7 +119,8 @@ _MOUNTS = (
     'if [ -e "$ws/.git" ]; then {mount} --bind -o ro "$ws/.git" "$ws/.git"; fi; fi; '
     'while [ "$1" != -- ]; do {mount} --rbind -o ro "$1" "$1"; shift; done; shift; '
     'if [ -n "$writes" ]; then {mount} -t overlay -o "lowerdir=$ws,upperdir=$writes/upper,workdir=$writes/work" '
-    'logist-throwaway "$ws"; fi; '
+    'logist-throwaway "$ws"; '
+    'if [ -e "$ws/.git" ]; then {mount} --bind -o ro "$ws/.git" "$ws/.git"; fi; fi; '
     'while [ "$1" != -- ]; do {mount} -t tmpfs -o ro,mode=0555,size=4k logist-hidden "$1"; shift; done; shift; '
     'cd "$ws"; exec {unshare} --user --mount --map-user="$uid" --map-group="$gid" "$@"'
 )
@@ -295,7 +295,8 @@ def mount_prefix(workspace: Path, read_only: Sequence[Path],
     :func:`namespace_prefix`) where ``workspace`` is writable but its ``.git``
     and the directories ``read_only`` are read-only, for good; with
     ``writes`` (from :func:`throwaway_view`), the workspace is a throwaway
-    view instead, ``.git`` included. None where this system cannot do it."""
+    view instead (its ``.git`` read-only all the same). None where this
+    system cannot do it."""
     return _mounting(workspace, read_only, writes) if mounts_work() else None
 
 
@@ -336,32 +337,47 @@ def _remove(folder: Path) -> None:
         shutil.rmtree(folder, onerror=retry)
 
 
+def _unwritten(folder: Path) -> bool:
+    """Whether ``folder`` is ready for a run's writes: its ``upper`` and
+    ``work`` folders there, nothing written in ``upper``."""
+    try:
+        with os.scandir(folder / "upper") as entries:
+            if next(entries, None) is not None:
+                return False
+        return os.path.isdir(folder / "work") and not os.path.islink(folder)
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
 def throwaway_view(workspace: Path) -> Iterator[Optional[Path]]:
     """A folder for the writes of a run that sees ``workspace`` through a
     copy-on-write view (an overlay mount in its namespace: it reads the
-    workspace, what it writes, ``.git`` included, goes to this folder),
-    removed when the run is over; None where the view cannot be made here
-    (:func:`throwaway_works`): the run then writes the workspace itself.
-    A folder that a run Logist did not live to end left behind is removed
-    first."""
+    workspace, what it writes goes to this folder's ``upper``); None where
+    the view cannot be made here (:func:`throwaway_works`): the run then
+    writes the workspace itself. What a run wrote is removed when it is
+    over (a folder a run Logist did not live to end left written, before
+    the next); an unwritten folder is kept for the next run (most checks
+    write nothing: its three folders are not made and removed each time)."""
     folder = _writes_folder(workspace) if throwaway_works() else None
     if folder is None:
         yield None
         return
-    try:
-        _remove(folder)
-        folder.parent.mkdir(mode=0o700, exist_ok=True)
-        folder.mkdir(mode=0o700)
-        (folder / "upper").mkdir(mode=0o700)
-        (folder / "work").mkdir(mode=0o700)
-    except OSError:
-        yield None
-        return
+    if not _unwritten(folder):
+        try:
+            _remove(folder)
+            folder.parent.mkdir(mode=0o700, exist_ok=True)
+            folder.mkdir(mode=0o700)
+            (folder / "upper").mkdir(mode=0o700)
+            (folder / "work").mkdir(mode=0o700)
+        except OSError:
+            yield None
+            return
     try:
         yield folder
     finally:
-        _remove(folder)
+        if not _unwritten(folder):
+            _remove(folder)
 
 
 @functools.lru_cache(maxsize=1)
@@ -370,7 +386,8 @@ def throwaway_works() -> bool:
     namespace: Linux 5.11 and later; its writes kept in Logist's private
     directory, whose file system must take them): probed once per process
     on a scratch job. What the run writes, removes, or writes in ``.git``
-    is seen by it and gone once it ends; the jobs directory stays read-only."""
+    is seen by it and gone once it ends; its ``.git`` and the jobs directory
+    stay read-only."""
     if not mounts_work():
         return False
     with tempfile.TemporaryDirectory() as scratch:
@@ -381,8 +398,9 @@ def throwaway_works() -> bool:
         folder = _writes_folder(workspace)
         if folder is None:
             return False
-        probe = ("echo x >> kept && grep -q x kept && rm kept && touch made .git/x && test -e made "
-                 "&& ! touch ../x 2>/dev/null && test ! -e /proc/2 && test \"$(id -u)\" = " + str(os.getuid()))
+        probe = ("echo x >> kept && grep -q x kept && rm kept && touch made && test -e made "
+                 "&& ! touch .git/x 2>/dev/null && ! touch ../x 2>/dev/null && test ! -e /proc/2 "
+                 "&& test \"$(id -u)\" = " + str(os.getuid()))
         try:
             folder.parent.mkdir(mode=0o700, exist_ok=True)
             _remove(folder)
