@@ -64,6 +64,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import re
 import select
 import shlex
 import shutil
@@ -94,27 +95,46 @@ _GATE = 'IFS= read -r _ || exit 125; exec </dev/null; exec /bin/sh -c "$1"'
 _UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
 #: Run as root of the outer user namespace (``$0`` = the workspace, ``$1``
 #: its uid and ``$2`` its gid outside, ``$3`` the folder of a throwaway
-#: view's writes or empty, then the read-only directories, ``--``, the
-#: hidden ones, ``--``, then the command's argv): makes the workspace a
-#: mount of its own, or, given a folder of writes, mounts the throwaway
-#: view (:func:`throwaway_view`) over the workspace; makes its ``.git`` (if
-#: any) and the read-only directories read-only mounts, mounts an empty read-only file system over each hidden directory
-#: (Logist's private directory: :mod:`logist.secrets.private`, where the
-#: folder of writes is), enters the workspace again through them (the
-#: working directory inherited from Logist is below the mounts), and
-#: becomes the gate (:data:`_GATE`, the argv that follows) as the caller's
-#: uid in a new user and mount namespace, where the mounts are locked. Any
-#: failure stops here: the command does not run. All of it is done while
-#: Logist records the command's group: once Logist writes its line, what
-#: is left to start is the command's own ``/bin/sh``. The view, and its
-#: ``.git`` read-only on it, are mounted after the read-only directories
-#: (the workspace is below the jobs directory, whose bind would cover them).
+#: view's writes or empty, ``$4`` a mount table or empty, ``$5`` its number
+#: of lines and ``$6`` ``git`` when it has one for the workspace's
+#: ``.git``, then the read-only directories, ``--``, the hidden ones,
+#: ``--``, then the command's argv): makes the workspace a mount of its
+#: own, or, given a folder of writes, mounts the throwaway view
+#: (:func:`throwaway_view`) over the workspace; makes its ``.git`` (if any)
+#: and the read-only directories read-only mounts, mounts an empty
+#: read-only file system over each hidden directory (Logist's private
+#: directory: :mod:`logist.secrets.private`, where the folder of writes
+#: is), enters the workspace again through them (the working directory
+#: inherited from Logist is below the mounts), and becomes the gate
+#: (:data:`_GATE`, the argv that follows) as the caller's uid in a new user
+#: and mount namespace, where the mounts are locked. Any failure stops
+#: here: the command does not run. All of it is done while Logist records
+#: the command's group: once Logist writes its line, what is left to start
+#: is the command's own ``/bin/sh``. The view, and its ``.git`` read-only
+#: on it, are mounted after the read-only directories (the workspace is
+#: below the jobs directory, whose bind would cover them).
+#:
+#: Given a table (:func:`_mount_table`: the same mounts in the same order),
+#: one ``mount -a`` makes them all, one process instead of one a mount, and
+#: the command runs only if ``mount -v`` says every line was mounted:
+#: ``mount -a`` skips a line whose target is mounted already, which would
+#: leave it writable. A table is given only where no target is a mount
+#: point (:func:`_mount_table`); where one became one since, the command
+#: does not run. A ``.git`` the table has no line for (made since) sends
+#: the mounts the way of one ``mount`` each.
 #: ``{mount}`` and ``{unshare}`` are filled in with the programs' absolute
 #: paths (:mod:`logist.programs`): the command's ``PATH`` is the user's, where
 #: a planted ``mount`` would leave Logist's files writable.
 _MOUNTS = (
-    'set -e; ws=$0; uid=$1; gid=$2; writes=$3; shift 3; '
+    'set -e; ws=$0; uid=$1; gid=$2; writes=$3; table=$4; lines=$5; git=$6; shift 6; '
     'if [ -L "$ws/.git" ]; then echo "the workspace .git is a link, not a folder" >&2; exit 125; fi; '
+    'if [ -n "$table" ] && {{ [ -n "$git" ] || [ ! -e "$ws/.git" ]; }}; then '
+    'said=$(LC_ALL=C {mount} -a -v -T "$table" 2>&1) || {{ echo "$said" >&2; exit 125; }}; made=0; '
+    'while :; do case $said in *": successfully mounted"*) said=${{said#*": successfully mounted"}}; '
+    'made=$((made + 1));; *) break;; esac; done; '
+    'if [ "$made" != "$lines" ]; then echo "the sandbox mounted $made of its $lines mounts" >&2; exit 125; fi; '
+    'while [ "$1" != -- ]; do shift; done; shift; while [ "$1" != -- ]; do shift; done; shift; '
+    'else '
     'if [ -z "$writes" ]; then {mount} --bind "$ws" "$ws"; '
     'if [ -e "$ws/.git" ]; then {mount} --bind -o ro "$ws/.git" "$ws/.git"; fi; fi; '
     'while [ "$1" != -- ]; do {mount} --rbind -o ro "$1" "$1"; shift; done; shift; '
@@ -122,8 +142,21 @@ _MOUNTS = (
     'logist-throwaway "$ws"; '
     'if [ -e "$ws/.git" ]; then {mount} --bind -o ro "$ws/.git" "$ws/.git"; fi; fi; '
     'while [ "$1" != -- ]; do {mount} -t tmpfs -o ro,mode=0555,size=4k logist-hidden "$1"; shift; done; shift; '
+    'fi; '
     'cd "$ws"; exec {unshare} --user --mount --map-user="$uid" --map-group="$gid" "$@"'
 )
+#: The folder of Logist's private directory that holds the mount tables
+#: (:func:`_mount_table`), hidden from a command with the rest of it: a
+#: table a command could edit would decide what the next command may write.
+MOUNT_TABLES = "mount-tables"
+#: Past this many tables in that folder, the others are removed as a new one
+#: is written (a table removed while its run starts sends that run to the
+#: one ``mount`` each way).
+_KEPT_TABLES = 64
+#: What a path in a table is made of: printable ASCII but a space, ``#``,
+#: a backslash, a quote or a colon (no escape needed, and none ends like
+#: ``mount -v``'s report).
+_PLAIN_PATH = re.compile(r"[!$-&(-9;-\[\]-~]+")
 _PR_SET_PDEATHSIG = 1
 
 #: Without a PID namespace, the command's first process runs under this
@@ -254,15 +287,70 @@ def hidden_directories() -> list[str]:
     return [os.path.realpath(path)]
 
 
+def _mount_table(workspace: str, git: bool, read_only: Sequence[str], hidden: Sequence[str],
+                 writes: Optional[str]) -> Optional[str]:
+    """The fstab that makes :data:`_MOUNTS`' mounts in one ``mount -a``, in
+    their order (the workspace bound on itself or the throwaway view over
+    it, its ``.git`` when ``git``, each of ``read_only``, an empty file
+    system over each of ``hidden``), kept in Logist's private directory
+    (``hidden``'s first), one file a table, named by what it holds. None
+    (the mounts are made one process each) where there is no private
+    directory, a path is not plain (:data:`_PLAIN_PATH`: a table would
+    need escapes), or a target is a mount point already (``mount -a``
+    would skip it)."""
+    paths = [workspace, *read_only, *hidden, *([writes] if writes else [])]
+    if not hidden or not all(_PLAIN_PATH.fullmatch(p) for p in paths):
+        return None
+    bind_git = [(workspace + "/.git", workspace + "/.git", "none", "bind,ro")] if git else []
+    lines = [(folder, folder, "none", "rbind,ro") for folder in read_only]
+    if writes is None:
+        lines[:0] = [(workspace, workspace, "none", "bind"), *bind_git]
+    else:
+        lines += [("logist-throwaway", workspace, "overlay",
+                   f"lowerdir={workspace},upperdir={writes}/upper,workdir={writes}/work"), *bind_git]
+    lines += [("logist-hidden", folder, "tmpfs", "ro,mode=0555,size=4k") for folder in hidden]
+    if any(os.path.ismount(target) for _, target, _, _ in lines):
+        return None
+    table = "".join(f"{source} {target} {kind} {options} 0 0\n" for source, target, kind, options in lines).encode()
+    folder = Path(hidden[0]) / MOUNT_TABLES
+    path = folder / (hashlib.sha256(table).hexdigest()[:32] + ".fstab")
+    try:
+        if path.read_bytes() == table:
+            return str(path)
+    except OSError:
+        pass
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        others = os.listdir(folder)
+        if len(others) >= _KEPT_TABLES:
+            for name in others:
+                with contextlib.suppress(OSError):
+                    os.unlink(folder / name)
+        # Not fsynced: a table a power loss left half written runs no command (mount -v says so).
+        fd, written = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(table)
+        os.replace(written, path)
+    except OSError:
+        return None
+    return str(path)
+
+
 def _mounting(workspace: Path, read_only: Sequence[Path], writes: Optional[Path] = None) -> tuple[str, ...]:
     """The argv head that runs a program with :data:`_MOUNTS` (see
     :func:`mount_prefix`); with ``writes``, over the throwaway view whose
     writes that folder takes (:func:`throwaway_view`)."""
     unshare, mount = programs.program("unshare"), programs.program("mount")
     script = _MOUNTS.format(mount=shlex.quote(mount or "mount"), unshare=shlex.quote(unshare or "unshare"))
-    return (unshare, *_UNSHARE, "--map-root-user", "/bin/sh", "-c", script, os.path.realpath(workspace),
-            str(os.getuid()), str(os.getgid()), "" if writes is None else str(writes),
-            *(os.path.realpath(d) for d in read_only), "--", *hidden_directories(), "--")
+    where = os.path.realpath(workspace)
+    git = os.path.isdir(os.path.join(where, ".git")) and not os.path.islink(os.path.join(where, ".git"))
+    folders = [os.path.realpath(d) for d in read_only]
+    hidden = hidden_directories()
+    table = _mount_table(where, git, folders, hidden, None if writes is None else str(writes))
+    lines = 1 + git + len(folders) + len(hidden)
+    return (unshare, *_UNSHARE, "--map-root-user", "/bin/sh", "-c", script, where, str(os.getuid()),
+            str(os.getgid()), "" if writes is None else str(writes), table or "", str(lines), "git" if git else "",
+            *folders, "--", *hidden, "--")
 
 
 @functools.lru_cache(maxsize=1)
