@@ -309,7 +309,8 @@ def _mount_table(workspace: str, git: bool, read_only: Sequence[str], hidden: Se
         lines += [("logist-throwaway", workspace, "overlay",
                    f"lowerdir={workspace},upperdir={writes}/upper,workdir={writes}/work"), *bind_git]
     lines += [("logist-hidden", folder, "tmpfs", "ro,mode=0555,size=4k") for folder in hidden]
-    if any(os.path.ismount(target) for _, target, _, _ in lines):
+    mounted = _mount_points()
+    if mounted is None or any(target in mounted for _, target, _, _ in lines):
         return None
     table = "".join(f"{source} {target} {kind} {options} 0 0\n" for source, target, kind, options in lines).encode()
     folder = Path(hidden[0]) / MOUNT_TABLES
@@ -334,6 +335,17 @@ def _mount_table(workspace: str, git: bool, read_only: Sequence[str], hidden: Se
     except OSError:
         return None
     return str(path)
+
+
+def _mount_points() -> Optional[set[str]]:
+    """Where something is mounted in this process's namespace (from
+    ``/proc/self/mountinfo``: a directory bound on itself is a mount point
+    that ``os.path.ismount`` does not see); None where it cannot be read."""
+    try:
+        with open("/proc/self/mountinfo", "rb") as handle:
+            return {os.fsdecode(line.split(b" ", 5)[4]) for line in handle}
+    except (OSError, IndexError):
+        return None
 
 
 def _mounting(workspace: Path, read_only: Sequence[Path], writes: Optional[Path] = None) -> tuple[str, ...]:
