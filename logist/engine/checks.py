@@ -26,8 +26,12 @@ answer is applied, so ``calls`` (what ``--max-steps`` limits) does not
 count it, nor do the totals' calls; its time counts in ``wall_ms``.
 A replay applies a recorded run's outcome (:func:`apply_recorded`)
 without running anything. A check verifies and does not change the work:
-after the run the workspace is put back at the commit the checks ran on
-(files the workspace's .gitignore ignores, such as caches, are left).
+where the sandbox can, it runs on a throwaway view of the workspace
+(:func:`logist.workspace.sandbox.throwaway_view`: what it writes, caches
+included, is seen by it and gone with it), so nothing is put back and the
+workspace is not looked at after the run; elsewhere the workspace is put
+back at the commit the checks ran on when a check changed it (files the
+workspace's .gitignore ignores, such as caches, are left).
 """
 
 from __future__ import annotations

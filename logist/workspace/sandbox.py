@@ -25,6 +25,12 @@ Logist holds the API key; a command is code the model wrote. So a command:
   decide for a person through ``logist serve`` with it. Where the namespace works but mounts do not, the
   command runs with the PID namespace alone (Logist's git then still
   resets what a command may have planted: :mod:`logist.workspace.git`).
+  A job's check sees the workspace through a **throwaway view** where the
+  system can make one (:func:`throwaway_view`: an overlay mount, its
+  ``.git`` read-only on it as above): what it writes is seen by it and
+  gone once it ends, so nothing has to be put back. The mounts are made by
+  one ``mount -a`` of a table where that is safe, else one ``mount`` each
+  (:data:`_MOUNTS`).
 * gets an **allowlisted environment** (:func:`command_env`): :data:`PASSED`,
   ``LC_*`` and the variables the job names (``command_env``); never the key.
 * without a PID namespace (``none``, ``auto``'s fallback) runs under a
