@@ -144,7 +144,7 @@ _MOUNTS = (
     'if [ -z "$writes" ]; then {mount} --bind "$ws" "$ws"; '
     'if [ -e "$ws/.git" ]; then {mount} --bind -o ro "$ws/.git" "$ws/.git"; fi; fi; '
     'while [ "$1" != -- ]; do {mount} --rbind -o ro "$1" "$1"; shift; done; shift; '
-    'if [ -n "$writes" ]; then {mount} -t overlay -o "lowerdir=$ws,upperdir=$writes/upper,workdir=$writes/work" '
+    'if [ -n "$writes" ]; then {mount} -t overlay -o "lowerdir=$ws,upperdir=$writes/upper,workdir=$writes/work,volatile" '
     'logist-throwaway "$ws"; '
     'if [ -e "$ws/.git" ]; then {mount} --bind -o ro "$ws/.git" "$ws/.git"; fi; fi; '
     'while [ "$1" != -- ]; do {mount} -t tmpfs -o ro,mode=0555,size=4k logist-hidden "$1"; shift; done; shift; '
@@ -313,7 +313,7 @@ def _mount_table(workspace: str, git: bool, read_only: Sequence[str], hidden: Se
         lines[:0] = [(workspace, workspace, "none", "bind"), *bind_git]
     else:
         lines += [("logist-throwaway", workspace, "overlay",
-                   f"lowerdir={workspace},upperdir={writes}/upper,workdir={writes}/work"), *bind_git]
+                   f"lowerdir={workspace},upperdir={writes}/upper,workdir={writes}/work,volatile"), *bind_git]
     lines += [("logist-hidden", folder, "tmpfs", "ro,mode=0555,size=4k") for folder in hidden]
     mounted = _mount_points()
     if mounted is None or any(target in mounted for _, target, _, _ in lines):
@@ -432,15 +432,18 @@ def _writes_folder(workspace: Path) -> Optional[Path]:
 
 def _remove(folder: Path) -> None:
     """Remove ``folder`` and all in it (the overlay leaves its work folder
-    with no permissions: they are given back to remove what it holds)."""
-    def retry(function, path, _exc_info):
+    with no permissions: each folder's are given back first)."""
+    if not os.path.lexists(folder):
+        return
+    folders = [str(folder)]
+    while folders:
+        at = folders.pop()
         with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(path), 0o700)
-            os.chmod(path, 0o700)
-            function(path)
-
-    if os.path.lexists(folder):
-        shutil.rmtree(folder, onerror=retry)
+            if not os.path.islink(at):
+                os.chmod(at, 0o700)
+                with os.scandir(at) as entries:
+                    folders += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _unwritten(folder: Path) -> bool:
@@ -461,8 +464,10 @@ def throwaway_view(workspace: Path) -> Iterator[Optional[Path]]:
     copy-on-write view (an overlay mount in its namespace: it reads the
     workspace, what it writes goes to this folder's ``upper``); None where
     the view cannot be made here (:func:`throwaway_works`): the run then
-    writes the workspace itself. What a run wrote is removed when it is
-    over (a folder a run Logist did not live to end left written, before
+    writes the workspace itself. The overlay is ``volatile``: nothing it
+    writes is ever synced, which a throwaway needs no more than it needs a
+    sync of the whole file system its folder is on at each unmount. What a
+    run wrote is removed when it is over (a folder a run Logist did not live to end left written, before
     the next); an unwritten folder is kept for the next run (most checks
     write nothing: its three folders are not made and removed each time)."""
     folder = _writes_folder(workspace) if throwaway_works() else None
@@ -482,6 +487,10 @@ def throwaway_view(workspace: Path) -> Iterator[Optional[Path]]:
     try:
         yield folder
     finally:
+        # The overlay is volatile (it never syncs its writes: its unmount would otherwise sync the
+        # whole file system they are on, as the run ends); it marks its work folder so, which a
+        # mount refuses: the marker goes with the run.
+        _remove(folder / "work" / "work")
         if not _unwritten(folder):
             _remove(folder)
 
