@@ -54,6 +54,10 @@ def test_what_a_check_writes_is_seen_by_it_and_gone_after(tmp_path):
     assert not (jobs / "planted").exists()
     folder = sandbox._writes_folder(workspace)
     assert folder is not None and not (folder / "upper").exists(), "what it wrote was removed"
+    for _ in range(2):  # the view is made again, its folder kept (nothing written), and again
+        again = run(workspace, jobs, "cat kept")
+        assert again.thrown_away and again.stdout == "kept\n", again
+    assert (folder / "upper").is_dir() and not (folder / "work" / "work").exists(), "no volatile marker left"
 
 
 @needs_view
