@@ -448,12 +448,16 @@ def _remove(folder: Path) -> None:
 
 def _unwritten(folder: Path) -> bool:
     """Whether ``folder`` is ready for a run's writes: its ``upper`` and
-    ``work`` folders there, nothing written in ``upper``."""
+    ``work`` folders there, both empty. A run killed before its end leaves
+    the overlay's own folder in ``work``, marked volatile, which the next
+    mount would refuse (the check would fail without running): such a
+    folder is made anew."""
     try:
-        with os.scandir(folder / "upper") as entries:
-            if next(entries, None) is not None:
-                return False
-        return os.path.isdir(folder / "work") and not os.path.islink(folder)
+        for part in ("upper", "work"):
+            with os.scandir(folder / part) as entries:
+                if next(entries, None) is not None:
+                    return False
+        return not os.path.islink(folder)
     except OSError:
         return False
 

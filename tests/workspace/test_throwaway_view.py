@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,7 @@ def test_without_the_view_a_check_writes_the_workspace(tmp_path, monkeypatch):
 #: its workspace, prints what it could write.
 IN_A_NAMESPACE = r"""
 import sys
+import time
 from pathlib import Path
 from logist.workspace import sandbox
 jobs, workspace, probe = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
@@ -154,3 +156,28 @@ def test_the_tables_kept_are_bounded(tmp_path):
     assert len(set(tables)) == len(tables) and all(tables)
     assert sorted(folder.iterdir()) == [Path(tables[-1])], "the others were removed as the last was written"
     assert b"/ws/64 /ws/64 none bind 0 0\n" in Path(tables[-1]).read_bytes()
+
+
+@needs_view
+def test_a_run_killed_mid_check_leaves_nothing_that_fails_the_next(tmp_path):
+    # Logist killed while a check ran: its overlay's own folder, marked volatile, was left in
+    # the writes folder's work/, and the next check's mount refused it (the check failed, exit
+    # 125, without running). The next run makes the folder anew and runs.
+    jobs, workspace = scratch_job(Path(os.path.realpath(tmp_path)))
+    folder = sandbox._writes_folder(workspace)
+    child = subprocess.Popen([sys.executable, "-c", (
+        "import sys; from pathlib import Path; from logist.workspace import sandbox; "
+        "w, j = Path(sys.argv[1]), Path(sys.argv[2]); "
+        "sandbox.run_contained('sleep 30', w, sandbox.command_env(), 60, "
+        "lambda h: sandbox.read_head_and_tail(h, 100), sandbox='namespace', workspace=w, read_only=[j], "
+        "throwaway=True)"), str(workspace), str(jobs)])
+    try:
+        deadline = time.monotonic() + 30
+        while not (folder / "work" / "work").exists():
+            assert child.poll() is None and time.monotonic() < deadline, "the check never got its view"
+            time.sleep(0.01)
+    finally:
+        child.kill()
+        child.wait()
+    again = run(workspace, jobs, "cat kept")
+    assert again.thrown_away and again.exit_code == 0 and again.stdout == "kept\n", again
