@@ -458,16 +458,31 @@ class JobFiles:
         return hist.iter_written(self, block)
 
     def entry(self, sequence: int) -> HistoryEntry:
-        """Entry number ``sequence``, found without parsing the others."""
+        """Entry number ``sequence``, found without parsing the others (the
+        last one, while this process holds the job's lock, as its session
+        read it then: :attr:`JobSession.held_mark`; do not change it)."""
+        held = self._held_last()
+        if held is not None and held.sequence == sequence:
+            return held
         return seek.read_entry(self, sequence)
+
+    def _held_last(self) -> Optional[HistoryEntry]:
+        return self._session.held_last if self._session is not None else None
 
     def read_entries(self, sequences: set[int]) -> Entries:
         """The parsed entries numbered ``sequences``, each found by its number."""
         return seek.read_entries(self, sequences)
 
     def last_entry(self) -> Optional[HistoryEntry]:
-        """The last entry, reading only the end of the file."""
-        return seek.last_entry(self)
+        """The last entry, reading only the end of the file (while this
+        process holds the job's lock, as :meth:`entry` says)."""
+        held = self._held_last()
+        return held if held is not None else seek.last_entry(self)
+
+    def last_entry_marked(self) -> tuple[Optional[HistoryEntry], Optional[tuple]]:
+        """The last entry and the history's mark (:meth:`file_mark`), from one
+        open of the file (:func:`logist.store.seek.last_entry_marked`)."""
+        return seek.last_entry_marked(self)
 
     def entries_since(self, sequence: int) -> Entries:
         """The parsed entries numbered ``sequence`` or more, reading only the end of the file."""
@@ -620,15 +635,6 @@ class JobSession(JobFiles):
         """What recovery read of the history under the lock, the job repaired (see :attr:`held_mark`)."""
         self.held_last, self.held_mark = last, mark
 
-    def entry(self, sequence: int) -> HistoryEntry:
-        if self.held_last is not None and self.held_last.sequence == sequence:
-            return self.held_last  # read under the lock (see held_mark); do not change it
-        return super().entry(sequence)
-
-    def last_entry(self) -> Optional[HistoryEntry]:
-        if self.held_last is not None:
-            return self.held_last
-        return super().last_entry()
 
     def forget(self) -> None:
         """Drop what was read of the history."""
