@@ -321,7 +321,7 @@ def _could_be_an_append(handle, offset: int) -> bool:
 
 
 def append_entry(files: "JobFiles", entry: HistoryEntry, journalled: Optional[int] = None,
-                 current: bool = False) -> bytes:
+                 current: bool = False) -> tuple[int, bytes]:
     """Append one entry at a cost independent of the history's length.
 
     Call with the job's lock held. A file in an older format is rewritten
@@ -332,8 +332,8 @@ def append_entry(files: "JobFiles", entry: HistoryEntry, journalled: Optional[in
     only, without its two fsyncs: after a power loss, :func:`repair` finds
     the start in the step journal. ``current``: the caller knows the file is
     in the current format (its session read it so under the lock). Returns
-    the bytes appended before :data:`TAIL` (the entry, after the comma that
-    joins it to the one before).
+    where the append started and the bytes appended there before
+    :data:`TAIL` (the entry, after the comma that joins it to the one before).
     """
     path = files.history_path
     if not current and file_format(files) < HISTORY_FORMAT:
@@ -363,7 +363,7 @@ def append_entry(files: "JobFiles", entry: HistoryEntry, journalled: Optional[in
     # The journal's removal is not fsynced: found again after a power loss, it
     # names an entry written whole, which repair keeps.
     files.history_append_path.unlink()
-    return chunk[: -len(TAIL)]
+    return offset, chunk[: -len(TAIL)]
 
 
 def _committed_end(files: "JobFiles", size: int) -> tuple[int, bool]:

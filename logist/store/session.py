@@ -24,7 +24,10 @@ their store (get, put, list behind one object):
   (:attr:`JobFiles.session`) and opens it again at each step, so what it
   read of the history (the entries last read, the turn's conversation)
   outlives the lock; each opening checks the file still holds what was read
-  (:meth:`JobFiles.file_mark`) and drops it otherwise.
+  (:meth:`JobFiles.file_mark`) and drops it otherwise. What the session
+  read of the history under the lock (its mark, its last entry) it holds
+  until it releases the lock (:attr:`JobSession.held_mark`): the file
+  changes meanwhile only by its own writes.
 
 The storage contract (what a session reads, appends and guarantees):
 
@@ -635,7 +638,6 @@ class JobSession(JobFiles):
         """What recovery read of the history under the lock, the job repaired (see :attr:`held_mark`)."""
         self.held_last, self.held_mark = last, mark
 
-
     def forget(self) -> None:
         """Drop what was read of the history."""
         self.entries_read, self.conversation, self.mark = {}, None, None
@@ -687,8 +689,8 @@ class JobSession(JobFiles):
         restore the manifest. The views are not written here."""
         held = self.held_mark
         self.forget_held()  # until the append is done: one that fails leaves the file to be read again
-        appended = hist.append_entry(self, entry, self.journal.history_offset, current=held is not None)
-        if held is not None:
+        offset, appended = hist.append_entry(self, entry, self.journal.history_offset, current=held is not None)
+        if held is not None and offset == held[2]:
             self.held_mark = seek.mark_after(held, appended)
             if self.mark == held:
                 # What this session kept of the history was the file's up to the append, which
