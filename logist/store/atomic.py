@@ -104,7 +104,7 @@ def leftover_temps(directory: Path, names: Iterable[str]) -> list[Path]:
     """The temp files :func:`atomic_writer` left in ``directory`` for the
     files ``names`` (a write killed before its rename; a live one's too, so
     call it holding the lock those files are written under)."""
-    prefixes = [_temp_prefix(Path(name)) for name in names]
+    prefixes = [f".{os.path.basename(name)}." for name in names]  # _temp_prefix's, without a Path each
 
     def temp_of_one(name: str) -> bool:  # <prefix>*.tmp
         return name.endswith(".tmp") and any(name.startswith(p) and len(name) >= len(p) + 4 for p in prefixes)

@@ -15,7 +15,7 @@ DATA = st.recursive(LEAVES, lambda inner: st.one_of(st.lists(inner), st.tuples(i
 ODD_KEYS = st.dictionaries(st.one_of(st.integers(), st.booleans(), st.none(), st.floats(allow_nan=False)), LEAVES)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.one_of(DATA, ODD_KEYS))
 def test_dump_json_is_json_dumps_indented(value):
     assert dump_json(value) == json.dumps(value, indent=2, ensure_ascii=False) + "\n"
