@@ -215,6 +215,18 @@ def pytest_sessionfinish(session, exitstatus):
     cache.set(DURATIONS_KEY, known)
 
 
+def pytest_terminal_summary(terminalreporter):
+    """The live engine's work per test (tests/live/enginelog.py), when live tests ran."""
+    lines = [f"{report.nodeid.split('::')[-1][:70]}: {value}"
+             for reports in terminalreporter.stats.values() for report in reports
+             if getattr(report, "when", None) == "teardown"
+             for name, value in getattr(report, "user_properties", ()) if name == "engine"]
+    if lines:
+        terminalreporter.section("the live engine's work")
+        for line in lines:
+            terminalreporter.line(line)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def compiled_once():
     """Child processes (``python -m logist``, crash and concurrency tests) read

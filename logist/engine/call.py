@@ -36,7 +36,7 @@ from ..store.recovery import Finish
 from ..store.calls import SavedAnswer, body_digest, call_key_prefix, key_digest, recorded_key
 from ..store.config import LogistConfig, resolve_api_key, resolve_base_url, resolve_endpoint
 from ..model.agent import AgentModel
-from ..store.entries import UNKNOWN, AgentRunRecord, Response, Usage
+from ..store.entries import UNKNOWN, AgentRunRecord, Response, Usage, unknown_outcome
 from ..store.session import JobFiles
 from ..store.manifest import JobManifest
 from .context import answer_tokens, estimate_tokens, request_size
@@ -83,10 +83,11 @@ def retried_key(job: JobFiles, manifest: JobManifest) -> Optional[str]:
     """The key of the call of unknown outcome the job's last entry records
     (past repairs), if it is one: the call made again is sent with it."""
     sequence = manifest.last_sequence
+    reader = job.session.reader()  # the entries the step read already: not parsed again
     while sequence >= 1:
-        entry = job.entry(sequence)
-        if entry.kind != "repair":
-            if entry.unknown_outcome and entry.request is not None:
+        entry = reader.entry(sequence)
+        if entry["kind"] != "repair":
+            if unknown_outcome(entry) and entry.get("request") is not None:
                 return entry_key(job, manifest, sequence)
             return None
         sequence -= 1

@@ -26,8 +26,12 @@ answer is applied, so ``calls`` (what ``--max-steps`` limits) does not
 count it, nor do the totals' calls; its time counts in ``wall_ms``.
 A replay applies a recorded run's outcome (:func:`apply_recorded`)
 without running anything. A check verifies and does not change the work:
-after the run the workspace is put back at the commit the checks ran on
-(files the workspace's .gitignore ignores, such as caches, are left).
+where the sandbox can, it runs on a throwaway view of the workspace
+(:func:`logist.workspace.sandbox.throwaway_view`: what it writes, caches
+included, is seen by it and gone with it), so nothing is put back and the
+workspace is not looked at after the run; elsewhere the workspace is put
+back at the commit the checks ran on when a check changed it (files the
+workspace's .gitignore ignores, such as caches, are left).
 """
 
 from __future__ import annotations
@@ -64,29 +68,34 @@ def _tail(text: str, limit: int) -> str:
 
 
 def run_checks(job: Job, manifest: JobManifest, recorded: Callable[[int, Optional[str]], None],
-               watch: Optional[CommandWatch] = None) -> list[CheckResult]:
-    """Run the job's checks in its workspace, each to its end; their results
-    in order. ``recorded(pgid, start_time)`` is called before each begins."""
+               watch: Optional[CommandWatch] = None) -> tuple[list[CheckResult], bool]:
+    """Run the job's checks in its workspace, each to its end, on a
+    throwaway view of it where the sandbox can make one; their results in
+    order, and whether what they wrote may be in the workspace (a check ran
+    on the workspace itself). ``recorded(pgid, start_time)`` is called
+    before each begins."""
     settings = manifest.settings
     limit = min(settings.command_output_limit, OUTPUT_TAIL)
     results = []
+    wrote = False
     for command in settings.checks:
         if watch is not None:
             watch.command(command)
         try:
             ran = run_command(command, job.workspace, settings.command_timeout, settings.command_output_limit,
                               sandbox=settings.command_sandbox, env_names=settings.command_env,
-                              read_only=_logists_folders(job), recorded=recorded)
+                              read_only=_logists_folders(job), recorded=recorded, throwaway=True)
         except processes.SandboxUnavailable as exc:  # not run unconfined: a check that cannot run fails
             results.append(CheckResult(command=command, output=str(exc)))
             continue
         finally:
             if watch is not None:
                 watch.finished()
+        wrote = wrote or not ran.thrown_away
         output = "\n".join(text for text in (ran.stdout, ran.stderr) if text)
         results.append(CheckResult(command=command, exit_code=ran.exit_code, timed_out=ran.timed_out,
                                    duration_ms=round(ran.duration * 1000), output=_tail(output, limit)))
-    return results
+    return results, wrote
 
 
 def _first_failure(run: CheckRun) -> str:
@@ -185,10 +194,10 @@ def check_now(job: Job, manifest: JobManifest, *, requested: bool = False,
             begin()
             journal.begin_applying(sequence, head, None, doing="a run of the job's checks", command=(pgid, started))
 
-    results = run_checks(job, manifest, recorded, watch)
+    results, wrote = run_checks(job, manifest, recorded, watch)
     if not begun:  # no check ran (none left, or none could): nothing to put back
         begin()
-    else:
+    elif wrote:  # on a throwaway view (where the sandbox makes one) what a check wrote is gone with it
         try:
             # A check verifies; what it wrote is not the work. One git process
             # tells whether it wrote anything (most checks do not): only then is

@@ -81,6 +81,8 @@ class CommandResult:
     #: The output as read, before cleaning; None where cleaning changed nothing but line ends.
     raw_stdout: Optional[str] = None
     raw_stderr: Optional[str] = None
+    #: Whether it ran on a throwaway view of the workspace (asked with ``throwaway``): what it wrote is gone.
+    thrown_away: bool = False
 
     def report(self, timeout: float, prompts: Optional[Prompts] = None, protocol: str = "json") -> str:
         """The next user message: what the model is told about the run (the ``command/*`` prompt templates).
@@ -210,14 +212,17 @@ def cut_middle(text: str, limit: int) -> str:
 
 def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20_000, *,
                 sandbox: str = "auto", env_names: Sequence[str] = (), read_only: Sequence[Path] = (),
-                recorded: Optional[Callable[[int, Optional[str]], None]] = None) -> CommandResult:
+                recorded: Optional[Callable[[int, Optional[str]], None]] = None,
+                throwaway: bool = False) -> CommandResult:
     """Run ``command`` with a shell in ``cwd``, a git workspace, under the
     rules above (its ``.git`` and the folders ``read_only`` read-only where
     the sandbox can do it); ``recorded(pgid, start_time)`` is called before
-    the command begins."""
+    the command begins. ``throwaway``: on a throwaway view of the workspace
+    where the sandbox can make one
+    (:func:`logist.workspace.sandbox.throwaway_view`)."""
     ran = processes.run_contained(command, cwd, processes.command_env(env_names), timeout,
                                   lambda handle: processes.read_head_and_tail(handle, limit), sandbox=sandbox,
-                                  workspace=cwd, read_only=read_only, recorded=recorded)
+                                  workspace=cwd, read_only=read_only, recorded=recorded, throwaway=throwaway)
     # Cleaned first, redacted last: cleaning joins what escapes, redraws or
     # control bytes split (SEC\x1b[0mRET is SECRET once cleaned), so the
     # output as written is redacted where it shows a secret, and the
@@ -235,6 +240,7 @@ def run_command(command: str, cwd: Path, timeout: float = 120.0, limit: int = 20
         duration=ran.duration,
         raw_stdout=_changed(raw_stdout, stdout),
         raw_stderr=_changed(raw_stderr, stderr),
+        thrown_away=ran.thrown_away,
     )
 
 

@@ -30,6 +30,7 @@ from ..store.roles import RoleManifest
 from ..secrets.redact import url_shown
 from ..store.config import DEFAULT_BASE_URL
 from ..store.roles import Roles, load_roles
+from ..store.requests import LOOKBACK
 from .prepare import Prepared, Recorded, model_for_endpoint, prepare
 
 
@@ -43,8 +44,6 @@ SURE_BELOW = 0.7
 #: A request this many times smaller than the room fits whatever the calibration says (it
 #: is seldom below 0.5 or above 2: a tokenizer's tokens are about 3 to 5 characters).
 FAR_BELOW = 3
-#: How far back the calibration looks for a call whose usage the endpoint reported.
-CALIBRATION_LOOKBACK = 20
 
 
 @dataclass
@@ -165,11 +164,14 @@ def calibration(job: JobFiles, manifest: JobManifest) -> float:
     whose usage the endpoint reported (1.0 when there is none)."""
     sequence = manifest.last_sequence
     # Through the session's reader: the entries looked at are read from the
-    # end of the file a range at a time (and those the step read already not
-    # again), not each opened and found on its own, which a run of calls with
-    # estimated usage (no usage reported) paid for every entry looked back at.
+    # end of the file a range at a time, not each opened and found on its own,
+    # which a run of calls with estimated usage (no usage reported) paid for
+    # every entry looked back at; and a session keeps the LOOKBACK entries
+    # behind the conversation it rebuilt, so a step reads none of them again
+    # (it parsed 20 to 40 of them again each step while only the
+    # conversation's own were kept).
     reader = job.session.reader()
-    for number in range(sequence, max(0, sequence - CALIBRATION_LOOKBACK), -1):
+    for number in range(sequence, max(0, sequence - LOOKBACK), -1):
         entry = reader.entry(number)
         usage, request = entry.get("usage") or {}, entry.get("request")
         if entry.get("kind") != "llm_call" or usage.get("estimated") or not usage.get("prompt_tokens") or not request:

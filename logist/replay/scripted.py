@@ -90,12 +90,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _error(self, status: int, message: str, kind: str, headers: Optional[dict] = None) -> None:
         self._send(status, {"error": {"message": message, "type": kind, "code": status}}, headers)
 
-    def _client_left_during(self, seconds: float) -> bool:
-        """Wait up to ``seconds``; True as soon as the client has hung up."""
+    def _client_left_during(self, seconds: float, release: Optional[threading.Event] = None) -> bool:
+        """Wait up to ``seconds``, or until ``release`` is set; True as soon as the client has hung up."""
         deadline = time.monotonic() + seconds
         while not self.server.stopping.is_set():
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or (release is not None and release.is_set()):
                 return False
             readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
             if readable:
@@ -185,7 +185,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, "stream is not supported", "invalid_request_error", NO_RETRY)
             return
         number, reply = owner._next(body, dict(self.headers))
-        if reply.delay and self._client_left_during(reply.delay):
+        if reply.delay and self._client_left_during(reply.delay, reply.release):
             self.close_connection = True
             return
         if reply.disconnect:

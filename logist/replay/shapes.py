@@ -8,6 +8,7 @@ sends them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from threading import Event
 from typing import Optional, Union
 
 
@@ -18,6 +19,11 @@ class Reply:
     #: Seconds to wait before answering; the wait ends early (and nothing is
     #: sent) when the client closes the connection, as a timed-out one does.
     delay: float = 0.0
+    #: With ``delay``: an event (``threading.Event``) that ends the wait as
+    #: soon as it is set, and the answer is sent; a test sets it once it has
+    #: seen what it waits for while the call is in flight, instead of
+    #: waiting out a delay long enough for the slowest machine.
+    release: Optional[Event] = None
     #: ``{"prompt_tokens": N, "completion_tokens": M}``; None = estimated from
     #: the text (4 characters a token); ``False`` = no usage in the answer.
     usage: Union[dict, None, bool] = None

@@ -11,6 +11,11 @@ survive a restart) is a ``0600`` file in this one folder, ``0700``, and the
 sandbox mounts an empty, read-only file system over the folder before a
 command starts (:mod:`logist.workspace.sandbox`): in there the folder is
 empty, whatever is written into it later, and the mount is locked.
+The sandbox keeps two folders of its own here, hidden with the rest:
+``mount-tables/``, the tables its mounts are made from (a table a command
+could edit would decide what the next command may write), and
+``throwaway-writes/``, what a check wrote on its throwaway view of a
+workspace while it runs (:mod:`logist.workspace.sandbox`).
 
 The folder is ``$XDG_STATE_HOME/logist`` when that variable holds an
 absolute path, else ``~/.local/state/logist``. Without the namespace's

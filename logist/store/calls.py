@@ -37,24 +37,30 @@ HEADER = "Idempotency-Key"
 
 def body_digest(body: dict) -> str:
     """The SHA-256, in hex, of a request body: its messages' roles and texts
-    as UTF-8 (each length-prefixed, so no two bodies run together), then the
-    other keys as canonical JSON (sorted keys, no spaces). Fed message by
-    message, it costs a fifth of encoding the whole body as JSON (at round
-    1,000 of a turn the body is about a megabyte)."""
+    as UTF-8 (each length-prefixed, ``<bytes>:``, so no two bodies run
+    together), then the other keys as canonical JSON (sorted keys, no
+    spaces). At round 1,000 of a turn the body holds some 4,000 roles and
+    texts: they are encoded, measured and framed with C-level maps and one
+    bytes formatting per :data:`_FRAMED` of them (a loop in Python over
+    them cost twice as much), the same bytes hashed as framing them one by one."""
     parts = role_content(body.get("messages"))
     digest = hashlib.sha256()
     if parts is not None:
-        for role, content in parts:
-            for part in (role, content):
-                data = part.encode("utf-8", "surrogatepass")
-                digest.update(b"%d:" % len(data))
-                digest.update(data)
+        texts = list(itertools.chain.from_iterable(parts))
+        for start in range(0, len(texts), _FRAMED):
+            encoded = list(map(str.encode, texts[start:start + _FRAMED], _UTF8, _SURROGATEPASS))
+            digest.update((b"%d:%s" * len(encoded)) % tuple(itertools.chain.from_iterable(zip(map(len, encoded), encoded))))
         rest = {key: value for key, value in body.items() if key != "messages"}
     else:  # messages of another shape (tool calls, parts): the whole body as canonical JSON
         rest = body
     digest.update(json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
     return digest.hexdigest()
 
+
+#: Roles and texts framed and hashed at a time (what is held at once besides the body: their bytes, twice).
+_FRAMED = 1024
+_UTF8 = itertools.repeat("utf-8")
+_SURROGATEPASS = itertools.repeat("surrogatepass")
 
 _ROLE_CONTENT = operator.itemgetter("role", "content")
 

@@ -29,6 +29,12 @@ from .seek import entries_since, file_mark, read_entries, still_holds
 
 Entries = dict[int, dict]
 
+#: How far back a step looks for a call whose usage the endpoint reported, to
+#: calibrate its request's estimated size (:func:`logist.engine.context.calibration`,
+#: each step whose answer came without usage); so a session keeps that many
+#: entries behind the conversation it rebuilt, and a step reads only what was appended.
+LOOKBACK = 20
+
 
 def _answer(entry: dict) -> dict:
     return {"role": "assistant", "content": (entry.get("response") or {}).get("raw_response") or ""}
@@ -172,7 +178,8 @@ class HistoryReader:
             messages = messages_of(self.entries, sequence, self.fetch)
         if self.session is not None and (kept is None or sequence >= kept[0]):
             self.session.conversation = (sequence, messages)
-            for number in [n for n in self.entries if n < sequence]:  # the tail a later round needs
+            # The tail a later round needs: the entries the next step reads again (its calibration: LOOKBACK).
+            for number in [n for n in self.entries if n < sequence - LOOKBACK]:
                 del self.entries[number]
         return list(messages)
 

@@ -65,15 +65,18 @@ The storage contract (what a session reads, appends and guarantees):
   ``response_format`` is named in it by its file, as in the history.
 * **A check run** (an entry of kind ``check``: no call, nothing paid for)
   is written as a step is, and needs its three fsyncs all the same. Its
-  step journal, fsynced with its folder before the check starts: a check
-  runs code that may write the workspace, and after a power loss only the
-  journal says the workspace is to be put back (without the fsyncs, what
-  the check wrote may reach the disk and the journal's rename not, and the
-  next step would commit the check's writes as edits made by hand). Its
-  entry's append: the journal is removed after it, and a removal that
-  reached the disk before the appended bytes would leave a cut end that no
-  journal says where to cut. The manifest and the append journal are not
-  fsynced, as for a step.
+  step journal, fsynced with its folder before the check starts: it says
+  where the entry's append starts (``history_offset``), which is why the
+  append journal is not fsynced (without it, the append journal would
+  need the same two fsyncs); and where a check runs on the workspace
+  itself (no throwaway view: :mod:`logist.workspace.sandbox`), after a
+  power loss only the journal says the workspace is to be put back
+  (without the fsyncs, what the check wrote may reach the disk and the
+  journal's rename not, and the next step would commit the check's writes
+  as edits made by hand). Its entry's append: the journal is removed after
+  it, and a removal that reached the disk before the appended bytes would
+  leave a cut end that no journal says where to cut. The manifest and the
+  append journal are not fsynced, as for a step.
 * **Under a crash.** Opening a session repairs what an interrupted command
   left before anything else (:mod:`logist.store.recovery`): a half-written
   entry is cut back (to where the append journal, else the step journal,

@@ -25,6 +25,12 @@ Logist holds the API key; a command is code the model wrote. So a command:
   decide for a person through ``logist serve`` with it. Where the namespace works but mounts do not, the
   command runs with the PID namespace alone (Logist's git then still
   resets what a command may have planted: :mod:`logist.workspace.git`).
+  A job's check sees the workspace through a **throwaway view** where the
+  system can make one (:func:`throwaway_view`: an overlay mount, its
+  ``.git`` read-only on it as above): what it writes is seen by it and
+  gone once it ends, so nothing has to be put back. The mounts are made by
+  one ``mount -a`` of a table where that is safe, else one ``mount`` each
+  (:data:`_MOUNTS`).
 * gets an **allowlisted environment** (:func:`command_env`): :data:`PASSED`,
   ``LC_*`` and the variables the job names (``command_env``); never the key.
 * without a PID namespace (``none``, ``auto``'s fallback) runs under a
@@ -60,10 +66,14 @@ workspace afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import os
+import re
 import select
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -71,7 +81,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, Optional, Sequence
+from typing import IO, Callable, Iterator, Optional, Sequence
 
 from .. import programs
 from ..secrets import environment, private
@@ -90,30 +100,69 @@ SANDBOXES = ("auto", "namespace", "none")
 _GATE = 'IFS= read -r _ || exit 125; exec </dev/null; exec /bin/sh -c "$1"'
 _UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
 #: Run as root of the outer user namespace (``$0`` = the workspace, ``$1``
-#: its uid and ``$2`` its gid outside, then the read-only directories, ``--``,
-#: the hidden ones, ``--``, then the command's argv): makes the workspace a
-#: mount of its own, its ``.git`` (if any) and the read-only directories
-#: read-only mounts, mounts an empty read-only file system over each hidden
-#: directory (Logist's private directory: :mod:`logist.secrets.private`),
-#: enters the workspace again through them (the working directory inherited
-#: from Logist is below the mounts), and becomes the gate (:data:`_GATE`,
-#: the argv that follows) as the caller's uid in a new user and mount
-#: namespace, where the mounts are locked. Any failure stops here: the
-#: command does not run. All of it is done while Logist records the
-#: command's group: once Logist writes its line, what is left to start is
-#: the command's own ``/bin/sh``.
+#: its uid and ``$2`` its gid outside, ``$3`` the folder of a throwaway
+#: view's writes or empty, ``$4`` a mount table or empty, ``$5`` its number
+#: of lines and ``$6`` ``git`` when it has one for the workspace's
+#: ``.git``, then the read-only directories, ``--``, the hidden ones,
+#: ``--``, then the command's argv): makes the workspace a mount of its
+#: own, or, given a folder of writes, mounts the throwaway view
+#: (:func:`throwaway_view`) over the workspace; makes its ``.git`` (if any)
+#: and the read-only directories read-only mounts, mounts an empty
+#: read-only file system over each hidden directory (Logist's private
+#: directory: :mod:`logist.secrets.private`, where the folder of writes
+#: is), enters the workspace again through them (the working directory
+#: inherited from Logist is below the mounts), and becomes the gate
+#: (:data:`_GATE`, the argv that follows) as the caller's uid in a new user
+#: and mount namespace, where the mounts are locked. Any failure stops
+#: here: the command does not run. All of it is done while Logist records
+#: the command's group: once Logist writes its line, what is left to start
+#: is the command's own ``/bin/sh``. The view, and its ``.git`` read-only
+#: on it, are mounted after the read-only directories (the workspace is
+#: below the jobs directory, whose bind would cover them).
+#:
+#: Given a table (:func:`_mount_table`: the same mounts in the same order),
+#: one ``mount -a`` makes them all, one process instead of one a mount, and
+#: the command runs only if ``mount -v`` says every line was mounted:
+#: ``mount -a`` skips a line whose target is mounted already, which would
+#: leave it writable. A table is given only where no target is a mount
+#: point (:func:`_mount_table`); where one became one since, the command
+#: does not run. A ``.git`` the table has no line for (made since) sends
+#: the mounts the way of one ``mount`` each.
 #: ``{mount}`` and ``{unshare}`` are filled in with the programs' absolute
 #: paths (:mod:`logist.programs`): the command's ``PATH`` is the user's, where
 #: a planted ``mount`` would leave Logist's files writable.
 _MOUNTS = (
-    'set -e; ws=$0; uid=$1; gid=$2; shift 2; '
+    'set -e; ws=$0; uid=$1; gid=$2; writes=$3; table=$4; lines=$5; git=$6; shift 6; '
     'if [ -L "$ws/.git" ]; then echo "the workspace .git is a link, not a folder" >&2; exit 125; fi; '
-    '{mount} --bind "$ws" "$ws"; '
-    'if [ -e "$ws/.git" ]; then {mount} --bind -o ro "$ws/.git" "$ws/.git"; fi; '
+    'if [ -n "$table" ] && {{ [ -n "$git" ] || [ ! -e "$ws/.git" ]; }}; then '
+    'said=$(LC_ALL=C {mount} -a -v -T "$table" 2>&1) || {{ echo "$said" >&2; exit 125; }}; made=0; '
+    'while :; do case $said in *": successfully mounted"*) said=${{said#*": successfully mounted"}}; '
+    'made=$((made + 1));; *) break;; esac; done; '
+    'if [ "$made" != "$lines" ]; then echo "the sandbox mounted $made of its $lines mounts" >&2; exit 125; fi; '
+    'while [ "$1" != -- ]; do shift; done; shift; while [ "$1" != -- ]; do shift; done; shift; '
+    'else '
+    'if [ -z "$writes" ]; then {mount} --bind "$ws" "$ws"; '
+    'if [ -e "$ws/.git" ]; then {mount} --bind -o ro "$ws/.git" "$ws/.git"; fi; fi; '
     'while [ "$1" != -- ]; do {mount} --rbind -o ro "$1" "$1"; shift; done; shift; '
+    'if [ -n "$writes" ]; then {mount} -t overlay -o "lowerdir=$ws,upperdir=$writes/upper,workdir=$writes/work,volatile" '
+    'logist-throwaway "$ws"; '
+    'if [ -e "$ws/.git" ]; then {mount} --bind -o ro "$ws/.git" "$ws/.git"; fi; fi; '
     'while [ "$1" != -- ]; do {mount} -t tmpfs -o ro,mode=0555,size=4k logist-hidden "$1"; shift; done; shift; '
+    'fi; '
     'cd "$ws"; exec {unshare} --user --mount --map-user="$uid" --map-group="$gid" "$@"'
 )
+#: The folder of Logist's private directory that holds the mount tables
+#: (:func:`_mount_table`), hidden from a command with the rest of it: a
+#: table a command could edit would decide what the next command may write.
+MOUNT_TABLES = "mount-tables"
+#: Past this many tables in that folder, the others are removed as a new one
+#: is written (a table removed while its run starts sends that run to the
+#: one ``mount`` each way).
+_KEPT_TABLES = 64
+#: What a path in a table is made of: printable ASCII but a space, ``#``,
+#: a backslash, a quote or a colon (no escape needed, and none ends like
+#: ``mount -v``'s report).
+_PLAIN_PATH = re.compile(r"[!$-&(-9;-\[\]-~]+")
 _PR_SET_PDEATHSIG = 1
 
 #: Without a PID namespace, the command's first process runs under this
@@ -244,13 +293,82 @@ def hidden_directories() -> list[str]:
     return [os.path.realpath(path)]
 
 
-def _mounting(workspace: Path, read_only: Sequence[Path]) -> tuple[str, ...]:
-    """The argv head that runs a program with :data:`_MOUNTS` (see :func:`mount_prefix`)."""
+def _mount_table(workspace: str, git: bool, read_only: Sequence[str], hidden: Sequence[str],
+                 writes: Optional[str]) -> Optional[str]:
+    """The fstab that makes :data:`_MOUNTS`' mounts in one ``mount -a``, in
+    their order (the workspace bound on itself or the throwaway view over
+    it, its ``.git`` when ``git``, each of ``read_only``, an empty file
+    system over each of ``hidden``), kept in Logist's private directory
+    (``hidden``'s first), one file a table, named by what it holds. None
+    (the mounts are made one process each) where there is no private
+    directory, a path is not plain (:data:`_PLAIN_PATH`: a table would
+    need escapes), or a target is a mount point already (``mount -a``
+    would skip it)."""
+    paths = [workspace, *read_only, *hidden, *([writes] if writes else [])]
+    if not hidden or not all(_PLAIN_PATH.fullmatch(p) for p in paths):
+        return None
+    bind_git = [(workspace + "/.git", workspace + "/.git", "none", "bind,ro")] if git else []
+    lines = [(folder, folder, "none", "rbind,ro") for folder in read_only]
+    if writes is None:
+        lines[:0] = [(workspace, workspace, "none", "bind"), *bind_git]
+    else:
+        lines += [("logist-throwaway", workspace, "overlay",
+                   f"lowerdir={workspace},upperdir={writes}/upper,workdir={writes}/work,volatile"), *bind_git]
+    lines += [("logist-hidden", folder, "tmpfs", "ro,mode=0555,size=4k") for folder in hidden]
+    mounted = _mount_points()
+    if mounted is None or any(target in mounted for _, target, _, _ in lines):
+        return None
+    table = "".join(f"{source} {target} {kind} {options} 0 0\n" for source, target, kind, options in lines).encode()
+    folder = Path(hidden[0]) / MOUNT_TABLES
+    path = folder / (hashlib.sha256(table).hexdigest()[:32] + ".fstab")
+    try:
+        if path.read_bytes() == table:
+            return str(path)
+    except OSError:
+        pass
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        others = os.listdir(folder)
+        if len(others) >= _KEPT_TABLES:
+            for name in others:
+                with contextlib.suppress(OSError):
+                    os.unlink(folder / name)
+        # Not fsynced: a table a power loss left half written runs no command (mount -v says so).
+        fd, written = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(table)
+        os.replace(written, path)
+    except OSError:
+        return None
+    return str(path)
+
+
+def _mount_points() -> Optional[set[str]]:
+    """Where something is mounted in this process's namespace (from
+    ``/proc/self/mountinfo``: a directory bound on itself is a mount point
+    that ``os.path.ismount`` does not see); None where it cannot be read."""
+    try:
+        with open("/proc/self/mountinfo", "rb") as handle:
+            return {os.fsdecode(line.split(b" ", 5)[4]) for line in handle}
+    except (OSError, IndexError):
+        return None
+
+
+def _mounting(workspace: Path, read_only: Sequence[Path], writes: Optional[Path] = None) -> tuple[str, ...]:
+    """The argv head that runs a program with :data:`_MOUNTS` (see
+    :func:`mount_prefix`); with ``writes``, over the throwaway view whose
+    writes that folder takes (:func:`throwaway_view`)."""
     unshare, mount = programs.program("unshare"), programs.program("mount")
     script = _MOUNTS.format(mount=shlex.quote(mount or "mount"), unshare=shlex.quote(unshare or "unshare"))
-    return (unshare, *_UNSHARE, "--map-root-user", "/bin/sh", "-c", script, os.path.realpath(workspace),
-            str(os.getuid()), str(os.getgid()), *(os.path.realpath(d) for d in read_only), "--",
-            *hidden_directories(), "--")
+    where = os.path.realpath(workspace)
+    git = os.path.isdir(os.path.join(where, ".git")) and not os.path.islink(os.path.join(where, ".git"))
+    folders = [os.path.realpath(d) for d in read_only]
+    hidden = hidden_directories()
+    table = _mount_table(where, git, folders, hidden, None if writes is None else str(writes))
+    lines = 1 + git + len(folders) + len(hidden)
+    return (unshare, *_UNSHARE, "--map-root-user", "/bin/sh", "-c", script, where, str(os.getuid()),
+            str(os.getgid()), "" if writes is None else str(writes), table or "", str(lines), "git" if git else "",
+            *folders, "--", *hidden, "--")
 
 
 @functools.lru_cache(maxsize=1)
@@ -277,24 +395,155 @@ def mounts_work() -> bool:
         return result.returncode == 0 and (workspace / "made").exists() and not (workspace / ".git" / "x").exists()
 
 
-def mount_prefix(workspace: Path, read_only: Sequence[Path]) -> Optional[tuple[str, ...]]:
+def mount_prefix(workspace: Path, read_only: Sequence[Path],
+                 writes: Optional[Path] = None) -> Optional[tuple[str, ...]]:
     """The argv head that runs a program in a PID namespace (as
     :func:`namespace_prefix`) where ``workspace`` is writable but its ``.git``
-    and the directories ``read_only`` are read-only, for good; None where
-    this system cannot do it."""
-    return _mounting(workspace, read_only) if mounts_work() else None
+    and the directories ``read_only`` are read-only, for good; with
+    ``writes`` (from :func:`throwaway_view`), the workspace is a throwaway
+    view instead (its ``.git`` read-only all the same). None where this
+    system cannot do it."""
+    return _mounting(workspace, read_only, writes) if mounts_work() else None
+
+
+#: Where :func:`throwaway_view` keeps a run's writes: a folder of Logist's
+#: private directory, hidden from the command with the rest of it.
+THROWAWAY_WRITES = "throwaway-writes"
+#: Bytes an overlay's options cannot hold as they are (a separator of
+#: their list or of its lower layers).
+_NOT_IN_OPTIONS = frozenset(',:\\"\'\n')
+
+
+def _writes_folder(workspace: Path) -> Optional[Path]:
+    """The folder a throwaway view of ``workspace`` keeps its writes in,
+    one a workspace (a job's runs hold its lock: one at a time); None where
+    there is no private directory or a path cannot be named in the
+    overlay's options."""
+    hidden = hidden_directories()
+    if not hidden:
+        return None
+    where = os.path.realpath(workspace)
+    name = hashlib.sha256(os.fsencode(where)).hexdigest()[:24]
+    folder = Path(hidden[0]) / THROWAWAY_WRITES / name
+    if _NOT_IN_OPTIONS & set(where + str(folder)):
+        return None
+    return folder
+
+
+def _remove(folder: Path) -> None:
+    """Remove ``folder`` and all in it (the overlay leaves its work folder
+    with no permissions: each folder's are given back first)."""
+    if not os.path.lexists(folder):
+        return
+    folders = [str(folder)]
+    while folders:
+        at = folders.pop()
+        with contextlib.suppress(OSError):
+            if not os.path.islink(at):
+                os.chmod(at, 0o700)
+                with os.scandir(at) as entries:
+                    folders += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _unwritten(folder: Path) -> bool:
+    """Whether ``folder`` is ready for a run's writes: its ``upper`` and
+    ``work`` folders there, nothing written in ``upper``."""
+    try:
+        with os.scandir(folder / "upper") as entries:
+            if next(entries, None) is not None:
+                return False
+        return os.path.isdir(folder / "work") and not os.path.islink(folder)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def throwaway_view(workspace: Path) -> Iterator[Optional[Path]]:
+    """A folder for the writes of a run that sees ``workspace`` through a
+    copy-on-write view (an overlay mount in its namespace: it reads the
+    workspace, what it writes goes to this folder's ``upper``); None where
+    the view cannot be made here (:func:`throwaway_works`): the run then
+    writes the workspace itself. The overlay is ``volatile``: nothing it
+    writes is ever synced, which a throwaway needs no more than it needs a
+    sync of the whole file system its folder is on at each unmount. What a
+    run wrote is removed when it is over (a folder a run Logist did not live to end left written, before
+    the next); an unwritten folder is kept for the next run (most checks
+    write nothing: its three folders are not made and removed each time)."""
+    folder = _writes_folder(workspace) if throwaway_works() else None
+    if folder is None:
+        yield None
+        return
+    if not _unwritten(folder):
+        try:
+            _remove(folder)
+            folder.parent.mkdir(mode=0o700, exist_ok=True)
+            folder.mkdir(mode=0o700)
+            (folder / "upper").mkdir(mode=0o700)
+            (folder / "work").mkdir(mode=0o700)
+        except OSError:
+            yield None
+            return
+    try:
+        yield folder
+    finally:
+        # The overlay is volatile (it never syncs its writes: its unmount would otherwise sync the
+        # whole file system they are on, as the run ends); it marks its work folder so, which a
+        # mount refuses: the marker goes with the run.
+        _remove(folder / "work" / "work")
+        if not _unwritten(folder):
+            _remove(folder)
+
+
+@functools.lru_cache(maxsize=1)
+def throwaway_works() -> bool:
+    """Whether :func:`throwaway_view` works here (an overlay mount in a user
+    namespace: Linux 5.11 and later; its writes kept in Logist's private
+    directory, whose file system must take them): probed once per process
+    on a scratch job. What the run writes, removes, or writes in ``.git``
+    is seen by it and gone once it ends; its ``.git`` and the jobs directory
+    stay read-only."""
+    if not mounts_work():
+        return False
+    with tempfile.TemporaryDirectory() as scratch:
+        jobs = Path(os.path.realpath(scratch)) / "jobs"
+        workspace = jobs / "job" / "workspace"
+        (workspace / ".git").mkdir(parents=True)
+        (workspace / "kept").write_text("kept\n")
+        folder = _writes_folder(workspace)
+        if folder is None:
+            return False
+        probe = ("echo x >> kept && grep -q x kept && rm kept && touch made && test -e made "
+                 "&& ! touch .git/x 2>/dev/null && ! touch ../x 2>/dev/null && test ! -e /proc/2 "
+                 "&& test \"$(id -u)\" = " + str(os.getuid()))
+        try:
+            folder.parent.mkdir(mode=0o700, exist_ok=True)
+            _remove(folder)
+            folder.mkdir(mode=0o700)
+            (folder / "upper").mkdir()
+            (folder / "work").mkdir()
+            result = subprocess.run([*_mounting(workspace, [jobs], folder), "/bin/sh", "-c", probe], cwd=workspace,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    env=command_env(), timeout=20)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        finally:
+            _remove(folder)
+        return (result.returncode == 0 and (workspace / "kept").read_text() == "kept\n"
+                and not (workspace / "made").exists() and not (workspace / ".git" / "x").exists())
 
 
 def launcher(command: str, sandbox: str, workspace: Optional[Path] = None,
-             read_only: Sequence[Path] = ()) -> list[str]:
+             read_only: Sequence[Path] = (), writes: Optional[Path] = None) -> list[str]:
     """The argv that runs ``command`` under ``sandbox`` (see the module's
     doc); with ``workspace``, its ``.git`` and ``read_only`` are read-only to
-    the command where the system can do it."""
+    the command where the system can do it; with ``writes`` too, the
+    workspace is a throwaway view (:func:`throwaway_view`)."""
     if sandbox not in SANDBOXES:
         raise LogistError(f"command_sandbox '{sandbox}' is not one of {', '.join(SANDBOXES)}")
     prefix: tuple[str, ...] = ()
     if sandbox != "none":
-        mounted = workspace is not None and mount_prefix(workspace, read_only)
+        mounted = workspace is not None and mount_prefix(workspace, read_only, writes)
         # Mounted, the gate's shell is started in the namespace the command runs in: what is
         # left to start when it is let go on is the command's own shell.
         prefix = mounted or namespace_prefix() or ()
@@ -446,6 +695,9 @@ class Contained:
     duration: float
     stdout: str
     stderr: str
+    #: Whether it ran on a throwaway view of the workspace (:func:`throwaway_view`):
+    #: what it wrote there is gone.
+    thrown_away: bool = False
 
 
 def read_head_and_tail(handle: IO, limit: int) -> str:
@@ -473,7 +725,8 @@ def read_end(handle: IO, limit: int) -> str:
 
 def run_contained(command: str, cwd: Path, env: dict, timeout: float, read: Callable[[IO], str], *,
                   sandbox: str = "auto", workspace: Optional[Path] = None, read_only: Sequence[Path] = (),
-                  recorded: Optional[Callable[[int, Optional[str]], None]] = None) -> Contained:
+                  recorded: Optional[Callable[[int, Optional[str]], None]] = None,
+                  throwaway: bool = False) -> Contained:
     """Run the shell line ``command`` in ``cwd`` under ``sandbox``
     (:func:`launcher`; ``workspace``'s ``.git`` and ``read_only`` read-only
     to it where the system can do it) with exactly ``env``, no standard
@@ -483,8 +736,19 @@ def run_contained(command: str, cwd: Path, env: dict, timeout: float, read: Call
     timeout, on its end and on Ctrl-C alike (``KeyboardInterrupt`` goes on
     up once it is done). Its standard output and error go to temporary
     files, never into memory, and each is read by ``read`` (the limit of
-    what is kept: :func:`read_head_and_tail`, :func:`read_end`)."""
-    argv = launcher(command, sandbox, workspace, read_only)
+    what is kept: :func:`read_head_and_tail`, :func:`read_end`).
+    ``throwaway``: the command sees ``workspace`` through a throwaway view
+    (:func:`throwaway_view`) where the system can make one (``thrown_away``
+    says whether it did)."""
+    use_view = throwaway and workspace is not None and sandbox != "none"
+    with (throwaway_view(workspace) if use_view else contextlib.nullcontext()) as writes:
+        return _run_contained(command, cwd, env, timeout, read, sandbox, workspace, read_only, recorded, writes)
+
+
+def _run_contained(command: str, cwd: Path, env: dict, timeout: float, read: Callable[[IO], str], sandbox: str,
+                   workspace: Optional[Path], read_only: Sequence[Path],
+                   recorded: Optional[Callable[[int, Optional[str]], None]], writes: Optional[Path]) -> Contained:
+    argv = launcher(command, sandbox, workspace, read_only, writes)
     hide_secrets_from_proc()
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -497,7 +761,7 @@ def run_contained(command: str, cwd: Path, env: dict, timeout: float, read: Call
             finish(proc)
         duration = time.monotonic() - started
         return Contained(exit_code=None if timed_out else proc.returncode, timed_out=timed_out, duration=duration,
-                         stdout=read(out), stderr=read(err))
+                         stdout=read(out), stderr=read(err), thrown_away=writes is not None)
 
 
 def _members(pgid: int) -> list[int]:

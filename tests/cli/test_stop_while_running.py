@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -28,8 +29,10 @@ def _wait_for_request(llm, count: int, seconds: float = 60) -> None:
 @pytest.mark.parametrize("action, status", [("suspend", "SUSPENDED"), ("cancel", "CANCELED")])
 def test_a_stop_asked_mid_call_is_applied_once_the_step_ends(jobs, llm, action, status):
     assert logist_cli("job", "create", "hi", "-o", "Say hi", "--allow", "echo hi").returncode == 0
-    # The first answer goes on with the turn (a command): without the stop, the runner would call again.
-    llm.add(Reply(content=answer("CMD", command="echo hi"), delay=3))
+    # The first answer goes on with the turn (a command): without the stop, the runner would call again. It is
+    # held until the stop is asked and seen (released then: the test waits no fixed time).
+    answered = threading.Event()
+    llm.add(Reply(content=answer("CMD", command="echo hi"), delay=600, release=answered))
     llm.add(answer("COMPLETED", summary="said hi", evidence_files=[]))
     runner = subprocess.Popen([sys.executable, "-m", "logist", "job", "run", "hi", "--base-url", llm.base_url],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -40,6 +43,8 @@ def test_a_stop_asked_mid_call_is_applied_once_the_step_ends(jobs, llm, action, 
         assert f"running a step: {action} asked for" in asked.stderr
         shown = logist_cli("job", "status", "hi")
         assert f"Asked:   {action}" in shown.stdout
+        assert runner.poll() is None and len(llm.requests) == 1, "the step was still in its call"
+        answered.set()
         out, err = runner.communicate(timeout=120)
     finally:
         runner.kill()

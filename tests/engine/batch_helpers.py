@@ -128,7 +128,16 @@ def now() -> datetime:
 class TakeoverWatch:
     """Watches the leases of the jobs a fault hit and records, for each, the
     lease that replaced the one it had then: its ``acquired_at``, written
-    by the runner that took the job over, is when the job stopped waiting."""
+    by the runner that took the job over, is when the job stopped waiting.
+
+    A lease seen gone counts as taken over when it was seen gone: its holder
+    was stopped, dead or made up by the test, so only a runner that took it
+    over removed it, having found the job with nothing left to run (the
+    stopped runner had recorded the job's last step and not yet released
+    its lease), often before the next look. The moment it was seen gone is
+    later than the takeover, so the bound asserted on it still holds for the
+    takeover; a lease its holder released itself once let go on is seen gone
+    only after the fault's two lease lengths, which no bound allows."""
 
     def __init__(self, jobs: JobsDir, faulted: dict[str, dict]):
         self.jobs, self.faulted = jobs, faulted
@@ -141,8 +150,11 @@ class TakeoverWatch:
         while not self._stop.is_set() and len(self.taken) < len(self.faulted):
             for job_id, lease in self.faulted.items():
                 if job_id not in self.taken:
-                    current = JobFiles(self.jobs.path / job_id).read_lease()
-                    if current and current.get("token") != lease.get("token"):
+                    files = JobFiles(self.jobs.path / job_id)
+                    current = files.read_lease()
+                    if current is None and not files.lease_path.exists():
+                        self.taken[job_id] = {"acquired_at": now().isoformat(), "seen_gone": True}
+                    elif current and current.get("token") != lease.get("token"):
                         self.taken[job_id] = current
             self._stop.wait(0.02)
 

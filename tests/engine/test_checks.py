@@ -27,6 +27,7 @@ from logist.engine.step import step_once
 from logist.errors import TransitionError
 from logist.replay.apply import read_history_file, replay_history
 from logist.replay.scripted import answer
+from logist.workspace import sandbox
 
 #: Passes once fizz.py prints 15 lines.
 FIFTEEN = 'test "$(python3 fizz.py | wc -l)" -eq 15'
@@ -182,6 +183,26 @@ def test_a_check_does_not_change_the_work(jobs, llm):
     step_once(job, endpoints=llm.endpoints)
     assert (job.workspace / "fizz.py").exists() and not (job.workspace / "junk.txt").exists()
     assert job.repo.head() == head and not job.repo.is_dirty()
+
+
+def test_a_check_on_the_workspace_itself_is_put_back(jobs, monkeypatch):
+    monkeypatch.setattr(sandbox, "throwaway_works", lambda: False)  # a system without the view
+    job = make_job(jobs, checks=["echo junk > junk.txt"])
+    head = job.repo.head()
+    ran = check_job(job)
+    assert ran.action == "CHECKS_PASSED", ran.error
+    assert not (job.workspace / "junk.txt").exists() and job.repo.head() == head and not job.repo.is_dirty()
+
+
+@pytest.mark.skipif(not sandbox.throwaway_works(), reason="no throwaway view of a workspace here")
+def test_a_check_on_a_throwaway_view_leaves_not_even_its_caches(jobs, monkeypatch):
+    job = make_job(jobs, checks=["echo .cache/ > .gitignore && mkdir .cache && echo 1 > .cache/seen && cat .cache/seen"])
+    # Nothing is put back: the workspace is not even looked at after the run.
+    monkeypatch.setattr(type(job.repo), "reset_to", lambda *args: pytest.fail("the workspace was put back"))
+    ran = check_job(job)
+    assert ran.action == "CHECKS_PASSED", ran.error
+    assert not (job.workspace / ".cache").exists() and not (job.workspace / ".gitignore").exists()
+    assert job.load_history().interactions[-1].checks.results[0].output == "1"
 
 
 def test_edits_made_by_hand_are_committed_before_the_checks_run_on_them(jobs):

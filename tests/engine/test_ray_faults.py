@@ -123,6 +123,9 @@ class NamedNodes:
         processes of its UTS namespace, whatever their session) at once: a machine lost."""
         node = self.nodes.pop(hostname)
         namespace = _uts(node.pid)
+        if namespace is None:  # the node's first process has ended already (a node that did not join)
+            node.wait()
+            return
         deadline = time.monotonic() + 30
         while True:
             found = [pid for pid in _pids() if pid != os.getpid() and _uts(pid) == namespace]
@@ -166,7 +169,12 @@ class RunnersUp:
     """When the first runner of a batch started from now on was up: the
     moment its nonce first shows in the jobs directory's
     ``.ray-nodes/<batch>/`` (each runner writes one there before it is
-    handed any job; the driver's own file is named ``driver``)."""
+    handed any job; the driver's own file is named ``driver``), or, when
+    the driver read the runners' nonces and removed the folder between two
+    looks (a loaded machine), the moment the folder, seen holding the
+    driver's nonce while the runners started, is seen gone: a little after
+    the runners were up, which only shortens the wait measured from it by
+    a look's interval."""
 
     def __init__(self, jobs: JobsDir):
         self.folder = jobs.path / NONCE_DIR
@@ -177,12 +185,18 @@ class RunnersUp:
         self._thread.start()
 
     def _watch(self) -> None:
+        started: set[str] = set()  # this batch's folders seen so far
         while not self._stop.is_set() and self.at is None:
             with contextlib.suppress(OSError):
                 for batch in self.folder.iterdir():
-                    if batch.name not in self.seen and any(f.name != "driver" for f in batch.iterdir()):
-                        self.at = now()
-                        return
+                    if batch.name not in self.seen:
+                        started.add(batch.name)
+                        if any(f.name != "driver" for f in batch.iterdir()):
+                            self.at = now()
+                            return
+            if any(not (self.folder / name).exists() for name in started):
+                self.at = now()
+                return
             self._stop.wait(0.01)
 
     def stop(self):

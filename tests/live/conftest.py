@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from . import enginelog
 from .liveserver import LiveEngine, missing
 
 
@@ -24,3 +25,20 @@ def live_engine(tmp_path_factory):
     log = tmp_path_factory.mktemp("engine") / "engine.log"
     with LiveEngine(n_ctx=2048, seed=1, log=log) as engine:
         yield engine
+
+
+@pytest.fixture(autouse=True)
+def engine_work(request):
+    """What the engine did for this test (its log's part, :mod:`.enginelog`),
+    kept as the test's ``engine`` property: the run's summary prints it
+    (tests/conftest.py), the figures that say where a live test's time goes."""
+    if "live_engine" not in request.fixturenames:
+        yield
+        return
+    engine = request.getfixturevalue("live_engine")
+    start = engine.log.stat().st_size
+    yield
+    with open(engine.log, "rb") as log:
+        log.seek(start)
+        work = enginelog.read(log.read().decode("utf-8", "replace"))
+    request.node.user_properties.append(("engine", work.line()))

@@ -7,7 +7,11 @@ The tests are written in the order they run (tests/conftest.py keeps it and
 runs them on one worker): the engine reuses what it evaluated of the request
 before (llama.cpp keeps the longest common prefix), and the built-in
 Worker's prompt for the same objective is most of a request, so the tests
-that send it come one after another. The work the model gets wrong comes
+that send it come one after another (the preview's request is each of the
+three threaded jobs' first: ~1,000 tokens evaluated once, not three times
+more); the tests of roles of their own come next (their system prompts
+open with the same protocol text), and the summary call and aider's
+requests, which share no opening with the rest, last. The work the model gets wrong comes
 first, on an engine that has sampled nothing yet: its answers, and whether
 the job reaches its check twice, depend on the sampler's state the tests
 before it leave (run after others, its answer was once cut by the window).
@@ -130,6 +134,31 @@ def test_job_preview_is_the_request_the_server_received(jobs, live_engine):
         {k: v for k, v in received[0].items() if k != "response_format"}
 
 
+def test_three_jobs_on_threads(jobs, live_engine):
+    _setup(jobs, live_engine)
+    # One step each: the three jobs' first calls are in flight at once, which is what the test is about (the
+    # engine answers them one after another, none cut off by the next); the reviews and second tries that
+    # would follow are calls of the kinds the other tests make, one job at a time. Each job's first request
+    # is the one the preview test sent, which the engine still holds (a prefix of ~1,000 tokens not evaluated again).
+    made = [create_job(jobs, f"t{n}", HELLO, max_steps=1) for n in range(3)]
+    received = len(live_engine.recorder.bodies)
+    done = logist_cli("job", "run", "--all", "--engine", "threads", "--concurrency", "3", timeout=900)
+    assert "0 failed" in done.stderr.splitlines()[-1]
+    # Each job rests where a person acts: at its step budget, unless its one answer stopped it first (STUCK).
+    budget = [job.id for job in made if "max steps reached (1 of 1 steps)" in (job.manifest().reason or "")]
+    assert done.returncode == (4 if budget else 3), done.stderr
+    for job in made:
+        # A tiny model's work may not be valid, but every answer fits the protocol (the decoding schema)
+        # and every call is recorded once.
+        assert job.manifest().status == Status.INTERVENTION_REQUIRED, job.id
+        calls = _calls(job)
+        assert len(calls) == 1 and calls[0].response.status in ("SUCCESS", "INVALID")
+        assert not [e.response.error for e in calls if e.response.error and "JSON" in e.response.error]
+    sent = [b for b in live_engine.recorder.bodies[received:]
+            if b.get("response_format", {}).get("type") == "json_object"]
+    assert len(sent) >= sum(len(_calls(job)) for job in made)
+
+
 def test_an_answer_cut_at_max_tokens_is_named_for_what_it_is(jobs, live_engine):
     _role(jobs, "Terse", max_tokens=8, instructions="Write the file asked for.")
     _setup(jobs, live_engine)
@@ -144,53 +173,6 @@ def test_an_answer_cut_at_max_tokens_is_named_for_what_it_is(jobs, live_engine):
     logist_cli("job", "step", "cut", "--oneshot", timeout=300)
     reask = live_engine.recorder.bodies[-1]["messages"][-1]["content"]
     assert "the answer was cut at" in reask and "answer again, shorter" in reask
-
-
-def test_three_jobs_on_threads(jobs, live_engine):
-    _setup(jobs, live_engine)
-    made = [create_job(jobs, f"t{n}", HELLO) for n in range(3)]
-    done = logist_cli("job", "run", "--all", "--engine", "threads", "--concurrency", "3", timeout=900)
-    assert done.returncode == 3, done.stderr
-    assert "0 failed" in done.stderr.splitlines()[-1]
-    for job in made:
-        # Each job rests where a person acts; a tiny model's work may not pass review, but
-        # every answer fits the protocol (the decoding schema) and every call is recorded once.
-        assert job.manifest().status in (Status.APPROVAL_REQUIRED, Status.INTERVENTION_REQUIRED), job.id
-        calls = _calls(job)
-        assert calls and all(e.response.status in ("SUCCESS", "INVALID") for e in calls)
-        assert not [e.response.error for e in calls if e.response.error and "JSON" in e.response.error]
-    sent = [b for b in live_engine.recorder.bodies if b.get("response_format", {}).get("type") == "json_object"]
-    assert len(sent) >= sum(len(_calls(job)) for job in made)
-
-
-def _grow_a_turn(job, rounds: int = 4) -> None:
-    """Rounds of long progress notes, posted (no model), so that the next request outgrows a 2048-token window."""
-    for n in range(rounds):
-        post_answer(job, json.dumps({"action": "MESSAGE", "message": f"note {n}: " + "the quick brown fox " * 120}))
-
-
-def test_a_request_over_the_window_compacts_a_compacting_role_and_stops_another_before_the_call(jobs, live_engine):
-    _role(jobs, "Compactor", prompt_compression=True, compaction_retain_recent=1, instructions="Write the file asked for.")
-    _setup(jobs, live_engine, model_settings={MODEL: {"context_window": live_engine.n_ctx}})
-
-    plain = create_job(jobs, "plain", HELLO)
-    _grow_a_turn(plain)
-    before = plain.history_path.read_bytes(), plain.manifest_path.read_bytes(), len(live_engine.recorder.bodies)
-    stopped = logist_cli("job", "step", "plain", "--oneshot", timeout=300)
-    assert stopped.returncode == 1
-    assert "does not fit the model's context window" in stopped.stderr and "2,048" in stopped.stderr
-    assert "config.json model_settings" in stopped.stderr and "no call was made" in stopped.stderr
-    after = plain.history_path.read_bytes(), plain.manifest_path.read_bytes(), len(live_engine.recorder.bodies)
-    assert after == before, "no call made, nothing recorded"
-
-    compacting = create_job(jobs, "compacting", HELLO, worker="Compactor")
-    _grow_a_turn(compacting)
-    done = logist_cli("job", "step", "compacting", "--oneshot", timeout=300)
-    assert done.returncode == 0, done.stderr
-    entry = JobFiles(compacting.dir).load_history().interactions[-1]
-    assert entry.kind == "compaction" and entry.response.status == "SUCCESS", entry.response.error
-    assert compacting.manifest().turn.summarised_rounds == 3
-    assert live_engine.recorder.bodies[-1]["max_tokens"] <= live_engine.n_ctx // 4
 
 
 def test_a_command_round_trip(jobs, live_engine):
@@ -212,6 +194,46 @@ def test_a_command_round_trip(jobs, live_engine):
     # The command's output went back to the model in the next request the server received.
     last = live_engine.recorder.bodies[-1]["messages"][-1]["content"]
     assert last.startswith("Command output:") and entry.command.command in last
+
+
+#: The window the compaction test gives the model in config.json: half the engine's own (Logist goes by the
+#: smaller of the two), so that a turn outgrows it with a fraction of the tokens, the summary call that folds
+#: it in is a third of the prompt and its answer bounded to a quarter of 1,024 (256 tokens, not 512): the
+#: engine's largest requests and answers in the live set were this test's.
+SMALL_WINDOW = 1024
+
+
+def _grow_a_turn(job, rounds: int = 4) -> None:
+    """Rounds of long progress notes, posted (no model), so that the next request outgrows :data:`SMALL_WINDOW`
+    (about 100 tokens a note: the role's own prompt is about 600 and the answer's share 256)."""
+    for n in range(rounds):
+        post_answer(job, json.dumps({"action": "MESSAGE", "message": f"note {n}: " + "the quick brown fox " * 20}))
+
+
+def test_a_request_over_the_window_compacts_a_compacting_role_and_stops_another_before_the_call(jobs, live_engine):
+    # The two roles differ only in prompt_compression.
+    _role(jobs, "Compactor", prompt_compression=True, compaction_retain_recent=1, instructions="Write the file asked for.")
+    _role(jobs, "Plain", instructions="Write the file asked for.")
+    _setup(jobs, live_engine, model_settings={MODEL: {"context_window": SMALL_WINDOW}})
+
+    plain = create_job(jobs, "plain", HELLO, worker="Plain")
+    _grow_a_turn(plain)
+    before = plain.history_path.read_bytes(), plain.manifest_path.read_bytes(), len(live_engine.recorder.bodies)
+    stopped = logist_cli("job", "step", "plain", "--oneshot", timeout=300)
+    assert stopped.returncode == 1
+    assert "does not fit the model's context window" in stopped.stderr and "window of 1,024" in stopped.stderr
+    assert "config.json model_settings" in stopped.stderr and "no call was made" in stopped.stderr
+    after = plain.history_path.read_bytes(), plain.manifest_path.read_bytes(), len(live_engine.recorder.bodies)
+    assert after == before, "no call made, nothing recorded"
+
+    compacting = create_job(jobs, "compacting", HELLO, worker="Compactor")
+    _grow_a_turn(compacting)
+    done = logist_cli("job", "step", "compacting", "--oneshot", timeout=300)
+    assert done.returncode == 0, done.stderr
+    entry = JobFiles(compacting.dir).load_history().interactions[-1]
+    assert entry.kind == "compaction" and entry.response.status == "SUCCESS", entry.response.error
+    assert compacting.manifest().turn.summarised_rounds == 3
+    assert live_engine.recorder.bodies[-1]["max_tokens"] == SMALL_WINDOW // 4
 
 
 #: Read as the tests are collected (the isolation fixture takes every LOGIST_ variable out of a test's environment).

@@ -8,16 +8,18 @@ from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import post_answer
 from logist.replay.scripted import answer
+from logist.store import requests
 from logist.store.requests import HistoryReader
 
 
-def test_the_conversation_is_kept_between_steps_and_dropped_when_the_file_is_edited_in_place(jobs):
+def test_the_conversation_is_kept_between_steps_and_dropped_when_the_file_is_edited_in_place(jobs, monkeypatch):
+    monkeypatch.setattr(requests, "LOOKBACK", 1)  # the entries kept behind the conversation: one, here
     job = create_job(jobs, "kept", "Keep notes")
     for words in ("first words", "second words", "third words"):
         post_answer(job, answer("MESSAGE", message=words))
     kept = job.session.conversation
     assert kept is not None and kept[0] == 3, "the last call's conversation (entry 4 answered it) is held"
-    assert min(job.session.entries_read) >= kept[0], "only the tail a later round needs"
+    assert min(job.session.entries_read) == kept[0] - 1, "only the tail a later round needs (LOOKBACK behind)"
     reader = job.session.reader()
     assert reader.conversation(job.manifest().turn)[-1]["content"] == answer("MESSAGE", message="third words")
 
@@ -66,3 +68,26 @@ def test_what_the_session_holds_of_the_history_is_the_files_own_and_another_proc
     assert reader.conversation(job.manifest().turn)[-1]["content"] == answer("MESSAGE", message="three from elsewhere")
     with open_locked(job) as session:
         assert session.held_last.sequence == other.manifest().last_sequence
+
+
+def test_a_steps_calibration_reads_no_entry_again(jobs, monkeypatch):
+    """The calibration of a request's size looks back LOOKBACK entries for a call whose usage was
+    reported (each step whose answer came without usage): the session keeps them, so it reads none."""
+    from logist.engine import context
+
+    for module in (requests, context):
+        monkeypatch.setattr(module, "LOOKBACK", 3)  # 20: as many steps here
+    job = create_job(jobs, "calibrated", "Keep notes")
+    for number in range(requests.LOOKBACK + 3):
+        post_answer(job, answer("MESSAGE", message=f"words {number}"))
+    manifest = job.manifest()
+    reader = job.session.reader()
+    reader.conversation(manifest.turn)  # what the next step's prepare reads
+
+    def read_again(*args):
+        raise AssertionError(f"entries read again from the file: {args[1:]}")
+
+    monkeypatch.setattr(requests, "entries_since", read_again)
+    assert context.calibration(job, manifest) == 1.0  # posted answers: no usage reported
+    assert set(range(manifest.last_sequence - requests.LOOKBACK + 1, manifest.last_sequence + 1)) <= \
+        set(job.session.entries_read)
