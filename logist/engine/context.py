@@ -239,8 +239,7 @@ def sized_call(job: JobFiles, manifest: JobManifest, model: Optional[str], setti
     ``config``: the jobs directory's config.json as the step read it (None: read here)."""
     found: dict = {}
     finder = window_finder(settings, recorded)
-    # Read once for the step (the model it asks for, then its request), which changes no role: not copied.
-    roles = load_roles(job.jobs_dir.path, copies=False)
+    roles = load_roles(job.jobs_dir.path)  # read once for the step: the model it asks for, then its request
     if config is None:
         config = job.jobs_dir.config()  # as the roles
     if recorded is None:
