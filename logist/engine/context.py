@@ -239,7 +239,8 @@ def sized_call(job: JobFiles, manifest: JobManifest, model: Optional[str], setti
     ``config``: the jobs directory's config.json as the step read it (None: read here)."""
     found: dict = {}
     finder = window_finder(settings, recorded)
-    roles = load_roles(job.jobs_dir.path)  # read once for the step: the model it asks for, then its request
+    # Read once for the step (the model it asks for, then its request), which changes no role: not copied.
+    roles = load_roles(job.jobs_dir.path, copies=False)
     if config is None:
         config = job.jobs_dir.config()  # as the roles
     if recorded is None:

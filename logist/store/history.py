@@ -111,11 +111,13 @@ def layout(entry: dict) -> bytes:
 
 
 def create_history(files: "JobFiles", job_id: str) -> None:
+    files.forget_held()
     atomic_write(files.history_path, header(job_id) + TAIL)
 
 
 def write_canonical(files: "JobFiles", job_id: str, entries: list[dict]) -> None:
     """Write entries in memory (:meth:`HistoryEntry.dump`) as the whole file, in the current format."""
+    files.forget_held()
     body = b",".join(layout(kept_in(files, e)) for e in entries)
     atomic_write(files.history_path, header(job_id) + body + TAIL)
 
@@ -159,6 +161,20 @@ def format_of(handle: BinaryIO) -> int:
     return _format_in(_head_of(handle))
 
 
+def read_head(files: "JobFiles") -> Optional[bytes]:
+    """The history's header (its bytes before the list of entries; None: no
+    file), for a caller that asks it several questions (:func:`format_in`, ...)."""
+    try:
+        return _head(files.history_path)
+    except FileNotFoundError:
+        return None
+
+
+def format_in(head: bytes) -> int:
+    """The format version ``head`` (:func:`read_head`) names (1: none named)."""
+    return _format_in(head)
+
+
 def _format_in(head: bytes) -> int:
     marker = head.find(b'"format":')
     if marker < 0:
@@ -194,6 +210,9 @@ def entries_end(files: "JobFiles") -> Optional[int]:
     step's journal records as ``history_offset``. None when the file is not
     a canonical history of the current format (an append rewrites it first,
     so it would not start there)."""
+    held = files.held_mark
+    if held is not None:
+        return held[2]  # the session's own, under the lock (see JobSession.held_mark)
     try:
         with open_history(files.history_path) as handle:
             if format_of(handle) < HISTORY_FORMAT:
@@ -213,6 +232,7 @@ def repair(files: "JobFiles", journalled: Optional[int] = None) -> Optional[str]
     took (a step's append journal is not fsynced: see :func:`append_entry`).
     Call with the job's lock held.
     """
+    files.forget_held()
     path, journal = files.history_path, files.history_append_path
     if not journal.exists():
         return _repair_journalled(files, journalled) if journalled is not None else None
@@ -256,6 +276,7 @@ def _repair_journalled(files: "JobFiles", offset: int) -> Optional[str]:
     ``offset`` ends an entry (or the header) and the file as it is does not
     end as a whole document: an offset that names no append in this file (a
     history rewritten since, say) changes nothing, and the parse decides."""
+    files.forget_held()
     path = files.history_path
     if file_format(files) < HISTORY_FORMAT:
         return None  # the journal names an offset in a canonical file of the current format only
@@ -299,7 +320,8 @@ def _could_be_an_append(handle, offset: int) -> bool:
     return handle.read(len(ENTRY_START) + 1).lstrip(b",").startswith(ENTRY_START)
 
 
-def append_entry(files: "JobFiles", entry: HistoryEntry, journalled: Optional[int] = None) -> None:
+def append_entry(files: "JobFiles", entry: HistoryEntry, journalled: Optional[int] = None,
+                 current: bool = False) -> tuple[int, bytes]:
     """Append one entry at a cost independent of the history's length.
 
     Call with the job's lock held. A file in an older format is rewritten
@@ -308,10 +330,13 @@ def append_entry(files: "JobFiles", entry: HistoryEntry, journalled: Optional[in
     is recorded) says the append starts (its ``history_offset``). When that
     is where it starts, the append journal is written for lock-free readers
     only, without its two fsyncs: after a power loss, :func:`repair` finds
-    the start in the step journal.
+    the start in the step journal. ``current``: the caller knows the file is
+    in the current format (its session read it so under the lock). Returns
+    where the append started and the bytes appended there before
+    :data:`TAIL` (the entry, after the comma that joins it to the one before).
     """
     path = files.history_path
-    if file_format(files) < HISTORY_FORMAT:
+    if not current and file_format(files) < HISTORY_FORMAT:
         upgrade_file(files)
     with open(path, "r+b") as handle:
         size = handle.seek(0, os.SEEK_END)
@@ -338,6 +363,7 @@ def append_entry(files: "JobFiles", entry: HistoryEntry, journalled: Optional[in
     # The journal's removal is not fsynced: found again after a power loss, it
     # names an entry written whole, which repair keeps.
     files.history_append_path.unlink()
+    return offset, chunk[: -len(TAIL)]
 
 
 def _committed_end(files: "JobFiles", size: int) -> tuple[int, bool]:
@@ -472,18 +498,20 @@ def _normalise(files: "JobFiles") -> None:
     write_canonical(files, history.job_id, [e.dump() for e in history.interactions])
 
 
-def upgrade_file(files: "JobFiles") -> Optional[str]:
+def upgrade_file(files: "JobFiles", head: Optional[bytes] = None) -> Optional[str]:
     """Rewrite a history in an older format (or one whose header names the
     absolute workspace path) in the current one, keeping the old file
     beside it as ``jobHistory.json.v<format>``. Every request and state
     reads the same before and after. Returns what was done, or None when
     there was nothing to do (or the file is damaged: recovery salvages it).
-    Call with the job's lock held."""
+    Call with the job's lock held. ``head``: its header as the caller read it
+    (:func:`read_head`; None: read here)."""
     path = files.history_path
-    try:
-        head = _head(path)  # read once for both questions
-    except FileNotFoundError:
-        return None
+    if head is None:
+        try:
+            head = _head(path)  # read once for both questions
+        except FileNotFoundError:
+            return None
     found = _format_in(head)
     if found > HISTORY_FORMAT or (found == HISTORY_FORMAT and _workspace_in(head) is None):
         return None
@@ -539,6 +567,7 @@ def _salvageable_entries(handle, block: int = 1 << 20) -> Iterator[dict]:
 def _salvage_streamed(files: "JobFiles", job_id: str) -> Optional[tuple[Path, int]]:
     """:func:`salvage` of a current-format history in Logist's layout, one
     entry at a time (None: another file, salvaged whole)."""
+    files.forget_held()
     path = files.history_path
     with open(path, "rb") as handle:
         head = handle.read(8192)

@@ -37,6 +37,7 @@ already recorded (feedback, a person's answer), keeps the words it had.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -321,6 +322,7 @@ class Prompts:
         self.roles = roles or {}
         self._cache: dict[str, Resolved] = {}
         self._json: Optional[dict[str, tuple[str, str]]] = None
+        self._names: Optional[frozenset[str]] = None
 
     # -- finding a template -------------------------------------------------------------------
 
@@ -336,10 +338,17 @@ class Prompts:
         """The jobs directory's file of template ``name``: NAME.md, NAME.yaml, NAME.yml, then TaskWeaver's file name for it."""
         if self.dir is None:
             return None
+        if self._names is None:
+            # Listed once for these templates (a step's): each name asked of the disk cost a step six stats.
+            try:
+                self._names = frozenset(os.listdir(self.dir))
+            except OSError:  # no folder (nearly always), or not one
+                self._names = frozenset()
         stems = [name, *(stem for stem, template in SEED_FILES.items() if template == name)]
         for stem in stems:
             for suffix in FILE_SUFFIXES if stem == name else YAML_SUFFIXES:
-                if (self.dir / (stem + suffix)).is_file():
+                # A name in a folder (compaction/system) is looked for when the folder is listed.
+                if (stem + suffix).split("/", 1)[0] in self._names and (self.dir / (stem + suffix)).is_file():
                     return self.dir / (stem + suffix)
         return None
 

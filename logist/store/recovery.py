@@ -216,10 +216,11 @@ def _journalled_offset(files: "JobFiles") -> Optional[int]:
     return offset if isinstance(offset, int) and not isinstance(offset, bool) else None
 
 
-def _refuse_a_newer_format(files: "JobFiles") -> None:
+def _refuse_a_newer_format(files: "JobFiles", head: Optional[bytes]) -> None:
     """A job a newer Logist wrote can be read (unknown fields are kept), but
-    changing it could break what that version expects of its own format."""
-    found = hist.file_format(files)
+    changing it could break what that version expects of its own format
+    (``head``: the history's header, :func:`logist.store.history.read_head`)."""
+    found = hist.format_in(head) if head is not None else hist.file_format(files)
     if found <= hist.HISTORY_FORMAT:
         try:
             found = int(json.loads(files.manifest_path.read_text(encoding="utf-8")).get("format", 1))
@@ -281,13 +282,17 @@ def open_job(session: "JobSession", finish: Optional[Finish] = None,
     repaired = hist.repair(files, _journalled_offset(files))
     if repaired:
         notes.append(repaired)
-    upgraded = upgrade_job(files)
+    head = hist.read_head(files)  # asked three questions below: read once (again only after an upgrade)
+    upgraded = upgrade_job(files, head)
     if upgraded:
         log.info("job %s: %s", files.id, upgraded)
-    _refuse_a_newer_format(files)
+        head = hist.read_head(files)
+    _refuse_a_newer_format(files, head)
     try:
-        # Read (and checked) once: nothing below changes the history before the manifest is compared with it.
-        last = seek.last_entry(files)
+        # Read (and checked) once: nothing below changes the history before the manifest is compared
+        # with it. The session holds it, and the file's mark read with it, while the lock is held.
+        last, mark = seek.last_entry_marked(files)
+        session.hold(last, mark)
     except CorruptFileError as exc:
         manifest_probe = None
         try:

@@ -310,15 +310,22 @@ def _builtin_loaded() -> Roles:
     return _load_files([p for p in sorted(directory.iterdir()) if p.suffix in MANIFEST_SUFFIXES], None)
 
 
-def builtin_roles() -> Roles:
-    """The roles the package ships, each the caller's own copy (a caller may change its roles)."""
+def builtin_roles(copies: bool = True) -> Roles:
+    """The roles the package ships, each the caller's own copy (a caller may
+    change its roles); ``copies=False``: the ones read once, shared, for a
+    caller that changes none (a deep copy of each, three a step, cost a
+    step about as much as writing its journal once)."""
     loaded = _builtin_loaded()
+    if not copies:
+        return Roles(dict(loaded), loaded.broken, loaded.failed)
     return Roles({name: role.model_copy(deep=True) for name, role in loaded.items()}, loaded.broken, loaded.failed)
 
 
-def load_roles(jobs_dir: Optional[Path] = None) -> Roles:
-    """Built-ins, then the jobs directory's (``roles.json``, ``roles/``) adding and overriding by name."""
-    roles = builtin_roles()
+def load_roles(jobs_dir: Optional[Path] = None, copies: bool = True) -> Roles:
+    """Built-ins, then the jobs directory's (``roles.json``, ``roles/``) adding
+    and overriding by name; ``copies=False``: the built-ins shared, not copied,
+    for a caller that only reads them (:func:`builtin_roles`)."""
+    roles = builtin_roles(copies)
     if jobs_dir is not None:
         own = _load_files(_role_files(Path(jobs_dir)), Path(jobs_dir))
         roles = Roles({**roles, **own}, {**roles.broken, **own.broken}, roles.failed + own.failed)

@@ -51,15 +51,26 @@ def file_mark(files: "JobFiles") -> Optional[tuple]:
     still holds the earlier mark's bytes where they were (an append only
     adds after them; a rewrite, a repair that cut an entry back or an edit
     in place does not). None: not a canonical current-format file."""
+    held = files.held_mark
+    if held is not None:
+        return held  # the session's own, under the lock (see JobSession.held_mark)
     with open_history(files.history_path) as handle:
-        if format_of(handle) < HISTORY_FORMAT:
-            return None
-        end = _canonical_end(files, handle)
-        if end is None:
-            return None
-        info = os.fstat(handle.fileno())
-        handle.seek(max(0, end - _MARK))
-        return info.st_dev, info.st_ino, end, handle.read(end - max(0, end - _MARK))
+        return _mark_of(handle, _canonical_end(files, handle) if format_of(handle) >= HISTORY_FORMAT else None)
+
+
+def _mark_of(handle, end: Optional[int]) -> Optional[tuple]:
+    """The mark (:func:`file_mark`) of the history open as ``handle``, its entries ending at ``end``."""
+    if end is None:
+        return None
+    info = os.fstat(handle.fileno())
+    return info.st_dev, info.st_ino, end, os.pread(handle.fileno(), end - max(0, end - _MARK), max(0, end - _MARK))
+
+
+def mark_after(mark: tuple, written: bytes) -> tuple:
+    """The mark of a file marked ``mark`` once ``written`` (entries, no
+    :data:`~logist.store.history.TAIL`) is appended where its entries ended."""
+    end = mark[2] + len(written)
+    return mark[0], mark[1], end, (mark[3] + written)[-min(_MARK, end):]
 
 
 def still_holds(files: "JobFiles", mark: Optional[tuple], now: Optional[tuple]) -> bool:
@@ -105,12 +116,16 @@ def read_entry(files: "JobFiles", sequence: int) -> HistoryEntry:
     return HistoryEntry.model_validate(found)
 
 
-def _last(files: "JobFiles") -> tuple[Optional[HistoryEntry], Optional[bytes]]:
+def _last(files: "JobFiles", marks: Optional[list] = None) -> tuple[Optional[HistoryEntry], Optional[bytes]]:
     """The last entry's JSON text, reading only the end of the file: ``(None,
     text)``; a history in an older format, or one that cannot be mapped, is
-    read whole: ``(entry, None)``; no entry: ``(None, None)``."""
+    read whole: ``(entry, None)``; no entry: ``(None, None)``. ``marks``:
+    given, the file's mark (:func:`file_mark`) is added to it, from the same
+    open."""
     with open_history(files.history_path) as handle:
         end = _canonical_end(files, handle) if format_of(handle) >= HISTORY_FORMAT else None
+        if marks is not None:
+            marks.append(_mark_of(handle, end))
         view = _map(handle) if end is not None else None
         if view is None and end is not None:  # too long to map under the process's memory limit
             newest = next(OffsetReader(files, handle, end, 0).backward(end), None)
@@ -132,7 +147,20 @@ def _entry_of(files: "JobFiles", data) -> HistoryEntry:
 
 def last_entry(files: "JobFiles") -> Optional[HistoryEntry]:
     """The last entry, reading only the end of the file."""
-    entry, text = _last(files)
+    return _last_entry(files, None)
+
+
+def last_entry_marked(files: "JobFiles") -> tuple[Optional[HistoryEntry], Optional[tuple]]:
+    """The last entry and the file's mark (:func:`file_mark`), from one open
+    of the file: what a session keeps of the history while it holds the
+    job's lock (:attr:`~logist.store.session.JobSession.held_mark`)."""
+    marks: list = []
+    entry = _last_entry(files, marks)
+    return entry, marks[0]
+
+
+def _last_entry(files: "JobFiles", marks: Optional[list]) -> Optional[HistoryEntry]:
+    entry, text = _last(files, marks)
     if text is None:
         return entry
     try:

@@ -24,7 +24,10 @@ their store (get, put, list behind one object):
   (:attr:`JobFiles.session`) and opens it again at each step, so what it
   read of the history (the entries last read, the turn's conversation)
   outlives the lock; each opening checks the file still holds what was read
-  (:meth:`JobFiles.file_mark`) and drops it otherwise.
+  (:meth:`JobFiles.file_mark`) and drops it otherwise. What the session
+  read of the history under the lock (its mark, its last entry) it holds
+  until it releases the lock (:attr:`JobSession.held_mark`): the file
+  changes meanwhile only by its own writes.
 
 The storage contract (what a session reads, appends and guarantees):
 
@@ -268,6 +271,10 @@ class JobFiles:
     #: For :mod:`logist.store.recovery`, which reads these through the job it repairs.
     WRITTEN_UNDER_THE_LOCK = WRITTEN_UNDER_THE_LOCK
     JSON_FILES = JSON_FILES
+    #: What a session knows of the history while it holds the job's lock (:attr:`JobSession.held_mark`);
+    #: a lock-free reader knows nothing and reads the file.
+    held_mark: Optional[tuple] = None
+    held_last: Optional[HistoryEntry] = None
 
     def __init__(self, path: str | Path, job_id: Optional[str] = None, jobs_dir: Any = None):
         self.dir = Path(path)
@@ -457,16 +464,31 @@ class JobFiles:
         return hist.iter_written(self, block)
 
     def entry(self, sequence: int) -> HistoryEntry:
-        """Entry number ``sequence``, found without parsing the others."""
+        """Entry number ``sequence``, found without parsing the others (the
+        last one, while this process holds the job's lock, as its session
+        read it then: :attr:`JobSession.held_mark`; do not change it)."""
+        held = self._held_last()
+        if held is not None and held.sequence == sequence:
+            return held
         return seek.read_entry(self, sequence)
+
+    def _held_last(self) -> Optional[HistoryEntry]:
+        return self._session.held_last if self._session is not None else None
 
     def read_entries(self, sequences: set[int]) -> Entries:
         """The parsed entries numbered ``sequences``, each found by its number."""
         return seek.read_entries(self, sequences)
 
     def last_entry(self) -> Optional[HistoryEntry]:
-        """The last entry, reading only the end of the file."""
-        return seek.last_entry(self)
+        """The last entry, reading only the end of the file (while this
+        process holds the job's lock, as :meth:`entry` says)."""
+        held = self._held_last()
+        return held if held is not None else seek.last_entry(self)
+
+    def last_entry_marked(self) -> tuple[Optional[HistoryEntry], Optional[tuple]]:
+        """The last entry and the history's mark (:meth:`file_mark`), from one
+        open of the file (:func:`logist.store.seek.last_entry_marked`)."""
+        return seek.last_entry_marked(self)
 
     def entries_since(self, sequence: int) -> Entries:
         """The parsed entries numbered ``sequence`` or more, reading only the end of the file."""
@@ -479,6 +501,10 @@ class JobFiles:
     def file_mark(self) -> Optional[tuple]:
         """What the history is now (:func:`logist.store.seek.file_mark`)."""
         return seek.file_mark(self)
+
+    def forget_held(self) -> None:
+        """The history is written other than by an append of :meth:`JobSession.record`
+        (a rewrite, a repair): what a session held of it is dropped (a lock-free reader holds nothing)."""
 
     def still_holds(self, mark: Optional[tuple], now: Optional[tuple]) -> bool:
         """Whether the history as marked ``now`` still holds what it held at ``mark``."""
@@ -594,9 +620,26 @@ class JobSession(JobFiles):
         #: The step journal (written only while a step is applied).
         self.journal = StepJournalFile(self)
         self._config: Optional[LogistConfig] = None
+        #: The history's mark (:meth:`JobFiles.file_mark`) and its last entry as this session read
+        #: them under the job's lock once repaired (:mod:`logist.store.recovery`), the mark moved on
+        #: by each entry it appends (None: not known; the file is read). Not a cache that can go
+        #: stale: while the lock is held only this session writes the history, so what it read or
+        #: wrote under the lock is what the file holds until it releases the lock (:meth:`close`
+        #: drops both), and any other write of the history (a rewrite, a repair) drops them
+        #: (:meth:`forget_held`). A step asked the file for these about fifteen times: where
+        #: its entries end (each step journal's ``history_offset``), its format, its mark.
+        self.held_mark: Optional[tuple] = None
+        self.held_last: Optional[HistoryEntry] = None
 
     def reads_kept(self) -> "JobSession":
         return self
+
+    def forget_held(self) -> None:
+        self.held_mark = self.held_last = None
+
+    def hold(self, last: Optional[HistoryEntry], mark: Optional[tuple]) -> None:
+        """What recovery read of the history under the lock, the job repaired (see :attr:`held_mark`)."""
+        self.held_last, self.held_mark = last, mark
 
     def forget(self) -> None:
         """Drop what was read of the history."""
@@ -621,12 +664,14 @@ class JobSession(JobFiles):
         returns what was repaired. Call with the job's lock held
         (:func:`logist.engine.session.open_locked` does)."""
         self._config = None
+        self.forget_held()
         self.manifest, notes = recovery.open_job(self, finish, rebuild_manifest)
         return notes
 
     def close(self) -> None:
-        """The lock is released: the manifest is no longer this session's."""
+        """The lock is released: the manifest, and what was held of the history, are no longer this session's."""
         self.manifest, self._config = None, None
+        self.forget_held()
 
     def upgrade(self) -> Optional[str]:
         """Rewrite files in an older format in the current one (the old kept beside them)."""
@@ -645,7 +690,18 @@ class JobSession(JobFiles):
         module's doc for why). ``entry.state`` must already be
         ``manifest``'s state: once the entry is appended, it alone can
         restore the manifest. The views are not written here."""
-        hist.append_entry(self, entry, self.journal.history_offset)
+        held = self.held_mark
+        self.forget_held()  # until the append is done: one that fails leaves the file to be read again
+        offset, appended = hist.append_entry(self, entry, self.journal.history_offset, current=held is not None)
+        if held is not None and offset == held[2]:
+            self.held_mark = seek.mark_after(held, appended)
+            if self.mark == held:
+                # What this session kept of the history was the file's up to the append, which
+                # only added this entry after it: kept, and the entry with it, as a reader
+                # would parse it (so the next step reads nothing of the file for it).
+                self.mark = self.held_mark
+                if not self.entries_read or entry.sequence - 1 in self.entries_read:
+                    self.entries_read[entry.sequence] = json.loads(appended.lstrip(b","))
         failpoint("after_history")
         # Not fsynced: the entry just appended (fsynced) restores it after a power loss.
         manifests.write_manifest(self, manifest, durable=False)

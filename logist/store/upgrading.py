@@ -16,28 +16,32 @@ import json
 from typing import Optional
 
 from .atomic import atomic_write_json, fsync_dir
-from .history import HISTORY_FORMAT, file_format, upgrade_file, write_canonical
+from .history import HISTORY_FORMAT, file_format, format_in, upgrade_file, write_canonical
 from .manifest import JobManifest
 from .upgrade import keep_beside, upgrade_files
 
 
-def upgrade_job(files: "JobFiles") -> Optional[str]:
+def upgrade_job(files: "JobFiles", head: Optional[bytes] = None) -> Optional[str]:
     """Rewrite a job's files in the current format: a format 1 job's
     manifest and history (:func:`upgrade_v1`), a history of format 2 or 3,
     or one whose header names the workspace's absolute path
     (:func:`logist.store.history.upgrade_file`). Returns what was done, or
-    None when there was nothing to do. Call with the job's lock held."""
+    None when there was nothing to do. Call with the job's lock held.
+    ``head``: the history's header as the caller read it
+    (:func:`logist.store.history.read_head`; None: read here)."""
+    if head is not None:
+        return upgrade_v1(files, head) or upgrade_file(files, head)
     return upgrade_v1(files) or upgrade_file(files)
 
 
-def upgrade_v1(files: "JobFiles") -> Optional[str]:
+def upgrade_v1(files: "JobFiles", head: Optional[bytes] = None) -> Optional[str]:
     """Rewrite a format 1 job's manifest and history in the current
     formats, keeping the old files as ``job_manifest.json.v1`` and
     ``jobHistory.json.v1``. Returns what was done, or None when there was
     nothing to do. Call with the job's lock held."""
     hpath, mpath = files.history_path, files.manifest_path
     try:
-        if file_format(files) >= 2:
+        if (format_in(head) if head is not None else file_format(files)) >= 2:
             return None
     except FileNotFoundError:
         return None

@@ -29,8 +29,9 @@ def refresh(job) -> None:
             for _ in range(_MAX_ROUNDS):
                 # Once more only when another process recorded entries meanwhile: the
                 # history's mark (a stat and its last bytes) tells, without reading an entry.
-                mark = job.file_mark()
-                if transcript.update(job) == "current" or (mark is not None and job.file_mark() == mark):
+                # The update reads the mark with the last entry it brings the transcript to.
+                marks: list = []
+                if transcript.update(job, marks) == "current" or (marks[0] is not None and job.file_mark() == marks[0]):
                     break
     except JobBusyError:
         return  # the holder is updating them and will find our entries

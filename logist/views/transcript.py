@@ -125,9 +125,11 @@ def _entries_since(job: JobFiles, sequence: int) -> list[HistoryEntry]:
     return [HistoryEntry.model_validate(found[n]) for n in sorted(found)]
 
 
-def update(job: JobFiles) -> str:
+def update(job: JobFiles, marks: Optional[list] = None) -> str:
     """Bring the transcript up to the history's last entry; says what it did
     ("current", "appended" or "rebuilt"). Call with the views' lock held.
+    ``marks``: given, the history's mark (:meth:`JobFiles.file_mark`) read
+    with that last entry is added to it.
 
     Costs the new entries only, unless the file must be rebuilt (see the
     module docstring).
@@ -135,7 +137,11 @@ def update(job: JobFiles) -> str:
     path = job.transcript_path
     if path.exists() and not path.is_file():
         raise OSError(f"{path} is not a file")  # before paying for a rebuild that cannot be written
-    last = job.last_entry()
+    if marks is None:
+        last = job.last_entry()
+    else:
+        last, mark = job.last_entry_marked()
+        marks.append(mark)
     last_sequence = last.sequence if last is not None else 0
     marker = read_marker(path)
     if marker is not None and marker.seq == last_sequence:

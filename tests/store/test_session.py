@@ -44,6 +44,32 @@ def test_a_reader_without_the_session_keeps_nothing(jobs):
     assert (job.session.conversation, job.session.entries_read) == before
 
 
+def test_what_the_session_holds_of_the_history_is_the_files_own_and_another_process_entry_is_read(jobs):
+    from logist.engine.session import open_locked
+    from logist.store import seek
+
+    job = create_job(jobs, "held", "Keep notes")
+    post_answer(job, answer("MESSAGE", message="one"))
+    with open_locked(job) as session:
+        assert session.held_mark == seek.file_mark(JobFiles(job.dir)), "the mark read under the lock is the file's"
+        assert session.last_entry().model_dump() == seek.last_entry(JobFiles(job.dir)).model_dump()
+    assert job.session.held_mark is None and job.session.held_last is None, "dropped when the lock is released"
+
+    post_answer(job, answer("MESSAGE", message="two"))
+    last = job.manifest().last_sequence
+    kept = job.session.entries_read[last]
+    assert kept == seek.entries_since(JobFiles(job.dir), last)[last], "the entry appended is kept as a reader parses it"
+    assert job.session.mark == seek.file_mark(JobFiles(job.dir)), "the kept reads' mark moved on with the append"
+
+    other = JobFiles(job.dir, jobs_dir=job.jobs_dir)  # another process's session: its entry lands between this one's steps
+    post_answer(other, answer("MESSAGE", message="three from elsewhere"))
+    reader = job.session.reader()
+    assert last + 1 not in job.session.entries_read, "an entry this session did not write is read from the file"
+    assert reader.conversation(job.manifest().turn)[-1]["content"] == answer("MESSAGE", message="three from elsewhere")
+    with open_locked(job) as session:
+        assert session.held_last.sequence == other.manifest().last_sequence
+
+
 def test_a_steps_calibration_reads_no_entry_again(jobs, monkeypatch):
     """The calibration of a request's size looks back LOOKBACK entries for a call whose usage was
     reported (each step whose answer came without usage): the session keeps them, so it reads none."""
