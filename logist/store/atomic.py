@@ -131,77 +131,8 @@ def dump_json(data: Any) -> str:
 
     Key order is the order of the pydantic model's fields, which is stable.
     No known secret value is written (:func:`logist.secrets.redact.redact_data`).
-    The text is ``json.dumps(data, indent=2, ensure_ascii=False)``'s, byte for
-    byte (:func:`_indented`).
     """
-    data = redact_data(data)
-    parts: list[str] = []
-    try:
-        _indented(data, "\n", parts.append)
-    except _Unusual:
-        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    parts.append("\n")
-    return "".join(parts)
-
-
-class _Unusual(Exception):
-    """A value :func:`_indented` leaves to ``json.dumps``."""
-
-
-_STRING = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) writes a string with: C
-_CONSTANTS = {None: "null", True: "true", False: "false"}
-
-
-def _float(value: float) -> str:
-    if value != value:
-        return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "Infinity" if value > 0 else "-Infinity"
-    return float.__repr__(value)
-
-
-def _indented(value: Any, newline: str, write) -> None:
-    """``value`` written as ``json.dumps(value, indent=2, ensure_ascii=False)``
-    writes it (at the depth ``newline`` indents to), its strings through the
-    same C function: with an indent, ``json.dumps`` takes its pure-Python
-    encoder, a generator a value, which cost a step's five dumps (journals,
-    manifest) about a quarter of a millisecond. Raises :class:`_Unusual` for
-    what is not plain JSON data (a key that is not a string, an object of
-    another type), which ``json.dumps`` then writes or refuses as it would."""
-    if isinstance(value, str):
-        write(_STRING(value))
-    elif isinstance(value, dict):
-        if not value:
-            write("{}")
-            return
-        inner = newline + "  "
-        first = True
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise _Unusual
-            write(("{" if first else ",") + inner + _STRING(key) + ": ")
-            first = False
-            _indented(item, inner, write)
-        write(newline + "}")
-    elif isinstance(value, (list, tuple)):
-        if not value:
-            write("[]")
-            return
-        inner = newline + "  "
-        first = True
-        for item in value:
-            write(("[" if first else ",") + inner)
-            first = False
-            _indented(item, inner, write)
-        write(newline + "]")
-    elif value is None or value is True or value is False:
-        write(_CONSTANTS[value])
-    elif isinstance(value, int):
-        write(int.__repr__(value))
-    elif isinstance(value, float):
-        write(_float(value))
-    else:
-        raise _Unusual
+    return json.dumps(redact_data(data), indent=2, ensure_ascii=False) + "\n"
 
 
 def atomic_write_json(path: Path, data: Any, durable: bool = True) -> None:
