@@ -446,6 +446,15 @@ def _remove(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def _made_anew(folder: Path) -> None:
+    """``folder`` emptied for a run's writes: removed, then made again with
+    its overlay's ``upper`` and ``work`` folders (raises OSError)."""
+    _remove(folder)
+    folder.parent.mkdir(mode=0o700, exist_ok=True)
+    for made in (folder, folder / "upper", folder / "work"):
+        made.mkdir(mode=0o700)
+
+
 def _unwritten(folder: Path) -> bool:
     """Whether ``folder`` is ready for a run's writes: its ``upper`` and
     ``work`` folders there, both empty. A run killed before its end leaves
@@ -480,11 +489,7 @@ def throwaway_view(workspace: Path) -> Iterator[Optional[Path]]:
         return
     if not _unwritten(folder):
         try:
-            _remove(folder)
-            folder.parent.mkdir(mode=0o700, exist_ok=True)
-            folder.mkdir(mode=0o700)
-            (folder / "upper").mkdir(mode=0o700)
-            (folder / "work").mkdir(mode=0o700)
+            _made_anew(folder)
         except OSError:
             yield None
             return
@@ -521,11 +526,7 @@ def throwaway_works() -> bool:
                  "&& ! touch .git/x 2>/dev/null && ! touch ../x 2>/dev/null && test ! -e /proc/2 "
                  "&& test \"$(id -u)\" = " + str(os.getuid()))
         try:
-            folder.parent.mkdir(mode=0o700, exist_ok=True)
-            _remove(folder)
-            folder.mkdir(mode=0o700)
-            (folder / "upper").mkdir()
-            (folder / "work").mkdir()
+            _made_anew(folder)
             result = subprocess.run([*_mounting(workspace, [jobs], folder), "/bin/sh", "-c", probe], cwd=workspace,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     env=command_env(), timeout=20)
