@@ -173,8 +173,10 @@ def test_recovery_kills_the_command_of_a_killed_step(jobs, llm, sandbox):
     if sandbox == "none":
         # Without a namespace the command runs under Logist's reaper, which ends it when Logist dies (at once,
         # or a moment later on a loaded machine). Killed together with Logist (an OOM kill, a kill -9 of both),
-        # the reaper ends nothing: the command outlives them, and recovery is what stops it.
+        # the reaper ends nothing: the command outlives them, and recovery is what stops it. Logist is stopped
+        # first: running, it sees its reaper die and kills the command's group itself before its own kill lands.
         [reaper] = [pid for pid in processes_with("logist: the reaper of a command") if _parent(pid) == child.pid]
+        os.kill(child.pid, signal.SIGSTOP)
         os.kill(reaper, signal.SIGKILL)
     child.kill()
     child.communicate()
