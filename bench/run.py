@@ -18,7 +18,8 @@ Every time is what a user waits for, measured in this run on this machine:
   --oneshot``) from its entry to its return, in a fresh interpreter, so the
   first step pays the openai import and the client the process keeps; the
   median of the later steps is the step's own time (the endpoint is a local
-  server that answers at once);
+  server that answers at once), and the same with the in-memory model (no
+  socket, no SDK: what LangGraph's row is set against);
 - a step as a process: ``logist job step --oneshot`` from the process's
   start to its exit;
 - the same step in LangGraph with its SQLite checkpointer plus the same git
@@ -199,10 +200,17 @@ def step_worker(jobs_dir: str, job_id: str, base_url: str, steps: int) -> None:
     """In a fresh interpreter: ``steps`` calls of ``Job.call()`` (``job step
     --oneshot`` through the Python API, whose jobs keep their endpoints'
     clients for the process, as ``job run`` and the batch engines do), timed
-    from its entry."""
+    from its entry. ``base_url`` ``memory``: the calls go to the in-memory
+    model (:class:`~logist.replay.scripted.ScriptedModel`, the same answers)
+    instead of a server, so no socket and no SDK: the step's own work."""
     import logist
 
-    job = logist.open(jobs_dir, base_url=base_url).job(job_id)
+    if base_url == "memory":
+        from logist.replay.scripted import ScriptedModel
+
+        job = logist.open(jobs_dir, model=ScriptedModel([message(i) for i in range(steps)])).job(job_id)
+    else:
+        job = logist.open(jobs_dir, base_url=base_url).job(job_id)
     times = []
     for _ in range(steps):
         started = time.perf_counter()
@@ -224,13 +232,19 @@ def bench_step(tmp: Path, steps: int, process_steps: int, floor: dict) -> None:
     rows.add(Row(f"step in process, median of {steps - 1}", in_process, floor["git"], "git", target=target, absolute=True,
                  target_text=f"<= 2x git + 5 ms = {target * 1000:.1f} ms"))
     rows.add(Row("first step in a process (openai import, client)", times[0], floor["openai"], "import openai"))
+    create_job(jobs, "memory", "Measure a step", max_steps=steps + 10)
+    out = subprocess.run([sys.executable, __file__, "--step-worker", str(jobs.path), "memory", "memory", str(steps)],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    in_memory = statistics.median(json.loads(out)[1:])
+    rows.add(Row(f"step in process, in-memory model, median of {steps - 1}", in_memory, in_process,
+                 "the same through a local server"))
     with ScriptedLLMServer([message(steps + i) for i in range(process_steps + 1)]) as server:
         argv = [sys.executable, "-m", "logist", "job", "step", "--oneshot", "steps", "--base-url", server.base_url]
         as_process = median_run(argv, process_steps, env, tmp)
     bound = floor["openai"] + in_process
     rows.add(Row(f"step as a process, median of {process_steps}", as_process, bound, "import openai + step",
                  target=1.3))
-    return in_process
+    return in_process, in_memory
 
 
 #: The venv ``--with-langgraph`` gives the ``bench`` extra when this interpreter lacks it (bench/out/ is not committed).
@@ -265,7 +279,9 @@ def langgraph_python(install: bool) -> tuple[Optional[str], str]:
 
 def bench_langgraph(tmp: Path, steps: int, step: float, install: bool) -> None:
     """LangGraph's step (bench/langgraph_step.py, in the interpreter that has
-    it) beside Logist's step in process."""
+    it) beside Logist's step in process with the in-memory model: LangGraph's
+    makes no call either, so both figures are the framework's own work a step
+    (the same step through a local server is the row above it)."""
     python, why = langgraph_python(install)
     if python is None:
         rows.add(Row("LangGraph + SqliteSaver + git commit, a step", None, note=why))
@@ -275,7 +291,7 @@ def bench_langgraph(tmp: Path, steps: int, step: float, install: bool) -> None:
                            str(tmp / "langgraph")], capture_output=True, text=True, check=True)
     lg = json.loads(done.stdout.strip().splitlines()[-1])["median"]
     rows.add(Row("LangGraph + SqliteSaver + git commit, a step", lg))
-    rows.add(Row("step in process against LangGraph's", step, lg, "LangGraph", target=1.5))
+    rows.add(Row("step in process (in-memory model) against LangGraph's", step, lg, "LangGraph", target=1.5))
 
 
 # -- the agent gateway and the checks ------------------------------------------------------------
@@ -473,8 +489,10 @@ def main() -> None:
         sections = [
             ("floors", lambda: floors(tmp, 5 if quick else 21, 20 if quick else 100)),
             ("start-up", lambda: bench_startup(tmp, 5 if quick else 21, found)),
-            ("a step", lambda: found.update(step=bench_step(tmp, 20 if quick else 200, 5 if quick else 20, found))),
-            ("LangGraph", lambda: bench_langgraph(tmp, 20 if quick else 200, found["step"], args.with_langgraph)),
+            ("a step", lambda: found.update(zip(("step", "step in memory"),
+                                                bench_step(tmp, 20 if quick else 200, 5 if quick else 20, found)))),
+            ("LangGraph", lambda: bench_langgraph(tmp, 20 if quick else 200, found["step in memory"],
+                                                  args.with_langgraph)),
             ("the agent gateway", lambda: bench_gateway(quick)),
             ("checks", lambda: bench_checks(tmp, 7 if quick else 31, found["step"])),
             ("replay", lambda: bench_replay(tmp, 100 if quick else 1000)),
