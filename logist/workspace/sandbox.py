@@ -94,10 +94,16 @@ PASSED = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "USER", "L
 NEVER_PASSED = ("LOGIST_API_KEY", "OPENAI_API_KEY")
 SANDBOXES = ("auto", "namespace", "none")
 
-#: Waits until Logist writes a line on its standard input, a pipe (the
-#: command's group is then recorded), and runs the command with no input;
-#: exits without running anything (125) when Logist died first.
-_GATE = 'IFS= read -r _ || exit 125; exec </dev/null; exec /bin/sh -c "$1"'
+#: The head of the command's own shell line (``/bin/sh -c``, the command's
+#: text after it, on its first line): waits until Logist writes a line on
+#: its standard input, a pipe (the command's group is then recorded), and
+#: runs the command with no input; exits without running anything (125)
+#: when Logist died first. The gate is the command's shell, not a shell
+#: that starts it (an ``exec /bin/sh -c`` more, 1 ms of CPU a run, after
+#: the gate opens): the command's text is read as ``sh -c`` reads it
+#: (``$0``, no arguments, its lines numbered from 1), and one with a
+#: syntax error on its first line runs nothing, gate included, as before.
+_GATE = "IFS= read -r _ || exit 125; unset _; exec </dev/null; "
 _UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
 #: Run as root of the outer user namespace (``$0`` = the workspace, ``$1``
 #: its uid and ``$2`` its gid outside, ``$3`` the folder of a throwaway
@@ -557,7 +563,7 @@ def launcher(command: str, sandbox: str, workspace: Optional[Path] = None,
                               "(unshare --user --pid); set it to auto or none to run commands without one")
     if not prefix and reaper_works():
         prefix = (*_REAPER_HEAD, str(os.getpid()))
-    return [*prefix, "/bin/sh", "-c", _GATE, "logist-command", command]
+    return [*prefix, "/bin/sh", "-c", _GATE + command]
 
 
 #: How :data:`REAPER` is started (its pid and the argv to run follow).
@@ -678,14 +684,19 @@ def start(argv: list[str], cwd: str, env: dict, stdout: IO, stderr: IO,
         raise
     finally:
         os.close(read_end)
-    with os.fdopen(write_end, "w") as gate:
+    try:
         try:
             recorded(proc.pid, start_time(proc.pid))
         except BaseException:
-            gate.close()  # the launcher reads end of file and exits without running the command
+            os.close(write_end)  # the launcher reads end of file and exits without running the command
+            write_end = -1
             proc.wait()
             raise
-        gate.write("go\n")
+        with contextlib.suppress(BrokenPipeError):  # the launcher ended without reading it: nothing ran
+            os.write(write_end, b"go\n")
+    finally:
+        if write_end >= 0:
+            os.close(write_end)
     return proc
 
 
