@@ -504,10 +504,39 @@ def throwaway_view(workspace: Path) -> Iterator[Optional[Path]]:
     finally:
         # The overlay is volatile (it never syncs its writes: its unmount would otherwise sync the
         # whole file system they are on, as the run ends); it marks its work folder so, which a
-        # mount refuses: the marker goes with the run.
-        _remove(folder / "work" / "work")
+        # mount refuses: the marker goes with the run, moved aside in one rename (_retire).
+        _retire(folder)
         if not _unwritten(folder):
             _remove(folder)
+
+
+#: The folder of a throwaway view's writes folder that a run's volatile
+#: marker (the overlay's own folder in ``work``) is moved to as the run
+#: ends (:func:`_retire`), and removed from while the next run's command
+#: runs (:func:`_clear_spent`): the three folders' removal, a millisecond
+#: and more of waits on the file system's journal, is off the run's path.
+_SPENT = "spent"
+
+
+def _retire(folder: Path) -> None:
+    """Move the volatile marker of the run that used ``folder`` out of its
+    ``work`` (the next mount would refuse it) to :data:`_SPENT`; removed in
+    place where that cannot be done (one is there still)."""
+    marker = folder / "work" / "work"
+    try:
+        os.rename(marker, folder / _SPENT)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        _remove(marker)
+
+
+def _clear_spent(writes: Optional[Path]) -> None:
+    """Remove what the last run on ``writes`` left in :data:`_SPENT` (its
+    marker): called once a run's command is let go on, while Logist waits
+    for it. The mount of that run does not look at it."""
+    if writes is not None:
+        _remove(writes / _SPENT)
 
 
 @functools.lru_cache(maxsize=1)
@@ -769,6 +798,7 @@ def _run_contained(command: str, cwd: Path, env: dict, timeout: float, read: Cal
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = start(argv, str(cwd), env, out, err, recorded or (lambda pgid, start_time: None))
+        _clear_spent(writes)
         timed_out = False
         try:
             timed_out = not wait_for(proc, timeout)
