@@ -40,10 +40,10 @@ Logist holds the API key; a command is code the model wrote. So a command:
   a timeout (:func:`finish`) or when Logist dies. Logist itself never
   becomes a subreaper (its own children would be mixed with the command's).
 * is started by a **launcher** (``/bin/sh``, given only that environment;
-  where the mounts are made, the shell that makes them) that waits, before
-  it runs the command, until Logist has recorded the command's process
-  group in the step's journal (:func:`start`), so a command never runs
-  unrecorded; with ``PR_SET_PDEATHSIG`` on Linux (util-linux's ``setpriv``
+  where the mounts are made, the shell that makes them) whose last shell,
+  the command's own, waits, before it reads the command, until Logist has
+  recorded the command's process group in the step's journal
+  (:data:`_GATE`, :func:`start`), so a command never runs unrecorded; with ``PR_SET_PDEATHSIG`` on Linux (util-linux's ``setpriv``
   sets it where it works: :func:`parent_death_head`) it is killed when
   Logist dies.
 * Without a namespace, Logist hides what it can of itself
@@ -117,12 +117,12 @@ _UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
 #: read-only file system over each hidden directory (Logist's private
 #: directory: :mod:`logist.secrets.private`, where the folder of writes
 #: is), enters the workspace again through them (the working directory
-#: inherited from Logist is below the mounts), and becomes the gate
-#: (:data:`_GATE`, the argv that follows) as the caller's uid in a new user
+#: inherited from Logist is below the mounts), and becomes the command's
+#: shell (its gate first: :data:`_GATE`, the argv that follows) as the caller's uid in a new user
 #: and mount namespace, where the mounts are locked. Any failure stops
 #: here: the command does not run. All of it is done while Logist records
-#: the command's group: once Logist writes its line, what is left to start
-#: is the command's own ``/bin/sh``. The view, and its ``.git`` read-only
+#: the command's group: once Logist writes its line, nothing is left to
+#: start but what the command's shell runs. The view, and its ``.git`` read-only
 #: on it, are mounted after the read-only directories (the workspace is
 #: below the jobs directory, whose bind would cover them).
 #:
@@ -584,8 +584,8 @@ def launcher(command: str, sandbox: str, workspace: Optional[Path] = None,
     prefix: tuple[str, ...] = ()
     if sandbox != "none":
         mounted = workspace is not None and mount_prefix(workspace, read_only, writes)
-        # Mounted, the gate's shell is started in the namespace the command runs in: what is
-        # left to start when it is let go on is the command's own shell.
+        # Mounted, the command's shell (the gate first) is started in the namespace the command
+        # runs in: nothing is left to start when it is let go on but what the command runs.
         prefix = mounted or namespace_prefix() or ()
         if not prefix and sandbox == "namespace":
             raise SandboxUnavailable("command_sandbox is 'namespace' but this system cannot start a PID namespace "
