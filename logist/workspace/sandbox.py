@@ -798,9 +798,9 @@ def _run_contained(command: str, cwd: Path, env: dict, timeout: float, read: Cal
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = start(argv, str(cwd), env, out, err, recorded or (lambda pgid, start_time: None))
-        _clear_spent(writes)
         timed_out = False
         try:
+            _clear_spent(writes)  # while the command runs: inside the try, so Ctrl-C here still ends it
             timed_out = not wait_for(proc, timeout)
         finally:
             # What the command left running (or all of it, on a timeout) ends with it.
