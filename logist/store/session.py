@@ -73,7 +73,13 @@ The storage contract (what a session reads, appends and guarantees):
   power loss only the journal says the workspace is to be put back
   (without the fsyncs, what the check wrote may reach the disk and the
   journal's rename not, and the next step would commit the check's writes
-  as edits made by hand). Its entry's append: the journal is removed after
+  as edits made by hand). On a throwaway view only the first reason holds,
+  and it is enough: the fsyncs are for a power loss alone (a Logist that
+  dies leaves the journal in the page cache, where recovery reads the
+  command's group; after a power loss no command runs), and without them
+  the append journal would need its own two, after the run, where nothing
+  runs beside them; before the run they are made while the sandbox is
+  being made. Its entry's append: the journal is removed after
   it, and a removal that reached the disk before the appended bytes would
   leave a cut end that no journal says where to cut. The manifest and the
   append journal are not fsynced, as for a step.

@@ -40,10 +40,10 @@ Logist holds the API key; a command is code the model wrote. So a command:
   a timeout (:func:`finish`) or when Logist dies. Logist itself never
   becomes a subreaper (its own children would be mixed with the command's).
 * is started by a **launcher** (``/bin/sh``, given only that environment;
-  where the mounts are made, the shell that makes them) that waits, before
-  it runs the command, until Logist has recorded the command's process
-  group in the step's journal (:func:`start`), so a command never runs
-  unrecorded; with ``PR_SET_PDEATHSIG`` on Linux (util-linux's ``setpriv``
+  where the mounts are made, the shell that makes them) whose last shell,
+  the command's own, waits, before it reads the command, until Logist has
+  recorded the command's process group in the step's journal
+  (:data:`_GATE`, :func:`start`), so a command never runs unrecorded; with ``PR_SET_PDEATHSIG`` on Linux (util-linux's ``setpriv``
   sets it where it works: :func:`parent_death_head`) it is killed when
   Logist dies.
 * Without a namespace, Logist hides what it can of itself
@@ -94,10 +94,16 @@ PASSED = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "USER", "L
 NEVER_PASSED = ("LOGIST_API_KEY", "OPENAI_API_KEY")
 SANDBOXES = ("auto", "namespace", "none")
 
-#: Waits until Logist writes a line on its standard input, a pipe (the
-#: command's group is then recorded), and runs the command with no input;
-#: exits without running anything (125) when Logist died first.
-_GATE = 'IFS= read -r _ || exit 125; exec </dev/null; exec /bin/sh -c "$1"'
+#: The head of the command's own shell line (``/bin/sh -c``, the command's
+#: text after it, on its first line): waits until Logist writes a line on
+#: its standard input, a pipe (the command's group is then recorded), and
+#: runs the command with no input; exits without running anything (125)
+#: when Logist died first. The gate is the command's shell, not a shell
+#: that starts it (an ``exec /bin/sh -c`` more, 1 ms of CPU a run, after
+#: the gate opens): the command's text is read as ``sh -c`` reads it
+#: (``$0``, no arguments, its lines numbered from 1), and one with a
+#: syntax error on its first line runs nothing, gate included, as before.
+_GATE = "IFS= read -r _ || exit 125; unset _; exec </dev/null; "
 _UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
 #: Run as root of the outer user namespace (``$0`` = the workspace, ``$1``
 #: its uid and ``$2`` its gid outside, ``$3`` the folder of a throwaway
@@ -111,12 +117,12 @@ _UNSHARE = ("--user", "--pid", "--fork", "--kill-child", "--mount-proc")
 #: read-only file system over each hidden directory (Logist's private
 #: directory: :mod:`logist.secrets.private`, where the folder of writes
 #: is), enters the workspace again through them (the working directory
-#: inherited from Logist is below the mounts), and becomes the gate
-#: (:data:`_GATE`, the argv that follows) as the caller's uid in a new user
+#: inherited from Logist is below the mounts), and becomes the command's
+#: shell (its gate first: :data:`_GATE`, the argv that follows) as the caller's uid in a new user
 #: and mount namespace, where the mounts are locked. Any failure stops
 #: here: the command does not run. All of it is done while Logist records
-#: the command's group: once Logist writes its line, what is left to start
-#: is the command's own ``/bin/sh``. The view, and its ``.git`` read-only
+#: the command's group: once Logist writes its line, nothing is left to
+#: start but what the command's shell runs. The view, and its ``.git`` read-only
 #: on it, are mounted after the read-only directories (the workspace is
 #: below the jobs directory, whose bind would cover them).
 #:
@@ -498,10 +504,39 @@ def throwaway_view(workspace: Path) -> Iterator[Optional[Path]]:
     finally:
         # The overlay is volatile (it never syncs its writes: its unmount would otherwise sync the
         # whole file system they are on, as the run ends); it marks its work folder so, which a
-        # mount refuses: the marker goes with the run.
-        _remove(folder / "work" / "work")
+        # mount refuses: the marker goes with the run, moved aside in one rename (_retire).
+        _retire(folder)
         if not _unwritten(folder):
             _remove(folder)
+
+
+#: The folder of a throwaway view's writes folder that a run's volatile
+#: marker (the overlay's own folder in ``work``) is moved to as the run
+#: ends (:func:`_retire`), and removed from while the next run's command
+#: runs (:func:`_clear_spent`): the three folders' removal, a millisecond
+#: and more of waits on the file system's journal, is off the run's path.
+_SPENT = "spent"
+
+
+def _retire(folder: Path) -> None:
+    """Move the volatile marker of the run that used ``folder`` out of its
+    ``work`` (the next mount would refuse it) to :data:`_SPENT`; removed in
+    place where that cannot be done (one is there still)."""
+    marker = folder / "work" / "work"
+    try:
+        os.rename(marker, folder / _SPENT)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        _remove(marker)
+
+
+def _clear_spent(writes: Optional[Path]) -> None:
+    """Remove what the last run on ``writes`` left in :data:`_SPENT` (its
+    marker): called once a run's command is let go on, while Logist waits
+    for it. The mount of that run does not look at it."""
+    if writes is not None:
+        _remove(writes / _SPENT)
 
 
 @functools.lru_cache(maxsize=1)
@@ -549,15 +584,15 @@ def launcher(command: str, sandbox: str, workspace: Optional[Path] = None,
     prefix: tuple[str, ...] = ()
     if sandbox != "none":
         mounted = workspace is not None and mount_prefix(workspace, read_only, writes)
-        # Mounted, the gate's shell is started in the namespace the command runs in: what is
-        # left to start when it is let go on is the command's own shell.
+        # Mounted, the command's shell (the gate first) is started in the namespace the command
+        # runs in: nothing is left to start when it is let go on but what the command runs.
         prefix = mounted or namespace_prefix() or ()
         if not prefix and sandbox == "namespace":
             raise SandboxUnavailable("command_sandbox is 'namespace' but this system cannot start a PID namespace "
                               "(unshare --user --pid); set it to auto or none to run commands without one")
     if not prefix and reaper_works():
         prefix = (*_REAPER_HEAD, str(os.getpid()))
-    return [*prefix, "/bin/sh", "-c", _GATE, "logist-command", command]
+    return [*prefix, "/bin/sh", "-c", _GATE + command]
 
 
 #: How :data:`REAPER` is started (its pid and the argv to run follow).
@@ -678,14 +713,19 @@ def start(argv: list[str], cwd: str, env: dict, stdout: IO, stderr: IO,
         raise
     finally:
         os.close(read_end)
-    with os.fdopen(write_end, "w") as gate:
+    try:
         try:
             recorded(proc.pid, start_time(proc.pid))
         except BaseException:
-            gate.close()  # the launcher reads end of file and exits without running the command
+            os.close(write_end)  # the launcher reads end of file and exits without running the command
+            write_end = -1
             proc.wait()
             raise
-        gate.write("go\n")
+        with contextlib.suppress(BrokenPipeError):  # the launcher ended without reading it: nothing ran
+            os.write(write_end, b"go\n")
+    finally:
+        if write_end >= 0:
+            os.close(write_end)
     return proc
 
 
@@ -760,6 +800,7 @@ def _run_contained(command: str, cwd: Path, env: dict, timeout: float, read: Cal
         proc = start(argv, str(cwd), env, out, err, recorded or (lambda pgid, start_time: None))
         timed_out = False
         try:
+            _clear_spent(writes)  # while the command runs: inside the try, so Ctrl-C here still ends it
             timed_out = not wait_for(proc, timeout)
         finally:
             # What the command left running (or all of it, on a timeout) ends with it.

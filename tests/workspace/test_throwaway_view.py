@@ -59,6 +59,12 @@ def test_what_a_check_writes_is_seen_by_it_and_gone_after(tmp_path):
         again = run(workspace, jobs, "cat kept")
         assert again.thrown_away and again.stdout == "kept\n", again
     assert (folder / "upper").is_dir() and not (folder / "work" / "work").exists(), "no volatile marker left"
+    # The last run's marker is moved aside as it ends, and removed while the next run's command runs.
+    assert (folder / sandbox._SPENT).is_dir()
+    (folder / sandbox._SPENT / "left").mkdir()
+    again = run(workspace, jobs, "cat kept")
+    assert again.thrown_away and again.stdout == "kept\n", again
+    assert not (folder / sandbox._SPENT / "left").exists() and not (folder / "work" / "work").exists()
 
 
 @needs_view
