@@ -246,12 +246,30 @@ def compiled_once():
             os.environ[name] = value
 
 
+#: Where .ci/agents.sh links the coding agents it installs, which CI puts on PATH (read as the
+#: tests are collected: the isolation fixture takes every LOGIST_ variable out of each test's environment).
+AGENTS_BIN = Path(os.environ.get("LOGIST_AGENTS_DIR") or REPO_ROOT / ".ci" / "agents") / "bin"
+#: The test folders whose tests run the coding agents; elsewhere :data:`AGENTS_BIN` is taken off
+#: PATH: each ``logist doctor`` asks every agent it finds its version (aider's answer alone costs
+#: about 0.7 s of CPU), which no test outside these folders is about.
+AGENT_FOLDERS = ("agents", "model", "live")
+
+
+def _without_agents(path: str) -> str:
+    """``path`` (a PATH) without :data:`AGENTS_BIN`."""
+    agents = os.path.realpath(AGENTS_BIN)
+    return os.pathsep.join(folder for folder in path.split(os.pathsep) if os.path.realpath(folder) != agents)
+
+
 @pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    """Temp jobs dir, fixed git identity and dates, no real keys or endpoints."""
+def isolated(tmp_path, monkeypatch, request):
+    """Temp jobs dir, fixed git identity and dates, no real keys or endpoints,
+    no coding agent on PATH outside :data:`AGENT_FOLDERS`."""
     for name in list(os.environ):
         if name.startswith(("LOGIST_", "OPENAI_", "GIT_")):
             monkeypatch.delenv(name, raising=False)
+    if request.node.path.parent.name not in AGENT_FOLDERS and "PATH" in os.environ:
+        monkeypatch.setenv("PATH", _without_agents(os.environ["PATH"]))
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
