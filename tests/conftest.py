@@ -366,15 +366,16 @@ def logist_process(*args: str, env: dict | None = None, input: str | None = None
                    timeout: float = 60) -> subprocess.CompletedProcess:
     """Run the real ``logist`` in a child process (``python -m logist``),
     with this process's environment and ``env``, for what only a process of
-    its own shows: a kill (SIGKILL, ``LOGIST_FAILPOINT``) and what the next
-    process makes of what it left (the crash tests); what a model's command
+    its own shows: a kill (SIGKILL, ``LOGIST_FAILPOINT``; what the next
+    command makes of what it left is the same in this process, and the tests
+    outside the crash suites run it here); what a model's command
     can see of Logist's process (``/proc/<pid>/environ``, the environment it
     was started with, a non-dumpable process: test_command_safety, the
     gitrun planting test); an interpreter started another way
     (``PYTHONPATH``) or a ``PATH`` without ``unshare`` (probed once per
     process); ``--version`` answered before click is imported; the Ray
     engine's driver (the test's process is one already); the progress-line
-    test; test_budget's status "as a new process reads it". Tests of several
+    test. Tests of several
     processes at once start their own."""
     full_env = dict(os.environ)
     full_env.update(env or {})
