@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import termios
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -386,7 +387,8 @@ def logist_process(*args: str, env: dict | None = None, input: str | None = None
 
 
 def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None,
-                      ctrl_c_when: str | None = None, and_when: Callable[[], bool] | None = None) -> tuple[int, str]:
+                      ctrl_c_when: str | None = None, and_when: Callable[[], bool] | None = None,
+                      release_when: tuple[str, threading.Event] | None = None) -> tuple[int, str]:
     """``logist ARGS`` with stdout and stderr on a pseudo-terminal (and
     ``env`` added to the environment); what it wrote, and its exit code.
 
@@ -395,7 +397,11 @@ def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None,
     a shell's foreground job does); once that text was printed (and
     ``and_when()`` is true, when given: say, the server has the request the
     text announces, which is printed before it is sent), Ctrl-C is typed,
-    which the terminal turns into SIGINT for the process."""
+    which the terminal turns into SIGINT for the process.
+
+    With ``release_when`` (a text and an event), the event is set once that
+    text was printed: a scripted reply held until then (``Reply(release=)``)
+    goes on."""
     master, slave = pty.openpty()
 
     def own_terminal() -> None:  # in the child, after setsid: the pty becomes its controlling terminal
@@ -413,6 +419,8 @@ def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None,
         if interrupted and not typed and ctrl_c_when.encode() in output and (and_when is None or and_when()):
             os.write(master, b"\x03")
             typed = True
+        if release_when is not None and release_when[0].encode() in output:
+            release_when[1].set()
         ready, _, _ = select.select([master], [], [], 0.1)
         if ready:
             try:

@@ -242,7 +242,11 @@ def test_ctrl_c_in_approve_command_keeps_the_command_held(jobs, llm):
 def test_ctrl_c_in_a_batch_says_each_job_is_recorded_and_how_to_go_on(jobs, llm):
     for name in ("a", "b"):
         create_job(jobs, name, "Write hello.py")
-    llm.add(*[Reply(content=answer("MESSAGE", message="slow"), delay=2) for _ in range(4)])
+    # The first two calls answered at once, the next two held for 2 s: Ctrl-C lands while they are in
+    # flight, and the batch waits for them (each job stops after the step in hand), so no event can end
+    # their wait sooner without racing the Ctrl-C.
+    llm.add(answer("MESSAGE", message="first"), answer("MESSAGE", message="first"),
+            *[Reply(content=answer("MESSAGE", message="slow"), delay=2) for _ in range(2)])
     code, output = run_on_a_terminal("job", "run", "--all", "--base-url", llm.base_url, ctrl_c_when="#2 Worker MESSAGE")
     assert code == 130, output
     rows = said(output)
