@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import termios
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -246,12 +247,30 @@ def compiled_once():
             os.environ[name] = value
 
 
+#: Where .ci/agents.sh links the coding agents it installs, which CI puts on PATH (read as the
+#: tests are collected: the isolation fixture takes every LOGIST_ variable out of each test's environment).
+AGENTS_BIN = Path(os.environ.get("LOGIST_AGENTS_DIR") or REPO_ROOT / ".ci" / "agents") / "bin"
+#: The test folders whose tests run the coding agents; elsewhere :data:`AGENTS_BIN` is taken off
+#: PATH: each ``logist doctor`` asks every agent it finds its version (aider's answer alone costs
+#: about 0.7 s of CPU), which no test outside these folders is about.
+AGENT_FOLDERS = ("agents", "model", "live")
+
+
+def _without_agents(path: str) -> str:
+    """``path`` (a PATH) without :data:`AGENTS_BIN`."""
+    agents = os.path.realpath(AGENTS_BIN)
+    return os.pathsep.join(folder for folder in path.split(os.pathsep) if os.path.realpath(folder) != agents)
+
+
 @pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    """Temp jobs dir, fixed git identity and dates, no real keys or endpoints."""
+def isolated(tmp_path, monkeypatch, request):
+    """Temp jobs dir, fixed git identity and dates, no real keys or endpoints,
+    no coding agent on PATH outside :data:`AGENT_FOLDERS`."""
     for name in list(os.environ):
         if name.startswith(("LOGIST_", "OPENAI_", "GIT_")):
             monkeypatch.delenv(name, raising=False)
+    if request.node.path.parent.name not in AGENT_FOLDERS and "PATH" in os.environ:
+        monkeypatch.setenv("PATH", _without_agents(os.environ["PATH"]))
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
@@ -348,15 +367,16 @@ def logist_process(*args: str, env: dict | None = None, input: str | None = None
                    timeout: float = 60) -> subprocess.CompletedProcess:
     """Run the real ``logist`` in a child process (``python -m logist``),
     with this process's environment and ``env``, for what only a process of
-    its own shows: a kill (SIGKILL, ``LOGIST_FAILPOINT``) and what the next
-    process makes of what it left (the crash tests); what a model's command
+    its own shows: a kill (SIGKILL, ``LOGIST_FAILPOINT``; what the next
+    command makes of what it left is the same in this process, and the tests
+    outside the crash suites run it here); what a model's command
     can see of Logist's process (``/proc/<pid>/environ``, the environment it
     was started with, a non-dumpable process: test_command_safety, the
     gitrun planting test); an interpreter started another way
     (``PYTHONPATH``) or a ``PATH`` without ``unshare`` (probed once per
     process); ``--version`` answered before click is imported; the Ray
     engine's driver (the test's process is one already); the progress-line
-    test; test_budget's status "as a new process reads it". Tests of several
+    test. Tests of several
     processes at once start their own."""
     full_env = dict(os.environ)
     full_env.update(env or {})
@@ -367,7 +387,8 @@ def logist_process(*args: str, env: dict | None = None, input: str | None = None
 
 
 def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None,
-                      ctrl_c_when: str | None = None, and_when: Callable[[], bool] | None = None) -> tuple[int, str]:
+                      ctrl_c_when: str | None = None, and_when: Callable[[], bool] | None = None,
+                      release_when: tuple[str, threading.Event] | None = None) -> tuple[int, str]:
     """``logist ARGS`` with stdout and stderr on a pseudo-terminal (and
     ``env`` added to the environment); what it wrote, and its exit code.
 
@@ -376,7 +397,11 @@ def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None,
     a shell's foreground job does); once that text was printed (and
     ``and_when()`` is true, when given: say, the server has the request the
     text announces, which is printed before it is sent), Ctrl-C is typed,
-    which the terminal turns into SIGINT for the process."""
+    which the terminal turns into SIGINT for the process.
+
+    With ``release_when`` (a text and an event), the event is set once that
+    text was printed: a scripted reply held until then (``Reply(release=)``)
+    goes on."""
     master, slave = pty.openpty()
 
     def own_terminal() -> None:  # in the child, after setsid: the pty becomes its controlling terminal
@@ -394,6 +419,8 @@ def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None,
         if interrupted and not typed and ctrl_c_when.encode() in output and (and_when is None or and_when()):
             os.write(master, b"\x03")
             typed = True
+        if release_when is not None and release_when[0].encode() in output:
+            release_when[1].set()
         ready, _, _ = select.select([master], [], [], 0.1)
         if ready:
             try:
@@ -468,10 +495,11 @@ def long_job(jobs: JobsDir, llm, rounds: int, name: str = "long"):
     stepped through ``llm`` (a model or a server), then a turn in progress: each
     Worker turn runs a command (whose output the call after it repeats),
     changes a file and completes, so its calls continue one another and an
-    early one's output is shown again later. 1 + 4 * ``rounds`` + 3 entries."""
-    check = jobs.path.parent / "check.py"
-    check.write_text("print('checked, line 1')\nprint('checked, line 2')\n")
-    command = f"{sys.executable} check.py"
+    early one's output is shown again later. 1 + 4 * ``rounds`` + 3 entries.
+    The command is a shell script (a Python one cost ~15 ms of CPU a run)."""
+    check = jobs.path.parent / "check.sh"
+    check.write_text("echo 'checked, line 1'\necho 'checked, line 2'\n")
+    command = "sh check.sh"
     job = create_job(jobs, name, "Keep the notes", files=[str(check)], allowed_commands=[command],
                      max_retries_in_a_row=1000)
     usage = {"prompt_tokens": 1200, "completion_tokens": 80}

@@ -149,7 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"".join(framed))
                 return
             for i, piece in enumerate(framed):
-                if 1 < i < len(events) - 1 and self._client_left_during(delay):
+                if 1 < i < len(events) - 1 and self._client_left_during(delay, reply.release if reply else None):
                     self.close_connection = True
                     return
                 self.wfile.write(piece)

@@ -19,10 +19,11 @@ class Reply:
     #: Seconds to wait before answering; the wait ends early (and nothing is
     #: sent) when the client closes the connection, as a timed-out one does.
     delay: float = 0.0
-    #: With ``delay``: an event (``threading.Event``) that ends the wait as
-    #: soon as it is set, and the answer is sent; a test sets it once it has
-    #: seen what it waits for while the call is in flight, instead of
-    #: waiting out a delay long enough for the slowest machine.
+    #: With ``delay`` (or ``piece_delay``): an event (``threading.Event``)
+    #: that ends the wait as soon as it is set, and the answer (or the rest of
+    #: its pieces) is sent; a test sets it once it has seen what it waits for
+    #: while the call is in flight, instead of waiting out a delay long enough
+    #: for the slowest machine.
     release: Optional[Event] = None
     #: ``{"prompt_tokens": N, "completion_tokens": M}``; None = estimated from
     #: the text (4 characters a token); ``False`` = no usage in the answer.

@@ -20,10 +20,8 @@ from logist.agents.providers import find_program, provider
 from logist.replay.scripted import ScriptedLLMServer
 from logist.workspace.repository import Workspace
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-#: Where .ci/agents.sh links the programs it installs (read as the tests are collected: the
-#: isolation fixture takes every LOGIST_ variable out of each test's environment).
-AGENTS_BIN = Path(os.environ.get("LOGIST_AGENTS_DIR") or REPO_ROOT / ".ci" / "agents") / "bin"
+from conftest import AGENTS_BIN
+
 #: Whether an agent that is not installed fails its tests instead of skipping them.
 AGENTS_REQUIRED = os.environ.get("LOGIST_AGENTS_REQUIRED") == "1"
 #: Written into the user's home by :func:`user_home`: must never reach an agent's home.

@@ -21,7 +21,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]  # agent_helpers, conftest
 
 from agent_helpers import (NativeServer, codex_shell_call, messages_turn, responses_message,  # noqa: E402
                            responses_turn)

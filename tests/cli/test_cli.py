@@ -565,10 +565,11 @@ def test_demo_that_fails_says_so(jobs):
     assert "job approve" not in demo.stderr
 
 
-def test_demo_paths_it_prints_exist_from_the_current_directory(jobs, tmp_path):
+def test_demo_paths_it_prints_exist_from_the_current_directory(jobs, tmp_path, monkeypatch):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    demo = subprocess.run([sys.executable, "-m", "logist", "demo"], capture_output=True, text=True, cwd=elsewhere, timeout=120)
+    monkeypatch.chdir(elsewhere)
+    demo = logist_cli("demo", timeout=120)
     ok(demo)
     printed = [line.split()[0] for line in demo.stdout.splitlines() if line.strip().endswith(("its state", "every prompt and answer"))]
     assert len(printed) == 2, demo.stderr

@@ -123,13 +123,15 @@ def test_a_line_shows_a_running_commands_seconds_on_a_terminal_and_nothing_in_a_
     assert any(re.fullmatch(re.escape(f"   $ {SLOW}  (exit 0, ") + SECONDS.pattern, row) for row in rows), rows
     assert shows(rows, "   | slept")
 
-    # Not a terminal: no line redrawn, only the command's line with its time, as for a call.
-    create_job(jobs, "piped", "Run it", allowed_commands=[SLOW])
-    llm.add(answer("CMD", command=SLOW))
+    # Not a terminal: no line drawn, only the command's line with its time, as for a call. On a terminal
+    # the line is drawn as soon as the command starts: a quick command shows it is never drawn here.
+    quick = "echo slept"
+    create_job(jobs, "piped", "Run it", allowed_commands=[quick])
+    llm.add(answer("CMD", command=quick))
     piped = logist_cli("job", "step", "piped", "--oneshot", "--base-url", llm.base_url)
     assert piped.returncode == 0, piped.stderr
     assert "running," not in piped.stderr and "\r" not in piped.stderr and "\x1b" not in piped.stderr
-    assert re.search(re.escape(f"   $ {SLOW}  (exit 0, ") + SECONDS.pattern, piped.stderr), piped.stderr
+    assert re.search(re.escape(f"   $ {quick}  (exit 0, ") + SECONDS.pattern, piped.stderr), piped.stderr
 
 
 # -- approve-command shows the output of the command it ran ------------------------------------------
@@ -242,7 +244,11 @@ def test_ctrl_c_in_approve_command_keeps_the_command_held(jobs, llm):
 def test_ctrl_c_in_a_batch_says_each_job_is_recorded_and_how_to_go_on(jobs, llm):
     for name in ("a", "b"):
         create_job(jobs, name, "Write hello.py")
-    llm.add(*[Reply(content=answer("MESSAGE", message="slow"), delay=2) for _ in range(4)])
+    # The first two calls answered at once, the next two held for 2 s: Ctrl-C lands while they are in
+    # flight, and the batch waits for them (each job stops after the step in hand), so no event can end
+    # their wait sooner without racing the Ctrl-C.
+    llm.add(answer("MESSAGE", message="first"), answer("MESSAGE", message="first"),
+            *[Reply(content=answer("MESSAGE", message="slow"), delay=2) for _ in range(2)])
     code, output = run_on_a_terminal("job", "run", "--all", "--base-url", llm.base_url, ctrl_c_when="#2 Worker MESSAGE")
     assert code == 130, output
     rows = said(output)

@@ -19,6 +19,8 @@ import pytest
 
 from logist.replay.scripted import LLMServer, Reply, answer
 
+from conftest import logist_cli
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None
                                 or not sys.platform.startswith("linux"),
                                 reason="needs root to mount a small or read-only file system (unshare --mount)")
@@ -39,8 +41,7 @@ def in_a_mount_namespace(script: str, **env: str) -> list[tuple[str, int, str]]:
 
 def test_a_read_only_jobs_directory_is_one_line_naming_the_path(tmp_path):
     jobs = tmp_path / "jobs"
-    made = subprocess.run([sys.executable, "-m", "logist", "--jobs-dir", str(jobs), "job", "create", "j", "-o", "x"],
-                          capture_output=True, text=True, timeout=120)
+    made = logist_cli("--jobs-dir", str(jobs), "job", "create", "j", "-o", "x")
     assert made.returncode == 0, made.stderr
     ran = in_a_mount_namespace(
         'mount --bind "$J" "$J" && mount -o remount,bind,ro "$J" && '

@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -27,7 +28,7 @@ from logist.errors import ConfigError
 from logist.replay.scripted import Reply, ScriptedLLMServer, answer
 from logist.store.config import DEFAULT_BASE_URL, NOT_CONFIGURED, load_config, resolve_endpoint, shipped_prices
 
-from conftest import CANARY_KEY, logist_cli, logist_process, run_on_a_terminal, write_config
+from conftest import CANARY_KEY, logist_cli, run_on_a_terminal, write_config
 
 DONE = answer("COMPLETED", "Wrote hello.py.", [])
 
@@ -237,9 +238,12 @@ def test_an_endpoint_that_does_not_stream_is_asked_plainly_and_remembered(jobs, 
 
 def test_a_progress_line_while_the_call_is_in_flight_only_on_a_terminal(jobs, llm):
     make_job(jobs)
-    slow = Reply(content=answer("MESSAGE", message="thinking"), pieces=6, piece_delay=0.4)
+    # The pieces after the first are held until the line counts it (at most 10 s each: then the assert fails).
+    counted = threading.Event()
+    slow = Reply(content=answer("MESSAGE", message="thinking"), pieces=6, piece_delay=10, release=counted)
     llm.add(slow)
-    code, output = run_on_a_terminal("job", "step", "hello", "--oneshot", "--base-url", llm.base_url)
+    code, output = run_on_a_terminal("job", "step", "hello", "--oneshot", "--base-url", llm.base_url,
+                                     release_when=("tokens so far", counted))
     assert code == 0, output
     assert "\r\x1b[K  Worker (gpt-4o-mini), step 1 of 100: waiting for the model, 0 s" in output
     assert "tokens so far" in output, "the pieces streamed so far are counted"
@@ -257,7 +261,7 @@ def test_a_progress_line_while_the_call_is_in_flight_only_on_a_terminal(jobs, ll
     assert "#3 Worker MESSAGE -> RUNNING" in quiet and "tokens in" not in quiet
 
     llm.add(fast)
-    piped = ok(logist_process("job", "step", "hello", "--oneshot", "--base-url", llm.base_url))
+    piped = ok(logist_cli("job", "step", "hello", "--oneshot", "--base-url", llm.base_url))  # stderr not a terminal
     assert "waiting for the model" not in piped.stderr and "\x1b" not in piped.stderr
     assert "#4 Worker MESSAGE -> RUNNING" in piped.stderr
 

@@ -4,6 +4,7 @@ the same recording run serially."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import os
@@ -21,7 +22,15 @@ from logist.replay.fixtures import create_from_fixture
 from logist.replay.server import ReplayLLMServer
 from logist.store.entries import CALL_KINDS
 
+import pytest
+
 from conftest import REPO_ROOT, logist_cli, logist_process
+
+#: The Ray engine's tests: skipped where Ray is not installed. Ray is imported by the tests that run:
+#: imported as their modules are collected, it would cost each pytest-xdist worker ~0.35 s of CPU in
+#: runs that leave these slow tests out too.
+NEEDS_RAY = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                               reason="the ray engine's tests need Ray (pip install -e '.[test]')")
 
 WORDCOUNT = REPO_ROOT / "fixtures" / "wordcount"
 MODEL = "gpt-4o-mini"

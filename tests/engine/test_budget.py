@@ -16,7 +16,7 @@ from logist.engine.step import step_once
 from logist.replay.scripted import Reply
 from logist.replay.scripted import answer
 
-from conftest import logist_cli, logist_process, write_config
+from conftest import logist_cli, write_config
 
 PRICED = "priced-model"
 FREE = "free-model"
@@ -55,8 +55,8 @@ def totals_of(data: dict) -> dict:
 
 
 def status_json(job_id: str) -> dict:
-    """The job's status as a new process reads it."""
-    return json.loads(ok(logist_process("job", "status", job_id, "--json")).stdout)
+    """The job's status as a command reads it (the real program, from fresh caches)."""
+    return json.loads(ok(logist_cli("job", "status", job_id, "--json")).stdout)
 
 
 def assert_totals_match_history(job_dir, job_id):

@@ -17,7 +17,7 @@ from logist.store.prompts import builtin
 from logist.resources import data_dir
 from logist.replay.scripted import Reply
 
-from conftest import logist_cli, logist_process, write_config
+from conftest import logist_cli, write_config
 
 
 def compacting_worker(jobs, threshold=4, retain=2):
@@ -106,7 +106,7 @@ def test_a_restart_does_not_redo_the_summary(jobs, llm):
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
     llm.add(note(6))
-    result = logist_process("job", "step", "--oneshot", "long", "--base-url", llm.base_url)
+    result = logist_cli("job", "step", "--oneshot", "long", "--base-url", llm.base_url)
     assert result.returncode == 0, result.stderr
     assert [is_summary_call(r) for r in llm.requests] == [False] * 5 + [True] + [False, False]
     assert "Summary of rounds 1 to 3" in llm.requests[-1]["messages"][0]["content"]

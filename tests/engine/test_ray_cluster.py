@@ -22,16 +22,18 @@ import pytest
 from logist.store.session import JobFiles, LEASE_NAME
 from logist.replay.server import ReplayLLMServer
 
-from engine.batch_helpers import MODEL, WORDCOUNT, corrupt_files, make_jobs, recorded_calls, unknown_call_keys
+from engine.batch_helpers import (
+    MODEL, NEEDS_RAY, WORDCOUNT, corrupt_files, make_jobs, recorded_calls, unknown_call_keys,
+)
 
-ray = pytest.importorskip("ray", reason="the ray engine's tests need Ray (pip install -e '.[test]')")
-cluster_utils = pytest.importorskip("ray.cluster_utils")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, NEEDS_RAY]
 
 
 def _two_nodes(second_env: Optional[dict] = None):
     """A head node and a second node, 1 CPU and a small object store each
     (``second_env``: the second node's processes' environment, added to)."""
+    from ray import cluster_utils
+
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     small = dict(num_cpus=1, object_store_memory=80 * 1024 * 1024)
     cluster = cluster_utils.Cluster(initialize_head=True, head_node_args=dict(small, include_dashboard=False))
@@ -147,6 +149,8 @@ def head_and_copy(jobs, tmp_path):
     without the shared filesystem."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare(1) to give the second node a mount namespace")
+    from ray import cluster_utils
+
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     cluster = cluster_utils.Cluster(initialize_head=True, head_node_args=dict(
         num_cpus=1, object_store_memory=80 * 1024 * 1024, include_dashboard=False))

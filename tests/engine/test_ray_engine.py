@@ -21,16 +21,17 @@ from logist.replay.server import ReplayLLMServer
 
 from conftest import logist_cli
 from engine.batch_helpers import (
-    MODEL, WORDCOUNT, corrupt_files, fingerprint, make_jobs, recorded_calls, run_all, unknown_call_keys,
+    MODEL, NEEDS_RAY, WORDCOUNT, corrupt_files, fingerprint, make_jobs, recorded_calls, run_all, unknown_call_keys,
 )
 
-ray = pytest.importorskip("ray", reason="the ray engine's tests need Ray (pip install -e '.[test]')")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, NEEDS_RAY]
 
 
 @pytest.fixture(scope="session")
 def ray_cluster():
     """The address of a local Ray cluster (num_cpus=2) for the whole session."""
+    import ray
+
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # child processes join without a token file
     # A cluster of its own, whatever Ray state the machine has (a RAY_ADDRESS,
     # a stale ray_current_cluster file, another cluster running).

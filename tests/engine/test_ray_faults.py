@@ -48,13 +48,11 @@ from logist.replay.server import ReplayLLMServer
 from logist.engine.ray_engine import NONCE_DIR
 
 from engine.batch_helpers import (
-    WORDCOUNT, TakeoverWatch, assert_each_paid_call_recorded_once, corrupt_files, end_state, leases_of, make_jobs,
-    finish, now, output, scaled, serial_reference, set_lease_seconds, start_batch,
+    NEEDS_RAY, WORDCOUNT, TakeoverWatch, assert_each_paid_call_recorded_once, corrupt_files, end_state, leases_of,
+    make_jobs, finish, now, output, scaled, serial_reference, set_lease_seconds, start_batch,
 )
 
-ray = pytest.importorskip("ray", reason="the ray engine's tests need Ray (pip install -e '.[test]')")
-cluster_utils = pytest.importorskip("ray.cluster_utils")
-pytestmark = [pytest.mark.slow, pytest.mark.scale]
+pytestmark = [pytest.mark.slow, pytest.mark.scale, NEEDS_RAY]
 
 JOBS = scaled(8, 24)
 CONCURRENCY = "4"
@@ -91,6 +89,8 @@ class NamedNodes:
     start`` in UTS namespaces of their own, each with its own hostname."""
 
     def __init__(self):
+        from ray import cluster_utils
+
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         self.cluster = cluster_utils.Cluster(initialize_head=True, head_node_args=dict(SMALL, include_dashboard=False))
         self.nodes: dict[str, subprocess.Popen] = {}

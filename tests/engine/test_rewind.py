@@ -373,7 +373,7 @@ def test_restep_killed_while_recording_is_finished_by_the_next_command(jobs, llm
     assert killed.returncode == -9, killed.stderr
 
     llm.add(answer("MESSAGE", message="step three again"))
-    result = logist_process("job", "step", "rw", "--oneshot", "--base-url", llm.base_url)
+    result = logist_cli("job", "step", "rw", "--oneshot", "--base-url", llm.base_url)  # the next command: here
     assert result.returncode == 0, result.stderr
 
     kinds = [e.kind for e in JobFiles(job.dir).load_history().interactions]

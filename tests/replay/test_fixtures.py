@@ -23,7 +23,7 @@ from logist.replay.demo import run_demo
 from logist.replay.fixtures import create_from_fixture, load_fixture, record_fixture, rerecord
 from logist.replay.apply import ReplayDivergedError, replay_history
 
-from conftest import REPO_ROOT, Normaliser
+from conftest import REPO_ROOT, Normaliser, logist_cli
 
 FIXTURES_DIR = REPO_ROOT / "fixtures"
 FIXTURES = sorted(p.name for p in FIXTURES_DIR.iterdir() if (p / "job.json").is_file())
@@ -107,11 +107,8 @@ def test_fixture_replays_live_and_through_poststep_to_the_recording(name, tmp_pa
 
     # ``job replay``: the recorded answers through poststep.
     posted = create_from_fixture(JobsDir(tmp_path / "posted"), fixture)
-    result = subprocess.run(
-        [sys.executable, "-m", "logist", "--jobs-dir", str(tmp_path / "posted"), "job", "replay", fixture.spec["job_id"],
-         "--history", str(fixture.history_path)],
-        capture_output=True, text=True, timeout=120,
-    )
+    result = logist_cli("--jobs-dir", str(tmp_path / "posted"), "job", "replay", fixture.spec["job_id"],
+                        "--history", str(fixture.history_path), timeout=120)
     # Its exit code is that of the state it reached: 3 when the job waits for a person.
     waits = str(fixture.manifest().status) in WAITING_FOR_PERSON
     assert result.returncode == (EXIT_NEEDS_PERSON if waits else 0), result.stderr

@@ -73,7 +73,7 @@ def test_the_readme_names_every_file_a_job_leaves(jobs, llm):
 
     # A damaged manifest is moved aside and rebuilt by the next command.
     job.manifest_path.write_text("{ not json")
-    repaired = logist_process("job", "poststep", "files", "--response-string", answer("MESSAGE", message="after"))
+    repaired = logist_cli("job", "poststep", "files", "--response-string", answer("MESSAGE", message="after"))
     assert repaired.returncode == 0, repaired.stderr
     assert [n for n in os.listdir(job.dir) if n.startswith("job_manifest.json.corrupt-")]
 

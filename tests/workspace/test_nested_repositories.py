@@ -190,10 +190,12 @@ def test_an_index_without_a_gitlink_costs_no_git_process(tmp_path, monkeypatch):
 @pytest.mark.wire
 @pytest.mark.parametrize("sandbox", ["none", "auto"])
 def test_the_nested_filter_attack_through_a_step_runs_nothing(jobs, llm, tmp_path, sandbox):
-    """The attack as issue 27 found it, through real processes: a command
-    makes a nested repository with a filter and changes its file, the step
-    commits; the next step's command changes it again and the step commits."""
-    from conftest import CANARY_KEY, logist_process
+    """The attack as it was found, through the real program and real
+    commands: a command makes a nested repository with a filter and changes
+    its file, the step commits; the next step's command changes it again and
+    the step commits. (``logist job step`` runs in this process: the
+    commands and git are processes either way.)"""
+    from conftest import CANARY_KEY, logist_cli
     from logist.engine.create import create_job
     from logist.replay.scripted import answer
 
@@ -211,8 +213,8 @@ def test_the_nested_filter_attack_through_a_step_runs_nothing(jobs, llm, tmp_pat
     job = create_job(jobs, "nested", "Anything", allowed_commands=[command], command_sandbox=sandbox)
     llm.add(answer("CMD", command=command), answer("CMD", command=command), answer("COMPLETED", "done", []))
     for _ in range(3):
-        done = logist_process("job", "step", "--oneshot", job.id, "--base-url", llm.base_url,
-                              env={"LOGIST_API_KEY": CANARY_KEY})
+        done = logist_cli("job", "step", "--oneshot", job.id, "--base-url", llm.base_url,
+                          env={"LOGIST_API_KEY": CANARY_KEY})
         assert done.returncode in (0, 3), done.stderr
     assert (job.workspace / "sub" / ".git").is_dir()
     assert sorted(p.name for p in ran.iterdir()) == []
