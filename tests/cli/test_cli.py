@@ -552,17 +552,22 @@ def test_demo_runs_offline_without_a_key(jobs):
 
 
 def test_demo_that_fails_says_so(jobs):
-    """In a network namespace whose loopback is down, the demo's own server is unreachable."""
+    """In a network namespace whose loopback is down, the demo's own server is
+    unreachable: the demo fails in one line naming the endpoint, records
+    nothing (a call that never connected cost nothing) and leaves its job as
+    it was, never pointing at an approval."""
     if not _can_unshare_network():
         pytest.skip("needs unshare -rn")
     write_config(jobs, max_retries=0)
     demo = subprocess.run(["unshare", "-rn", sys.executable, "-m", "logist", "demo"], capture_output=True, text=True, timeout=120)
-    status = json.loads(ok(logist_cli("job", "status", "demo", "--json")).stdout)["status"]
-    if status != "INTERVENTION_REQUIRED":
-        pytest.skip(f"the demo's server stayed reachable (job is {status})")
-    assert "Traceback" not in demo.stderr
     assert demo.returncode != 0
+    assert "Traceback" not in demo.stderr
+    [error] = [line for line in demo.stderr.splitlines() if line.startswith("Error:")]
+    assert "cannot connect" in error and "http://127.0.0.1:" in error and "nothing was recorded" in error, error
     assert "job approve" not in demo.stderr
+    status = json.loads(ok(logist_cli("job", "status", "demo", "--json")).stdout)
+    assert status["status"] == "PENDING", status
+    assert len(json.loads((jobs.path / "demo" / "jobHistory.json").read_text())["interactions"]) == 1, "only the creation"
 
 
 def test_demo_paths_it_prints_exist_from_the_current_directory(jobs, tmp_path, monkeypatch):
