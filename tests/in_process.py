@@ -67,6 +67,8 @@ SHARED = {
     ("logist.workspace.sandbox", "mounts_work"): "what this system can do (mounts in a user namespace), probed once",
     ("logist.workspace.sandbox", "reaper_works"): "what this system can do (child subreapers), probed once",
     ("logist.workspace.sandbox", "parent_death_head"): "what this system can do (setpriv --pdeathsig), probed once",
+    ("logist.workspace.sandbox", "throwaway_works"): "what this system can do (an overlay in a user namespace), "
+                                                 "probed once",
     ("logist.programs", "program"): "where this system keeps git, unshare, mount and setpriv (its root-owned "
                                     "folders), looked up once",
     ("logist.resources", "data_dir"): "where this installation keeps its bundled data, looked up once",
