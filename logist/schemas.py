@@ -195,7 +195,9 @@ def job_history_schema() -> dict:
 def step_journal_schema() -> dict:
     return file_schema(
         StepJournal.model_fields["schema_"].default, "Logist step journal (step_journal.json)",
-        "Present in a job's folder only while a step is being applied: what recovery needs after a crash.",
+        "Present in a job's folder only while a step is being applied: what recovery needs after a crash. "
+        "Written on one line (compact JSON), unlike the job's other files: only Logist reads it, and it is "
+        "written up to three times a step.",
         StepJournal,
     )
 

@@ -56,7 +56,7 @@ from typing import BinaryIO, Iterator, Optional
 from pydantic import ValidationError
 
 from ..secrets.redact import redact_data
-from .atomic import atomic_write, atomic_write_json, atomic_writer, fsync_dir, move_aside, naming
+from .atomic import COMPACT, atomic_write, atomic_write_json, atomic_writer, fsync_dir, move_aside, naming
 from ..errors import CorruptFileError
 from ..failpoints import failpoint
 from .entries import HistoryEntry, JobHistory
@@ -78,10 +78,6 @@ def header(job_id: str) -> bytes:
         f'  "job_id": {json.dumps(job_id, ensure_ascii=False)},\n'
         '  "interactions": ['
     ).encode("utf-8")
-
-
-#: Separators inside a field's value.
-COMPACT = (",", ":")
 
 
 def layout(entry: dict) -> bytes:

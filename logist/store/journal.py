@@ -12,6 +12,9 @@ before the command begins. Each write records where the history's entries
 end (``history_offset``): where the step's entry will be appended, so the
 append needs no fsynced journal of its own (:func:`logist.store.history.append_entry`).
 What recovery makes of a journal left behind is :mod:`logist.store.recovery`'s.
+It is written on one line (compact JSON), unlike the job's files a person
+reads: only Logist reads it, and an indent would send each of its writes
+(a call's request in it) through json's pure-Python encoder.
 
 An answer that arrives on a full disk is saved all the same: before a call
 is sent, room for its answered journal is taken on the disk
@@ -112,7 +115,7 @@ class StepJournalFile:
             # The request names its file from now on (its metadata is the step's own): the
             # journal's later writes and the step's entry do not look for it again.
             journal.request.metadata.response_format = kept["request"]["metadata"]["response_format"]
-        atomic_write_json(self.path, kept)
+        atomic_write_json(self.path, kept, compact=True)
         self.history_offset = journal.history_offset
         return journal
 
@@ -176,7 +179,7 @@ class StepJournalFile:
         journal's place (a rename: no new space); False when there is no room
         or it does not fit."""
         room = self.files.answer_room_path
-        data = dump_json(journal.model_dump(mode="json", by_alias=True, exclude_none=True)).encode("utf-8")
+        data = dump_json(journal.model_dump(mode="json", by_alias=True, exclude_none=True), compact=True).encode("utf-8")
         try:
             if room.stat().st_size < len(data):
                 return False
@@ -258,7 +261,7 @@ class StepJournalFile:
         about to run (called before the command begins)."""
         data = json.loads(self.path.read_text(encoding="utf-8"))
         data.update(command_pgid=pgid, command_started=started)
-        atomic_write_json(self.path, data)
+        atomic_write_json(self.path, data, compact=True)
         failpoint("command_started")
 
 
