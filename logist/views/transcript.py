@@ -120,9 +120,12 @@ def _append(path: Path, marker: Marker, entries: list[HistoryEntry], tracker: Pr
         handle.truncate()
 
 
-def _entries_since(job: JobFiles, sequence: int) -> list[HistoryEntry]:
+def _entries_since(job: JobFiles, sequence: int, last: Optional[HistoryEntry] = None) -> list[HistoryEntry]:
+    """The entries numbered ``sequence`` or more; ``last``, the last entry as
+    read already, is not validated again (an entry never changes once written)."""
     found = job.entries_since(sequence)
-    return [HistoryEntry.model_validate(found[n]) for n in sorted(found)]
+    return [last if last is not None and n == last.sequence else HistoryEntry.model_validate(found[n])
+            for n in sorted(found)]
 
 
 def update(job: JobFiles, marks: Optional[list] = None) -> str:
@@ -152,12 +155,12 @@ def update(job: JobFiles, marks: Optional[list] = None) -> str:
     first_missing = marker.seq + 1
     if first_missing == last_sequence:
         start = context_start(last)
-        entries = [last] if start == last_sequence else _entries_since(job, start)
+        entries = [last] if start == last_sequence else _entries_since(job, start, last)
     else:  # several commands' entries, or a recovery and a step
-        entries = _entries_since(job, first_missing)
+        entries = _entries_since(job, first_missing, last)
         start = min((context_start(e) for e in entries), default=first_missing)
         if start < first_missing:
-            entries = _entries_since(job, start)
+            entries = _entries_since(job, start, last)
     missing = [e for e in entries if e.sequence >= first_missing]
     if [e.sequence for e in missing] != list(range(first_missing, last_sequence + 1)):
         rebuild(job)
