@@ -445,5 +445,13 @@ def test_a_storm_of_kills_over_commands_checks_agents_and_serve_decisions(jobs, 
     assert sorted(seen - set(recorded_agent_calls)) == [], "a call the agent saw answered is not recorded"
     assert set(recorded_agent_calls) <= set(agent_calls)
     assert [call for call, n in agent_calls.items() if n > 1] == [], "the gateway sent an agent's call twice"
-    assert [pid for marker in (str(folder / "my-agent"), "notes/commands.txt", "held.txt")
-            for pid in processes_with(marker)] == []
+    # A group killed with SIGKILL, or a PID namespace whose first process was, ends asynchronously: a killed
+    # process can show in /proc for a moment after the kill returned. One that was never killed stays: this fails.
+    def left() -> list[int]:
+        return [pid for marker in (str(folder / "my-agent"), "notes/commands.txt", "held.txt")
+                for pid in processes_with(marker)]
+
+    deadline = time.monotonic() + 5
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert left() == []
