@@ -140,9 +140,8 @@ def dump_json(data: Any, compact: bool = False) -> str:
     end): json's C encoder writes that, while an indented file goes through
     its pure-Python one, several times slower.
     """
-    if compact:
-        return json.dumps(redact_data(data), ensure_ascii=False, separators=COMPACT) + "\n"
-    return json.dumps(redact_data(data), indent=2, ensure_ascii=False) + "\n"
+    layout = {"separators": COMPACT} if compact else {"indent": 2}
+    return json.dumps(redact_data(data), ensure_ascii=False, **layout) + "\n"
 
 
 def atomic_write_json(path: Path, data: Any, durable: bool = True, compact: bool = False) -> None:
