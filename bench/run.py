@@ -377,8 +377,9 @@ def bench_replay(tmp: Path, steps: int) -> None:
     count = replay_history(target, history)
     posted = count / (time.perf_counter() - started)
     served = create_job(jobs, "served", "Record a history", max_steps=steps)
-    # The server as ``logist replay-server`` runs it: it keeps no request (each is the whole turn so far).
-    with ReplayLLMServer(history, keep_requests=False) as server:
+    # The server as ``logist replay-server JOB`` runs it: the recording's folder (its response_formats/ at hand),
+    # no request kept (each is the whole turn so far).
+    with ReplayLLMServer(source.history_path.parent, keep_requests=False) as server:
         started = time.perf_counter()
         results = run_job(served, base_url=server.base_url)
         elapsed = time.perf_counter() - started

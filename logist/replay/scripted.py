@@ -172,14 +172,16 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._error(404, f"no route {self.path}", "not_found")
             return
-        try:
-            body = json.loads(raw)
-            if not isinstance(body, dict):
-                raise ValueError
-        except ValueError:
-            self._error(400, "request body is not a JSON object", "invalid_request_error")
-            return
         owner = self.server.owner
+        body = owner.known(raw)
+        if body is None:
+            try:
+                body = json.loads(raw)
+                if not isinstance(body, dict):
+                    raise ValueError
+            except ValueError:
+                self._error(400, "request body is not a JSON object", "invalid_request_error")
+                return
         if body.get("stream") and owner.streaming == "refuse":
             owner._record(body, dict(self.headers))  # refused: the script's next answer is not used up
             self._error(400, "stream is not supported", "invalid_request_error", NO_RETRY)
@@ -263,6 +265,12 @@ class LLMServer:
     def reply_for(self, body: dict, headers: dict) -> Reply:
         """The reply to one request (called with the server's lock held)."""
         raise NotImplementedError
+
+    def known(self, raw: bytes) -> Optional[dict]:
+        """What a subclass knows request body ``raw`` to be without parsing it
+        (:class:`logist.replay.server.ReplayLLMServer`: a recorded request's
+        bytes), else None: the body is parsed."""
+        return None
 
     def extra_get(self, path: str) -> Optional[dict]:
         """The JSON a subclass answers ``GET path`` with, besides ``/models`` (None: 404)."""

@@ -57,7 +57,9 @@ get the same failure again.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
+import json
 import logging
 import re
 from collections import deque
@@ -69,7 +71,10 @@ from ..store.history import HistoryEntry, JobHistory
 from ..store.session import JobFiles
 from ..model.client import JOB_HEADER, TOOL_NOTE
 from ..store.calls import HEADER as KEY_HEADER, role_content
-from ..store.response_formats import digest_of
+from ..errors import CorruptFileError
+from ..store.atomic import compact_json
+from ..store.requests import request_body
+from ..store.response_formats import digest_of, is_reference, sent
 from .matching import (PARAMETERS, agreement, canonical_request, digest, first_difference, names_any, recorded_body,
                        request_digest)
 from .scripted import NO_RETRY, LLMServer, Reply
@@ -150,6 +155,27 @@ def load_recording(source: Union[str, Path, JobHistory]) -> JobHistory:
     return read_history_file(JobFiles(path).history_path if path.is_dir() else path)
 
 
+def recording_folder(source: Union[str, Path, JobHistory]) -> Optional[JobFiles]:
+    """The job or fixture folder a recording was read from (its ``response_formats/``
+    beside its history), None for a history given in memory."""
+    if isinstance(source, JobHistory):
+        return None
+    path = Path(source)
+    return JobFiles(path if path.is_dir() else path.parent)
+
+
+class Sent(dict):
+    """A request known by its bytes (:meth:`ReplayLLMServer.known`): the
+    bytes recorded calls were sent as, which it is not parsed for. As a
+    dict it holds what a reply reads of a body, the recorded body but its
+    messages; :attr:`calls` are the recorded calls that sent these bytes,
+    earliest first, and :attr:`raw` the bytes (parsed after all when none
+    of the calls is the one to answer)."""
+
+    calls: list[RecordedCall]
+    raw: bytes
+
+
 @dataclass
 class _JobQueue:
     """One job's replay of the recording: its unserved calls by digest, earliest first."""
@@ -213,11 +239,20 @@ class ReplayLLMServer(LLMServer):
         # where its commands ran (files written before paths were relative: upgraded with the path they named).
         self._recorded_workspaces = tuple(
             {e.command.cwd for e in self.history.interactions if e.command is not None and e.command.cwd})
+        #: Each recorded call's body but its messages, by the SHA-256 of the bytes it was sent as, with the calls
+        #: that sent them (:meth:`known`).
+        self._sent: dict[bytes, tuple[dict, list[RecordedCall]]] = {}
+        folder = recording_folder(recording)
         for entry, label in zip(entries, labels):
             seen[label] = seen.get(label, 0) + 1
-            request = canonical_request(recorded_body(entry, by_number), self._recorded_workspaces)
-            self.calls.append(RecordedCall(entry, label, seen[label], self.counts[label], request, digest(request),
-                                           len(self.calls)))
+            body = recorded_body(entry, by_number)
+            request = canonical_request(body, self._recorded_workspaces)
+            call = RecordedCall(entry, label, seen[label], self.counts[label], request, digest(request),
+                                len(self.calls))
+            self.calls.append(call)
+            self._index_sent(call, body["messages"], folder)
+        #: Requests answered by their bytes (:meth:`known`), not parsed.
+        self.known_requests = 0
         self.total = len(self.calls)
         #: Each job's queue, by the job's id ("" for requests that name none).
         self.queues: dict[str, _JobQueue] = {}
@@ -230,6 +265,51 @@ class ReplayLLMServer(LLMServer):
         self.mismatches: list[str] = []
         super().__init__(host, port, keep_requests=keep_requests)
         self.models = sorted({call.request["model"] for call in self.calls if call.request["model"]}) or self.models
+
+    def _index_sent(self, call: RecordedCall, messages: list, folder: Optional[JobFiles]) -> None:
+        """Index the bytes ``call`` was sent as (the body rebuilt as Logist builds one,
+        :func:`~logist.store.requests.request_body`, encoded as the SDK sends it). A call
+        whose response_format file is not at hand is left out: its requests are parsed."""
+        metadata = call.entry.request.metadata
+        try:
+            response_format = sent(folder, metadata.response_format) if folder is not None else \
+                None if is_reference(metadata.response_format) else metadata.response_format
+        except CorruptFileError:
+            return
+        if is_reference(metadata.response_format) and response_format is None:
+            return
+        body = request_body(metadata.model, messages, metadata.temperature, metadata.max_tokens, response_format,
+                            metadata.stream)
+        rest, calls = self._sent.setdefault(hashlib.sha256(compact_json(body)).digest(),
+                                            ({key: value for key, value in body.items() if key != "messages"}, []))
+        calls.append(call)
+
+    def known(self, raw: bytes) -> Optional[dict]:
+        """A request that is, byte for byte, what recorded calls were sent as:
+        a :class:`Sent`, found by the SHA-256 of its bytes instead of
+        parsing it (a request holds the whole conversation: at round 1,000
+        of a turn, parsing it cost more than anything else the server does). A
+        server that keeps its requests parses each."""
+        if self.keep_requests:
+            return None
+        found = self._sent.get(hashlib.sha256(raw).digest())
+        if found is None:
+            return None
+        body = Sent(found[0])
+        body.calls, body.raw = found[1], raw
+        return body
+
+    def _sent_call(self, queue: "_JobQueue", body: Sent, idempotency: Optional[str]) -> Optional[RecordedCall]:
+        """The call to answer a :class:`Sent` request with, when it is the one
+        matching would find (the job's earliest unserved call whose canonical
+        request is the body's) and the request is no retry of a failure; else None."""
+        call = next((c for c in body.calls if c.index not in queue.served_at), None)
+        if call is None:
+            return None
+        waiting = queue.unserved.get(call.digest)
+        if not waiting or waiting[0] is not call or (queue.failing and queue.failing[:2] == (call.digest, idempotency)):
+            return None
+        return call
 
     def queue(self, job: str) -> _JobQueue:
         """Job ``job``'s queue, made on its first request."""
@@ -312,13 +392,21 @@ class ReplayLLMServer(LLMServer):
         return reply
 
     def reply_for(self, body: dict, headers: dict) -> Reply:
-        # Each request holds the whole conversation: what is done with it here is done by its digest
-        # (C-level maps over the messages), and the canonical request is built only for a mismatch.
+        # Each request holds the whole conversation: what is done with it here is done by its bytes' digest
+        # (known) or its digest (C-level maps over the messages), and the canonical request is built only for
+        # a mismatch.
+        job = next((value for name, value in headers.items() if name.lower() == JOB_HEADER.lower()), "")
+        idempotency = next((value for name, value in headers.items() if name.lower() == KEY_HEADER.lower()), None)
+        if isinstance(body, Sent):
+            queue = self.queue(job)
+            call = self._sent_call(queue, body, idempotency)
+            if call is not None:
+                self.known_requests += 1
+                return self._serve(job, queue, call, call.digest, idempotency)
+            body = json.loads(body.raw)
         messages = body.get("messages")
         if not isinstance(messages, list) or not all(map(isinstance, messages, itertools.repeat(dict))):
             return self._refuse("the request has no list of messages", "invalid_request_error")
-        job = next((value for name, value in headers.items() if name.lower() == JOB_HEADER.lower()), "")
-        idempotency = next((value for name, value in headers.items() if name.lower() == KEY_HEADER.lower()), None)
         queue = self.queue(job)
         expected = self._expected(queue, body)
         key = expected.digest if expected is not None else request_digest(body, self._workspaces())
@@ -348,6 +436,10 @@ class ReplayLLMServer(LLMServer):
             if self.strict:
                 return self._refuse(text, "replay_mismatch")
             logger.warning(f"{text} (answered with the recorded answer anyway)")
+        return self._serve(job, queue, call, key, idempotency)
+
+    def _serve(self, job: str, queue: _JobQueue, call: RecordedCall, key: str, idempotency: Optional[str]) -> Reply:
+        """Answer with recorded call ``call`` (asked with digest ``key``) and mark it served for the job."""
         queue.unserved[call.digest].remove(call)
         queue.served.append(call)
         queue.served_at.add(call.index)

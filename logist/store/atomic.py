@@ -130,6 +130,15 @@ def atomic_write(path: Path, data: bytes | str, durable: bool = True) -> None:
 COMPACT = (",", ":")
 
 
+def compact_json(value: Any) -> bytes:
+    """``value`` as compact JSON in UTF-8, keys in their order, text not
+    escaped to ASCII: the bytes the openai SDK sends a request body as (its
+    ``openapi_dumps``; a test holds the two equal), so the bytes a recorded
+    request was sent as, and a ``response_format``'s file
+    (:mod:`logist.store.response_formats`)."""
+    return json.dumps(value, ensure_ascii=False, separators=COMPACT, allow_nan=False).encode("utf-8")
+
+
 def dump_json(data: Any, compact: bool = False) -> str:
     """Logist's on-disk JSON style: indented, UTF-8, trailing newline.
 

@@ -37,7 +37,7 @@ from typing import Any, Optional
 
 from ..errors import CorruptFileError
 from ..secrets.redact import redact_data
-from .atomic import atomic_write
+from .atomic import atomic_write, compact_json
 
 FOLDER = "response_formats"
 #: Hex digits of the SHA-256 a file is named by.
@@ -45,13 +45,9 @@ DIGITS = 32
 _FILE = re.compile(rf"{FOLDER}/([0-9a-f]{{{DIGITS}}})\.json")
 
 
-def _compact(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
 def digest(value: dict) -> str:
     """The first :data:`DIGITS` hex digits of the SHA-256 of ``value``'s compact JSON, keys in their order."""
-    return hashlib.sha256(_compact(value)).hexdigest()[:DIGITS]
+    return hashlib.sha256(compact_json(value)).hexdigest()[:DIGITS]
 
 
 def is_reference(value: Any) -> bool:
@@ -77,7 +73,7 @@ def keep(files: "JobFiles", value: Optional[dict], made: Optional[list] = None) 
     if value is None or is_reference(value):
         return value
     value = redact_data(value)
-    compact = _compact(value)
+    compact = compact_json(value)
     name = f"{FOLDER}/{hashlib.sha256(compact).hexdigest()[:DIGITS]}.json"
     path = files.path_of(name)
     if not path.is_file():

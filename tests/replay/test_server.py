@@ -113,20 +113,26 @@ def test_identical_requests_get_their_recorded_answers_in_recorded_order(jobs, l
         client(server).chat.completions.create(**plain)
 
 
-def test_a_server_told_to_keep_no_request_serves_and_counts_them_all(jobs, llm):
+@pytest.mark.parametrize("given", ["folder", "history"])
+def test_a_server_told_to_keep_no_request_serves_and_counts_them_all(jobs, llm, given):
     """``logist replay-server`` keeps no request (each is the whole turn so far): it
-    answers, numbers and lists every call all the same."""
+    answers, numbers and lists every call all the same. Given the job's folder, it
+    knows each request by its bytes (the recorded body rebuilt, its response_format
+    read from the folder) and parses none; given the history alone, whose
+    response_format files it cannot read, it parses each."""
     job = create_job(jobs, "kept", "Say hello")
     llm.add(answer("MESSAGE", message="one"), answer("MESSAGE", message="two"))
     step_once(job, endpoints=llm.endpoints)
     step_once(job, endpoints=llm.endpoints)
+    assert all(request["response_format"] for request in llm.requests)  # what the folder holds is needed
     history = JobFiles(job.dir).load_history()
     replayed = create_job(jobs, "replayed", "Say hello")
-    with ReplayLLMServer(history, keep_requests=False) as server:
+    with ReplayLLMServer(job.dir if given == "folder" else history, keep_requests=False) as server:
         for _ in range(2):
             step_once(replayed, base_url=server.base_url)
     assert server.requests == [] and server.headers == [] and server.received == 2
     assert [row["sequence"] for row in server.ledger] == [2, 3] and server.mismatches == []
+    assert server.known_requests == (2 if given == "folder" else 0)
     assert [e.response.raw_response for e in JobFiles(replayed.dir).load_history().interactions if e.response] == \
         [answer("MESSAGE", message="one"), answer("MESSAGE", message="two")]
 
@@ -358,16 +364,69 @@ def test_a_recorded_failure_replays_as_the_same_failure(jobs, llm, replay_llm, f
     assert (replayed_job.workspace / "hello.py").read_text() == "print('Hello')\n"
 
 
-def test_a_retry_of_a_failed_request_gets_the_same_failure(jobs, llm):
+@pytest.mark.parametrize("kept", [True, False], ids=["parsed", "known"])
+def test_a_retry_of_a_failed_request_gets_the_same_failure(jobs, llm, kept):
+    """Known by its bytes or parsed, a request that failed gets the same failure
+    when sent again; the call is served once."""
     write_config(jobs, max_retries=0)
     job = create_job(jobs, "rec", "Write hello.py")
     llm.add(Reply(status=503, error_message="the model is overloaded"))
     step_once(job, endpoints=llm.endpoints)
-    with ReplayLLMServer(JobFiles(job.dir).load_history()) as server:
+    with ReplayLLMServer(job.dir, keep_requests=kept) as server:
         for _ in range(3):
             with pytest.raises(openai.InternalServerError, match="the model is overloaded"):
-                client(server, retries=0).chat.completions.create(**llm.requests[0])
+                sent_as_the_job_sent(server, llm.requests[0])
         assert len(server.served) == 1 and server.mismatches == []
+        assert server.known_requests == (0 if kept else 1)
+
+
+def sent_as_the_job_sent(server, body: dict) -> str:
+    """``body`` posted as a step sends it (``client.post``, the SDK's encoding), with no
+    retries: the answer's text."""
+    if not body.get("stream"):
+        return client(server, retries=0).post("/chat/completions", body=body, cast_to=object)["choices"][0][
+            "message"]["content"]
+    chunks = client(server, retries=0).post("/chat/completions", body=body, cast_to=object, stream=True,
+                                            stream_cls=openai.Stream[object])
+    return "".join(chunk["choices"][0]["delta"].get("content") or "" for chunk in chunks if chunk["choices"])
+
+
+def test_requests_known_by_their_bytes_are_answered_in_recorded_order_then_refused(jobs, llm):
+    """Two recorded calls that sent the same bytes answer in recorded order,
+    known by their bytes; the same bytes once more are parsed and refused as
+    a strict replay refuses them, naming the calls already answered."""
+    from logist.engine.rewind import rewind
+
+    job = create_job(jobs, "again", "Say hello")
+    for text in ("first try", "second try"):
+        llm.add(answer("MESSAGE", message=text))
+        step_once(job, endpoints=llm.endpoints)
+        if text == "first try":
+            rewind(job, baseline=True)
+    assert llm.requests[0] == llm.requests[1]
+    with ReplayLLMServer(job.dir, keep_requests=False) as server:
+        assert [sent_as_the_job_sent(server, llm.requests[0]) for _ in range(2)] == \
+            [answer("MESSAGE", message="first try"), answer("MESSAGE", message="second try")]
+        assert server.known_requests == 2
+        with pytest.raises(openai.BadRequestError, match="the recording has no call left: all 2 were answered"):
+            sent_as_the_job_sent(server, llm.requests[0])
+        assert server.known_requests == 2 and server.received == 3
+
+
+def test_a_request_body_is_the_bytes_the_sdk_sends():
+    """The replay server knows a request by the bytes its recorded body makes
+    (:func:`logist.store.atomic.compact_json`), so they must be the bytes the
+    openai SDK sends a body as (its ``openapi_dumps``, which ``client.post``
+    encodes ``body`` with). Should the SDK move or change it, this fails, and
+    the replay server would parse every request again."""
+    from openai._utils._json import openapi_dumps
+
+    from logist.store.atomic import compact_json
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "naïve — “quoted” \\ \"x\"\n\t😀"}],
+            "temperature": 0.3, "max_tokens": 2048, "response_format": {"type": "json_object", "strict": True},
+            "stream": True, "stream_options": {"include_usage": True}, "none": None, "list": [1, 2.5, -0.0, 1e100]}
+    assert compact_json(body) == openapi_dumps(body)
 
 
 # 4. The official client in another process (acceptance 4) ---------------------------------------------
