@@ -379,7 +379,11 @@ def bench_replay(tmp: Path, steps: int) -> None:
     served = create_job(jobs, "served", "Record a history", max_steps=steps)
     # The server as ``logist replay-server JOB`` runs it: the recording's folder (its response_formats/ at hand),
     # no request kept (each is the whole turn so far).
-    with ReplayLLMServer(source.history_path.parent, keep_requests=False) as server:
+    # Its start is measured too: it indexes each recorded call's request as it loads the recording.
+    started = time.perf_counter()
+    replay_server = ReplayLLMServer(source.history_path.parent, keep_requests=False)
+    loaded = time.perf_counter() - started
+    with replay_server as server:
         started = time.perf_counter()
         results = run_job(served, base_url=server.base_url)
         elapsed = time.perf_counter() - started
@@ -387,6 +391,7 @@ def bench_replay(tmp: Path, steps: int) -> None:
     rows.add(Row(f"replay through the replay server ({calls} MESSAGE steps)", calls / elapsed, unit="steps/s",
                  target=100, higher=True))
     rows.add(Row(f"replay posted, job replay ({count} MESSAGE steps)", posted, unit="steps/s", target=500, higher=True))
+    rows.add(Row(f"replay server loading that recording ({server.total} calls)", loaded))
 
 
 def bench_demo(tmp: Path, runs: int) -> None:

@@ -15,7 +15,12 @@ request equals the received one (a dict from digest to calls). A request
 holds the whole conversation, so the work per request is kept to C-level
 passes over it: a job usually asks its next recorded call, so the body is
 first compared as it is with that call's request, and only a request that is
-not it is hashed (:func:`~logist.replay.matching.request_digest`). Nothing is
+not it is hashed (:func:`~logist.replay.matching.request_digest`). A
+server that keeps no request (``logist replay-server``) does not even parse
+a request that is, byte for byte, what recorded calls were sent as: it
+knows it by the SHA-256 of its bytes (:meth:`ReplayLLMServer.known`),
+having rebuilt and encoded each recorded call's body once, as it loaded the
+recording (its response_format read from the recording's folder). Nothing is
 read out of the prompt text: no role detection, no per-role queues, no
 patterns. Prompts do not name the job or the endpoint, so a recording
 replays under any job id and against any port; the one job-specific value
