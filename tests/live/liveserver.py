@@ -153,6 +153,10 @@ class LiveEngine:
                    # With a core kept busy beside it: the live set 923.6 s with two threads (one test
                    # past its timeout), 200.7 s with one (all as expected).
                    "--n_threads", "1",
+                   # The prompt's evaluation has a setting of its own, every core by default: one thread
+                   # too. A 925-token prompt beside a busy core: 12.0 s of the engine's CPU with two
+                   # threads, 7.6-8.0 s with one, in about the same wall time.
+                   "--n_threads_batch", "1",
                    # By default the server cuts off the answer in progress when another request
                    # comes (its stream ends with no finish_reason); jobs on threads send several.
                    "--interrupt_requests", "False"]
