@@ -276,18 +276,18 @@ class ReplayLLMServer(LLMServer):
         :func:`~logist.store.requests.request_body`, encoded as the SDK sends it). A call
         whose response_format file is not at hand is left out: its requests are parsed."""
         metadata = call.entry.request.metadata
-        try:
-            response_format = sent(folder, metadata.response_format) if folder is not None else \
-                None if is_reference(metadata.response_format) else metadata.response_format
-        except CorruptFileError:
-            return
-        if is_reference(metadata.response_format) and response_format is None:
-            return
+        response_format = metadata.response_format
+        if is_reference(response_format):
+            if folder is None:
+                return
+            try:
+                response_format = sent(folder, response_format)
+            except CorruptFileError:
+                return
         body = request_body(metadata.model, messages, metadata.temperature, metadata.max_tokens, response_format,
                             metadata.stream)
-        rest, calls = self._sent.setdefault(hashlib.sha256(compact_json(body)).digest(),
-                                            ({key: value for key, value in body.items() if key != "messages"}, []))
-        calls.append(call)
+        rest = {key: value for key, value in body.items() if key != "messages"}
+        self._sent.setdefault(hashlib.sha256(compact_json(body)).digest(), (rest, []))[1].append(call)
 
     def known(self, raw: bytes) -> Optional[dict]:
         """A request that is, byte for byte, what recorded calls were sent as:
