@@ -113,13 +113,13 @@ def test_identical_requests_get_their_recorded_answers_in_recorded_order(jobs, l
         client(server).chat.completions.create(**plain)
 
 
-@pytest.mark.parametrize("given", ["folder", "history"])
-def test_a_server_told_to_keep_no_request_serves_and_counts_them_all(jobs, llm, given):
+@pytest.mark.parametrize("given", ["folder", "history", "file copied alone"])
+def test_a_server_told_to_keep_no_request_serves_and_counts_them_all(jobs, llm, given, tmp_path):
     """``logist replay-server`` keeps no request (each is the whole turn so far): it
     answers, numbers and lists every call all the same. Given the job's folder, it
     knows each request by its bytes (the recorded body rebuilt, its response_format
-    read from the folder) and parses none; given the history alone, whose
-    response_format files it cannot read, it parses each."""
+    read from the folder) and parses none; given the history alone, in memory or
+    as a file copied without its folder's response_formats/, it parses each."""
     job = create_job(jobs, "kept", "Say hello")
     llm.add(answer("MESSAGE", message="one"), answer("MESSAGE", message="two"))
     step_once(job, endpoints=llm.endpoints)
@@ -127,12 +127,17 @@ def test_a_server_told_to_keep_no_request_serves_and_counts_them_all(jobs, llm, 
     assert all(request["response_format"] for request in llm.requests)  # what the folder holds is needed
     history = JobFiles(job.dir).load_history()
     replayed = create_job(jobs, "replayed", "Say hello")
-    with ReplayLLMServer(job.dir if given == "folder" else history, keep_requests=False) as server:
+    alone = tmp_path / "alone" / "jobHistory.json"
+    alone.parent.mkdir()
+    shutil.copy(JobFiles(job.dir).history_path, alone)
+    recording = {"folder": job.dir, "history": history, "file copied alone": alone}[given]
+    with ReplayLLMServer(recording, keep_requests=False) as server:
         for _ in range(2):
             step_once(replayed, base_url=server.base_url)
     assert server.requests == [] and server.headers == [] and server.received == 2
     assert [row["sequence"] for row in server.ledger] == [2, 3] and server.mismatches == []
     assert server.known_requests == (2 if given == "folder" else 0)
+    assert not (alone.parent / "response_formats").exists()
     assert [e.response.raw_response for e in JobFiles(replayed.dir).load_history().interactions if e.response] == \
         [answer("MESSAGE", message="one"), answer("MESSAGE", message="two")]
 
