@@ -304,24 +304,35 @@ def _size(value):
     return len(value)
 
 
+#: Per module, what :func:`_module_values` last saw: its names, their values' ids, the names whose value
+#: is sized, and the namespace itself (held, so that while it is kept an id is its value's alone).
+_SEEN: dict[str, tuple[tuple, tuple, list, dict]] = {}
+
+
 def _module_values() -> dict:
     """A fingerprint of every module-level value of ``logist``, module by
-    module: each name's value's identity, and the size of a container or a
-    cache. Names of ``__dunder__`` form and those of :data:`SHARED` are left
-    out when two fingerprints are compared (:func:`_changed_values`).
+    module: its names, each value's identity, and the size of a container
+    or a cache. Names of ``__dunder__`` form and those of :data:`SHARED`
+    are left out when two fingerprints are compared (:func:`_changed_values`).
 
-    Taken twice a run, so built at C speed (a copy of the module's
-    namespace, its values' ids): two unchanged modules then compare as two
-    equal dicts, and only a module whose fingerprint differs is looked at
-    name by name."""
+    Taken twice a run, so built at C speed (the namespace copied, its
+    values' ids mapped); which values are sized is looked up again only
+    in a module whose values are not those seen last time (:data:`_SEEN`).
+    Two unchanged modules then compare as two equal tuples, and only a
+    module whose fingerprint differs is looked at name by name."""
     found = {}
     for module_name, module in list(sys.modules.items()):
         if module is None or not (module_name == "logist" or module_name.startswith("logist.")):
             continue
         namespace = vars(module).copy()
-        identities = dict(zip(namespace, map(id, namespace.values())))
-        sizes = {name: _size(value) for name, value in namespace.items() if isinstance(value, _SIZED)}
-        found[module_name] = (identities, sizes)
+        names, identities = tuple(namespace), tuple(map(id, namespace.values()))
+        seen = _SEEN.get(module_name)
+        if seen is not None and seen[0] == names and seen[1] == identities:
+            sized = seen[2]
+        else:
+            sized = [name for name, value in namespace.items() if isinstance(value, _SIZED)]
+            _SEEN[module_name] = (names, identities, sized, namespace)
+        found[module_name] = (names, identities, {name: _size(namespace[name]) for name in sized})
     return found
 
 
@@ -329,11 +340,13 @@ def _changed_values(before: dict, after: dict) -> list[tuple[str, str]]:
     """The (module, name) pairs of both fingerprints whose value is another
     object or has another size (see :func:`_module_values`)."""
     changed = []
-    for module_name, (identities, sizes) in after.items():
-        if module_name not in before or before[module_name] == (identities, sizes):
+    for module_name, fingerprint in after.items():
+        if module_name not in before or before[module_name] == fingerprint:
             continue
-        identities_before, sizes_before = before[module_name]
-        for name, identity in identities.items():
+        names, identities, sizes = fingerprint
+        names_before, identities_before, sizes_before = before[module_name]
+        identities_before = dict(zip(names_before, identities_before))
+        for name, identity in zip(names, identities):
             if name not in identities_before or name.startswith("__") or (module_name, name) in SHARED:
                 continue
             size, size_before = sizes.get(name), sizes_before.get(name)
