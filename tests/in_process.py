@@ -82,8 +82,8 @@ SHARED = {
     ("logist.protocol.decoding", "_fields"): "built from constants",
     ("logist.store.roles", "_builtin_loaded"): "the roles this installation ships, read once",
     ("logist.store.atomic", "_UMASK"): "the process's umask, which every run leaves as it was (checked)",
-    ("logist.model.client", "_ssl_context"): "this system's CA certificates (as SSL_CERT_FILE and SSL_CERT_DIR say), "
-                                             "loaded once",
+    ("logist.model.tls", "ssl_context"): "this system's CA certificates (as SSL_CERT_FILE and SSL_CERT_DIR say), "
+                                         "loaded once",
     ("logist.secrets.redact", "_CACHE"): "the secrets of one environment, kept with the whole environment they came from",
 }
 
