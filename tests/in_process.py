@@ -82,8 +82,8 @@ SHARED = {
     ("logist.protocol.decoding", "_fields"): "built from constants",
     ("logist.store.roles", "_builtin_loaded"): "the roles this installation ships, read once",
     ("logist.store.atomic", "_UMASK"): "the process's umask, which every run leaves as it was (checked)",
-    ("logist.model.client", "_ssl_context"): "this system's CA certificates (as SSL_CERT_FILE and SSL_CERT_DIR say), "
-                                             "loaded once",
+    ("logist.model.tls", "ssl_context"): "this system's CA certificates (as SSL_CERT_FILE and SSL_CERT_DIR say), "
+                                         "loaded once",
     ("logist.secrets.redact", "_CACHE"): "the secrets of one environment, kept with the whole environment they came from",
 }
 
@@ -290,27 +290,71 @@ def _loggers() -> dict:
             for name, logger in found.items()}
 
 
+#: The module-level values whose size is fingerprinted too (a cache's, its entries').
+_SIZED = (dict, list, set, functools._lru_cache_wrapper)
+#: The size noted for a cache listed in :data:`SHARED` under another module's name: never compared.
+_SHARED_CACHE = object()
+
+
+def _size(value):
+    if isinstance(value, functools._lru_cache_wrapper):
+        if (getattr(value, "__module__", None), getattr(value, "__name__", None)) in SHARED:
+            return _SHARED_CACHE  # a listed cache, imported under its name into another module
+        return value.cache_info().currsize
+    return len(value)
+
+
+#: Per module, what :func:`_module_values` last saw: its names, their values' ids, the names whose value
+#: is sized, and the namespace itself (held, so that while it is kept an id is its value's alone).
+_SEEN: dict[str, tuple[tuple, tuple, list, dict]] = {}
+
+
 def _module_values() -> dict:
-    """A fingerprint of every module-level value of ``logist``: its identity,
-    and its size for a container or a cache."""
-    shared = set(SHARED)
+    """A fingerprint of every module-level value of ``logist``, module by
+    module: its names, each value's identity, and the size of a container
+    or a cache. Names of ``__dunder__`` form and those of :data:`SHARED`
+    are left out when two fingerprints are compared (:func:`_changed_values`).
+
+    Taken twice a run, so built at C speed (the namespace copied, its
+    values' ids mapped); which values are sized is looked up again only
+    in a module whose values are not those seen last time (:data:`_SEEN`).
+    Two unchanged modules then compare as two equal tuples, and only a
+    module whose fingerprint differs is looked at name by name."""
     found = {}
     for module_name, module in list(sys.modules.items()):
-        if not (module_name == "logist" or module_name.startswith("logist.")) or module is None:
+        if module is None or not (module_name == "logist" or module_name.startswith("logist.")):
             continue
-        for name, value in list(vars(module).items()):
-            if name.startswith("__") or (module_name, name) in shared:
-                continue
-            if isinstance(value, functools._lru_cache_wrapper):
-                if (getattr(value, "__module__", None), getattr(value, "__name__", None)) in shared:
-                    continue  # a listed cache, imported under its name into another module
-                size = value.cache_info().currsize
-            elif isinstance(value, (dict, list, set)):
-                size = len(value)
-            else:
-                size = None
-            found[(module_name, name)] = (id(value), size)
+        namespace = vars(module).copy()
+        names, identities = tuple(namespace), tuple(map(id, namespace.values()))
+        seen = _SEEN.get(module_name)
+        if seen is not None and seen[0] == names and seen[1] == identities:
+            sized = seen[2]
+        else:
+            sized = [name for name, value in namespace.items() if isinstance(value, _SIZED)]
+            _SEEN[module_name] = (names, identities, sized, namespace)
+        found[module_name] = (names, identities, {name: _size(namespace[name]) for name in sized})
     return found
+
+
+def _changed_values(before: dict, after: dict) -> list[tuple[str, str]]:
+    """The (module, name) pairs of both fingerprints whose value is another
+    object or has another size (see :func:`_module_values`)."""
+    changed = []
+    for module_name, fingerprint in after.items():
+        if module_name not in before or before[module_name] == fingerprint:
+            continue
+        names, identities, sizes = fingerprint
+        names_before, identities_before, sizes_before = before[module_name]
+        identities_before = dict(zip(names_before, identities_before))
+        for name, identity in zip(names, identities):
+            if name not in identities_before or name.startswith("__") or (module_name, name) in SHARED:
+                continue
+            size, size_before = sizes.get(name), sizes_before.get(name)
+            if size is _SHARED_CACHE or size_before is _SHARED_CACHE:
+                continue
+            if (identity, size) != (identities_before[name], size_before):
+                changed.append((module_name, name))
+    return changed
 
 
 class _Started:
@@ -409,10 +453,8 @@ class _State:
             children = _children() - self.children
         if children:
             problems.append(f"child processes still there: {[f'{pid}: {_cmdline(pid)}' for pid in sorted(children)]}")
-        values = _module_values()
-        for key, (identity, size) in values.items():
-            if key in self.values and self.values[key] != (identity, size):
-                problems.append(f"{key[0]}.{key[1]} changed: a per-process cache? Logist keeps none: hold it on the "
-                                f"object that owns it, or, for a fact of the machine or the package, add it to "
-                                f"SHARED in tests/in_process.py")
+        for key in _changed_values(self.values, _module_values()):
+            problems.append(f"{key[0]}.{key[1]} changed: a per-process cache? Logist keeps none: hold it on the "
+                            f"object that owns it, or, for a fact of the machine or the package, add it to "
+                            f"SHARED in tests/in_process.py")
         return problems

@@ -50,7 +50,6 @@ gateway must not answer it with the refusal it keeps for the first).
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -61,6 +60,7 @@ from typing import Callable, Optional, Union
 
 from .agent import AgentModel, AgentTask
 from .base import Model, Request, failed_after, status_kind, status_retried, status_text
+from .tls import httpx as _httpx, ssl_context as _ssl_context
 from .completions import (STREAM_CUT, AnswerFault, LLMReply, answer_json, check_size, chunks, error_text, excerpt,
                           joined, whole)
 from ..protocol.decoding import form_name, response_formats
@@ -258,15 +258,6 @@ def sdk():
     return openai
 
 
-def _httpx():
-    """The SDK's HTTP library (imported with it, so loaded as lazily)."""
-    try:
-        import httpx2 as httpx  # lazy, as the SDK: its HTTP library from openai 3 on
-    except ImportError:  # pragma: no cover - older SDKs use httpx
-        import httpx  # lazy, as the SDK
-    return httpx
-
-
 def _transport():
     """An HTTP transport that reports a read timeout as ``APITimeoutError``,
     which the SDK raises as it is: a read timeout is not retried (module doc),
@@ -325,16 +316,6 @@ def _take_the_end(stream) -> None:
                 return  # their side is DONE: the connection goes back to the pool
         except h11.ProtocolError:
             pass
-
-
-@functools.cache
-def _ssl_context(cert_file: Optional[str], cert_dir: Optional[str]):
-    """The SSL context the clients verify with, made as the transport makes
-    it (the environment's ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``, which
-    this function is given, included) once per process for each: loading
-    the machine's certificates is most of a client's cost (about 20 ms), and
-    a context is made to be shared."""
-    return _httpx().create_ssl_context()
 
 
 def _broke_off(exc: Exception) -> str:

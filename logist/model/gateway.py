@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
 import secrets
 import socket
 import sys
@@ -65,6 +66,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Iterable, Iterator, Optional
 
 from . import apis, translate
+from .tls import httpx as _httpx, ssl_context
 from .apis import Api, Event, Usage
 from ..secrets.redact import MIN_LENGTH, known_secrets, redact, redact_data
 
@@ -138,15 +140,6 @@ Record = Callable[[Exchange], None]
 Budget = Callable[[Totals], Optional[str]]
 
 
-def _httpx():
-    """The HTTP library the ``openai`` SDK brings (``httpx2`` from openai 3 on)."""
-    try:
-        import httpx2 as httpx  # lazy: only a run with an agent needs it
-    except ImportError:  # pragma: no cover - older SDKs bring httpx
-        import httpx
-    return httpx
-
-
 class Gateway:
     """A recording gateway for one agent run (see the module's doc)."""
 
@@ -195,7 +188,8 @@ class Gateway:
 
     def start(self) -> "Gateway":
         httpx = _httpx()
-        self._client = httpx.Client(timeout=httpx.Timeout(self._timeout, connect=10.0))
+        self._client = httpx.Client(timeout=httpx.Timeout(self._timeout, connect=10.0),
+                                    verify=ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")))
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="logist-gateway", daemon=True)
         self._thread.start()

@@ -22,8 +22,20 @@ DOCS = REPO_ROOT / "docs"
 
 
 def check(*args: str, cwd: Path = REPO_ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``python -m logist.docs_pages --check ARGS`` as typed, in a child process."""
     return subprocess.run([sys.executable, "-m", "logist.docs_pages", "--check", *args], cwd=cwd,
                           capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=120)
+
+
+def check_here(capsys, *args: str) -> tuple[int, str]:
+    """The same check by the module's ``main()`` in this process (what
+    :func:`check` runs): its exit status and what it wrote on stderr. The
+    tests of what the check finds use it; the command as typed, and the
+    pages made alike in another directory and environment, are checked
+    in a child above and below."""
+    capsys.readouterr()
+    status = docs_pages.main(["--check", *args])
+    return status, capsys.readouterr().err
 
 
 def test_every_generated_page_is_current():
@@ -33,32 +45,30 @@ def test_every_generated_page_is_current():
     assert result.stderr == ""
 
 
-def test_a_stale_page_fails_the_check_and_is_named(tmp_path):
+def test_a_stale_page_fails_the_check_and_is_named(tmp_path, capsys):
     for page in docs_pages.PAGES:
         (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO_ROOT / page, tmp_path / page)
-    assert check("--root", str(tmp_path)).returncode == 0
+    assert check_here(capsys, "--root", str(tmp_path)) == (0, "")
     page = tmp_path / "docs" / "exit-codes.md"
     fresh = page.read_text(encoding="utf-8")
     meaning = EXIT_CODES[1][1]
     page.write_text(fresh.replace(meaning, meaning + " (an old text)"), encoding="utf-8")
-    result = check("--root", str(tmp_path))
-    assert result.returncode == 1
-    assert result.stderr == "stale: docs/exit-codes.md (run python -m logist.docs_pages)\n"
+    assert check_here(capsys, "--root", str(tmp_path)) == (
+        1, "stale: docs/exit-codes.md (run python -m logist.docs_pages)\n")
     # Rewriting puts the generated part back and leaves the prose around it as it was.
     assert docs_pages.write_pages(tmp_path) == ["docs/exit-codes.md"]
     assert page.read_text(encoding="utf-8") == fresh
 
 
-def test_a_page_that_lost_its_markers_is_stale(tmp_path):
+def test_a_page_that_lost_its_markers_is_stale(tmp_path, capsys):
     for page in docs_pages.PAGES:
         (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO_ROOT / page, tmp_path / page)
     (tmp_path / "docs" / "cli.md").write_text("# Command line\n", encoding="utf-8")
-    result = check("--root", str(tmp_path))
-    assert result.returncode == 1
-    assert result.stderr == ("stale: docs/cli.md (run python -m logist.docs_pages)\n"
-                             "missing: no page holds the generated part cli (put its markers back)\n")
+    assert check_here(capsys, "--root", str(tmp_path)) == (
+        1, "stale: docs/cli.md (run python -m logist.docs_pages)\n"
+           "missing: no page holds the generated part cli (put its markers back)\n")
 
 
 def test_generation_depends_on_no_terminal_directory_or_environment(tmp_path):

@@ -6,6 +6,7 @@ Code sends them), and the records it hands over."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 
 import openai
@@ -14,6 +15,7 @@ import pytest
 from conftest import CANARY_KEY
 from logist.model.apis import EventReader
 from logist.model.gateway import Gateway, Totals
+from logist.model.tls import ssl_context
 from logist.replay.scripted import Reply, ScriptedLLMServer
 
 try:
@@ -34,14 +36,32 @@ def recorded():
     return []
 
 
+def verify():
+    """The SSL context of Logist's own clients for this test's clients too:
+    they speak plain HTTP to 127.0.0.1, and each new context would load the
+    machine's certificates again (about 20 ms of CPU)."""
+    return ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+def request(method: str, url: str, **options) -> "httpx.Response":
+    """One request by hand, as ``httpx.post`` and the like make it (a client and a connection of its own)."""
+    return httpx.request(method, url, verify=verify(), **options)
+
+
+def stream(method: str, url: str, **options):
+    """One streamed request by hand, as ``httpx.stream`` makes it."""
+    return httpx.stream(method, url, verify=verify(), **options)
+
+
 def sdk(gateway: Gateway) -> "openai.OpenAI":
-    return openai.OpenAI(base_url=gateway.base_url, api_key=gateway.token, max_retries=0)
+    return openai.OpenAI(base_url=gateway.base_url, api_key=gateway.token, max_retries=0,
+                         http_client=openai.DefaultHttpxClient(verify=verify()))
 
 
 def messages_call(gateway: Gateway, body: dict, key: str = None) -> "httpx.Response":
     """A Messages call as Claude Code makes it: ``?beta=true``, the key in ``x-api-key``."""
     headers = {"x-api-key": key or gateway.token, "anthropic-version": "2023-06-01"}
-    return httpx.post(gateway.root_url + "/v1/messages?beta=true", json=body, headers=headers, timeout=30)
+    return request("POST", gateway.root_url + "/v1/messages?beta=true", json=body, headers=headers, timeout=30)
 
 
 def lowered(headers: dict) -> dict:
@@ -139,7 +159,7 @@ def test_a_messages_call_with_a_tool_use_round_is_translated_both_ways(recorded)
     system = [{"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}}]
     with ScriptedLLMServer(script) as upstream, \
             Gateway(upstream.base_url, CANARY_KEY, mode="chat", record=recorded.append) as gateway:
-        assert httpx.head(gateway.root_url + "/").status_code == 200  # Claude Code's first request
+        assert request("HEAD", gateway.root_url + "/").status_code == 200  # Claude Code's first request
         first = messages_call(gateway, {"model": "m", "max_tokens": 4096, "system": system, "stream": True,
                                         "tools": [WRITE], "messages": [
                                             {"role": "user", "content": [{"type": "text", "text": "Write hello.py"}]}]})
@@ -244,14 +264,14 @@ def test_only_this_gateways_token_is_taken(recorded):
             Gateway(upstream.base_url, CANARY_KEY) as another:
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
         url = gateway.base_url + "/chat/completions"
-        refused = [httpx.post(url, json=body),
-                   httpx.post(url, json=body, headers={"authorization": "Bearer wrong"}),
-                   httpx.post(url, json=body, headers={"authorization": f"Bearer {another.token}"}),
-                   httpx.post(url, json=body, headers={"authorization": f"Bearer {CANARY_KEY}"}),
-                   httpx.get(gateway.base_url + "/models")]
+        refused = [request("POST", url, json=body),
+                   request("POST", url, json=body, headers={"authorization": "Bearer wrong"}),
+                   request("POST", url, json=body, headers={"authorization": f"Bearer {another.token}"}),
+                   request("POST", url, json=body, headers={"authorization": f"Bearer {CANARY_KEY}"}),
+                   request("GET", gateway.base_url + "/models")]
         anthropic = messages_call(gateway, {"model": "m", "max_tokens": 5, "messages": []}, key="wrong")
-        models = httpx.get(gateway.base_url + "/models", headers={"authorization": f"Bearer {gateway.token}"})
-        head = httpx.head(gateway.root_url + "/")
+        models = request("GET", gateway.base_url + "/models", headers={"authorization": f"Bearer {gateway.token}"})
+        head = request("HEAD", gateway.root_url + "/")
     assert [r.status_code for r in refused] == [401] * 5
     assert refused[1].json()["error"]["code"] == "invalid_api_key"
     assert anthropic.status_code == 401
@@ -274,9 +294,9 @@ def test_the_real_key_is_in_no_record_and_no_answer(recorded):
             Gateway(upstream.base_url, CANARY_KEY, mode="chat", record=recorded.append) as gateway:
         chat = {"model": "m", "messages": [{"role": "user", "content": "key?"}]}
         headers = {"authorization": f"Bearer {gateway.token}"}
-        seen.append(httpx.post(gateway.base_url + "/chat/completions", json=chat, headers=headers))
-        seen.append(httpx.post(gateway.base_url + "/chat/completions", json={**chat, "stream": True}, headers=headers))
-        seen.append(httpx.post(gateway.base_url + "/responses", json={"model": "m", "input": "go", "stream": True,
+        seen.append(request("POST", gateway.base_url + "/chat/completions", json=chat, headers=headers))
+        seen.append(request("POST", gateway.base_url + "/chat/completions", json={**chat, "stream": True}, headers=headers))
+        seen.append(request("POST", gateway.base_url + "/responses", json={"model": "m", "input": "go", "stream": True,
                                                                        "tools": [EXEC]}, headers=headers))
         seen.append(messages_call(gateway, {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}))
     assert [r.status_code for r in seen] == [200, 200, 200, 401]
@@ -328,7 +348,7 @@ def test_the_record_exists_before_the_agent_reads_the_end_of_the_answer(recorded
             Gateway(upstream.base_url, CANARY_KEY, mode="chat", record=slow_record) as gateway:
         client = sdk(gateway)
         chat = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
-        with httpx.stream("POST", gateway.base_url + "/chat/completions", json=chat,
+        with stream("POST", gateway.base_url + "/chat/completions", json=chat,
                           headers={"authorization": f"Bearer {gateway.token}"}) as answer:
             lines = []
             for line in answer.iter_lines():
@@ -369,8 +389,8 @@ def test_the_endpoints_retry_and_rate_limit_headers_reach_the_agent(recorded):
             Gateway(upstream.base_url, CANARY_KEY, record=recorded.append) as gateway:
         chat = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
         headers = {"authorization": f"Bearer {gateway.token}"}
-        slow = httpx.post(gateway.base_url + "/chat/completions", json=chat, headers=headers)
-        whole = httpx.post(gateway.base_url + "/chat/completions", json=chat, headers=headers)
+        slow = request("POST", gateway.base_url + "/chat/completions", json=chat, headers=headers)
+        whole = request("POST", gateway.base_url + "/chat/completions", json=chat, headers=headers)
     assert (slow.status_code, slow.headers["retry-after-ms"], slow.headers["x-should-retry"]) == (429, "250", "false")
     assert slow.json()["error"]["message"] == "slow down"
     assert recorded[0].status == 429 and recorded[0].error == "the model's endpoint answered 429: slow down"
@@ -436,7 +456,7 @@ def test_an_agent_that_hangs_up_mid_stream_leaves_a_record_saying_so(recorded):
     slow = Reply(content="a slow answer in many pieces, " * 4, pieces=40, piece_delay=0.05)
     with ScriptedLLMServer([slow]) as upstream, Gateway(upstream.base_url, CANARY_KEY, record=record) as gateway:
         chat = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
-        with httpx.stream("POST", gateway.base_url + "/chat/completions", json=chat,
+        with stream("POST", gateway.base_url + "/chat/completions", json=chat,
                           headers={"authorization": f"Bearer {gateway.token}"}) as answer:
             next(answer.iter_lines())
         assert done.wait(30)

@@ -45,7 +45,11 @@ def write_lease(job_dir, *, host: str, pid: int, seconds: float, started=None, a
             "renewed_at": now.isoformat(), "expires_at": expires.isoformat()}
     if started is not None:
         data["started"] = started
-    (job_dir / LEASE_NAME).write_text(json.dumps(data))
+    # Whole, then renamed into place, as a runner's renewal is (logist.store.lease writes through
+    # atomic_writer): a reader never meets it half-written, which it would take for no lease at all.
+    written = job_dir / f"{LEASE_NAME}.test-{threading.get_ident()}"
+    written.write_text(json.dumps(data))
+    os.replace(written, job_dir / LEASE_NAME)
 
 
 def test_a_lease_is_written_renewed_and_released(tmp_path):
