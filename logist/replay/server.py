@@ -248,6 +248,8 @@ class ReplayLLMServer(LLMServer):
         #: that sent them (:meth:`known`).
         self._sent: dict[bytes, tuple[dict, list[RecordedCall]]] = {}
         folder = recording_folder(recording)
+        #: Each response_format file the recording names, read once (None: not at hand).
+        formats: dict[str, Optional[dict]] = {}
         for entry, label in zip(entries, labels):
             seen[label] = seen.get(label, 0) + 1
             body = recorded_body(entry, by_number)
@@ -255,7 +257,7 @@ class ReplayLLMServer(LLMServer):
             call = RecordedCall(entry, label, seen[label], self.counts[label], request, digest(request),
                                 len(self.calls))
             self.calls.append(call)
-            self._index_sent(call, body["messages"], folder)
+            self._index_sent(call, body["messages"], folder, formats)
         #: Requests answered by their bytes (:meth:`known`), not parsed.
         self.known_requests = 0
         self.total = len(self.calls)
@@ -271,18 +273,23 @@ class ReplayLLMServer(LLMServer):
         super().__init__(host, port, keep_requests=keep_requests)
         self.models = sorted({call.request["model"] for call in self.calls if call.request["model"]}) or self.models
 
-    def _index_sent(self, call: RecordedCall, messages: list, folder: Optional[JobFiles]) -> None:
+    def _index_sent(self, call: RecordedCall, messages: list, folder: Optional[JobFiles],
+                    formats: dict[str, Optional[dict]]) -> None:
         """Index the bytes ``call`` was sent as (the body rebuilt as Logist builds one,
         :func:`~logist.store.requests.request_body`, encoded as the SDK sends it). A call
-        whose response_format file is not at hand is left out: its requests are parsed."""
+        whose response_format file is not at hand is left out: its requests are parsed.
+        ``formats``: the files read so far (a long turn names the same one at every call)."""
         metadata = call.entry.request.metadata
         response_format = metadata.response_format
         if is_reference(response_format):
-            if folder is None:
-                return
-            try:
-                response_format = sent(folder, response_format)
-            except CorruptFileError:
+            name = response_format["file"]
+            if name not in formats:
+                try:
+                    formats[name] = sent(folder, response_format) if folder is not None else None
+                except CorruptFileError:
+                    formats[name] = None
+            response_format = formats[name]
+            if response_format is None:
                 return
         body = request_body(metadata.model, messages, metadata.temperature, metadata.max_tokens, response_format,
                             metadata.stream)
