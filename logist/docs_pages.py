@@ -177,7 +177,7 @@ def configuration() -> str:
 #: The files of a job directory described from their schemas, in the order a reader meets them.
 FILE_SCHEMAS = (
     "job-manifest.v2.schema.json",
-    "job-history.v4.schema.json",
+    "job-history.v5.schema.json",
     "step-journal.v2.schema.json",
     "jobs-index.v2.schema.json",
     "role-manifest.schema.json",

@@ -177,10 +177,10 @@ def job_manifest_schema() -> dict:
 def job_history_schema() -> dict:
     schema = file_schema(
         HISTORY_SCHEMA, "Logist job history (jobHistory.json)",
-        "A job's append-only record, format 4: one entry per step, oldest first. An entry holds what is new at "
+        "A job's append-only record, format 5: one entry per step, oldest first. An entry holds what is new at "
         "its step (a call's request in full, or the entry it continues and the messages it added: the one delta) "
         "and the job's state after it; a call entry carries the reference Logist design's fields in full. (Older files: "
-        "job-history.v2.schema.json and job-history.v3.schema.json, kept as they were.)",
+        "job-history.v2.schema.json, job-history.v3.schema.json and job-history.v4.schema.json, kept as they were.)",
         JobHistory,
     )
     # A call entry writes the reference Logist design's fields (SEED_FIELDS) even when empty or null (HistoryEntry.dump).
@@ -255,7 +255,7 @@ def worker_decoding_schema() -> dict:
 SCHEMAS: dict[str, Callable[[], dict]] = {
     "llm-chat-schema.json": llm_chat_schema,
     "job-manifest.v2.schema.json": job_manifest_schema,
-    "job-history.v4.schema.json": job_history_schema,
+    "job-history.v5.schema.json": job_history_schema,
     "step-journal.v2.schema.json": step_journal_schema,
     "jobs-index.v2.schema.json": jobs_index_schema,
     "config.schema.json": config_schema,
@@ -266,7 +266,7 @@ SCHEMAS: dict[str, Callable[[], dict]] = {
 
 
 #: Schemas of older formats, kept as they were for the files still in them (not generated any more).
-FROZEN = ("job-history.v2.schema.json", "job-history.v3.schema.json")
+FROZEN = ("job-history.v2.schema.json", "job-history.v3.schema.json", "job-history.v4.schema.json")
 
 
 def render(schema: dict) -> str:

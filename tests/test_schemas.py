@@ -18,6 +18,7 @@ from jsonschema import Draft202012Validator
 
 import logist
 import logist.schemas
+from logist.store.history import HISTORY_SCHEMA
 from logist.protocol.answer import ACTIONS, InvalidAnswer, parse_answer, validate_answer
 from logist.schemas import FROZEN, SCHEMAS, llm_chat_schema, render, stale_schemas, write_schemas
 
@@ -431,14 +432,14 @@ def test_every_file_of_a_job_validates_against_the_schema_it_names(jobs, llm, tm
 
     assert _validate_tree(jobs.path) == {
         "config.json": "config.schema.json",
-        "demo/jobHistory.json": "job-history.v4.schema.json",
+        "demo/jobHistory.json": HISTORY_SCHEMA,
         "demo/job_manifest.json": "job-manifest.v2.schema.json",
         "demo/step_journal.json": "step-journal.v2.schema.json",
         "jobs_index.json": "jobs-index.v2.schema.json",
         "roles/tester.json": "role-manifest.schema.json",
     }
     assert _validate_tree(tmp_path / "fixture") == {
-        "jobHistory.json": "job-history.v4.schema.json",
+        "jobHistory.json": HISTORY_SCHEMA,
         "job.json": "fixture-job.schema.json",
         "job_manifest.json": "job-manifest.v2.schema.json",
     }

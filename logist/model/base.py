@@ -47,6 +47,8 @@ class Request:
     on_tokens: Optional[Callable[[int], None]] = None
     #: The ``Idempotency-Key`` of a body sent (the reply's ``key``); None: none.
     key_for: Optional[Callable[[dict], str]] = None
+    #: A body's bytes as sent (compact JSON, encoded once: the key is their digest); None: the SDK encodes it.
+    encoded: Optional[Callable[[dict], bytes]] = None
     #: Extra headers an endpoint is sent (the job's name: ``X-Logist-Job``).
     headers: dict = field(default_factory=dict)
     #: Answers longer than this (UTF-8 bytes) are refused; None: no limit.

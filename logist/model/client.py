@@ -458,7 +458,8 @@ def _refuses_format(exc: Exception) -> bool:
 
 
 def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], None]] = None,
-         key_for: Optional[Callable[[dict], str]] = None, formats: Optional[list] = None) -> LLMReply:
+         key_for: Optional[Callable[[dict], str]] = None, formats: Optional[list] = None,
+         encoded: Optional[Callable[[dict], bytes]] = None) -> LLMReply:
     """One Chat Completions call of ``body`` as given (see
     :func:`logist.engine.prepare.prepare`), with the SDK's bounded retries;
     streamed when ``body`` asks for it and the endpoint streams.
@@ -466,6 +467,8 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
     ``on_tokens(n)``: called as a streamed answer arrives, with the pieces
     (about one token each) received so far. ``key_for(body)``: the
     ``Idempotency-Key`` of the body sent (none sent without it).
+    ``encoded(body)``: the bytes the body is sent as (the key is their
+    digest: encoded once, for both); without it the SDK encodes the body.
     ``formats``: the ``response_format`` values the body may carry,
     strongest first, the body carrying the first; an endpoint that refuses
     one is asked again with the next (not paid: it was refused), and what
@@ -492,7 +495,7 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
         form = form_name(formats[0])
         probing = len(formats) > 1 and (settings.base_url, form) not in endpoints.proven
         try:
-            reply, sent = _send(api, settings, body, wants_stream, on_tokens, key_for,
+            reply, sent = _send(api, settings, body, wants_stream, on_tokens, key_for, encoded,
                                 retries=0 if probing else settings.max_retries)
         except openai.OpenAIError as exc:
             refused = _refuses_format(exc)
@@ -510,7 +513,7 @@ def chat(settings: LLMSettings, body: dict, on_tokens: Optional[Callable[[int], 
                 raise _failure(exc, settings) from None
             # A failure for now, not a refusal: the retries the first send did not make.
             try:
-                reply, sent = _send(api, settings, body, wants_stream, on_tokens, key_for,
+                reply, sent = _send(api, settings, body, wants_stream, on_tokens, key_for, encoded,
                                     retries=settings.max_retries - 1)
             except openai.OpenAIError as again:
                 raise _failure(again, settings) from None
@@ -537,7 +540,8 @@ class OpenAICompatible(Model):
         settings = replace(self.settings, headers=request.headers, max_answer_bytes=request.max_answer_bytes)
         with settings.endpoints.in_flight(settings.base_url) as overlapped:
             try:
-                return chat(settings, request.body, request.on_tokens, request.key_for, request.formats)
+                return chat(settings, request.body, request.on_tokens, request.key_for, request.formats,
+                            request.encoded)
             except LLMCallError as exc:
                 if not str(exc).startswith(STREAM_CUT):
                     raise
@@ -601,7 +605,7 @@ def with_format(body: dict, response_format: Optional[dict]) -> dict:
     return out
 
 
-def _send(api, settings: LLMSettings, body: dict, wants_stream: bool, on_tokens, key_for,
+def _send(api, settings: LLMSettings, body: dict, wants_stream: bool, on_tokens, key_for, encoded,
           retries: int) -> tuple[LLMReply, dict]:
     """One send of ``body`` (and, for a stream the endpoint refuses, once
     more without it) through :func:`_post`; the reply and the body it
@@ -610,7 +614,7 @@ def _send(api, settings: LLMSettings, body: dict, wants_stream: bool, on_tokens,
 
     if wants_stream:
         try:
-            stream = _post(api, settings, body, key_for, retries, stream=True)
+            stream = _post(api, settings, body, key_for, encoded, retries, stream=True)
             return _read_stream(stream, settings, on_tokens), body
         except openai.APIStatusError as exc:
             if exc.status_code not in _STREAM_REFUSED or _refuses_format(exc) or \
@@ -618,19 +622,21 @@ def _send(api, settings: LLMSettings, body: dict, wants_stream: bool, on_tokens,
                 raise
             # Perhaps it does not stream: ask once without (not paid: it was refused).
             sent = without_stream(body)
-            response = _post(api, settings, sent, key_for, retries)
+            response = _post(api, settings, sent, key_for, encoded, retries)
             settings.endpoints.plain.add(settings.base_url)
             return whole(answer_json(response), streamed=False), sent
-    return whole(answer_json(_post(api, settings, body, key_for, retries)), streamed=False), body
+    return whole(answer_json(_post(api, settings, body, key_for, encoded, retries)), streamed=False), body
 
 
-def _post(api, settings: LLMSettings, sent: dict, key_for, retries: int, stream: bool = False):
+def _post(api, settings: LLMSettings, sent: dict, key_for, encoded, retries: int, stream: bool = False):
     """``POST /chat/completions`` of ``sent`` as it is, through the SDK's
     documented lower-level request path (``client.post``), as its typed
     ``chat.completions.create`` sends one less the typed transform, which
     walks every message of the body (a cost that grows with the turn):
-    the SDK's retries (``retries`` of them), timeout, errors and
-    JSON encoding. The answer as it arrived: a whole one as the HTTP
+    the SDK's retries (``retries`` of them), timeout and errors; the body
+    as the bytes ``encoded(sent)`` gives (its key is their digest: encoded
+    once), else encoded by the SDK (the same bytes: its ``openapi_dumps`` is
+    :func:`~logist.store.atomic.compact_json`'s rule). The answer as it arrived: a whole one as the HTTP
     response, unread beyond its headers' checks (read as JSON by
     :func:`~logist.model.completions.answer_json`), a streamed one as the
     SDK's ``Stream`` of JSON pieces."""
@@ -642,10 +648,11 @@ def _post(api, settings: LLMSettings, sent: dict, key_for, retries: int, stream:
     options = {"timeout": settings.timeout, "max_retries": retries, "security": {"bearer_auth": True}}
     if headers:
         options["headers"] = headers
+    sending = {"content": encoded(sent)} if encoded is not None else {"body": sent}
     if stream:
-        return api.post("/chat/completions", body=sent, options=options, cast_to=object,
+        return api.post("/chat/completions", **sending, options=options, cast_to=object,
                         stream=True, stream_cls=openai.Stream[object])
-    return api.post("/chat/completions", body=sent, options=options, cast_to=_httpx().Response)
+    return api.post("/chat/completions", **sending, options=options, cast_to=_httpx().Response)
 
 
 def list_models(settings: LLMSettings) -> list[str]:

@@ -13,10 +13,19 @@ The key, :func:`call_key`, is ``<job>@<created>:<step>:<digest>``: the job
 (its id and when it was created, so a job made again under the same id has
 other keys),
 the step number (the history entry the call is made for) and the SHA-256 of
-the request body sent. It goes out as the ``Idempotency-Key`` header, the
-same on every retry of the call, so an endpoint or gateway that honours it
-never charges twice; a call made again after one of unknown outcome, with
-the same body, is sent with that call's key.
+the request body's bytes as sent (:func:`sent_digest`: the body encoded
+once, as compact JSON, and those bytes sent). It goes out as the
+``Idempotency-Key`` header, the same on every retry of the call, so an
+endpoint or gateway that honours it never charges twice; a call made again
+after one of unknown outcome, with the same body, is sent with that call's
+key.
+
+A history entry leaves its key out where its rebuilt body gives it
+(:func:`recorded_key`). Format 4 and before took the digest over the
+messages' roles and texts, framed (:func:`body_digest`, still the replay
+server's canonical digest); their entries, upgraded, say so
+(``key_format``: 4), and a call of unknown outcome they record is made
+again with its own key whichever rule made it (:func:`same_body`).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import json
 import operator
 from typing import Optional
 
+from .atomic import compact_json
 from .model import StoreModel
 from .entries import AgentRunRecord
 from .manifest import KEEP_UNKNOWN
@@ -35,8 +45,17 @@ from .manifest import KEEP_UNKNOWN
 HEADER = "Idempotency-Key"
 
 
+def sent_digest(data: bytes) -> str:
+    """The digest a call's key names: the SHA-256, in hex, of the body's
+    bytes as sent (:func:`logist.store.atomic.compact_json` of the body:
+    the SDK is handed those bytes)."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def body_digest(body: dict) -> str:
-    """The SHA-256, in hex, of a request body: its messages' roles and texts
+    """Format 4's key digest, and the replay server's canonical digest of a
+    request (:func:`logist.replay.matching.digest`: the same for a body
+    whatever the order of its keys). The SHA-256, in hex, of a request body: its messages' roles and texts
     as UTF-8 (each length-prefixed, ``<bytes>:``, so no two bodies run
     together), then the other keys as canonical JSON (sorted keys, no
     spaces). At round 1,000 of a turn the body holds some 4,000 roles and
@@ -86,7 +105,11 @@ def call_key_prefix(job_id: str, created_at: str, sequence: int) -> str:
 
 def call_key(job_id: str, created_at: str, sequence: int, body: dict) -> str:
     """The key of the call step ``sequence`` of the job makes with ``body``."""
-    return call_key_prefix(job_id, created_at, sequence) + body_digest(body)
+    return call_key_prefix(job_id, created_at, sequence) + sent_digest(compact_json(body))
+
+
+#: ``key_format`` of an entry whose key format 4's rule derives (:func:`body_digest`).
+FORMAT_4_KEYS = 4
 
 
 def recorded_key(job_id: str, created_at: str, entry: dict, body: dict) -> str:
@@ -94,9 +117,24 @@ def recorded_key(job_id: str, created_at: str, entry: dict, body: dict) -> str:
     the one its request metadata names, which it does only when the call
     reused an earlier call's key, else the key its own step and ``body``
     (its rebuilt request body, :func:`logist.store.requests.recorded_body`)
-    give. Leaving the derivable key out saves about 110 bytes an entry."""
-    named = ((entry.get("request") or {}).get("metadata") or {}).get("idempotency_key")
-    return named or call_key(job_id, created_at, entry["sequence"], body)
+    give, by the rule of the format it was written in (``key_format``).
+    Leaving the derivable key out saves about 110 bytes an entry."""
+    metadata = (entry.get("request") or {}).get("metadata") or {}
+    named = metadata.get("idempotency_key")
+    if named:
+        return named
+    if metadata.get("key_format") == FORMAT_4_KEYS:
+        return call_key_prefix(job_id, created_at, entry["sequence"]) + body_digest(body)
+    return call_key(job_id, created_at, entry["sequence"], body)
+
+
+def same_body(key: Optional[str], data: bytes, body: dict) -> bool:
+    """Whether ``key`` (a call's, of unknown outcome) names the body sent as
+    ``data`` (``body`` encoded): its digest is theirs by the current rule,
+    or by format 4's for a call recorded before (the call made again keeps
+    its key across the upgrade)."""
+    named = key_digest(key)
+    return named is not None and (named == sent_digest(data) or named == body_digest(body))
 
 
 def key_digest(key: Optional[str]) -> Optional[str]:

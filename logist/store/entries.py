@@ -1,4 +1,4 @@
-"""The entries of ``jobHistory.json`` (format 4): one model per part.
+"""The entries of ``jobHistory.json`` (format 5): one model per part.
 
 An entry holds what is new at its step. A call's request is recorded in
 full (``prompt``) only when it does not extend an earlier one: the first
@@ -71,7 +71,9 @@ class RequestMetadata(StoreModel):
     stream: Optional[bool] = None
     """True when the answer was asked for as a stream (stream, with stream_options asking for the usage)."""
     idempotency_key: Optional[str] = None
-    """The ``Idempotency-Key`` header the call was sent with (the same on every retry of the call): ``<job>@<created>:<step>:<digest of the body>`` (:func:`logist.store.calls.call_key`)."""
+    """The ``Idempotency-Key`` header the call was sent with (the same on every retry of the call): ``<job>@<created>:<step>:<digest of the body>`` (:func:`logist.store.calls.call_key`). Left out where the entry's rebuilt body gives it."""
+    key_format: Optional[int] = None
+    """4: the key this entry leaves out is derived by format 4's rule (the digest of the messages' roles and texts, framed: an entry written in format 4 or before, upgraded); none: by the current one (the SHA-256 of the body's bytes as sent)."""
     agent: Optional[str] = None
     """The coding agent that answered (the role's ``agent``), when one did: the request is the prompt it was given."""
 

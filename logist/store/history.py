@@ -38,8 +38,8 @@ time proportional to its length, so an append writes in place instead:
 A file that does not end in :data:`TAIL` (edited by hand, say) but parses is
 rewritten once in the canonical form; one that does not parse is moved aside,
 its readable entries are kept, and the loss is reported. A file in an older
-format (1 to 3) is read through :mod:`logist.store.upgrade`, one function per
-version, and rewritten in format 4 the first time a command changes the job
+format (1 to 4) is read through :mod:`logist.store.upgrade`, one function per
+version, and rewritten in the current one the first time a command changes the job
 (or by ``logist job upgrade``), the old file kept beside it
 (:func:`upgrade_file`).
 """

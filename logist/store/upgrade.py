@@ -27,6 +27,12 @@ format holds it and giving it as a file of the next holds it:
     (``"workspace"``), the turn's ``last_call`` and ``pending``. The
     absolute workspace path an older header (or entry) named goes into
     each command's ``cwd``, where a command records where it ran.
+4 -> 5
+    Format 5 takes a call's key (``Idempotency-Key``: :mod:`logist.store.calls`)
+    over the body's bytes as sent; format 4 took it over the messages'
+    roles and texts, framed. An entry leaves out a key its rebuilt body
+    gives, so each format 4 entry with a request and no key of its own
+    says which rule derives it (``request.metadata.key_format``: 4).
 
 Readers upgrade in memory (:func:`upgrade_history_data`,
 :func:`upgrade_manifest_data`); the first command that changes the job, or
@@ -52,14 +58,15 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .atomic import atomic_write
+from .calls import FORMAT_4_KEYS
 from .entries import FAILED, HistoryEntry
 from ..errors import CorruptFileError, LogistError
 from .manifest import JobDefinition, JobManifest, is_format_1, milliseconds, upgrade_manifest_data
 from ..workspace.repository import Workspace
 
 #: The history format this version of Logist writes, and its schema.
-HISTORY_FORMAT = 4
-HISTORY_SCHEMA = "job-history.v4.schema.json"
+HISTORY_FORMAT = 5
+HISTORY_SCHEMA = "job-history.v5.schema.json"
 
 #: How many earlier calls of the same role are tried as the one a request continues.
 _CANDIDATES = 50
@@ -254,11 +261,22 @@ def _v3_to_v4(data: dict) -> dict:
         if isinstance(response, dict) and response.get("status") == "ERROR":
             entry["response"] = {**response, "status": FAILED}
         entries.append(HistoryEntry.model_validate(entry).dump())
-    return {"$schema": HISTORY_SCHEMA, "format": 4, "job_id": data.get("job_id"), "interactions": entries}
+    return {"$schema": "job-history.v4.schema.json", "format": 4, "job_id": data.get("job_id"), "interactions": entries}
+
+
+def _v4_to_v5(data: dict) -> dict:
+    entries = []
+    for entry in data.get("interactions") or []:
+        request = entry.get("request") if isinstance(entry, dict) else None
+        metadata = request.get("metadata") if isinstance(request, dict) else None
+        if isinstance(metadata, dict) and not metadata.get("idempotency_key"):
+            entry = {**entry, "request": {**request, "metadata": {**metadata, "key_format": FORMAT_4_KEYS}}}
+        entries.append(entry)
+    return {**data, "$schema": HISTORY_SCHEMA, "format": 5, "interactions": entries}
 
 
 #: ``UPGRADES[n - 1]`` takes a history document of format n to format n + 1.
-UPGRADES: list[Callable[[dict], dict]] = [_v1_to_v2, _v2_to_v3, _v3_to_v4]
+UPGRADES: list[Callable[[dict], dict]] = [_v1_to_v2, _v2_to_v3, _v3_to_v4, _v4_to_v5]
 assert len(UPGRADES) == HISTORY_FORMAT - 1
 
 

@@ -3,7 +3,7 @@
 What each format change is, and the functions that make it:
 :mod:`logist.store.upgrade`. Here the files are rewritten: a format 1 job's
 manifest and history together (the manifest's turn pointers come from the
-history), a history of format 2 or 3 alone
+history), a history of format 2 to 4 alone
 (:func:`logist.store.history.upgrade_file`). The old files are kept beside
 the new ones as ``*.v<format>``. ``logist job upgrade`` runs
 :func:`upgrade_job`, and so does every command that changes a job, under
@@ -23,7 +23,7 @@ from .upgrade import keep_beside, upgrade_files
 
 def upgrade_job(files: "JobFiles", head: Optional[bytes] = None) -> Optional[str]:
     """Rewrite a job's files in the current format: a format 1 job's
-    manifest and history (:func:`upgrade_v1`), a history of format 2 or 3,
+    manifest and history (:func:`upgrade_v1`), a history of format 2 to 4,
     or one whose header names the workspace's absolute path
     (:func:`logist.store.history.upgrade_file`). Returns what was done, or
     None when there was nothing to do. Call with the job's lock held.

@@ -1,19 +1,23 @@
 """Every call is named by its key, sent as the ``Idempotency-Key`` header:
 the same on every retry of the call, recorded in the entry's request
-metadata, and made of the job, the step and the digest of the body sent."""
+metadata, and made of the job, the step and the digest of the body's bytes
+as sent (format 4's keys, over the messages' roles and texts, still name a
+call made again across the upgrade)."""
 
 from __future__ import annotations
 
 import pytest
 
+import hashlib
 import json
 
+from logist.store.atomic import compact_json
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.engine.step import step_once
 from logist.replay.scripted import Reply, ScriptedLLMServer, answer
 from logist.engine.call import entry_key
-from logist.store.calls import body_digest, call_key, key_digest
+from logist.store.calls import body_digest, call_key, key_digest, sent_digest
 
 from conftest import logist_cli
 
@@ -46,7 +50,7 @@ def test_every_retry_of_a_call_carries_its_key_and_the_entry_records_it(jobs, ll
     assert shown["request_body"] == llm.requests[0]
     manifest = job.manifest()
     assert keys[0] == call_key("hello", manifest.created_at, 2, llm.requests[0])
-    assert key_digest(keys[0]) == body_digest(shown["request_body"])
+    assert key_digest(keys[0]) == sent_digest(compact_json(shown["request_body"]))
 
     # The next call is another step: another key.
     llm.add(answer("COMPLETED", "hello.py prints Hello.", ["hello.py"]))
@@ -68,7 +72,8 @@ def test_a_request_asked_again_without_a_stream_gets_its_own_key(jobs):
         assert streamed["stream"] is True and "stream" not in plain
         first, second = (key_of(h) for h in server.headers)
     assert first != second
-    assert key_digest(first) == body_digest(streamed) and key_digest(second) == body_digest(plain)
+    assert key_digest(first) == sent_digest(compact_json(streamed))
+    assert key_digest(second) == sent_digest(compact_json(plain))
     call = JobFiles(job.dir).load_history().interactions[-1]
     assert call.request.metadata.idempotency_key is None and call.request.metadata.stream is None
     assert entry_key(job, job.manifest(), call.sequence) == second
@@ -151,3 +156,85 @@ def test_streamed_calls_of_a_process_share_one_connection(jobs, llm, monkeypatch
     streamed = [body for body in llm.requests if body.get("stream")]
     assert len(streamed) == 3
     assert len(accepted) == 1, accepted
+
+
+class _BytesKept(ScriptedLLMServer):
+    """The scripted server, keeping each request's body as the bytes it received."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.raw: list[bytes] = []
+
+    def known(self, raw: bytes):
+        self.raw.append(raw)
+        return None  # parsed and answered as the scripted server does
+
+
+def test_the_key_is_the_sha256_of_the_bytes_the_endpoint_received(jobs):
+    job = create_job(jobs, "bytes", "Write hello.py that prints a greeting")
+    with _BytesKept([DONE]) as server:
+        step_once(job, base_url=server.base_url)
+        (raw,), (headers,) = server.raw, server.headers
+    assert key_digest(key_of(headers)) == hashlib.sha256(raw).hexdigest()
+    assert next(v for k, v in headers.items() if k.lower() == "content-type") == "application/json"
+    assert json.loads(raw) == server.requests[0] and raw == compact_json(server.requests[0])
+    assert entry_key(job, job.manifest(), 2) == key_of(headers)
+
+
+def test_a_call_of_unknown_outcome_recorded_in_format_4_is_made_again_with_its_key(jobs, llm):
+    """A format 4 history's call of unknown outcome names its key (taken over
+    the messages' roles and texts); the call made again after the upgrade,
+    with the same body, is sent with that key, so a gateway that honours it
+    does not charge twice."""
+    job = create_job(jobs, "old", "Write hello.py that prints a greeting")
+    llm.add(Reply(status=500, error_message="boom"))
+    failed = step_once(job, endpoints=llm.endpoints)
+    assert failed.error
+    body = llm.requests[0]
+    # The call of unknown outcome as format 4 recorded it: its key over the roles and texts.
+    history = JobFiles(job.dir).load_history()
+    entry = history.interactions[-1].dump()
+    manifest = job.manifest()
+    old_key = f"old@{manifest.created_at}:{entry['sequence']}:{body_digest(body)}"
+    entry["request"]["metadata"]["idempotency_key"] = old_key
+    entry["response"] = {**entry["response"], "status": "UNKNOWN", "error": "the call's outcome is unknown"}
+    text = JobFiles(job.dir).history_path.read_text(encoding="utf-8")
+    data = json.loads(text)
+    data["format"], data["$schema"] = 4, "job-history.v4.schema.json"
+    data["interactions"][-1] = entry
+    JobFiles(job.dir).history_path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+    llm.add(DONE)
+    step_once(job, endpoints=llm.endpoints)
+    assert llm.requests[-1] == body
+    assert key_of(llm.headers[-1]) == old_key, "the call made again keeps the key it was first sent with"
+    assert key_of(llm.headers[-1]) != call_key("old", manifest.created_at, entry["sequence"], body)
+    upgraded = JobFiles(job.dir).load_history()
+    assert upgraded.interactions[-1].request.metadata.idempotency_key == old_key
+    assert entry_key(job, job.manifest(), upgraded.interactions[-1].sequence) == old_key
+
+
+def test_a_format_4_entry_shows_the_key_format_4_derived_before_and_after_the_upgrade(jobs, llm):
+    """Format 4 left out a key its rule derived (the digest of the messages'
+    roles and texts): read as it is, and once the file is rewritten in the
+    current format (which marks the entry ``key_format`` 4), the entry shows
+    that key, not one of the current rule."""
+    job = create_job(jobs, "four", "Write hello.py that prints a greeting")
+    llm.add(DONE)
+    step_once(job, endpoints=llm.endpoints)
+    body, manifest = llm.requests[0], job.manifest()
+    files = JobFiles(job.dir)
+    data = json.loads(files.history_path.read_text(encoding="utf-8"))
+    assert data["interactions"][-1]["request"]["metadata"].get("idempotency_key") is None
+    data["format"], data["$schema"] = 4, "job-history.v4.schema.json"
+    files.history_path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    format_4 = f"four@{manifest.created_at}:2:{body_digest(body)}"
+    assert entry_json("four", 2)["request"]["metadata"]["idempotency_key"] == format_4
+
+    done = logist_cli("job", "upgrade", "four")
+    assert done.returncode == 0 and "to format 5" in done.stderr, done.stderr
+    rewritten = json.loads(files.history_path.read_text(encoding="utf-8"))
+    assert rewritten["format"] == 5
+    assert rewritten["interactions"][-1]["request"]["metadata"]["key_format"] == 4
+    assert entry_json("four", 2)["request"]["metadata"]["idempotency_key"] == format_4
+    assert entry_key(job, job.manifest(), 2) == format_4

@@ -60,8 +60,11 @@ def comparable(job_dir_or_history, workspace: str | None = None, replayed: bool 
         if replayed is not None:
             data["state"].pop("totals", None)
         data.pop("duration_ms", None)  # a time, and left out when 0 (an answer that took no call)
-        # A call's key names the job and when it was made; a replay makes its own.
-        ((data.get("request") or {}).get("metadata") or {}).pop("idempotency_key", None)
+        # A call's key names the job and when it was made; a replay makes its own (and by the current
+        # rule: a recording made in format 4 says its keys are derived by that format's, key_format).
+        metadata = (data.get("request") or {}).get("metadata") or {}
+        metadata.pop("idempotency_key", None)
+        metadata.pop("key_format", None)
         # Where a command ran (files from before paths were relative: the header's or the entry's path).
         where = (data.get("command") or {}).pop("cwd", None) or data.pop("workspace_path", None) or history.workspace_path
         data.pop("workspace_path", None)

@@ -19,7 +19,7 @@ from logist.store.jobsdir import JobsDir
 from logist.engine.rewind import rewind
 from logist.replay.apply import replay_history
 from logist.replay.scripted import answer
-from logist.store.history import TAIL, layout
+from logist.store.history import HISTORY_FORMAT, TAIL, layout
 
 from conftest import logist_cli
 
@@ -80,13 +80,13 @@ def test_job_upgrade_moves_an_old_headers_path_into_the_commands(jobs, llm):
     assert status.returncode == 0 and JobFiles(job.dir).recorded_workspace() == old
     done = logist_cli("job", "upgrade", "old")
     assert done.returncode == 0, done.stderr
-    assert "from format 3 to format 4" in done.stderr
+    assert f"from format 3 to format {HISTORY_FORMAT}" in done.stderr
     assert JobFiles(job.dir).recorded_workspace() is None
     upgraded = JobFiles(job.dir).load_history()
     assert upgraded.workspace_path is None
     assert {e.workspace_path for e in upgraded.interactions if e.request is not None} == {"workspace"}
     assert [e.command.cwd for e in upgraded.interactions if e.command] == [old, "/srv/moved/jobs/old/workspace"]
     again = logist_cli("job", "upgrade", "old")
-    assert "already in format 4" in again.stderr
+    assert f"already in format {HISTORY_FORMAT}" in again.stderr
     shown = logist_cli("job", "history", "old", "--entry", "3", "--json")
     assert shown.returncode == 0, shown.stderr
