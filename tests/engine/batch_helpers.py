@@ -35,6 +35,15 @@ NEEDS_RAY = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
 WORDCOUNT = REPO_ROOT / "fixtures" / "wordcount"
 MODEL = "gpt-4o-mini"
 
+#: What the test clusters leave out of each Ray node: what Logist's engine does not use (no
+#: dashboard, and no log monitor streaming the workers' logs to a driver: Logist starts Ray with
+#: ``log_to_driver=False``), about a second of CPU a node in the suite.
+RAY_LEAN = dict(include_log_monitor=False)
+#: And of a head node: the autoscaler's monitor (a test cluster is the nodes it starts).
+RAY_LEAN_HEAD = dict(include_dashboard=False, no_monitor=True)
+#: ``ray start``'s options for :data:`RAY_LEAN`.
+RAY_LEAN_START = "--include-log-monitor=False"
+
 
 def make_jobs(jobs: JobsDir, count: int) -> list[str]:
     ids = [f"job-{n:02d}" for n in range(count)]

@@ -23,7 +23,8 @@ from logist.store.session import JobFiles, LEASE_NAME
 from logist.replay.server import ReplayLLMServer
 
 from engine.batch_helpers import (
-    MODEL, NEEDS_RAY, WORDCOUNT, corrupt_files, make_jobs, recorded_calls, unknown_call_keys,
+    MODEL, NEEDS_RAY, RAY_LEAN, RAY_LEAN_HEAD, RAY_LEAN_START, WORDCOUNT, corrupt_files, make_jobs, recorded_calls,
+    unknown_call_keys,
 )
 
 pytestmark = [pytest.mark.slow, NEEDS_RAY]
@@ -35,8 +36,8 @@ def _two_nodes(second_env: Optional[dict] = None):
     from ray import cluster_utils
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    small = dict(num_cpus=1, object_store_memory=80 * 1024 * 1024)
-    cluster = cluster_utils.Cluster(initialize_head=True, head_node_args=dict(small, include_dashboard=False))
+    small = dict(num_cpus=1, object_store_memory=80 * 1024 * 1024, **RAY_LEAN)
+    cluster = cluster_utils.Cluster(initialize_head=True, head_node_args=dict(small, **RAY_LEAN_HEAD))
     second = cluster.add_node(**small, **({"env_vars": second_env} if second_env else {}))
     cluster.wait_for_nodes()
     return cluster, second
@@ -153,7 +154,7 @@ def head_and_copy(jobs, tmp_path):
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     cluster = cluster_utils.Cluster(initialize_head=True, head_node_args=dict(
-        num_cpus=1, object_store_memory=80 * 1024 * 1024, include_dashboard=False))
+        num_cpus=1, object_store_memory=80 * 1024 * 1024, **RAY_LEAN, **RAY_LEAN_HEAD))
     node = None
     try:
         make_jobs(jobs, 6)
@@ -164,7 +165,7 @@ def head_and_copy(jobs, tmp_path):
             "dashboard-agent-listen-port", "dashboard-agent-grpc-port", "metrics-export-port", "runtime-env-agent-port"))
         command = (f"mount --bind {copy} {jobs.path} && exec {ray_program} start --address {cluster.address} "
                    f"--num-cpus 1 --object-store-memory {80 * 1024 * 1024} --min-worker-port 0 --max-worker-port 0 "
-                   f"{ports} --block")
+                   f"{ports} {RAY_LEAN_START} --block")
         node = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", command],
                                 start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 90

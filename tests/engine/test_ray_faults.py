@@ -48,7 +48,7 @@ from logist.replay.server import ReplayLLMServer
 from logist.engine.ray_engine import NONCE_DIR
 
 from engine.batch_helpers import (
-    NEEDS_RAY, WORDCOUNT, TakeoverWatch, assert_each_paid_call_recorded_once, corrupt_files, end_state, leases_of,
+    NEEDS_RAY, RAY_LEAN, RAY_LEAN_HEAD, RAY_LEAN_START, WORDCOUNT, TakeoverWatch, assert_each_paid_call_recorded_once, corrupt_files, end_state, leases_of,
     make_jobs, finish, now, output, scaled, serial_reference, set_lease_seconds, start_batch,
 )
 
@@ -92,7 +92,7 @@ class NamedNodes:
         from ray import cluster_utils
 
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-        self.cluster = cluster_utils.Cluster(initialize_head=True, head_node_args=dict(SMALL, include_dashboard=False))
+        self.cluster = cluster_utils.Cluster(initialize_head=True, head_node_args=dict(SMALL, **RAY_LEAN, **RAY_LEAN_HEAD))
         self.nodes: dict[str, subprocess.Popen] = {}
 
     @property
@@ -109,7 +109,7 @@ class NamedNodes:
             "runtime-env-agent-port"))
         command = (f"hostname {hostname} && exec {ray_program} start --address {self.address} "
                    f"--num-cpus 1 --object-store-memory {SMALL['object_store_memory']} --min-worker-port 0 "
-                   f"--max-worker-port 0 {ports} --block")
+                   f"--max-worker-port 0 {ports} {RAY_LEAN_START} --block")
         before = self.live()  # a node just killed may be listed as alive a while yet
         self.nodes[hostname] = subprocess.Popen(["unshare", "-u", "sh", "-c", command], start_new_session=True,
                                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
