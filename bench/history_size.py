@@ -28,11 +28,13 @@ not what is counted.
 
 A step's *own time* is what Logist spends on it: its wall time minus the
 model call as the entry records it (``duration_ms``: Logist's send through
-the openai SDK and the server) and minus the command's run time. The
-*whole step* is its wall time minus only the server's time and the
-command's: the send counted (the body's key hashed, the SDK's JSON
-encoding of it, which grow with the conversation). Each has the same
-target: at most 1.5x late against early.
+the openai SDK and the server) and minus the command's run time. The body
+is encoded once, and its bytes hashed for the call's key, before the call
+(the key is journalled before anything is sent), so that encoding, which
+grows with the conversation, is in the own time; the SDK sends those
+bytes. The *whole step* is its wall time minus only the server's time and
+the command's: the send counted too. Each has the same target: at most
+1.5x late against early.
 
 Prints figures only; nothing here asserts.
 
