@@ -252,6 +252,10 @@ def _apply_saved(job: JobFiles, manifest: JobManifest, saved: StepJournal) -> No
     (:func:`~logist.engine.apply.record_failure`), so the journal is closed
     and no later command applies it again."""
     metadata = saved.request.metadata
+    if metadata.idempotency_key is None and saved.key is not None:
+        # The key as the journal recorded it, sent: the Logist that sent it may derive keys by another rule
+        # (an older history format) than this one would from the entry.
+        metadata.idempotency_key = saved.key
     answer = saved.answer
     note = "; ".join(n for n in (answer.note, RECOVERED_NOTE) if n)
     outcome = Outcome(raw=answer.raw, error=answer.error, prompt_tokens=answer.prompt_tokens,

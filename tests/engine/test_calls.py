@@ -10,6 +10,7 @@ import pytest
 
 import hashlib
 import json
+import signal
 
 from logist.store.atomic import compact_json
 from logist.store.session import JobFiles
@@ -19,7 +20,7 @@ from logist.replay.scripted import Reply, ScriptedLLMServer, answer
 from logist.engine.call import entry_key
 from logist.store.calls import body_digest, call_key, key_digest, sent_digest
 
-from conftest import logist_cli
+from conftest import logist_cli, logist_process
 
 DONE = answer("COMPLETED", "Wrote hello.py.", ["hello.py"], file_changes=[{"path": "hello.py", "content": "print('Hello')\n"}])
 
@@ -238,3 +239,32 @@ def test_a_format_4_entry_shows_the_key_format_4_derived_before_and_after_the_up
     assert rewritten["interactions"][-1]["request"]["metadata"]["key_format"] == 4
     assert entry_json("four", 2)["request"]["metadata"]["idempotency_key"] == format_4
     assert entry_key(job, job.manifest(), 2) == format_4
+
+
+@pytest.mark.wire
+def test_an_answer_saved_by_a_step_that_died_is_recorded_with_the_key_its_journal_names(jobs, llm):
+    """A step killed after its answer was journalled is finished by the next
+    command from the journal: the entry names the key the journal recorded
+    as sent, which an older Logist derived by its own rule (format 4's, here),
+    not one this Logist would derive from the entry."""
+    job = create_job(jobs, "saved", "Write hello.py that prints a greeting")
+    llm.add(DONE)
+    died = logist_process("job", "step", "--oneshot", "saved", "--base-url", llm.base_url,
+                          env={"LOGIST_FAILPOINT": "after_call"})
+    assert died.returncode == -signal.SIGKILL, died.stderr
+    journal_path = job.dir / "step_journal.json"
+    journal = json.loads(journal_path.read_text(encoding="utf-8"))
+    assert journal["answer"] and journal["key"] == key_of(llm.headers[0])
+    body = llm.requests[0]
+    older = f"saved@{job.manifest().created_at}:2:{body_digest(body)}"  # as format 4 made it
+    journal["key"] = older
+    journal_path.write_text(json.dumps(journal), encoding="utf-8")
+
+    status = logist_cli("job", "status", "saved")
+    assert status.returncode == 0, status.stderr
+    ok = logist_cli("job", "set", "saved", "--max-steps", "40")  # a command that changes the job finishes the step first
+    assert ok.returncode == 0, ok.stderr
+    entry = JobFiles(job.dir).load_history().interactions[1]
+    assert entry.response.raw_response == DONE and len(llm.requests) == 1
+    assert entry.request.metadata.idempotency_key == older
+    assert entry_key(job, job.manifest(), 2) == older
