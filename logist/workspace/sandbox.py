@@ -161,10 +161,14 @@ _MOUNTS = (
 #: (:func:`_mount_table`), hidden from a command with the rest of it: a
 #: table a command could edit would decide what the next command may write.
 MOUNT_TABLES = "mount-tables"
-#: Past this many tables in that folder, the others are removed as a new one
-#: is written (a table removed while its run starts sends that run to the
-#: one ``mount`` each way).
+#: Past this many tables in that folder, those not used for :data:`_TABLE_IDLE`
+#: seconds are removed as a new one is written. A table is read by ``mount``
+#: milliseconds after it is looked up, and each look-up marks it used (its
+#: mtime): one removed in between would fail its run (``mount`` cannot
+#: parse a missing table; the command does not run), as runs of other jobs
+#: at once did when every other table was removed.
 _KEPT_TABLES = 64
+_TABLE_IDLE = 60.0
 #: What a path in a table is made of: printable ASCII but a space, ``#``,
 #: a backslash, a quote or a colon (no escape needed, and none ends like
 #: ``mount -v``'s report).
@@ -329,6 +333,7 @@ def _mount_table(workspace: str, git: bool, read_only: Sequence[str], hidden: Se
     path = folder / (hashlib.sha256(table).hexdigest()[:32] + ".fstab")
     try:
         if path.read_bytes() == table:
+            os.utime(path)  # used: not removed as idle while its run starts
             return str(path)
     except OSError:
         pass
@@ -336,9 +341,11 @@ def _mount_table(workspace: str, git: bool, read_only: Sequence[str], hidden: Se
         folder.mkdir(mode=0o700, exist_ok=True)
         others = os.listdir(folder)
         if len(others) >= _KEPT_TABLES:
+            idle = time.time() - _TABLE_IDLE
             for name in others:
                 with contextlib.suppress(OSError):
-                    os.unlink(folder / name)
+                    if os.stat(folder / name).st_mtime < idle:
+                        os.unlink(folder / name)
         # Not fsynced: a table a power loss left half written runs no command (mount -v says so).
         fd, written = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:

@@ -154,14 +154,24 @@ def test_a_git_folder_made_after_the_table_is_read_only_all_the_same(tmp_path):
     assert (workspace / "made").exists() and not (workspace / ".git" / "planted").exists()
 
 
-def test_the_tables_kept_are_bounded(tmp_path):
+def test_the_tables_kept_are_bounded_and_one_in_use_is_never_removed(tmp_path):
     (tmp_path / "private").mkdir(mode=0o700)
     hidden = [os.path.realpath(tmp_path / "private")]
-    tables = [sandbox._mount_table(f"/ws/{n}", True, ["/jobs"], hidden, None) for n in range(sandbox._KEPT_TABLES + 1)]
+    tables = [sandbox._mount_table(f"/ws/{n}", True, ["/jobs"], hidden, None) for n in range(sandbox._KEPT_TABLES)]
     folder = Path(hidden[0]) / sandbox.MOUNT_TABLES
     assert len(set(tables)) == len(tables) and all(tables)
-    assert sorted(folder.iterdir()) == [Path(tables[-1])], "the others were removed as the last was written"
-    assert b"/ws/64 /ws/64 none bind 0 0\n" in Path(tables[-1]).read_bytes()
+    # All idle for longer than a run takes to start, but the one another job's run has just looked up.
+    idle = time.time() - sandbox._TABLE_IDLE - 5
+    for table in tables:
+        os.utime(table, (idle, idle))
+    in_use = sandbox._mount_table("/ws/7", True, ["/jobs"], hidden, None)
+    assert in_use == tables[7]
+    last = sandbox._mount_table(f"/ws/{sandbox._KEPT_TABLES}", True, ["/jobs"], hidden, None)
+    assert sorted(folder.iterdir()) == sorted([Path(in_use), Path(last)]), "the idle ones were removed as the last was written"
+    assert b"/ws/64 /ws/64 none bind 0 0\n" in Path(last).read_bytes()
+    # Tables used within the idle time are kept, however many there are: none is removed under a run.
+    recent = [sandbox._mount_table(f"/ws/r{n}", True, ["/jobs"], hidden, None) for n in range(sandbox._KEPT_TABLES)]
+    assert all(Path(t).exists() for t in [in_use, last, *recent])
 
 
 @needs_view
