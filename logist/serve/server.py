@@ -33,8 +33,10 @@ import ipaddress
 import os
 import re
 import secrets
+import signal
 import socket
 import stat
+import threading
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -45,6 +47,9 @@ from ..api import Jobs
 from ..secrets import private
 from .app import create_app
 from .pages import PAGE
+
+#: What stops the server (uvicorn's own: Ctrl-C and SIGTERM).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 #: The names a loopback server answers to (Host header), besides any --allow-host.
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -135,9 +140,24 @@ def serve(jobs: Jobs, host: str, port: int, allow_hosts: tuple[str, ...] = (),
     server = uvicorn.Server(config)
     config.app = create_app(jobs, token, port, names, stopping=lambda: server.should_exit, page=page)
     url_host = "127.0.0.1" if host in ("0.0.0.0", "::") or is_loopback(host) else names[-1]
+    # From the announcement until uvicorn listens for Ctrl-C and SIGTERM itself, one that comes stops the
+    # server as soon as it has started: a script that stops it as soon as it read the URL was not heard
+    # once (asyncio's own Ctrl-C handler, installed in that window, cancelled uvicorn's start, which went on).
+    early: list[int] = []
+
+    def stop(sig: int, frame) -> None:
+        early.append(sig)
+        server.should_exit = True
+
+    held = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS} \
+        if threading.current_thread() is threading.main_thread() else {}
     try:
         announce(f"http://{url_host}:{port}/?token={token}", port, path)
-        # uvicorn stops on Ctrl-C and SIGTERM, then raises the signal again: the process ends as it would.
+        # uvicorn stops on Ctrl-C and SIGTERM, then raises the signal again (to ``stop``, which it puts back).
         server.run(sockets=[sock])
     finally:
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
         sock.close()
+    if early:
+        signal.raise_signal(early[0])  # the process ends as that signal ends it

@@ -396,6 +396,29 @@ def test_json_says_the_url_port_and_token_file_on_one_line(jobs):
         process.wait(10)
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_sent_as_soon_as_the_url_is_read_ends_it(jobs, sig):
+    """A script that stops the server as soon as it has read its URL: the
+    signal comes while uvicorn starts, before it listens for signals
+    itself. It was lost in about one start in eight (asyncio's own Ctrl-C
+    handler cancelled the start, which went on serving, or ended with a
+    traceback); it now ends the server as it ends a running one."""
+    for _ in range(8):
+        process = subprocess.Popen([sys.executable, "-m", "logist", "serve", "--port", "0", "--json"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert json.loads(process.stdout.readline())["port"]
+            process.send_signal(sig)
+            process.wait(10)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        stderr = process.stderr.read()
+        assert process.returncode == (130 if sig == signal.SIGINT else -signal.SIGTERM), stderr
+        assert "Traceback" not in stderr, stderr
+
+
 def test_sigterm_ends_it_as_ctrl_c_does_and_the_token_is_kept_alike(jobs, served):
     server = served()
     token_file = token_path(jobs)
