@@ -34,7 +34,7 @@ from ..errors import EndpointError, LLMCallError, LogistError
 from ..store.journal import StepJournal
 from ..store.recovery import Finish
 from ..store.atomic import compact_json
-from ..store.calls import SavedAnswer, call_key_prefix, recorded_key, same_body, sent_digest
+from ..store.calls import SavedAnswer, recorded_key, same_body, sent_key
 from ..store.config import LogistConfig, resolve_api_key, resolve_base_url, resolve_endpoint
 from ..model.agent import AgentModel
 from ..store.entries import UNKNOWN, AgentRunRecord, Response, Usage, unknown_outcome
@@ -143,23 +143,21 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
     prepared.metadata.stream = (bool(body.get("stream")) or None) if task is None else None
     again = retried_key(job, manifest)
 
-    keys: dict[int, tuple[dict, str, bytes]] = {}
+    #: Per body sent: the body, the key it is sent with, its bytes, and the key the current rule gives it.
+    keys: dict[int, tuple[dict, str, bytes, str]] = {}
 
-    def encoded(sent: dict) -> tuple[str, bytes]:
+    def encoded(sent: dict) -> tuple[dict, str, bytes, str]:
         # Once per body sent (it holds the whole conversation): encoded, and its key the digest of those
         # bytes, which the client sends as they are.
         if id(sent) not in keys:
             data = compact_json(sent)
-            key = again if again is not None and same_body(again, data, sent) else \
-                f"{call_key_prefix(job.id, manifest.created_at, sequence)}{sent_digest(data)}"
-            keys[id(sent)] = (sent, key, data)
-        return keys[id(sent)][1:]
+            natural = sent_key(job.id, manifest.created_at, sequence, data)
+            key = again if again is not None and same_body(again, natural, sent) else natural
+            keys[id(sent)] = (sent, key, data, natural)
+        return keys[id(sent)]
 
     def key_for(sent: dict) -> str:
-        return encoded(sent)[0]
-
-    def natural(sent: dict) -> str:
-        return f"{call_key_prefix(job.id, manifest.created_at, sequence)}{sent_digest(encoded(sent)[1])}"
+        return encoded(sent)[1]
 
     prepared.metadata.idempotency_key = key_for(body)
     model.ready()  # the endpoint's client built (once per Endpoints) before the clock starts
@@ -176,7 +174,7 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
             watch.started(prepared.role.name, manifest.calls + 1, manifest.settings.max_steps, prepared.model)
         reply = model.complete(Request(body, formats, watch.tokens if watch is not None else None, key_for,
                                        headers=settings.headers, max_answer_bytes=settings.max_answer_bytes,
-                                       encoded=lambda sent: encoded(sent)[1]))
+                                       encoded=lambda sent: encoded(sent)[2]))
     except LLMCallError as exc:
         if exc.kind == "setup":
             # Nothing was asked of a model: the job stays exactly as it was.
@@ -196,8 +194,8 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
     prepared.metadata.stream = (reply.streamed or None) if task is None else None
     # Recorded only when it is not the key this step's own body gives (a call
     # made again after one of unknown outcome): the history derives it otherwise.
-    sent = next((b for b, key, _ in keys.values() if key == reply.key), body)
-    prepared.metadata.idempotency_key = reply.key if reply.key != natural(sent) else None
+    sent = next((b for b, key, _, _ in keys.values() if key == reply.key), body)
+    prepared.metadata.idempotency_key = reply.key if reply.key != encoded(sent)[3] else None
     sent_format = sent.get("response_format") if task is None else None
     prepared.metadata.response_format = kept_format if sent_format is formats[0] else sent_format
     outcome = Outcome(

@@ -103,9 +103,14 @@ def call_key_prefix(job_id: str, created_at: str, sequence: int) -> str:
     return f"{job_id}@{created_at}:{sequence}:"
 
 
+def sent_key(job_id: str, created_at: str, sequence: int, data: bytes) -> str:
+    """The key of the call step ``sequence`` of the job makes with the body sent as ``data``."""
+    return call_key_prefix(job_id, created_at, sequence) + sent_digest(data)
+
+
 def call_key(job_id: str, created_at: str, sequence: int, body: dict) -> str:
     """The key of the call step ``sequence`` of the job makes with ``body``."""
-    return call_key_prefix(job_id, created_at, sequence) + sent_digest(compact_json(body))
+    return sent_key(job_id, created_at, sequence, compact_json(body))
 
 
 #: ``key_format`` of an entry whose key format 4's rule derives (:func:`body_digest`).
@@ -128,13 +133,13 @@ def recorded_key(job_id: str, created_at: str, entry: dict, body: dict) -> str:
     return call_key(job_id, created_at, entry["sequence"], body)
 
 
-def same_body(key: Optional[str], data: bytes, body: dict) -> bool:
-    """Whether ``key`` (a call's, of unknown outcome) names the body sent as
-    ``data`` (``body`` encoded): its digest is theirs by the current rule,
-    or by format 4's for a call recorded before (the call made again keeps
-    its key across the upgrade)."""
+def same_body(key: Optional[str], natural: str, body: dict) -> bool:
+    """Whether ``key`` (a call's, of unknown outcome) names ``body``, whose
+    key by the current rule is ``natural``: its digest is that key's, or
+    format 4's digest of the body for a call recorded before (the call made
+    again keeps its key across the upgrade)."""
     named = key_digest(key)
-    return named is not None and (named == sent_digest(data) or named == body_digest(body))
+    return named is not None and (named == key_digest(natural) or named == body_digest(body))
 
 
 def key_digest(key: Optional[str]) -> Optional[str]:
