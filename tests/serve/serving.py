@@ -1,6 +1,6 @@
 """``logist serve`` as a real process on a free port, and a real headless
-Chromium (Debian's ``chromium``, driven by Playwright for Python; none of
-Playwright's own browsers is downloaded).
+Chromium (Debian's: ``conftest.chromium_executable``), driven by Playwright
+for Python; none of Playwright's own browsers is downloaded.
 
 Each test module here imports the fixtures it uses from this one and marks
 its tests ``serve`` (``pytest -m serve``); those that need the browser are
@@ -11,7 +11,6 @@ from __future__ import annotations
 import http.client
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +19,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 import pytest
+
+from conftest import chromium_executable
 
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -115,15 +116,6 @@ def served(jobs):
                 server.process.wait()
 
 
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is not installed; .ci/run installs it (apt-get install -y chromium)")
-        pytest.skip("chromium is not installed (apt-get install chromium); in CI this is a failure")
-    return found
-
-
 #: The one Chromium of this test process, and how many test modules' fixtures hold it.
 _chromium_shared: dict = {}
 
@@ -135,8 +127,8 @@ def browser():
     own; they share one Playwright and one browser (Playwright's sync API runs
     one per thread), closed when the last of them is done."""
     if not _chromium_shared:
-        playwright_api = needed("playwright.sync_api", "pip install playwright; no browser download: Debian's chromium is used")
-        executable = _chromium()
+        playwright_api = needed("playwright.sync_api", "pip install playwright; no browser download: Debian's Chromium is used")
+        executable = chromium_executable()
         manager = playwright_api.sync_playwright()
         playwright = manager.__enter__()
         # launch() gives the browser a fresh --user-data-dir of its own (it

@@ -32,7 +32,7 @@ from logist.engine.rewind import rewind
 from logist.replay.scripted import Reply
 from logist.store.requests import HistoryReader
 
-from conftest import logist_cli, write_config
+from conftest import chromium_executable, logist_cli, write_config
 from test_transcript import HOSTILE, RUN_CHECK, a, calc_scenario
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -249,12 +249,7 @@ def test_job_show_prints_budget_use(jobs, llm):
 
 @pytest.fixture
 def chromium():
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is not installed; .ci/run installs it (apt-get install -y chromium)")
-        pytest.skip("chromium is not installed (apt-get install chromium); in CI this is a failure")
-    return found
+    return chromium_executable()
 
 
 def run_chromium(chromium: str, profile: Path, *args: str) -> str:
