@@ -390,14 +390,29 @@ def logist_process(*args: str, env: dict | None = None, input: str | None = None
     (``PYTHONPATH``) or a ``PATH`` without ``unshare`` (probed once per
     process); ``--version`` answered before click is imported; the Ray
     engine's driver (the test's process is one already); the progress-line
-    test. Tests of several
-    processes at once start their own."""
+    test. A process killed, where its start is not looked at, is
+    :func:`logist_forked`'s. Tests of several processes at once start their own."""
     full_env = dict(os.environ)
     full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "logist", *args],
         capture_output=True, text=True, env=full_env, input=input, timeout=timeout,
     )
+
+
+def logist_forked(*args: str, env: dict | None = None, input: str | None = None,
+                  timeout: float = 60) -> subprocess.CompletedProcess:
+    """:func:`logist_process`, the child forked from a process that imported
+    Logist already (tests/forked.py: a real process of its own, started in
+    about a tenth of the CPU): for a process killed (SIGKILL,
+    ``LOGIST_FAILPOINT``) and the commands that meet what it left, where
+    nothing of the process's start is looked at. Standard input is empty
+    unless ``input`` is given."""
+    from forked import run_forked
+
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return run_forked(list(args), env=full_env, input=input, timeout=timeout)
 
 
 def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None,

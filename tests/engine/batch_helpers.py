@@ -24,7 +24,8 @@ from logist.store.entries import CALL_KINDS
 
 import pytest
 
-from conftest import REPO_ROOT, logist_cli, logist_process
+from conftest import REPO_ROOT, logist_cli, logist_forked
+from forked import ForkedPopen
 
 #: The Ray engine's tests: skipped where Ray is not installed. Ray is imported by the tests that run:
 #: imported as their modules are collected, it would cost each pytest-xdist worker ~0.35 s of CPU in
@@ -55,7 +56,7 @@ def make_jobs(jobs: JobsDir, count: int) -> list[str]:
 def run_all(jobs: JobsDir, server, *options: str, timeout: float = 300, process: bool = False) -> subprocess.CompletedProcess:
     """``logist job run --all`` on ``server``; ``process``: in a child process
     (the Ray engine: its driver cannot share the test's process, which is one already)."""
-    run = logist_process if process else logist_cli
+    run = logist_forked if process else logist_cli
     return run("--jobs-dir", str(jobs.path), "job", "run", "--all", "--base-url", server.base_url,
                "--model", MODEL, *options, timeout=timeout)
 
@@ -111,7 +112,7 @@ def start_batch(jobs: JobsDir, server, *options: str) -> subprocess.Popen:
     waits would fill and stop a large batch): :func:`finish` reads them."""
     folder = Path(tempfile.mkdtemp(prefix="batch-", dir=jobs.path.parent))
     with open(folder / "stdout", "w") as stdout, open(folder / "stderr", "w") as stderr:
-        batch = subprocess.Popen(
+        batch = ForkedPopen(
             [sys.executable, "-m", "logist", "--jobs-dir", str(jobs.path), "job", "run", "--all", "--base-url",
              server.base_url, "--model", MODEL, "--json", *options], stdout=stdout, stderr=stderr, text=True)
     batch.output = folder

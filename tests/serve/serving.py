@@ -21,6 +21,7 @@ from typing import Optional
 import pytest
 
 from conftest import chromium_executable
+from forked import ForkedPopen
 
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -81,7 +82,7 @@ def needed(module: str, install: str):
 
 
 def start_server(*args: str, port: int = 0) -> Served:
-    process = subprocess.Popen(
+    process = ForkedPopen(
         [sys.executable, "-m", "logist", "serve", "--port", str(port), *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
     )

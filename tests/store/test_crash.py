@@ -32,7 +32,8 @@ from logist.failpoints import POINTS
 from logist.replay.scripted import Reply
 from logist.replay.scripted import answer
 
-from conftest import via, logist_process
+from conftest import via, logist_forked as logist_process
+from forked import ForkedPopen
 
 pytestmark = pytest.mark.slow
 
@@ -137,7 +138,7 @@ def child_env(**extra: str) -> dict:
 
 
 def step_child(llm, **env: str) -> subprocess.Popen:
-    return subprocess.Popen(
+    return ForkedPopen(
         [sys.executable, "-m", "logist", "job", "step", "--oneshot", "hello", "--base-url", llm.base_url],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(**env),
     )

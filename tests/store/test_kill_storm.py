@@ -27,7 +27,8 @@ import time
 
 import pytest
 
-from conftest import logist_process, processes_with
+from conftest import logist_forked as logist_process, processes_with
+from forked import ForkedPopen
 from logist.store.session import JobFiles
 from logist.engine.create import create_job
 from logist.failpoints import COMMAND_POINTS, POINTS
@@ -67,7 +68,7 @@ class Answers(LLMServer):
 
 
 def _step(server, **env: str) -> subprocess.Popen:
-    return subprocess.Popen(
+    return ForkedPopen(
         [sys.executable, "-m", "logist", "job", "step", "--oneshot", "storm", "--base-url", server.base_url],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **env},
     )

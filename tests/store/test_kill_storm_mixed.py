@@ -55,7 +55,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import logist_process, processes_with
+from conftest import logist_forked as logist_process, processes_with
+from forked import ForkedPopen
 from logist.replay.scripted import LLMServer, Reply, answer
 from logist.store.session import JobFiles
 
@@ -214,7 +215,7 @@ class Kinds:
         return JobFiles(self.jobs / name)
 
     def start_step(self, name: str) -> subprocess.Popen:
-        return subprocess.Popen(
+        return ForkedPopen(
             [sys.executable, "-m", "logist", "job", "step", "--oneshot", name, "--base-url", self.server.base_url],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
 
@@ -282,8 +283,8 @@ class Kinds:
     # -- decisions through logist serve --
 
     def start_serve(self) -> None:
-        process = subprocess.Popen([sys.executable, "-m", "logist", "serve", "--port", "0"], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+        process = ForkedPopen([sys.executable, "-m", "logist", "serve", "--port", "0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=dict(os.environ))
         found = SERVE_URL.search(process.stdout.readline())
         assert found, process.stderr.read()
         self.serve.update(process=process, port=int(found.group(1)), token=found.group(2))

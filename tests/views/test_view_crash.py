@@ -25,7 +25,7 @@ from logist.engine.step import step_once
 from logist.replay.scripted import answer
 from logist.views.transcript import read_marker, render
 
-from conftest import logist_cli, logist_process
+from conftest import logist_cli, logist_forked as logist_process
 
 pytestmark = pytest.mark.slow
 
