@@ -218,6 +218,8 @@ def pytest_sessionfinish(session, exitstatus):
     basetemp = session.config.option.basetemp
     if not hasattr(session.config, "workerinput") and basetemp and \
             Path(basetemp).parent == MEMORY and Path(basetemp).name.startswith(MEMORY_PREFIX):
+        # What the tests' processes compiled of their own files there (a module a test wrote) is of no later use.
+        shutil.rmtree(BYTECODE / Path(basetemp).relative_to(Path(basetemp).anchor), ignore_errors=True)
         if exitstatus == 0:
             shutil.rmtree(basetemp, ignore_errors=True)
         else:

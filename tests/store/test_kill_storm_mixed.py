@@ -166,6 +166,35 @@ def _lock_is_free(job: JobFiles) -> bool:
         return False
 
 
+def _lock_holders(job: JobFiles) -> list[int]:
+    """The pids /proc/locks gives for the locks on the job's lock file: the
+    process that took each (a lock a child inherited still names its parent)."""
+    try:
+        inode = os.stat(job.lock_path).st_ino
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return []
+    return [int(fields[4]) for fields in (line.split() for line in lines)
+            if len(fields) > 5 and fields[1] != "->" and fields[5].rsplit(":", 1)[-1] == str(inode)]
+
+
+def _lock_left_held(job: JobFiles, ended: tuple[int, ...]) -> str:
+    """Why the job's lock is left held after the processes ``ended`` ended, or "". Held
+    in the name of one of them (a process it started inherited it) or of no
+    live process, it is left held; a live process of the test's that holds
+    it (another command on the job, at work) is waited for up to 2 s."""
+    deadline = time.monotonic() + 2.0
+    while not _lock_is_free(job):
+        holders = _lock_holders(job)
+        left = [pid for pid in holders if pid in ended or not os.path.exists(f"/proc/{pid}")]
+        if left or time.monotonic() > deadline:
+            named = {pid: (Path(f"/proc/{pid}/status").read_text().split("\n", 1)[0]
+                           if os.path.exists(f"/proc/{pid}") else "gone") for pid in holders}
+            return f"held in the name of {named or 'nobody /proc/locks shows'} (the processes that ended: {ended})"
+        time.sleep(0.05)
+    return ""
+
+
 def landed_in(job: JobFiles) -> str:
     """Where the step a kill ended was, as its step journal left it (nothing repaired yet)."""
     try:
@@ -188,11 +217,12 @@ def _journal_mark(job: JobFiles) -> tuple:
     return info.st_ino, info.st_mtime_ns
 
 
-def _after_a_kill(job: JobFiles, before: list[dict], what: str) -> None:
+def _after_a_kill(job: JobFiles, before: list[dict], what: str, *ended: int) -> None:
     manifest, entries = _files(job)
     assert entries[: len(before)] == before, f"{what}: an earlier entry was lost or changed"
     assert [e["sequence"] for e in entries] == list(range(1, len(entries) + 1)), f"{what}: an entry duplicated or lost"
-    assert _lock_is_free(job), f"{what}: the job's lock is still held"
+    held = _lock_left_held(job, ended)
+    assert not held, f"{what}: the job's lock is {held}"
     # A kill after an entry was written whole and before its append journal was removed: a reader
     # shows the entries the journal says were there before it (the next command keeps the new one).
     appending = job.history_append_path.exists()
@@ -214,8 +244,10 @@ class Kinds:
     def job(self, name: str) -> JobFiles:
         return JobFiles(self.jobs / name)
 
-    def start_step(self, name: str) -> subprocess.Popen:
-        return ForkedPopen(
+    def start_step(self, name: str, forked: bool = True) -> subprocess.Popen:
+        """A ``logist job step`` of job ``name`` (tests/forked.py), or ``python -m logist`` started
+        as a program is (``forked`` False: it takes about half a second before it is at work)."""
+        return (ForkedPopen if forked else subprocess.Popen)(
             [sys.executable, "-m", "logist", "job", "step", "--oneshot", name, "--base-url", self.server.base_url],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
 
@@ -275,7 +307,7 @@ class Kinds:
                 if child.returncode == 0:
                     step_seconds = 0.7 * step_seconds + 0.3 * (time.monotonic() - started)
                 assert child.returncode in (0, 3), f"{name}: rc={child.returncode}: {child.err}"
-            _after_a_kill(job, before, f"{name}, kill {self.landed[name]}")
+            _after_a_kill(job, before, f"{name}, kill {self.landed[name]}", child.pid)
             status = JobFiles(job.dir).manifest()
             if str(status.status) in ("INPUT_REQUIRED", "INTERVENTION_REQUIRED", "APPROVAL_REQUIRED"):
                 self.decide_by_hand(name)
@@ -323,7 +355,7 @@ class Kinds:
                 if self.kill_in_a_step(child, job, 0.5 if self.random.random() < 0.35 else 120, left):
                     self.landed[name] += 1
                     self.where[name][landed_in(job)] += 1
-                _after_a_kill(job, before, f"{name}, runner kill")
+                _after_a_kill(job, before, f"{name}, runner kill", child.pid)
                 continue
             if manifest.pending_command:
                 action, body = self.random.choice(["approve-command", "approve-command", "skip-command"]), {}
@@ -334,7 +366,9 @@ class Kinds:
             posting.start()
             served = self.serve["process"]
             kill_server = self.random.random() < 0.5
-            runner = self.start_step(name) if self.random.random() < 0.3 else None
+            # Started as a program is: the kill within half a second lands (a forked one would be told at
+            # once that the job is busy while the server decides, and end before it).
+            runner = self.start_step(name, forked=False) if self.random.random() < 0.3 else None
             if kill_server:
                 deadline = time.monotonic() + 5
                 while _journal_mark(job) == left and time.monotonic() < deadline and posting.is_alive():
@@ -350,7 +384,8 @@ class Kinds:
                 self.where[name]["a runner while logist serve decides"] += 1
             posting.join(60)
             assert not posting.is_alive(), "logist serve did not answer a decision"
-            _after_a_kill(job, before, f"{name}, {action} through serve")
+            _after_a_kill(job, before, f"{name}, {action} through serve",
+                          *(p.pid for p in (served, runner) if p is not None and p.poll() is not None))
             if served.poll() is not None:
                 out = served.stderr.read()
                 assert "Traceback" not in out, out
