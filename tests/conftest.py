@@ -137,6 +137,10 @@ EXPECTED_SECONDS = {"live": 30.0, "slow": 10.0, "browser": 3.0, "serve": 2.0}
 #: one worker: tests/live's llama.cpp server, whose threads a second one's
 #: would fight for the cores (and its model loaded twice).
 ONE_WORKER = ("live",)
+#: Fixtures of the worker's session whose tests are kept on one worker as well: a local Ray cluster
+#: (tests/engine/test_ray_engine.py), which each worker its tests went to started for itself (about 7 s
+#: of CPU a cluster: its daemons, and a log monitor that reads its logs every second).
+ONE_WORKER_FIXTURES = ("ray_cluster",)
 
 
 def expected_seconds(item, known: dict) -> float:
@@ -155,7 +159,7 @@ def pytest_collection_modifyitems(session, config, items):
     on a fresh clone, as CI runs, the live, slow and browser tests still
     start first). The long tests go to the workers longest first, each to the
     share with the fewest seconds so far, the tests of a :data:`ONE_WORKER`
-    mark together as one, in their collection's order. Every worker reads the same cache and marks, so
+    mark or of a :data:`ONE_WORKER_FIXTURES` fixture together as one, in their collection's order. Every worker reads the same cache and marks, so
     all collect the same order, as pytest-xdist requires."""
     cache = getattr(config, "cache", None)
     known = cache.get(DURATIONS_KEY, {}) if cache is not None else {}
@@ -166,7 +170,8 @@ def pytest_collection_modifyitems(session, config, items):
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
     units: dict = {}  # a ONE_WORKER mark's tests, else each test alone
     for item in long:
-        together = next((mark for mark in ONE_WORKER if item.get_closest_marker(mark)), None)
+        together = next((mark for mark in ONE_WORKER if item.get_closest_marker(mark)), None) or \
+            next((name for name in ONE_WORKER_FIXTURES if name in item.fixturenames), None)
         units.setdefault(together or id(item), []).append(item)
     shares: list[list] = [[] for _ in range(workers)]
     loads = [0.0] * workers

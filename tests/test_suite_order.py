@@ -1,6 +1,6 @@
 """The suite's own order (tests/conftest.py): the tests expected to take
 longest start first, on a fresh clone too, and the live tests stay together
-on one worker (one engine)."""
+on one worker (one engine), as do the tests of the worker's Ray cluster."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from conftest import pytest_collection_modifyitems
 
 
 class Item:
-    """What the ordering reads of a collected test: its id and its marks."""
+    """What the ordering reads of a collected test: its id, its marks and its fixtures."""
 
-    def __init__(self, nodeid: str, *marks: str):
+    def __init__(self, nodeid: str, *marks: str, fixtures: tuple = ()):
         self.nodeid = nodeid
         self.marks = [SimpleNamespace(name=name) for name in marks]
+        self.fixturenames = list(fixtures)
 
     def iter_markers(self):
         return iter(self.marks)
@@ -75,3 +76,13 @@ def test_one_worker_gets_the_longest_first(monkeypatch):
     items = collection()
     [only] = ordered(items, {"quick3": 45.0}, 1, monkeypatch)
     assert only[:8] == ["quick3", "live0", "live1", "live2", "live3", "ray1", "ray2", "browser1"]
+
+
+def test_the_tests_of_the_session_s_ray_cluster_go_to_one_worker(monkeypatch):
+    # Three batches on the worker's own Ray cluster, each expected to take as long as each of two
+    # others: spread one by one they would go to both workers, and each would start a cluster.
+    items = [Item(f"quick{n}") for n in range(20)] + [Item("other1", "slow"), Item("other2", "slow")] + \
+        [Item(f"cluster{n}", "slow", fixtures=("jobs", "ray_cluster")) for n in range(3)]
+    first, second = ordered(items, {}, 2, monkeypatch)
+    assert first[:3] == ["cluster0", "cluster1", "cluster2"], "together, first, in the order written"
+    assert second[:2] == ["other1", "other2"]
