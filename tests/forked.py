@@ -13,8 +13,9 @@ and standard streams the ``Popen`` call names (the streams as file
 descriptors over a UNIX socket), starts a new session if asked, and runs
 ``logist.__main__`` as ``python -m logist`` would, ``SystemExit`` and
 tracebacks included. It is the test's to signal, kill and wait for as any
-child: the zygote reaps it and reports how it ended (a signal as a negative
-return code, as ``Popen`` does).
+child: the zygote reports how it ended (a signal as a negative return
+code, as ``Popen`` does) and reaps it only once the test has seen that, so
+that, as with ``Popen``, its pid is not another process's before.
 
 What a forked ``logist`` cannot show, and the tests that need it start one
 with ``subprocess`` (:func:`conftest.logist_process`): its start (secrets
@@ -75,18 +76,19 @@ def child(request, fds):
     raise SystemExit(0)
 
 
+running = set()  # the children started and not yet seen to end
 while True:
     ready = select.select([channel, wake_r], [], [])[0]
     if wake_r in ready:
         os.read(wake_r, 4096)
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            send({"ended": pid, "code": os.waitstatus_to_exitcode(status)})
+        for pid in list(running):
+            # Seen, not reaped (WNOWAIT): the child stays a zombie, its pid not given to another process,
+            # until the test has seen it end and says so ("reap"), as a Popen's child waits for its wait().
+            ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            if ended is not None:
+                running.discard(pid)
+                code = ended.si_status if ended.si_code == os.CLD_EXITED else -ended.si_status
+                send({"ended": pid, "code": code})
     if channel in ready:
         fds = array.array("i")
         data, ancdata, _, _ = channel.recvmsg(1 << 20, socket.CMSG_SPACE(3 * fds.itemsize))
@@ -96,11 +98,18 @@ while True:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
         request = json.loads(data)
+        if "reap" in request:
+            try:
+                os.waitpid(request["reap"], 0)
+            except ChildProcessError:  # reaped already
+                pass
+            continue
         pid = os.fork()
         if pid == 0:
             child(request, list(fds))
         for fd in fds:
             os.close(fd)
+        running.add(pid)
         send({"started": pid})
 '''
 
@@ -165,10 +174,16 @@ class Zygote:
                 return self.started.pop(0)
 
     def code(self, pid: int, timeout: Optional[float]) -> Optional[int]:
-        """How ``pid`` ended, waiting up to ``timeout`` seconds (None: for as long as it runs)."""
+        """How ``pid`` ended, waiting up to ``timeout`` seconds (None: for as long as it runs).
+        Once it is known, the zygote reaps the child: until then its pid is not another process's,
+        so a signal sent to it by a test that has not seen it end reaches nothing else."""
         with self.changed:
             self.changed.wait_for(lambda: pid in self.ended, timeout=timeout)
-            return self.ended.get(pid)
+            code = self.ended.get(pid)
+        if code is not None:
+            with self.asking:
+                self.channel.sendmsg([json.dumps({"reap": pid}).encode()])
+        return code
 
 
 class ForkedPopen(subprocess.Popen):

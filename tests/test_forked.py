@@ -9,6 +9,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +57,31 @@ def test_a_kill_is_a_negative_return_code_and_the_pid_is_the_child_s(jobs):
 def test_only_logist_is_run():
     with pytest.raises(ValueError, match="python -m logist only"):
         ForkedPopen([sys.executable, "-c", "pass"])
+
+
+def test_an_ended_child_keeps_its_pid_until_the_test_has_seen_it_end():
+    """As a Popen's child, which stays a zombie until it is waited for: a
+    signal a test sends to a pid it has not seen end reaches nothing else
+    (the machine's pids wrap around within seconds under the suite)."""
+    child = ForkedPopen([*LOGIST, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdout.read().startswith("logist, version ") and child.stderr.read() == ""
+    deadline = time.monotonic() + 10
+    while _state(child.pid) != "Z":
+        assert time.monotonic() < deadline, f"the child did not end: state {_state(child.pid)!r}"
+        time.sleep(0.01)
+    time.sleep(0.2)
+    assert _state(child.pid) == "Z", "reaped before the test saw it end"
+    assert child.wait(10) == 0
+    while _state(child.pid) == "Z":
+        assert time.monotonic() < deadline, "not reaped once the test saw it end"
+        time.sleep(0.01)
+    child.stdout.close()
+    child.stderr.close()
+
+
+def _state(pid: int) -> str:
+    """The process's state letter in /proc (Z: a zombie), or "" when there is no such process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return ""
