@@ -48,6 +48,7 @@ def _keep_bytecode() -> None:
 
 _keep_bytecode()
 
+from forked import run_forked  # noqa: E402
 from logist.store.jobsdir import JobsDir  # noqa: E402 (after the bytecode's folder is set)
 from logist.engine.create import create_job  # noqa: E402
 from logist.engine.step import step_once  # noqa: E402
@@ -168,7 +169,7 @@ def pytest_collection_modifyitems(session, config, items):
     if not long:
         return
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-    units: dict = {}  # a ONE_WORKER mark's tests, else each test alone
+    units: dict = {}  # a ONE_WORKER mark's or ONE_WORKER_FIXTURES fixture's tests, else each test alone
     for item in long:
         together = next((mark for mark in ONE_WORKER if item.get_closest_marker(mark)), None) or \
             next((name for name in ONE_WORKER_FIXTURES if name in item.fixturenames), None)
@@ -399,12 +400,15 @@ def logist_process(*args: str, env: dict | None = None, input: str | None = None
     engine's driver (the test's process is one already); the progress-line
     test. A process killed, where its start is not looked at, is
     :func:`logist_forked`'s. Tests of several processes at once start their own."""
-    full_env = dict(os.environ)
-    full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "logist", *args],
-        capture_output=True, text=True, env=full_env, input=input, timeout=timeout,
+        capture_output=True, text=True, env=_child_env(env), input=input, timeout=timeout,
     )
+
+
+def _child_env(env: dict | None) -> dict:
+    """This process's environment with ``env`` added: what a child is started with."""
+    return {**os.environ, **(env or {})}
 
 
 def logist_forked(*args: str, env: dict | None = None, input: str | None = None,
@@ -415,11 +419,7 @@ def logist_forked(*args: str, env: dict | None = None, input: str | None = None,
     ``LOGIST_FAILPOINT``) and the commands that meet what it left, where
     nothing of the process's start is looked at. Standard input is empty
     unless ``input`` is given."""
-    from forked import run_forked
-
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    return run_forked(list(args), env=full_env, input=input, timeout=timeout)
+    return run_forked(list(args), env=_child_env(env), input=input, timeout=timeout)
 
 
 def run_on_a_terminal(*args: str, timeout: float = 60, env: dict | None = None,

@@ -24,7 +24,7 @@ it again).
 from __future__ import annotations
 
 import time
-from typing import Optional, Protocol
+from typing import NamedTuple, Optional, Protocol
 
 from ..model import client as llm
 from ..model.base import Request
@@ -112,6 +112,15 @@ def call_settings(job: JobFiles, manifest: JobManifest, config: LogistConfig, ba
     )
 
 
+class _Sent(NamedTuple):
+    """A body a step sends: its bytes as sent, the key it is sent with, and the key the current rule gives it."""
+
+    body: dict
+    key: str
+    data: bytes
+    natural: str
+
+
 def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings: llm.LLMSettings,
               watch: Optional[CallWatch] = None) -> Outcome:
     """Send the prepared body to the model of ``settings``: as it is,
@@ -143,21 +152,20 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
     prepared.metadata.stream = (bool(body.get("stream")) or None) if task is None else None
     again = retried_key(job, manifest)
 
-    #: Per body sent: the body, the key it is sent with, its bytes, and the key the current rule gives it.
-    keys: dict[int, tuple[dict, str, bytes, str]] = {}
+    keys: dict[int, _Sent] = {}
 
-    def encoded(sent: dict) -> tuple[dict, str, bytes, str]:
+    def encoded(sent: dict) -> _Sent:
         # Once per body sent (it holds the whole conversation): encoded, and its key the digest of those
         # bytes, which the client sends as they are.
         if id(sent) not in keys:
             data = compact_json(sent)
             natural = sent_key(job.id, manifest.created_at, sequence, data)
             key = again if again is not None and same_body(again, natural, sent) else natural
-            keys[id(sent)] = (sent, key, data, natural)
+            keys[id(sent)] = _Sent(sent, key, data, natural)
         return keys[id(sent)]
 
     def key_for(sent: dict) -> str:
-        return encoded(sent)[1]
+        return encoded(sent).key
 
     prepared.metadata.idempotency_key = key_for(body)
     model.ready()  # the endpoint's client built (once per Endpoints) before the clock starts
@@ -174,7 +182,7 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
             watch.started(prepared.role.name, manifest.calls + 1, manifest.settings.max_steps, prepared.model)
         reply = model.complete(Request(body, formats, watch.tokens if watch is not None else None, key_for,
                                        headers=settings.headers, max_answer_bytes=settings.max_answer_bytes,
-                                       encoded=lambda sent: encoded(sent)[2]))
+                                       encoded=lambda sent: encoded(sent).data))
     except LLMCallError as exc:
         if exc.kind == "setup":
             # Nothing was asked of a model: the job stays exactly as it was.
@@ -194,8 +202,8 @@ def make_call(job: JobFiles, manifest: JobManifest, prepared: Prepared, settings
     prepared.metadata.stream = (reply.streamed or None) if task is None else None
     # Recorded only when it is not the key this step's own body gives (a call
     # made again after one of unknown outcome): the history derives it otherwise.
-    sent = next((b for b, key, _, _ in keys.values() if key == reply.key), body)
-    prepared.metadata.idempotency_key = reply.key if reply.key != encoded(sent)[3] else None
+    sent = next((one.body for one in keys.values() if one.key == reply.key), body)
+    prepared.metadata.idempotency_key = reply.key if reply.key != encoded(sent).natural else None
     sent_format = sent.get("response_format") if task is None else None
     prepared.metadata.response_format = kept_format if sent_format is formats[0] else sent_format
     outcome = Outcome(
